@@ -1,0 +1,36 @@
+import { defineConfig } from 'vitest/config';
+
+// One run, four projects: the pure core, the prober (against the fake mail world),
+// the edge inside workerd, and whole-system tests against a real `wrangler dev`.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'shared',
+          include: ['shared/src/**/*.test.ts'],
+          environment: 'node',
+        },
+      },
+      {
+        test: {
+          name: 'prober',
+          include: ['prober/src/**/*.test.ts', 'test/world/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 20_000,
+        },
+      },
+      './edge/vitest.config.ts',
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          environment: 'node',
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
