@@ -1,1 +1,3 @@
-export const probeValue: number = 42;
+export * from './contract/api.ts';
+export * from './contract/prober.ts';
+export * from './errors.ts';

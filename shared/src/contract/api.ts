@@ -1,0 +1,231 @@
+// The public API of SPEC.md as zod schemas. Routes, the OpenAPI document and clients'
+// types are all derived from these; field names here are the API.
+import { z } from 'zod';
+
+/** Longest `email` string the API accepts at all; longer is a 400, not a verdict. */
+export const MAX_EMAIL_INPUT_LENGTH = 512;
+/** SPEC §8: addresses per batch job. */
+export const MAX_BATCH_EMAILS = 10_000;
+
+export const VERIFICATION_STATUSES = ['deliverable', 'undeliverable', 'risky', 'unknown'] as const;
+
+/** ARCHITECTURE.md "Verdict vocabulary": every subStatus and the status it belongs to. */
+export const SUB_STATUSES = {
+  accepted_email: 'deliverable',
+  invalid_syntax: 'undeliverable',
+  invalid_domain: 'undeliverable',
+  no_mx_record: 'undeliverable',
+  does_not_accept_mail: 'undeliverable',
+  unroutable_ip_address: 'undeliverable',
+  mailbox_not_found: 'undeliverable',
+  mailbox_disabled: 'undeliverable',
+  // possible_typo is undeliverable when the typo domain does not exist, risky when it does.
+  possible_typo: 'risky',
+  catch_all: 'risky',
+  role_based: 'risky',
+  disposable: 'risky',
+  mailbox_full: 'risky',
+  possible_spamtrap: 'risky',
+  toxic: 'risky',
+  greylisted: 'unknown',
+  mail_server_temporary_error: 'unknown',
+  smtp_timeout: 'unknown',
+  smtp_connection_failed: 'unknown',
+  forcible_disconnect: 'unknown',
+  antispam_blocked: 'unknown',
+  invalid_smtp_response: 'unknown',
+  provider_unverifiable: 'unknown',
+  smtp_unavailable: 'unknown',
+  dns_error: 'unknown',
+  internal_error: 'unknown',
+} as const satisfies Record<string, (typeof VERIFICATION_STATUSES)[number]>;
+
+export const VerificationStatus = z.enum(VERIFICATION_STATUSES);
+export type VerificationStatus = z.infer<typeof VerificationStatus>;
+
+export const SubStatus = z.enum(Object.keys(SUB_STATUSES) as [keyof typeof SUB_STATUSES]);
+export type SubStatus = z.infer<typeof SubStatus>;
+
+export const TypoSuggestion = z
+  .object({
+    original: z.string().describe('the domain as given'),
+    suggested: z.string().describe('the domain the address most likely meant'),
+    confidence: z
+      .number()
+      .min(0)
+      .max(1)
+      .describe('0..1; only suggestions at or above the threshold are shown'),
+  })
+  .meta({ id: 'TypoSuggestion' });
+export type TypoSuggestion = z.infer<typeof TypoSuggestion>;
+
+export const Checks = z
+  .object({
+    syntax: z.boolean(),
+    mxRecords: z.boolean(),
+    smtpValid: z.boolean().nullable().describe('null when no SMTP answer decided it'),
+    isDisposable: z.boolean(),
+    isRoleBased: z.boolean(),
+    isFreeProvider: z.boolean(),
+    isCatchAll: z
+      .boolean()
+      .nullable()
+      .describe('true: a random address was accepted; false: rejected; null: unknown'),
+    hasTypo: TypoSuggestion.nullable(),
+  })
+  .meta({ id: 'Checks' });
+export type Checks = z.infer<typeof Checks>;
+
+export const DNS_TYPES = ['MX', 'A', 'AAAA', 'NULL_MX'] as const;
+
+export const Meta = z
+  .object({
+    domain: z.string().describe('the domain in A-label (punycode) form'),
+    localPart: z.string(),
+    mxHost: z.string().nullable(),
+    provider: z.string().nullable().describe('mailbox provider family, e.g. gmail, microsoft, yahoo'),
+    dnsType: z
+      .enum(DNS_TYPES)
+      .nullable()
+      .describe('the record that routes mail: MX, implicit A/AAAA, or null MX'),
+    verifiedAt: z.iso.datetime(),
+    processingTimeMs: z.number().int().min(0),
+  })
+  .meta({ id: 'Meta' });
+export type Meta = z.infer<typeof Meta>;
+
+export const VerificationResult = z
+  .object({
+    email: z.string(),
+    status: VerificationStatus,
+    subStatus: SubStatus,
+    reason: z.string().describe('one plain-English sentence'),
+    score: z
+      .number()
+      .int()
+      .min(0)
+      .max(100)
+      .describe('undeliverable 0–20, unknown 21–49, risky 50–79, deliverable 80–100'),
+    isDeliverable: z.boolean(),
+    toxicity: z.number().int().min(0).max(5).describe('0 clean … 5 known trap or abusive'),
+    checks: Checks,
+    meta: Meta,
+    riskFactors: z.array(z.string()),
+    retryAfterSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('present when greylisted: when a retry is likely to get an answer'),
+  })
+  .meta({ id: 'VerificationResult' });
+export type VerificationResult = z.infer<typeof VerificationResult>;
+
+const EmailInput = z
+  .string()
+  .min(1)
+  .max(MAX_EMAIL_INPUT_LENGTH)
+  .refine((value) => !/[\r\n\0]/.test(value), 'must not contain CR, LF or NUL');
+
+export const VerifyRequest = z.strictObject({ email: EmailInput }).meta({
+  id: 'VerifyRequest',
+  example: { email: 'alice@example.com' },
+});
+export type VerifyRequest = z.infer<typeof VerifyRequest>;
+
+export const VerifyResponse = z
+  .object({
+    success: z.literal(true),
+    data: VerificationResult,
+    creditsRemaining: z.number().int().min(0),
+  })
+  .meta({ id: 'VerifyResponse' });
+export type VerifyResponse = z.infer<typeof VerifyResponse>;
+
+export const BulkUploadJsonRequest = z
+  .strictObject({
+    emails: z.array(z.string().max(MAX_EMAIL_INPUT_LENGTH)).min(1).max(MAX_BATCH_EMAILS),
+    name: z.string().max(200).optional(),
+    webhookUrl: z.url().max(2048).optional(),
+  })
+  .meta({ id: 'BulkUploadRequest', example: { emails: ['alice@example.com', 'bob@example.org'] } });
+export type BulkUploadJsonRequest = z.infer<typeof BulkUploadJsonRequest>;
+
+export const BulkUploadResponse = z
+  .object({
+    success: z.literal(true),
+    jobId: z.uuid(),
+    totalEmails: z.number().int().describe('unique addresses queued'),
+    duplicateCount: z.number().int(),
+    skippedRows: z.number().int(),
+    emptyRows: z.number().int(),
+    invalidRows: z.number().int(),
+    estimatedTimeSeconds: z.number().int(),
+    creditsCharged: z.number().int(),
+  })
+  .meta({ id: 'BulkUploadResponse' });
+export type BulkUploadResponse = z.infer<typeof BulkUploadResponse>;
+
+export const JOB_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
+export const JobStatus = z.enum(JOB_STATUSES);
+export type JobStatus = z.infer<typeof JobStatus>;
+
+export const BounceEstimate = z
+  .object({
+    percent: z.number().min(0).max(100),
+    level: z.enum(['low', 'medium', 'high']),
+    basis: z.string().describe('how the estimate was computed'),
+  })
+  .meta({ id: 'BounceEstimate' });
+export type BounceEstimate = z.infer<typeof BounceEstimate>;
+
+export const Job = z
+  .object({
+    id: z.uuid(),
+    name: z.string().nullable(),
+    status: JobStatus,
+    progress: z.number().int().min(0).max(100),
+    totalEmails: z.number().int(),
+    processedEmails: z.number().int(),
+    deliverableCount: z.number().int(),
+    undeliverableCount: z.number().int(),
+    riskyCount: z.number().int(),
+    unknownCount: z.number().int(),
+    catchAllCount: z.number().int(),
+    createdAt: z.iso.datetime(),
+    completedAt: z.iso.datetime().nullable(),
+    bounceEstimate: BounceEstimate.nullable(),
+    creditsCharged: z.number().int(),
+    creditsRefunded: z.number().int(),
+    failureReason: z.string().nullable(),
+  })
+  .meta({ id: 'Job' });
+export type Job = z.infer<typeof Job>;
+
+export const BulkStatusResponse = z
+  .object({ success: z.literal(true), job: Job })
+  .meta({ id: 'BulkStatusResponse' });
+
+export const OriginalCsvData = z
+  .object({
+    headers: z.array(z.string()).describe('the header row as uploaded (generated names when there was none)'),
+    rows: z.array(z.array(z.string())).describe('each row by position, aligned with `results`'),
+  })
+  .meta({ id: 'OriginalCsvData' });
+export type OriginalCsvData = z.infer<typeof OriginalCsvData>;
+
+export const Pagination = z
+  .object({ offset: z.number().int(), limit: z.number().int(), total: z.number().int() })
+  .meta({ id: 'Pagination' });
+
+export const BulkResultsResponse = z
+  .object({
+    success: z.literal(true),
+    results: z.array(VerificationResult),
+    originalCsvData: OriginalCsvData.nullable(),
+    pagination: Pagination,
+  })
+  .meta({ id: 'BulkResultsResponse' });
+export type BulkResultsResponse = z.infer<typeof BulkResultsResponse>;
+
+export const JobIdParam = z.object({ jobId: z.uuid() });

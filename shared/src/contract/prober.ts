@@ -1,0 +1,117 @@
+// The prober link protocol (ARCHITECTURE.md): JSON messages over the WebSocket between the
+// edge's ProberHub and a prober. Both ends validate every message with these schemas.
+import { z } from 'zod';
+
+export const PROBER_PROTOCOL_VERSION = 1;
+/** Most addresses one probe message carries (one SMTP session, several RCPTs). */
+export const MAX_EMAILS_PER_PROBE = 100;
+
+const MessageId = z.string().min(1).max(100);
+
+export const MxTarget = z.object({
+  host: z.string().min(1).max(253),
+  preference: z.number().int().min(0).max(65535),
+  ips: z.array(z.string()).max(16),
+});
+export type MxTarget = z.infer<typeof MxTarget>;
+
+/** One SMTP reply: the basic code, the RFC 3463 enhanced code if any, and the text of all lines. */
+export const SmtpReply = z.object({
+  code: z.number().int().min(100).max(599),
+  enhanced: z
+    .string()
+    .regex(/^[245]\.\d{1,3}\.\d{1,3}$/)
+    .nullable(),
+  text: z.string(),
+});
+export type SmtpReply = z.infer<typeof SmtpReply>;
+
+/** Where an SMTP conversation stopped before an address got its RCPT answer. */
+export const SESSION_FAILURE_KINDS = [
+  'connection_failed', // no TCP connection to any MX
+  'timeout', // a step exceeded its deadline (connect, banner, command or session)
+  'disconnected', // the server closed the connection mid-dialogue
+  'invalid_response', // garbage, an oversized reply, or a code out of place
+  'rejected', // a non-RCPT step (banner, EHLO, MAIL FROM) was refused: see `reply`
+  'tls_failed', // STARTTLS required by configuration and not available or failed
+  'smtputf8_unsupported', // an internationalised address and a server without SMTPUTF8
+  'target_refused', // the guard refused the target (private address, unsafe input)
+  'provider_unverifiable', // the rules file says this provider accepts everything
+  'throttled', // the prober is backing off this host (421/4.7.x seen recently)
+] as const;
+
+export const SessionFailure = z.object({
+  kind: z.enum(SESSION_FAILURE_KINDS),
+  stage: z.enum(['connect', 'banner', 'ehlo', 'starttls', 'mail', 'rcpt', 'guard']),
+  reply: SmtpReply.nullable(),
+  message: z.string(),
+});
+export type SessionFailure = z.infer<typeof SessionFailure>;
+
+/** The outcome for one address: its RCPT reply, or the failure that kept it from getting one. */
+export const AddressOutcome = z.object({
+  email: z.string(),
+  reply: SmtpReply.nullable(),
+  failure: SessionFailure.nullable(),
+});
+export type AddressOutcome = z.infer<typeof AddressOutcome>;
+
+export const SessionFacts = z.object({
+  mxHost: z.string().nullable(),
+  mxIp: z.string().nullable(),
+  tls: z.boolean(),
+  tlsError: z.string().nullable(),
+  smtputf8: z.boolean(),
+  durationMs: z.number().int().min(0),
+  transcript: z.array(z.string()).optional(),
+});
+export type SessionFacts = z.infer<typeof SessionFacts>;
+
+/** What a probe found: per-address outcomes, the catch-all test, and the session's facts. */
+export const ProbeReport = z.object({
+  perAddress: z.array(AddressOutcome),
+  /** The RCPT reply to a random address of the domain; null when not tested or not reached. */
+  catchAllReply: SmtpReply.nullable(),
+  session: SessionFacts,
+});
+export type ProbeReport = z.infer<typeof ProbeReport>;
+
+export const ProbeRequest = z.object({
+  emails: z.array(z.string().min(3).max(320)).min(1).max(MAX_EMAILS_PER_PROBE),
+  domain: z.string().min(1).max(253),
+  mx: z.array(MxTarget).min(1).max(20),
+  mailFrom: z.string().max(320),
+  helo: z.string().min(1).max(253),
+  timeoutMs: z.number().int().min(100).max(300_000),
+  transcript: z.boolean().default(false),
+});
+export type ProbeRequest = z.infer<typeof ProbeRequest>;
+
+// Edge → prober
+export const ProbeMessage = ProbeRequest.extend({ type: z.literal('probe'), id: MessageId });
+export const PingMessage = z.object({ type: z.literal('ping'), id: MessageId, ts: z.number() });
+export const EdgeMessage = z.discriminatedUnion('type', [ProbeMessage, PingMessage]);
+export type EdgeMessage = z.infer<typeof EdgeMessage>;
+export type ProbeMessage = z.infer<typeof ProbeMessage>;
+
+// Prober → edge
+export const HelloMessage = z.object({
+  type: z.literal('hello'),
+  id: MessageId,
+  version: z.number().int(),
+  region: z.string().min(1).max(64),
+  capacity: z.number().int().min(1).max(10_000),
+});
+export const ResultMessage = ProbeReport.extend({ type: z.literal('result'), id: MessageId });
+export const ProbeErrorMessage = z.object({ type: z.literal('error'), id: MessageId, message: z.string() });
+export const PongMessage = z.object({ type: z.literal('pong'), id: MessageId, ts: z.number() });
+export const DrainMessage = z.object({ type: z.literal('drain'), id: MessageId });
+export const ProberMessage = z.discriminatedUnion('type', [
+  HelloMessage,
+  ResultMessage,
+  ProbeErrorMessage,
+  PongMessage,
+  DrainMessage,
+]);
+export type ProberMessage = z.infer<typeof ProberMessage>;
+export type ResultMessage = z.infer<typeof ResultMessage>;

@@ -1,0 +1,63 @@
+// The one error table: every error the API can answer, its HTTP status and message.
+// Routes throw `ApiError(code)`; the OpenAPI error responses are generated from this table.
+import { z } from 'zod';
+
+export const ERRORS = {
+  VALIDATION_ERROR: { httpStatus: 400, message: 'The request is malformed or a field is invalid.' },
+  TOO_MANY_EMAILS: { httpStatus: 400, message: 'A batch holds at most 10,000 addresses.' },
+  JOB_NOT_COMPLETED: { httpStatus: 400, message: 'Results are available once the job is completed.' },
+  UNAUTHORIZED: { httpStatus: 401, message: 'An API key is required in the X-API-Key header.' },
+  INVALID_API_KEY: { httpStatus: 401, message: 'The API key is invalid or has been revoked.' },
+  INSUFFICIENT_CREDITS: { httpStatus: 402, message: 'Not enough credits for this request.' },
+  FORBIDDEN: { httpStatus: 403, message: 'This action is not allowed.' },
+  CSRF_FAILED: { httpStatus: 403, message: 'The form has expired; reload the page and try again.' },
+  NOT_FOUND: { httpStatus: 404, message: 'The resource does not exist.' },
+  METHOD_NOT_ALLOWED: { httpStatus: 405, message: 'This method is not allowed on this path.' },
+  CONFLICT: { httpStatus: 409, message: 'The resource already exists.' },
+  PAYLOAD_TOO_LARGE: { httpStatus: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, message: 'The Content-Type of the request is not supported.' },
+  RATE_LIMITED: { httpStatus: 429, message: 'Too many requests; retry after the time in Retry-After.' },
+  INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
+  SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },
+} as const satisfies Record<string, { httpStatus: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export const ErrorCode = z.enum(Object.keys(ERRORS) as [ErrorCode]);
+
+export const ErrorBody = z
+  .object({
+    success: z.literal(false),
+    code: ErrorCode,
+    message: z.string(),
+    requestId: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'Error' });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** An error the API answers with: its status and message come from ERRORS. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly httpStatus: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, options: { message?: string; details?: Record<string, unknown> } = {}) {
+    super(options.message ?? ERRORS[code].message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.httpStatus = ERRORS[code].httpStatus;
+    this.details = options.details;
+  }
+}
+
+/** The error body for `code`; a 500's message is always the table's, never an internal one. */
+export function errorBody(
+  code: ErrorCode,
+  requestId: string,
+  message?: string,
+  details?: Record<string, unknown>,
+): ErrorBody {
+  const safeMessage =
+    ERRORS[code].httpStatus >= 500 ? ERRORS[code].message : (message ?? ERRORS[code].message);
+  return { success: false, code, message: safeMessage, requestId, ...(details ? { details } : {}) };
+}
