@@ -17,3 +17,31 @@ export type ProbeOutcome =
   | { kind: 'unavailable'; message: string } // no prober connected, or SMTP disabled
   | { kind: 'timeout' } // the time budget ran out waiting for the prober
   | { kind: 'skipped' }; // not attempted: syntax or DNS already decided
+
+/** `checkSyntax`'s answer. The domain is lower-cased and in A-label (punycode) form. */
+export type SyntaxResult =
+  | {
+      valid: true;
+      email: string; // normalised: trimmed, domain lower-cased A-labels, local part's case kept
+      localPart: string;
+      domain: string;
+      quotedLocalPart: boolean; // valid, but a risk factor
+      ipLiteral: boolean; // e.g. user@[192.0.2.1]: valid, not verifiable
+      needsSmtpUtf8: boolean; // non-ASCII local part (RFC 6531)
+    }
+  | {
+      valid: false;
+      email: string; // the input, trimmed
+      localPart: string; // best effort split at the last '@' ('' if none)
+      domain: string;
+      reason: string; // plain English: why the address is not valid
+    };
+
+/** What the maintained lists say about an address. */
+export interface ListFacts {
+  isDisposable: boolean;
+  isRoleBased: boolean;
+  isFreeProvider: boolean;
+  /** Mailbox provider family by domain or MX host (gmail, microsoft, yahoo, …), or null. */
+  provider: string | null;
+}
