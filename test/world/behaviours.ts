@@ -1,0 +1,143 @@
+// What each fake MX answers. The reply texts are the ones real servers send (Postfix, postgrey,
+// Gmail, Spamhaus-listed hosts), because rcpt's classifier is tested against real texts and the
+// world must not be easier than the internet.
+import type { SMTPServerError, SMTPServerSession } from 'smtp-server';
+
+/** Local parts that exist on the servers that check mailboxes (besides any starting with `user`). */
+export const MAILBOXES = ['alice', 'bob', 'carol', 'info', 'support', 'sales'] as const;
+
+const mailboxSet: ReadonlySet<string> = new Set(MAILBOXES);
+
+/** Whether the local part of `address` is a mailbox: one of MAILBOXES or `user…`, case-insensitively like Postfix. */
+export function mailboxExists(address: string): boolean {
+  const localPart = address.slice(0, address.lastIndexOf('@')).toLowerCase();
+  return mailboxSet.has(localPart) || localPart.startsWith('user');
+}
+
+/** A reply to send instead of the default; `text` starts with the enhanced status code. */
+export function smtpReply(code: number, text: string): SMTPServerError {
+  return Object.assign(new Error(text), { responseCode: code });
+}
+
+/** How one fake MX behaves. Servers judge the local part only: any domain routed to them is theirs. */
+export interface MxBehaviour {
+  /** STARTTLS not offered, offered, or required before MAIL and RCPT. */
+  tls: 'none' | 'offered' | 'required';
+  /** Whether SMTPUTF8 (RFC 6531) is advertised and accepted. */
+  smtputf8: boolean;
+  /** Sessions served at once; the next one is refused at the banner. */
+  maxSessions?: number;
+  /** Sent instead of the 220 greeting, after which the server closes the connection. */
+  greetingRefusal?: SMTPServerError;
+  /** The answer to RCPT TO: null accepts (250). */
+  rcpt(address: string, session: SMTPServerSession): SMTPServerError | null;
+}
+
+export type SmtpBehaviourName =
+  | 'accept'
+  | 'catchall'
+  | 'greylist'
+  | 'full'
+  | 'disabled'
+  | 'rbl'
+  | 'policy'
+  | 'banner421'
+  | 'starttls'
+  | 'tlsrequired'
+  | 'connlimit'
+  | 'fallbackSecondary'
+  | 'utf8'
+  | 'bulk';
+
+/** Postfix's answer for a local part it does not know. */
+function userUnknown(address: string): SMTPServerError {
+  return smtpReply(
+    550,
+    `5.1.1 <${address}>: Recipient address rejected: User unknown in local recipient table`,
+  );
+}
+
+/** The answer of a server that knows its mailboxes: 250 for those, 550 5.1.1 for the rest. */
+function mailboxRule(address: string): SMTPServerError | null {
+  return mailboxExists(address) ? null : userUnknown(address);
+}
+
+const checksMailboxes = { tls: 'none', smtputf8: false, rcpt: mailboxRule } as const satisfies MxBehaviour;
+
+/** The behaviours of every SMTP-speaking fake MX. Each call gets fresh state (greylist triplets). */
+export function createBehaviours(options: {
+  greylistDelayMs: number;
+}): Record<SmtpBehaviourName, MxBehaviour> {
+  return {
+    accept: checksMailboxes,
+    catchall: { tls: 'none', smtputf8: false, rcpt: () => null },
+    greylist: greylisting(options.greylistDelayMs),
+    full: {
+      tls: 'none',
+      smtputf8: false,
+      rcpt: (address) =>
+        mailboxExists(address) ? smtpReply(552, `5.2.2 <${address}>: Mailbox full`) : userUnknown(address),
+    },
+    // Gmail's text for a suspended account.
+    disabled: {
+      tls: 'none',
+      smtputf8: false,
+      rcpt: () => smtpReply(550, '5.2.1 The email account that you tried to reach is disabled'),
+    },
+    // Postfix with reject_rbl_client: the client is refused, the mailbox is never looked at.
+    rbl: {
+      tls: 'none',
+      smtputf8: false,
+      rcpt: (_address, session) =>
+        smtpReply(
+          554,
+          `5.7.1 Service unavailable; Client host [${session.remoteAddress}] blocked using zen.spamhaus.org`,
+        ),
+    },
+    policy: {
+      tls: 'none',
+      smtputf8: false,
+      rcpt: () => smtpReply(550, '5.7.1 Message rejected due to local policy'),
+    },
+    banner421: {
+      ...checksMailboxes,
+      greetingRefusal: smtpReply(421, '4.7.0 Service not available, closing transmission channel'),
+    },
+    starttls: { ...checksMailboxes, tls: 'offered' },
+    tlsrequired: { ...checksMailboxes, tls: 'required' },
+    connlimit: { ...checksMailboxes, maxSessions: 3 },
+    fallbackSecondary: checksMailboxes,
+    utf8: { tls: 'none', smtputf8: true, rcpt: () => null },
+    // The benchmark server: the mailbox rule and nothing else, no delays, no session limit.
+    bulk: checksMailboxes,
+  };
+}
+
+/**
+ * postgrey: the first attempt of a (client IP, sender, recipient) triplet is deferred, and
+ * retries are deferred until `delayMs` have passed since it; after that the triplet is let
+ * through (and stays so) and the mailbox rule answers.
+ */
+function greylisting(delayMs: number): MxBehaviour {
+  const firstSeen = new Map<string, number>();
+  return {
+    tls: 'none',
+    smtputf8: false,
+    rcpt(address, session) {
+      const mailFrom = session.envelope.mailFrom;
+      const sender = mailFrom ? mailFrom.address.toLowerCase() : '';
+      const triplet = `${session.remoteAddress}\n${sender}\n${address.toLowerCase()}`;
+      const now = performance.now();
+      const seen = firstSeen.get(triplet);
+      if (seen === undefined) firstSeen.set(triplet, now);
+      if (seen === undefined || now - seen < delayMs) {
+        const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+        return smtpReply(
+          450,
+          `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`,
+        );
+      }
+      return mailboxRule(address);
+    },
+  };
+}

@@ -1,0 +1,171 @@
+// The verdict rcpt must give each address of the world (ARCHITECTURE.md, "Verdict vocabulary"),
+// for `npm run world`, the demo, and end-to-end tests. A deployment of the world allows private
+// targets (ALLOW_PRIVATE_TARGETS), so its 127.0.0.x MX hosts are probed, not `unroutable_ip_address`.
+import { DOMAINS } from './zone.ts';
+
+export interface ExpectedVerdict {
+  address: string;
+  status: 'deliverable' | 'undeliverable' | 'risky' | 'unknown';
+  subStatus: string;
+  /** What the world does that leads there. */
+  because: string;
+}
+
+export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
+  {
+    address: `alice@${DOMAINS.accept}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'RCPT 250, random address 550 5.1.1',
+  },
+  {
+    address: `nobody@${DOMAINS.accept}`,
+    status: 'undeliverable',
+    subStatus: 'mailbox_not_found',
+    because: 'RCPT 550 5.1.1 user unknown',
+  },
+  {
+    address: `info@${DOMAINS.accept}`,
+    status: 'risky',
+    subStatus: 'role_based',
+    because: 'accepted, but a role address',
+  },
+  {
+    address: `anyone@${DOMAINS.catchall}`,
+    status: 'risky',
+    subStatus: 'catch_all',
+    because: 'every RCPT 250, the random one too',
+  },
+  {
+    address: `alice@${DOMAINS.greylist}`,
+    status: 'unknown',
+    subStatus: 'greylisted',
+    because: 'RCPT 450 4.2.0 until the greylist delay passed (a batch retry then gets deliverable)',
+  },
+  {
+    address: `alice@${DOMAINS.full}`,
+    status: 'risky',
+    subStatus: 'mailbox_full',
+    because: 'RCPT 552 5.2.2 mailbox full',
+  },
+  {
+    address: `alice@${DOMAINS.disabled}`,
+    status: 'undeliverable',
+    subStatus: 'mailbox_disabled',
+    because: 'RCPT 550 5.2.1 account disabled',
+  },
+  {
+    address: `alice@${DOMAINS.rbl}`,
+    status: 'unknown',
+    subStatus: 'antispam_blocked',
+    because: 'RCPT 554 5.7.1 client blocked using zen.spamhaus.org',
+  },
+  {
+    address: `alice@${DOMAINS.policy}`,
+    status: 'unknown',
+    subStatus: 'antispam_blocked',
+    because: 'RCPT 550 5.7.1 local policy',
+  },
+  {
+    address: `alice@${DOMAINS.banner421}`,
+    status: 'unknown',
+    subStatus: 'mail_server_temporary_error',
+    because: '421 4.7.0 at the greeting, then the server hangs up',
+  },
+  {
+    address: `alice@${DOMAINS.tarpit}`,
+    status: 'unknown',
+    subStatus: 'smtp_timeout',
+    because: 'TCP accepted, no greeting ever',
+  },
+  {
+    address: `alice@${DOMAINS.starttls}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'STARTTLS offered (self-signed), RCPT 250',
+  },
+  {
+    address: `alice@${DOMAINS.tlsrequired}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: '530 5.7.0 before STARTTLS, RCPT 250 after',
+  },
+  {
+    address: `alice@${DOMAINS.connlimit}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'RCPT 250; a 4th concurrent connection gets 421 4.7.0 at the greeting',
+  },
+  {
+    address: `alice@${DOMAINS.fallback}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'MX 10 refuses the connection, MX 20 answers RCPT 250',
+  },
+  {
+    address: `anyone@${DOMAINS.utf8}`,
+    status: 'risky',
+    subStatus: 'catch_all',
+    because: 'SMTPUTF8 advertised, every RCPT 250',
+  },
+  {
+    address: `alice@${DOMAINS.disposable}`,
+    status: 'risky',
+    subStatus: 'disposable',
+    because: 'a disposable provider; its MX is the catch-all server',
+  },
+  {
+    address: `user1@${DOMAINS.bulk}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'the bulk server takes user… and the mailboxes',
+  },
+  {
+    address: `nobody@${DOMAINS.bulk}`,
+    status: 'undeliverable',
+    subStatus: 'mailbox_not_found',
+    because: 'the bulk server answers 550 5.1.1 to the rest',
+  },
+  {
+    address: `alice@${DOMAINS.nullmx}`,
+    status: 'undeliverable',
+    subStatus: 'does_not_accept_mail',
+    because: 'MX 0 . (RFC 7505 null MX)',
+  },
+  {
+    address: `alice@${DOMAINS.implicit}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'no MX, A record of the accept server (RFC 5321 §5.1 implicit MX)',
+  },
+  {
+    address: `alice@${DOMAINS.ipv6}`,
+    status: 'unknown',
+    subStatus: 'smtp_connection_failed',
+    because: 'no MX, AAAA ::1 where nothing listens',
+  },
+  {
+    address: `alice@${DOMAINS.nomail}`,
+    status: 'undeliverable',
+    subStatus: 'no_mx_record',
+    because: 'the name exists with no MX, A or AAAA',
+  },
+  {
+    address: `alice@${DOMAINS.servfail}`,
+    status: 'unknown',
+    subStatus: 'dns_error',
+    because: 'the resolver answers SERVFAIL',
+  },
+  {
+    address: `alice@${DOMAINS.nxdomain}`,
+    status: 'undeliverable',
+    subStatus: 'invalid_domain',
+    because: 'NXDOMAIN',
+  },
+  {
+    address: `alice@${DOMAINS.typo}`,
+    status: 'undeliverable',
+    subStatus: 'possible_typo',
+    because: 'NXDOMAIN, and a typo of gmail.com',
+  },
+];

@@ -1,0 +1,110 @@
+// The fake mail world every test of rcpt runs against: one fake MX per server behaviour, each
+// on its own 127.0.0.x address and all on one SMTP port, and a DNS-over-HTTPS stub that routes
+// the world's domains to them. Nothing in it leaves the loopback interface.
+import { createBehaviours, MAILBOXES, type SmtpBehaviourName } from './behaviours.ts';
+import { startDohStub } from './doh-stub.ts';
+import { type FakeMx, type FakeMxSpec, type RunningMx, startSmtpMx, startTarpitMx } from './fake-mx.ts';
+import { isAddressInUse } from './loopback.ts';
+import { createSelfSignedCertificate } from './self-signed-certificate.ts';
+import { bulkZone, DOMAINS, MX_HOSTS, MX_IPS, ZONE } from './zone.ts';
+
+export { bulkDomainNames, DOMAINS, ZONE } from './zone.ts';
+export type { FakeMx };
+
+export interface WorldOptions {
+  /** One port shared by all fake MX addresses; default: a free one. */
+  smtpPort?: number;
+  /** Port of the DoH stub on 127.0.0.1; default: a free one. */
+  dohPort?: number;
+  /** How long a greylisted triplet must wait before it is accepted; default 1000. */
+  greylistDelayMs?: number;
+  /** How many bulk-NN.test domains to serve, all on the `bulk` server; default 50. */
+  bulkDomains?: number;
+}
+
+export interface MailWorld {
+  /** RFC 8484 endpoint: GET ?dns= (base64url) and POST application/dns-message. */
+  dohUrl: string;
+  smtpPort: number;
+  /** By behaviour name: accept, catchall, greylist, …, fallbackSecondary, utf8, bulk. */
+  mx: Record<string, FakeMx>;
+  /** Behaviour name → the domain to use for it. */
+  domains: Record<string, string>;
+  /** Local parts that exist on the servers that check mailboxes (`user…` ones exist too). */
+  mailboxes: readonly string[];
+  /** The DoH stub's counters. */
+  doh: { queries(): number; resetStats(): void };
+  close(): Promise<void>;
+}
+
+// Names the STARTTLS servers' certificate is for; clients of the world do not verify it.
+const CERTIFICATE_NAMES = [MX_HOSTS.starttls, MX_HOSTS.tlsrequired, '*.test'];
+// How often to draw another free port when one of the 127.0.0.x addresses already uses it.
+const PORT_ATTEMPTS = 5;
+
+/** Starts the whole world; it is ready when the promise resolves. */
+export async function startWorld(options: WorldOptions = {}): Promise<MailWorld> {
+  const behaviours = createBehaviours({ greylistDelayMs: options.greylistDelayMs ?? 1000 });
+  const certificate = createSelfSignedCertificate(CERTIFICATE_NAMES);
+
+  const starters: ((port: number) => Promise<RunningMx>)[] = [
+    ...(Object.keys(behaviours) as SmtpBehaviourName[]).map(
+      (name) => (port: number) => startSmtpMx(specOf(name), behaviours[name], port, certificate),
+    ),
+    (port: number) => startTarpitMx(specOf('tarpit'), port),
+  ];
+  const servers = await startOnOnePort(starters, options.smtpPort);
+  const smtpPort = servers[0]?.port ?? 0;
+
+  const zone = { ...ZONE, ...bulkZone(options.bulkDomains ?? 50) };
+  const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
+    await Promise.all(servers.map((server) => server.close()));
+    throw error;
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    dohUrl: doh.url,
+    smtpPort,
+    mx: Object.fromEntries(servers.map((server) => [server.name, server])),
+    domains: { ...DOMAINS },
+    mailboxes: MAILBOXES,
+    doh: { queries: doh.queries, resetStats: doh.resetStats },
+    close() {
+      closing ??= Promise.all([doh.close(), ...servers.map((server) => server.close())]).then(() => {});
+      return closing;
+    },
+  };
+}
+
+function specOf(name: keyof typeof MX_IPS): FakeMxSpec {
+  return { name, host: MX_HOSTS[name], ip: MX_IPS[name] };
+}
+
+/**
+ * Starts every server on `requestedPort`, or else on a free port: the first server binds port
+ * 0 and the rest take the port it got. That port was only known free on the first address, so
+ * if another address has it in use, everything is closed and a new port drawn.
+ */
+async function startOnOnePort(
+  starters: readonly ((port: number) => Promise<RunningMx>)[],
+  requestedPort: number | undefined,
+): Promise<RunningMx[]> {
+  const [startFirst, ...startRest] = starters;
+  if (startFirst === undefined) return [];
+  for (let attempt = 1; ; attempt++) {
+    const started: RunningMx[] = [];
+    try {
+      const first = await startFirst(requestedPort ?? 0);
+      started.push(first);
+      const rest = await Promise.allSettled(startRest.map((start) => start(first.port)));
+      for (const result of rest) if (result.status === 'fulfilled') started.push(result.value);
+      const failure = rest.find((result) => result.status === 'rejected');
+      if (failure) throw failure.reason;
+      return started;
+    } catch (error) {
+      await Promise.all(started.map((server) => server.close()));
+      if (requestedPort !== undefined || !isAddressInUse(error) || attempt >= PORT_ATTEMPTS) throw error;
+    }
+  }
+}

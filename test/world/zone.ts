@@ -1,0 +1,152 @@
+// The DNS of the fake mail world: which names exist, where their mail goes, and on which
+// loopback address each fake MX listens. The DoH stub answers from this table and tests read
+// it for their expectations, so it is data, not code.
+
+/** An MX record: lower preference is tried first (RFC 5321 §5.1). */
+export interface MxRecord {
+  readonly preference: number;
+  readonly exchange: string;
+}
+
+/** The records of one name. A name in the table exists; a type it lacks gets NODATA. */
+export interface ZoneEntry {
+  readonly MX?: readonly MxRecord[];
+  readonly A?: readonly string[];
+  readonly AAAA?: readonly string[];
+  readonly TXT?: readonly string[];
+  /** The name's resolver is broken: every query for it answers SERVFAIL. */
+  readonly servfail?: true;
+}
+
+/** TTL of every answer, in seconds. */
+export const ZONE_TTL = 300;
+
+/**
+ * The loopback address of each fake MX. They all listen on the world's one SMTP port; a client
+ * tells them apart by address, as it would tell real MX hosts apart. Linux routes all of
+ * 127.0.0.0/8 to the loopback interface, so these need no setup.
+ */
+export const MX_IPS = {
+  accept: '127.0.0.10',
+  catchall: '127.0.0.11',
+  greylist: '127.0.0.12',
+  full: '127.0.0.13',
+  disabled: '127.0.0.14',
+  rbl: '127.0.0.15',
+  policy: '127.0.0.16',
+  banner421: '127.0.0.17',
+  tarpit: '127.0.0.18',
+  starttls: '127.0.0.19',
+  tlsrequired: '127.0.0.20',
+  connlimit: '127.0.0.21',
+  // Nothing ever listens here, so a connection is refused: the dead primary of fallback.test.
+  fallbackPrimary: '127.0.0.22',
+  fallbackSecondary: '127.0.0.23',
+  utf8: '127.0.0.24',
+  bulk: '127.0.0.25',
+} as const;
+
+/** Host name of each fake MX, as its domain's MX record names it and its greeting announces it. */
+export const MX_HOSTS = {
+  accept: 'mx.accept.test',
+  catchall: 'mx.catchall.test',
+  greylist: 'mx.greylist.test',
+  full: 'mx.full.test',
+  disabled: 'mx.disabled.test',
+  rbl: 'mx.rbl.test',
+  policy: 'mx.policy.test',
+  banner421: 'mx.banner421.test',
+  tarpit: 'mx.tarpit.test',
+  starttls: 'mx.starttls.test',
+  tlsrequired: 'mx.tlsrequired.test',
+  connlimit: 'mx.connlimit.test',
+  fallbackPrimary: 'mx1.fallback.test',
+  fallbackSecondary: 'mx2.fallback.test',
+  utf8: 'mx.utf8.test',
+  bulk: 'mx.bulk.test',
+} as const satisfies Record<keyof typeof MX_IPS, string>;
+
+/** Behaviour name → the domain to use for it. The bulk domains are `bulk-01.test` onwards. */
+export const DOMAINS = {
+  accept: 'accept.test',
+  catchall: 'catchall.test',
+  greylist: 'greylist.test',
+  full: 'full.test',
+  disabled: 'disabled.test',
+  rbl: 'rbl.test',
+  policy: 'policy.test',
+  banner421: 'banner421.test',
+  tarpit: 'tarpit.test',
+  starttls: 'starttls.test',
+  tlsrequired: 'tlsrequired.test',
+  connlimit: 'connlimit.test',
+  fallback: 'fallback.test',
+  utf8: 'utf8.test',
+  // A real disposable provider, so the list check and the DNS lookup both see it.
+  disposable: 'mailinator.com',
+  bulk: 'bulk-01.test',
+  nullmx: 'nullmx.test',
+  implicit: 'implicit.test',
+  ipv6: 'ipv6.test',
+  nomail: 'nomail.test',
+  servfail: 'servfail.test',
+  nxdomain: 'nonexistent.test',
+  // A typo of gmail.com that does not exist in the world.
+  typo: 'gmial.com',
+} as const;
+
+/** A domain whose single MX is `host` at `ip`, with the host's A record. */
+function mailDomain(domain: string, host: string, ip: string): Record<string, ZoneEntry> {
+  return {
+    [domain]: { MX: [{ preference: 10, exchange: host }], TXT: ['v=spf1 mx -all'] },
+    [host]: { A: [ip] },
+  };
+}
+
+/** Every name of the world except the bulk domains (see `bulkZone`). Names are lower case, without the final dot. */
+export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
+  ...mailDomain(DOMAINS.accept, MX_HOSTS.accept, MX_IPS.accept),
+  ...mailDomain(DOMAINS.catchall, MX_HOSTS.catchall, MX_IPS.catchall),
+  ...mailDomain(DOMAINS.greylist, MX_HOSTS.greylist, MX_IPS.greylist),
+  ...mailDomain(DOMAINS.full, MX_HOSTS.full, MX_IPS.full),
+  ...mailDomain(DOMAINS.disabled, MX_HOSTS.disabled, MX_IPS.disabled),
+  ...mailDomain(DOMAINS.rbl, MX_HOSTS.rbl, MX_IPS.rbl),
+  ...mailDomain(DOMAINS.policy, MX_HOSTS.policy, MX_IPS.policy),
+  ...mailDomain(DOMAINS.banner421, MX_HOSTS.banner421, MX_IPS.banner421),
+  ...mailDomain(DOMAINS.tarpit, MX_HOSTS.tarpit, MX_IPS.tarpit),
+  ...mailDomain(DOMAINS.starttls, MX_HOSTS.starttls, MX_IPS.starttls),
+  ...mailDomain(DOMAINS.tlsrequired, MX_HOSTS.tlsrequired, MX_IPS.tlsrequired),
+  ...mailDomain(DOMAINS.connlimit, MX_HOSTS.connlimit, MX_IPS.connlimit),
+  ...mailDomain(DOMAINS.utf8, MX_HOSTS.utf8, MX_IPS.utf8),
+  [DOMAINS.fallback]: {
+    MX: [
+      { preference: 10, exchange: MX_HOSTS.fallbackPrimary },
+      { preference: 20, exchange: MX_HOSTS.fallbackSecondary },
+    ],
+  },
+  [MX_HOSTS.fallbackPrimary]: { A: [MX_IPS.fallbackPrimary] },
+  [MX_HOSTS.fallbackSecondary]: { A: [MX_IPS.fallbackSecondary] },
+  // mailinator.com's MX goes to the catch-all server: a disposable inbox takes any local part.
+  ...mailDomain(DOMAINS.disposable, 'mail.mailinator.com', MX_IPS.catchall),
+  [MX_HOSTS.bulk]: { A: [MX_IPS.bulk] },
+  // RFC 7505: "MX 0 ." means the domain accepts no mail.
+  [DOMAINS.nullmx]: { MX: [{ preference: 0, exchange: '.' }] },
+  // RFC 5321 §5.1: no MX, so the domain's own address is its implicit MX.
+  [DOMAINS.implicit]: { A: [MX_IPS.accept] },
+  // Implicit MX over IPv6; nothing of the world listens on ::1, so connecting fails.
+  [DOMAINS.ipv6]: { AAAA: ['::1'] },
+  // The name exists but has no route for mail at all.
+  [DOMAINS.nomail]: { TXT: ['v=spf1 -all'] },
+  [DOMAINS.servfail]: { servfail: true },
+});
+
+/** The bulk domains of a world serving `count` of them: bulk-01.test … bulk-99.test, bulk-100.test … */
+export function bulkDomainNames(count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `bulk-${String(index + 1).padStart(2, '0')}.test`);
+}
+
+/** Zone entries of the bulk domains: all hosted by the one fast `bulk` server. */
+export function bulkZone(count: number): Record<string, ZoneEntry> {
+  const entry: ZoneEntry = { MX: [{ preference: 10, exchange: MX_HOSTS.bulk }] };
+  return Object.fromEntries(bulkDomainNames(count).map((domain) => [domain, entry]));
+}
