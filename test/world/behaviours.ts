@@ -46,8 +46,7 @@ export type SmtpBehaviourName =
   | 'tlsrequired'
   | 'connlimit'
   | 'fallbackSecondary'
-  | 'utf8'
-  | 'bulk';
+  | 'utf8';
 
 /** Postfix's answer for a local part it does not know. */
 function userUnknown(address: string): SMTPServerError {
@@ -108,8 +107,6 @@ export function createBehaviours(options: {
     connlimit: { ...checksMailboxes, maxSessions: 3 },
     fallbackSecondary: checksMailboxes,
     utf8: { tls: 'none', smtputf8: true, rcpt: () => null },
-    // The benchmark server: the mailbox rule and nothing else, no delays, no session limit.
-    bulk: checksMailboxes,
   };
 }
 

@@ -4,6 +4,7 @@
 import { createBehaviours, MAILBOXES, type SmtpBehaviourName } from './behaviours.ts';
 import { startDohStub } from './doh-stub.ts';
 import { type FakeMx, type FakeMxSpec, type RunningMx, startSmtpMx, startTarpitMx } from './fake-mx.ts';
+import { startFastMx } from './fast-mx.ts';
 import { isAddressInUse } from './loopback.ts';
 import { createSelfSignedCertificate } from './self-signed-certificate.ts';
 import { bulkZone, DOMAINS, MX_HOSTS, MX_IPS, ZONE } from './zone.ts';
@@ -52,6 +53,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
       (name) => (port: number) => startSmtpMx(specOf(name), behaviours[name], port, certificate),
     ),
     (port: number) => startTarpitMx(specOf('tarpit'), port),
+    (port: number) => startFastMx(specOf('bulk'), port),
   ];
   const servers = await startOnOnePort(starters, options.smtpPort);
   const smtpPort = servers[0]?.port ?? 0;

@@ -1,0 +1,296 @@
+// The prober's configuration: environment variables → one typed object, parsed once with zod.
+// Every problem names the variable and says why, so an operator can fix an env file from the
+// message alone. The prober token's value never appears in a message.
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** `run` is the daemon (needs the edge); `verify` is the one-off CLI check (needs neither). */
+export type ProberMode = 'run' | 'verify';
+
+export interface ProberConfig {
+  /** The edge's base URL with a ws: or wss: scheme; null when unset (allowed for `verify`). */
+  edgeUrl: URL | null;
+  proberToken: string | null;
+  region: string;
+  capacity: number;
+  smtpPort: number;
+  allowPrivateTargets: boolean;
+  requireTls: boolean;
+  /** Overrides the edge's HELO name: in production it must match this IP's PTR record. */
+  heloName: string | null;
+  /** Overrides the edge's MAIL FROM; '' is the null reverse-path (`MAIL_FROM=<>`). */
+  mailFrom: string | null;
+  connectTimeoutMs: number;
+  commandTimeoutMs: number;
+  perMxConcurrency: number;
+  providerRulesPath: string;
+  /** Whether PROVIDER_RULES was set: then a missing file is an error, not a warning. */
+  providerRulesExplicit: boolean;
+  /** 0 disables the /metrics and /healthz server. */
+  opsPort: number;
+  opsHost: string;
+  logLevel: LogLevel;
+  drainTimeoutMs: number;
+  /** Resolvers for `verify` (`ip`, `ip:port` or `[ipv6]:port`); empty means the system's. */
+  dnsServers: string[];
+}
+
+export class ConfigError extends Error {
+  /** One line per bad variable, each naming it. */
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super(problems.join('; '));
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export const DEFAULT_PROVIDER_RULES_PATH = fileURLToPath(new URL('../provider-rules.json', import.meta.url));
+
+type Env = Record<string, string | undefined>;
+
+// An empty value counts as unset: `FOO=` in a systemd EnvironmentFile or a docker --env-file
+// is how operators blank a variable out.
+const optionalText = z
+  .string()
+  .optional()
+  .transform((raw) => (raw === undefined || raw.trim() === '' ? undefined : raw.trim()));
+
+function integerVariable(min: number, max: number, fallback: number) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw.trim() === '') return fallback;
+      const text = raw.trim();
+      const value = Number(text);
+      if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be an integer ${min}–${max}, got ${JSON.stringify(raw)}`,
+        });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+function booleanVariable(fallback: boolean) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw.trim() === '') return fallback;
+      const text = raw.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(text)) return true;
+      if (['false', '0', 'no', 'off'].includes(text)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be true or false, got ${JSON.stringify(raw)}` });
+      return z.NEVER;
+    });
+}
+
+const edgeUrlVariable = optionalText.transform((text, ctx) => {
+  if (text === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be an absolute URL (https://… or wss://…), got ${JSON.stringify(text)}`,
+    });
+    return z.NEVER;
+  }
+  // The link is a WebSocket: http(s) is accepted because operators copy the edge's web address.
+  const wsScheme = { 'http:': 'ws:', 'https:': 'wss:', 'ws:': 'ws:', 'wss:': 'wss:' }[url.protocol];
+  if (!wsScheme) {
+    ctx.addIssue({ code: 'custom', message: `must use http, https, ws or wss, got ${JSON.stringify(text)}` });
+    return z.NEVER;
+  }
+  if (url.username || url.password) {
+    // The prober authenticates with PROBER_TOKEN; credentials in the URL would end up in logs.
+    ctx.addIssue({ code: 'custom', message: 'must not contain a user name or password (use PROBER_TOKEN)' });
+    return z.NEVER;
+  }
+  return new URL(`${wsScheme}//${url.host}${url.pathname}${url.search}`);
+});
+
+const proberTokenVariable = optionalText.transform((token, ctx) => {
+  if (token === undefined) return null;
+  // It goes into an HTTP header verbatim; say what is wrong without echoing the secret.
+  if (/[\s\p{Cc}]/u.test(token)) {
+    ctx.addIssue({ code: 'custom', message: 'must not contain spaces or control characters' });
+    return z.NEVER;
+  }
+  return token;
+});
+
+const HOST_NAME =
+  /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+const heloNameVariable = optionalText.transform((name, ctx) => {
+  if (name === undefined) return null;
+  if (!HOST_NAME.test(name)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a host name (this IP's PTR name), got ${JSON.stringify(name)}`,
+    });
+    return z.NEVER;
+  }
+  return name.replace(/\.$/, '');
+});
+
+const mailFromVariable = optionalText.transform((address, ctx) => {
+  if (address === undefined) return null;
+  // RFC 5321 §4.5.5: the null reverse-path, written as it appears on the wire.
+  if (address === '<>') return '';
+  if (address.length > 320 || !/^[^\s<>@]+@[^\s<>@]+$/.test(address)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be an address like verify@example.com, or <> for the null sender, got ${JSON.stringify(address)}`,
+    });
+    return z.NEVER;
+  }
+  return address;
+});
+
+const regionVariable = optionalText.transform((region, ctx) => {
+  if (region === undefined) return 'default';
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(region)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be 1–64 letters, digits, dots, dashes or underscores, got ${JSON.stringify(region)}`,
+    });
+    return z.NEVER;
+  }
+  return region;
+});
+
+const logLevelVariable = optionalText.transform((level, ctx) => {
+  if (level === undefined) return 'info' as LogLevel;
+  const lower = level.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(lower)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`,
+    });
+    return z.NEVER;
+  }
+  return lower as LogLevel;
+});
+
+const opsHostVariable = optionalText.transform((host, ctx) => {
+  if (host === undefined) return '127.0.0.1';
+  if (isIP(host) === 0 && !HOST_NAME.test(host)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be an IP address or host name, got ${JSON.stringify(host)}`,
+    });
+    return z.NEVER;
+  }
+  return host;
+});
+
+const dnsServersVariable = optionalText.transform((list, ctx) => {
+  if (list === undefined) return [];
+  const servers = list.split(/[\s,]+/).filter(Boolean);
+  for (const server of servers) {
+    if (!isResolverAddress(server)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a comma-separated list of IP addresses (ip, ip:port or [ipv6]:port), got ${JSON.stringify(server)}`,
+      });
+      return z.NEVER;
+    }
+  }
+  return servers;
+});
+
+/** The forms `dns.setServers` takes: `1.2.3.4`, `1.2.3.4:53`, `::1`, `[::1]:53`. */
+function isResolverAddress(server: string): boolean {
+  if (isIP(server) !== 0) return true;
+  const withPort = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(server);
+  if (!withPort) return false;
+  const host = withPort[1] ?? withPort[2] ?? '';
+  const port = Number(withPort[3]);
+  return isIP(host) !== 0 && port >= 1 && port <= 65535 && (withPort[1] === undefined || isIP(host) === 6);
+}
+
+const EnvSchema = z.object({
+  EDGE_URL: edgeUrlVariable,
+  PROBER_TOKEN: proberTokenVariable,
+  REGION: regionVariable,
+  CAPACITY: integerVariable(1, 10_000, 50),
+  SMTP_PORT: integerVariable(1, 65_535, 25),
+  ALLOW_PRIVATE_TARGETS: booleanVariable(false),
+  REQUIRE_TLS: booleanVariable(false),
+  HELO_NAME: heloNameVariable,
+  MAIL_FROM: mailFromVariable,
+  CONNECT_TIMEOUT_MS: integerVariable(100, 300_000, 10_000),
+  COMMAND_TIMEOUT_MS: integerVariable(100, 600_000, 30_000),
+  PER_MX_CONCURRENCY: integerVariable(1, 1_000, 5),
+  PROVIDER_RULES: optionalText,
+  OPS_PORT: integerVariable(0, 65_535, 9464),
+  OPS_HOST: opsHostVariable,
+  LOG_LEVEL: logLevelVariable,
+  DRAIN_TIMEOUT_MS: integerVariable(0, 3_600_000, 30_000),
+  DNS_SERVERS: dnsServersVariable,
+});
+
+/**
+ * Reads the configuration from `env`. Throws a ConfigError listing every bad variable;
+ * `cwd` anchors a relative PROVIDER_RULES path.
+ */
+export function loadConfig(env: Env, mode: ProberMode, cwd: string = process.cwd()): ProberConfig {
+  const problems: string[] = [];
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues)
+      problems.push(`${String(issue.path[0] ?? 'environment')} ${issue.message}`);
+  }
+  if (mode === 'run') {
+    if (!env.EDGE_URL?.trim())
+      problems.push('EDGE_URL is required for `rcpt-prober run` (the edge to link to)');
+    if (!env.PROBER_TOKEN?.trim()) {
+      problems.push(
+        'PROBER_TOKEN is required for `rcpt-prober run` (create one with `npm run admin -- prober-token create`)',
+      );
+    }
+  }
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  const vars = parsed.data;
+
+  return {
+    edgeUrl: vars.EDGE_URL,
+    proberToken: vars.PROBER_TOKEN,
+    region: vars.REGION,
+    capacity: vars.CAPACITY,
+    smtpPort: vars.SMTP_PORT,
+    allowPrivateTargets: vars.ALLOW_PRIVATE_TARGETS,
+    requireTls: vars.REQUIRE_TLS,
+    heloName: vars.HELO_NAME,
+    mailFrom: vars.MAIL_FROM,
+    connectTimeoutMs: vars.CONNECT_TIMEOUT_MS,
+    commandTimeoutMs: vars.COMMAND_TIMEOUT_MS,
+    perMxConcurrency: vars.PER_MX_CONCURRENCY,
+    providerRulesPath: vars.PROVIDER_RULES ? resolve(cwd, vars.PROVIDER_RULES) : DEFAULT_PROVIDER_RULES_PATH,
+    providerRulesExplicit: vars.PROVIDER_RULES !== undefined,
+    opsPort: vars.OPS_PORT,
+    opsHost: vars.OPS_HOST,
+    logLevel: vars.LOG_LEVEL,
+    drainTimeoutMs: vars.DRAIN_TIMEOUT_MS,
+    dnsServers: vars.DNS_SERVERS,
+  };
+}
+
+/** What is safe to log about the configuration: everything but the token, which is only said to be set. */
+export function describeConfig(config: ProberConfig): Record<string, unknown> {
+  const { proberToken, edgeUrl, ...rest } = config;
+  return { ...rest, edgeUrl: edgeUrl?.href ?? null, proberTokenSet: proberToken !== null };
+}

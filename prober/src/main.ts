@@ -1,0 +1,169 @@
+// The daemon (`rcpt-prober run`): config → SMTP engine → link to the edge → metrics and
+// health → graceful drain on SIGTERM/SIGINT. This file is the only place the link, the ops
+// server and the SMTP engine meet.
+import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import { ConfigError, describeConfig, type ProberConfig } from './config.ts';
+import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.ts';
+import { type OpsServer, startOpsServer } from './ops/http.ts';
+import type { Logger } from './ops/logger.ts';
+import { ProberMetrics } from './ops/metrics.ts';
+import { type ProbeDeps, probe } from './smtp/probe.ts';
+import { MxThrottle } from './throttle/mx-throttle.ts';
+import { loadProviderRules, providerLimitsOf } from './throttle/provider-rules.ts';
+
+/** What the daemon and the CLI need from the SMTP engine. */
+export interface ProbeEngine {
+  probe(request: ProbeRequest): Promise<ProbeReport>;
+  /** SMTP sessions open now. */
+  openSessions(): number;
+  /** MX hosts being backed off from now. */
+  hostBackoffs(): number;
+}
+
+/** The SMTP engine as configured: its throttle, provider rules and limits, and this prober's overrides. */
+export async function createEngine(config: ProberConfig, logger: Logger): Promise<ProbeEngine> {
+  const rules = await loadRules(config, logger);
+  const throttle = new MxThrottle({
+    perIpLimit: config.perMxConcurrency,
+    providerLimits: providerLimitsOf(rules),
+  });
+  const deps: ProbeDeps = {
+    smtpPort: config.smtpPort,
+    allowPrivateTargets: config.allowPrivateTargets,
+    requireTls: config.requireTls,
+    timeouts: { connectMs: config.connectTimeoutMs, commandMs: config.commandTimeoutMs },
+    throttle,
+    ...(rules ? { rules } : {}),
+  };
+  return {
+    probe: (request) =>
+      probe(
+        {
+          ...request,
+          // In production the HELO name must match this IP's PTR record, and the MAIL FROM
+          // domain's SPF must list this IP: the prober knows those, the edge does not.
+          helo: config.heloName ?? request.helo,
+          mailFrom: config.mailFrom ?? request.mailFrom,
+        },
+        deps,
+      ),
+    openSessions: () => throttle.openSessions(),
+    hostBackoffs: () => throttle.backoffs().length,
+  };
+}
+
+async function loadRules(config: ProberConfig, logger: Logger): Promise<ProbeDeps['rules']> {
+  try {
+    return await loadProviderRules(config.providerRulesPath);
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    if (missing && !config.providerRulesExplicit) {
+      logger.warn({ path: config.providerRulesPath }, 'no provider rules file: probing every provider alike');
+      return undefined;
+    }
+    throw new ConfigError([`PROVIDER_RULES: ${(error as Error).message}`]);
+  }
+}
+
+export interface Daemon {
+  link: EdgeLink;
+  metrics: ProberMetrics;
+  /** null when OPS_PORT is 0. */
+  ops: OpsServer | null;
+  /** Drains the link (bounded by DRAIN_TIMEOUT_MS), then stops the ops server. */
+  shutdown(): Promise<DrainOutcome>;
+}
+
+/** Starts the link and the ops server around `engine`. */
+export async function startDaemon(
+  config: ProberConfig,
+  logger: Logger,
+  engine: ProbeEngine,
+): Promise<Daemon> {
+  if (!config.edgeUrl || !config.proberToken)
+    throw new Error('EDGE_URL and PROBER_TOKEN are required to run');
+  let link: EdgeLink | null = null;
+  const metrics = new ProberMetrics({
+    openSessions: () => engine.openSessions(),
+    hostBackoffs: () => engine.hostBackoffs(),
+    linkConnected: () => link?.linked ?? false,
+    probesInFlight: () => link?.inFlight ?? 0,
+  });
+  const handleProbe = async (request: ProbeRequest): Promise<ProbeReport> => {
+    const startedAt = performance.now();
+    try {
+      const report = await engine.probe(request);
+      metrics.recordProbe(report, (performance.now() - startedAt) / 1000);
+      return report;
+    } catch (error) {
+      metrics.recordProbeError(request.emails.length, (performance.now() - startedAt) / 1000);
+      throw error;
+    }
+  };
+  link = new EdgeLink({
+    url: proberConnectUrl(config.edgeUrl, config.region),
+    token: config.proberToken,
+    region: config.region,
+    capacity: config.capacity,
+    handleProbe,
+    logger,
+    drainTimeoutMs: config.drainTimeoutMs,
+  });
+  link.on('reconnecting', () => metrics.recordReconnect());
+  const linkRef = link;
+  const ops =
+    config.opsPort === 0
+      ? null
+      : await startOpsServer({
+          host: config.opsHost,
+          port: config.opsPort,
+          metrics,
+          logger,
+          health: () => ({ linked: linkRef.linked, inFlight: linkRef.inFlight, draining: linkRef.draining }),
+        });
+  link.start();
+  return {
+    link,
+    metrics,
+    ops,
+    async shutdown() {
+      const outcome = await linkRef.drain();
+      await ops?.close();
+      return outcome;
+    },
+  };
+}
+
+/**
+ * `rcpt-prober run`: links to the edge and serves probes until SIGTERM or SIGINT, then
+ * drains. Resolves with the exit code: 0 after a drain, 1 when a second signal cut it short.
+ */
+export async function run(config: ProberConfig, logger: Logger): Promise<number> {
+  logger.info({ config: describeConfig(config) }, 'starting');
+  const engine = await createEngine(config, logger);
+  const daemon = await startDaemon(config, logger, engine);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal, inFlight: daemon.link.inFlight }, 'second signal: exiting without waiting');
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      logger.info({ signal, inFlight: daemon.link.inFlight }, 'stopping: draining in-flight probes');
+      daemon.shutdown().then(
+        (outcome) => {
+          logger.info({ abandoned: outcome.abandoned }, 'stopped');
+          resolve(0);
+        },
+        (error: unknown) => {
+          logger.error({ error: error instanceof Error ? error.message : String(error) }, 'drain failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}

@@ -1,0 +1,152 @@
+// Prometheus metrics of one prober, in a registry of its own (not prom-client's global one, so
+// tests and a CLI run in the same process never see each other's counts). Gauges that mirror
+// live state read it at scrape time through callbacks instead of being pushed.
+import type { AddressOutcome, ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Live state the gauges read at scrape time. */
+export interface MetricSources {
+  /** SMTP sessions open now (the throttle's count). */
+  openSessions: () => number;
+  /** MX hosts the throttle is backing off from now. */
+  hostBackoffs: () => number;
+  /** Whether the link to the edge is up and has said hello. */
+  linkConnected: () => boolean;
+  /** Probes being worked on now. */
+  probesInFlight: () => number;
+}
+
+/** What `rcpt_probes_total{outcome}` counts when the engine threw instead of reporting. */
+export const INTERNAL_ERROR_OUTCOME = 'internal_error';
+
+export class ProberMetrics {
+  readonly registry = new Registry();
+  readonly #probes: Counter<'outcome'>;
+  readonly #replies: Counter<'class'>;
+  readonly #duration: Histogram;
+  readonly #reconnects: Counter;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.#probes = new Counter({
+      name: 'rcpt_probes_total',
+      help: 'Addresses probed, by outcome: accepted, rejected, temporary, policy, or the session failure kind',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#replies = new Counter({
+      name: 'rcpt_smtp_replies_total',
+      help: 'RCPT replies received (real and catch-all test addresses), by class',
+      labelNames: ['class'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'rcpt_probe_duration_seconds',
+      help: 'Time from a probe request to its report',
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
+      registers,
+    });
+    this.#reconnects = new Counter({
+      name: 'rcpt_link_reconnects_total',
+      help: 'Times the link to the edge was lost or refused and a new connection was scheduled',
+      registers,
+    });
+    new Gauge({
+      name: 'rcpt_open_sessions',
+      help: 'SMTP sessions open now',
+      registers,
+      collect() {
+        this.set(sources.openSessions());
+      },
+    });
+    new Gauge({
+      name: 'rcpt_host_backoffs',
+      help: 'MX hosts in backoff now (after 421 or 4.7.x replies)',
+      registers,
+      collect() {
+        this.set(sources.hostBackoffs());
+      },
+    });
+    new Gauge({
+      name: 'rcpt_link_connected',
+      help: '1 when the link to the edge is up and has said hello, else 0',
+      registers,
+      collect() {
+        this.set(sources.linkConnected() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'rcpt_probes_in_flight',
+      help: 'Probe requests being worked on now',
+      registers,
+      collect() {
+        this.set(sources.probesInFlight());
+      },
+    });
+  }
+
+  /** Counts one finished probe: each address's outcome and each RCPT reply's class. */
+  recordProbe(report: ProbeReport, durationSeconds: number): void {
+    this.#duration.observe(durationSeconds);
+    for (const address of report.perAddress) {
+      this.#probes.inc({ outcome: addressOutcomeLabel(address) });
+      if (address.reply) this.#replies.inc({ class: replyClass(address.reply) });
+    }
+    if (report.catchAllReply) this.#replies.inc({ class: replyClass(report.catchAllReply) });
+  }
+
+  /** Counts a probe the engine could not report on (it threw): one per address asked about. */
+  recordProbeError(addressCount: number, durationSeconds: number): void {
+    this.#duration.observe(durationSeconds);
+    this.#probes.inc({ outcome: INTERNAL_ERROR_OUTCOME }, addressCount);
+  }
+
+  recordReconnect(): void {
+    this.#reconnects.inc();
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+/**
+ * One label per address: the RCPT reply's meaning when there is one, else why the session
+ * stopped before the address got a reply.
+ */
+export function addressOutcomeLabel(address: AddressOutcome): string {
+  if (address.reply) {
+    if (isPolicyRefusal(address.reply)) return 'policy';
+    if (address.reply.code >= 200 && address.reply.code < 300) return 'accepted';
+    if (address.reply.code >= 400 && address.reply.code < 500) return 'temporary';
+    if (address.reply.code >= 500) return 'rejected';
+    return 'invalid_response';
+  }
+  const failure = address.failure;
+  if (!failure) return 'no_outcome';
+  if (failure.kind === 'rejected') {
+    // A refused banner, EHLO or MAIL FROM: policy when the code says so, and otherwise named
+    // apart from an RCPT rejection, which is about the mailbox.
+    return failure.reply && isPolicyRefusal(failure.reply) ? 'policy' : 'session_rejected';
+  }
+  return failure.kind;
+}
+
+/**
+ * RFC 3463 5.7.x is a permanent security or policy status: the server refused the prober, not
+ * the mailbox, so it is counted apart from mailbox rejections. 4.7.x stays "temporary": it is
+ * mostly greylisting ("4.7.1 try again later").
+ */
+function isPolicyRefusal(reply: SmtpReply): boolean {
+  return reply.enhanced?.startsWith('5.7.') ?? false;
+}
+
+function replyClass(reply: SmtpReply): string {
+  return `${Math.floor(reply.code / 100)}xx`;
+}

@@ -1,0 +1,688 @@
+// probe() against the fake mail world (one fake MX per server behaviour, test/world) and, for
+// what no sane server does, against hand-driven servers on 127.0.0.1. Every outcome is asserted
+// exactly: reply code and enhanced code, or failure kind and stage.
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { type MailWorld, startWorld, ZONE } from '../../../test/world/index.ts';
+import { MxThrottle } from '../throttle/mx-throttle.ts';
+import { parseProviderRules } from '../throttle/provider-rules.ts';
+import { type ProbeDeps, probe, probeMany } from './probe.ts';
+
+let world: MailWorld;
+beforeAll(async () => {
+  world = await startWorld({ greylistDelayMs: 200 });
+});
+afterAll(async () => {
+  await world?.close();
+});
+
+const USER_UNKNOWN = { code: 550, enhanced: '5.1.1' };
+const ACCEPTED = { code: 250, enhanced: null, text: 'Accepted' };
+
+function deps(overrides: Partial<ProbeDeps> = {}): ProbeDeps {
+  return {
+    smtpPort: world.smtpPort,
+    allowPrivateTargets: true,
+    requireTls: false,
+    timeouts: { connectMs: 2_000, bannerMs: 2_000, commandMs: 2_000 },
+    throttle: new MxThrottle(),
+    ...overrides,
+  };
+}
+
+/** A probe of `localParts` at the world's domain for `behaviour`, whose one MX is that behaviour's server. */
+function request(
+  behaviour: string,
+  localParts: string[],
+  overrides: Partial<ProbeRequest> = {},
+): ProbeRequest {
+  const domain = world.domains[behaviour] ?? `${behaviour}.test`;
+  return {
+    emails: localParts.map((localPart) => `${localPart}@${domain}`),
+    domain,
+    mailFrom: 'verify@rcpt.test',
+    helo: 'prober.rcpt.test',
+    timeoutMs: 8_000,
+    transcript: false,
+    ...overrides,
+    mx: overrides.mx ?? [mxOf(behaviour)],
+  };
+}
+
+function mxOf(behaviour: string, preference = 10) {
+  const server = world.mx[behaviour];
+  if (!server) throw new Error(`the world has no ${behaviour} server`);
+  return { host: `mx.${world.domains[behaviour] ?? `${behaviour}.test`}`, preference, ips: [server.ip] };
+}
+
+/** Each address as "code enhanced" or "failure-kind@stage [reply code]". */
+function outcomes(report: ProbeReport): string[] {
+  return report.perAddress.map((address) => {
+    if (address.reply) return `${address.reply.code} ${address.reply.enhanced ?? '-'}`;
+    const failure = address.failure;
+    return `${failure?.kind}@${failure?.stage}${failure?.reply ? ` ${failure.reply.code}` : ''}`;
+  });
+}
+
+describe('the behaviours of the mail world', () => {
+  test('accept: a listed mailbox is 250, an unknown one 550 5.1.1, and the random address says not catch-all', async () => {
+    const server = world.mx.accept!;
+    server.resetStats();
+    const report = await probe(request('accept', ['alice', 'nobody']), deps());
+    expect(report.perAddress).toEqual([
+      { email: 'alice@accept.test', reply: ACCEPTED, failure: null },
+      {
+        email: 'nobody@accept.test',
+        reply: {
+          ...USER_UNKNOWN,
+          text: '<nobody@accept.test>: Recipient address rejected: User unknown in local recipient table',
+        },
+        failure: null,
+      },
+    ]);
+    expect(report.catchAllReply).toMatchObject(USER_UNKNOWN);
+    expect(report.session).toMatchObject({
+      mxHost: 'mx.accept.test',
+      mxIp: server.ip,
+      tls: false,
+      tlsError: null,
+      smtputf8: false,
+    });
+    expect(report.session.transcript).toBeUndefined();
+    const [alice, nobody, random] = server.received();
+    expect([alice, nobody]).toEqual(['alice@accept.test', 'nobody@accept.test']);
+    // 20 random lowercase letters and digits, of the same domain.
+    expect(random).toMatch(/^[a-z0-9]{20}@accept\.test$/);
+  });
+
+  test('catchall: the random address is accepted too', async () => {
+    const report = await probe(request('catchall', ['alice']), deps());
+    expect(outcomes(report)).toEqual(['250 -']);
+    expect(report.catchAllReply).toMatchObject({ code: 250 });
+  });
+
+  test.each([
+    ['greylist', '450 4.2.0'],
+    ['full', '552 5.2.2'],
+    ['disabled', '550 5.2.1'],
+    ['rbl', '554 5.7.1'],
+    ['policy', '550 5.7.1'],
+  ])(
+    '%s: RCPT gets %s, and with nothing accepted there is no catch-all test',
+    async (behaviour, expected) => {
+      const server = world.mx[behaviour]!;
+      server.resetStats();
+      const throttle = new MxThrottle();
+      const report = await probe(request(behaviour, ['alice']), deps({ throttle }));
+      expect(outcomes(report)).toEqual([expected]);
+      expect(report.catchAllReply).toBeNull();
+      expect(server.received()).toEqual([`alice@${world.domains[behaviour]}`]);
+      // Greylisting (4.2.0) and permanent refusals are no reason to stay away from the host.
+      expect(throttle.backoffs()).toEqual([]);
+    },
+  );
+
+  test('banner421 alone: every address is rejected at banner with the 421, and the host is backed off', async () => {
+    const throttle = new MxThrottle();
+    const server = world.mx.banner421!;
+    const report = await probe(request('banner421', ['alice', 'bob']), deps({ throttle }));
+    const failure = {
+      kind: 'rejected',
+      stage: 'banner',
+      reply: { code: 421, enhanced: '4.7.0', text: 'Service not available, closing transmission channel' },
+      message: 'the server refused the session (421)',
+    };
+    expect(report.perAddress.map((address) => address.failure)).toEqual([failure, failure]);
+    expect(report.session.mxHost).toBe('mx.banner421.test');
+    expect(throttle.backoffs()).toEqual([
+      {
+        ip: server.ip,
+        until: expect.any(Number),
+        reason: '421 4.7.0 Service not available, closing transmission channel',
+      },
+    ]);
+    // The next probe of that host fails fast, without a connection.
+    const again = await probe(request('banner421', ['alice']), deps({ throttle }));
+    expect(outcomes(again)).toEqual(['throttled@connect']);
+    expect(again.session.mxHost).toBeNull();
+  });
+
+  test('banner421 with another MX: falls back to it', async () => {
+    const report = await probe(
+      request('banner421', ['alice', 'nobody'], { mx: [mxOf('banner421', 10), mxOf('accept', 20)] }),
+      deps(),
+    );
+    expect(outcomes(report)).toEqual(['250 -', '550 5.1.1']);
+    expect(report.session.mxHost).toBe('mx.accept.test');
+  });
+
+  test('tarpit: a timeout at banner after the banner step timeout', async () => {
+    const report = await probe(
+      request('tarpit', ['alice']),
+      deps({ timeouts: { connectMs: 2_000, bannerMs: 300, commandMs: 2_000 } }),
+    );
+    expect(report.perAddress[0]?.failure).toEqual({
+      kind: 'timeout',
+      stage: 'banner',
+      reply: null,
+      message: 'no greeting within 300 ms',
+    });
+    expect(report.session.mxHost).toBe('mx.tarpit.test');
+    expect(report.session.durationMs).toBeLessThan(8_000);
+  });
+
+  test('tarpit: the probe’s own timeoutMs ends it when the step timeouts are longer', async () => {
+    const report = await probe(
+      request('tarpit', ['alice', 'bob'], { timeoutMs: 400 }),
+      deps({ timeouts: { bannerMs: 30_000 } }),
+    );
+    for (const address of report.perAddress) {
+      expect(address.failure).toMatchObject({ kind: 'timeout', stage: 'banner', reply: null });
+      expect(address.failure?.message).toMatch(/^the session exceeded its \d+ ms budget$/);
+    }
+    expect(report.session.durationMs).toBeLessThan(30_000);
+  });
+
+  test('starttls: the session runs over TLS and the self-signed certificate is recorded', async () => {
+    const report = await probe(request('starttls', ['alice', 'nobody']), deps());
+    expect(outcomes(report)).toEqual(['250 -', '550 5.1.1']);
+    expect(report.session).toMatchObject({ tls: true, tlsError: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+  });
+
+  test.each([false, true])('tlsrequired: works through STARTTLS (requireTls %s)', async (requireTls) => {
+    const report = await probe(request('tlsrequired', ['alice', 'nobody']), deps({ requireTls }));
+    expect(outcomes(report)).toEqual(['250 -', '550 5.1.1']);
+    expect(report.session.tls).toBe(true);
+  });
+
+  test('requireTls and no STARTTLS offered: tls_failed at starttls', async () => {
+    const report = await probe(request('accept', ['alice']), deps({ requireTls: true }));
+    expect(report.perAddress[0]?.failure).toEqual({
+      kind: 'tls_failed',
+      stage: 'starttls',
+      reply: null,
+      message: 'the server does not offer STARTTLS',
+    });
+    expect(report.session).toMatchObject({ mxHost: 'mx.accept.test', tls: false });
+  });
+
+  test('requireTls: an MX without STARTTLS is passed over for one with it', async () => {
+    const report = await probe(
+      request('starttls', ['alice'], { mx: [mxOf('accept', 10), mxOf('starttls', 20)] }),
+      deps({ requireTls: true }),
+    );
+    expect(outcomes(report)).toEqual(['250 -']);
+    expect(report.session).toMatchObject({ mxHost: 'mx.starttls.test', tls: true });
+  });
+
+  test('connlimit with a throttle limit of 5: the 4th and 5th sessions get 421 at banner, later ones are throttled', async () => {
+    const server = world.mx.connlimit!;
+    const throttle = new MxThrottle({ perIpLimit: 5 });
+    const reports = await Promise.all(
+      Array.from({ length: 12 }, (_, index) =>
+        probe(request('connlimit', [`user${index}`]), deps({ throttle })),
+      ),
+    );
+    const seen = new Set(reports.flatMap(outcomes));
+    expect(
+      [...seen].every((outcome) => ['250 -', 'rejected@banner 421', 'throttled@connect'].includes(outcome)),
+    ).toBe(true);
+    expect(seen).toContain('250 -');
+    expect(seen).toContain('rejected@banner 421');
+    expect(throttle.backoffs().map((backoff) => backoff.ip)).toEqual([server.ip]);
+  });
+
+  test('connlimit with a throttle limit of 5 and another MX: the refused ones fall back and every address is answered', async () => {
+    const throttle = new MxThrottle({ perIpLimit: 5 });
+    const reports = await Promise.all(
+      Array.from({ length: 12 }, (_, index) =>
+        probe(
+          request('connlimit', [`user${index}`], { mx: [mxOf('connlimit', 10), mxOf('bulk', 20)] }),
+          deps({ throttle }),
+        ),
+      ),
+    );
+    expect(reports.flatMap(outcomes)).toEqual(Array(12).fill('250 -'));
+    const hosts = new Set(reports.map((report) => report.session.mxHost));
+    expect(hosts).toEqual(new Set([mxOf('connlimit').host, mxOf('bulk').host]));
+  });
+
+  test('fallback: the primary refuses connections, the secondary answers', async () => {
+    const primaryIp = ZONE['mx1.fallback.test']?.A?.[0] ?? '';
+    const secondaryIp = ZONE['mx2.fallback.test']?.A?.[0] ?? '';
+    expect(secondaryIp).toBe(world.mx.fallbackSecondary?.ip);
+    const report = await probe(
+      request('fallback', ['alice', 'nobody'], {
+        // Listed out of order on purpose: preference decides (RFC 5321 §5.1).
+        mx: [
+          { host: 'mx2.fallback.test', preference: 20, ips: [secondaryIp] },
+          { host: 'mx1.fallback.test', preference: 10, ips: [primaryIp] },
+        ],
+        transcript: true,
+      }),
+      deps(),
+    );
+    expect(outcomes(report)).toEqual(['250 -', '550 5.1.1']);
+    expect(report.session).toMatchObject({ mxHost: 'mx2.fallback.test', mxIp: secondaryIp });
+    const transcript = report.session.transcript ?? [];
+    expect(transcript[0]).toBe(`* connecting to mx1.fallback.test [${primaryIp}]:${world.smtpPort}`);
+    expect(transcript[1]).toMatch(/^\* connection_failed at connect: ECONNREFUSED/);
+    expect(transcript).toContain(`* connecting to mx2.fallback.test [${secondaryIp}]:${world.smtpPort}`);
+  });
+
+  test('fallback without the secondary: connection_failed at connect, no host reached', async () => {
+    const primaryIp = ZONE['mx1.fallback.test']?.A?.[0] ?? '';
+    const report = await probe(
+      request('fallback', ['alice'], {
+        mx: [{ host: 'mx1.fallback.test', preference: 10, ips: [primaryIp] }],
+      }),
+      deps(),
+    );
+    expect(report.perAddress[0]?.failure).toMatchObject({
+      kind: 'connection_failed',
+      stage: 'connect',
+      reply: null,
+    });
+    expect(report.session.mxHost).toBeNull();
+  });
+
+  test('utf8: an internationalised address is asked with SMTPUTF8', async () => {
+    const server = world.mx.utf8!;
+    server.resetStats();
+    const report = await probe(request('utf8', ['jürgen', 'alice']), deps());
+    expect(outcomes(report)).toEqual(['250 -', '250 -']);
+    expect(report.session.smtputf8).toBe(true);
+    expect(server.received().slice(0, 2)).toEqual(['jürgen@utf8.test', 'alice@utf8.test']);
+  });
+
+  test('accept (no SMTPUTF8): the internationalised address is smtputf8_unsupported, the others are still asked', async () => {
+    const server = world.mx.accept!;
+    server.resetStats();
+    const report = await probe(request('accept', ['alice', 'jürgen', 'nobody']), deps());
+    expect(outcomes(report)).toEqual(['250 -', 'smtputf8_unsupported@mail', '550 5.1.1']);
+    expect(server.received().slice(0, 2)).toEqual(['alice@accept.test', 'nobody@accept.test']);
+    expect(server.received().some((address) => address.startsWith('jürgen'))).toBe(false);
+  });
+});
+
+describe('what the probe asks and shows', () => {
+  test('the transcript is only there when asked, and then shows the real and the random address', async () => {
+    const report = await probe(
+      request('accept', ['alice'], { transcript: true }),
+      deps({ randomLocalPart: () => 'randomlocalpart0001' }),
+    );
+    expect(report.catchAllReply).toMatchObject(USER_UNKNOWN);
+    const transcript = report.session.transcript ?? [];
+    expect(transcript).toContain('C: MAIL FROM:<verify@rcpt.test>');
+    expect(transcript).toContain('C: RCPT TO:<alice@accept.test>');
+    expect(transcript).toContain('C: RCPT TO:<randomlocalpart0001@accept.test>');
+    expect(transcript.at(-2)).toBe('C: QUIT');
+    expect(transcript.at(-1)).toMatch(/^S: 221 /);
+  });
+
+  test('a probe that runs out while waiting for a session slot: timeout at connect', async () => {
+    const server = world.mx.accept!;
+    const throttle = new MxThrottle({ perIpLimit: 1 });
+    const held = await throttle.acquire(server.ip);
+    const report = await probe(request('accept', ['alice'], { timeoutMs: 200 }), deps({ throttle }));
+    held();
+    expect(report.perAddress[0]?.failure).toEqual({
+      kind: 'timeout',
+      stage: 'connect',
+      reply: null,
+      message: 'the probe ran out of its 200 ms waiting for a session slot',
+    });
+    expect(throttle.waiting()).toBe(0);
+  });
+
+  test('an address of another domain is refused by the guard', async () => {
+    const report = await probe(
+      { ...request('accept', ['alice']), emails: ['alice@accept.test', 'bob@other.test'] },
+      deps(),
+    );
+    expect(outcomes(report)).toEqual(['250 -', 'target_refused@guard']);
+  });
+
+  test('a provider that accepts everything is not probed at all', async () => {
+    const server = world.mx.accept!;
+    server.resetStats();
+    const rules = parseProviderRules({
+      providers: [{ name: 'everything-inc', mxHosts: ['*.accept.test'], acceptsEverything: true }],
+    });
+    const report = await probe(request('accept', ['alice', 'nobody']), deps({ rules }));
+    expect(report.perAddress.map((address) => address.failure)).toEqual(
+      Array(2).fill({
+        kind: 'provider_unverifiable',
+        stage: 'guard',
+        reply: null,
+        message: 'everything-inc accepts every address at RCPT: a probe cannot tell',
+      }),
+    );
+    expect(report.session.mxHost).toBeNull();
+    expect(server.received()).toEqual([]);
+  });
+
+  test('probeMany answers every request, in order', async () => {
+    const requests = ['alice', 'nobody', 'bob', 'ghost'].map((localPart) => request('bulk', [localPart]));
+    const reports = await probeMany(requests, deps(), 2);
+    expect(reports.map((report) => outcomes(report)[0])).toEqual([
+      '250 -',
+      '550 5.1.1',
+      '250 -',
+      '550 5.1.1',
+    ]);
+  });
+});
+
+// ——— Hand-driven servers for what the world's well-behaved servers never do ———
+
+type Script = (socket: Socket, next: () => Promise<string | null>) => Promise<void>;
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+/** A server on 127.0.0.1 running `script` per connection; counts connections and commands. */
+async function scriptedServer(script: Script) {
+  const sockets = new Set<Socket>();
+  const commands: string[] = [];
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.once('close', () => sockets.delete(socket));
+    const lines = createInterface({ input: socket, crlfDelay: Number.POSITIVE_INFINITY })[
+      Symbol.asyncIterator
+    ]();
+    const next = async () => {
+      try {
+        const { value, done } = await lines.next();
+        if (done) return null;
+        commands.push(value);
+        return value;
+      } catch {
+        return null;
+      }
+    };
+    script(socket, next).catch(() => {});
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  closers.push(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { port, commands, connections: () => connections };
+}
+
+/** Greeting and EHLO (without PIPELINING unless asked), then `rest`. */
+function afterEhlo(rest: Script, extensions: string[] = []): Script {
+  return async (socket, next) => {
+    socket.write('220 mx.scripted.test ESMTP\r\n');
+    await next();
+    const lines = ['mx.scripted.test', ...extensions];
+    socket.write(
+      lines.map((text, index) => `250${index === lines.length - 1 ? ' ' : '-'}${text}\r\n`).join(''),
+    );
+    await rest(socket, next);
+  };
+}
+
+/** Answers MAIL, RCPT (via `rcpt`), RSET and QUIT like a plain server. */
+function dialogue(rcpt: (address: string, inTransaction: number) => string): Script {
+  return async (socket, next) => {
+    let inTransaction = 0;
+    for (let line = await next(); line !== null; line = await next()) {
+      if (line.startsWith('MAIL') || line === 'RSET') {
+        inTransaction = 0;
+        socket.write('250 2.0.0 Ok\r\n');
+      } else if (line.startsWith('RCPT')) {
+        inTransaction++;
+        socket.write(`${rcpt(/<(.*)>/.exec(line)?.[1] ?? '', inTransaction)}\r\n`);
+      } else if (line === 'QUIT') {
+        socket.end('221 2.0.0 Bye\r\n');
+        return;
+      } else socket.write('502 5.5.2 Error\r\n');
+    }
+  };
+}
+
+function scriptedRequest(localParts: string[], overrides: Partial<ProbeRequest> = {}): ProbeRequest {
+  return {
+    emails: localParts.map((localPart) => `${localPart}@scripted.test`),
+    domain: 'scripted.test',
+    mx: [{ host: 'mx.scripted.test', preference: 10, ips: ['127.0.0.1'] }],
+    mailFrom: 'verify@rcpt.test',
+    helo: 'prober.rcpt.test',
+    timeoutMs: 8_000,
+    transcript: false,
+    ...overrides,
+  };
+}
+
+function scriptedDeps(port: number, overrides: Partial<ProbeDeps> = {}): ProbeDeps {
+  return deps({ smtpPort: port, ...overrides });
+}
+
+describe('hostile inputs', () => {
+  test('CR LF in a local part never reaches the wire; the other addresses are still asked', async () => {
+    const { port, commands } = await scriptedServer(afterEhlo(dialogue(() => '250 2.1.5 Ok')));
+    const report = await probe(
+      { ...scriptedRequest(['alice']), emails: ['alice@scripted.test', 'x>\r\nDATA\r\n<y@scripted.test'] },
+      scriptedDeps(port),
+    );
+    expect(outcomes(report)).toEqual(['250 2.1.5', 'target_refused@guard']);
+    expect(report.perAddress[1]?.failure?.message).toBe('the address contains the control character U+000D');
+    expect(commands.filter((line) => line.startsWith('RCPT'))).toEqual([
+      'RCPT TO:<alice@scripted.test>',
+      expect.stringMatching(/^RCPT TO:<[a-z0-9]{20}@scripted\.test>$/),
+    ]);
+    expect(commands).not.toContain('DATA');
+  });
+
+  test('NUL in the HELO name: every address refused, no connection made', async () => {
+    const { port, connections } = await scriptedServer(afterEhlo(dialogue(() => '250 Ok')));
+    const report = await probe(
+      scriptedRequest(['alice', 'bob'], { helo: 'prober\u0000.rcpt.test' }),
+      scriptedDeps(port),
+    );
+    expect(report.perAddress.map((address) => address.failure)).toEqual(
+      Array(2).fill({
+        kind: 'target_refused',
+        stage: 'guard',
+        reply: null,
+        message: 'the HELO name contains the control character U+0000',
+      }),
+    );
+    expect(connections()).toBe(0);
+  });
+
+  test('127.0.0.1 as MX without allowPrivateTargets: target_refused, no connection made', async () => {
+    const { port, connections } = await scriptedServer(afterEhlo(dialogue(() => '250 Ok')));
+    const report = await probe(
+      scriptedRequest(['alice']),
+      scriptedDeps(port, { allowPrivateTargets: false }),
+    );
+    expect(report.perAddress[0]?.failure).toEqual({
+      kind: 'target_refused',
+      stage: 'guard',
+      reply: null,
+      message:
+        'mx.scripted.test: 127.0.0.1 is a private, loopback or link-local address (set ALLOW_PRIVATE_TARGETS to allow)',
+    });
+    expect(report.session.mxHost).toBeNull();
+    expect(connections()).toBe(0);
+  });
+
+  test('a 10 MB reply line to RCPT: invalid_response at rcpt, and the process carries on', async () => {
+    const { port } = await scriptedServer(
+      afterEhlo(async (socket, next) => {
+        await next();
+        socket.write('250 2.1.0 Ok\r\n');
+        await next();
+        socket.write(`250 ${'x'.repeat(10 * 1024 * 1024)}\r\n`);
+        await next();
+      }),
+    );
+    const report = await probe(scriptedRequest(['alice']), scriptedDeps(port));
+    expect(report.perAddress[0]?.failure).toEqual({
+      kind: 'invalid_response',
+      stage: 'rcpt',
+      reply: null,
+      message: 'a reply line longer than 4096 bytes',
+    });
+    expect(report.catchAllReply).toBeNull();
+  });
+
+  test('garbage instead of a reply to MAIL: invalid_response at mail', async () => {
+    const { port } = await scriptedServer(
+      afterEhlo(async (socket, next) => {
+        await next();
+        socket.write('\u0016\u0003\u0001 garbage that is no SMTP\r\n');
+        await next();
+      }),
+    );
+    const report = await probe(scriptedRequest(['alice', 'bob']), scriptedDeps(port));
+    expect(outcomes(report)).toEqual(['invalid_response@mail', 'invalid_response@mail']);
+  });
+
+  test('a server closing mid-dialogue: answered addresses keep their replies, the rest are disconnected at rcpt', async () => {
+    const { port } = await scriptedServer(
+      afterEhlo(async (socket, next) => {
+        await next();
+        socket.write('250 2.1.0 Ok\r\n');
+        await next();
+        socket.write('250 2.1.5 Ok\r\n');
+        await next();
+        socket.destroy();
+      }),
+    );
+    const report = await probe(scriptedRequest(['alice', 'bob', 'carol']), scriptedDeps(port));
+    expect(outcomes(report)).toEqual(['250 2.1.5', 'disconnected@rcpt', 'disconnected@rcpt']);
+    expect(report.catchAllReply).toBeNull();
+    expect(report.session.mxHost).toBe('mx.scripted.test');
+  });
+});
+
+describe('session handling', () => {
+  test('a failed TLS handshake is retried once in plaintext, with the handshake error in tlsError', async () => {
+    let attempt = 0;
+    const { port, connections } = await scriptedServer(async (socket, next) => {
+      attempt++;
+      socket.write('220 mx.scripted.test ESMTP\r\n');
+      await next();
+      socket.write('250-mx.scripted.test\r\n250 STARTTLS\r\n');
+      if (attempt === 1) {
+        expect(await next()).toBe('STARTTLS');
+        socket.write('220 2.0.0 Ready\r\n');
+        socket.once('data', () => socket.end('not a TLS record\r\n'));
+        return;
+      }
+      await dialogue(() => '250 2.1.5 Ok')(socket, next);
+    });
+    const report = await probe(scriptedRequest(['alice']), scriptedDeps(port));
+    expect(outcomes(report)).toEqual(['250 2.1.5']);
+    expect(report.session.tls).toBe(false);
+    expect(report.session.tlsError).toMatch(/^TLS handshake failed: /);
+    expect(connections()).toBe(2);
+  });
+
+  test('"452 too many recipients" defers the rest to a new transaction (RFC 5321 §4.5.3.1.10)', async () => {
+    const { port, commands } = await scriptedServer(
+      afterEhlo(
+        dialogue((address, inTransaction) =>
+          inTransaction > 2
+            ? '452 4.5.3 Error: too many recipients'
+            : address.startsWith('nobody')
+              ? '550 5.1.1 User unknown'
+              : '250 2.1.5 Ok',
+        ),
+        ['PIPELINING'],
+      ),
+    );
+    const report = await probe(scriptedRequest(['a1', 'a2', 'a3', 'nobody', 'a5']), scriptedDeps(port));
+    expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', '250 2.1.5', '550 5.1.1', '250 2.1.5']);
+    expect(commands.filter((line) => line.startsWith('MAIL') || line === 'RSET')).toHaveLength(5);
+    // The catch-all test found a fresh transaction with room.
+    expect(report.catchAllReply).toMatchObject({ code: 250 });
+  });
+
+  test('a server that answers 452 to everything is not asked forever', async () => {
+    const { port } = await scriptedServer(afterEhlo(dialogue(() => '452 4.5.3 Error: too many recipients')));
+    const report = await probe(scriptedRequest(['a1', 'a2']), scriptedDeps(port));
+    expect(outcomes(report)).toEqual(['452 4.5.3', '452 4.5.3']);
+  });
+
+  test('a domain in IDN form is asked as A-labels of a server without SMTPUTF8 (RFC 5890)', async () => {
+    const { port, commands } = await scriptedServer(afterEhlo(dialogue(() => '250 2.1.5 Ok')));
+    const report = await probe(
+      { ...scriptedRequest([]), emails: ['alice@bücher.test'], domain: 'xn--bcher-kva.test' },
+      scriptedDeps(port),
+    );
+    expect(outcomes(report)).toEqual(['250 2.1.5']);
+    expect(report.perAddress[0]?.email).toBe('alice@bücher.test');
+    expect(commands).toContain('RCPT TO:<alice@xn--bcher-kva.test>');
+  });
+
+  test('recipientsPerTransaction splits a batch into transactions with RSET between them', async () => {
+    const { port, commands } = await scriptedServer(afterEhlo(dialogue(() => '250 2.1.5 Ok')));
+    const report = await probe(
+      scriptedRequest(['a1', 'a2', 'a3']),
+      scriptedDeps(port, { recipientsPerTransaction: 2 }),
+    );
+    expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', '250 2.1.5']);
+    expect(commands.slice(1, 9)).toEqual([
+      'MAIL FROM:<verify@rcpt.test>',
+      'RCPT TO:<a1@scripted.test>',
+      'RCPT TO:<a2@scripted.test>',
+      'RSET',
+      'MAIL FROM:<verify@rcpt.test>',
+      'RCPT TO:<a3@scripted.test>',
+      expect.stringMatching(/^RCPT TO:<[a-z0-9]{20}@scripted\.test>$/),
+      'QUIT',
+    ]);
+  });
+
+  test('a 4.7.x deferral at RCPT backs the host off; the next probe is throttled without connecting', async () => {
+    const { port, connections } = await scriptedServer(
+      afterEhlo(dialogue(() => '450 4.7.1 Try again later, too many probes')),
+    );
+    const throttle = new MxThrottle();
+    const report = await probe(scriptedRequest(['alice']), scriptedDeps(port, { throttle }));
+    expect(outcomes(report)).toEqual(['450 4.7.1']);
+    expect(throttle.backoffs()).toMatchObject([
+      { ip: '127.0.0.1', reason: '450 4.7.1 Try again later, too many probes' },
+    ]);
+    const again = await probe(scriptedRequest(['bob']), scriptedDeps(port, { throttle }));
+    expect(again.perAddress[0]?.failure).toMatchObject({ kind: 'throttled', stage: 'connect' });
+    expect(connections()).toBe(1);
+  });
+
+  test('a refused MAIL FROM is final for every address: no fallback to a backup MX', async () => {
+    const { port, connections } = await scriptedServer(
+      afterEhlo(async (socket, next) => {
+        await next();
+        socket.write('550 5.7.1 Sender address rejected: SPF fail\r\n');
+        if ((await next()) === 'QUIT') socket.end('221 2.0.0 Bye\r\n');
+      }),
+    );
+    const report = await probe(
+      scriptedRequest(['alice', 'bob'], {
+        mx: [
+          { host: 'mx.scripted.test', preference: 10, ips: ['127.0.0.1'] },
+          { host: 'backup.scripted.test', preference: 20, ips: ['127.0.0.2'] },
+        ],
+      }),
+      scriptedDeps(port),
+    );
+    expect(outcomes(report)).toEqual(['rejected@mail 550', 'rejected@mail 550']);
+    expect(connections()).toBe(1);
+  });
+});

@@ -1,0 +1,259 @@
+// Politeness towards MX hosts: how many SMTP sessions the prober holds open to one MX address
+// and to one provider at once, and how long it stays away from a host that said "too much".
+// Exceeding a host's connection limit earns a 421 (RFC 5321 §3.8) at best and a listing on
+// a blocklist at worst; both cost every later verification through that host.
+//
+// Sessions are reused: probe() verifies every address of one request (one domain, up to
+// MAX_EMAILS_PER_PROBE) in one session with several RCPTs, so one slot here serves a whole
+// batch message. Slots are not kept open between requests: an idle SMTP connection is closed
+// by the server within minutes anyway (RFC 5321 §4.5.3.2.7), and holding it would count
+// against the host's limit for nothing.
+
+/** Why the prober is staying away from a host. */
+export interface HostBackoff {
+  ip: string;
+  /** Epoch milliseconds (of the throttle's clock) when the host may be tried again. */
+  until: number;
+  reason: string;
+}
+
+export interface MxThrottleOptions {
+  /** Sessions open at once to one MX IP address; default 5. */
+  perIpLimit?: number;
+  /** Sessions open at once to all MX hosts of a provider, by provider name; unlisted providers have no such limit. */
+  providerLimits?: ReadonlyMap<string, number> | Readonly<Record<string, number>>;
+  /** First backoff after a 421 or 4.7.x; doubled on each one that follows without a success. Default 30 s. */
+  backoffBaseMs?: number;
+  /** The longest backoff; default 15 min. */
+  backoffCapMs?: number;
+  /** Clock in epoch milliseconds; tests pass their own. */
+  now?: () => number;
+}
+
+/** Gives the slot back. Calling it again does nothing. */
+export type ReleaseSlot = () => void;
+
+/** acquire() refused because the host is in backoff: the edge should retry later. */
+export class HostBackoffError extends Error {
+  readonly backoff: HostBackoff;
+
+  constructor(backoff: HostBackoff) {
+    super(`backing off ${backoff.ip} until ${new Date(backoff.until).toISOString()}: ${backoff.reason}`);
+    this.name = 'HostBackoffError';
+    this.backoff = backoff;
+  }
+}
+
+/** acquire() gave up waiting because its signal was aborted (the probe's deadline). */
+export class SlotWaitAbortedError extends Error {
+  constructor(ip: string) {
+    super(`gave up waiting for a session slot to ${ip}`);
+    this.name = 'SlotWaitAbortedError';
+  }
+}
+
+interface Waiter {
+  ip: string;
+  provider: string | null;
+  grant: (release: ReleaseSlot) => void;
+  refuse: (error: Error) => void;
+}
+
+interface BackoffState {
+  until: number;
+  reason: string;
+  /** The exponent of the next backoff: backoffs in a row since the last success. */
+  nextLevel: number;
+}
+
+const DEFAULT_PER_IP_LIMIT = 5;
+const DEFAULT_BACKOFF_BASE_MS = 30_000;
+const DEFAULT_BACKOFF_CAP_MS = 15 * 60_000;
+
+export class MxThrottle {
+  readonly perIpLimit: number;
+  readonly #providerLimits: ReadonlyMap<string, number>;
+  readonly #backoffBaseMs: number;
+  readonly #backoffCapMs: number;
+  readonly #now: () => number;
+  readonly #openByIp = new Map<string, number>();
+  readonly #openByProvider = new Map<string, number>();
+  readonly #peakByIp = new Map<string, number>();
+  readonly #backoffByIp = new Map<string, BackoffState>();
+  /** Every waiting acquire(), oldest first: granted in that order as slots free up. */
+  #waiting: Waiter[] = [];
+  #open = 0;
+
+  constructor(options: MxThrottleOptions = {}) {
+    this.perIpLimit = positiveInteger(options.perIpLimit ?? DEFAULT_PER_IP_LIMIT, 'perIpLimit');
+    const limits = options.providerLimits ?? new Map<string, number>();
+    this.#providerLimits = new Map(limits instanceof Map ? limits : Object.entries(limits));
+    for (const [provider, limit] of this.#providerLimits)
+      positiveInteger(limit, `providerLimits.${provider}`);
+    this.#backoffBaseMs = options.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS;
+    this.#backoffCapMs = options.backoffCapMs ?? DEFAULT_BACKOFF_CAP_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * A session slot to `ip` (and to `provider`, when it has a limit). Resolves with its release
+   * when one is free, first come first served. Rejects at once with HostBackoffError while the
+   * host is backed off (also for those already waiting when the backoff starts), and with
+   * SlotWaitAbortedError when `signal` aborts first.
+   */
+  acquire(ip: string, provider: string | null = null, signal?: AbortSignal): Promise<ReleaseSlot> {
+    const backoff = this.backoffOf(ip);
+    if (backoff) return Promise.reject(new HostBackoffError(backoff));
+    if (signal?.aborted) return Promise.reject(new SlotWaitAbortedError(ip));
+    // Every waiter that fits is granted as soon as a slot frees (#grantWaiting), so those still
+    // waiting do not fit: one that fits now overtakes nobody who could go.
+    if (this.#hasRoom(ip, provider)) return Promise.resolve(this.#take(ip, provider));
+    return new Promise<ReleaseSlot>((resolve, reject) => {
+      const onAbort = () => {
+        this.#waiting = this.#waiting.filter((other) => other !== waiter);
+        reject(new SlotWaitAbortedError(ip));
+      };
+      const waiter: Waiter = {
+        ip,
+        provider,
+        grant: (release) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+        refuse: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiting.push(waiter);
+    });
+  }
+
+  /**
+   * Stays away from `ip` after it said 421 or 4.7.x: 30 s, doubling with each backoff in a row
+   * up to 15 min, until a session to it goes well (`recordSuccess`).
+   */
+  backoff(ip: string, reason: string): HostBackoff {
+    const now = this.#now();
+    const previous = this.#backoffByIp.get(ip);
+    // A backoff long expired without news of the host starts over rather than doubling.
+    const stale = previous !== undefined && now - previous.until > this.#backoffCapMs;
+    let backoff: HostBackoff;
+    if (previous && previous.until > now) {
+      // Sessions opened before the backoff began report the same pushback: one episode, one step.
+      backoff = { ip, until: previous.until, reason: previous.reason };
+    } else {
+      const level = previous && !stale ? previous.nextLevel : 0;
+      const delay = Math.min(this.#backoffCapMs, this.#backoffBaseMs * 2 ** Math.min(level, 30));
+      backoff = { ip, until: now + delay, reason };
+      this.#backoffByIp.set(ip, { until: backoff.until, reason, nextLevel: level + 1 });
+    }
+    const refused = this.#waiting.filter((waiter) => waiter.ip === ip);
+    this.#waiting = this.#waiting.filter((waiter) => waiter.ip !== ip);
+    for (const waiter of refused) waiter.refuse(new HostBackoffError(backoff));
+    return backoff;
+  }
+
+  /**
+   * A session to `ip` got its answers: the next backoff starts from the base again. A backoff
+   * under way stays: the success may be a session opened before the host pushed back.
+   */
+  recordSuccess(ip: string): void {
+    const state = this.#backoffByIp.get(ip);
+    if (!state) return;
+    if (state.until <= this.#now()) this.#backoffByIp.delete(ip);
+    else state.nextLevel = 0;
+  }
+
+  /** The backoff `ip` is in now, or null. */
+  backoffOf(ip: string): HostBackoff | null {
+    const state = this.#backoffByIp.get(ip);
+    if (!state || state.until <= this.#now()) return null;
+    return { ip, until: state.until, reason: state.reason };
+  }
+
+  /** SMTP sessions open now (for the rcpt_open_sessions gauge). */
+  openSessions(): number {
+    return this.#open;
+  }
+
+  /** Sessions open now, by MX IP. */
+  openSessionsByIp(): Map<string, number> {
+    return new Map(this.#openByIp);
+  }
+
+  /** The most sessions that were open at once to `ip` since this throttle was made. */
+  peakOpenSessions(ip: string): number {
+    return this.#peakByIp.get(ip) ?? 0;
+  }
+
+  /** acquire() calls waiting for a slot now. */
+  waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Hosts in backoff now (for the rcpt_host_backoffs gauge); expired entries are dropped. */
+  backoffs(): HostBackoff[] {
+    const now = this.#now();
+    const active: HostBackoff[] = [];
+    for (const [ip, state] of this.#backoffByIp) {
+      if (state.until > now) active.push({ ip, until: state.until, reason: state.reason });
+      else if (now - state.until > this.#backoffCapMs) this.#backoffByIp.delete(ip);
+    }
+    return active;
+  }
+
+  #hasRoom(ip: string, provider: string | null): boolean {
+    if ((this.#openByIp.get(ip) ?? 0) >= this.perIpLimit) return false;
+    const providerLimit = provider === null ? undefined : this.#providerLimits.get(provider);
+    return providerLimit === undefined || (this.#openByProvider.get(provider ?? '') ?? 0) < providerLimit;
+  }
+
+  #take(ip: string, provider: string | null): ReleaseSlot {
+    const open = (this.#openByIp.get(ip) ?? 0) + 1;
+    this.#openByIp.set(ip, open);
+    this.#peakByIp.set(ip, Math.max(open, this.#peakByIp.get(ip) ?? 0));
+    if (provider !== null) this.#openByProvider.set(provider, (this.#openByProvider.get(provider) ?? 0) + 1);
+    this.#open++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#give(ip, provider);
+    };
+  }
+
+  #give(ip: string, provider: string | null): void {
+    this.#open--;
+    decrement(this.#openByIp, ip);
+    if (provider !== null) decrement(this.#openByProvider, provider);
+    this.#grantWaiting();
+  }
+
+  /** Grants every waiter that fits now, oldest first; one that does not fit does not block others. */
+  #grantWaiting(): void {
+    const stillWaiting: Waiter[] = [];
+    const granted: [Waiter, ReleaseSlot][] = [];
+    for (const waiter of this.#waiting) {
+      // #take counts the slot at once, so the waiters after this one see it taken.
+      if (this.#hasRoom(waiter.ip, waiter.provider))
+        granted.push([waiter, this.#take(waiter.ip, waiter.provider)]);
+      else stillWaiting.push(waiter);
+    }
+    this.#waiting = stillWaiting;
+    for (const [waiter, release] of granted) waiter.grant(release);
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const count = (counts.get(key) ?? 0) - 1;
+  if (count > 0) counts.set(key, count);
+  else counts.delete(key);
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
+}
