@@ -1,26 +1,40 @@
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineProject } from 'vitest/config';
+import { freePort } from '../scripts/stack/local-stack.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-// Edge tests run inside workerd with the real bindings of wrangler.toml, and the D1
-// migrations applied by test/apply-migrations.ts before each file.
-export default defineProject(async () => ({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: `${root}wrangler.toml` },
-      miniflare: {
-        bindings: {
-          TEST_MIGRATIONS: await readD1Migrations(`${root}migrations`),
-          DOH_URL: 'http://127.0.0.1:1/dns-query',
-          ALLOW_PRIVATE_TARGETS: 'true',
+// Edge tests run inside workerd with the real bindings of wrangler.toml and the D1
+// migrations applied (test/apply-migrations.ts). DNS goes to the fake mail world's DoH stub,
+// which test/world-setup.ts runs in the runner's process on the ports chosen here; SMTP
+// answers come from fake probers that the tests connect to the hub themselves.
+export default defineProject(async () => {
+  const world = { smtpPort: await freePort(), dohPort: await freePort() };
+  process.env.RCPT_EDGE_TEST_WORLD = JSON.stringify(world);
+  return {
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: `${root}wrangler.toml` },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: await readD1Migrations(`${root}migrations`),
+            TEST_SMTP_PORT: String(world.smtpPort),
+            DOH_URL: `http://127.0.0.1:${world.dohPort}/dns-query`,
+            ALLOW_PRIVATE_TARGETS: 'true',
+            VERIFY_TIMEOUT_MS: '3000',
+            BATCH_MAX_ATTEMPTS: '1',
+            // A fixed test key: 32 zero bytes.
+            SECRETS_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+          },
         },
-      },
-    }),
-  ],
-  test: {
-    name: 'edge',
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-  },
-}));
+      }),
+    ],
+    test: {
+      name: 'edge',
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      setupFiles: ['./test/apply-migrations.ts'],
+      globalSetup: ['./test/world-setup.ts'],
+    },
+  };
+});

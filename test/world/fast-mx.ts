@@ -21,14 +21,15 @@ export async function startFastMx(spec: FakeMxSpec, port: number): Promise<Runni
         return { reply: `250-${spec.host}\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SIZE 36700160` };
       case 'HELO':
         return { reply: `250 ${spec.host}` };
+      // The same success texts as the smtp-server-based servers of the world.
       case 'MAIL':
-        return { reply: '250 2.1.0 Ok' };
+        return { reply: '250 Accepted' };
       case 'RCPT': {
         const address = /<([^>]*)>/.exec(line)?.[1] ?? '';
         received.push(address);
         return {
           reply: mailboxExists(address)
-            ? '250 2.1.5 Ok'
+            ? '250 Accepted'
             : `550 5.1.1 <${address}>: Recipient address rejected: User unknown in local recipient table`,
         };
       }

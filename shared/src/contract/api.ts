@@ -121,11 +121,13 @@ export const VerificationResult = z
   .meta({ id: 'VerificationResult' });
 export type VerificationResult = z.infer<typeof VerificationResult>;
 
+// Control characters are refused before trimming, so a CRLF can never be smuggled at an end.
 const EmailInput = z
   .string()
-  .min(1)
   .max(MAX_EMAIL_INPUT_LENGTH)
-  .refine((value) => !/[\r\n\0]/.test(value), 'must not contain CR, LF or NUL');
+  .refine((value) => !/\p{Cc}/u.test(value), 'must not contain control characters (CR, LF, NUL …)')
+  .trim()
+  .min(1);
 
 export const VerifyRequest = z.strictObject({ email: EmailInput }).meta({
   id: 'VerifyRequest',
@@ -229,3 +231,105 @@ export const BulkResultsResponse = z
 export type BulkResultsResponse = z.infer<typeof BulkResultsResponse>;
 
 export const JobIdParam = z.object({ jobId: z.uuid() });
+
+export const PageQuery = z.object({
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  limit: z.coerce.number().int().min(1).max(100).default(25),
+});
+
+export const BulkResultsQuery = z.object({
+  offset: z.coerce.number().int().min(0).max(MAX_BATCH_EMAILS).default(0),
+  limit: z.coerce.number().int().min(1).max(MAX_BATCH_EMAILS).default(MAX_BATCH_EMAILS),
+  format: z
+    .enum(['json', 'csv'])
+    .optional()
+    .describe('csv: the original columns plus verdict columns (also `Accept: text/csv`)'),
+});
+
+export const BulkJobsResponse = z
+  .object({ success: z.literal(true), jobs: z.array(Job), pagination: Pagination })
+  .meta({ id: 'BulkJobsResponse' });
+
+export const AccountResponse = z
+  .object({
+    success: z.literal(true),
+    account: z.object({
+      id: z.string(),
+      email: z.string().nullable(),
+      creditsRemaining: z.number().int(),
+      createdAt: z.iso.datetime(),
+      usage: z.object({
+        singleVerifications: z.number().int(),
+        batchJobs: z.number().int(),
+        creditsSpent: z.number().int(),
+        creditsRefunded: z.number().int(),
+      }),
+    }),
+  })
+  .meta({ id: 'AccountResponse' });
+
+export const HistoryEntry = z
+  .object({
+    id: z.string(),
+    kind: z.enum(['single', 'batch']),
+    createdAt: z.iso.datetime(),
+    email: z.string().nullable().describe('single verifications'),
+    status: VerificationStatus.nullable(),
+    subStatus: SubStatus.nullable(),
+    score: z.number().int().nullable(),
+    jobId: z.uuid().nullable().describe('batch jobs'),
+    job: Job.nullable(),
+  })
+  .meta({ id: 'HistoryEntry' });
+
+export const HistoryQuery = PageQuery.extend({
+  kind: z.enum(['single', 'batch']).optional(),
+  status: VerificationStatus.optional(),
+  from: z.iso.datetime().optional(),
+  to: z.iso.datetime().optional(),
+});
+
+export const HistoryResponse = z
+  .object({ success: z.literal(true), history: z.array(HistoryEntry), pagination: Pagination })
+  .meta({ id: 'HistoryResponse' });
+
+export const WebhookSettingsRequest = z
+  .strictObject({
+    url: z.url().max(2048).nullable().describe('the default URL for job events; null removes it'),
+  })
+  .meta({ id: 'WebhookSettingsRequest' });
+
+export const WebhookSettingsResponse = z
+  .object({ success: z.literal(true), url: z.string().nullable(), hasSecret: z.boolean() })
+  .meta({ id: 'WebhookSettingsResponse' });
+
+export const WebhookSecretResponse = z
+  .object({
+    success: z.literal(true),
+    secret: z.string().describe('whsec_…: shown once; verify signatures with it'),
+  })
+  .meta({ id: 'WebhookSecretResponse' });
+
+export const WebhookDelivery = z
+  .object({
+    id: z.string().describe('the webhook-id header'),
+    eventType: z.string(),
+    jobId: z.string().nullable(),
+    url: z.string(),
+    state: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.number().int(),
+    lastStatus: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    nextAttemptAt: z.iso.datetime().nullable(),
+    createdAt: z.iso.datetime(),
+    deliveredAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+export const WebhookDeliveriesResponse = z
+  .object({ success: z.literal(true), deliveries: z.array(WebhookDelivery), pagination: Pagination })
+  .meta({ id: 'WebhookDeliveriesResponse' });
+
+export const WebhookTestResponse = z
+  .object({ success: z.literal(true), delivery: WebhookDelivery })
+  .meta({ id: 'WebhookTestResponse' });

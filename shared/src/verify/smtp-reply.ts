@@ -1,4 +1,5 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
+import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
@@ -37,4 +38,441 @@ export function parseReplyLines(lines: readonly string[]): SmtpReply | null {
     .join('\n')
     .trim();
   return { code, enhanced, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classification: what a reply means for the address being verified.
+//
+// The table below is data, read top to bottom, first match wins. Its order is the policy:
+//   1. 2xx accepts; codes that have no business at these stages are protocol errors.
+//   2. Provider replies whose meaning is documented and not a mailbox verdict.
+//   3. Policy vocabulary, on any failure code and at any stage. It precedes every mailbox row
+//      so that a reply naming a block list is `antispam_blocked` even when its code is 550 or
+//      5.1.1 (ARCHITECTURE.md: a policy rejection is never undeliverable).
+//   4. Refusals of the session, of relaying, of our own sender or client identity, and any
+//      permanent 5.7.x (policy) code.
+//   5. Greylisting and throttling (temporary, retried by a batch).
+//   6. Mailbox state, only at RCPT: full, disabled, unknown. Only these rows make an address
+//      undeliverable, and only with a 5xx code.
+//   7. RFC 3463 enhanced-code subjects, then RFC 5321 §4.2.1 basic code classes; the last row
+//      matches everything, so classification is total.
+// ---------------------------------------------------------------------------------------------
+
+/** The SMTP step a reply answered. */
+export type ReplyStage = 'banner' | 'ehlo' | 'mail' | 'rcpt';
+
+/** What one reply means for the address being verified. */
+export interface ReplyClass {
+  subStatus: SubStatus;
+  /** The step succeeded (2xx). */
+  accepted: boolean;
+  /** The server said the mailbox is bad (unknown, disabled, malformed): the address is undeliverable. */
+  rejectsMailbox: boolean;
+  /** A batch should ask again later: greylisting, temporary errors, throttling. */
+  retryable: boolean;
+  /** A batch refunds the credit if the answer stays so: blocks, greylisting, throttling (SPEC §1). */
+  refundable: boolean;
+  /** When a retry is likely to get an answer, if the server said so or the behaviour is known. */
+  retryAfterSeconds?: number;
+  /** Id of the table row that matched, for transcripts and tests. */
+  rule: string;
+}
+
+type CodeMatch = number | readonly [min: number, max: number];
+
+export interface ReplyRule {
+  readonly id: string;
+  readonly code?: CodeMatch;
+  /** RFC 3463 `class.subject.detail`, any part may be `*`: `5.1.1`, `*.2.2`, `5.7.*`. */
+  readonly enhanced?: string;
+  /** Tested against the reply text with whitespace (and line breaks) collapsed to one space. */
+  readonly text?: RegExp;
+  readonly stage?: readonly ReplyStage[];
+  readonly subStatus: SubStatus;
+  /** Default: a 4xx code with an `unknown` subStatus (a temporary non-answer). */
+  readonly retryable?: boolean;
+  /** Default: `antispam_blocked` and `greylisted`. */
+  readonly refundable?: boolean;
+  /** For greylisting when the text names no delay. */
+  readonly retryAfterSeconds?: number;
+}
+
+const FAILURE: CodeMatch = [400, 599];
+const TEMPORARY: CodeMatch = [400, 499];
+const PERMANENT: CodeMatch = [500, 599];
+const RCPT: readonly ReplyStage[] = ['rcpt'];
+const SESSION: readonly ReplyStage[] = ['banner', 'ehlo', 'mail'];
+
+/**
+ * Words that mark a reply as a policy decision about the client (block lists, reputation,
+ * spam filtering, sender authentication), not about the mailbox. Matched case-insensitively
+ * at the start of a word, so `blacklist` also matches `blacklisted`.
+ */
+const POLICY_VOCABULARY = {
+  'policy-spamhaus': ['spamhaus', 'sbl', 'xbl', 'pbl'],
+  'policy-spamcop': ['spamcop'],
+  'policy-sorbs': ['sorbs'],
+  'policy-barracuda': ['barracudacentral', 'barracuda reputation'],
+  'policy-dnsbl': ['dnsbl', 'rbl', 'cbl', 'uceprotect', 'listed at', 'listed in', 'listed on', 'listed by'],
+  'policy-blacklist': ['blacklist', 'black list', 'blocklist', 'block list', 'denylist', 'deny list'],
+  'policy-blocked': ['blocked', 'banned'],
+  'policy-reputation': ['reputation', 'complaint'],
+  'policy-spam': ['spam', 'antispam', 'anti-spam', 'unsolicited', 'junk'],
+  'policy-authentication': ['dmarc', 'spf', 'dkim', 'spoof', 'unauthenticated'],
+  'policy-statement': [
+    'policy',
+    'policies',
+    'administrative prohibition',
+    'abuse',
+    'dynamic ip',
+    'residential',
+  ],
+} as const;
+
+export const POLICY_WORDS: readonly string[] = Object.values(POLICY_VOCABULARY).flat();
+
+function wordsPattern(words: readonly string[]): RegExp {
+  const alternatives = words.map((word) => word.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'));
+  return new RegExp(`(?<![a-z0-9])(?:${alternatives.join('|')})`, 'i');
+}
+
+const POLICY_RULES: readonly ReplyRule[] = Object.entries(POLICY_VOCABULARY).map(([id, words]) => ({
+  id,
+  code: FAILURE,
+  text: wordsPattern(words),
+  subStatus: 'antispam_blocked',
+}));
+
+// "User unknown" as servers phrase it: Postfix, sendmail, Exim ("Unrouteable address"), qmail
+// ("no mailbox here by that name"), Exchange (RecipNotFound), Gmail, Yahoo ("doesn't have a
+// yahoo.com account"), Outlook.com and GMX ("mailbox unavailable"), Mimecast ("Invalid Recipient").
+const USER_UNKNOWN =
+  /user unknown|unknown user|unknown recipient|recipient unknown|no such (user|mailbox|recipient|address|account)|(user|mailbox|account|address|recipient)( \S+){0,3} (does not|doesn't|did not) exist|does not exist|doesn't have an? \S+ account|no mailbox here|mailbox (not found|unavailable|does not exist|is unknown)|recipient( address)? not found|recip(ient)?notfound|invalid (recipient|mailbox|user)|not a valid (mailbox|recipient|user|address)|unrouteable address|address unknown|unknown (address|mailbox)/i;
+
+const MAILBOX_DISABLED =
+  /(account|mailbox|user|address)\b[^.;]{0,40}\b(disabled|deactivated|suspended|inactive|no longer (active|in use|available))|(disabled|deactivated|suspended|inactive) (account|mailbox|user)/i;
+
+const MAILBOX_FULL =
+  /mailbox (is )?full|inbox is full|over ?quota|quota (exceeded|full)|exceeded (its |the |their )?(storage|quota|mailbox size)|out of storage space|mailbox size limit/i;
+
+/** The classification table. Order matters: see the comment at the top of this section. */
+export const REPLY_RULES: readonly ReplyRule[] = [
+  // 1. Success and codes out of place.
+  { id: 'accepted', code: [200, 299], subStatus: 'accepted_email' },
+  // RFC 5321 §4.2.1: 1yz is unused and 3yz only follows DATA or AUTH; neither answers these steps.
+  { id: 'code-out-of-place', code: [100, 399], subStatus: 'invalid_smtp_response' },
+
+  // 2. Documented provider replies that are not mailbox verdicts.
+  // Yahoo: "[TSS04] Messages from … temporarily deferred due to unexpected volume or user complaints".
+  {
+    id: 'yahoo-tss-deferral',
+    code: TEMPORARY,
+    text: /\[TSS?\d\d\]/,
+    subStatus: 'antispam_blocked',
+    retryable: true,
+  },
+  // Mimecast documents 451 "Internal resource(s) temporarily unavailable" as its greylisting,
+  // holding a new (IP, sender, recipient) triplet for 60 seconds.
+  {
+    id: 'mimecast-greylisting',
+    code: 451,
+    text: /internal resources? (is |are )?temporarily unavailable/i,
+    subStatus: 'greylisted',
+    retryAfterSeconds: 60,
+  },
+  // Gmail 4.2.1: this recipient is receiving mail faster than Gmail will accept it.
+  {
+    id: 'gmail-receiving-rate',
+    code: TEMPORARY,
+    enhanced: '4.2.1',
+    text: /receiving mail (at a rate|too quickly)/i,
+    subStatus: 'mail_server_temporary_error',
+    refundable: true,
+  },
+  // Microsoft: "451 4.7.500 Server busy. Please try again later from [ip]. (S77714)".
+  {
+    id: 'microsoft-server-busy',
+    code: TEMPORARY,
+    text: /server busy/i,
+    subStatus: 'mail_server_temporary_error',
+    refundable: true,
+  },
+
+  // 3. Policy vocabulary: block lists, reputation, spam filters, sender authentication.
+  ...POLICY_RULES,
+
+  // 4. Refusals that say nothing about the mailbox.
+  // RFC 5321 §3.1: a 554 greeting ("No SMTP service here") refuses the client outright.
+  { id: 'banner-refused', code: PERMANENT, stage: ['banner'], subStatus: 'antispam_blocked' },
+  // Relay denial: this host will not accept mail for the domain, so it is not (or no longer) a
+  // working MX for it. That is a fact about the server, not the mailbox, and not a block of our
+  // traffic: `provider_unverifiable`, neither retried nor refunded.
+  {
+    id: 'relay-access-denied',
+    code: FAILURE,
+    text: /relay access denied/i,
+    subStatus: 'provider_unverifiable',
+  },
+  {
+    id: 'relaying-denied',
+    code: FAILURE,
+    text: /relaying denied|unable to relay/i,
+    subStatus: 'provider_unverifiable',
+  },
+  {
+    id: 'relay-not-permitted',
+    code: FAILURE,
+    text: /relay not permitted/i,
+    subStatus: 'provider_unverifiable',
+  },
+  // qmail: "553 sorry, that domain isn't in my list of allowed rcpthosts (#5.7.1)".
+  { id: 'qmail-rcpthosts', code: FAILURE, text: /allowed rcpthosts/i, subStatus: 'provider_unverifiable' },
+  {
+    id: 'relay-refused',
+    code: FAILURE,
+    text: /\brelay(ing)?\b.{0,30}\b(not (allowed|permitted)|denied|prohibited|refused)|\bwe do not relay\b/i,
+    subStatus: 'provider_unverifiable',
+  },
+  // Postfix's smtpd_delay_reject reports sender, client and HELO restrictions at RCPT time,
+  // after our RCPT; they refuse the prober, not the recipient.
+  {
+    id: 'sender-rejected',
+    code: FAILURE,
+    text: /sender address rejected|sender verify failed|sender (address )?verification failed|verification failed for/i,
+    subStatus: 'antispam_blocked',
+  },
+  {
+    id: 'client-rejected',
+    code: FAILURE,
+    text: /client host rejected|helo command rejected|cannot find your (reverse )?hostname|reverse dns|no rdns|ptr record/i,
+    subStatus: 'antispam_blocked',
+  },
+  // RFC 3463 X.1.7 / X.1.8: our sender's address or domain was refused.
+  { id: 'sender-address-enhanced', code: FAILURE, enhanced: '*.1.7', subStatus: 'antispam_blocked' },
+  { id: 'sender-domain-enhanced', code: FAILURE, enhanced: '*.1.8', subStatus: 'antispam_blocked' },
+  // RFC 3463 X.7 "security or policy status": a permanent one is a policy rejection whatever
+  // the text says, so it must precede the mailbox rows (after relay, which is not a block).
+  { id: 'enhanced-5.7', code: PERMANENT, enhanced: '5.7.*', subStatus: 'antispam_blocked' },
+
+  // 5. Greylisting (RFC 6647) and throttling.
+  // Postgrey and most greylisters say so ("Greylisted, see http://postgrey.schweikert.ch/…").
+  { id: 'greylisted-text', code: TEMPORARY, text: /gr[ae]y[- ]?list/i, subStatus: 'greylisted' },
+  // Postgrey's code is 450 4.2.0; others answer 451 4.2.0 without the word.
+  { id: 'greylisted-4.2.0', code: [450, 451], enhanced: '4.2.0', subStatus: 'greylisted' },
+  {
+    id: 'greylisted-4.7.1-try-later',
+    code: [450, 451],
+    enhanced: '4.7.1',
+    text: /try (again )?later|come back later|retry later|try again in/i,
+    subStatus: 'greylisted',
+  },
+  // RFC 5321 §3.8: 421 closes the channel; servers send it to clients that connect too often.
+  {
+    id: 'throttled-connections',
+    code: 421,
+    text: /too many (concurrent |simultaneous )?(smtp )?connections|connection (rate|limit)/i,
+    subStatus: 'mail_server_temporary_error',
+    refundable: true,
+  },
+  { id: 'throttled-421', code: 421, subStatus: 'mail_server_temporary_error', refundable: true },
+  {
+    id: 'throttled-rate',
+    code: TEMPORARY,
+    text: /rate.?limit|throttl|too many (messages|mails|requests|recipients|commands|rcpt)|slow down/i,
+    subStatus: 'mail_server_temporary_error',
+    refundable: true,
+  },
+
+  // 6. Mailbox state, answered to our RCPT.
+  { id: 'mailbox-full-enhanced', code: FAILURE, enhanced: '*.2.2', stage: RCPT, subStatus: 'mailbox_full' },
+  { id: 'mailbox-full-text', code: FAILURE, text: MAILBOX_FULL, stage: RCPT, subStatus: 'mailbox_full' },
+  // RFC 3463 X.2.1: "Mailbox disabled, not accepting messages".
+  {
+    id: 'mailbox-disabled-enhanced',
+    code: PERMANENT,
+    enhanced: '5.2.1',
+    stage: RCPT,
+    subStatus: 'mailbox_disabled',
+  },
+  {
+    id: 'mailbox-disabled-text',
+    code: [550, 559],
+    text: MAILBOX_DISABLED,
+    stage: RCPT,
+    subStatus: 'mailbox_disabled',
+  },
+  // Microsoft 365 Directory-Based Edge Blocking: the recipient is not in the tenant's directory.
+  // The "Access denied" wording is Microsoft's, the meaning is "no such recipient".
+  {
+    id: 'microsoft-dbeb',
+    code: 550,
+    enhanced: '5.4.1',
+    text: /AS\(201806281\)/,
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // RFC 3463 X.1.1 "Bad destination mailbox address".
+  {
+    id: 'mailbox-unknown-5.1.1',
+    code: PERMANENT,
+    enhanced: '5.1.1',
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // Exchange / Microsoft 365: "5.1.10 RESOLVER.ADR.RecipientNotFound".
+  {
+    id: 'mailbox-unknown-5.1.10',
+    code: PERMANENT,
+    enhanced: '5.1.10',
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // RFC 3463 X.1.0 "Other address status": servers use it for unknown recipients.
+  {
+    id: 'mailbox-unknown-5.1.0',
+    code: PERMANENT,
+    enhanced: '5.1.0',
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // RFC 3463 X.1.6 "Destination mailbox has moved, No forwarding address".
+  {
+    id: 'mailbox-moved-5.1.6',
+    code: PERMANENT,
+    enhanced: '5.1.6',
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // RFC 3463 X.1.3 "Bad destination mailbox address syntax": the server will not take it.
+  {
+    id: 'mailbox-syntax-5.1.3',
+    code: PERMANENT,
+    enhanced: '5.1.3',
+    stage: RCPT,
+    subStatus: 'invalid_syntax',
+  },
+  {
+    id: 'mailbox-unknown-text',
+    code: [550, 559],
+    text: USER_UNKNOWN,
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  // RFC 3463 X.1.2 "Bad destination system address": this host does not take the domain.
+  { id: 'domain-not-here-5.1.2', code: PERMANENT, enhanced: '5.1.2', subStatus: 'provider_unverifiable' },
+
+  // RFC 5321 §4.2.2: 500/502/503/504 mean the server did not understand or expect the command;
+  // 501 at RCPT is about the address and falls through to the rows below.
+  { id: 'command-not-understood', code: [500, 500], subStatus: 'invalid_smtp_response' },
+  { id: 'command-out-of-sequence', code: [502, 504], subStatus: 'invalid_smtp_response' },
+  { id: 'command-syntax', code: 501, stage: SESSION, subStatus: 'invalid_smtp_response' },
+
+  // 7. RFC 3463 subjects when nothing more specific matched.
+  { id: 'enhanced-4.1', code: TEMPORARY, enhanced: '4.1.*', subStatus: 'mail_server_temporary_error' },
+  { id: 'enhanced-4.2', code: TEMPORARY, enhanced: '4.2.*', subStatus: 'mail_server_temporary_error' },
+  { id: 'enhanced-4.3', code: TEMPORARY, enhanced: '4.3.*', subStatus: 'mail_server_temporary_error' },
+  { id: 'enhanced-4.4', code: TEMPORARY, enhanced: '4.4.*', subStatus: 'mail_server_temporary_error' },
+  { id: 'enhanced-4.5', code: TEMPORARY, enhanced: '4.5.*', subStatus: 'mail_server_temporary_error' },
+  // A temporary X.7 ("security or policy status") is how Gmail and Microsoft throttle.
+  {
+    id: 'enhanced-4.7',
+    code: TEMPORARY,
+    enhanced: '4.7.*',
+    subStatus: 'mail_server_temporary_error',
+    refundable: true,
+  },
+  // X.3 mail system and X.4 network/routing: the server cannot route onward; the mailbox is
+  // neither confirmed nor denied.
+  { id: 'enhanced-5.3', code: PERMANENT, enhanced: '5.3.*', subStatus: 'provider_unverifiable' },
+  { id: 'enhanced-5.4', code: PERMANENT, enhanced: '5.4.*', subStatus: 'provider_unverifiable' },
+  { id: 'enhanced-5.5', code: PERMANENT, enhanced: '5.5.*', subStatus: 'invalid_smtp_response' },
+
+  // RFC 5321 §4.2.1 basic code classes.
+  // 552 "Requested mail action aborted: exceeded storage allocation".
+  { id: 'code-552', code: 552, stage: RCPT, subStatus: 'mailbox_full' },
+  { id: 'code-4xx', code: TEMPORARY, subStatus: 'mail_server_temporary_error' },
+  // A permanent refusal before RCPT: the server will not talk to us; the mailbox is untouched.
+  { id: 'code-5xx-session', code: PERMANENT, stage: SESSION, subStatus: 'antispam_blocked' },
+  // A permanent RCPT refusal that gives no mailbox reason: only mailbox codes and texts make an
+  // address undeliverable (ARCHITECTURE.md), so this stays unknown.
+  { id: 'code-5xx-rcpt', code: PERMANENT, stage: RCPT, subStatus: 'provider_unverifiable' },
+  { id: 'unclassifiable', subStatus: 'invalid_smtp_response' },
+];
+
+/** Postgrey's default delay; most greylisters accept a retry after a few minutes (RFC 6647 §2.1). */
+const DEFAULT_GREYLIST_SECONDS = 300;
+const MAX_RETRY_AFTER_SECONDS = 86_400;
+const RETRY_DELAY = /\b(?:in|after|for|wait)\s+(\d{1,6})\s*(seconds?|secs?|s|minutes?|mins?|m)\b/i;
+// qmail puts the enhanced code at the end: "550 sorry, no mailbox here by that name. (#5.1.1)".
+const TRAILING_ENHANCED = /\(#([245]\.\d{1,3}\.\d{1,3})\)/;
+
+interface CompiledRule {
+  rule: ReplyRule;
+  enhanced: RegExp | null;
+}
+
+function compileEnhanced(pattern: string): RegExp {
+  const parts = pattern.split('.').map((part) => (part === '*' ? '\\d{1,3}' : part));
+  return new RegExp(`^${parts.join('\\.')}$`);
+}
+
+const COMPILED_RULES: readonly CompiledRule[] = REPLY_RULES.map((rule) => ({
+  rule,
+  enhanced: rule.enhanced ? compileEnhanced(rule.enhanced) : null,
+}));
+
+function codeMatches(match: CodeMatch | undefined, code: number): boolean {
+  if (match === undefined) return true;
+  if (typeof match === 'number') return code === match;
+  return code >= match[0] && code <= match[1];
+}
+
+function enhancedCodeOf(reply: SmtpReply): string | null {
+  if (reply.enhanced) return reply.enhanced;
+  const trailing = TRAILING_ENHANCED.exec(reply.text)?.[1];
+  return trailing && trailing[0] === String(reply.code)[0] ? trailing : null;
+}
+
+function statedDelaySeconds(text: string): number | undefined {
+  const match = RETRY_DELAY.exec(text);
+  if (!match) return undefined;
+  const amount = Number(match[1]);
+  const seconds = (match[2] ?? '').toLowerCase().startsWith('m') ? amount * 60 : amount;
+  return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
+}
+
+/** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
+export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
+  const text = reply.text.replace(/\s+/g, ' ').trim();
+  const enhanced = enhancedCodeOf(reply);
+  const matched = COMPILED_RULES.find(
+    ({ rule, enhanced: enhancedPattern }) =>
+      codeMatches(rule.code, reply.code) &&
+      (!rule.stage || rule.stage.includes(stage)) &&
+      (!enhancedPattern || (enhanced !== null && enhancedPattern.test(enhanced))) &&
+      (!rule.text || rule.text.test(text)),
+  );
+  // The last row has no condition, so `matched` is always found; the fallback keeps types honest.
+  const rule: ReplyRule = matched?.rule ?? { id: 'unclassifiable', subStatus: 'invalid_smtp_response' };
+  const temporary = reply.code >= 400 && reply.code < 500;
+  const status = SUB_STATUSES[rule.subStatus];
+  const retryable = rule.retryable ?? (temporary && status === 'unknown');
+  const refundable =
+    rule.refundable ?? (rule.subStatus === 'antispam_blocked' || rule.subStatus === 'greylisted');
+  const classified: ReplyClass = {
+    subStatus: rule.subStatus,
+    accepted: rule.subStatus === 'accepted_email',
+    rejectsMailbox: status === 'undeliverable',
+    retryable,
+    refundable,
+    rule: rule.id,
+  };
+  if (retryable) {
+    const retryAfterSeconds =
+      statedDelaySeconds(text) ??
+      rule.retryAfterSeconds ??
+      (rule.subStatus === 'greylisted' ? DEFAULT_GREYLIST_SECONDS : undefined);
+    if (retryAfterSeconds !== undefined) classified.retryAfterSeconds = retryAfterSeconds;
+  }
+  return classified;
 }

@@ -1,0 +1,82 @@
+// Single verification through the whole stack on loopback: the real edge under wrangler, a
+// real prober, the fake mail world. p50/p99 with SMTP (targets ≤ 50 ms / ≤ 300 ms) and the
+// edge's own overhead with a sandbox key (target p50 ≤ 5 ms), at 1 and 20 concurrent clients.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
+import { startWorld } from '../test/world/index.ts';
+import { percentile, timeConcurrently } from './latency.ts';
+import type { Figure } from './run.ts';
+
+const REQUESTS = { 1: 200, 20: 600 } as const;
+const world = await startWorld();
+const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
+const common = { SMTP_PORT: String(world.smtpPort), ALLOW_PRIVATE_TARGETS: 'true' };
+const stack = await startLocalStack({
+  persistTo,
+  vars: { DOH_URL: world.dohUrl, ...common },
+  proberEnv: common,
+});
+const figures: Figure[] = [];
+try {
+  grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 10_000 });
+  // 100 requests a minute per key: spread the load over enough keys.
+  const liveKeys = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 20, mode: 'live' });
+  const testKeys = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 20, mode: 'test' });
+  const keyFor = (keys: string[], index: number) => keys[Math.floor(index / 90) % keys.length] ?? '';
+
+  let used = 0;
+  const verify = (keys: string[], email: string) => async (index: number) => {
+    const response = await fetch(`${stack.baseUrl}/api/v1/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': keyFor(keys, used + index) },
+      body: JSON.stringify({ email }),
+    });
+    if (response.status !== 200)
+      throw new Error(`verify answered ${response.status}: ${await response.text()}`);
+    await response.arrayBuffer();
+  };
+  for (const concurrency of [1, 20] as const) {
+    const total = REQUESTS[concurrency];
+    await timeConcurrently(20, concurrency, verify(liveKeys, `user1@bulk-01.test`)); // warm-up
+    used += 20;
+    const smtp = await timeConcurrently(total, concurrency, verify(liveKeys, `user1@bulk-01.test`));
+    used += total;
+    figures.push(
+      {
+        name: `verify with SMTP, ${concurrency} client(s), p50`,
+        value: percentile(smtp, 0.5),
+        unit: 'ms',
+        target: '≤ 50',
+      },
+      {
+        name: `verify with SMTP, ${concurrency} client(s), p99`,
+        value: percentile(smtp, 0.99),
+        unit: 'ms',
+        target: '≤ 300',
+      },
+    );
+    const sandbox = await timeConcurrently(total, concurrency, verify(testKeys, 'deliverable@example.com'));
+    used += total;
+    figures.push(
+      {
+        name: `edge overhead (sandbox key), ${concurrency} client(s), p50`,
+        value: percentile(sandbox, 0.5),
+        unit: 'ms',
+        target: '≤ 5',
+      },
+      {
+        name: `edge overhead (sandbox key), ${concurrency} client(s), p99`,
+        value: percentile(sandbox, 0.99),
+        unit: 'ms',
+      },
+    );
+  }
+} finally {
+  await stack.close();
+  await world.close();
+  rmSync(persistTo, { recursive: true, force: true });
+}
+console.log(JSON.stringify(figures));

@@ -1,0 +1,20 @@
+// The Hono environment of the edge app: bindings and per-request variables.
+import type { Config } from './config.ts';
+import type { Db } from './storage/db.ts';
+
+export interface Caller {
+  accountId: string;
+  /** The API key used; null for the dashboard (a signed-in person). */
+  apiKeyId: string | null;
+  mode: 'live' | 'test';
+}
+
+export interface AppEnv {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    config: Config;
+    db: Db;
+    caller: Caller;
+  };
+}

@@ -1,0 +1,97 @@
+// The edge app: middleware order, routes, the OpenAPI document and its reference page.
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { ApiError } from '@rcpt/shared/errors';
+import { Scalar } from '@scalar/hono-api-reference';
+import type { AppEnv } from './app-env.ts';
+import { configOf } from './config.ts';
+import { apiKeyAuth } from './middleware/auth.ts';
+import { handleError, notFoundHandler } from './middleware/error-handler.ts';
+import { apiKeyRateLimit } from './middleware/rate-limit.ts';
+import { requestId } from './middleware/request-id.ts';
+import { registerProbersConnect } from './routes/internal/probers-connect.ts';
+import { registerAccount } from './routes/v1/account.get.ts';
+import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
+import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
+import { registerBulkStatus } from './routes/v1/bulk-status.get.ts';
+import { registerBulkUpload } from './routes/v1/bulk-upload.post.ts';
+import { registerHistory } from './routes/v1/history.get.ts';
+import { registerVerify } from './routes/v1/verify.post.ts';
+import { registerWebhooks } from './routes/v1/webhooks.ts';
+import { createDb } from './storage/db.ts';
+
+export const API_VERSION = '1.0.1';
+
+export function createApp(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    // Schema violations answer the error table's VALIDATION_ERROR with the zod issues.
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw new ApiError('VALIDATION_ERROR', {
+          details: {
+            issues: result.error.issues.map((issue) => ({
+              path: issue.path.join('.'),
+              message: issue.message,
+            })),
+          },
+        });
+      }
+    },
+  });
+
+  app.use('*', requestId);
+  app.use('*', async (c, next) => {
+    c.set('config', configOf(c.env));
+    c.set('db', createDb(c.env.DB));
+    await next();
+  });
+  app.onError(handleError);
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKeyAuth', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'An API key from the dashboard: `rk_live_…` (charged) or `rk_test_…` (sandbox, free).',
+  });
+
+  for (const prefix of ['/api/v1/*', '/v1/*']) {
+    app.use(prefix, apiKeyAuth);
+    app.use(prefix, apiKeyRateLimit);
+  }
+  registerVerify(app);
+  registerBulkUpload(app);
+  registerBulkStatus(app);
+  registerBulkResults(app);
+  registerBulkJobs(app);
+  registerAccount(app);
+  registerHistory(app);
+  registerWebhooks(app);
+  registerProbersConnect(app);
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.doc('/openapi.json', {
+    openapi: '3.0.3',
+    info: {
+      title: 'rcpt email verification API',
+      version: API_VERSION,
+      description:
+        'Verifies email addresses: syntax, DNS, an SMTP mailbox probe, and disposable, role, free-provider, ' +
+        'catch-all and typo detection. Every operation needs an API key in `X-API-Key`; 100 requests per ' +
+        'minute per key. Errors are JSON with a stable `code`.',
+    },
+    servers: [{ url: '/', description: 'this deployment' }],
+    security: [{ ApiKeyAuth: [] }],
+  });
+  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'rcpt API reference' }));
+
+  app.notFound(notFoundHandler((path) => allowedMethods(app, path)));
+  return app;
+}
+
+/** Methods registered for a path, for 405 answers. */
+function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
+  const methods = new Set<string>();
+  for (const route of app.routes) {
+    if (route.method !== 'ALL' && route.path === path) methods.add(route.method);
+  }
+  return [...methods];
+}

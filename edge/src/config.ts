@@ -1,0 +1,56 @@
+// Deployment configuration: the Worker's env vars parsed once, with clear errors.
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((value) => value === 'true' || value === '1');
+
+const ConfigSchema = z.object({
+  DOH_URL: z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((url) => url.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url()).min(1)),
+  ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
+  SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
+  MAIL_FROM: z.string().min(3),
+  HELO_NAME: z.string().min(1),
+  VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
+  PROBER_REGION: z.string().min(1).default('default'),
+  RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
+  SMTP_ENABLED: booleanFlag.default(true),
+  BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  BATCH_RETRY_BASE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+  BATCH_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  /** Lease after which queued batch work is enqueued again by the recovery sweep. */
+  BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
+  /** A job still processing after this long fails (with a reason) and is refunded. */
+  BATCH_MAX_HOURS: z.coerce.number().min(0.01).max(168).default(6),
+  /** AES-GCM key (base64, 32 bytes) sealing stored webhook secrets; a Worker secret in production. */
+  SECRETS_KEY: z.string().optional(),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+const parsed = new WeakMap<object, Config>();
+
+/** The config for this env, parsed on first use and cached for the isolate's life. */
+export function configOf(env: Env): Config {
+  let config = parsed.get(env);
+  if (!config) {
+    const result = ConfigSchema.safeParse(env);
+    if (!result.success) {
+      const problems = result.error.issues
+        .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+        .join('; ');
+      throw new Error(`invalid edge configuration: ${problems}`);
+    }
+    config = result.data;
+    parsed.set(env, config);
+  }
+  return config;
+}

@@ -1,0 +1,101 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { call, db, newCaller } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
+import { recoverStuckJobs } from './recovery.ts';
+import { deleteExpired } from './retention.ts';
+
+const DAY = 86_400_000;
+
+async function uploadSandboxJob(key: string): Promise<string> {
+  const response = await call('/api/v1/bulk/upload', {
+    key,
+    json: { emails: ['deliverable@x.test', 'oops'] },
+  });
+  return (await response.json<{ jobId: string }>()).jobId;
+}
+
+async function count(sql: string, ...binds: unknown[]): Promise<number> {
+  return (
+    (
+      await env.DB.prepare(sql)
+        .bind(...binds)
+        .first<{ n: number }>()
+    )?.n ?? -1
+  );
+}
+
+describe('retention', () => {
+  it('deletes jobs, their rows and history once older than the retention period, and nothing younger', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const oldJob = await uploadSandboxJob(caller.apiKey);
+    const youngJob = await uploadSandboxJob(caller.apiKey);
+    await call('/api/v1/verify', { key: caller.apiKey, json: { email: 'deliverable@x.test' } });
+    // Move the clock: the first job and every history row are 61 days old.
+    const past = Date.now() - 61 * DAY;
+    await env.DB.prepare('UPDATE jobs SET created_at = ? WHERE id = ?').bind(past, oldJob).run();
+    await env.DB.prepare(
+      'UPDATE verifications SET created_at = ? WHERE account_id = ? AND (job_id IS NULL OR job_id = ?)',
+    )
+      .bind(past, caller.accountId, oldJob)
+      .run();
+
+    const report = await deleteExpired(db(), Date.now() - 60 * DAY);
+    expect(report.jobs).toBeGreaterThanOrEqual(1);
+    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
+    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
+    expect(
+      await count(
+        'SELECT COUNT(*) AS n FROM verifications WHERE account_id = ? AND kind = ?',
+        caller.accountId,
+        'single',
+      ),
+    ).toBe(0);
+    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
+    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
+    expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
+  });
+});
+
+describe('recovery', () => {
+  it('re-enqueues work whose lease ran out and fails a job past its deadline with a refund', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['a@nonexistent.test', 'b@nonexistent.test'] },
+    });
+    const { jobId } = await response.json<{ jobId: string }>();
+    const config = configOf(env);
+    // Lease expired: the addresses were handed out long ago and never finished.
+    await env.DB.prepare("UPDATE job_addresses SET enqueued_at = 0, state = 'queued' WHERE job_id = ?")
+      .bind(jobId)
+      .run();
+    await env.DB.prepare(
+      "UPDATE jobs SET status = 'processing', finalized = 0, processed_emails = 0 WHERE id = ?",
+    )
+      .bind(jobId)
+      .run();
+    const sent: unknown[] = [];
+    const queue = {
+      sendBatch: async (batch: unknown[]) => void sent.push(...batch),
+    } as unknown as Queue<never>;
+    const background: Promise<unknown>[] = [];
+    const first = await recoverStuckJobs(db(), queue, config, Date.now(), (task) => background.push(task));
+    expect(first.requeued).toBe(2);
+    expect(sent).toHaveLength(1);
+    expect(await count('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
+
+    // Past the deadline: failed with a reason, every unverified address refunded, once.
+    const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
+    const second = await recoverStuckJobs(db(), queue, config, later, (task) => background.push(task));
+    await Promise.all(background);
+    expect(second.failedJobs).toBe(1);
+    const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+      job: Record<string, unknown>;
+    }>();
+    expect(status.job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
+    expect(String(status.job.failureReason)).toMatch(/did not finish/);
+    expect((await recoverStuckJobs(db(), queue, config, later, () => {})).failedJobs).toBe(0);
+    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+  });
+});

@@ -1,0 +1,64 @@
+// Every job completes: work whose lease ran out (a consumer crashed, a prober died, an
+// enqueue failed) is enqueued again; a job past its deadline fails with a reason and is
+// refunded for what was not verified. Nothing is charged twice: charges happen only at upload.
+import type { Config } from '../config.ts';
+import { type BatchMessage, enqueueBatchWork } from '../services/batch-queue.ts';
+import { deliverJobWebhook } from '../services/webhooks.ts';
+import type { Db } from '../storage/db.ts';
+import { failJob, findOverdueJobs, findStaleAddresses, markRequeued } from '../storage/jobs.ts';
+
+const ADDRESSES_PER_SWEEP = 5000;
+const GROUP_SIZE = 50;
+
+export interface RecoveryReport {
+  requeued: number;
+  failedJobs: number;
+}
+
+export async function recoverStuckJobs(
+  db: Db,
+  queue: Queue<BatchMessage>,
+  config: Config,
+  now: number,
+  inBackground: (task: Promise<unknown>) => void,
+): Promise<RecoveryReport> {
+  const overdue = await findOverdueJobs(db, now - config.BATCH_MAX_HOURS * 3600_000, 100);
+  let failedJobs = 0;
+  for (const jobId of overdue) {
+    if (await failJob(db, jobId, `The job did not finish within ${config.BATCH_MAX_HOURS} hours.`, now)) {
+      failedJobs++;
+      inBackground(deliverJobWebhook(db, jobId, config, now));
+    }
+  }
+
+  const stale = await findStaleAddresses(db, now - config.BATCH_LEASE_SECONDS * 1000, ADDRESSES_PER_SWEEP);
+  const byJobAndDomain = new Map<string, typeof stale>();
+  for (const address of stale) {
+    const key = `${address.jobId} ${address.domain}`;
+    byJobAndDomain.set(key, [...(byJobAndDomain.get(key) ?? []), address]);
+  }
+  const messages: BatchMessage[] = [];
+  for (const addresses of byJobAndDomain.values()) {
+    for (let start = 0; start < addresses.length; start += GROUP_SIZE) {
+      const group = addresses.slice(start, start + GROUP_SIZE);
+      const first = group[0];
+      if (!first) continue;
+      messages.push({
+        jobId: first.jobId,
+        domain: first.domain,
+        attempt: Math.min(...group.map((address) => address.attempts)),
+        addresses: group.map(({ idx, email }) => ({ idx, email })),
+      });
+    }
+  }
+  for (const message of messages) {
+    await markRequeued(
+      db,
+      message.jobId,
+      message.addresses.map((address) => address.idx),
+      now,
+    );
+  }
+  await enqueueBatchWork(queue, messages);
+  return { requeued: stale.length, failedJobs };
+}

@@ -1,0 +1,164 @@
+// Special-purpose IP address ranges (RFC 6890 and the IANA registries it created): addresses
+// that are private, loopback, link-local, documentation, benchmarking, multicast or reserved.
+// A mail exchanger on the public Internet never has one, so an MX resolving only to these is
+// unroutable for us, and probing it would aim our prober at its own network (the guard the
+// prober applies to every target, applied here at the edge first).
+
+interface SpecialRange {
+  /** CIDR prefix. */
+  readonly prefix: string;
+  readonly purpose: string;
+  /**
+   * The range carries an IPv4 address at this bit offset of the IPv6 address: the address is
+   * special exactly when the embedded IPv4 address is.
+   */
+  readonly embeddedIpv4At?: number;
+}
+
+const SPECIAL_RANGES: readonly SpecialRange[] = [
+  // IPv4 (RFC 6890 §2.2.2 and the IANA IPv4 Special-Purpose Address Registry)
+  { prefix: '0.0.0.0/8', purpose: 'this host on this network (RFC 1122)' },
+  { prefix: '10.0.0.0/8', purpose: 'private use (RFC 1918)' },
+  { prefix: '100.64.0.0/10', purpose: 'shared address space, carrier-grade NAT (RFC 6598)' },
+  { prefix: '127.0.0.0/8', purpose: 'loopback (RFC 1122)' },
+  { prefix: '169.254.0.0/16', purpose: 'link-local (RFC 3927)' },
+  { prefix: '172.16.0.0/12', purpose: 'private use (RFC 1918)' },
+  // Two anycast /32s inside it are global, but neither is a mail server.
+  { prefix: '192.0.0.0/24', purpose: 'IETF protocol assignments (RFC 6890)' },
+  { prefix: '192.0.2.0/24', purpose: 'documentation, TEST-NET-1 (RFC 5737)' },
+  { prefix: '192.88.99.0/24', purpose: 'deprecated 6to4 relay anycast (RFC 7526)' },
+  { prefix: '192.168.0.0/16', purpose: 'private use (RFC 1918)' },
+  { prefix: '198.18.0.0/15', purpose: 'benchmarking (RFC 2544)' },
+  { prefix: '198.51.100.0/24', purpose: 'documentation, TEST-NET-2 (RFC 5737)' },
+  { prefix: '203.0.113.0/24', purpose: 'documentation, TEST-NET-3 (RFC 5737)' },
+  // Not in RFC 6890's table, but not a unicast host either.
+  { prefix: '224.0.0.0/4', purpose: 'multicast (RFC 5771)' },
+  { prefix: '240.0.0.0/4', purpose: 'reserved, and limited broadcast (RFC 1112, RFC 919)' },
+
+  // IPv6 (RFC 6890 §2.2.3 and the IANA IPv6 Special-Purpose Address Registry)
+  { prefix: '::ffff:0:0/96', purpose: 'IPv4-mapped (RFC 4291)', embeddedIpv4At: 96 },
+  // Also holds :: (unspecified) and ::1 (loopback); the IPv4-compatible form is deprecated.
+  { prefix: '::/96', purpose: 'unspecified, loopback, IPv4-compatible (RFC 4291)' },
+  { prefix: '64:ff9b::/96', purpose: 'NAT64 well-known prefix (RFC 6052)', embeddedIpv4At: 96 },
+  { prefix: '64:ff9b:1::/48', purpose: 'local-use IPv4/IPv6 translation (RFC 8215)' },
+  { prefix: '100::/64', purpose: 'discard-only (RFC 6666)' },
+  { prefix: '2001::/23', purpose: 'IETF protocol assignments, incl. Teredo and ORCHID (RFC 2928)' },
+  { prefix: '2001:db8::/32', purpose: 'documentation (RFC 3849)' },
+  { prefix: '2002::/16', purpose: '6to4 (RFC 3056)', embeddedIpv4At: 16 },
+  { prefix: '3fff::/20', purpose: 'documentation (RFC 9637)' },
+  { prefix: '5f00::/16', purpose: 'SRv6 SIDs (RFC 9602)' },
+  { prefix: 'fc00::/7', purpose: 'unique local (RFC 4193)' },
+  { prefix: 'fe80::/10', purpose: 'link-local unicast (RFC 4291)' },
+  { prefix: 'fec0::/10', purpose: 'deprecated site-local (RFC 3879)' },
+  { prefix: 'ff00::/8', purpose: 'multicast (RFC 4291)' },
+];
+
+type Family = 4 | 6;
+const BITS: Record<Family, number> = { 4: 32, 6: 128 };
+
+interface ParsedAddress {
+  family: Family;
+  value: bigint;
+}
+
+interface ParsedRange {
+  family: Family;
+  base: bigint;
+  length: number;
+  embeddedIpv4At: number | undefined;
+}
+
+const PARSED_RANGES: readonly ParsedRange[] = SPECIAL_RANGES.map(parseRange);
+
+/**
+ * Whether `ip` is a special-purpose address (RFC 6890): anything but a globally routable
+ * unicast address. A string that is not an IP address counts as special, so a caller that
+ * filters on this never lets through something it cannot route.
+ */
+export function isSpecialPurposeAddress(ip: string): boolean {
+  const address = parseAddress(ip);
+  if (address === null) return true;
+  return isSpecial(address);
+}
+
+function isSpecial(address: ParsedAddress): boolean {
+  const bits = BITS[address.family];
+  for (const range of PARSED_RANGES) {
+    if (range.family !== address.family) continue;
+    const shift = BigInt(bits - range.length);
+    if (address.value >> shift !== range.base >> shift) continue;
+    if (range.embeddedIpv4At === undefined) return true;
+    const embedded = (address.value >> BigInt(bits - range.embeddedIpv4At - 32)) & 0xffff_ffffn;
+    return isSpecial({ family: 4, value: embedded });
+  }
+  return false;
+}
+
+function parseRange(range: SpecialRange): ParsedRange {
+  const [prefix, length] = range.prefix.split('/');
+  const base = parseAddress(prefix ?? '');
+  if (base === null || length === undefined) throw new Error(`bad special-purpose range ${range.prefix}`);
+  return {
+    family: base.family,
+    base: base.value,
+    length: Number(length),
+    embeddedIpv4At: range.embeddedIpv4At,
+  };
+}
+
+/** Parses a textual IPv4 (dotted quad) or IPv6 (RFC 4291 §2.2) address; null if it is neither. */
+function parseAddress(text: string): ParsedAddress | null {
+  if (text.includes(':')) {
+    const value = parseIpv6(text);
+    return value === null ? null : { family: 6, value };
+  }
+  const value = parseIpv4(text);
+  return value === null ? null : { family: 4, value };
+}
+
+function parseIpv4(text: string): bigint | null {
+  const octets = text.split('.');
+  if (octets.length !== 4) return null;
+  let value = 0n;
+  for (const octet of octets) {
+    // Decimal only, no leading zeros: "010" is octal to some parsers and decimal to others.
+    if (!/^(0|[1-9]\d{0,2})$/.test(octet)) return null;
+    const number = Number(octet);
+    if (number > 255) return null;
+    value = (value << 8n) | BigInt(number);
+  }
+  return value;
+}
+
+function parseIpv6(text: string): bigint | null {
+  const halves = text.toLowerCase().split('::');
+  if (halves.length > 2) return null;
+  const head = groupsOf(halves[0] ?? '', halves.length === 1);
+  const tail = halves.length === 2 ? groupsOf(halves[1] ?? '', true) : [];
+  if (head === null || tail === null) return null;
+  const missing = 8 - head.length - tail.length;
+  // "::" stands for one or more zero groups; without it all eight must be there.
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
+  const groups = [...head, ...Array<number>(halves.length === 2 ? missing : 0).fill(0), ...tail];
+  let value = 0n;
+  for (const group of groups) value = (value << 16n) | BigInt(group);
+  return value;
+}
+
+/** The 16-bit groups of one side of "::"; a dotted quad ending the address counts as two groups. */
+function groupsOf(part: string, endsAddress: boolean): number[] | null {
+  if (part === '') return [];
+  const pieces = part.split(':');
+  const groups: number[] = [];
+  for (const [index, piece] of pieces.entries()) {
+    if (endsAddress && index === pieces.length - 1 && piece.includes('.')) {
+      const ipv4 = parseIpv4(piece);
+      if (ipv4 === null) return null;
+      groups.push(Number(ipv4 >> 16n), Number(ipv4 & 0xffffn));
+    } else {
+      if (!/^[0-9a-f]{1,4}$/.test(piece)) return null;
+      groups.push(Number.parseInt(piece, 16));
+    }
+  }
+  return groups;
+}

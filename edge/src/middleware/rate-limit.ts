@@ -1,0 +1,21 @@
+// SPEC §8: 100 requests per minute per API key, counted by the key's KeyLimiter object.
+import { ApiError } from '@rcpt/shared/errors';
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv } from '../app-env.ts';
+import { RATE_LIMIT, RATE_WINDOW_MS } from '../objects/key-limiter.ts';
+
+export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
+  const { apiKeyId, accountId } = c.get('caller');
+  const subject = apiKeyId ? `key:${apiKeyId}` : `account:${accountId}`;
+  const limiter = c.env.KEY_LIMITER.get(c.env.KEY_LIMITER.idFromName(subject));
+  const decision = await limiter.hit(RATE_LIMIT, RATE_WINDOW_MS);
+  // X-RateLimit-Reset: seconds until the oldest counted request leaves the window.
+  c.header('X-RateLimit-Limit', String(decision.limit));
+  c.header('X-RateLimit-Remaining', String(decision.remaining));
+  c.header('X-RateLimit-Reset', String(decision.resetSeconds));
+  if (!decision.allowed) {
+    c.header('Retry-After', String(decision.resetSeconds));
+    throw new ApiError('RATE_LIMITED', { details: { retryAfterSeconds: decision.resetSeconds } });
+  }
+  await next();
+});

@@ -1,0 +1,134 @@
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  waitOnExecutionContext,
+} from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
+import { balanceOf, call, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import type { BatchMessage } from '../services/batch-queue.ts';
+import { consumeVerifyBatch } from './verify-batch.ts';
+
+/** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
+async function messagesOf(jobId: string): Promise<BatchMessage[]> {
+  const { results } = await env.DB.prepare(
+    'SELECT idx, email, domain FROM job_addresses WHERE job_id = ? ORDER BY idx',
+  )
+    .bind(jobId)
+    .all<{ idx: number; email: string; domain: string }>();
+  const byDomain = new Map<string, BatchMessage>();
+  for (const row of results) {
+    const message = byDomain.get(row.domain) ?? { jobId, domain: row.domain, attempt: 0, addresses: [] };
+    message.addresses.push({ idx: row.idx, email: row.email });
+    byDomain.set(row.domain, message);
+  }
+  return [...byDomain.values()];
+}
+
+async function consume(messages: BatchMessage[]): Promise<void> {
+  const batch = createMessageBatch<BatchMessage>(
+    'verify-batch',
+    messages.map((body, index) => ({ id: `m${index}`, timestamp: new Date(), attempts: 1, body })),
+  );
+  const ctx = createExecutionContext();
+  await consumeVerifyBatch(batch, env, ctx);
+  await waitOnExecutionContext(ctx);
+  const result = await getQueueResult(batch, ctx);
+  expect(result.ackAll).toBe(true);
+}
+
+describe('verify-batch consumer', () => {
+  it('writes verdicts, completes the job, refunds policy blocks once, and ignores a replay', async () => {
+    const prober = await startFakeProber('default', (probe) => {
+      const local = probe.emails[0]?.split('@')[0] ?? '';
+      if (probe.domain === 'rbl.test')
+        return reportFor(probe, 554, '5.7.1', 'Service unavailable; blocked using zen.spamhaus.org');
+      return {
+        ...reportFor(probe, 250, '2.1.5', 'OK', 550),
+        perAddress: probe.emails.map((email) => ({
+          email,
+          reply: email.startsWith('alice')
+            ? { code: 250, enhanced: '2.1.5', text: 'OK' }
+            : { code: 550, enhanced: '5.1.1', text: 'User unknown' },
+          failure: null,
+        })),
+        catchAllReply: local ? { code: 550, enhanced: '5.1.1', text: 'User unknown' } : null,
+      };
+    });
+    const caller = await newCaller({ credits: 10 });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: {
+        emails: [
+          'alice@accept.test',
+          'nobody@accept.test',
+          'x@rbl.test',
+          'y@rbl.test',
+          'z@nonexistent.test',
+          'alice@accept.test',
+        ],
+      },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    expect(await balanceOf(caller.accountId)).toBe(5);
+
+    const messages = await messagesOf(jobId);
+    await consume(messages);
+    const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+      job: Record<string, unknown>;
+    }>();
+    expect(status.job).toMatchObject({
+      status: 'completed',
+      progress: 100,
+      totalEmails: 5,
+      processedEmails: 5,
+      deliverableCount: 1,
+      undeliverableCount: 2,
+      unknownCount: 2,
+      creditsCharged: 5,
+      creditsRefunded: 2,
+    });
+    expect(await balanceOf(caller.accountId)).toBe(7);
+
+    // The queue may deliver a message twice: nothing changes.
+    await consume(messages);
+    expect(await balanceOf(caller.accountId)).toBe(7);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reference === jobId)).toEqual([
+      { delta: -5, reason: 'bulk_charge', reference: jobId },
+      { delta: 2, reason: 'bulk_refund', reference: jobId },
+    ]);
+
+    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { email: string; subStatus: string }[];
+    }>();
+    expect(results.results.map((result) => [result.email, result.subStatus])).toEqual([
+      ['alice@accept.test', 'accepted_email'],
+      ['nobody@accept.test', 'mailbox_not_found'],
+      ['x@rbl.test', 'antispam_blocked'],
+      ['y@rbl.test', 'antispam_blocked'],
+      ['z@nonexistent.test', 'invalid_domain'],
+      ['alice@accept.test', 'accepted_email'],
+    ]);
+    prober.close();
+  });
+
+  it('skips messages of jobs that are no longer processing', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['deliverable@x.test'] },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    const before = await env.DB.prepare('SELECT result_json FROM job_addresses WHERE job_id = ?')
+      .bind(jobId)
+      .first();
+    await consume([
+      { jobId, domain: 'x.test', attempt: 0, addresses: [{ idx: 0, email: 'deliverable@x.test' }] },
+    ]);
+    expect(
+      await env.DB.prepare('SELECT result_json FROM job_addresses WHERE job_id = ?').bind(jobId).first(),
+    ).toEqual(before);
+  });
+});

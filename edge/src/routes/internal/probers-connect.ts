@@ -1,0 +1,32 @@
+// Probers dial out to this endpoint (so they need no inbound port) with their token; the
+// Worker authenticates the token and hands the WebSocket to the region's ProberHub.
+import { ApiError } from '@rcpt/shared/errors';
+import { hashSecret, isWellFormedSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
+import type { Hono } from 'hono';
+import type { AppEnv } from '../../app-env.ts';
+import { PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
+import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
+
+export const PROBERS_CONNECT_PATH = '/internal/probers/connect';
+
+export function registerProbersConnect(app: Hono<AppEnv>): void {
+  app.get(PROBERS_CONNECT_PATH, async (c) => {
+    const token = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+    if (!token || secretKindOf(token) !== 'proberToken' || !isWellFormedSecret(token)) {
+      throw new ApiError('UNAUTHORIZED', {
+        message: 'A prober token is required (Authorization: Bearer rkp_…).',
+      });
+    }
+    const row = await findLiveProberToken(c.get('db'), await hashSecret(token));
+    if (!row) throw new ApiError('UNAUTHORIZED', { message: 'The prober token is invalid or revoked.' });
+    if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') {
+      throw new ApiError('VALIDATION_ERROR', { message: 'Expected a WebSocket upgrade.' });
+    }
+    c.executionCtx.waitUntil(touchProberToken(c.get('db'), row.id, Date.now()));
+    const region = c.req.query('region') || c.get('config').PROBER_REGION;
+    const hub = c.env.PROBER_HUB.get(c.env.PROBER_HUB.idFromName(region));
+    const forwarded = new Request(c.req.raw);
+    forwarded.headers.set(PROBER_TOKEN_ID_HEADER, row.id);
+    return hub.fetch(forwarded);
+  });
+}

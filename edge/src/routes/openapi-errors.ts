@@ -1,0 +1,53 @@
+// OpenAPI error responses generated from the one error table.
+import { ERRORS, ErrorBody, type ErrorCode } from '@rcpt/shared/errors';
+
+type ErrorResponses = Record<
+  number,
+  { description: string; content: { 'application/json': { schema: typeof ErrorBody } } }
+>;
+
+/** The responses for these error codes, grouped by HTTP status, each listing its codes. */
+export function errorResponses(codes: readonly ErrorCode[]): ErrorResponses {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = ERRORS[code].httpStatus;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: ErrorResponses = {};
+  for (const [status, statusCodes] of byStatus) {
+    responses[status] = {
+      description: statusCodes.map((code) => `\`${code}\`: ${ERRORS[code].message}`).join(' '),
+      content: { 'application/json': { schema: ErrorBody } },
+    };
+  }
+  return responses;
+}
+
+/** Errors every authenticated, rate-limited operation can answer. */
+export const AUTHENTICATED_ERRORS = [
+  'UNAUTHORIZED',
+  'INVALID_API_KEY',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+] as const;
+/** Errors of every operation that takes a JSON body. */
+export const JSON_BODY_ERRORS = ['VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
+
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': {
+    description: 'Requests allowed per 60 s window for this key (100).',
+    schema: { type: 'integer' as const },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer' as const },
+  },
+  'X-RateLimit-Reset': {
+    description: 'Seconds until the oldest counted request leaves the window (a slot frees up).',
+    schema: { type: 'integer' as const },
+  },
+  'X-Request-Id': {
+    description: 'Identifies this request in logs and in the credit ledger.',
+    schema: { type: 'string' as const },
+  },
+};

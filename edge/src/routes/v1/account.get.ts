@@ -1,0 +1,45 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { AccountResponse } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { accountUsage, findAccount } from '../../storage/accounts.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'get',
+  path: '/api/v1/account',
+  tags: ['Account'],
+  summary: 'The account: balance and usage',
+  security: [{ ApiKeyAuth: [] }],
+  responses: {
+    200: {
+      description: 'The account.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: AccountResponse } },
+    },
+    ...errorResponses(AUTHENTICATED_ERRORS),
+  },
+});
+
+export function registerAccount(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const { accountId } = c.get('caller');
+    const [account, usage] = await Promise.all([
+      findAccount(c.get('db'), accountId),
+      accountUsage(c.get('db'), accountId),
+    ]);
+    if (!account) throw new Error(`authenticated account ${accountId} does not exist`);
+    return c.json(
+      {
+        success: true as const,
+        account: {
+          id: account.id,
+          email: account.email,
+          creditsRemaining: account.creditBalance,
+          createdAt: new Date(account.createdAt).toISOString(),
+          usage,
+        },
+      },
+      200,
+    );
+  });
+}

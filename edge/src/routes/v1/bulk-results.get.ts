@@ -1,0 +1,56 @@
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { notFoundJob, readJobResults, resultsToCsv } from '../../services/batch-jobs.ts';
+import { findJob } from '../../storage/jobs.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'get',
+  path: '/api/v1/bulk/results/{jobId}',
+  tags: ['Batch'],
+  summary: 'Job results',
+  description:
+    'Results in the original upload order (a duplicate appears at each of its positions with the same verdict), ' +
+    'paginated with `offset`/`limit`. `originalCsvData` holds the uploaded header and each row by position, aligned ' +
+    'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; cells a ' +
+    'spreadsheet would run as formulas are prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
+  security: [{ ApiKeyAuth: [] }],
+  request: { params: JobIdParam, query: BulkResultsQuery },
+  responses: {
+    200: {
+      description: 'The results.',
+      headers: RATE_LIMIT_HEADERS,
+      content: {
+        'application/json': { schema: BulkResultsResponse },
+        'text/csv': { schema: z.string() },
+      },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR', 'JOB_NOT_COMPLETED', 'NOT_FOUND']),
+  },
+});
+
+export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const { jobId } = c.req.valid('param');
+    const { offset, limit, format } = c.req.valid('query');
+    const job = await findJob(c.get('db'), c.get('caller').accountId, jobId);
+    if (!job) throw notFoundJob();
+    const page = await readJobResults(c.get('db'), job, { offset, limit });
+    const wantsCsv =
+      format === 'csv' || (format === undefined && /\btext\/csv\b/.test(c.req.header('accept') ?? ''));
+    if (wantsCsv) {
+      c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.csv"`);
+      return c.body(resultsToCsv(page), 200, { 'Content-Type': 'text/csv; charset=utf-8' });
+    }
+    return c.json(
+      {
+        success: true as const,
+        results: page.results,
+        originalCsvData: page.originalCsvData,
+        pagination: { offset, limit, total: page.total },
+      },
+      200,
+    );
+  });
+}

@@ -1,0 +1,32 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { BulkStatusResponse, JobIdParam } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
+import { findJob } from '../../storage/jobs.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'get',
+  path: '/api/v1/bulk/status/{jobId}',
+  tags: ['Batch'],
+  summary: 'Job status',
+  description: 'Progress, counts per status, the bounce estimate, and the credits charged and refunded.',
+  security: [{ ApiKeyAuth: [] }],
+  request: { params: JobIdParam },
+  responses: {
+    200: {
+      description: 'The job.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: BulkStatusResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR', 'NOT_FOUND']),
+  },
+});
+
+export function registerBulkStatus(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const job = await findJob(c.get('db'), c.get('caller').accountId, c.req.valid('param').jobId);
+    if (!job) throw notFoundJob();
+    return c.json({ success: true as const, job: jobView(job) }, 200);
+  });
+}

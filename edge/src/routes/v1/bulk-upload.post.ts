@@ -1,0 +1,188 @@
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { BulkUploadJsonRequest, BulkUploadResponse, MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context } from 'hono';
+import type { AppEnv } from '../../app-env.ts';
+import { isJsonContentType, readBoundedBody } from '../../middleware/json-body.ts';
+import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
+import { createBatchJob } from '../../services/batch-jobs.ts';
+import type { BatchMessage } from '../../services/batch-queue.ts';
+import { validateWebhookUrl } from '../../services/webhooks.ts';
+import {
+  AUTHENTICATED_ERRORS,
+  errorResponses,
+  JSON_BODY_ERRORS,
+  RATE_LIMIT_HEADERS,
+} from '../openapi-errors.ts';
+
+const PATH = '/api/v1/bulk/upload';
+/** 10,000 addresses of the longest accepted length, with JSON overhead. */
+const MAX_JSON_BYTES = 6 * 1024 * 1024;
+
+const CsvOptions = z.object({
+  emailColumn: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('header name (case-insensitive) or 0-based column position'),
+  name: z.string().max(200).optional(),
+  webhookUrl: z.string().max(2048).optional(),
+});
+
+const route = createRoute({
+  method: 'post',
+  path: PATH,
+  tags: ['Batch'],
+  summary: 'Upload a list',
+  description:
+    'Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV ' +
+    `file as \`multipart/form-data\` (field \`file\`) or a raw \`text/csv\` body (options in the query); CSV files up to ${
+      MAX_CSV_BYTES / 1024 / 1024
+    } MB, delimiters \`,\` \`;\` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, ` +
+    'domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / ' +
+    'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists.',
+  security: [{ ApiKeyAuth: [] }],
+  request: {
+    query: CsvOptions,
+    body: {
+      required: true,
+      content: {
+        'application/json': { schema: BulkUploadJsonRequest },
+        'multipart/form-data': {
+          schema: CsvOptions.extend({ file: z.string().meta({ format: 'binary' }).describe('the CSV file') }),
+        },
+        'text/csv': { schema: z.string().describe('the CSV file itself') },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: 'The job was created and queued.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: BulkUploadResponse } },
+    },
+    ...errorResponses([
+      ...AUTHENTICATED_ERRORS,
+      ...JSON_BODY_ERRORS,
+      'TOO_MANY_EMAILS',
+      'INSUFFICIENT_CREDITS',
+      'SERVICE_UNAVAILABLE',
+    ]),
+  },
+});
+
+interface UploadRequest {
+  upload: ParsedUpload;
+  source: 'json' | 'csv';
+  name: string | null;
+  webhookUrl: string | null;
+}
+
+async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
+  const contentType = c.req.header('content-type');
+  if (isJsonContentType(contentType)) {
+    const body = await readBoundedBody(c.req.raw, MAX_JSON_BYTES, (bytes) => {
+      try {
+        return JSON.parse(
+          new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes),
+        ) as unknown;
+      } catch {
+        throw new ApiError('VALIDATION_ERROR', { message: 'The body is not valid UTF-8 JSON.' });
+      }
+    });
+    if (body && typeof body === 'object' && Array.isArray((body as { emails?: unknown }).emails)) {
+      const count = (body as { emails: unknown[] }).emails.length;
+      if (count > MAX_BATCH_EMAILS)
+        throw new ApiError('TOO_MANY_EMAILS', { details: { rows: count, max: MAX_BATCH_EMAILS } });
+    }
+    const parsed = BulkUploadJsonRequest.safeParse(body);
+    if (!parsed.success) {
+      throw new ApiError('VALIDATION_ERROR', {
+        details: {
+          issues: parsed.error.issues.map((issue) => ({
+            path: issue.path.join('.'),
+            message: issue.message,
+          })),
+        },
+      });
+    }
+    return {
+      upload: rowsFromJson(parsed.data.emails),
+      source: 'json',
+      name: parsed.data.name ?? null,
+      webhookUrl: parsed.data.webhookUrl ?? null,
+    };
+  }
+  if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
+    const declared = Number(c.req.header('content-length') ?? 0);
+    if (declared > MAX_CSV_BYTES + 64 * 1024)
+      throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
+    let form: FormData;
+    try {
+      form = await c.req.raw.formData();
+    } catch {
+      throw new ApiError('VALIDATION_ERROR', { message: 'The multipart body could not be read.' });
+    }
+    const file = form.get('file');
+    if (!(file instanceof File))
+      throw new ApiError('VALIDATION_ERROR', { message: 'Attach the CSV as the form field "file".' });
+    if (file.size > MAX_CSV_BYTES)
+      throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
+    const options = csvOptions({
+      emailColumn: form.get('emailColumn') ?? c.req.query('emailColumn'),
+      name: form.get('name') ?? c.req.query('name'),
+      webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
+    });
+    return {
+      upload: rowsFromCsv(new Uint8Array(await file.arrayBuffer()), options.emailColumn),
+      source: 'csv',
+      ...nameAndHook(options),
+    };
+  }
+  if (contentType?.toLowerCase().startsWith('text/csv')) {
+    const options = csvOptions(c.req.query());
+    const bytes = await readBoundedBody(c.req.raw, MAX_CSV_BYTES, (body) => body);
+    return { upload: rowsFromCsv(bytes, options.emailColumn), source: 'csv', ...nameAndHook(options) };
+  }
+  throw new ApiError('UNSUPPORTED_MEDIA_TYPE', {
+    message: 'Send application/json, multipart/form-data or text/csv.',
+  });
+}
+
+function csvOptions(raw: Record<string, unknown>): z.infer<typeof CsvOptions> {
+  const values = Object.fromEntries(
+    Object.entries(raw).filter(([, value]) => typeof value === 'string' && value !== ''),
+  );
+  const parsed = CsvOptions.safeParse(values);
+  if (!parsed.success) throw new ApiError('VALIDATION_ERROR', { message: parsed.error.issues[0]?.message });
+  return parsed.data;
+}
+
+function nameAndHook(options: z.infer<typeof CsvOptions>): {
+  name: string | null;
+  webhookUrl: string | null;
+} {
+  return { name: options.name ?? null, webhookUrl: options.webhookUrl ?? null };
+}
+
+export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.registerPath(route);
+  app.post(PATH, async (c) => {
+    const request = await readUpload(c);
+    const config = c.get('config');
+    const webhookUrl = request.webhookUrl
+      ? validateWebhookUrl(request.webhookUrl, config.ALLOW_PRIVATE_TARGETS)
+      : null;
+    const response = await createBatchJob({
+      db: c.get('db'),
+      queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
+      caller: c.get('caller'),
+      upload: request.upload,
+      source: request.source,
+      name: request.name,
+      webhookUrl,
+      now: Date.now(),
+    });
+    return c.json(response, 200);
+  });
+}

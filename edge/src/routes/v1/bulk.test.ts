@@ -1,0 +1,283 @@
+import { parse } from 'csv-parse/sync';
+import { describe, expect, it } from 'vitest';
+import { balanceOf, call, ledgerOf, newCaller } from '../../../test/fixtures.ts';
+
+interface UploadBody {
+  success: boolean;
+  jobId: string;
+  totalEmails: number;
+  duplicateCount: number;
+  emptyRows: number;
+  invalidRows: number;
+  skippedRows: number;
+  creditsCharged: number;
+  estimatedTimeSeconds: number;
+}
+
+interface ResultsBody {
+  results: { email: string; status: string; subStatus: string }[];
+  originalCsvData: { headers: string[]; rows: string[][] } | null;
+  pagination: { offset: number; limit: number; total: number };
+}
+
+async function upload(key: string, emails: unknown[]): Promise<Response> {
+  return call('/api/v1/bulk/upload', { key, json: { emails } });
+}
+
+async function uploadCsv(key: string, csv: string, query = ''): Promise<Response> {
+  return call(`/api/v1/bulk/upload${query}`, { key, body: csv, headers: { 'content-type': 'text/csv' } });
+}
+
+describe('POST /api/v1/bulk/upload (JSON)', () => {
+  it('counts rows, dedupes on the normalised address and charges the unique valid ones', async () => {
+    const caller = await newCaller({ credits: 100 });
+    const response = await upload(caller.apiKey, [
+      'alice@nonexistent.test',
+      'alice@NONEXISTENT.test', // same address: the domain is case-insensitive
+      'Alice@nonexistent.test', // another address: the local part is case-sensitive
+      '',
+      'not an address',
+      ' bob@nonexistent.test ',
+    ]);
+    expect(response.status).toBe(200);
+    const body = await response.json<UploadBody>();
+    expect(body).toMatchObject({
+      success: true,
+      totalEmails: 3,
+      duplicateCount: 1,
+      emptyRows: 1,
+      invalidRows: 1,
+      skippedRows: 0,
+      creditsCharged: 3,
+    });
+    expect(body.jobId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(body.estimatedTimeSeconds).toBeGreaterThanOrEqual(1);
+    expect(await balanceOf(caller.accountId)).toBe(97);
+    expect((await ledgerOf(caller.accountId)).at(-1)).toEqual({
+      delta: -3,
+      reason: 'bulk_charge',
+      reference: body.jobId,
+    });
+  });
+
+  it('402 with required and available when short, and creates nothing', async () => {
+    const caller = await newCaller({ credits: 2 });
+    const response = await upload(caller.apiKey, ['a@x.test', 'b@x.test', 'c@x.test']);
+    expect(response.status).toBe(402);
+    expect(await response.json()).toMatchObject({
+      code: 'INSUFFICIENT_CREDITS',
+      details: { required: 3, available: 2 },
+    });
+    expect(await balanceOf(caller.accountId)).toBe(2);
+    const jobs = await (await call('/api/v1/bulk/jobs', { key: caller.apiKey })).json<{ jobs: unknown[] }>();
+    expect(jobs.jobs).toEqual([]);
+    expect((await ledgerOf(caller.accountId)).map((row) => row.reason)).toEqual(['signup_grant']);
+  });
+
+  it.each([
+    ['no emails', [], 'VALIDATION_ERROR'],
+    ['10,001 emails', Array.from({ length: 10_001 }, (_, index) => `user${index}@x.test`), 'TOO_MANY_EMAILS'],
+    ['a non-string email', ['a@x.test', 42], 'VALIDATION_ERROR'],
+  ])('400 for %s, free of charge', async (_label, emails, code) => {
+    const caller = await newCaller({ credits: 5 });
+    const response = await upload(caller.apiKey, emails);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code });
+    expect(await balanceOf(caller.accountId)).toBe(5);
+  });
+
+  it('refuses an http webhook URL outside loopback', async () => {
+    const caller = await newCaller();
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['a@x.test'], webhookUrl: 'http://example.com/hook' },
+    });
+    expect(response.status).toBe(400);
+    expect(await balanceOf(caller.accountId)).toBe(100);
+  });
+});
+
+describe('GET /api/v1/bulk/status and results', () => {
+  it('404 for an unknown job and for another account’s job; 400 for a malformed id', async () => {
+    const owner = await newCaller({ mode: 'test' });
+    const stranger = await newCaller({ mode: 'test' });
+    const { jobId } = await (await upload(owner.apiKey, ['deliverable@x.test'])).json<UploadBody>();
+    for (const path of [`/api/v1/bulk/status/${jobId}`, `/api/v1/bulk/results/${jobId}`]) {
+      expect((await call(path, { key: stranger.apiKey })).status).toBe(404);
+      expect((await call(path, { key: owner.apiKey })).status).toBe(200);
+    }
+    expect((await call(`/api/v1/bulk/status/${crypto.randomUUID()}`, { key: owner.apiKey })).status).toBe(
+      404,
+    );
+    const malformed = await call('/api/v1/bulk/status/not-a-uuid', { key: owner.apiKey });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+
+  it('sandbox jobs complete at once, free, with results in upload order and duplicates at each position', async () => {
+    const caller = await newCaller({ mode: 'test', credits: 7 });
+    const emails = [
+      'undeliverable@x.test',
+      'deliverable@x.test',
+      'DELIVERABLE@x.test',
+      'deliverable@X.TEST',
+      'oops',
+      'catchall@x.test',
+    ];
+    const uploaded = await (await upload(caller.apiKey, emails)).json<UploadBody>();
+    expect(uploaded.creditsCharged).toBe(0);
+    const status = await (await call(`/api/v1/bulk/status/${uploaded.jobId}`, { key: caller.apiKey })).json<{
+      job: Record<string, unknown>;
+    }>();
+    expect(status.job).toMatchObject({
+      status: 'completed',
+      progress: 100,
+      totalEmails: 4,
+      processedEmails: 4,
+      deliverableCount: 2,
+      undeliverableCount: 1,
+      riskyCount: 1,
+      catchAllCount: 1,
+      creditsCharged: 0,
+    });
+    const results = await (
+      await call(`/api/v1/bulk/results/${uploaded.jobId}`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(results.results.map((result) => result.subStatus)).toEqual([
+      'mailbox_not_found',
+      'accepted_email',
+      'accepted_email',
+      'accepted_email',
+      'invalid_syntax',
+      'catch_all',
+    ]);
+    expect(results.results[3]?.email).toBe('deliverable@X.TEST');
+    expect(results.pagination).toEqual({ offset: 0, limit: 10_000, total: 6 });
+    expect(await balanceOf(caller.accountId)).toBe(7);
+
+    const page = await (
+      await call(`/api/v1/bulk/results/${uploaded.jobId}?offset=2&limit=2`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(page.results.map((result) => result.email)).toEqual(['DELIVERABLE@x.test', 'deliverable@X.TEST']);
+  });
+});
+
+describe('CSV upload and download', () => {
+  it('detects the header, the delimiter and the email column, and keeps the original columns', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const csv =
+      '\uFEFFname;Email;note\r\n"Smith; Ann";deliverable@x.test;"multi\nline"\r\nBob;;empty\r\nCarl;=HYPERLINK(x);formula\r\n';
+    const response = await uploadCsv(caller.apiKey, csv);
+    expect(response.status).toBe(200);
+    const uploaded = await response.json<UploadBody>();
+    expect(uploaded).toMatchObject({ totalEmails: 1, creditsCharged: 0, emptyRows: 1, invalidRows: 1 });
+    const results = await (
+      await call(`/api/v1/bulk/results/${uploaded.jobId}`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(results.originalCsvData).toEqual({
+      headers: ['name', 'Email', 'note'],
+      rows: [
+        ['Smith; Ann', 'deliverable@x.test', 'multi\nline'],
+        ['Bob', '', 'empty'],
+        ['Carl', '=HYPERLINK(x)', 'formula'],
+      ],
+    });
+    expect(results.results.map((result) => result.status)).toEqual([
+      'deliverable',
+      'undeliverable',
+      'undeliverable',
+    ]);
+
+    const download = await call(`/api/v1/bulk/results/${uploaded.jobId}?format=csv`, { key: caller.apiKey });
+    expect(download.headers.get('content-type')).toMatch(/^text\/csv/);
+    const table = parse(await download.text()) as string[][];
+    expect(table[0]).toEqual([
+      'name',
+      'Email',
+      'note',
+      'rcpt_status',
+      'rcpt_sub_status',
+      'rcpt_score',
+      'rcpt_is_deliverable',
+      'rcpt_reason',
+      'rcpt_is_catch_all',
+      'rcpt_suggestion',
+    ]);
+    expect(table[1]?.slice(0, 5)).toEqual([
+      'Smith; Ann',
+      'deliverable@x.test',
+      'multi\nline',
+      'deliverable',
+      'accepted_email',
+    ]);
+    // A cell a spreadsheet would run as a formula is neutralised.
+    expect(table[3]?.[1]).toBe("'=HYPERLINK(x)");
+    expect(table).toHaveLength(4);
+  });
+
+  it('answers CSV for Accept: text/csv', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const { jobId } = await (await upload(caller.apiKey, ['deliverable@x.test'])).json<UploadBody>();
+    const download = await call(`/api/v1/bulk/results/${jobId}`, {
+      key: caller.apiKey,
+      headers: { accept: 'text/csv' },
+    });
+    expect(parse(await download.text())).toEqual([
+      [
+        'email',
+        'rcpt_status',
+        'rcpt_sub_status',
+        'rcpt_score',
+        'rcpt_is_deliverable',
+        'rcpt_reason',
+        'rcpt_is_catch_all',
+        'rcpt_suggestion',
+      ],
+      expect.arrayContaining(['deliverable@x.test', 'deliverable', 'accepted_email']),
+    ]);
+  });
+
+  it('takes a multipart file with emailColumn by position, tab-delimited, without a header', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const form = new FormData();
+    form.set(
+      'file',
+      new File(['x\tdeliverable@x.test\ny\tundeliverable@x.test\n'], 'list.tsv', { type: 'text/csv' }),
+    );
+    form.set('emailColumn', '1');
+    const response = await call('/api/v1/bulk/upload', { key: caller.apiKey, body: form });
+    expect(response.status).toBe(200);
+    const { jobId } = await response.json<UploadBody>();
+    const results = await (
+      await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(results.results.map((result) => result.subStatus)).toEqual([
+      'accepted_email',
+      'mailbox_not_found',
+    ]);
+    expect(results.originalCsvData?.headers).toEqual(['column_1', 'column_2']);
+  });
+
+  it.each([
+    ['an unknown column name', 'email\na@x.test\n', '?emailColumn=mail_address', 400, 'VALIDATION_ERROR'],
+    ['an unclosed quote', 'email\n"a@x.test\n', '', 400, 'VALIDATION_ERROR'],
+    ['an empty file', '\n\n', '', 400, 'VALIDATION_ERROR'],
+  ])('400 for %s', async (_label, csv, query, status, code) => {
+    const caller = await newCaller({ mode: 'test' });
+    const response = await uploadCsv(caller.apiKey, csv, query);
+    expect(response.status).toBe(status);
+    expect(await response.json()).toMatchObject({ code });
+  });
+
+  it('413 for a CSV over 10 MB and 415 for another content type', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const big = await uploadCsv(caller.apiKey, `email\n${'a@x.test\n'.repeat(1_200_000)}`);
+    expect(big.status).toBe(413);
+    const xml = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      body: '<emails/>',
+      headers: { 'content-type': 'application/xml' },
+    });
+    expect(xml.status).toBe(415);
+  });
+});

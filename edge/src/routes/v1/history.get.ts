@@ -1,0 +1,66 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { HistoryQuery, HistoryResponse, type Job } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { jobView } from '../../services/batch-jobs.ts';
+import { listHistory } from '../../storage/history.ts';
+import { findJob } from '../../storage/jobs.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'get',
+  path: '/api/v1/history',
+  tags: ['Account'],
+  summary: 'Verification history',
+  description:
+    'Single verifications and batch jobs, newest first; filter by kind, status (single) and date range.',
+  security: [{ ApiKeyAuth: [] }],
+  request: { query: HistoryQuery },
+  responses: {
+    200: {
+      description: 'History entries.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: HistoryResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR']),
+  },
+});
+
+export function registerHistory(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const { offset, limit, kind, status, from, to } = c.req.valid('query');
+    const { accountId } = c.get('caller');
+    const db = c.get('db');
+    const { rows, total } = await listHistory(
+      db,
+      accountId,
+      {
+        ...(kind ? { kind } : {}),
+        ...(status ? { status } : {}),
+        ...(from ? { from: Date.parse(from) } : {}),
+        ...(to ? { to: Date.parse(to) } : {}),
+      },
+      { offset, limit },
+    );
+    const history = await Promise.all(
+      rows.map(async (row) => {
+        let job: Job | null = null;
+        if (row.jobId) {
+          const found = await findJob(db, accountId, row.jobId);
+          job = found ? jobView(found) : null;
+        }
+        return {
+          id: row.id,
+          kind: row.kind,
+          createdAt: new Date(row.createdAt).toISOString(),
+          email: row.email,
+          status: row.status,
+          subStatus: row.subStatus,
+          score: row.score,
+          jobId: row.jobId,
+          job,
+        };
+      }),
+    );
+    return c.json({ success: true as const, history, pagination: { offset, limit, total } }, 200);
+  });
+}

@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
+
+interface BadRequest {
+  name: string;
+  body?: BodyInit;
+  json?: unknown;
+  headers?: Record<string, string>;
+  method?: string;
+  path?: string;
+  status: number;
+  code: string;
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+const invalidUtf8 = new Uint8Array([
+  0x7b, 0x22, 0x65, 0x6d, 0x61, 0x69, 0x6c, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x40, 0x78, 0x2e, 0x79, 0x22, 0x7d,
+]);
+
+const BAD_REQUESTS: BadRequest[] = [
+  { name: 'missing email', json: {}, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'empty email', json: { email: '' }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'blank email', json: { email: '   ' }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'null email', json: { email: null }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'number email', json: { email: 42 }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'boolean email', json: { email: true }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'array email', json: { email: ['a@example.com'] }, status: 400, code: 'VALIDATION_ERROR' },
+  {
+    name: 'object email',
+    json: { email: { address: 'a@example.com' } },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  {
+    name: '10 KB email',
+    json: { email: `${'a'.repeat(10_240)}@example.com` },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  {
+    name: '513-character email',
+    json: { email: `${'a'.repeat(501)}@example.com` },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'CRLF inside',
+    json: { email: 'alice\r\nRCPT TO:<x@example.com>@example.com' },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  { name: 'trailing CRLF', json: { email: 'alice@example.com\r\n' }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'LF inside', json: { email: 'alice\n@example.com' }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'NUL inside', json: { email: 'alice\u0000@example.com' }, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'tab inside', json: { email: 'ali\tce@example.com' }, status: 400, code: 'VALIDATION_ERROR' },
+  {
+    name: 'extra field',
+    json: { email: 'a@example.com', force: true },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  { name: 'JSON array body', json: [{ email: 'a@example.com' }], status: 400, code: 'VALIDATION_ERROR' },
+  {
+    name: 'JSON string body',
+    body: '"a@example.com"',
+    headers: JSON_TYPE,
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  { name: 'JSON null body', body: 'null', headers: JSON_TYPE, status: 400, code: 'VALIDATION_ERROR' },
+  {
+    name: 'malformed JSON',
+    body: '{"email": "a@example.com"',
+    headers: JSON_TYPE,
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'JSON with trailing garbage',
+    body: '{"email":"a@example.com"} x',
+    headers: JSON_TYPE,
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  },
+  { name: 'empty body', body: '', headers: JSON_TYPE, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'whitespace body', body: ' \n ', headers: JSON_TYPE, status: 400, code: 'VALIDATION_ERROR' },
+  { name: 'invalid UTF-8', body: invalidUtf8, headers: JSON_TYPE, status: 400, code: 'VALIDATION_ERROR' },
+  {
+    name: 'text/plain',
+    body: '{"email":"a@example.com"}',
+    headers: { 'content-type': 'text/plain' },
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+  },
+  { name: 'no content type', body: '{"email":"a@example.com"}', status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
+  {
+    name: 'form encoded',
+    body: 'email=a%40example.com',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+  },
+  {
+    name: 'multipart',
+    body: '--x\r\n\r\n--x--',
+    headers: { 'content-type': 'multipart/form-data; boundary=x' },
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+  },
+  {
+    name: 'body over 1 MB',
+    body: `{"email":"a@example.com","pad":"${'x'.repeat(1024 * 1024)}"}`,
+    headers: JSON_TYPE,
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+  },
+  { name: 'GET on the verify path', method: 'GET', status: 405, code: 'METHOD_NOT_ALLOWED' },
+  {
+    name: 'PUT on the verify path',
+    method: 'PUT',
+    json: { email: 'a@example.com' },
+    status: 405,
+    code: 'METHOD_NOT_ALLOWED',
+  },
+  {
+    name: 'DELETE on the alias',
+    method: 'DELETE',
+    path: '/v1/verify',
+    status: 405,
+    code: 'METHOD_NOT_ALLOWED',
+  },
+  {
+    name: 'unknown operation',
+    path: '/api/v1/verify-everything',
+    json: { email: 'a@example.com' },
+    status: 404,
+    code: 'NOT_FOUND',
+  },
+];
+
+describe('POST /api/v1/verify rejects bad input with its documented code, free of charge', () => {
+  it.each(BAD_REQUESTS)('$name → $status $code', async (bad) => {
+    const caller = await newCaller({ credits: 5 });
+    const response = await call(bad.path ?? '/api/v1/verify', {
+      method: bad.method ?? 'POST',
+      key: caller.apiKey,
+      json: bad.json,
+      body: bad.body,
+      headers: bad.headers,
+    });
+    expect(response.status).toBe(bad.status);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = await response.json<{
+      success: boolean;
+      code: string;
+      message: string;
+      requestId: string;
+    }>();
+    expect(body.success).toBe(false);
+    expect(body.code).toBe(bad.code);
+    expect(body.message.length).toBeGreaterThan(0);
+    expect(body.requestId).toBe(response.headers.get('X-Request-Id'));
+    expect(await balanceOf(caller.accountId)).toBe(5);
+  });
+
+  it('answers unknown paths outside the API with a JSON 404 too', async () => {
+    const response = await call('/no/such/page');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ success: false, code: 'NOT_FOUND' });
+  });
+});
+
+describe('POST /api/v1/verify charging', () => {
+  it('charges exactly one credit for a verdict, whatever it is, and records it in the ledger', async () => {
+    const caller = await newCaller({ credits: 3 });
+    const response = await call('/api/v1/verify', { key: caller.apiKey, json: { email: 'not an address' } });
+    expect(response.status).toBe(200);
+    const body = await response.json<{
+      success: boolean;
+      creditsRemaining: number;
+      data: { status: string; subStatus: string };
+    }>();
+    expect(body).toMatchObject({
+      success: true,
+      creditsRemaining: 2,
+      data: { status: 'undeliverable', subStatus: 'invalid_syntax' },
+    });
+    expect(await balanceOf(caller.accountId)).toBe(2);
+  });
+
+  it('accepts a charset parameter and a +json media type', async () => {
+    const caller = await newCaller({ credits: 3 });
+    for (const type of ['application/json; charset=utf-8', 'application/vnd.rcpt+json']) {
+      const response = await call('/api/v1/verify', {
+        key: caller.apiKey,
+        body: JSON.stringify({ email: 'not an address' }),
+        headers: { 'content-type': type },
+      });
+      expect(response.status).toBe(200);
+    }
+  });
+
+  it('never lets concurrent requests spend more credits than the balance', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        call('/api/v1/verify', { key: caller.apiKey, json: { email: 'not an address' } }),
+      ),
+    );
+    const statuses = responses.map((response) => response.status).sort();
+    expect(statuses.filter((status) => status === 200)).toHaveLength(5);
+    expect(statuses.filter((status) => status === 402)).toHaveLength(7);
+    expect(await balanceOf(caller.accountId)).toBe(0);
+  });
+});

@@ -1,0 +1,47 @@
+import { issueSecret } from '@rcpt/shared/secret-tokens';
+import type { Caller } from '../app-env.ts';
+import { findApiKeyByHash, insertApiKey, touchApiKey } from '../storage/api-keys.ts';
+import type { Db } from '../storage/db.ts';
+
+/** The caller behind a key hash, or null for an unknown or revoked key. */
+export async function authenticateApiKey(
+  db: Db,
+  keyHash: string,
+  now: number,
+  inBackground: (task: Promise<unknown>) => void,
+): Promise<Caller | null> {
+  const key = await findApiKeyByHash(db, keyHash);
+  if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
+  inBackground(touchApiKey(db, key.id, now));
+  return { accountId: key.accountId, apiKeyId: key.id, mode: key.mode };
+}
+
+export interface CreatedApiKey {
+  id: string;
+  secret: string; // shown once
+  prefix: string;
+}
+
+export async function createApiKey(
+  db: Db,
+  input: { accountId: string; name: string; mode: 'live' | 'test'; now: number },
+): Promise<CreatedApiKey> {
+  const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
+  const id = crypto.randomUUID();
+  await insertApiKey(db, {
+    id,
+    accountId: input.accountId,
+    name: input.name,
+    mode: input.mode,
+    keyHash: issued.hash,
+    prefix: issued.prefix,
+    createdAt: input.now,
+  });
+  return { id, secret: issued.secret, prefix: issued.prefix };
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  const left = new TextEncoder().encode(a);
+  const right = new TextEncoder().encode(b);
+  return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
+}

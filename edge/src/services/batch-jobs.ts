@@ -1,0 +1,252 @@
+// Batch jobs for API callers: upload (plan, charge and create atomically, then enqueue by
+// domain), the status view of SPEC §2.2, and ordered results as JSON or CSV.
+import type {
+  BounceEstimate,
+  BulkUploadResponse,
+  Job,
+  OriginalCsvData,
+  VerificationResult,
+} from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import type { Caller } from '../app-env.ts';
+import { readBalance } from '../storage/credits.ts';
+import type { Db } from '../storage/db.ts';
+import { insertVerification } from '../storage/history.ts';
+import {
+  type AddressResult,
+  createJobWithCharge,
+  type JobRow,
+  queueOutlook,
+  readResultRows,
+} from '../storage/jobs.ts';
+import type { ParsedUpload } from './batch-input.ts';
+import { groupByDomain, planBatch } from './batch-plan.ts';
+import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
+import { sandboxVerify } from './sandbox.ts';
+
+/** Addresses of one domain per queue message: one SMTP session verifies them all. */
+export const ADDRESSES_PER_MESSAGE = 50;
+/** Used for estimates until completed jobs give a measured rate. */
+const DEFAULT_ADDRESSES_PER_SECOND = 50;
+
+export interface UploadInput {
+  db: Db;
+  queue: Queue<BatchMessage>;
+  caller: Caller;
+  upload: ParsedUpload;
+  source: 'json' | 'csv';
+  name: string | null;
+  webhookUrl: string | null;
+  now: number;
+}
+
+export async function createBatchJob(input: UploadInput): Promise<BulkUploadResponse> {
+  const { db, caller, upload, now } = input;
+  if (upload.rows.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The list has no rows.' });
+  const plan = planBatch(upload.rows, now);
+  const jobId = crypto.randomUUID();
+  const sandbox = caller.mode === 'test';
+  const rows = plan.rows.map((row) => ({
+    row: row.row,
+    input: row.input,
+    addressIdx: row.addressIdx,
+    resultJson: row.result ? JSON.stringify(row.result) : null,
+    cells: row.cells,
+  }));
+  // Test keys answer every address at once from the sandbox, free of charge.
+  const addresses = sandbox
+    ? plan.addresses.map((address) => ({
+        ...address,
+        result: addressResult(address.idx, sandboxVerify(address.email, now)),
+      }))
+    : plan.addresses;
+  const counts = plan.counts;
+  const balance = await createJobWithCharge(
+    db,
+    {
+      id: jobId,
+      accountId: caller.accountId,
+      apiKeyId: caller.apiKeyId,
+      name: input.name,
+      source: input.source,
+      ...counts,
+      charge: sandbox ? 0 : counts.totalEmails,
+      csvHeaders: upload.headers,
+      webhookUrl: input.webhookUrl,
+      now,
+    },
+    rows,
+    addresses,
+  );
+  if (balance === null) {
+    const available = (await readBalance(db, caller.accountId)) ?? 0;
+    throw new ApiError('INSUFFICIENT_CREDITS', { details: { required: counts.totalEmails, available } });
+  }
+  if (!sandbox && plan.addresses.length > 0) {
+    // A failure here leaves the addresses queued in D1; the recovery sweep enqueues them.
+    await enqueueBatchWork(
+      input.queue,
+      groupByDomain(plan.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
+        jobId,
+        domain: group[0]?.domain ?? '',
+        attempt: 0,
+        addresses: group.map(({ idx, email }) => ({ idx, email })),
+      })),
+    );
+  }
+  await insertVerification(db, {
+    id: `job:${jobId}`,
+    accountId: caller.accountId,
+    apiKeyId: caller.apiKeyId,
+    kind: 'batch',
+    jobId,
+    email: null,
+    createdAt: now,
+  });
+  const outlook = await queueOutlook(db, now - 24 * 3600_000);
+  const perSecond =
+    outlook.perSecond && outlook.perSecond > 0 ? outlook.perSecond : DEFAULT_ADDRESSES_PER_SECOND;
+  return {
+    success: true,
+    jobId,
+    totalEmails: counts.totalEmails,
+    duplicateCount: counts.duplicateCount,
+    skippedRows: counts.skippedRows,
+    emptyRows: counts.emptyRows,
+    invalidRows: counts.invalidRows,
+    estimatedTimeSeconds: sandbox ? 0 : Math.max(1, Math.ceil(outlook.pending / perSecond)),
+    creditsCharged: sandbox ? 0 : counts.totalEmails,
+  };
+}
+
+/** A final result as the job stores it; `refundable` per SPEC §1 (see the consumer's list). */
+export function addressResult(idx: number, result: VerificationResult, refundable = false): AddressResult {
+  return {
+    idx,
+    status: result.status,
+    subStatus: result.subStatus,
+    catchAll: result.checks.isCatchAll,
+    refundable,
+    resultJson: JSON.stringify(result),
+  };
+}
+
+/** The job as SPEC §2.2 shows it. */
+export function jobView(job: JobRow): Job {
+  const progress = job.totalEmails === 0 ? 100 : Math.floor((job.processedEmails / job.totalEmails) * 100);
+  return {
+    id: job.id,
+    name: job.name,
+    status: job.status,
+    progress: job.status === 'completed' ? 100 : Math.min(progress, 99),
+    totalEmails: job.totalEmails,
+    processedEmails: job.processedEmails,
+    deliverableCount: job.deliverableCount,
+    undeliverableCount: job.undeliverableCount,
+    riskyCount: job.riskyCount,
+    unknownCount: job.unknownCount,
+    catchAllCount: job.catchAllCount,
+    createdAt: new Date(job.createdAt).toISOString(),
+    completedAt: job.completedAt === null ? null : new Date(job.completedAt).toISOString(),
+    bounceEstimate: bounceEstimate(job),
+    creditsCharged: job.creditsCharged,
+    creditsRefunded: job.creditsRefunded,
+    failureReason: job.failureReason,
+  };
+}
+
+/**
+ * The share of the list expected to bounce if sent as-is: undeliverable and invalid rows
+ * bounce; a catch-all address bounces about one time in three, an unknown one in six, other
+ * risky ones one in ten (industry rules of thumb; stated in `basis`).
+ */
+export function bounceEstimate(job: JobRow): BounceEstimate | null {
+  const considered = job.processedEmails + job.invalidRows;
+  if (considered === 0) return null;
+  const otherRisky = Math.max(0, job.riskyCount - job.catchAllCount);
+  const expected =
+    job.undeliverableCount + job.invalidRows + job.catchAllCount / 3 + job.unknownCount / 6 + otherRisky / 10;
+  const percent = Math.round((expected / considered) * 1000) / 10;
+  return {
+    percent,
+    level: percent < 2 ? 'low' : percent < 8 ? 'medium' : 'high',
+    basis: `${considered} addresses checked: undeliverable and invalid count fully, catch-all 1/3, unknown 1/6, other risky 1/10`,
+  };
+}
+
+export interface ResultsPage {
+  results: VerificationResult[];
+  originalCsvData: OriginalCsvData | null;
+  total: number;
+}
+
+export async function readJobResults(
+  db: Db,
+  job: JobRow,
+  page: { offset: number; limit: number },
+): Promise<ResultsPage> {
+  if (job.status !== 'completed') {
+    throw new ApiError('JOB_NOT_COMPLETED', {
+      details: { status: job.status, progress: jobView(job).progress },
+    });
+  }
+  const rows = await readResultRows(db, job.id, page);
+  const results = rows.map((row) => {
+    if (!row.resultJson) throw new Error(`row ${row.row} of job ${job.id} has no result`);
+    // A duplicate shares its address's verdict but shows the address as its row had it.
+    return { ...(JSON.parse(row.resultJson) as VerificationResult), email: row.input };
+  });
+  const headers = job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null;
+  return {
+    results,
+    originalCsvData: headers
+      ? { headers, rows: rows.map((row) => (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : [])) }
+      : null,
+    total: job.totalRows,
+  };
+}
+
+const VERDICT_COLUMNS = [
+  'rcpt_status',
+  'rcpt_sub_status',
+  'rcpt_score',
+  'rcpt_is_deliverable',
+  'rcpt_reason',
+  'rcpt_is_catch_all',
+  'rcpt_suggestion',
+];
+
+/** The results as CSV: the original columns (or `email`) followed by the verdict columns. */
+export function resultsToCsv(page: ResultsPage): string {
+  const original = page.originalCsvData;
+  const header = [...(original ? original.headers : ['email']), ...VERDICT_COLUMNS];
+  const lines = [header];
+  page.results.forEach((result, index) => {
+    const cells = original ? [...(original.rows[index] ?? [])] : [result.email];
+    while (original && cells.length < original.headers.length) cells.push('');
+    lines.push([
+      ...cells,
+      result.status,
+      result.subStatus,
+      String(result.score),
+      String(result.isDeliverable),
+      result.reason,
+      result.checks.isCatchAll === null ? '' : String(result.checks.isCatchAll),
+      result.checks.hasTypo?.suggested ?? '',
+    ]);
+  });
+  return `${lines.map((cells) => cells.map(csvCell).join(',')).join('\r\n')}\r\n`;
+}
+
+/**
+ * One CSV cell, quoted when needed (RFC 4180). A cell a spreadsheet would run as a formula
+ * (starting with =, +, -, @, tab or CR) is prefixed with an apostrophe (OWASP CSV injection).
+ */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+}
+
+export function notFoundJob(): ApiError {
+  return new ApiError('NOT_FOUND', { message: 'No such job for this account.' });
+}

@@ -1,0 +1,103 @@
+// From uploaded rows to work: each row is empty, invalid (answered now, never charged),
+// unreadable (skipped) or an address; duplicates of an address share its verification.
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { computeVerdict } from '@rcpt/shared/verify/verdict';
+import type { UploadRow } from './batch-input.ts';
+
+export interface PlannedRow {
+  row: number;
+  input: string;
+  addressIdx: number | null;
+  /** The final result of a row that needs no verification (empty, invalid or unreadable). */
+  result: VerificationResult | null;
+  cells: string[] | null;
+}
+
+export interface PlannedAddress {
+  idx: number;
+  email: string; // normalised: domain lower-cased A-labels, local part as given
+  domain: string;
+}
+
+export interface BatchCounts {
+  totalRows: number;
+  /** Unique valid addresses: what is verified and charged. */
+  totalEmails: number;
+  duplicateCount: number;
+  emptyRows: number;
+  invalidRows: number;
+  skippedRows: number;
+}
+
+export interface BatchPlan {
+  rows: PlannedRow[];
+  addresses: PlannedAddress[];
+  counts: BatchCounts;
+}
+
+export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchPlan {
+  const verifiedAt = new Date(now).toISOString();
+  const indexByEmail = new Map<string, number>();
+  const addresses: PlannedAddress[] = [];
+  const rows: PlannedRow[] = [];
+  const counts: BatchCounts = {
+    totalRows: uploadRows.length,
+    totalEmails: 0,
+    duplicateCount: 0,
+    emptyRows: 0,
+    invalidRows: 0,
+    skippedRows: 0,
+  };
+
+  uploadRows.forEach((uploadRow, row) => {
+    const input = uploadRow.input.trim();
+    const syntax = checkSyntax(input);
+    const base = { row, input, cells: uploadRow.cells };
+    if (uploadRow.unreadable || input === '' || !syntax.valid) {
+      if (uploadRow.unreadable) counts.skippedRows++;
+      else if (input === '') counts.emptyRows++;
+      else counts.invalidRows++;
+      const result = computeVerdict({
+        email: input,
+        syntax,
+        lists: { isDisposable: false, isRoleBased: false, isFreeProvider: false, provider: null },
+        typo: null,
+        dns: null,
+        probe: { kind: 'skipped' },
+        verifiedAt,
+        processingTimeMs: 0,
+      });
+      rows.push({ ...base, addressIdx: null, result });
+      return;
+    }
+    let idx = indexByEmail.get(syntax.email);
+    if (idx === undefined) {
+      idx = addresses.length;
+      indexByEmail.set(syntax.email, idx);
+      addresses.push({ idx, email: syntax.email, domain: syntax.domain });
+    } else {
+      counts.duplicateCount++;
+    }
+    rows.push({ ...base, addressIdx: idx, result: null });
+  });
+  counts.totalEmails = addresses.length;
+  return { rows, addresses, counts };
+}
+
+/** Addresses grouped by domain in bounded groups: one queue message, one SMTP session each. */
+export function groupByDomain(addresses: readonly PlannedAddress[], groupSize: number): PlannedAddress[][] {
+  const byDomain = new Map<string, PlannedAddress[]>();
+  for (const address of addresses) {
+    const group = byDomain.get(address.domain);
+    if (group) group.push(address);
+    else byDomain.set(address.domain, [address]);
+  }
+  const groups: PlannedAddress[][] = [];
+  for (const domainAddresses of byDomain.values()) {
+    for (let start = 0; start < domainAddresses.length; start += groupSize) {
+      groups.push(domainAddresses.slice(start, start + groupSize));
+    }
+  }
+  return groups;
+}

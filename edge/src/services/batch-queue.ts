@@ -1,0 +1,36 @@
+// The verify-batch queue's messages and how they are sent within the Queues limits.
+export interface BatchMessage {
+  jobId: string;
+  domain: string;
+  /** How many times these addresses were already tried (greylisting, temporary failures). */
+  attempt: number;
+  addresses: { idx: number; email: string }[];
+}
+
+/** Queues limits: 100 messages and 256 KB per sendBatch, 128 KB per message. */
+const MAX_MESSAGES_PER_SEND = 100;
+const MAX_SEND_BYTES = 200_000;
+const MAX_MESSAGE_BYTES = 120_000;
+
+export async function enqueueBatchWork(
+  queue: Queue<BatchMessage>,
+  messages: readonly BatchMessage[],
+  delaySeconds = 0,
+): Promise<void> {
+  let batch: MessageSendRequest<BatchMessage>[] = [];
+  let bytes = 0;
+  for (const body of messages) {
+    const size = JSON.stringify(body).length;
+    // The local queue only says "Unknown Internal Error" for an oversized message: say what was too big.
+    if (size > MAX_MESSAGE_BYTES)
+      throw new Error(`queue message of ${size} bytes for ${body.domain} exceeds ${MAX_MESSAGE_BYTES}`);
+    if (batch.length === MAX_MESSAGES_PER_SEND || bytes + size > MAX_SEND_BYTES) {
+      await queue.sendBatch(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push({ body, contentType: 'json', ...(delaySeconds > 0 ? { delaySeconds } : {}) });
+    bytes += size;
+  }
+  if (batch.length > 0) await queue.sendBatch(batch);
+}

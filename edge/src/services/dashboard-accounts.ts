@@ -1,0 +1,79 @@
+// Dashboard sign-up, sign-in and password change. Sign-in answers the same way, after the
+// same work, whether the email is unknown or the password wrong (no account enumeration).
+import { ApiError } from '@rcpt/shared/errors';
+import { findAccount, findAccountByEmail, insertAccount } from '../storage/accounts.ts';
+import type { Db } from '../storage/db.ts';
+import { deleteAccountSessions, setPasswordHash } from '../storage/sessions.ts';
+import {
+  DECOY_HASH,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+  verifyPassword,
+} from './passwords.ts';
+
+/** SPEC §1: every account starts with 100 free credits, no card. */
+export const SIGNUP_CREDITS = 100;
+
+export const INVALID_CREDENTIALS = 'That email and password do not match an account.';
+
+export function normaliseAccountEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function passwordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD_LENGTH) return `Use at least ${MIN_PASSWORD_LENGTH} characters.`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `Use at most ${MAX_PASSWORD_LENGTH} characters.`;
+  return null;
+}
+
+export async function signUp(
+  db: Db,
+  input: { email: string; password: string; now: number },
+): Promise<string> {
+  const email = normaliseAccountEmail(input.email);
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
+    throw new ApiError('VALIDATION_ERROR', { message: 'Enter a valid email address.' });
+  }
+  const problem = passwordProblem(input.password);
+  if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
+  if (await findAccountByEmail(db, email)) {
+    throw new ApiError('CONFLICT', {
+      message: 'An account with this email already exists; sign in instead.',
+    });
+  }
+  const id = crypto.randomUUID();
+  await insertAccount(db, {
+    id,
+    email,
+    passwordHash: await hashPassword(input.password),
+    initialCredits: SIGNUP_CREDITS,
+    now: input.now,
+  });
+  return id;
+}
+
+/** The account id for these credentials, or null — after a full hash check either way. */
+export async function signIn(db: Db, input: { email: string; password: string }): Promise<string | null> {
+  const account = await findAccountByEmail(db, normaliseAccountEmail(input.email));
+  const valid = await verifyPassword(
+    input.password.slice(0, MAX_PASSWORD_LENGTH),
+    account?.passwordHash ?? DECOY_HASH,
+  );
+  return valid && account ? account.id : null;
+}
+
+/** Changes the password and ends every other session of the account. */
+export async function changePassword(
+  db: Db,
+  input: { accountId: string; currentPassword: string; newPassword: string; keepSessionHash: string },
+): Promise<void> {
+  const account = await findAccount(db, input.accountId);
+  if (!account?.passwordHash || !(await verifyPassword(input.currentPassword, account.passwordHash))) {
+    throw new ApiError('VALIDATION_ERROR', { message: 'The current password is not right.' });
+  }
+  const problem = passwordProblem(input.newPassword);
+  if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
+  await setPasswordHash(db, input.accountId, await hashPassword(input.newPassword));
+  await deleteAccountSessions(db, input.accountId, input.keepSessionHash);
+}

@@ -1,0 +1,8 @@
+import type { ProbeGateway } from './verify-email.ts';
+
+/** Probes through the ProberHub Durable Object of a region. */
+export function hubGateway(hubs: Env['PROBER_HUB'], region: string): ProbeGateway {
+  return {
+    probe: (request, deadlineMs) => hubs.get(hubs.idFromName(region)).probe(request, deadlineMs),
+  };
+}

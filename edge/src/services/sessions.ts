@@ -1,0 +1,66 @@
+// Dashboard sessions: a random token in an HttpOnly cookie, stored only as its SHA-256 hash.
+// Sliding expiry (7 days idle, 30 days at most); a new token at sign-in and password change.
+// The CSRF token of a session is an HMAC of its token, so forms need no stored state.
+import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
+import type { Db } from '../storage/db.ts';
+import {
+  deleteSession,
+  findLiveSession,
+  insertSession,
+  type SessionRow,
+  touchSession,
+} from '../storage/sessions.ts';
+
+export const SESSION_COOKIE = 'rcpt_session';
+const IDLE_MS = 7 * 86_400_000;
+const ABSOLUTE_MS = 30 * 86_400_000;
+/** Seen-at is written at most this often, so a busy session costs no write per page. */
+const TOUCH_EVERY_MS = 5 * 60_000;
+
+export interface ActiveSession {
+  token: string;
+  tokenHash: string;
+  accountId: string;
+  expiresAt: number;
+}
+
+export async function startSession(db: Db, accountId: string, now: number): Promise<ActiveSession> {
+  const issued = await issueSecret('session');
+  const expiresAt = now + IDLE_MS;
+  await insertSession(db, { tokenHash: issued.hash, accountId, createdAt: now, expiresAt, lastSeenAt: now });
+  return { token: issued.secret, tokenHash: issued.hash, accountId, expiresAt };
+}
+
+/** The live session behind a cookie value, its idle expiry slid forward; null if none. */
+export async function resumeSession(
+  db: Db,
+  token: string | undefined,
+  now: number,
+): Promise<ActiveSession | null> {
+  if (!token?.startsWith('rks_') || token.length > 100) return null;
+  const tokenHash = await hashSecret(token);
+  const row: SessionRow | null = await findLiveSession(db, tokenHash, now);
+  if (!row) return null;
+  let expiresAt = row.expiresAt;
+  if (now - row.lastSeenAt > TOUCH_EVERY_MS) {
+    expiresAt = Math.min(row.createdAt + ABSOLUTE_MS, now + IDLE_MS);
+    await touchSession(db, tokenHash, now, expiresAt);
+  }
+  return { token, tokenHash, accountId: row.accountId, expiresAt };
+}
+
+export async function endSession(db: Db, session: ActiveSession): Promise<void> {
+  await deleteSession(db, session.tokenHash);
+}
+
+/** The CSRF token bound to a session (or to a pre-session cookie on the sign-in forms). */
+export async function csrfTokenFor(secret: string): Promise<string> {
+  return (await hashSecret(`csrf:${secret}`)).slice(0, 43);
+}
+
+export async function isValidCsrfToken(secret: string, presented: unknown): Promise<boolean> {
+  if (typeof presented !== 'string' || presented.length !== 43) return false;
+  const expected = new TextEncoder().encode(await csrfTokenFor(secret));
+  const actual = new TextEncoder().encode(presented);
+  return crypto.subtle.timingSafeEqual(expected, actual);
+}

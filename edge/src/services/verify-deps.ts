@@ -1,0 +1,31 @@
+// Wires the verification pipeline's dependencies from the deployment's bindings and config.
+import type { Config } from '../config.ts';
+import { DohClient } from '../dns/doh-client.ts';
+import { resolveMailRoute } from '../dns/mail-route.ts';
+import { hubGateway } from './prober-gateway.ts';
+import type { VerifyDeps } from './verify-email.ts';
+
+// One resolver per isolate and resolver list, so its TTL cache is shared by requests.
+const resolvers = new Map<string, DohClient>();
+
+export function dohClientFor(config: Config): DohClient {
+  const key = config.DOH_URL.join(',');
+  let client = resolvers.get(key);
+  if (!client) {
+    client = new DohClient({ urls: config.DOH_URL });
+    resolvers.set(key, client);
+  }
+  return client;
+}
+
+export function verifyDepsOf(env: Env, config: Config): VerifyDeps {
+  const doh = dohClientFor(config);
+  return {
+    resolveMailRoute: (domain) =>
+      resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS }),
+    prober: config.SMTP_ENABLED ? hubGateway(env.PROBER_HUB, config.PROBER_REGION) : null,
+    mailFrom: config.MAIL_FROM,
+    helo: config.HELO_NAME,
+    timeoutMs: config.VERIFY_TIMEOUT_MS,
+  };
+}

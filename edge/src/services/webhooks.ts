@@ -1,0 +1,205 @@
+// Webhooks signed per Standard Webhooks: `webhook-id`, `webhook-timestamp` and
+// `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with a
+// per-account `whsec_` secret shown once and stored sealed. Failed deliveries are retried
+// with exponential backoff by the cron; every attempt is visible to the account.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Config } from '../config.ts';
+import { findAccount } from '../storage/accounts.ts';
+import type { Db } from '../storage/db.ts';
+import { findJob } from '../storage/jobs.ts';
+import {
+  dueDeliveries,
+  insertDelivery,
+  recordAttempt,
+  setAccountWebhook,
+  type WebhookDeliveryRow,
+} from '../storage/webhooks.ts';
+import { jobView } from './batch-jobs.ts';
+import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
+
+export const WEBHOOK_MAX_ATTEMPTS = 8;
+const FIRST_RETRY_SECONDS = 30;
+const DELIVERY_TIMEOUT_MS = 10_000;
+const SECRET_PREFIX = 'whsec_';
+
+/**
+ * A webhook URL must be https; plain http is allowed only to loopback hosts when the
+ * deployment allows private targets (development). Private addresses are refused otherwise.
+ */
+export function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl is not a URL.' });
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || /^127\./.test(host) || host === '::1';
+  const privateLiteral =
+    /^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|0\.|100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.)/.test(
+      host,
+    ) || /^(f[cd]|fe80)/i.test(host);
+  if (url.username || url.password)
+    throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must not carry credentials.' });
+  if ((loopback || privateLiteral) && !allowPrivateTargets) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: 'webhookUrl must not point at a private or loopback address.',
+    });
+  }
+  if (url.protocol === 'https:') return url.toString();
+  if (url.protocol === 'http:' && loopback && allowPrivateTargets) return url.toString();
+  throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must use https.' });
+}
+
+/** A new signing secret for the account; the previous one stops working. Shown once. */
+export async function rotateWebhookSecret(
+  db: Db,
+  accountId: string,
+  secretsKey: string | undefined,
+): Promise<string> {
+  const secret = `${SECRET_PREFIX}${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
+  await setAccountWebhook(db, accountId, { webhookSecret: await seal(secretsKey, secret) });
+  return secret;
+}
+
+export async function signWebhook(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    'raw',
+    fromBase64(secret.slice(SECRET_PREFIX.length)),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
+  const signature = await crypto.subtle.sign(
+    'HMAC',
+    key,
+    new TextEncoder().encode(`${id}.${timestamp}.${body}`),
+  );
+  return `v1,${toBase64(new Uint8Array(signature))}`;
+}
+
+/** Queues and attempts the job's completion (or failure) event, if the job or account has a URL. */
+export async function deliverJobWebhook(db: Db, jobId: string, config: Config, now: number): Promise<void> {
+  const job = await db.query.jobs.findFirst({ where: (table, { eq }) => eq(table.id, jobId) });
+  if (!job) return;
+  const account = await findAccount(db, job.accountId);
+  const url = job.webhookUrl ?? account?.webhookUrl ?? null;
+  if (!url || !account?.webhookSecret) return;
+  const visible = await findJob(db, job.accountId, jobId);
+  if (!visible) return;
+  const type = visible.status === 'failed' ? 'job.failed' : 'job.completed';
+  const delivery = {
+    id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
+    accountId: job.accountId,
+    jobId,
+    eventType: type,
+    url,
+    payload: JSON.stringify({
+      type,
+      timestamp: new Date(now).toISOString(),
+      data: { job: jobView(visible) },
+    }),
+    state: 'pending' as const,
+    nextAttemptAt: now,
+    createdAt: now,
+  };
+  await insertDelivery(db, delivery);
+  await attemptDelivery(
+    db,
+    { ...delivery, attempts: 0, lastStatus: null, lastError: null, deliveredAt: null },
+    config,
+    now,
+  );
+}
+
+/** A test event to the account's default URL, delivered like any other. */
+export async function sendTestEvent(
+  db: Db,
+  accountId: string,
+  config: Config,
+  now: number,
+): Promise<WebhookDeliveryRow> {
+  const account = await findAccount(db, accountId);
+  if (!account?.webhookUrl)
+    throw new ApiError('VALIDATION_ERROR', { message: 'Set a default webhook URL first.' });
+  if (!account.webhookSecret)
+    throw new ApiError('VALIDATION_ERROR', { message: 'Create a webhook secret first.' });
+  const delivery: WebhookDeliveryRow = {
+    id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
+    accountId,
+    jobId: null,
+    eventType: 'webhook.test',
+    url: account.webhookUrl,
+    payload: JSON.stringify({ type: 'webhook.test', timestamp: new Date(now).toISOString(), data: {} }),
+    state: 'pending',
+    attempts: 0,
+    lastStatus: null,
+    lastError: null,
+    nextAttemptAt: now,
+    createdAt: now,
+    deliveredAt: null,
+  };
+  await insertDelivery(db, delivery);
+  return attemptDelivery(db, delivery, config, now);
+}
+
+export async function retryDueDeliveries(db: Db, config: Config, now: number): Promise<number> {
+  const due = await dueDeliveries(db, now, 50);
+  await Promise.all(due.map((delivery) => attemptDelivery(db, delivery, config, now)));
+  return due.length;
+}
+
+async function attemptDelivery(
+  db: Db,
+  delivery: WebhookDeliveryRow,
+  config: Config,
+  now: number,
+): Promise<WebhookDeliveryRow> {
+  const account = await findAccount(db, delivery.accountId);
+  let status: number | null = null;
+  let error: string | null = null;
+  if (!account?.webhookSecret) {
+    error = 'the account has no webhook secret';
+  } else {
+    try {
+      const secret = await open(config.SECRETS_KEY, account.webhookSecret);
+      const timestamp = Math.floor(now / 1000);
+      const response = await fetch(delivery.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'rcpt-webhooks/1',
+          'webhook-id': delivery.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': await signWebhook(secret, delivery.id, timestamp, delivery.payload),
+        },
+        body: delivery.payload,
+        signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+        redirect: 'manual',
+      });
+      status = response.status;
+      await response.body?.cancel();
+    } catch (cause) {
+      error = cause instanceof Error ? cause.message.slice(0, 200) : 'delivery failed';
+    }
+  }
+  const delivered = status !== null && status >= 200 && status < 300;
+  const attempts = delivery.attempts + 1;
+  const state = delivered ? 'delivered' : attempts >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
+  const nextAttemptAt = state === 'pending' ? now + FIRST_RETRY_SECONDS * 1000 * 2 ** (attempts - 1) : null;
+  await recordAttempt(db, delivery.id, { state, status, error, nextAttemptAt, now });
+  return {
+    ...delivery,
+    attempts,
+    state,
+    lastStatus: status,
+    lastError: error,
+    nextAttemptAt,
+    deliveredAt: delivered ? now : null,
+  };
+}

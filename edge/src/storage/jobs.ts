@@ -1,0 +1,417 @@
+// Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest locally
+// (CLOUDFLARE-LOCAL.md): INSERT … SELECT FROM json_each for rows, one upsert per write, and
+// counters recomputed from the rows so that a replayed write changes nothing.
+import type { Db } from './db.ts';
+import type { jobs } from './schema.ts';
+
+export type JobRow = typeof jobs.$inferSelect;
+
+/** Largest JSON parameter bound to one statement (D1 allows 1 MB per value; stay well below). */
+const MAX_JSON_PARAMETER_BYTES = 400_000;
+/** Most rows per INSERT … json_each statement. */
+const MAX_ROWS_PER_STATEMENT = 1000;
+
+export interface NewJob {
+  id: string;
+  /** Credits to take: the unique valid addresses, or 0 for a sandbox job. */
+  charge: number;
+  accountId: string;
+  apiKeyId: string | null;
+  name: string | null;
+  source: 'json' | 'csv';
+  totalRows: number;
+  totalEmails: number;
+  duplicateCount: number;
+  emptyRows: number;
+  invalidRows: number;
+  skippedRows: number;
+  csvHeaders: string[] | null;
+  webhookUrl: string | null;
+  now: number;
+}
+
+export interface NewJobRow {
+  row: number;
+  input: string;
+  addressIdx: number | null;
+  resultJson: string | null;
+  cells: string[] | null;
+}
+
+export interface NewJobAddress {
+  idx: number;
+  email: string;
+  domain: string;
+  /** Already answered (sandbox keys): stored done, so counters and completion apply as usual. */
+  result?: AddressResult;
+}
+
+/**
+ * Creates the job, its rows and addresses, and charges `totalEmails` credits, all in one
+ * transaction whose every statement is conditional on the balance covering the charge.
+ * Returns the new balance, or null when it does not cover it (and nothing was written).
+ */
+export async function createJobWithCharge(
+  db: Db,
+  job: NewJob,
+  rows: readonly NewJobRow[],
+  addresses: readonly NewJobAddress[],
+): Promise<number | null> {
+  const d1 = db.$client;
+  const { charge } = job;
+  const status = job.totalEmails === 0 ? 'completed' : 'processing';
+  const statements: D1PreparedStatement[] = [
+    d1
+      .prepare(
+        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+         SELECT id, -?2, credit_balance - ?2, 'bulk_charge', ?3, ?4 FROM accounts
+         WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0`,
+      )
+      .bind(job.accountId, charge, job.id, job.now),
+    d1
+      .prepare(
+        `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
+           empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17
+         WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?18`,
+      )
+      .bind(
+        job.id,
+        job.accountId,
+        job.apiKeyId,
+        job.name,
+        status,
+        job.source,
+        job.totalRows,
+        job.totalEmails,
+        job.duplicateCount,
+        job.emptyRows,
+        job.invalidRows,
+        job.skippedRows,
+        job.csvHeaders ? JSON.stringify(job.csvHeaders) : null,
+        job.webhookUrl,
+        job.now,
+        status === 'completed' ? job.now : null,
+        status === 'completed' ? 1 : 0,
+        charge,
+      ),
+  ];
+  for (const chunk of jsonChunks(
+    rows.map((row) => [
+      row.row,
+      row.input,
+      row.addressIdx,
+      row.resultJson,
+      row.cells ? JSON.stringify(row.cells) : null,
+    ]),
+  )) {
+    statements.push(
+      d1
+        .prepare(
+          `INSERT INTO job_rows (job_id, row, input, address_idx, result_json, csv_values)
+           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4 FROM json_each(?2) j
+           WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
+        )
+        .bind(job.id, chunk),
+    );
+  }
+  const answered = addresses.some((address) => address.result);
+  for (const chunk of jsonChunks(
+    addresses.map((address) => [
+      address.idx,
+      address.email,
+      address.domain,
+      ...(address.result ? resultColumns(address.result) : [null, null, null, 0, null]),
+    ]),
+  )) {
+    statements.push(
+      d1
+        .prepare(
+          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
+           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, CASE WHEN j.value->>7 IS NULL THEN 'queued' ELSE 'done' END, ?3,
+             j.value->>3, j.value->>4, j.value->>5, j.value->>6, j.value->>7
+           FROM json_each(?2) j WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
+        )
+        .bind(job.id, chunk, job.now),
+    );
+  }
+  if (answered) statements.push(...completionStatements(d1, job.id, job.now));
+  statements.push(
+    d1
+      .prepare(
+        'UPDATE accounts SET credit_balance = credit_balance - ?2 WHERE id = ?1 AND credit_balance >= ?2 RETURNING credit_balance',
+      )
+      .bind(job.accountId, charge),
+  );
+  const results = await d1.batch<{ credit_balance: number }>(statements);
+  return results.at(-1)?.results[0]?.credit_balance ?? null;
+}
+
+/** status, sub_status, catch_all, refundable, result_json: one address's result as stored. */
+function resultColumns(result: AddressResult): unknown[] {
+  return [
+    result.status,
+    result.subStatus,
+    result.catchAll === null ? null : result.catchAll ? 1 : 0,
+    result.refundable ? 1 : 0,
+    result.resultJson,
+  ];
+}
+
+/** Splits rows into JSON arrays small enough to bind as one parameter each. */
+function jsonChunks(rows: readonly unknown[][]): string[] {
+  const chunks: string[] = [];
+  let current: string[] = [];
+  let bytes = 2;
+  for (const row of rows) {
+    const encoded = JSON.stringify(row);
+    if (
+      current.length > 0 &&
+      (current.length >= MAX_ROWS_PER_STATEMENT || bytes + encoded.length + 1 > MAX_JSON_PARAMETER_BYTES)
+    ) {
+      chunks.push(`[${current.join(',')}]`);
+      current = [];
+      bytes = 2;
+    }
+    current.push(encoded);
+    bytes += encoded.length + 1;
+  }
+  if (current.length > 0) chunks.push(`[${current.join(',')}]`);
+  return chunks;
+}
+
+export async function findJob(db: Db, accountId: string, jobId: string): Promise<JobRow | null> {
+  const row = await db.query.jobs.findFirst({
+    where: (table, { and, eq }) => and(eq(table.id, jobId), eq(table.accountId, accountId)),
+  });
+  return row ?? null;
+}
+
+export async function listJobs(
+  db: Db,
+  accountId: string,
+  page: { offset: number; limit: number },
+): Promise<JobRow[]> {
+  return db.query.jobs.findMany({
+    where: (table, { eq }) => eq(table.accountId, accountId),
+    orderBy: (table, { desc }) => [desc(table.createdAt)],
+    offset: page.offset,
+    limit: page.limit,
+  });
+}
+
+export interface AddressResult {
+  idx: number;
+  status: string;
+  subStatus: string;
+  catchAll: boolean | null;
+  refundable: boolean;
+  resultJson: string;
+}
+
+/**
+ * Records final results (each address once: a replay changes nothing), recomputes the
+ * job's counters from its addresses, and — in the same transaction — completes the job
+ * and refunds it once every address is done. Returns the job if this call completed it.
+ */
+export async function recordResults(
+  db: Db,
+  jobId: string,
+  results: readonly AddressResult[],
+  now: number,
+): Promise<{ completed: boolean }> {
+  const d1 = db.$client;
+  const statements: D1PreparedStatement[] = [];
+  for (const chunk of jsonChunks(results.map((result) => [result.idx, ...resultColumns(result)]))) {
+    statements.push(
+      d1
+        .prepare(
+          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
+           SELECT ?1, j.value->>0, '', '', 'done', 0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+           FROM json_each(?2) j WHERE true
+           ON CONFLICT (job_id, idx) DO UPDATE SET state = 'done', status = excluded.status, sub_status = excluded.sub_status,
+             catch_all = excluded.catch_all, refundable = excluded.refundable, result_json = excluded.result_json
+           WHERE job_addresses.state != 'done'`,
+        )
+        .bind(jobId, chunk),
+    );
+  }
+  statements.push(...completionStatements(d1, jobId, now));
+  const outcome = await d1.batch<{ id: string }>(statements);
+  return { completed: (outcome.at(-1)?.results.length ?? 0) > 0 };
+}
+
+/**
+ * Counters from the addresses, then the once-only completion: status, refund ledger row,
+ * balance and the `finalized` flag, all conditional on the flag so a replay does nothing.
+ * The last statement returns the job id only in the transaction that finalized it.
+ */
+function completionStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
+  return [
+    d1
+      .prepare(
+        `UPDATE jobs SET (processed_emails, deliverable_count, undeliverable_count, risky_count, unknown_count,
+             catch_all_count, refundable_count) =
+           (SELECT COUNT(*), COALESCE(SUM(status = 'deliverable'), 0), COALESCE(SUM(status = 'undeliverable'), 0),
+              COALESCE(SUM(status = 'risky'), 0), COALESCE(SUM(status = 'unknown'), 0), COALESCE(SUM(catch_all = 1), 0),
+              COALESCE(SUM(refundable), 0)
+            FROM job_addresses WHERE job_id = ?1 AND state = 'done')
+         WHERE id = ?1 AND finalized = 0`,
+      )
+      .bind(jobId),
+    d1
+      .prepare(
+        `UPDATE jobs SET status = 'completed', completed_at = ?2, credits_refunded = refundable_count
+         WHERE id = ?1 AND status = 'processing' AND finalized = 0 AND processed_emails >= total_emails`,
+      )
+      .bind(jobId, now),
+    ...finalizeStatements(d1, jobId, now),
+  ];
+}
+
+/** Refund and the `finalized` flag for a job that reached completed or failed. */
+function finalizeStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
+  const finishedAndOpen = `status IN ('completed', 'failed') AND finalized = 0`;
+  return [
+    d1
+      .prepare(
+        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+         SELECT j.account_id, j.credits_refunded, a.credit_balance + j.credits_refunded, 'bulk_refund', j.id, ?2
+         FROM jobs j JOIN accounts a ON a.id = j.account_id
+         WHERE j.id = ?1 AND j.status IN ('completed', 'failed') AND j.finalized = 0 AND j.credits_refunded > 0`,
+      )
+      .bind(jobId, now),
+    d1
+      .prepare(
+        `UPDATE accounts SET credit_balance = credit_balance + (SELECT credits_refunded FROM jobs WHERE id = ?1)
+         WHERE id = (SELECT account_id FROM jobs WHERE id = ?1 AND ${finishedAndOpen} AND credits_refunded > 0)`,
+      )
+      .bind(jobId),
+    d1.prepare(`UPDATE jobs SET finalized = 1 WHERE id = ?1 AND ${finishedAndOpen} RETURNING id`).bind(jobId),
+  ];
+}
+
+/**
+ * Fails a job that cannot finish: its remaining addresses are refunded with the refundable
+ * ones, once. Returns true if this call failed it.
+ */
+export async function failJob(db: Db, jobId: string, reason: string, now: number): Promise<boolean> {
+  const d1 = db.$client;
+  const outcome = await d1.batch<{ id: string }>([
+    d1
+      .prepare(
+        `UPDATE jobs SET status = 'failed', failure_reason = ?2, completed_at = ?3,
+           credits_refunded = refundable_count + (total_emails - processed_emails)
+         WHERE id = ?1 AND status = 'processing' AND finalized = 0`,
+      )
+      .bind(jobId, reason, now),
+    ...finalizeStatements(d1, jobId, now),
+  ]);
+  return (outcome.at(-1)?.results.length ?? 0) > 0;
+}
+
+/** Marks addresses as handed to the queue again (for the recovery lease) and counts the attempt. */
+export async function markRequeued(
+  db: Db,
+  jobId: string,
+  idxs: readonly number[],
+  now: number,
+): Promise<void> {
+  await db.$client
+    .prepare(
+      `UPDATE job_addresses SET attempts = attempts + 1, enqueued_at = ?3
+       WHERE job_id = ?1 AND idx IN (SELECT value FROM json_each(?2)) AND state = 'queued'`,
+    )
+    .bind(jobId, JSON.stringify(idxs), now)
+    .run();
+}
+
+export interface StaleAddress {
+  jobId: string;
+  idx: number;
+  email: string;
+  domain: string;
+  attempts: number;
+}
+
+/** Queued addresses of processing jobs whose lease ran out (a consumer or prober died). */
+export async function findStaleAddresses(
+  db: Db,
+  leaseExpiredBefore: number,
+  limit: number,
+): Promise<StaleAddress[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT a.job_id AS jobId, a.idx, a.email, a.domain, a.attempts FROM jobs j
+       JOIN job_addresses a ON a.job_id = j.id AND a.state = 'queued' AND a.enqueued_at < ?1
+       WHERE j.status = 'processing' LIMIT ?2`,
+    )
+    .bind(leaseExpiredBefore, limit)
+    .all<StaleAddress>();
+  return results;
+}
+
+export async function findOverdueJobs(db: Db, createdBefore: number, limit: number): Promise<string[]> {
+  const { results } = await db.$client
+    .prepare(`SELECT id FROM jobs WHERE status = 'processing' AND created_at < ?1 LIMIT ?2`)
+    .bind(createdBefore, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
+
+export async function processingJobIds(db: Db, jobIds: readonly string[]): Promise<Set<string>> {
+  const { results } = await db.$client
+    .prepare(`SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`)
+    .bind(JSON.stringify(jobIds))
+    .all<{ id: string }>();
+  return new Set(results.map((row) => row.id));
+}
+
+export interface ResultRow {
+  row: number;
+  input: string;
+  resultJson: string | null;
+  csvValues: string | null;
+}
+
+/** Rows in upload order with their results (a duplicate row shows its address's result). */
+export async function readResultRows(
+  db: Db,
+  jobId: string,
+  page: { offset: number; limit: number },
+): Promise<ResultRow[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT r.row, r.input, COALESCE(r.result_json, a.result_json) AS resultJson, r.csv_values AS csvValues
+       FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
+       WHERE r.job_id = ?1 ORDER BY r.row LIMIT ?2 OFFSET ?3`,
+    )
+    .bind(jobId, page.limit, page.offset)
+    .all<ResultRow>();
+  return results;
+}
+
+/** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */
+export async function queueOutlook(
+  db: Db,
+  since: number,
+): Promise<{ pending: number; perSecond: number | null }> {
+  const row = await db.$client
+    .prepare(
+      `SELECT
+         (SELECT COALESCE(SUM(total_emails - processed_emails), 0) FROM jobs WHERE status = 'processing') AS pending,
+         (SELECT CAST(SUM(total_emails) AS REAL) / MAX(SUM(completed_at - created_at), 1) * 1000 FROM jobs
+            WHERE status = 'completed' AND completed_at > ?1 AND total_emails > 0) AS perSecond`,
+    )
+    .bind(since)
+    .first<{ pending: number; perSecond: number | null }>();
+  return { pending: row?.pending ?? 0, perSecond: row?.perSecond ?? null };
+}
+
+export async function countJobs(db: Db, accountId: string): Promise<number> {
+  const row = await db.$client
+    .prepare('SELECT COUNT(*) AS total FROM jobs WHERE account_id = ?1')
+    .bind(accountId)
+    .first<{ total: number }>();
+  return row?.total ?? 0;
+}

@@ -1,0 +1,217 @@
+// D1 schema (drizzle). Migrations in /migrations are generated from this file by
+// `npm run db:generate`; never edit a generated migration by hand.
+// Times are integer milliseconds since the epoch (UTC).
+import { sql } from 'drizzle-orm';
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export const accounts = sqliteTable('accounts', {
+  id: text('id').primaryKey(),
+  email: text('email').unique(),
+  passwordHash: text('password_hash'),
+  // Never read-modify-written in code: changed only by conditional UPDATEs beside a ledger row.
+  creditBalance: integer('credit_balance').notNull().default(0),
+  webhookUrl: text('webhook_url'),
+  webhookSecret: text('webhook_secret'),
+  createdAt: integer('created_at').notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    name: text('name').notNull(),
+    mode: text('mode', { enum: ['live', 'test'] }).notNull(),
+    // SHA-256 of the whole secret, hex. The secret itself is shown once and never stored.
+    keyHash: text('key_hash').notNull().unique(),
+    // The visible start of the key (`rk_live_ab12`), for people to tell keys apart.
+    prefix: text('prefix').notNull(),
+    createdAt: integer('created_at').notNull(),
+    lastUsedAt: integer('last_used_at'),
+    revokedAt: integer('revoked_at'),
+  },
+  (table) => [index('api_keys_account').on(table.accountId, table.createdAt)],
+);
+
+export const creditLedger = sqliteTable(
+  'credit_ledger',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    delta: integer('delta').notNull(),
+    balanceAfter: integer('balance_after').notNull(),
+    reason: text('reason').notNull(),
+    // Request id for a single verification, job id for a batch charge or refund.
+    reference: text('reference').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (table) => [
+    index('credit_ledger_account').on(table.accountId, table.createdAt),
+    // One refund row per job and reason: a replayed refund changes nothing.
+    uniqueIndex('credit_ledger_once')
+      .on(table.reference, table.reason)
+      .where(sql`reason IN ('bulk_charge', 'bulk_refund')`),
+  ],
+);
+
+export const verifications = sqliteTable(
+  'verifications',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    apiKeyId: text('api_key_id'),
+    kind: text('kind', { enum: ['single', 'batch'] }).notNull(),
+    email: text('email'),
+    jobId: text('job_id'),
+    status: text('status'),
+    subStatus: text('sub_status'),
+    score: integer('score'),
+    resultJson: text('result_json'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (table) => [
+    index('verifications_account').on(table.accountId, table.createdAt),
+    index('verifications_created').on(table.createdAt),
+  ],
+);
+
+export const proberTokens = sqliteTable('prober_tokens', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  region: text('region').notNull(),
+  tokenHash: text('token_hash').notNull().unique(),
+  prefix: text('prefix').notNull(),
+  createdAt: integer('created_at').notNull(),
+  lastSeenAt: integer('last_seen_at'),
+  revokedAt: integer('revoked_at'),
+});
+
+// ── Batch verification ─────────────────────────────────────────────────────────────────
+// A job's rows keep the upload's order and original columns; its addresses are the unique
+// normalised addresses to verify (a duplicate row points at the same address). Counters on
+// the job are recomputed from job_addresses after every write, so replays change nothing.
+
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    apiKeyId: text('api_key_id'),
+    name: text('name'),
+    status: text('status', { enum: ['pending', 'processing', 'completed', 'failed'] }).notNull(),
+    source: text('source', { enum: ['json', 'csv'] }).notNull(),
+    totalRows: integer('total_rows').notNull(),
+    totalEmails: integer('total_emails').notNull(),
+    duplicateCount: integer('duplicate_count').notNull(),
+    emptyRows: integer('empty_rows').notNull(),
+    invalidRows: integer('invalid_rows').notNull(),
+    skippedRows: integer('skipped_rows').notNull(),
+    processedEmails: integer('processed_emails').notNull().default(0),
+    deliverableCount: integer('deliverable_count').notNull().default(0),
+    undeliverableCount: integer('undeliverable_count').notNull().default(0),
+    riskyCount: integer('risky_count').notNull().default(0),
+    unknownCount: integer('unknown_count').notNull().default(0),
+    catchAllCount: integer('catch_all_count').notNull().default(0),
+    refundableCount: integer('refundable_count').notNull().default(0),
+    creditsCharged: integer('credits_charged').notNull(),
+    creditsRefunded: integer('credits_refunded').notNull().default(0),
+    // Set once, in the transaction that completes the job and applies its refund.
+    finalized: integer('finalized').notNull().default(0),
+    csvHeaders: text('csv_headers'),
+    webhookUrl: text('webhook_url'),
+    failureReason: text('failure_reason'),
+    createdAt: integer('created_at').notNull(),
+    completedAt: integer('completed_at'),
+  },
+  (table) => [
+    index('jobs_account').on(table.accountId, table.createdAt),
+    index('jobs_status').on(table.status, table.createdAt),
+  ],
+);
+
+export const jobRows = sqliteTable(
+  'job_rows',
+  {
+    jobId: text('job_id').notNull(),
+    row: integer('row').notNull(),
+    input: text('input').notNull(),
+    // Index into job_addresses; null for an empty or invalid row (its result is below).
+    addressIdx: integer('address_idx'),
+    resultJson: text('result_json'),
+    csvValues: text('csv_values'),
+  },
+  (table) => [primaryKey({ columns: [table.jobId, table.row] })],
+);
+
+export const jobAddresses = sqliteTable(
+  'job_addresses',
+  {
+    jobId: text('job_id').notNull(),
+    idx: integer('idx').notNull(),
+    email: text('email').notNull(),
+    domain: text('domain').notNull(),
+    state: text('state', { enum: ['queued', 'done'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    // When the address was last handed to the queue; the recovery sweep re-enqueues stale ones.
+    enqueuedAt: integer('enqueued_at').notNull(),
+    status: text('status'),
+    subStatus: text('sub_status'),
+    catchAll: integer('catch_all'),
+    refundable: integer('refundable').notNull().default(0),
+    resultJson: text('result_json'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.jobId, table.idx] }),
+    index('job_addresses_state').on(table.jobId, table.state, table.enqueuedAt),
+  ],
+);
+
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    jobId: text('job_id'),
+    eventType: text('event_type').notNull(),
+    url: text('url').notNull(),
+    payload: text('payload').notNull(),
+    state: text('state', { enum: ['pending', 'delivered', 'failed'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastStatus: integer('last_status'),
+    lastError: text('last_error'),
+    nextAttemptAt: integer('next_attempt_at'),
+    createdAt: integer('created_at').notNull(),
+    deliveredAt: integer('delivered_at'),
+  },
+  (table) => [
+    index('webhook_deliveries_account').on(table.accountId, table.createdAt),
+    index('webhook_deliveries_due').on(table.state, table.nextAttemptAt),
+  ],
+);
+
+// ── Dashboard ──────────────────────────────────────────────────────────────────────────
+
+export const sessions = sqliteTable(
+  'sessions',
+  {
+    // SHA-256 of the session token; the token itself lives only in the browser's cookie.
+    tokenHash: text('token_hash').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    lastSeenAt: integer('last_seen_at').notNull(),
+  },
+  (table) => [index('sessions_account').on(table.accountId), index('sessions_expires').on(table.expiresAt)],
+);

@@ -1,0 +1,58 @@
+import type { Db } from './db.ts';
+
+export interface SessionRow {
+  tokenHash: string;
+  accountId: string;
+  createdAt: number;
+  expiresAt: number;
+  lastSeenAt: number;
+}
+
+export async function insertSession(db: Db, session: SessionRow): Promise<void> {
+  await db.$client
+    .prepare(
+      'INSERT INTO sessions (token_hash, account_id, created_at, expires_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?5)',
+    )
+    .bind(session.tokenHash, session.accountId, session.createdAt, session.expiresAt, session.lastSeenAt)
+    .run();
+}
+
+export async function findLiveSession(db: Db, tokenHash: string, now: number): Promise<SessionRow | null> {
+  return db.$client
+    .prepare(
+      `SELECT token_hash AS tokenHash, account_id AS accountId, created_at AS createdAt, expires_at AS expiresAt,
+         last_seen_at AS lastSeenAt FROM sessions WHERE token_hash = ?1 AND expires_at > ?2`,
+    )
+    .bind(tokenHash, now)
+    .first<SessionRow>();
+}
+
+export async function deleteSession(db: Db, tokenHash: string): Promise<void> {
+  await db.$client.prepare('DELETE FROM sessions WHERE token_hash = ?1').bind(tokenHash).run();
+}
+
+/** Ends every session of an account except, optionally, one (after a password change). */
+export async function deleteAccountSessions(
+  db: Db,
+  accountId: string,
+  keepTokenHash: string | null,
+): Promise<void> {
+  await db.$client
+    .prepare('DELETE FROM sessions WHERE account_id = ?1 AND token_hash IS NOT ?2')
+    .bind(accountId, keepTokenHash)
+    .run();
+}
+
+export async function touchSession(db: Db, tokenHash: string, now: number, expiresAt: number): Promise<void> {
+  await db.$client
+    .prepare('UPDATE sessions SET last_seen_at = ?2, expires_at = ?3 WHERE token_hash = ?1')
+    .bind(tokenHash, now, expiresAt)
+    .run();
+}
+
+export async function setPasswordHash(db: Db, accountId: string, passwordHash: string): Promise<void> {
+  await db.$client
+    .prepare('UPDATE accounts SET password_hash = ?2 WHERE id = ?1')
+    .bind(accountId, passwordHash)
+    .run();
+}

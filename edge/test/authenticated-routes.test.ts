@@ -1,0 +1,155 @@
+// One suite run against every authenticated route: no key, bad key, revoked key, rate
+// limit, and (for charged routes) no credits.
+import { describe, expect, it } from 'vitest';
+import { revokeApiKey } from '../src/storage/api-keys.ts';
+import { balanceOf, call, db, newCaller } from './fixtures.ts';
+
+interface AuthenticatedRoute {
+  name: string;
+  method: string;
+  path: string;
+  json?: unknown;
+  charged: boolean;
+}
+
+const ROUTES: AuthenticatedRoute[] = [
+  {
+    name: 'verify',
+    method: 'POST',
+    path: '/api/v1/verify',
+    json: { email: 'someone@invalid-domain' },
+    charged: true,
+  },
+  {
+    name: 'verify (alias)',
+    method: 'POST',
+    path: '/v1/verify',
+    json: { email: 'someone@invalid-domain' },
+    charged: true,
+  },
+];
+
+describe.each(ROUTES)('$name ($method $path)', (route) => {
+  const send = (key: string | null, headers?: Record<string, string>) =>
+    call(route.path, { method: route.method, key, json: route.json, headers });
+
+  it('401 UNAUTHORIZED without a key, with a JSON body and a request id', async () => {
+    const response = await send(null);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('content-type')).toMatch(/application\/json/);
+    const body = await response.json<{ code: string; requestId: string; success: boolean }>();
+    expect(body).toMatchObject({ success: false, code: 'UNAUTHORIZED' });
+    expect(body.requestId).toBe(response.headers.get('X-Request-Id'));
+  });
+
+  it.each([
+    ['an unknown key', 'rk_live_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
+    ['a malformed key', 'not-a-key'],
+  ])('401 INVALID_API_KEY for %s', async (_label, key) => {
+    const response = await send(key);
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+  });
+
+  it('401 INVALID_API_KEY for a key with whitespace inside it', async () => {
+    const caller = await newCaller();
+    const response = await send(null, {
+      'X-API-Key': `${caller.apiKey.slice(0, 12)} ${caller.apiKey.slice(12)}`,
+    });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+  });
+
+  it('ignores whitespace around the header value (RFC 9110 §5.5: it is not part of the value)', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const response = await send(null, { 'X-API-Key': `  ${caller.apiKey}\t` });
+    expect(response.status).not.toBe(401);
+  });
+
+  it('401 INVALID_API_KEY for two X-API-Key headers', async () => {
+    const caller = await newCaller();
+    const headers = new Headers();
+    headers.append('X-API-Key', caller.apiKey);
+    headers.append('X-API-Key', caller.apiKey);
+    const response = await call(route.path, {
+      method: route.method,
+      json: route.json,
+      headers: Object.fromEntries(headers),
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it('accepts the header name in lower case', async () => {
+    const caller = await newCaller();
+    const response = await send(null, { 'x-api-key': caller.apiKey });
+    expect(response.status).not.toBe(401);
+  });
+
+  it('401 on the very next request after the key is revoked, and never charges it', async () => {
+    const caller = await newCaller();
+    expect((await send(caller.apiKey)).status).not.toBe(401);
+    expect(await revokeApiKey(db(), caller.accountId, caller.keyId, Date.now())).toBe(true);
+    const balance = await balanceOf(caller.accountId);
+    const response = await send(caller.apiKey);
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+    expect(await balanceOf(caller.accountId)).toBe(balance);
+  });
+
+  it('carries X-RateLimit-* headers and answers 429 RATE_LIMITED with Retry-After past 100 a minute', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    // Validation failures after authentication count too, and cost nothing.
+    for (let i = 0; i < 100; i++) {
+      const response = await call(route.path, {
+        method: route.method,
+        key: caller.apiKey,
+        json: { nope: i },
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get('X-RateLimit-Limit')).toBe('100');
+      expect(response.headers.get('X-RateLimit-Remaining')).toBe(String(99 - i));
+      expect(Number(response.headers.get('X-RateLimit-Reset'))).toBeGreaterThanOrEqual(1);
+    }
+    const limited = await send(caller.apiKey);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect(Number(limited.headers.get('Retry-After'))).toBeLessThanOrEqual(60);
+    expect(limited.headers.get('X-RateLimit-Remaining')).toBe('0');
+    expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+
+  if (route.charged) {
+    it('402 INSUFFICIENT_CREDITS with nothing left, before any work, with required and available', async () => {
+      const caller = await newCaller({ credits: 0 });
+      const response = await send(caller.apiKey);
+      expect(response.status).toBe(402);
+      expect(await response.json()).toMatchObject({
+        code: 'INSUFFICIENT_CREDITS',
+        details: { required: 1, available: 0 },
+      });
+      expect(await balanceOf(caller.accountId)).toBe(0);
+    });
+  }
+});
+
+describe('rate limit under concurrency', () => {
+  it('lets exactly 100 of 130 concurrent requests through', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const responses = await Promise.all(
+      Array.from({ length: 130 }, () =>
+        call('/api/v1/verify', { key: caller.apiKey, json: { email: 'deliverable@example.com' } }),
+      ),
+    );
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(30);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(100);
+  });
+
+  it('counts each key separately', async () => {
+    const first = await newCaller({ mode: 'test' });
+    const second = await newCaller({ mode: 'test' });
+    for (let i = 0; i < 100; i++) await call('/api/v1/verify', { key: first.apiKey, json: {} });
+    expect((await call('/api/v1/verify', { key: first.apiKey, json: {} })).status).toBe(429);
+    expect((await call('/api/v1/verify', { key: second.apiKey, json: {} })).status).toBe(400);
+  });
+});

@@ -1,0 +1,96 @@
+// A prober inside the test: it connects to the real /internal/probers/connect route over a
+// WebSocket, says hello, and answers probes with whatever the test decides.
+
+import { env, exports } from 'cloudflare:workers';
+import { type ProbeMessage, type ProbeReport, ProberMessage } from '@rcpt/shared/contract/prober';
+import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { insertProberToken } from '../src/storage/prober-tokens.ts';
+import { db } from './fixtures.ts';
+
+export type Answer = (probe: ProbeMessage) => ProbeReport | 'ignore' | { error: string };
+
+export interface FakeProber {
+  probes: ProbeMessage[];
+  send(message: ProberMessage): void;
+  close(code?: number): void;
+}
+
+export async function newProberToken(region = 'default'): Promise<{ id: string; secret: string }> {
+  const issued = await issueSecret('proberToken');
+  const id = crypto.randomUUID();
+  await insertProberToken(db(), {
+    id,
+    name: 'test prober',
+    region,
+    tokenHash: issued.hash,
+    prefix: issued.prefix,
+    createdAt: Date.now(),
+  });
+  return { id, secret: issued.secret };
+}
+
+export async function connectProber(token: string, region: string): Promise<Response> {
+  return exports.default.fetch(`http://edge.test/internal/probers/connect?region=${region}`, {
+    headers: { Upgrade: 'websocket', Authorization: `Bearer ${token}` },
+  });
+}
+
+/** Connects a fake prober to `region` and waits until the hub counts it as ready. */
+export async function startFakeProber(region: string, answer: Answer, capacity = 10): Promise<FakeProber> {
+  const token = await newProberToken(region);
+  const response = await connectProber(token.secret, region);
+  const ws = response.webSocket;
+  if (response.status !== 101 || !ws)
+    throw new Error(`connect failed: ${response.status} ${await response.text()}`);
+  ws.accept();
+  const probes: ProbeMessage[] = [];
+  ws.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data));
+    if (message.type !== 'probe') return;
+    probes.push(message);
+    const reply = answer(message);
+    if (reply === 'ignore') return;
+    if ('error' in reply) ws.send(JSON.stringify({ type: 'error', id: message.id, message: reply.error }));
+    else ws.send(JSON.stringify({ type: 'result', id: message.id, ...reply }));
+  });
+  const before = (await hubOf(region).status()).filter((prober) => prober.ready).length;
+  ws.send(JSON.stringify({ type: 'hello', id: 'hello-1', version: 1, region, capacity }));
+  // The hello is handled asynchronously by the hub: wait (bounded) until it is counted.
+  for (let tries = 0; tries < 200; tries++) {
+    if ((await hubOf(region).status()).filter((prober) => prober.ready).length > before) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return {
+    probes,
+    send: (message) => ws.send(JSON.stringify(ProberMessage.parse(message))),
+    close: (code = 1000) => ws.close(code, 'test done'),
+  };
+}
+
+export function hubOf(region: string) {
+  return env.PROBER_HUB.get(env.PROBER_HUB.idFromName(region));
+}
+
+/** A report in which every address got `code` (and the random address `catchAllCode`). */
+export function reportFor(
+  probe: ProbeMessage,
+  code: number,
+  enhanced: string | null,
+  text: string,
+  catchAllCode?: number,
+): ProbeReport {
+  return {
+    perAddress: probe.emails.map((email) => ({ email, reply: { code, enhanced, text }, failure: null })),
+    catchAllReply: catchAllCode
+      ? { code: catchAllCode, enhanced: catchAllCode < 300 ? '2.1.5' : '5.1.1', text: 'random' }
+      : null,
+    session: {
+      mxHost: probe.mx[0]?.host ?? null,
+      mxIp: probe.mx[0]?.ips[0] ?? null,
+      tls: false,
+      tlsError: null,
+      smtputf8: false,
+      durationMs: 3,
+    },
+  };
+}

@@ -1,0 +1,118 @@
+// Operator commands: `npm run admin -- <command> [options]`. Local D1 by default; --remote
+// for the deployed database. Secrets are printed once and never stored.
+import { parseArgs } from 'node:util';
+import type { D1Target } from './stack/d1.ts';
+import {
+  createAccount,
+  createApiKey,
+  createProberToken,
+  grantCredits,
+  revokeCredential,
+} from './stack/operator.ts';
+
+const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist-to DIR] [--json]
+
+  account create [--email E] [--credits N]        create an account (default 100 credits)
+  credits grant --account ID --amount N           add credits (a ledger row says why)
+  key create --account ID [--name N] [--test]     create an API key; prints the secret once
+  key revoke --key ID|PREFIX                      revoke an API key at once
+  prober-token create [--region R] [--name N]     create a prober token; prints it once
+  prober-token revoke --token ID|PREFIX           revoke a prober token`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    remote: { type: 'boolean', default: false },
+    'persist-to': { type: 'string' },
+    json: { type: 'boolean', default: false },
+    email: { type: 'string' },
+    credits: { type: 'string', default: '100' },
+    account: { type: 'string' },
+    amount: { type: 'string' },
+    name: { type: 'string' },
+    test: { type: 'boolean', default: false },
+    key: { type: 'string' },
+    token: { type: 'string' },
+    region: { type: 'string', default: 'default' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+function fail(message: string): never {
+  console.error(`rcpt admin: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function required(name: 'account' | 'key' | 'token', value: string | undefined): string {
+  if (!value) fail(`--${name} is required`);
+  return value;
+}
+
+function positiveInteger(name: string, value: string | undefined): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0)
+    fail(`--${name} must be a whole number ≥ 0, got ${JSON.stringify(value)}`);
+  return number;
+}
+
+function report(result: Record<string, unknown>, lines: string[]): void {
+  console.log(values.json ? JSON.stringify(result) : lines.join('\n'));
+}
+
+async function main(): Promise<void> {
+  if (values.help) return void console.log(USAGE);
+  const target: D1Target = {
+    remote: values.remote,
+    ...(values['persist-to'] ? { persistTo: values['persist-to'] } : {}),
+  };
+  const command = positionals.join(' ');
+  switch (command) {
+    case 'account create': {
+      const credits = positiveInteger('credits', values.credits);
+      const id = createAccount(target, { email: values.email ?? null, credits });
+      return report({ accountId: id, credits }, [`account ${id} created with ${credits} credits`]);
+    }
+    case 'credits grant': {
+      const balance = grantCredits(target, {
+        accountId: required('account', values.account),
+        amount: positiveInteger('amount', values.amount),
+      });
+      return report({ balance }, [`balance is now ${balance}`]);
+    }
+    case 'key create': {
+      const key = await createApiKey(target, {
+        accountId: required('account', values.account),
+        name: values.name ?? 'operator key',
+        mode: values.test ? 'test' : 'live',
+      });
+      return report({ keyId: key.id, apiKey: key.secret, prefix: key.prefix }, [
+        `API key ${key.prefix}… (id ${key.id}). Shown once, store it now:`,
+        key.secret,
+      ]);
+    }
+    case 'key revoke': {
+      const count = revokeCredential(target, 'api_keys', required('key', values.key));
+      if (count === 0) fail('no such live key');
+      return report({ revoked: count }, ['key revoked']);
+    }
+    case 'prober-token create': {
+      const token = await createProberToken(target, { region: values.region, name: values.name ?? 'prober' });
+      return report({ tokenId: token.id, token: token.secret, prefix: token.prefix }, [
+        `prober token ${token.prefix}… for region ${values.region} (id ${token.id}). Shown once, store it now:`,
+        token.secret,
+      ]);
+    }
+    case 'prober-token revoke': {
+      const count = revokeCredential(target, 'prober_tokens', required('token', values.token));
+      if (count === 0) fail('no such live token');
+      return report({ revoked: count }, ['token revoked']);
+    }
+    default:
+      fail(command ? `unknown command "${command}"` : 'a command is required');
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`rcpt admin: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

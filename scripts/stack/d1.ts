@@ -1,0 +1,45 @@
+// Operator access to the D1 database through wrangler: the local one of `wrangler dev`
+// (optionally under another persistence folder), or the deployed one with `remote`.
+import { runWrangler } from './wrangler-cli.ts';
+
+export const DATABASE_NAME = 'rcpt';
+
+export interface D1Target {
+  remote?: boolean;
+  persistTo?: string;
+}
+
+function targetArgs(target: D1Target): string[] {
+  if (target.remote) return ['--remote'];
+  return ['--local', ...(target.persistTo ? ['--persist-to', target.persistTo] : [])];
+}
+
+/** An SQL literal: strings quoted with '' doubled; numbers and null as they are. */
+export function sqlLiteral(value: string | number | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`not a finite number: ${value}`);
+    return String(value);
+  }
+  if (/\0/.test(value)) throw new Error('NUL is not allowed in SQL text');
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/** Runs statements in order (one wrangler call) and returns the rows of each. */
+export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
+  const output = runWrangler([
+    'd1',
+    'execute',
+    DATABASE_NAME,
+    ...targetArgs(target),
+    '--json',
+    '--command',
+    sql,
+  ]);
+  const parsed = JSON.parse(output) as { results?: Record<string, unknown>[] }[];
+  return parsed.map((statement) => statement.results ?? []);
+}
+
+export function applyMigrations(target: D1Target): void {
+  runWrangler(['d1', 'migrations', 'apply', DATABASE_NAME, ...targetArgs(target)]);
+}

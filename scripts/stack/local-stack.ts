@@ -1,0 +1,263 @@
+// The whole system on one machine: `wrangler dev` (local D1, Durable Objects, Queues) with
+// migrations applied, a seeded development account, and one prober linked to it.
+// Used by `npm start`, `npm run demo`, the end-to-end tests and the benchmarks.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { applyMigrations, type D1Target } from './d1.ts';
+import {
+  accountExists,
+  createAccount,
+  createApiKey,
+  createProberToken,
+  isLiveCredential,
+  registerApiKey,
+} from './operator.ts';
+import { REPO_ROOT, spawnWrangler } from './wrangler-cli.ts';
+
+/** The development account every local stack seeds. */
+export const DEV_ACCOUNT_ID = '00000000-0000-4000-8000-000000000001';
+
+export interface StackOptions {
+  host?: string;
+  port?: number; // 0 or absent: a free port
+  persistTo?: string; // default .wrangler/state, as plain `wrangler dev`
+  /** Worker vars (DOH_URL, ALLOW_PRIVATE_TARGETS, SMTP_PORT, MAIL_FROM, HELO_NAME, VERIFY_TIMEOUT_MS, …). */
+  vars?: Record<string, string>;
+  /** Extra environment for the prober (SMTP_PORT, ALLOW_PRIVATE_TARGETS, …). */
+  proberEnv?: Record<string, string>;
+  devCredits?: number;
+  devApiKey?: string;
+  startProber?: boolean;
+  onLog?: (source: 'edge' | 'prober', line: string) => void;
+}
+
+export interface LocalStack {
+  baseUrl: string;
+  accountId: string;
+  apiKey: string;
+  proberToken: string;
+  d1: D1Target;
+  edge: ChildProcess;
+  prober: ChildProcess | null;
+  proberOpsUrl: string | null;
+  startProber(): Promise<void>;
+  stopProber(signal?: NodeJS.Signals): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+interface SavedCredentials {
+  apiKey?: string;
+  proberToken?: string;
+}
+
+export async function startLocalStack(options: StackOptions = {}): Promise<LocalStack> {
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port || (await freePort(host));
+  const persistTo = options.persistTo ?? join(REPO_ROOT, '.wrangler', 'state');
+  mkdirSync(persistTo, { recursive: true });
+  const d1: D1Target = { persistTo };
+
+  applyMigrations(d1);
+  const seeded = await seedDevelopmentAccount(d1, persistTo, options);
+
+  const varArgs = Object.entries(options.vars ?? {}).flatMap(([name, value]) => [
+    '--var',
+    `${name}:${value}`,
+  ]);
+  const edge = spawnWrangler([
+    'dev',
+    '--local',
+    '--ip',
+    host,
+    '--port',
+    String(port),
+    '--inspector-port',
+    String(await freePort(host)),
+    '--persist-to',
+    persistTo,
+    '--show-interactive-dev-session=false',
+    // GET /__scheduled runs the cron (retention, recovery, webhook retries) on demand.
+    '--test-scheduled',
+    '--log-level',
+    'warn',
+    ...varArgs,
+  ]);
+  pipeLines(edge, 'edge', options.onLog);
+  const baseUrl = `http://${host}:${port}`;
+  await waitUntil(`the edge at ${baseUrl}`, edge, async () => (await fetch(`${baseUrl}/healthz`)).ok);
+
+  let prober: ChildProcess | null = null;
+  let proberOpsUrl: string | null = null;
+  const stack: LocalStack = {
+    baseUrl,
+    accountId: DEV_ACCOUNT_ID,
+    apiKey: seeded.apiKey,
+    proberToken: seeded.proberToken,
+    d1,
+    edge,
+    get prober() {
+      return prober;
+    },
+    get proberOpsUrl() {
+      return proberOpsUrl;
+    },
+    async startProber() {
+      const opsPort = await freePort(host);
+      proberOpsUrl = `http://${host}:${opsPort}`;
+      prober = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          EDGE_URL: baseUrl,
+          PROBER_TOKEN: seeded.proberToken,
+          OPS_HOST: host,
+          OPS_PORT: String(opsPort),
+          LOG_LEVEL: 'warn',
+          ...options.proberEnv,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      pipeLines(prober, 'prober', options.onLog);
+      const running = prober;
+      // The prober's /healthz turns 200 once its link to the edge is up.
+      await waitUntil('the prober to link', running, async () => (await fetch(`${proberOpsUrl}/healthz`)).ok);
+    },
+    async stopProber(signal = 'SIGTERM') {
+      const running = prober;
+      prober = null;
+      return running ? stopProcess(running, signal) : null;
+    },
+    async close() {
+      await stack.stopProber();
+      await stopProcess(edge, 'SIGTERM', true);
+    },
+  };
+  if (options.startProber ?? true) await stack.startProber();
+  return stack;
+}
+
+/** The dev account, an API key and a prober token; reused across runs while still valid. */
+async function seedDevelopmentAccount(
+  d1: D1Target,
+  persistTo: string,
+  options: StackOptions,
+): Promise<{ apiKey: string; proberToken: string }> {
+  if (!accountExists(d1, DEV_ACCOUNT_ID)) {
+    createAccount(d1, { id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
+  }
+  const savedPath = join(persistTo, 'rcpt-dev-credentials.json');
+  const saved: SavedCredentials = existsSync(savedPath) ? JSON.parse(readFileSync(savedPath, 'utf8')) : {};
+
+  let apiKey: string;
+  if (options.devApiKey) {
+    apiKey = options.devApiKey;
+    registerApiKey(d1, {
+      accountId: DEV_ACCOUNT_ID,
+      name: 'development key (RCPT_DEV_API_KEY)',
+      mode: apiKey.startsWith('rk_test_') ? 'test' : 'live',
+      hash: await hashSecret(apiKey),
+      prefix: apiKey.slice(0, 12),
+    });
+  } else if (saved.apiKey && isLiveCredential(d1, 'api_keys', await hashSecret(saved.apiKey))) {
+    apiKey = saved.apiKey;
+  } else {
+    apiKey = (await createApiKey(d1, { accountId: DEV_ACCOUNT_ID, name: 'development key', mode: 'live' }))
+      .secret;
+  }
+
+  let proberToken: string;
+  if (saved.proberToken && isLiveCredential(d1, 'prober_tokens', await hashSecret(saved.proberToken))) {
+    proberToken = saved.proberToken;
+  } else {
+    proberToken = (await createProberToken(d1, { region: 'default', name: 'local prober' })).secret;
+  }
+  // The persistence folder is git-ignored local state, like the database beside it.
+  writeFileSync(
+    savedPath,
+    JSON.stringify({ apiKey: options.devApiKey ? saved.apiKey : apiKey, proberToken }),
+    {
+      mode: 0o600,
+    },
+  );
+  return { apiKey, proberToken };
+}
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Polls `ready` until it holds; fails at once if the process exits first. */
+async function waitUntil(
+  what: string,
+  child: ChildProcess,
+  ready: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null = null;
+  child.once('exit', (code) => {
+    exited = code ?? -1;
+  });
+  while (Date.now() < deadline) {
+    if (exited !== null) throw new Error(`gave up waiting for ${what}: the process exited with ${exited}`);
+    try {
+      if (await ready()) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`gave up waiting for ${what} after ${timeoutMs} ms`);
+}
+
+function pipeLines(child: ChildProcess, source: 'edge' | 'prober', onLog: StackOptions['onLog']): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    let buffered = '';
+    stream?.setEncoding('utf8');
+    stream?.on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) onLog?.(source, line);
+    });
+  }
+}
+
+/** Signals a process (its whole group when `group`) and resolves with its exit code. */
+export async function stopProcess(
+  child: ChildProcess,
+  signal: NodeJS.Signals,
+  group = false,
+): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    if (group && child.pid) process.kill(-child.pid, signal);
+    else child.kill(signal);
+  } catch {
+    // already gone
+  }
+  const killer = setTimeout(() => {
+    try {
+      if (group && child.pid) process.kill(-child.pid, 'SIGKILL');
+      else child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, 15_000);
+  const code = await exited;
+  clearTimeout(killer);
+  return code;
+}

@@ -1,0 +1,137 @@
+// Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
+// through wrangler so they work on the local D1 and, with `remote`, on a deployed one.
+import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { type D1Target, executeSql, sqlLiteral as q } from './d1.ts';
+
+export interface IssuedCredential {
+  id: string;
+  secret: string; // shown once, never stored
+  prefix: string;
+}
+
+export function createAccount(
+  target: D1Target,
+  input: { id?: string; email?: string | null; credits: number },
+): string {
+  const id = input.id ?? crypto.randomUUID();
+  const now = Date.now();
+  executeSql(
+    target,
+    `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, ${q(input.credits)}, ${q(now)});
+     INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+       VALUES (${q(id)}, ${q(input.credits)}, ${q(input.credits)}, 'signup_grant', ${q(id)}, ${q(now)});`,
+  );
+  return id;
+}
+
+export function accountExists(target: D1Target, accountId: string): boolean {
+  const [rows] = executeSql(target, `SELECT id FROM accounts WHERE id = ${q(accountId)}`);
+  return (rows?.length ?? 0) > 0;
+}
+
+/** Adds credits with a ledger row; returns the new balance. */
+export function grantCredits(
+  target: D1Target,
+  input: { accountId: string; amount: number; reference?: string },
+): number {
+  if (!Number.isInteger(input.amount) || input.amount <= 0)
+    throw new Error('amount must be a positive integer');
+  const now = Date.now();
+  const results = executeSql(
+    target,
+    `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+       SELECT id, ${q(input.amount)}, credit_balance + ${q(input.amount)}, 'grant', ${q(input.reference ?? 'operator')}, ${q(now)}
+       FROM accounts WHERE id = ${q(input.accountId)};
+     UPDATE accounts SET credit_balance = credit_balance + ${q(input.amount)} WHERE id = ${q(input.accountId)};
+     SELECT credit_balance FROM accounts WHERE id = ${q(input.accountId)};`,
+  );
+  const balance = results.at(-1)?.[0]?.credit_balance;
+  if (typeof balance !== 'number') throw new Error(`no account ${input.accountId}`);
+  return balance;
+}
+
+export async function createApiKey(
+  target: D1Target,
+  input: { accountId: string; name: string; mode: 'live' | 'test'; secret?: string },
+): Promise<IssuedCredential> {
+  const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
+  const id = crypto.randomUUID();
+  executeSql(
+    target,
+    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
+     VALUES (${q(id)}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())})`,
+  );
+  return { id, secret: issued.secret, prefix: issued.prefix };
+}
+
+/** Registers a key whose secret the operator chose (e.g. RCPT_DEV_API_KEY), if not already there. */
+export function registerApiKey(
+  target: D1Target,
+  input: { accountId: string; name: string; mode: 'live' | 'test'; hash: string; prefix: string },
+): void {
+  executeSql(
+    target,
+    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
+     VALUES (${q(crypto.randomUUID())}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(input.hash)}, ${q(input.prefix)}, ${q(Date.now())})
+     ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ${q(input.accountId)}`,
+  );
+}
+
+export function isLiveCredential(
+  target: D1Target,
+  table: 'api_keys' | 'prober_tokens',
+  hash: string,
+): boolean {
+  const column = table === 'api_keys' ? 'key_hash' : 'token_hash';
+  const [rows] = executeSql(
+    target,
+    `SELECT id FROM ${table} WHERE ${column} = ${q(hash)} AND revoked_at IS NULL`,
+  );
+  return (rows?.length ?? 0) > 0;
+}
+
+export function revokeCredential(
+  target: D1Target,
+  table: 'api_keys' | 'prober_tokens',
+  idOrPrefix: string,
+): number {
+  const [rows] = executeSql(
+    target,
+    `UPDATE ${table} SET revoked_at = ${q(Date.now())} WHERE (id = ${q(idOrPrefix)} OR prefix = ${q(idOrPrefix)}) AND revoked_at IS NULL RETURNING id`,
+  );
+  return rows?.length ?? 0;
+}
+
+export async function createProberToken(
+  target: D1Target,
+  input: { region: string; name: string },
+): Promise<IssuedCredential> {
+  const issued = await issueSecret('proberToken');
+  const id = crypto.randomUUID();
+  executeSql(
+    target,
+    `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
+     VALUES (${q(id)}, ${q(input.name)}, ${q(input.region)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())})`,
+  );
+  return { id, secret: issued.secret, prefix: issued.prefix };
+}
+
+/** Many API keys in one statement (benchmarks spread load over keys to stay under 100/min each). */
+export async function createApiKeys(
+  target: D1Target,
+  input: { accountId: string; count: number; mode: 'live' | 'test' },
+): Promise<string[]> {
+  const issued = await Promise.all(
+    Array.from({ length: input.count }, () => issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey')),
+  );
+  const now = Date.now();
+  const values = issued.map(
+    (key) =>
+      `(${q(crypto.randomUUID())}, ${q(input.accountId)}, 'bench key', ${q(input.mode)}, ${q(key.hash)}, ${q(key.prefix)}, ${q(now)})`,
+  );
+  executeSql(
+    target,
+    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at) VALUES ${values.join(', ')}`,
+  );
+  return issued.map((key) => key.secret);
+}

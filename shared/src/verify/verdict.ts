@@ -1,0 +1,458 @@
+// The verdict: a pure, deterministic and total function from the facts the edge gathered
+// (syntax, lists, typo, DNS, probe) to the API's VerificationResult. ARCHITECTURE.md "Verdict
+// vocabulary" is the authority; the precedence, first decision wins:
+//
+//   1. Syntax: invalid → undeliverable/invalid_syntax. An IP literal is valid but cannot be
+//      verified (no DNS, and probing a literal address is refused) → unknown/provider_unverifiable.
+//   2. DNS: nxdomain → undeliverable/possible_typo when a typo is suggested, else invalid_domain;
+//      no MX nor A/AAAA → no_mx_record; null MX (RFC 7505) → does_not_accept_mail; MX only on
+//      private addresses → unroutable_ip_address; resolver failure → unknown/dns_error.
+//   3. SMTP, for the address's own RCPT answer:
+//      a. a mailbox code (unknown, disabled, malformed) → undeliverable; a full mailbox → risky;
+//         a guard refusal → undeliverable/unroutable_ip_address;
+//      b. accepted → possible_spamtrap › toxic › disposable › catch_all › role_based ›
+//         possible_typo › accepted_email (disposable providers accept every address, so a
+//         disposable domain is nearly always catch-all too: "disposable" is the finding that
+//         matters; catch-all stays in checks.isCatchAll and riskFactors);
+//      c. no usable answer (probe unavailable, timeout, session failure, greylisting, policy
+//         block, temporary error): facts that need no SMTP decide if any apply —
+//         possible_spamtrap › toxic › disposable › possible_typo — since the domain is known to
+//         receive mail and the address is risky whatever its mailbox says; otherwise the SMTP
+//         reason stands (unknown/…). A role address needs an accepting mailbox to be role_based.
+import {
+  Meta,
+  SUB_STATUSES,
+  type SubStatus,
+  type TypoSuggestion,
+  type VerificationResult,
+  type VerificationStatus,
+} from '../contract/api.ts';
+import type { ProbeReport, SessionFailure } from '../contract/prober.ts';
+import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
+import { scoreVerdict } from './score.ts';
+import { classifyReply, type ReplyStage } from './smtp-reply.ts';
+
+export interface VerdictInput {
+  /** The address as given, trimmed. */
+  email: string;
+  syntax: SyntaxResult;
+  lists: ListFacts;
+  typo: TypoSuggestion | null;
+  /** null: not resolved (invalid syntax or IP literal). */
+  dns: DnsOutcome | null;
+  probe: ProbeOutcome;
+  /** ISO 8601 instant. */
+  verifiedAt: string;
+  processingTimeMs: number;
+}
+
+/** One plain-English sentence per subStatus. */
+export const REASONS: Record<SubStatus, string> = {
+  accepted_email: 'The mail server accepted the address.',
+  invalid_syntax: 'The address is not valid email syntax.',
+  invalid_domain: 'The domain does not exist.',
+  no_mx_record: 'The domain has no mail server (no MX, A or AAAA record).',
+  does_not_accept_mail: 'The domain publishes a null MX record, so it accepts no email.',
+  unroutable_ip_address:
+    "The domain's mail server is on a private or reserved address that cannot be reached.",
+  mailbox_not_found: 'The mail server says this mailbox does not exist.',
+  mailbox_disabled: 'The mail server says this mailbox is disabled.',
+  possible_typo: 'The domain exists but is probably a typo of a common domain.',
+  catch_all: 'The domain accepts mail for any address, so this mailbox cannot be confirmed.',
+  role_based: 'The mailbox exists but belongs to a role such as info@ or support@, not a person.',
+  disposable: 'The address belongs to a disposable (temporary) email provider.',
+  mailbox_full: 'The mailbox exists but is full, so new mail bounces for now.',
+  possible_spamtrap: 'The address looks like a spam trap.',
+  toxic: 'The address is likely to produce abuse complaints.',
+  greylisted: 'The mail server asked to try again later (greylisting).',
+  mail_server_temporary_error: 'The mail server reported a temporary error.',
+  smtp_timeout: 'The mail server did not answer in time.',
+  smtp_connection_failed: 'No connection could be made to the mail server.',
+  forcible_disconnect: 'The mail server closed the connection before answering.',
+  antispam_blocked:
+    'The mail server refused the check under its anti-spam policy, so the mailbox was not verified.',
+  invalid_smtp_response: 'The mail server answered outside the SMTP protocol.',
+  provider_unverifiable:
+    'The mailbox cannot be verified: its mail server, or the form of the address, does not allow it.',
+  smtp_unavailable: 'No SMTP check could be made, so the mailbox was not verified.',
+  dns_error: "The domain's DNS could not be resolved.",
+  internal_error: 'rcpt could not complete the check.',
+};
+
+const UNDELIVERABLE_TYPO_REASON = 'The domain does not exist and is probably a typo of a common domain.';
+
+/** The plain-English risk factors a result can carry. */
+export const RISK_FACTORS = {
+  spamtrap: 'Local part looks like a spam trap',
+  roleBased: 'Role-based address: it usually reaches a team or a list, not one person',
+  catchAll: 'Catch-all domain: the server accepts any address, so this mailbox is not confirmed',
+  disposable: 'Disposable (temporary) email provider',
+  freeProvider: 'Free email provider',
+  quotedLocalPart: 'Quoted local part, which many systems do not accept',
+  needsSmtpUtf8: 'Internationalised local part: needs a mail server with SMTPUTF8 (RFC 6531)',
+  ipLiteral: 'IP address instead of a domain: the mailbox cannot be verified',
+  typo: (suggested: string) => `Domain looks like a typo of ${suggested}`,
+  greylisted: 'Greylisted: the mail server asked to try again later',
+} as const;
+
+// Obvious trap names published on web pages to catch address harvesters. Real traps are often
+// random-looking and cannot be recognised by name; these can.
+const SPAMTRAP_WORDS = /spam[-._]?trap|honey[-._]?pot|honey[-._]?trap|spam[-._]?bait/;
+const SPAMTRAP_NAMES = /^(trap|blackhole|bait)[-._]?\d*$/;
+// RFC 2142 §2, §5: abuse@, postmaster@, noc@ and security@ are where complaints go; mailing
+// them invites a report.
+const COMPLAINT_DESKS = new Set(['abuse', 'postmaster', 'spam', 'noc', 'security']);
+/** At this toxicity an address that is not a trap by name is `toxic`. */
+const TOXIC_THRESHOLD = 4;
+
+function localPartName(localPart: string): string {
+  return (localPart.toLowerCase().split('+')[0] ?? '').replace(/^"|"$/g, '');
+}
+
+function looksLikeSpamtrap(localPart: string): boolean {
+  const name = localPartName(localPart);
+  return SPAMTRAP_WORDS.test(name) || SPAMTRAP_NAMES.test(name);
+}
+
+/**
+ * Toxicity 0–5: min(5, 1·role + 2·disposable + 2·complaint desk + 3·trap-like name).
+ * 0 is a clean personal address; 5 a trap name on a disposable domain or abuse@ on one.
+ */
+export function toxicityOf(localPart: string, lists: ListFacts): number {
+  const points =
+    (lists.isRoleBased ? 1 : 0) +
+    (lists.isDisposable ? 2 : 0) +
+    (COMPLAINT_DESKS.has(localPartName(localPart)) ? 2 : 0) +
+    (looksLikeSpamtrap(localPart) ? 3 : 0);
+  return Math.min(5, points);
+}
+
+/** What the SMTP step said about the address. */
+interface SmtpAnswer {
+  subStatus: SubStatus;
+  accepted: boolean;
+  rejectsMailbox: boolean;
+  retryAfterSeconds?: number;
+}
+
+const NO_ANSWER: SmtpAnswer = { subStatus: 'smtp_unavailable', accepted: false, rejectsMailbox: false };
+
+const FAILURE_SUB_STATUSES: Record<Exclude<SessionFailure['kind'], 'rejected'>, SubStatus> = {
+  connection_failed: 'smtp_connection_failed',
+  timeout: 'smtp_timeout',
+  disconnected: 'forcible_disconnect',
+  invalid_response: 'invalid_smtp_response',
+  // Required TLS that could not be had is a connection we could not make.
+  tls_failed: 'smtp_connection_failed',
+  smtputf8_unsupported: 'provider_unverifiable',
+  target_refused: 'unroutable_ip_address',
+  provider_unverifiable: 'provider_unverifiable',
+  throttled: 'mail_server_temporary_error',
+};
+
+// A refusal before MAIL (connect, STARTTLS, the guard) is classified like one at the nearest
+// SMTP step, so that mailbox rows, which are RCPT-only, never apply to it.
+const REPLY_STAGES: Record<SessionFailure['stage'], ReplyStage> = {
+  connect: 'banner',
+  banner: 'banner',
+  guard: 'banner',
+  ehlo: 'ehlo',
+  starttls: 'ehlo',
+  mail: 'mail',
+  rcpt: 'rcpt',
+};
+
+function failureAnswer(failure: SessionFailure): SmtpAnswer {
+  if (failure.kind !== 'rejected') {
+    return { subStatus: FAILURE_SUB_STATUSES[failure.kind], accepted: false, rejectsMailbox: false };
+  }
+  // A refusal reported without its reply breaks the prober contract: our fault, not the server's.
+  if (!failure.reply) return { subStatus: 'internal_error', accepted: false, rejectsMailbox: false };
+  const classified = classifyReply(failure.reply, REPLY_STAGES[failure.stage]);
+  // A "refusal" whose reply is 2xx contradicts itself.
+  if (classified.accepted)
+    return { subStatus: 'invalid_smtp_response', accepted: false, rejectsMailbox: false };
+  const answer: SmtpAnswer = {
+    subStatus: classified.subStatus,
+    accepted: false,
+    rejectsMailbox: classified.rejectsMailbox,
+  };
+  if (classified.retryAfterSeconds !== undefined) answer.retryAfterSeconds = classified.retryAfterSeconds;
+  return answer;
+}
+
+/** The subStatus a session failure stands for when it kept an address from its RCPT answer. */
+export function failureSubStatus(failure: SessionFailure): SubStatus {
+  return failureAnswer(failure).subStatus;
+}
+
+/** true: a random address was accepted; false: it was rejected with a mailbox code; null: could not tell. */
+export function catchAllState(report: ProbeReport): boolean | null {
+  if (!report.catchAllReply) return null;
+  const classified = classifyReply(report.catchAllReply, 'rcpt');
+  if (classified.accepted) return true;
+  if (classified.rejectsMailbox) return false;
+  return null;
+}
+
+function splitAddress(email: string): { localPart: string; domain: string } {
+  const at = email.lastIndexOf('@');
+  if (at < 0) return { localPart: email, domain: '' };
+  return { localPart: email.slice(0, at), domain: email.slice(at + 1).toLowerCase() };
+}
+
+// RFC 5321 §2.4: the local part may be case-sensitive, the domain is not.
+function sameAddress(left: string, right: string): boolean {
+  const a = splitAddress(left);
+  const b = splitAddress(right);
+  return a.localPart === b.localPart && a.domain === b.domain;
+}
+
+function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswer {
+  const outcome = report.perAddress.find((candidate) =>
+    addresses.some((email) => sameAddress(candidate.email, email)),
+  );
+  if (!outcome) return NO_ANSWER;
+  if (outcome.reply) {
+    const classified = classifyReply(outcome.reply, 'rcpt');
+    const answer: SmtpAnswer = {
+      subStatus: classified.subStatus,
+      accepted: classified.accepted,
+      rejectsMailbox: classified.rejectsMailbox,
+    };
+    if (classified.retryAfterSeconds !== undefined) answer.retryAfterSeconds = classified.retryAfterSeconds;
+    return answer;
+  }
+  return outcome.failure ? failureAnswer(outcome.failure) : NO_ANSWER;
+}
+
+interface Decision {
+  status: VerificationStatus;
+  subStatus: SubStatus;
+  smtpValid: boolean | null;
+  isCatchAll: boolean | null;
+  mailboxAccepted: boolean;
+  greylisted: boolean;
+  retryAfterSeconds?: number;
+  mxHost: string | null;
+}
+
+function settled(
+  subStatus: SubStatus,
+  mxHost: string | null = null,
+  status = SUB_STATUSES[subStatus],
+): Decision {
+  return {
+    status,
+    subStatus,
+    smtpValid: null,
+    isCatchAll: null,
+    mailboxAccepted: false,
+    greylisted: false,
+    mxHost,
+  };
+}
+
+function firstMxHost(dns: DnsOutcome | null): string | null {
+  if (!dns || (dns.kind !== 'mx' && dns.kind !== 'unroutable')) return null;
+  const [first] = [...dns.mx].sort((a, b) => a.preference - b.preference || a.host.localeCompare(b.host));
+  return first?.host ?? null;
+}
+
+interface AddressFacts {
+  spamtrapLike: boolean;
+  toxicity: number;
+}
+
+// 3b: the mailbox accepted the address; the first risk that applies names it.
+function acceptedSubStatus(input: VerdictInput, facts: AddressFacts, isCatchAll: boolean | null): SubStatus {
+  if (facts.spamtrapLike) return 'possible_spamtrap';
+  if (facts.toxicity >= TOXIC_THRESHOLD) return 'toxic';
+  if (input.lists.isDisposable) return 'disposable';
+  if (isCatchAll === true) return 'catch_all';
+  if (input.lists.isRoleBased) return 'role_based';
+  if (input.typo) return 'possible_typo';
+  return 'accepted_email';
+}
+
+// 3c: SMTP gave no usable answer; these risks need none.
+function localRiskSubStatus(input: VerdictInput, facts: AddressFacts): SubStatus | null {
+  if (facts.spamtrapLike) return 'possible_spamtrap';
+  if (facts.toxicity >= TOXIC_THRESHOLD) return 'toxic';
+  if (input.lists.isDisposable) return 'disposable';
+  if (input.typo) return 'possible_typo';
+  return null;
+}
+
+function decide(input: VerdictInput, facts: AddressFacts): Decision {
+  const { syntax, dns, typo } = input;
+  if (!syntax.valid) return settled('invalid_syntax');
+  if (syntax.ipLiteral) return settled('provider_unverifiable');
+  // A verifiable address reaches here only with DNS resolved; null is a pipeline fault.
+  if (!dns) return settled('internal_error');
+  switch (dns.kind) {
+    case 'nxdomain':
+      return typo ? settled('possible_typo', null, 'undeliverable') : settled('invalid_domain');
+    case 'no_mail_route':
+      return settled('no_mx_record');
+    case 'null_mx':
+      return settled('does_not_accept_mail');
+    case 'unroutable':
+      return settled('unroutable_ip_address', firstMxHost(dns));
+    case 'error':
+      return settled('dns_error');
+    case 'mx':
+      break;
+  }
+
+  const { probe } = input;
+  let answer = NO_ANSWER;
+  let isCatchAll: boolean | null = null;
+  let mxHost = firstMxHost(dns);
+  if (probe.kind === 'report') {
+    const addresses = [input.email.trim(), syntax.email];
+    answer = answerFor(probe.report, addresses);
+    isCatchAll = catchAllState(probe.report);
+    mxHost = probe.report.session.mxHost ?? mxHost;
+  } else if (probe.kind === 'timeout') {
+    answer = { subStatus: 'smtp_timeout', accepted: false, rejectsMailbox: false };
+  }
+
+  const base = { isCatchAll, mxHost, greylisted: answer.subStatus === 'greylisted' };
+  if (answer.accepted) {
+    const subStatus = acceptedSubStatus(input, facts, isCatchAll);
+    return { ...base, status: SUB_STATUSES[subStatus], subStatus, smtpValid: true, mailboxAccepted: true };
+  }
+  if (answer.rejectsMailbox) {
+    return {
+      ...base,
+      status: 'undeliverable',
+      subStatus: answer.subStatus,
+      smtpValid: false,
+      mailboxAccepted: false,
+    };
+  }
+  // mailbox_full (risky) and a guard refusal (undeliverable) are answers in their own right.
+  if (SUB_STATUSES[answer.subStatus] !== 'unknown') {
+    return {
+      ...base,
+      status: SUB_STATUSES[answer.subStatus],
+      subStatus: answer.subStatus,
+      smtpValid: null,
+      mailboxAccepted: false,
+    };
+  }
+  const unanswered: Decision = {
+    ...base,
+    status: 'unknown',
+    subStatus: answer.subStatus,
+    smtpValid: null,
+    mailboxAccepted: false,
+  };
+  const localRisk = localRiskSubStatus(input, facts);
+  if (localRisk) return { ...unanswered, status: 'risky', subStatus: localRisk };
+  if (answer.subStatus === 'greylisted' && answer.retryAfterSeconds !== undefined) {
+    unanswered.retryAfterSeconds = answer.retryAfterSeconds;
+  }
+  return unanswered;
+}
+
+function riskFactorsOf(input: VerdictInput, facts: AddressFacts, decision: Decision): string[] {
+  const { syntax, lists, typo } = input;
+  const factors: string[] = [];
+  if (facts.spamtrapLike) factors.push(RISK_FACTORS.spamtrap);
+  if (lists.isRoleBased) factors.push(RISK_FACTORS.roleBased);
+  if (decision.isCatchAll === true) factors.push(RISK_FACTORS.catchAll);
+  if (lists.isDisposable) factors.push(RISK_FACTORS.disposable);
+  if (lists.isFreeProvider) factors.push(RISK_FACTORS.freeProvider);
+  if (syntax.valid && syntax.quotedLocalPart) factors.push(RISK_FACTORS.quotedLocalPart);
+  if (syntax.valid && syntax.needsSmtpUtf8) factors.push(RISK_FACTORS.needsSmtpUtf8);
+  if (syntax.valid && syntax.ipLiteral) factors.push(RISK_FACTORS.ipLiteral);
+  if (typo) factors.push(RISK_FACTORS.typo(typo.suggested));
+  if (decision.greylisted) factors.push(RISK_FACTORS.greylisted);
+  return factors;
+}
+
+const EPOCH = '1970-01-01T00:00:00.000Z';
+
+// The caller passes `new Date().toISOString()`; anything else is normalised so that the result
+// still parses, and an unreadable instant becomes the epoch rather than a made-up "now".
+function isoInstant(value: string): string {
+  if (Meta.shape.verifiedAt.safeParse(value).success) return value;
+  const time = Date.parse(value);
+  if (!Number.isFinite(time)) return EPOCH;
+  const iso = new Date(time).toISOString();
+  return Meta.shape.verifiedAt.safeParse(iso).success ? iso : EPOCH;
+}
+
+function wholeMilliseconds(value: number): number {
+  if (!Number.isFinite(value)) return 0;
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(value)));
+}
+
+function typoSuggestion(typo: TypoSuggestion | null): TypoSuggestion | null {
+  if (!typo) return null;
+  const confidence = Number.isFinite(typo.confidence) ? Math.min(1, Math.max(0, typo.confidence)) : 0;
+  return { original: typo.original, suggested: typo.suggested, confidence };
+}
+
+function dnsTypeOf(dns: DnsOutcome | null): VerificationResult['meta']['dnsType'] {
+  if (dns?.kind === 'mx') return dns.dnsType;
+  if (dns?.kind === 'null_mx') return 'NULL_MX';
+  return null;
+}
+
+/** Turns the gathered facts into the API's result. Pure, deterministic and total. */
+export function computeVerdict(input: VerdictInput): VerificationResult {
+  const { syntax, lists, dns } = input;
+  const facts: AddressFacts = {
+    spamtrapLike: looksLikeSpamtrap(syntax.localPart),
+    toxicity: toxicityOf(syntax.localPart, lists),
+  };
+  const decision = decide(input, facts);
+  const riskFactors = riskFactorsOf(input, facts, decision);
+  const isDeliverable =
+    decision.mailboxAccepted &&
+    decision.isCatchAll !== true &&
+    (decision.subStatus === 'accepted_email' || decision.subStatus === 'role_based');
+  const result: VerificationResult = {
+    email: input.email.trim(),
+    status: decision.status,
+    subStatus: decision.subStatus,
+    reason:
+      decision.subStatus === 'possible_typo' && decision.status === 'undeliverable'
+        ? UNDELIVERABLE_TYPO_REASON
+        : REASONS[decision.subStatus],
+    score: scoreVerdict({
+      status: decision.status,
+      subStatus: decision.subStatus,
+      riskFactors,
+      toxicity: facts.toxicity,
+    }),
+    isDeliverable,
+    toxicity: facts.toxicity,
+    checks: {
+      syntax: syntax.valid,
+      // RFC 5321 §5.1: an implicit MX (A/AAAA) is a mail route too; dnsType tells which.
+      mxRecords: (dns?.kind === 'mx' || dns?.kind === 'unroutable') && dns.mx.length > 0,
+      smtpValid: decision.smtpValid,
+      isDisposable: lists.isDisposable,
+      isRoleBased: lists.isRoleBased,
+      isFreeProvider: lists.isFreeProvider,
+      isCatchAll: decision.isCatchAll,
+      hasTypo: typoSuggestion(input.typo),
+    },
+    meta: {
+      domain: syntax.domain,
+      localPart: syntax.localPart,
+      mxHost: decision.mxHost,
+      provider: lists.provider,
+      dnsType: dnsTypeOf(dns),
+      verifiedAt: isoInstant(input.verifiedAt),
+      processingTimeMs: wholeMilliseconds(input.processingTimeMs),
+    },
+    riskFactors,
+  };
+  if (decision.retryAfterSeconds !== undefined) result.retryAfterSeconds = decision.retryAfterSeconds;
+  return result;
+}

@@ -1,0 +1,247 @@
+// Batch verification through the whole system: upload → queue by domain → prober → results,
+// with greylisting retried, a prober killed mid-job, refunds, and a signed webhook.
+import { createServer, type Server } from 'node:http';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeSql } from '../../scripts/stack/d1.ts';
+import { type System, startSystem } from './harness.ts';
+
+let system: System;
+let receiver: WebhookReceiver;
+
+interface Job {
+  status: string;
+  progress: number;
+  totalEmails: number;
+  processedEmails: number;
+  deliverableCount: number;
+  undeliverableCount: number;
+  riskyCount: number;
+  unknownCount: number;
+  catchAllCount: number;
+  creditsCharged: number;
+  creditsRefunded: number;
+  completedAt: string | null;
+  bounceEstimate: { percent: number; level: string } | null;
+}
+
+interface Delivery {
+  headers: Record<string, string>;
+  body: string;
+}
+
+class WebhookReceiver {
+  readonly deliveries: Delivery[] = [];
+  #waiters: ((delivery: Delivery) => void)[] = [];
+  readonly server: Server;
+
+  constructor() {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        const delivery = { headers: request.headers as Record<string, string>, body };
+        this.deliveries.push(delivery);
+        response.writeHead(204).end();
+        for (const waiter of this.#waiters.splice(0)) waiter(delivery);
+      });
+    });
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    if (!address || typeof address === 'string') throw new Error('no address');
+    return `http://127.0.0.1:${address.port}/hooks`;
+  }
+
+  /** The delivery about this job, as soon as it arrives. */
+  async next(jobId: string): Promise<Delivery> {
+    for (;;) {
+      const found = this.deliveries.find((delivery) => delivery.body.includes(jobId));
+      if (found) return found;
+      await new Promise<Delivery>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+}
+
+beforeAll(async () => {
+  receiver = new WebhookReceiver();
+  await receiver.listen();
+  system = await startSystem({
+    greylistDelayMs: 1500,
+    credits: 5000,
+    vars: {
+      BATCH_RETRY_BASE_SECONDS: '1',
+      BATCH_MAX_ATTEMPTS: '8',
+      SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))),
+    },
+  });
+});
+
+afterAll(async () => {
+  await system?.close();
+  receiver?.server.close();
+});
+
+async function json<T>(response: Response): Promise<T> {
+  expect(response.status, await response.clone().text()).toBe(200);
+  return response.json() as Promise<T>;
+}
+
+async function createWebhookSecret(): Promise<string> {
+  const { secret } = await json<{ secret: string }>(
+    await system.api('/api/v1/webhooks/secret', { method: 'POST' }),
+  );
+  expect(secret).toMatch(/^whsec_/);
+  return secret;
+}
+
+function balance(): number {
+  const [rows] = executeSql(
+    system.stack.d1,
+    `SELECT credit_balance FROM accounts WHERE id = '${system.stack.accountId}'`,
+  );
+  return Number(rows?.[0]?.credit_balance);
+}
+
+function mixedList(): { emails: string[]; expected: Map<string, string> } {
+  const domains = system.world.domains;
+  const expected = new Map<string, string>();
+  const emails: string[] = [];
+  const add = (email: string, subStatus: string) => {
+    emails.push(email);
+    expected.set(email, subStatus);
+  };
+  for (let index = 0; index < 400; index++) {
+    const domain = `bulk-${String((index % 20) + 1).padStart(2, '0')}.test`;
+    add(
+      index % 4 === 0 ? `nobody${index}@${domain}` : `user${index}@${domain}`,
+      index % 4 === 0 ? 'mailbox_not_found' : 'accepted_email',
+    );
+  }
+  for (const local of ['alice', 'bob', 'carol']) add(`${local}@${domains.accept}`, 'accepted_email');
+  for (let index = 0; index < 20; index++) add(`anyone${index}@${domains.catchall}`, 'catch_all');
+  for (let index = 0; index < 10; index++) add(`user${index}@${domains.greylist}`, 'accepted_email');
+  for (let index = 0; index < 10; index++) add(`user${index}@${domains.rbl}`, 'antispam_blocked');
+  for (let index = 0; index < 10; index++) add(`user${index}@${domains.full}`, 'mailbox_full');
+  for (let index = 0; index < 10; index++) add(`user${index}@${domains.disabled}`, 'mailbox_disabled');
+  for (let index = 0; index < 10; index++) add(`user${index}@nullmx.test`, 'does_not_accept_mail');
+  for (let index = 0; index < 10; index++) add(`user${index}@nonexistent.test`, 'invalid_domain');
+  for (let index = 0; index < 12; index++) add(`user${index}@mailinator.com`, 'disposable');
+  for (let index = 0; index < 5; index++) add(`not an address ${index}`, 'invalid_syntax');
+  expect(emails).toHaveLength(500);
+  return { emails, expected };
+}
+
+describe('batch verification end to end', () => {
+  it('verifies a 500-address mixed list: right verdicts, greylisting retried, refunds, a signed webhook', async () => {
+    const secret = await createWebhookSecret();
+    const { emails, expected } = mixedList();
+    const duplicates = [emails[1] ?? '', emails[2] ?? ''];
+    const before = balance();
+    const uploaded = await json<{
+      jobId: string;
+      totalEmails: number;
+      duplicateCount: number;
+      invalidRows: number;
+      creditsCharged: number;
+    }>(
+      await system.api('/api/v1/bulk/upload', {
+        json: { emails: [...emails, ...duplicates], webhookUrl: await webhookUrl() },
+      }),
+    );
+    expect(uploaded).toMatchObject({
+      totalEmails: 495,
+      duplicateCount: 2,
+      invalidRows: 5,
+      creditsCharged: 495,
+    });
+    expect(balance()).toBe(before - 495);
+
+    const early = await system.api(`/api/v1/bulk/results/${uploaded.jobId}`);
+    if (early.status !== 200) expect(await early.json()).toMatchObject({ code: 'JOB_NOT_COMPLETED' });
+
+    const delivery = await receiver.next(uploaded.jobId);
+    const event = new Webhook(secret).verify(delivery.body, {
+      'webhook-id': delivery.headers['webhook-id'] ?? '',
+      'webhook-timestamp': delivery.headers['webhook-timestamp'] ?? '',
+      'webhook-signature': delivery.headers['webhook-signature'] ?? '',
+    }) as { type: string; data: { job: Job } };
+    expect(event.type).toBe('job.completed');
+
+    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${uploaded.jobId}`));
+    // Catch-all: the 20 catch-all addresses and the 12 on mailinator.com, a disposable domain that accepts anything.
+    expect(job).toMatchObject({
+      status: 'completed',
+      progress: 100,
+      totalEmails: 495,
+      processedEmails: 495,
+      catchAllCount: 32,
+    });
+    expect(job.deliverableCount + job.undeliverableCount + job.riskyCount + job.unknownCount).toBe(495);
+    // The RBL-blocked addresses are refunded; greylisted ones were retried until accepted.
+    expect(job.creditsRefunded).toBe(10);
+    expect(balance()).toBe(before - 495 + 10);
+    expect(job.bounceEstimate?.percent).toBeGreaterThan(0);
+    expect(event.data.job.status).toBe('completed');
+
+    const { results } = await json<{ results: { email: string; subStatus: string }[] }>(
+      await system.api(`/api/v1/bulk/results/${uploaded.jobId}`),
+    );
+    expect(results).toHaveLength(502);
+    results.slice(0, 500).forEach((result, index) => {
+      expect(result.email).toBe(emails[index]);
+      expect({ email: result.email, subStatus: result.subStatus }).toEqual({
+        email: result.email,
+        subStatus: expected.get(result.email),
+      });
+    });
+    expect(results.slice(500).map((result) => result.subStatus)).toEqual(
+      duplicates.map((email) => expected.get(email)),
+    );
+  });
+
+  it('completes a job whose prober is killed mid-way, losing nothing and charging once', async () => {
+    const emails = [
+      ...Array.from(
+        { length: 300 },
+        (_, index) => `user${index}@bulk-${String((index % 10) + 30).padStart(2, '0')}.test`,
+      ),
+      ...Array.from({ length: 5 }, (_, index) => `userlate${index}@${system.world.domains.greylist}`),
+    ];
+    // The account's default webhook says when the job is done.
+    await json(await system.api('/api/v1/webhooks', { method: 'PUT', json: { url: await webhookUrl() } }));
+    const before = balance();
+    const { jobId } = await json<{ jobId: string }>(
+      await system.api('/api/v1/bulk/upload', { json: { emails } }),
+    );
+    await system.stack.stopProber('SIGKILL');
+    const { job: stalled } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    expect(stalled.status).toBe('processing');
+    await system.stack.startProber();
+
+    await receiver.next(jobId);
+    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    expect(job).toMatchObject({
+      status: 'completed',
+      processedEmails: 305,
+      deliverableCount: 305,
+      creditsRefunded: 0,
+    });
+    expect(balance()).toBe(before - 305);
+    const [ledger] = executeSql(
+      system.stack.d1,
+      `SELECT reason, delta FROM credit_ledger WHERE reference = '${jobId}'`,
+    );
+    expect(ledger).toEqual([{ reason: 'bulk_charge', delta: -305 }]);
+  });
+});
+
+async function webhookUrl(): Promise<string> {
+  const address = receiver.server.address();
+  if (!address || typeof address === 'string') throw new Error('receiver not listening');
+  return `http://127.0.0.1:${address.port}/hooks`;
+}

@@ -1,0 +1,85 @@
+// Whole-system harness: the fake mail world, then the real edge under `wrangler dev` with a
+// fresh database and a real prober process linked to it — driven through HTTP only.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
+import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
+import { type MailWorld, startWorld } from '../world/index.ts';
+
+export interface System {
+  world: MailWorld;
+  stack: LocalStack;
+  logs: string[];
+  api(
+    path: string,
+    init?: {
+      method?: string;
+      json?: unknown;
+      key?: string | null;
+      headers?: Record<string, string>;
+      body?: RequestInit['body'];
+    },
+  ): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startSystem(
+  options: { greylistDelayMs?: number; vars?: Record<string, string>; credits?: number } = {},
+): Promise<System> {
+  const world = await startWorld({ greylistDelayMs: options.greylistDelayMs ?? 60_000 });
+  const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-'));
+  const logs: string[] = [];
+  const common = { SMTP_PORT: String(world.smtpPort), ALLOW_PRIVATE_TARGETS: 'true' };
+  let stack: LocalStack;
+  try {
+    stack = await startLocalStack({
+      persistTo,
+      vars: { DOH_URL: world.dohUrl, VERIFY_TIMEOUT_MS: '8000', ...common, ...options.vars },
+      proberEnv: { ...common, COMMAND_TIMEOUT_MS: '3000', CONNECT_TIMEOUT_MS: '2000' },
+      onLog: (source, line) => logs.push(`[${source}] ${line}`),
+      devCredits: options.credits ?? 100,
+    });
+  } catch (error) {
+    await world.close();
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${logs.join('\n')}`);
+  }
+  let checker: OpenApiResponseChecker | null = null;
+  return {
+    world,
+    stack,
+    logs,
+    async api(path, init = {}) {
+      const headers = new Headers(init.headers);
+      const key = init.key === undefined ? stack.apiKey : init.key;
+      if (key) headers.set('X-API-Key', key);
+      let body = init.body;
+      if (init.json !== undefined) {
+        headers.set('content-type', 'application/json');
+        body = JSON.stringify(init.json);
+      }
+      const method = init.method ?? (body ? 'POST' : 'GET');
+      const response = await fetch(`${stack.baseUrl}${path}`, { method, headers, body });
+      checker ??= new OpenApiResponseChecker(
+        (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as OpenApiDocument,
+      );
+      const contentType = response.headers.get('content-type');
+      const json = contentType?.startsWith('application/json') ? await response.clone().json() : null;
+      const problems = checker.problems(
+        method,
+        new URL(path, stack.baseUrl).pathname,
+        response.status,
+        contentType,
+        json,
+      );
+      if (problems.length > 0)
+        throw new Error(`response does not match the OpenAPI document:\n${problems.join('\n')}`);
+      return response;
+    },
+    async close() {
+      await stack.close();
+      await world.close();
+      rmSync(persistTo, { recursive: true, force: true });
+    },
+  };
+}
