@@ -12,6 +12,9 @@ interface AuthenticatedRoute {
   charged: boolean;
 }
 
+const someJob = crypto.randomUUID();
+
+// Every operation behind an API key. `charged` ones answer 402 with no credits.
 const ROUTES: AuthenticatedRoute[] = [
   {
     name: 'verify',
@@ -27,6 +30,22 @@ const ROUTES: AuthenticatedRoute[] = [
     json: { email: 'someone@invalid-domain' },
     charged: true,
   },
+  {
+    name: 'bulk upload',
+    method: 'POST',
+    path: '/api/v1/bulk/upload',
+    json: { emails: ['someone@nonexistent.test'] },
+    charged: true,
+  },
+  { name: 'bulk status', method: 'GET', path: `/api/v1/bulk/status/${someJob}`, charged: false },
+  { name: 'bulk results', method: 'GET', path: `/api/v1/bulk/results/${someJob}`, charged: false },
+  { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false },
+  { name: 'account', method: 'GET', path: '/api/v1/account', charged: false },
+  { name: 'history', method: 'GET', path: '/api/v1/history', charged: false },
+  { name: 'webhook settings', method: 'PUT', path: '/api/v1/webhooks', json: { url: null }, charged: false },
+  { name: 'webhook secret', method: 'POST', path: '/api/v1/webhooks/secret', charged: false },
+  { name: 'webhook test', method: 'POST', path: '/api/v1/webhooks/test', charged: false },
+  { name: 'webhook deliveries', method: 'GET', path: '/api/v1/webhooks/deliveries', charged: false },
 ];
 
 describe.each(ROUTES)('$name ($method $path)', (route) => {
@@ -80,13 +99,13 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
   });
 
   it('accepts the header name in lower case', async () => {
-    const caller = await newCaller();
+    const caller = await newCaller({ mode: 'test' });
     const response = await send(null, { 'x-api-key': caller.apiKey });
     expect(response.status).not.toBe(401);
   });
 
   it('401 on the very next request after the key is revoked, and never charges it', async () => {
-    const caller = await newCaller();
+    const caller = await newCaller({ credits: 5 });
     expect((await send(caller.apiKey)).status).not.toBe(401);
     expect(await revokeApiKey(db(), caller.accountId, caller.keyId, Date.now())).toBe(true);
     const balance = await balanceOf(caller.accountId);
@@ -98,14 +117,10 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
 
   it('carries X-RateLimit-* headers and answers 429 RATE_LIMITED with Retry-After past 100 a minute', async () => {
     const caller = await newCaller({ mode: 'test' });
-    // Validation failures after authentication count too, and cost nothing.
+    // Every answer after authentication counts, whatever its status, and a test key costs nothing.
     for (let i = 0; i < 100; i++) {
-      const response = await call(route.path, {
-        method: route.method,
-        key: caller.apiKey,
-        json: { nope: i },
-      });
-      expect(response.status).toBe(400);
+      const response = await send(caller.apiKey);
+      expect(response.status).not.toBe(429);
       expect(response.headers.get('X-RateLimit-Limit')).toBe('100');
       expect(response.headers.get('X-RateLimit-Remaining')).toBe(String(99 - i));
       expect(Number(response.headers.get('X-RateLimit-Reset'))).toBeGreaterThanOrEqual(1);
@@ -151,5 +166,26 @@ describe('rate limit under concurrency', () => {
     for (let i = 0; i < 100; i++) await call('/api/v1/verify', { key: first.apiKey, json: {} });
     expect((await call('/api/v1/verify', { key: first.apiKey, json: {} })).status).toBe(429);
     expect((await call('/api/v1/verify', { key: second.apiKey, json: {} })).status).toBe(400);
+  });
+});
+
+describe('another account’s job', () => {
+  it('is 404 on every job route, exactly like a job that does not exist', async () => {
+    const owner = await newCaller({ mode: 'test' });
+    const stranger = await newCaller({ mode: 'test' });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: owner.apiKey,
+      json: { emails: ['deliverable@x.test'] },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    for (const path of [`/api/v1/bulk/status/${jobId}`, `/api/v1/bulk/results/${jobId}`]) {
+      const response = await call(path, { key: stranger.apiKey });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ code: 'NOT_FOUND' });
+    }
+    const jobs = await (await call('/api/v1/bulk/jobs', { key: stranger.apiKey })).json<{
+      jobs: unknown[];
+    }>();
+    expect(jobs.jobs).toEqual([]);
   });
 });
