@@ -1,5 +1,5 @@
 // `npm run world`: the fake mail world on fixed ports, for trying the prober or the edge by hand.
-// SMTP_PORT (default 2525) and DOH_PORT (default 8053) choose the ports; Ctrl-C stops it.
+// SMTP_PORT (default 2525), DOH_PORT (8053) and DNS_PORT (8054) choose the ports; Ctrl-C stops it.
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
 import { startWorld } from './index.ts';
 
@@ -17,6 +17,7 @@ function portFromEnv(variable: string, fallback: number): number {
 const world = await startWorld({
   smtpPort: portFromEnv('SMTP_PORT', 2525),
   dohPort: portFromEnv('DOH_PORT', 8053),
+  dnsPort: portFromEnv('DNS_PORT', 8054),
 }).catch((error: unknown) => {
   console.error(`world: could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
@@ -25,8 +26,12 @@ const world = await startWorld({
 const addressWidth = Math.max(...EXPECTED_VERDICTS.map((row) => row.address.length));
 const verdictWidth = Math.max(...EXPECTED_VERDICTS.map((row) => `${row.status} / ${row.subStatus}`.length));
 console.log(`DOH_URL=${world.dohUrl}
+DNS_SERVERS=${world.dnsServer}
 SMTP_PORT=${world.smtpPort}
 ALLOW_PRIVATE_TARGETS=true
+
+Try the prober by hand:
+  DNS_SERVERS=${world.dnsServer} SMTP_PORT=${world.smtpPort} ALLOW_PRIVATE_TARGETS=true npm run prober -- verify alice@accept.test --transcript
 
 Mailboxes on the servers that check them: ${world.mailboxes.join(', ')}, user…
 

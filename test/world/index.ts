@@ -2,6 +2,7 @@
 // on its own 127.0.0.x address and all on one SMTP port, and a DNS-over-HTTPS stub that routes
 // the world's domains to them. Nothing in it leaves the loopback interface.
 import { createBehaviours, MAILBOXES, type SmtpBehaviourName } from './behaviours.ts';
+import { startUdpDns } from './dns-udp.ts';
 import { startDohStub } from './doh-stub.ts';
 import { type FakeMx, type FakeMxSpec, type RunningMx, startSmtpMx, startTarpitMx } from './fake-mx.ts';
 import { startFastMx } from './fast-mx.ts';
@@ -17,6 +18,8 @@ export interface WorldOptions {
   smtpPort?: number;
   /** Port of the DoH stub on 127.0.0.1; default: a free one. */
   dohPort?: number;
+  /** Port of the plain UDP DNS server on 127.0.0.1 (for the system resolver); default: free port. */
+  dnsPort?: number;
   /** How long a greylisted triplet must wait before it is accepted; default 1000. */
   greylistDelayMs?: number;
   /** How many bulk-NN.test domains to serve, all on the `bulk` server; default 50. */
@@ -27,6 +30,8 @@ export interface MailWorld {
   /** RFC 8484 endpoint: GET ?dns= (base64url) and POST application/dns-message. */
   dohUrl: string;
   smtpPort: number;
+  /** The UDP DNS server as host:port (DNS_SERVERS for `rcpt-prober verify`). */
+  dnsServer: string;
   /** By behaviour name: accept, catchall, greylist, …, fallbackSecondary, utf8, bulk. */
   mx: Record<string, FakeMx>;
   /** Behaviour name → the domain to use for it. */
@@ -64,16 +69,24 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     throw error;
   });
 
+  const udpDns = await startUdpDns(zone, options.dnsPort ?? 0).catch(async (error: unknown) => {
+    await Promise.all([doh.close(), ...servers.map((server) => server.close())]);
+    throw error;
+  });
+
   let closing: Promise<void> | undefined;
   return {
     dohUrl: doh.url,
     smtpPort,
+    dnsServer: udpDns.server,
     mx: Object.fromEntries(servers.map((server) => [server.name, server])),
     domains: { ...DOMAINS },
     mailboxes: MAILBOXES,
     doh: { queries: doh.queries, resetStats: doh.resetStats },
     close() {
-      closing ??= Promise.all([doh.close(), ...servers.map((server) => server.close())]).then(() => {});
+      closing ??= Promise.all([doh.close(), udpDns.close(), ...servers.map((server) => server.close())]).then(
+        () => {},
+      );
       return closing;
     },
   };

@@ -1,6 +1,7 @@
 // The fake mail world, checked from the outside the way the prober and the edge will use it:
 // raw SMTP over node:net/node:tls and DNS wire format over fetch. The reply texts are spelled
 // out here rather than imported, so a change to what a server says fails a test.
+import { Resolver } from 'node:dns/promises';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
@@ -710,5 +711,20 @@ describe('lifecycle', () => {
     expect(stuck.bytesReceived).toBe(0);
     expect(tarpit.connections()).toBe(0);
     expect(accept.connections()).toBe(0);
+  });
+});
+
+describe('plain DNS over UDP', () => {
+  test('answers the system resolver from the same zone', async () => {
+    const world = await startWorld();
+    try {
+      const resolver = new Resolver();
+      resolver.setServers([world.dnsServer]);
+      expect(await resolver.resolveMx('accept.test')).toEqual([{ exchange: 'mx.accept.test', priority: 10 }]);
+      expect(await resolver.resolve4('mx.accept.test')).toEqual([world.mx.accept?.ip]);
+      await expect(resolver.resolveMx('nonexistent.test')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    } finally {
+      await world.close();
+    }
   });
 });
