@@ -7,6 +7,8 @@ export interface Caller {
   /** The API key used; null for the dashboard (a signed-in person). */
   apiKeyId: string | null;
   mode: 'live' | 'test';
+  /** The balance when the request was authenticated (a snapshot: charges read their own). */
+  creditBalance: number;
 }
 
 export interface AppEnv {

@@ -1,6 +1,6 @@
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import type { Caller } from '../app-env.ts';
-import { findApiKeyByHash, insertApiKey, touchApiKey } from '../storage/api-keys.ts';
+import { findApiKeyByHash, insertApiKey, LAST_USED_RESOLUTION_MS, touchApiKey } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
 
 /** The caller behind a key hash, or null for an unknown or revoked key. */
@@ -12,8 +12,10 @@ export async function authenticateApiKey(
 ): Promise<Caller | null> {
   const key = await findApiKeyByHash(db, keyHash);
   if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
-  inBackground(touchApiKey(db, key.id, now));
-  return { accountId: key.accountId, apiKeyId: key.id, mode: key.mode };
+  // "Last used" is kept to the minute: a busy key costs no write per request.
+  if (key.lastUsedAt === null || now - key.lastUsedAt > LAST_USED_RESOLUTION_MS)
+    inBackground(touchApiKey(db, key.id, now));
+  return { accountId: key.accountId, apiKeyId: key.id, mode: key.mode, creditBalance: key.creditBalance };
 }
 
 export interface CreatedApiKey {

@@ -1,7 +1,6 @@
 // A single verification for an API caller: charge (live keys), verify, record in history.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { Caller } from '../app-env.ts';
-import { readBalance } from '../storage/credits.ts';
 import type { Db } from '../storage/db.ts';
 import { insertVerification } from '../storage/history.ts';
 import { chargeCredits } from './credits.ts';
@@ -26,7 +25,7 @@ export async function verifyForCaller(input: {
   let creditsRemaining: number;
   if (caller.mode === 'test') {
     result = sandboxVerify(email, now);
-    creditsRemaining = (await readBalance(db, caller.accountId)) ?? 0;
+    creditsRemaining = caller.creditBalance;
   } else {
     // SPEC §1: one credit whatever the answer, taken before any work is done.
     creditsRemaining = await chargeCredits(db, {

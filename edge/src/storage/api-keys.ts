@@ -1,6 +1,6 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Db } from './db.ts';
-import { apiKeys } from './schema.ts';
+import { accounts, apiKeys } from './schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -8,8 +8,18 @@ export async function insertApiKey(db: Db, key: typeof apiKeys.$inferInsert): Pr
   await db.insert(apiKeys).values(key);
 }
 
-export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return db.query.apiKeys.findFirst({ where: eq(apiKeys.keyHash, keyHash) });
+/** The key with this hash and its account's balance at lookup time, in one query. */
+export async function findApiKeyByHash(
+  db: Db,
+  keyHash: string,
+): Promise<(ApiKeyRow & { creditBalance: number }) | undefined> {
+  const [row] = await db
+    .select({ key: apiKeys, creditBalance: accounts.creditBalance })
+    .from(apiKeys)
+    .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
+    .where(eq(apiKeys.keyHash, keyHash))
+    .limit(1);
+  return row ? { ...row.key, creditBalance: row.creditBalance } : undefined;
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {
@@ -29,10 +39,17 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string, now
   return revoked.length > 0;
 }
 
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
 /** Records use at most once a minute per key, so a busy key costs no write per request. */
 export async function touchApiKey(db: Db, keyId: string, now: number): Promise<void> {
   await db
     .update(apiKeys)
     .set({ lastUsedAt: now })
-    .where(and(eq(apiKeys.id, keyId), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, now - 60_000))));
+    .where(
+      and(
+        eq(apiKeys.id, keyId),
+        or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, now - LAST_USED_RESOLUTION_MS)),
+      ),
+    );
 }

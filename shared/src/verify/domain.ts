@@ -44,8 +44,9 @@ export function parseMailDomain(raw: string): MailDomain {
   // check this (CheckHyphens=false), and the A-label it makes ("xn---bcher-kva") no longer shows it.
   for (const label of raw.split(UTS46_DOTS)) {
     if (HYPHENS.has(label.charAt(0))) return reject(`The domain part "${label}" starts with a hyphen.`);
-    if (HYPHENS.has(label.charAt(label.length - 1)))
+    if (HYPHENS.has(label.charAt(label.length - 1))) {
       return reject(`The domain part "${label}" ends with a hyphen.`);
+    }
   }
 
   let hostname: string;
@@ -123,8 +124,9 @@ function parseAddressLiteral(raw: string): MailDomain {
   if (!raw.endsWith(']') || raw.length < 2) return reject('The address literal does not end with "]".');
   const inner = raw.slice(1, -1);
   if (isIpv4Literal(inner)) return { valid: true, domain: raw, ipLiteral: true };
-  if (isIpv6Literal(inner))
+  if (isIpv6Literal(inner)) {
     return reject('An IPv6 address literal needs the "IPv6:" tag, as in [IPv6:2001:db8::1].');
+  }
   const tagged = TAGGED_LITERAL.exec(inner);
   if (tagged === null) return reject('The address literal is not an IPv4 or IPv6 address.');
   // RFC 5234 §2.3: ABNF strings are case-insensitive, so "ipv6:" is the same tag as "IPv6:".

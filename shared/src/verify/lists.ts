@@ -25,7 +25,7 @@ const DISPOSABLE_DOMAINS: ReadonlySet<string> = new Set([
 /**
  * Entries of the free-provider list that are no mailbox provider: misspellings of a provider's
  * domain, which the list carries so that its users treat them as "not a company" (rcpt
- * suggests the intended domain for them instead), and RFC 2606's reserved example.com.
+ * suggests the intended domain for them instead), and example.com, reserved by RFC 2606 §3.
  */
 export const FREE_LIST_CORRECTIONS: ReadonlySet<string> = new Set([
   'ayahoo.com',
@@ -60,10 +60,9 @@ export const FREE_LIST_CORRECTIONS: ReadonlySet<string> = new Set([
 const PUBLIC_SUFFIX_OPTIONS = { allowPrivateDomains: true };
 
 /**
- * Whether the domain, or a parent of it below its public suffix, is on a disposable list:
- * subdomains of a throwaway service (x.mailinator.com) are as disposable as the service,
- * but a list entry that is itself a public suffix ("ddns.net", "nom.za") does not taint every domain
- * registered under it.
+ * Whether the domain, or a parent of it, is on a disposable list: subdomains of a throwaway
+ * service (x.mailinator.com) are as disposable as the service, but a listed parent that is a
+ * public suffix ("ddns.net", "nom.za") does not taint the names registered under it.
  */
 export function isDisposableDomain(domain: string): boolean {
   if (DISPOSABLE_DOMAINS.has(domain)) return true;
@@ -319,13 +318,17 @@ export const PROVIDER_BY_MX_SUFFIX: readonly (readonly [suffix: string, provider
   ['barracudanetworks.com', 'barracuda'], // <id>.ess.barracudanetworks.com
 ];
 
+// Maps, not the records themselves: a record would answer "constructor" from its prototype.
+const DOMAIN_PROVIDERS: ReadonlyMap<string, string> = new Map(Object.entries(PROVIDER_BY_DOMAIN));
+const BRAND_PROVIDERS: ReadonlyMap<string, string> = new Map(Object.entries(PROVIDER_BY_BRAND));
+
 /** The provider family a domain's own name shows, or null. */
 export function providerOfDomain(domain: string): string | null {
-  const named = PROVIDER_BY_DOMAIN[domain];
+  const named = DOMAIN_PROVIDERS.get(domain);
   if (named !== undefined) return named;
   const dot = domain.indexOf('.');
   if (dot < 0) return null;
-  const brand = PROVIDER_BY_BRAND[domain.slice(0, dot)];
+  const brand = BRAND_PROVIDERS.get(domain.slice(0, dot));
   if (brand === undefined) return null;
   // The brand must be the registrable name (yahoo.co.uk, not yahoo.example.com).
   if (getPublicSuffix(domain) !== domain.slice(dot + 1) || !isFreeProviderDomain(domain)) return null;
@@ -337,9 +340,10 @@ export function providerOfMxHosts(mxHosts: readonly string[]): string | null {
   for (const rawHost of mxHosts) {
     const host = normaliseHost(rawHost);
     for (const [suffix, provider] of PROVIDER_BY_MX_SUFFIX) {
+      // A suffix matches whole labels only: "notgoogle.com" is not google.com's.
       if (
-        host === suffix ||
-        (host.endsWith(suffix) && host.charCodeAt(host.length - suffix.length - 1) === 0x2e)
+        host.endsWith(suffix) &&
+        (host.length === suffix.length || host[host.length - suffix.length - 1] === '.')
       ) {
         return provider;
       }
@@ -357,8 +361,9 @@ function normaliseHost(host: string): string {
 export function lookupLists(localPart: string, domain: string, mxHosts: readonly string[] = []): ListFacts {
   const isRoleBased = isRoleLocalPart(localPart);
   // An address literal ([192.0.2.1]) is on no domain list and names no provider.
-  if (domain.startsWith('['))
+  if (domain.startsWith('[')) {
     return { isDisposable: false, isRoleBased, isFreeProvider: false, provider: null };
+  }
   const name = normaliseHost(domain);
   const isDisposable = isDisposableDomain(name);
   return {

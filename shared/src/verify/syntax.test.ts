@@ -150,11 +150,11 @@ const INVALID: [input: string, reason: RegExp][] = [
   ['a\r\nb@example.com', /control/], // RFC 5322 §3.2.2: folding white space is not in RFC 5321
   ['a\tb@example.com', /control/], // RFC 5322 §3.2.3: HTAB is not atext
   ['a\u007fb@example.com', /control/], // RFC 5322 §3.2.3: DEL is not atext
-  ['a\u0085b@example.com', /control/], // RFC 6531 §3.3 via RFC 5198 §2: a C1 control is no text
+  ['a\u0085b@example.com', /control/], // RFC 5198 §2: C1 controls are not Net-Unicode text
   ['a\u00a0b@example.com', /space/], // RFC 6531 §3.3: a no-break space is white space, like ASCII space
   ['a\u3000b@example.com', /space/], // RFC 6531 §3.3: ideographic space is white space
-  ['a\u200bb@example.com', /invisible/], // RFC 6531 §3.3 via RFC 5198 §2: zero-width space is no text
-  ['a\u2060b@example.com', /invisible/], // RFC 6531 §3.3 via RFC 5198 §2: word joiner is no text
+  ['a\u200bb@example.com', /invisible/], // RFC 6531 §3.3: an invisible format character is held out of atext like a control
+  ['a\u2060b@example.com', /invisible/], // RFC 6531 §3.3: word joiner, invisible, held out like a control
   ['a\ud800b@example.com', /Unicode/], // RFC 6531 §3.3 / RFC 3629 §3: a lone surrogate has no UTF-8 form
   ['a\udc00@example.com', /Unicode/], // RFC 3629 §3: a lone low surrogate
   ['"unclosed@example.com', /not closed/], // RFC 5321 §4.1.2: Quoted-string ends with DQUOTE
@@ -164,7 +164,7 @@ const INVALID: [input: string, reason: RegExp][] = [
   ['"a\u0000"@example.com', /control/], // RFC 5321 §4.1.2: qtextSMTP is %d32-126 without controls
   ['"a\tb"@example.com', /control/], // RFC 5321 §4.1.2: no FWS inside an SMTP Quoted-string
   ['"a\r\nb"@example.com', /control/], // RFC 5322 §3.2.4 FWS inside quotes is not RFC 5321
-  ['"\u0085"@example.com', /control/], // RFC 6531 §3.3 via RFC 5198 §2: C1 control in quotes
+  ['"\u0085"@example.com', /control/], // RFC 5198 §2: a C1 control in quotes
   ['"a\ud800"@example.com', /Unicode/], // RFC 3629 §3: a lone surrogate in quotes
   ['"a\\é"@example.com', /backslash/], // RFC 5321 §4.1.2: quoted-pairSMTP escapes ASCII only
   ['"a\\\u0001"@example.com', /backslash/], // RFC 5321 §4.1.2: quoted-pairSMTP is %d92 %d32-126

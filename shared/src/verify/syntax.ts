@@ -1,7 +1,7 @@
 // Address syntax as mail servers accept it on the wire: the RFC 5321 §4.1.2 Mailbox, that is
 // Local-part "@" ( Domain / address-literal ), with RFC 6531 §3.3's UTF-8 extension. RFC 5322's
-// comments, folding white space and obsolete forms (§4.4) are refused: no MTA accepts them in
-// a RCPT TO, so an address that needs them cannot be delivered to.
+// comments, folding white space and obsolete forms (§4.4) are refused: RFC 5321 has no place
+// for them in a RCPT TO, so an address that needs them cannot be delivered to.
 
 import { parseMailDomain } from './domain.ts';
 import type { SyntaxResult } from './inputs.ts';
@@ -14,9 +14,10 @@ export const MAX_LOCAL_PART_OCTETS = 64;
  */
 export const MAX_ADDRESS_OCTETS = 254;
 
-// RFC 5322 §3.2.3 atext, and RFC 6531 §3.3 "atext =/ UTF8-non-ascii". Non-ASCII controls,
-// spaces and invisible format characters are refused as their ASCII counterparts are (atext
-// has no space or control); ZWNJ and ZWJ stay, since some scripts need them inside words.
+// RFC 5322 §3.2.3 atext, and RFC 6531 §3.3 "atext =/ UTF8-non-ascii". Non-ASCII controls
+// (RFC 5198 §2 rules the C1 range out of text), spaces and invisible format characters are
+// refused as their ASCII counterparts are (atext has no space or control); ZWNJ and ZWJ stay,
+// since some scripts need them inside words.
 const ATEXT = "A-Za-z0-9!#$%&'*+/=?^_`{|}~-";
 const UTF8_ATEXT = `(?:[${ATEXT}]|(?![\\p{Cc}\\p{Cs}\\p{White_Space}]|(?![\\u200c\\u200d])\\p{Cf})[\\u0080-\\u{10ffff}])`;
 const ASCII_DOT_ATOM = new RegExp(`^[${ATEXT}]+(?:\\.[${ATEXT}]+)*$`);
@@ -85,8 +86,9 @@ function checkLocalPart(localPart: string): LocalPartFacts | string {
 
 /** RFC 5321 §4.1.2: Dot-string = Atom *("." Atom). */
 function checkDotString(localPart: string): LocalPartFacts | string {
-  if (ASCII_DOT_ATOM.test(localPart))
+  if (ASCII_DOT_ATOM.test(localPart)) {
     return { quoted: false, needsSmtpUtf8: false, octets: localPart.length };
+  }
   if (NON_ASCII.test(localPart) && UTF8_DOT_ATOM.test(localPart)) {
     return { quoted: false, needsSmtpUtf8: true, octets: utf8Length(localPart) };
   }
@@ -100,17 +102,21 @@ function describeDotStringFault(localPart: string): string {
   if (localPart.includes('..')) return 'The part before the @ has two dots in a row.';
   // RFC 5322 §4.4 obs-local-part (word *("." word)) allows quoted words between dots, as in
   // a."b".c; RFC 5321 §4.1.2 does not: quotes must enclose the whole local part.
-  if (localPart.includes('"'))
+  if (localPart.includes('"')) {
     return 'The part before the @ mixes quoted and unquoted text (an obsolete form).';
-  if (localPart.includes('@'))
+  }
+  if (localPart.includes('@')) {
     return 'The address has more than one @; an @ before the domain must be quoted.';
+  }
   // RFC 5322 §3.2.2: comments are CFWS, which RFC 5321 addresses do not carry.
-  if (localPart.includes('(') || localPart.includes(')'))
+  if (localPart.includes('(') || localPart.includes(')')) {
     return 'The part before the @ contains a comment or a parenthesis.';
+  }
   if (CONTROL.test(localPart)) return 'The part before the @ contains a control character.';
   if (LONE_SURROGATE.test(localPart)) return 'The part before the @ is not valid Unicode text.';
-  if (UNICODE_SPACE.test(localPart))
+  if (UNICODE_SPACE.test(localPart)) {
     return 'The part before the @ contains a space; spaces need the part to be quoted.';
+  }
   if (INVISIBLE.test(localPart)) return 'The part before the @ contains an invisible formatting character.';
   for (const character of localPart) {
     if (character !== '.' && !ASCII_DOT_ATOM.test(character) && !NON_ASCII.test(character)) {
@@ -149,11 +155,13 @@ function checkQuotedString(localPart: string): LocalPartFacts | string {
     if (code < 0x20 || code === 0x7f) return 'The part before the @ contains a control character.';
     if (code >= 0x80) {
       needsSmtpUtf8 = true;
-      // A lone UTF-16 surrogate cannot be written in UTF-8; C1 controls are controls.
+      // A lone UTF-16 surrogate cannot be written in UTF-8 (RFC 3629 §3); C1 controls are not
+      // text (RFC 5198 §2).
       if (code >= 0xd800 && code <= 0xdfff) {
         const next = localPart.charCodeAt(index + 1);
-        if (code > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff))
+        if (code > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) {
           return 'The part before the @ is not valid Unicode text.';
+        }
         index++;
       } else if (code <= 0x9f) {
         return 'The part before the @ contains a control character.';

@@ -12,16 +12,17 @@
 //
 //   edits       optimal string alignment distance (Damerau–Levenshtein where an adjacent
 //               transposition, "gmial", counts as one edit), at most MAX_TYPO_EDITS
-//   nameLength  length of the target's registrable name ("gmail" in gmail.com, "hotmail" in
-//               hotmail.co.uk, "acme" in acme.com), plus one for its dot: one edit in a short
-//               name is a bigger share of it, and short names have real neighbours (aon.com
-//               is one edit from aol.com, life.com from live.com)
+//   nameLength  length of the target's registrable name: "gmail" in gmail.com, "hotmail" in
+//               hotmail.co.uk, "acme" in acme.com (for a TLD fix, the label before the TLD);
+//               the + 1 is its dot. One edit is a bigger share of a short name, and short
+//               names have real neighbours: aon.com is one edit from aol.com, life.com from
+//               live.com
 //   rank        the target's place in its popularity list, 0 for the most used: a less used
 //               target is a less likely intention
 //
 // rounded to three decimals. Worked values: gmial.com → gmail.com is 1 × (1 − 1/6) = 0.833;
-// hotmial.com → hotmail.com is 0.996 × (1 − 1/8) = 0.872; life.com → live.com is 0.988 × 0.8
-// = 0.790, under the threshold. More edits always give a lower confidence.
+// hotmial.com → hotmail.com is 0.996 × (1 − 1/8) ≈ 0.871; life.com → live.com is
+// 0.988 × (1 − 1/5) ≈ 0.790, under the threshold. More edits always give a lower confidence.
 
 import { parse } from 'tldts';
 import type { TypoSuggestion } from '../contract/api.ts';
@@ -35,7 +36,7 @@ export const POPULARITY_STEP = 0.002;
 export const MAX_TYPO_EDITS = 2;
 
 /**
- * Mailbox domains people mistype, most used first. Regional providers come last, where the
+ * Mailbox domains people mistype, roughly most used first. Regional providers come last, where the
  * popularity weight keeps their short names from matching neighbours (grange.fr, libera.it)
  * while they still count as known domains that are never "corrected".
  */
@@ -148,6 +149,7 @@ interface Target {
   maxEdits: number;
 }
 
+// Every popular domain is a registrable domain, so its name is its first label.
 const MAIL_TARGETS: readonly Target[] = POPULAR_MAIL_DOMAINS.map((domain, rank) => {
   const nameLength = domain.indexOf('.');
   let maxEdits = MAX_TYPO_EDITS;
@@ -168,29 +170,30 @@ export function typoConfidence(edits: number, nameLength: number, rank: number):
 
 /** The domain the address most likely meant, or null when none is likely enough. */
 export function suggestTypo(domain: string): TypoSuggestion | null {
-  const original = domain.toLowerCase();
-  if (KNOWN_DOMAINS.has(original) || NOT_TYPOS.has(original) || original.startsWith('[')) return null;
+  const name = domain.toLowerCase(); // checkSyntax's domains are already; others may not be
+  if (KNOWN_DOMAINS.has(name) || NOT_TYPOS.has(name) || name.startsWith('[')) return null;
 
   let best: { suggested: string; confidence: number } | null = null;
   // Targets that cannot reach the threshold even at one edit were dropped when the list was
   // built, and each target is searched only as far as it can still reach it: a candidate under
   // the threshold could never be returned.
   for (const target of MAIL_TARGETS) {
-    if (Math.abs(target.domain.length - original.length) > target.maxEdits) continue;
-    const edits = editDistance(original, target.domain, target.maxEdits);
+    if (Math.abs(target.domain.length - name.length) > target.maxEdits) continue;
+    const edits = editDistance(name, target.domain, target.maxEdits);
     if (edits > target.maxEdits) continue;
     const confidence = typoConfidence(edits, target.nameLength, target.rank);
     if (best === null || confidence > best.confidence) best = { suggested: target.domain, confidence };
   }
-  const tldCorrection = correctTopLevelDomain(original);
-  if (tldCorrection !== null && (best === null || tldCorrection.confidence > best.confidence))
-    best = tldCorrection;
+  const tldFix = correctTopLevelDomain(name);
+  if (tldFix !== null && (best === null || tldFix.confidence > best.confidence)) {
+    best = tldFix;
+  }
 
   if (best === null || best.confidence < TYPO_CONFIDENCE_THRESHOLD) return null;
   // Checked last because it is the dearest test: a domain people really use (gmx.com, mail.com,
   // ymail.com, yahoo.co.uk) is never a typo, however close it is to a more popular one.
-  if (isFreeProviderDomain(original) || providerOfDomain(original) !== null) return null;
-  return { original, suggested: best.suggested, confidence: best.confidence };
+  if (isFreeProviderDomain(name) || providerOfDomain(name) !== null) return null;
+  return { original: domain, suggested: best.suggested, confidence: best.confidence };
 }
 
 /** "acme.con" → acme.com, when "con" is no delegated TLD and one edit from a popular one. */
@@ -226,19 +229,25 @@ let currentRow = new Int32Array(64);
 export function editDistance(a: string, b: string, maxEdits = Number.POSITIVE_INFINITY): number {
   if (Math.abs(a.length - b.length) > maxEdits) return maxEdits + 1;
   if (maxEdits <= 1) return Math.min(distanceUpToOne(a, b), maxEdits + 1);
+  // Only cells within `band` of the diagonal can stay within the limit (each step off the
+  // diagonal is an edit); cells beside the band hold `beyond`, which reads as "too far".
+  const band = Math.min(maxEdits, Math.max(a.length, b.length));
+  const beyond = band + 1;
   const columns = b.length + 1;
-  if (columns > currentRow.length) {
-    rowBeforeLast = new Int32Array(columns);
-    lastRow = new Int32Array(columns);
-    currentRow = new Int32Array(columns);
+  if (columns + 1 > currentRow.length) {
+    rowBeforeLast = new Int32Array(columns + 1);
+    lastRow = new Int32Array(columns + 1);
+    currentRow = new Int32Array(columns + 1);
   }
-  for (let j = 0; j < columns; j++) lastRow[j] = j;
+  for (let j = 0; j <= Math.min(b.length, beyond); j++) lastRow[j] = Math.min(j, beyond);
   let lastRowMinimum = 0;
   for (let i = 1; i <= a.length; i++) {
-    currentRow[0] = i;
-    let rowMinimum = i;
+    const first = Math.max(1, i - band);
+    const last = Math.min(b.length, i + band);
+    currentRow[first - 1] = first === 1 ? Math.min(i, beyond) : beyond;
+    let rowMinimum = currentRow[first - 1]!;
     const aCode = a.charCodeAt(i - 1);
-    for (let j = 1; j < columns; j++) {
+    for (let j = first; j <= last; j++) {
       const bCode = b.charCodeAt(j - 1);
       let distance = Math.min(
         lastRow[j - 1]! + (aCode === bCode ? 0 : 1),
@@ -248,9 +257,11 @@ export function editDistance(a: string, b: string, maxEdits = Number.POSITIVE_IN
       if (i > 1 && j > 1 && aCode === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === bCode) {
         distance = Math.min(distance, rowBeforeLast[j - 2]! + 1);
       }
+      if (distance > beyond) distance = beyond;
       currentRow[j] = distance;
       if (distance < rowMinimum) rowMinimum = distance;
     }
+    if (last < b.length) currentRow[last + 1] = beyond;
     // A cell is at least the smallest of the row above, or of the row two above plus one (a
     // transposition), so once two rows say so the distance cannot come back under the limit.
     if (rowMinimum > maxEdits && lastRowMinimum >= maxEdits) return maxEdits + 1;
