@@ -1,15 +1,16 @@
 // The verification core on one core: addresses per second through syntax + lists + typo +
 // verdict (target ≥ 200,000/s), and the heap the lists take once loaded (target ≤ 30 MB).
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { Figure } from './run.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
 const heapBefore = process.memoryUsage().heapUsed;
 const { checkSyntax } = await import('@rcpt/shared/verify/syntax');
+const { assessAddress } = await import('@rcpt/shared/verify/assess');
 const { lookupLists } = await import('@rcpt/shared/verify/lists');
 const { suggestTypo } = await import('@rcpt/shared/verify/typo');
-const { computeVerdict } = await import('@rcpt/shared/verify/verdict');
 // Touch every list once so lazily built structures are counted.
 lookupLists('info', 'mailinator.com', ['aspmx.l.google.com']);
 suggestTypo('gmial.com');
@@ -53,23 +54,22 @@ function accepted(email: string): ProbeReport {
   };
 }
 
+const route = {
+  kind: 'mx',
+  dnsType: 'MX',
+  mx: [{ host: 'mx.example.com', preference: 10, ips: ['192.0.2.25'] }],
+} as const;
+
+/** What the edge does for an address once DNS and SMTP have answered (the probe: accepted). */
 function verifyLocally(email: string): number {
   const syntax = checkSyntax(email);
-  const lists = syntax.valid ? lookupLists(syntax.localPart, syntax.domain, ['mx.example.com']) : undefined;
-  const typo = syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null;
-  const result = computeVerdict({
+  return assessAddress({
     email,
-    syntax,
-    lists: lists ?? { isDisposable: false, isRoleBased: false, isFreeProvider: false, provider: null },
-    typo,
-    dns: syntax.valid
-      ? { kind: 'mx', dnsType: 'MX', mx: [{ host: 'mx.example.com', preference: 10, ips: ['192.0.2.25'] }] }
-      : null,
+    dns: syntax.valid ? route : null,
     probe: syntax.valid ? { kind: 'report', report: accepted(syntax.email) } : { kind: 'skipped' },
     verifiedAt: '2026-01-01T00:00:00.000Z',
     processingTimeMs: 1,
-  });
-  return result.score;
+  }).score;
 }
 
 let checksum = 0;

@@ -5,11 +5,9 @@ import { hostname } from 'node:os';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
-import type { DnsOutcome, ListFacts, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { lookupLists } from '@rcpt/shared/verify/lists';
+import { assessAddress } from '@rcpt/shared/verify/assess';
+import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { suggestTypo } from '@rcpt/shared/verify/typo';
-import { computeVerdict } from '@rcpt/shared/verify/verdict';
 import { ConfigError, loadConfig } from './config.ts';
 import { createEngine, run } from './main.ts';
 import { createLogger } from './ops/logger.ts';
@@ -39,12 +37,6 @@ Exit codes of verify: 0 deliverable, 1 undeliverable, 3 risky, 4 unknown;
 2 for a usage or configuration error, 70 when the prober itself failed.`;
 
 const DEFAULT_VERIFY_TIMEOUT_MS = 30_000;
-const NO_LIST_FACTS: ListFacts = {
-  isDisposable: false,
-  isRoleBased: false,
-  isFreeProvider: false,
-  provider: null,
-};
 
 type Env = Record<string, string | undefined>;
 
@@ -117,19 +109,12 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
 
   const startedAt = Date.now();
   const syntax = checkSyntax(email);
-  let lists = syntax.valid ? lookupLists(syntax.localPart, syntax.domain) : NO_LIST_FACTS;
-  const typo = syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null;
   let dns: DnsOutcome | null = null;
   let probe: ProbeOutcome = { kind: 'skipped' };
   let report: ProbeReport | null = null;
   if (syntax.valid && !syntax.ipLiteral) {
     dns = await resolveMailRoute(syntax.domain, resolver);
     if (dns.kind === 'mx') {
-      lists = lookupLists(
-        syntax.localPart,
-        syntax.domain,
-        dns.mx.map((mx) => mx.host),
-      );
       try {
         report = await engine.probe({
           emails: [syntax.email],
@@ -148,11 +133,8 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
       }
     }
   }
-  const result = computeVerdict({
-    email: email.trim(),
-    syntax,
-    lists,
-    typo,
+  const result = assessAddress({
+    email,
     dns,
     probe,
     verifiedAt: new Date().toISOString(),

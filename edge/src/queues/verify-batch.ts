@@ -4,11 +4,8 @@
 // with a growing delay; a replayed message changes nothing (writes are once-only upserts).
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
+import { assessAddress } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { lookupLists } from '@rcpt/shared/verify/lists';
-import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { suggestTypo } from '@rcpt/shared/verify/typo';
-import { computeVerdict } from '@rcpt/shared/verify/verdict';
 import { type Config, configOf } from '../config.ts';
 import { resolveMailRoute } from '../dns/mail-route.ts';
 import { addressResult } from '../services/batch-jobs.ts';
@@ -153,15 +150,8 @@ async function probeAll(
 }
 
 function verdictFor(email: string, dns: DnsOutcome, probe: ProbeOutcome, now: number): VerificationResult {
-  const syntax = checkSyntax(email);
-  const mxHosts = dns.kind === 'mx' ? dns.mx.map((mx) => mx.host) : [];
-  return computeVerdict({
+  return assessAddress({
     email,
-    syntax,
-    lists: syntax.valid
-      ? lookupLists(syntax.localPart, syntax.domain, mxHosts)
-      : { isDisposable: false, isRoleBased: false, isFreeProvider: false, provider: null },
-    typo: syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null,
     dns,
     probe,
     verifiedAt: new Date(now).toISOString(),

@@ -1,8 +1,8 @@
 // From uploaded rows to work: each row is empty, invalid (answered now, never charged),
 // unreadable (skipped) or an address; duplicates of an address share its verification.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { assessAddress } from '@rcpt/shared/verify/assess';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { computeVerdict } from '@rcpt/shared/verify/verdict';
 import type { UploadRow } from './batch-input.ts';
 
 export interface PlannedRow {
@@ -58,11 +58,8 @@ export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchP
       if (uploadRow.unreadable) counts.skippedRows++;
       else if (input === '') counts.emptyRows++;
       else counts.invalidRows++;
-      const result = computeVerdict({
+      const result = assessAddress({
         email: input,
-        syntax,
-        lists: { isDisposable: false, isRoleBased: false, isFreeProvider: false, provider: null },
-        typo: null,
         dns: null,
         probe: { kind: 'skipped' },
         verifiedAt,

@@ -3,11 +3,9 @@
 // exactly the shape and meaning of production results.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import { assessAddress } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { lookupLists } from '@rcpt/shared/verify/lists';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { suggestTypo } from '@rcpt/shared/verify/typo';
-import { computeVerdict } from '@rcpt/shared/verify/verdict';
 
 const SANDBOX_MX = 'mx.sandbox.rcpt.invalid';
 
@@ -38,20 +36,9 @@ export const SANDBOX_ADDRESSES: Record<
 
 export function sandboxVerify(email: string, now: number): VerificationResult {
   const syntax = checkSyntax(email);
-  if (!syntax.valid || syntax.ipLiteral) {
-    return computeVerdict({
-      email: email.trim(),
-      syntax,
-      lists: syntax.valid
-        ? lookupLists(syntax.localPart, syntax.domain)
-        : { isDisposable: false, isRoleBased: false, isFreeProvider: false, provider: null },
-      typo: null,
-      dns: null,
-      probe: { kind: 'skipped' },
-      verifiedAt: new Date(now).toISOString(),
-      processingTimeMs: 0,
-    });
-  }
+  const verifiedAt = new Date(now).toISOString();
+  if (!syntax.valid || syntax.ipLiteral)
+    return assessAddress({ email, dns: null, probe: { kind: 'skipped' }, verifiedAt, processingTimeMs: 0 });
   const magic = SANDBOX_ADDRESSES[syntax.localPart.toLowerCase()];
   const dns: DnsOutcome = {
     kind: 'mx',
@@ -63,16 +50,7 @@ export function sandboxVerify(email: string, now: number): VerificationResult {
     probe = magic.rcpt
       ? { kind: 'report', report: sandboxReport(syntax.email, magic.rcpt, magic.catchAll) }
       : { kind: 'timeout' };
-  return computeVerdict({
-    email: email.trim(),
-    syntax,
-    lists: lookupLists(syntax.localPart, syntax.domain),
-    typo: suggestTypo(syntax.domain),
-    dns,
-    probe,
-    verifiedAt: new Date(now).toISOString(),
-    processingTimeMs: 0,
-  });
+  return assessAddress({ email, dns, probe, verifiedAt, processingTimeMs: 0 });
 }
 
 function sandboxReport(email: string, rcpt: SmtpReply, catchAll: SmtpReply | undefined): ProbeReport {

@@ -1,12 +1,10 @@
-// Single verification: local checks, DNS over HTTPS, an SMTP probe through the hub, and the
-// shared verdict. A pure sequence over injected dependencies: no Hono context, no bindings.
+// Single verification: DNS over HTTPS, an SMTP probe through the hub, and the shared
+// assessment. A pure sequence over injected dependencies: no Hono context, no bindings.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
-import type { DnsOutcome, ListFacts, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { lookupLists } from '@rcpt/shared/verify/lists';
+import { assessAddress } from '@rcpt/shared/verify/assess';
+import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { suggestTypo } from '@rcpt/shared/verify/typo';
-import { computeVerdict } from '@rcpt/shared/verify/verdict';
 
 /** Something that can run an SMTP probe within a deadline (the ProberHub, or a test double). */
 export interface ProbeGateway {
@@ -22,31 +20,16 @@ export interface VerifyDeps {
   now?: () => number;
 }
 
-const NO_LIST_FACTS: ListFacts = {
-  isDisposable: false,
-  isRoleBased: false,
-  isFreeProvider: false,
-  provider: null,
-};
-
 export async function verifyEmail(deps: VerifyDeps, email: string): Promise<VerificationResult> {
   const now = deps.now ?? Date.now;
   const startedAt = now();
   const syntax = checkSyntax(email);
-  let lists = syntax.valid ? lookupLists(syntax.localPart, syntax.domain) : NO_LIST_FACTS;
-  const typo = syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null;
   let dns: DnsOutcome | null = null;
   let probe: ProbeOutcome = { kind: 'skipped' };
 
   if (syntax.valid && !syntax.ipLiteral) {
     dns = await deps.resolveMailRoute(syntax.domain);
     if (dns.kind === 'mx') {
-      // The MX hosts name the provider for custom domains (Google Workspace, Microsoft 365, …).
-      lists = lookupLists(
-        syntax.localPart,
-        syntax.domain,
-        dns.mx.map((mx) => mx.host),
-      );
       const remainingMs = deps.timeoutMs - (now() - startedAt);
       if (!deps.prober) probe = { kind: 'unavailable', message: 'SMTP probing is disabled' };
       else if (remainingMs <= 0) probe = { kind: 'timeout' };
@@ -67,11 +50,8 @@ export async function verifyEmail(deps: VerifyDeps, email: string): Promise<Veri
     }
   }
 
-  return computeVerdict({
-    email: email.trim(),
-    syntax,
-    lists,
-    typo,
+  return assessAddress({
+    email,
     dns,
     probe,
     verifiedAt: new Date(now()).toISOString(),

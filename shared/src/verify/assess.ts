@@ -1,0 +1,42 @@
+// One address from raw input to verdict, given what DNS and SMTP said: the local checks
+// (syntax, lists with the MX hosts, typo) and the verdict, in the one order every caller
+// needs — single verification, the batch consumer, the sandbox, upload planning, the CLI.
+import type { VerificationResult } from '../contract/api.ts';
+import type { DnsOutcome, ListFacts, ProbeOutcome } from './inputs.ts';
+import { lookupLists } from './lists.ts';
+import { checkSyntax } from './syntax.ts';
+import { suggestTypo } from './typo.ts';
+import { computeVerdict } from './verdict.ts';
+
+export const NO_LIST_FACTS: ListFacts = Object.freeze({
+  isDisposable: false,
+  isRoleBased: false,
+  isFreeProvider: false,
+  provider: null,
+});
+
+export interface Assessment {
+  email: string;
+  /** The mail route, or null when it was not resolved (invalid syntax, IP literal). */
+  dns: DnsOutcome | null;
+  probe: ProbeOutcome;
+  verifiedAt: string;
+  processingTimeMs: number;
+}
+
+export function assessAddress(assessment: Assessment): VerificationResult {
+  const email = assessment.email.trim();
+  const syntax = checkSyntax(email);
+  // The MX hosts name the provider for custom domains (Google Workspace, Microsoft 365, …).
+  const mxHosts = assessment.dns?.kind === 'mx' ? assessment.dns.mx.map((mx) => mx.host) : [];
+  return computeVerdict({
+    email,
+    syntax,
+    lists: syntax.valid ? lookupLists(syntax.localPart, syntax.domain, mxHosts) : NO_LIST_FACTS,
+    typo: syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null,
+    dns: assessment.dns,
+    probe: assessment.probe,
+    verifiedAt: assessment.verifiedAt,
+    processingTimeMs: assessment.processingTimeMs,
+  });
+}
