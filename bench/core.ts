@@ -54,11 +54,11 @@ function accepted(email: string): ProbeReport {
   };
 }
 
-const route = {
+const route: DnsOutcome = {
   kind: 'mx',
   dnsType: 'MX',
   mx: [{ host: 'mx.example.com', preference: 10, ips: ['192.0.2.25'] }],
-} as const;
+};
 
 /** What the edge does for an address once DNS and SMTP have answered (the probe: accepted). */
 function verifyLocally(email: string): number {
