@@ -4,6 +4,7 @@
 // with exponential backoff by the cron; every attempt is visible to the account.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../config.ts';
+import { isSpecialPurposeAddress } from '../dns/ip-ranges.ts';
 import { findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { findJob } from '../storage/jobs.ts';
@@ -22,6 +23,10 @@ const FIRST_RETRY_SECONDS = 30;
 const DELIVERY_TIMEOUT_MS = 10_000;
 const SECRET_PREFIX = 'whsec_';
 
+function isIP(host: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(':');
+}
+
 /**
  * A webhook URL must be https; plain http is allowed only to loopback hosts when the
  * deployment allows private targets (development). Private addresses are refused otherwise.
@@ -35,10 +40,8 @@ export function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): s
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const loopback = host === 'localhost' || /^127\./.test(host) || host === '::1';
-  const privateLiteral =
-    /^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|0\.|100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.)/.test(
-      host,
-    ) || /^(f[cd]|fe80)/i.test(host);
+  // An IP literal in a special-purpose range (RFC 6890: private, loopback, link-local …).
+  const privateLiteral = isIP(host) && isSpecialPurposeAddress(host);
   if (url.username || url.password)
     throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must not carry credentials.' });
   if ((loopback || privateLiteral) && !allowPrivateTargets) {
