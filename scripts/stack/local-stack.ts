@@ -51,6 +51,8 @@ export interface LocalStack {
 interface SavedCredentials {
   apiKey?: string;
   proberToken?: string;
+  /** The development deployment's SECRETS_KEY (seals webhook secrets). */
+  secretsKey?: string;
 }
 
 export async function startLocalStack(options: StackOptions = {}): Promise<LocalStack> {
@@ -144,7 +146,7 @@ async function seedDevelopmentAccount(
   d1: D1Target,
   persistTo: string,
   options: StackOptions,
-): Promise<{ apiKey: string; proberToken: string }> {
+): Promise<{ apiKey: string; proberToken: string; secretsKey: string }> {
   if (!accountExists(d1, DEV_ACCOUNT_ID)) {
     createAccount(d1, { id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
   }
