@@ -176,15 +176,16 @@ async function seedDevelopmentAccount(
   } else {
     proberToken = (await createProberToken(d1, { region: 'default', name: 'local prober' })).secret;
   }
+  const secretsKey =
+    saved.secretsKey ?? btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))));
   // The persistence folder is git-ignored local state, like the database beside it.
-  writeFileSync(
-    savedPath,
-    JSON.stringify({ apiKey: options.devApiKey ? saved.apiKey : apiKey, proberToken }),
-    {
-      mode: 0o600,
-    },
-  );
-  return { apiKey, proberToken };
+  const credentials: SavedCredentials = {
+    apiKey: options.devApiKey ? saved.apiKey : apiKey,
+    proberToken,
+    secretsKey,
+  };
+  writeFileSync(savedPath, JSON.stringify(credentials), { mode: 0o600 });
+  return { apiKey, proberToken, secretsKey };
 }
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {
