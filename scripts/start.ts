@@ -68,6 +68,7 @@ const sample = world ? `alice@${world.domains.accept}` : 'alice@example.com';
 console.log(`
 rcpt is running.
 
+  Dashboard  ${stack.baseUrl}/   (sign up at ${stack.baseUrl}/signup: 100 free credits)
   API        ${stack.baseUrl}/api/v1/verify
   Reference  ${stack.baseUrl}/docs   (OpenAPI: ${stack.baseUrl}/openapi.json)
   API key    ${stack.apiKey}

@@ -8,6 +8,7 @@ import { apiKeyAuth } from './middleware/auth.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
+import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
@@ -66,6 +67,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerHistory(app);
   registerWebhooks(app);
   registerProbersConnect(app);
+  registerDashboard(app);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.doc('/openapi.json', {

@@ -40,7 +40,14 @@ describe('retention', () => {
       .bind(past, caller.accountId, oldJob)
       .run();
 
-    const report = await deleteExpired(db(), Date.now() - 60 * DAY);
+    await env.DB.prepare(
+      'INSERT INTO sessions (token_hash, account_id, created_at, expires_at, last_seen_at) VALUES (?, ?, 0, ?, 0), (?, ?, 0, ?, 0)',
+    )
+      .bind('expired', caller.accountId, Date.now() - 1, 'live', caller.accountId, Date.now() + DAY)
+      .run();
+    const report = await deleteExpired(db(), Date.now() - 60 * DAY, Date.now());
+    expect(report.sessions).toBe(1);
+    expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
     expect(report.jobs).toBeGreaterThanOrEqual(1);
     expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
     expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);

@@ -10,11 +10,12 @@ export interface RetentionReport {
   jobs: number;
   verifications: number;
   deliveries: number;
+  sessions: number;
 }
 
-export async function deleteExpired(db: Db, cutoff: number): Promise<RetentionReport> {
+export async function deleteExpired(db: Db, cutoff: number, now: number): Promise<RetentionReport> {
   const d1 = db.$client;
-  const report: RetentionReport = { jobs: 0, verifications: 0, deliveries: 0 };
+  const report: RetentionReport = { jobs: 0, verifications: 0, deliveries: 0, sessions: 0 };
   for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
     const { results } = await d1
       .prepare('SELECT id FROM jobs WHERE created_at < ?1 LIMIT ?2')
@@ -31,6 +32,10 @@ export async function deleteExpired(db: Db, cutoff: number): Promise<RetentionRe
   }
   report.verifications = await deleteInChunks(d1, 'verifications', cutoff);
   report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', cutoff);
+  // Dashboard sessions go when they expire, not after the retention period.
+  report.sessions = (
+    await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
+  ).meta.changes;
   return report;
 }
 

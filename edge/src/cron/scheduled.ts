@@ -11,7 +11,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
   const config = configOf(env);
   const db = createDb(env.DB);
   const tasks: [string, () => Promise<unknown>][] = [
-    ['retention', () => deleteExpired(db, now - config.RETENTION_DAYS * 86_400_000)],
+    ['retention', () => deleteExpired(db, now - config.RETENTION_DAYS * 86_400_000, now)],
     [
       'recovery',
       () =>

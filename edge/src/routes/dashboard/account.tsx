@@ -1,0 +1,121 @@
+/** @jsxImportSource hono/jsx */
+// Account (`/account`): who is signed in, the password change (which ends every other
+// session and gives this one a new token), and sign-out.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { type DashboardEnv, sessionOf, setSessionCookie } from '../../middleware/session.ts';
+import { changePassword } from '../../services/dashboard-accounts.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
+import { endSession, startSession } from '../../services/sessions.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { signedInPage } from './guards.ts';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+async function renderAccount(
+  c: Context<DashboardEnv>,
+  state: { notice?: string | null; error?: string | null },
+  status: ContentfulStatusCode = 200,
+) {
+  const account = await findAccount(c.get('db'), c.get('caller').accountId);
+  const csrfToken = c.get('csrfToken');
+  return renderPage(
+    c,
+    <Layout title="Account" section="account" {...layoutContext(c)}>
+      <h1>Account</h1>
+      {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
+      <section class="card" aria-labelledby="account-heading">
+        <h2 id="account-heading">Your account</h2>
+        <dl class="details">
+          <dt>Email</dt>
+          <dd>{account?.email ?? '—'}</dd>
+          <dt>Member since</dt>
+          <dd>
+            <Timestamp at={account?.createdAt ?? null} />
+          </dd>
+          <dt>Credits</dt>
+          <dd>{account?.creditBalance ?? 0}</dd>
+        </dl>
+      </section>
+      <section class="card" aria-labelledby="password-heading">
+        <h2 id="password-heading">Change password</h2>
+        {state.error ? <Notice kind="error">{state.error}</Notice> : null}
+        <form method="post" action="/account/password" class="stack">
+          <CsrfField token={csrfToken} />
+          {/* Lets password managers tie the new password to the account. */}
+          <input
+            type="text"
+            name="username"
+            value={account?.email ?? ''}
+            autocomplete="username"
+            hidden
+            readonly
+          />
+          <TextField
+            id="current-password"
+            name="currentPassword"
+            label="Current password"
+            type="password"
+            autocomplete="current-password"
+            required
+          />
+          <TextField
+            id="new-password"
+            name="newPassword"
+            label="New password"
+            type="password"
+            autocomplete="new-password"
+            required
+            minlength={MIN_PASSWORD_LENGTH}
+            hint={`At least ${MIN_PASSWORD_LENGTH} characters. Other devices are signed out.`}
+          />
+          <button type="submit" class="button">
+            Change password
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="logout-heading">
+        <h2 id="logout-heading">Sign out</h2>
+        <form method="post" action="/logout">
+          <CsrfField token={csrfToken} />
+          <button type="submit" class="button button-secondary">
+            Log out
+          </button>
+        </form>
+      </section>
+    </Layout>,
+    status,
+  );
+}
+
+export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/account', ...signedInPage, (c) =>
+    renderAccount(c, {
+      notice:
+        c.req.query('password-changed') === '1' ? 'Password changed. Other sessions are signed out.' : null,
+    }),
+  );
+
+  dashboard.post('/account/password', ...signedInPage, async (c) => {
+    const db = c.get('db');
+    const session = sessionOf(c);
+    try {
+      await changePassword(db, {
+        accountId: session.accountId,
+        currentPassword: await formText(c, 'currentPassword'),
+        newPassword: await formText(c, 'newPassword'),
+        keepSessionHash: session.tokenHash,
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
+        return renderAccount(c, { error: error.message }, 400);
+      throw error;
+    }
+    // A new token for this browser too: whoever might hold the old one is out.
+    const rotated = await startSession(db, session.accountId, Date.now());
+    await endSession(db, session);
+    setSessionCookie(c, rotated);
+    return c.redirect('/account?password-changed=1', 303);
+  });
+}

@@ -1,0 +1,320 @@
+// Accounts and sessions of the dashboard, through the Worker's fetch handler: sign-up, the
+// session cookie, one answer for every bad credential, CSRF, rate limits, sign-out and the
+// password change.
+
+import { env } from 'cloudflare:workers';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { describe, expect, it } from 'vitest';
+import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
+import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
+import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
+import { SIGN_IN_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
+import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
+import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from './cookie-client.ts';
+
+const PASSWORD = 'correct horse battery';
+
+async function sessionRows(accountEmail: string): Promise<{ token_hash: string; expires_at: number }[]> {
+  const { results } = await env.DB.prepare(
+    'SELECT s.token_hash, s.expires_at FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE a.email = ?1',
+  )
+    .bind(accountEmail)
+    .all<{ token_hash: string; expires_at: number }>();
+  return results;
+}
+
+async function signedIn(label: string): Promise<{ client: CookieClient; email: string }> {
+  const client = new CookieClient();
+  const email = uniqueEmail(label);
+  expect((await client.signUp(email, PASSWORD)).status).toBe(303);
+  return { client, email };
+}
+
+describe('sign-up', () => {
+  it('creates the account with 100 credits and a hashed session in an HttpOnly, Secure, SameSite=Lax cookie', async () => {
+    const client = new CookieClient();
+    const email = uniqueEmail('signup');
+    const before = Date.now();
+    const response = await client.signUp(email, PASSWORD);
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/?welcome=1');
+    const header = response.headers.getSetCookie().find((line) => line.startsWith(`${SESSION_COOKIE}=`));
+    expect(header).toBeDefined();
+    const cookie = parseSetCookie(header ?? '');
+    expect(cookie.value).toMatch(/^rks_[A-Za-z0-9_-]{43}$/);
+    expect(cookie.attributes.has('httponly')).toBe(true);
+    expect(cookie.attributes.has('secure')).toBe(true);
+    expect(cookie.attributes.get('samesite')).toBe('Lax');
+    expect(cookie.attributes.get('path')).toBe('/');
+    const expires = Date.parse(cookie.attributes.get('expires') ?? '');
+    expect(expires).toBeGreaterThan(before + 6 * 86_400_000);
+    expect(expires).toBeLessThan(before + 8 * 86_400_000);
+
+    // Only the token's hash is stored.
+    const rows = await sessionRows(email);
+    expect(rows).toEqual([{ token_hash: await hashSecret(cookie.value), expires_at: expect.any(Number) }]);
+
+    const overview = await client.get(response.headers.get('location') ?? '');
+    expect(overview.status).toBe(200);
+    const html = await overview.text();
+    expect(html).toMatch(/data-testid="credit-balance">\s*100\s*</);
+    expect(html).toContain('Welcome to rcpt');
+  });
+
+  it('refuses a taken email (409), a short password (400) and a malformed email (400) with a message, and no session', async () => {
+    const { email } = await signedIn('taken');
+    const cases: [string, string, number, RegExp][] = [
+      [email, PASSWORD, 409, /already exists/],
+      [uniqueEmail('short'), 'short', 400, /at least 10 characters/],
+      ['not-an-email', PASSWORD, 400, /valid email/],
+    ];
+    for (const [address, password, status, message] of cases) {
+      const client = new CookieClient();
+      const response = await client.signUp(address, password);
+      expect(response.status).toBe(status);
+      expect(await response.text()).toMatch(message);
+      expect(client.cookies.has(SESSION_COOKIE)).toBe(false);
+    }
+  });
+});
+
+describe('sign-in', () => {
+  it('answers a wrong password exactly as an unknown email: 401, the generic message, no session', async () => {
+    const { email } = await signedIn('generic');
+    const client = new CookieClient();
+    const wrongPassword = await client.logIn(email, 'not the password at all');
+    const unknownEmail = await client.logIn(uniqueEmail('nobody'), 'not the password at all');
+    expect(wrongPassword.status).toBe(401);
+    expect(unknownEmail.status).toBe(401);
+    const [first, second] = [await wrongPassword.text(), await unknownEmail.text()];
+    expect(first).toContain(INVALID_CREDENTIALS);
+    // The pages differ only in the address echoed back into the form.
+    const withoutEmail = (html: string) => html.replace(/value="[^"]*@example\.com"/, 'value=""');
+    expect(withoutEmail(first)).toBe(withoutEmail(second));
+    expect(client.cookies.has(SESSION_COOKIE)).toBe(false);
+  });
+
+  it('gives a new token at every sign-in and ends the session the browser still had', async () => {
+    const { client, email } = await signedIn('rotate');
+    const oldToken = client.cookies.get(SESSION_COOKIE) ?? '';
+    // Signed in, /login redirects home but still sets the pre-session CSRF cookie.
+    expect((await client.get('/login')).status).toBe(303);
+    const preSession = client.cookies.get(PRE_SESSION_CSRF_COOKIE) ?? '';
+    const response = await client.post('/login', {
+      _csrf: await csrfTokenFor(preSession),
+      email,
+      password: PASSWORD,
+    });
+    expect(response.status).toBe(303);
+    const newToken = client.cookies.get(SESSION_COOKIE) ?? '';
+    expect(newToken).toMatch(/^rks_/);
+    expect(newToken).not.toBe(oldToken);
+    expect(await sessionRows(email)).toEqual([
+      { token_hash: await hashSecret(newToken), expires_at: expect.any(Number) },
+    ]);
+
+    const stale = new CookieClient();
+    stale.cookies.set(SESSION_COOKIE, oldToken);
+    expect((await stale.get('/')).headers.get('location')).toBe('/login');
+  });
+
+  it('goes back to the page asked for, but never off the site', async () => {
+    const { email } = await signedIn('next');
+    const client = new CookieClient();
+    const toKeys = await client.submit('/login?next=%2Fkeys', '/login', {
+      email,
+      password: PASSWORD,
+      next: '/keys',
+    });
+    expect(toKeys.headers.get('location')).toBe('/keys');
+    for (const next of ['//evil.example/', 'https://evil.example/', '/\\evil.example']) {
+      const other = new CookieClient();
+      const response = await other.submit('/login', '/login', { email, password: PASSWORD, next });
+      expect(response.headers.get('location')).toBe('/');
+    }
+  });
+
+  it(`answers 429 with Retry-After after ${SIGN_IN_LIMITS.perEmail} attempts a minute for one email, even with the right password`, async () => {
+    const { email } = await signedIn('limited');
+    const attacker = new CookieClient();
+    for (let attempt = 0; attempt < SIGN_IN_LIMITS.perEmail; attempt++) {
+      expect((await attacker.logIn(email, `guess number ${attempt}`)).status).toBe(401);
+    }
+    // Another address (another IP) is limited too: the count is per account email.
+    const owner = new CookieClient();
+    const limited = await owner.logIn(email, PASSWORD);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect(Number(limited.headers.get('Retry-After'))).toBeLessThanOrEqual(60);
+    expect(await limited.text()).toMatch(/Too many attempts/);
+    expect(owner.cookies.has(SESSION_COOKIE)).toBe(false);
+  });
+
+  it(`answers 429 after ${SIGN_IN_LIMITS.perIp} attempts a minute from one IP, whatever the emails`, async () => {
+    const client = new CookieClient();
+    for (let attempt = 0; attempt < SIGN_IN_LIMITS.perIp; attempt++) {
+      expect((await client.logIn(uniqueEmail('spray'), 'whatever password')).status).toBe(401);
+    }
+    expect((await client.logIn(uniqueEmail('spray'), 'whatever password')).status).toBe(429);
+  });
+
+  it('limits sign-ups per IP as well', async () => {
+    const client = new CookieClient();
+    for (let attempt = 0; attempt < SIGN_IN_LIMITS.perIp; attempt++) {
+      expect((await client.signUp(`not-an-email-${attempt}`, PASSWORD)).status).toBe(400);
+    }
+    expect((await client.signUp(uniqueEmail('late'), PASSWORD)).status).toBe(429);
+  });
+});
+
+describe('CSRF', () => {
+  it('403 CSRF_FAILED as an HTML page for a missing or wrong token, and nothing changes', async () => {
+    const { client } = await signedIn('csrf');
+    const other = await signedIn('csrf-other');
+    const otherToken = csrfFieldOf(await (await other.client.get('/keys')).text());
+    const forged: Record<string, string>[] = [
+      { name: 'no token' },
+      { name: 'wrong token', _csrf: 'x'.repeat(43) },
+      { name: 'someone else', _csrf: otherToken },
+    ];
+    for (const fields of forged) {
+      const response = await client.post('/keys', fields);
+      expect(response.status).toBe(403);
+      expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await response.text();
+      expect(html).toContain('CSRF_FAILED');
+      expect(html).not.toContain('rk_live_');
+    }
+    const keys = await (await client.get('/keys')).text();
+    expect(keys).toContain('No keys yet.');
+  });
+
+  it('403 for a sign-in without the pre-session cookie, or with a token of another one', async () => {
+    const { email } = await signedIn('csrf-login');
+    const bare = new CookieClient();
+    expect((await bare.post('/login', { email, password: PASSWORD })).status).toBe(403);
+    const stolen = csrfFieldOf(await (await bare.get('/login')).text());
+    const victim = new CookieClient();
+    await victim.get('/login');
+    const response = await victim.post('/login', { _csrf: stolen, email, password: PASSWORD });
+    expect(response.status).toBe(403);
+    expect(victim.cookies.has(SESSION_COOKIE)).toBe(false);
+  });
+
+  it('415 for a POST that is not a form, even with a valid token in the header', async () => {
+    const { client } = await signedIn('csrf-json');
+    const token = csrfFieldOf(await (await client.get('/keys')).text());
+    const response = await client.request('/keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-CSRF-Token': token },
+      body: JSON.stringify({ name: 'json key', mode: 'live' }),
+    });
+    expect(response.status).toBe(415);
+    expect(await response.text()).toContain('UNSUPPORTED_MEDIA_TYPE');
+    // The header alone is accepted with a form body (the pages' script may send it so).
+    const viaHeader = await client.request('/keys', {
+      method: 'POST',
+      headers: { 'X-CSRF-Token': token },
+      body: new URLSearchParams({ name: 'header key', mode: 'test' }),
+    });
+    expect(viaHeader.status).toBe(201);
+  });
+
+  it('403 for a sign-out without a token: the session survives', async () => {
+    const { client } = await signedIn('csrf-logout');
+    expect((await client.post('/logout', {})).status).toBe(403);
+    expect((await client.get('/')).status).toBe(200);
+  });
+});
+
+describe('sign-out and password change', () => {
+  it('sign-out (POST) deletes the session and clears the cookie; the old token is worthless', async () => {
+    const { client, email } = await signedIn('logout');
+    const token = client.cookies.get(SESSION_COOKIE) ?? '';
+    const response = await client.submit('/account', '/logout', {});
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/login?signed-out=1');
+    const cleared = response.headers
+      .getSetCookie()
+      .map(parseSetCookie)
+      .find((cookie) => cookie.name === SESSION_COOKIE);
+    expect(cleared?.value).toBe('');
+    expect(client.cookies.has(SESSION_COOKIE)).toBe(false);
+    expect(await sessionRows(email)).toEqual([]);
+    const replay = new CookieClient();
+    replay.cookies.set(SESSION_COOKIE, token);
+    const page = await replay.get('/keys');
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe('/login?next=%2Fkeys');
+  });
+
+  it('a password change rotates this session, ends the others, and the new password works', async () => {
+    const { client, email } = await signedIn('password');
+    const elsewhere = new CookieClient();
+    expect((await elsewhere.logIn(email, PASSWORD)).status).toBe(303);
+    const before = client.cookies.get(SESSION_COOKIE);
+
+    const wrong = await client.submit('/account', '/account/password', {
+      currentPassword: 'not it at all',
+      newPassword: 'a new long password',
+    });
+    expect(wrong.status).toBe(400);
+    expect(await wrong.text()).toContain('The current password is not right.');
+
+    const response = await client.submit('/account', '/account/password', {
+      currentPassword: PASSWORD,
+      newPassword: 'a new long password',
+    });
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/account?password-changed=1');
+    const after = client.cookies.get(SESSION_COOKIE);
+    expect(after).not.toBe(before);
+    expect((await client.get('/account')).status).toBe(200);
+    expect((await elsewhere.get('/account')).status).toBe(303);
+    expect(await sessionRows(email)).toHaveLength(1);
+
+    expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(401);
+    expect((await new CookieClient().logIn(email, 'a new long password')).status).toBe(303);
+  });
+});
+
+describe('security headers', () => {
+  it('are on every kind of dashboard answer: pages, redirects, errors, JSON', async () => {
+    const { client } = await signedIn('headers');
+    const answers = [
+      await new CookieClient().get('/login'),
+      await new CookieClient().get('/'),
+      await client.get('/'),
+      await client.post('/keys', { name: 'no token' }),
+      await client.get('/jobs/00000000-0000-4000-8000-000000000000'),
+      await client.get('/jobs/00000000-0000-4000-8000-000000000000/status'),
+    ];
+    expect(answers.map((answer) => answer.status)).toEqual([200, 303, 200, 403, 404, 404]);
+    for (const answer of answers) {
+      expect(answer.headers.get('Content-Security-Policy')).toBe(DASHBOARD_CSP);
+      expect(answer.headers.get('X-Frame-Options')).toBe('DENY');
+      expect(answer.headers.get('Referrer-Policy')).toBe('same-origin');
+      expect(answer.headers.get('X-Content-Type-Options')).toBe('nosniff');
+      expect(answer.headers.get('Cache-Control')).toBe('no-store');
+    }
+    expect(DASHBOARD_CSP).not.toContain('unsafe-inline');
+  });
+
+  it('pages hold no inline script or style (the CSP would block them)', async () => {
+    const { client } = await signedIn('inline');
+    for (const path of ['/', '/keys', '/verify', '/bulk', '/history', '/webhooks', '/account']) {
+      const html = await (await client.get(path)).text();
+      expect(html, path).toMatch(/^<!DOCTYPE html>/);
+      expect(html, path).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      expect(html, path).not.toMatch(/<style|\sstyle=/);
+      expect(html, path).not.toMatch(/\son[a-z]+=/);
+    }
+  });
+
+  it('leaves the API alone: JSON errors without the dashboard headers', async () => {
+    const response = await new CookieClient().get('/api/v1/history');
+    expect(response.status).toBe(401);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('Content-Security-Policy')).toBeNull();
+  });
+});

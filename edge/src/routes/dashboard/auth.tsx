@@ -1,0 +1,189 @@
+/** @jsxImportSource hono/jsx */
+// Sign-up, sign-in and sign-out. A new session token at every sign-in (no fixation); one
+// answer for an unknown email and a wrong password; attempts limited per IP and per email.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import { deleteCookie } from 'hono/cookie';
+import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
+import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
+import { INVALID_CREDENTIALS, SIGNUP_CREDITS, signIn, signUp } from '../../services/dashboard-accounts.ts';
+import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
+import { endSession, startSession } from '../../services/sessions.ts';
+import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { signedInPage, signedOutPage } from './guards.ts';
+import { Layout, renderPage } from './layout.tsx';
+
+/** Stands in for the client address where no proxy supplies one (local development). */
+const UNKNOWN_CLIENT_IP = 'local';
+
+interface AuthFormState {
+  email?: string;
+  error?: string | null;
+  next?: string;
+}
+
+function LoginPage(props: AuthFormState & { csrfToken: string; notice?: string | null }) {
+  return (
+    <Layout title="Sign in" signedIn={false} csrfToken={props.csrfToken}>
+      <section class="auth-card" aria-labelledby="login-heading">
+        <h1 id="login-heading">Sign in to rcpt</h1>
+        {props.notice ? <Notice kind="success">{props.notice}</Notice> : null}
+        {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+        <form method="post" action="/login" class="stack">
+          <CsrfField token={props.csrfToken} />
+          {props.next ? <input type="hidden" name="next" value={props.next} /> : null}
+          <TextField
+            id="login-email"
+            name="email"
+            label="Email"
+            type="email"
+            autocomplete="username"
+            required
+            value={props.email}
+          />
+          <TextField
+            id="login-password"
+            name="password"
+            label="Password"
+            type="password"
+            autocomplete="current-password"
+            required
+          />
+          <button type="submit" class="button">
+            Sign in
+          </button>
+        </form>
+        <p>
+          New to rcpt? <a href="/signup">Create an account</a> with {SIGNUP_CREDITS} free credits.
+        </p>
+      </section>
+    </Layout>
+  );
+}
+
+function SignupPage(props: AuthFormState & { csrfToken: string }) {
+  return (
+    <Layout title="Create an account" signedIn={false} csrfToken={props.csrfToken}>
+      <section class="auth-card" aria-labelledby="signup-heading">
+        <h1 id="signup-heading">Create an account</h1>
+        <p>Every account starts with {SIGNUP_CREDITS} free credits. No card needed; credits do not expire.</p>
+        {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+        <form method="post" action="/signup" class="stack">
+          <CsrfField token={props.csrfToken} />
+          <TextField
+            id="signup-email"
+            name="email"
+            label="Email"
+            type="email"
+            autocomplete="username"
+            required
+            value={props.email}
+          />
+          <TextField
+            id="signup-password"
+            name="password"
+            label="Password"
+            type="password"
+            autocomplete="new-password"
+            required
+            minlength={MIN_PASSWORD_LENGTH}
+            hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
+          />
+          <button type="submit" class="button">
+            Create account
+          </button>
+        </form>
+        <p>
+          Already have an account? <a href="/login">Sign in</a>.
+        </p>
+      </section>
+    </Layout>
+  );
+}
+
+/** Only a local path can be a destination after sign-in (no open redirect). */
+function safeNext(raw: string | undefined): string {
+  return raw && /^\/(?![/\\])/.test(raw) ? raw : '/';
+}
+
+function clientIp(c: Context<DashboardEnv>): string {
+  return c.req.header('cf-connecting-ip') ?? UNKNOWN_CLIENT_IP;
+}
+
+async function admit(c: Context<DashboardEnv>, action: SignInAction, email: string): Promise<number | null> {
+  const admission = await admitSignInAttempt(c.env.KEY_LIMITER, { action, clientIp: clientIp(c), email });
+  if (admission.allowed) return null;
+  c.header('Retry-After', String(admission.retryAfterSeconds));
+  return admission.retryAfterSeconds;
+}
+
+function tooManyAttempts(seconds: number): string {
+  return `Too many attempts. Wait ${seconds} second${seconds === 1 ? '' : 's'} and try again.`;
+}
+
+async function beginSession(c: Context<DashboardEnv>, accountId: string): Promise<void> {
+  const db = c.get('db');
+  // A sign-in always gets a fresh token; whatever session the browser had ends here.
+  const previous = c.get('session');
+  if (previous) await endSession(db, previous);
+  setSessionCookie(c, await startSession(db, accountId, Date.now()));
+  deleteCookie(c, PRE_SESSION_CSRF_COOKIE, { path: '/', secure: true });
+}
+
+export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/login', ...signedOutPage, (c) => {
+    if (c.get('session')) return c.redirect('/', 303);
+    const notice = c.req.query('signed-out') === '1' ? 'You are signed out.' : null;
+    return renderPage(
+      c,
+      <LoginPage csrfToken={c.get('csrfToken')} next={c.req.query('next')} notice={notice} />,
+    );
+  });
+
+  dashboard.post('/login', ...signedOutPage, async (c) => {
+    const email = (await formText(c, 'email')).trim();
+    const password = await formText(c, 'password');
+    const next = safeNext(await formText(c, 'next'));
+    const page = (error: string) => (
+      <LoginPage csrfToken={c.get('csrfToken')} email={email} next={next} error={error} />
+    );
+    const wait = await admit(c, 'login', email);
+    if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
+    const accountId = email && password ? await signIn(c.get('db'), { email, password }) : null;
+    if (!accountId) return renderPage(c, page(INVALID_CREDENTIALS), 401);
+    await beginSession(c, accountId);
+    return c.redirect(next, 303);
+  });
+
+  dashboard.get('/signup', ...signedOutPage, (c) => {
+    if (c.get('session')) return c.redirect('/', 303);
+    return renderPage(c, <SignupPage csrfToken={c.get('csrfToken')} />);
+  });
+
+  dashboard.post('/signup', ...signedOutPage, async (c) => {
+    const email = (await formText(c, 'email')).trim();
+    const password = await formText(c, 'password');
+    const page = (error: string) => <SignupPage csrfToken={c.get('csrfToken')} email={email} error={error} />;
+    const wait = await admit(c, 'signup', email);
+    if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
+    let accountId: string;
+    try {
+      accountId = await signUp(c.get('db'), { email, password, now: Date.now() });
+    } catch (error) {
+      if (error instanceof ApiError && (error.code === 'VALIDATION_ERROR' || error.code === 'CONFLICT')) {
+        return renderPage(c, page(error.message), error.code === 'CONFLICT' ? 409 : 400);
+      }
+      throw error;
+    }
+    await beginSession(c, accountId);
+    return c.redirect('/?welcome=1', 303);
+  });
+
+  dashboard.post('/logout', ...signedInPage, async (c) => {
+    const session = c.get('session');
+    if (session) await endSession(c.get('db'), session);
+    clearSessionCookie(c);
+    return c.redirect('/login?signed-out=1', 303);
+  });
+}

@@ -1,0 +1,172 @@
+/** @jsxImportSource hono/jsx */
+// Bulk (`/bulk`): a CSV upload. Without JavaScript the form creates the job directly; with
+// it, app.js previews the first rows, lets the person pick the email column, and shows the
+// counts and the cost from POST /bulk/preview (nothing stored) before they confirm.
+import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import type { DashboardEnv } from '../../middleware/session.ts';
+import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
+import { createBatchJob } from '../../services/batch-jobs.ts';
+import type { BatchMessage } from '../../services/batch-queue.ts';
+import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
+import { readBalance } from '../../storage/credits.ts';
+import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { signedInJson, signedInPage } from './guards.ts';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+const UPLOAD_ERRORS = new Set([
+  'VALIDATION_ERROR',
+  'TOO_MANY_EMAILS',
+  'PAYLOAD_TOO_LARGE',
+  'INSUFFICIENT_CREDITS',
+]);
+
+function BulkPage(props: {
+  csrfToken: string;
+  creditsAvailable: number;
+  error?: string | null;
+  name?: string;
+  emailColumn?: string;
+}) {
+  return (
+    <>
+      <h1>Bulk verification</h1>
+      <p>
+        Upload a CSV file of up to {MAX_BATCH_EMAILS.toLocaleString('en-US')} rows (
+        {MAX_CSV_BYTES / 1024 / 1024} MB). Each unique valid address uses one credit; duplicates, empty and
+        invalid rows are free. You have <strong>{props.creditsAvailable.toLocaleString('en-US')}</strong>{' '}
+        credits.
+      </p>
+      {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+      <form
+        method="post"
+        action="/bulk"
+        enctype="multipart/form-data"
+        class="card stack bulk-form"
+        data-bulk-preview="/bulk/preview"
+      >
+        <CsrfField token={props.csrfToken} />
+        <div class="dropzone" data-dropzone>
+          <label for="bulk-file">CSV file</label>
+          <input
+            id="bulk-file"
+            name="file"
+            type="file"
+            accept=".csv,.tsv,.txt,text/csv,text/plain"
+            required
+            aria-describedby="bulk-file-hint"
+          />
+          <p class="hint" id="bulk-file-hint">
+            Choose a file
+            <span class="js-only" hidden>
+              , or drop it here
+            </span>
+            . Comma, semicolon or tab separated, UTF-8, with or without a header row.
+          </p>
+        </div>
+        <TextField
+          id="bulk-email-column"
+          name="emailColumn"
+          label="Email column (optional)"
+          value={props.emailColumn}
+          maxlength={200}
+          hint="The header name, or the column's position counting from 0. Leave empty to detect it."
+        />
+        <TextField
+          id="bulk-name"
+          name="name"
+          label="List name (optional)"
+          value={props.name}
+          maxlength={200}
+        />
+        <section class="preview" data-preview hidden aria-live="polite" aria-label="Preview of the upload" />
+        <div class="button-row">
+          <button type="submit" class="button" data-submit-label="Verify list">
+            Verify list
+          </button>
+        </div>
+      </form>
+    </>
+  );
+}
+
+async function uploadedFile(c: Context<DashboardEnv>): Promise<Uint8Array> {
+  const file = (await c.req.formData()).get('file');
+  if (!(file instanceof File) || file.size === 0)
+    throw new ApiError('VALIDATION_ERROR', { message: 'Choose a CSV file to upload.' });
+  if (file.size > MAX_CSV_BYTES)
+    throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+async function optionalText(c: Context<DashboardEnv>, name: string): Promise<string | undefined> {
+  const value = (await formText(c, name)).trim();
+  return value === '' ? undefined : value.slice(0, 200);
+}
+
+export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/bulk', ...signedInPage, async (c) => {
+    const creditsAvailable = (await readBalance(c.get('db'), c.get('caller').accountId)) ?? 0;
+    return renderPage(
+      c,
+      <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>
+        <BulkPage csrfToken={c.get('csrfToken')} creditsAvailable={creditsAvailable} />
+      </Layout>,
+    );
+  });
+
+  dashboard.post('/bulk', ...signedInPage, async (c) => {
+    const db = c.get('db');
+    const caller = c.get('caller');
+    const emailColumn = await optionalText(c, 'emailColumn');
+    const name = await optionalText(c, 'name');
+    try {
+      const upload = rowsFromCsv(await uploadedFile(c), emailColumn);
+      const created = await createBatchJob({
+        db,
+        queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
+        caller,
+        upload,
+        source: 'csv',
+        name: name ?? null,
+        webhookUrl: null,
+        now: Date.now(),
+      });
+      return c.redirect(`/jobs/${created.jobId}`, 303);
+    } catch (error) {
+      if (!(error instanceof ApiError) || !UPLOAD_ERRORS.has(error.code)) throw error;
+      const creditsAvailable = (await readBalance(db, caller.accountId)) ?? 0;
+      const message =
+        error.code === 'INSUFFICIENT_CREDITS'
+          ? `This list needs ${String(error.details?.required)} credits; you have ${creditsAvailable}.`
+          : error.code === 'PAYLOAD_TOO_LARGE'
+            ? `The file is larger than ${MAX_CSV_BYTES / 1024 / 1024} MB.`
+            : error.message;
+      return renderPage(
+        c,
+        <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>
+          <BulkPage
+            csrfToken={c.get('csrfToken')}
+            creditsAvailable={creditsAvailable}
+            error={message}
+            name={name}
+            emailColumn={emailColumn}
+          />
+        </Layout>,
+        error.httpStatus as 400 | 402 | 413,
+      );
+    }
+  });
+
+  // What the upload would do, for the page's script: counts and cost, nothing stored.
+  dashboard.post('/bulk/preview', ...signedInJson, async (c) => {
+    const preview = await previewCsvUpload(c.get('db'), {
+      accountId: c.get('caller').accountId,
+      bytes: await uploadedFile(c),
+      emailColumn: await optionalText(c, 'emailColumn'),
+      now: Date.now(),
+    });
+    return c.json({ success: true as const, preview });
+  });
+}

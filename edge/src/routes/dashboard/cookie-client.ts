@@ -1,0 +1,101 @@
+// For the dashboard's workerd tests: a client that keeps cookies the way a browser does and
+// calls the Worker's fetch handler, never following redirects (the tests look at them).
+import { exports } from 'cloudflare:workers';
+
+export interface SetCookie {
+  name: string;
+  value: string;
+  attributes: Map<string, string>;
+}
+
+export function parseSetCookie(header: string): SetCookie {
+  const [pair = '', ...attributes] = header.split(';').map((part) => part.trim());
+  const split = pair.indexOf('=');
+  return {
+    name: pair.slice(0, split),
+    value: pair.slice(split + 1),
+    attributes: new Map(
+      attributes.map((attribute) => {
+        const equals = attribute.indexOf('=');
+        return equals < 0
+          ? [attribute.toLowerCase(), '']
+          : [attribute.slice(0, equals).toLowerCase(), attribute.slice(equals + 1)];
+      }),
+    ),
+  };
+}
+
+/** The `_csrf` value of the first form in a page. */
+export function csrfFieldOf(html: string): string {
+  const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
+  if (!token) throw new Error('the page has no _csrf field');
+  return token;
+}
+
+export class CookieClient {
+  readonly cookies = new Map<string, string>();
+  /** Each client its own documentation-range address, so per-IP limits do not mix tests. */
+  readonly ip = `2001:db8::${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`;
+
+  async request(path: string, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    headers.set('CF-Connecting-IP', this.ip);
+    if (this.cookies.size > 0) {
+      headers.set('Cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));
+    }
+    const response = await exports.default.fetch(
+      new Request(`https://edge.test${path}`, { ...init, headers, redirect: 'manual' }),
+    );
+    for (const header of response.headers.getSetCookie()) {
+      const cookie = parseSetCookie(header);
+      const expires = cookie.attributes.get('expires');
+      const expired =
+        cookie.attributes.get('max-age') === '0' ||
+        (expires !== undefined && Date.parse(expires) <= Date.now());
+      if (expired) this.cookies.delete(cookie.name);
+      else this.cookies.set(cookie.name, cookie.value);
+    }
+    return response;
+  }
+
+  get(path: string): Promise<Response> {
+    return this.request(path);
+  }
+
+  /** Posts a form: URL-encoded fields, or multipart when given FormData. */
+  post(
+    path: string,
+    form: Record<string, string> | FormData,
+    headers?: Record<string, string>,
+  ): Promise<Response> {
+    const body = form instanceof FormData ? form : new URLSearchParams(form);
+    return this.request(path, { method: 'POST', body, headers });
+  }
+
+  /** GETs `pagePath` and posts `fields` to `action` with that page's CSRF token. */
+  async submit(
+    pagePath: string,
+    action: string,
+    fields: Record<string, string> | FormData,
+  ): Promise<Response> {
+    const page = await this.get(pagePath);
+    const token = csrfFieldOf(await page.text());
+    if (fields instanceof FormData) {
+      fields.set('_csrf', token);
+      return this.post(action, fields);
+    }
+    return this.post(action, { _csrf: token, ...fields });
+  }
+
+  async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
+    return this.submit('/signup', '/signup', { email, password });
+  }
+
+  async logIn(email: string, password: string): Promise<Response> {
+    return this.submit('/login', '/login', { email, password });
+  }
+}
+
+export function uniqueEmail(label: string): string {
+  return `${label}-${crypto.randomUUID().slice(0, 8)}@example.com`;
+}

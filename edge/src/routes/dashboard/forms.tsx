@@ -1,0 +1,80 @@
+/** @jsxImportSource hono/jsx */
+// Form pieces every page uses: the CSRF field, labelled inputs, notices, and reading fields.
+import type { Context } from 'hono';
+import type { Child } from 'hono/jsx';
+
+export function CsrfField(props: { token: string }) {
+  return <input type="hidden" name="_csrf" value={props.token} />;
+}
+
+export interface TextFieldProps {
+  id: string;
+  name: string;
+  label: string;
+  type?: 'text' | 'email' | 'password' | 'url' | 'search' | 'date';
+  value?: string | undefined;
+  autocomplete?: string;
+  required?: boolean;
+  minlength?: number;
+  maxlength?: number;
+  placeholder?: string;
+  hint?: Child;
+  /** Shown under the field and announced with it. */
+  error?: string | null | undefined;
+}
+
+export function TextField(props: TextFieldProps) {
+  const hintId = props.hint ? `${props.id}-hint` : undefined;
+  const errorId = props.error ? `${props.id}-error` : undefined;
+  const describedBy = [hintId, errorId].filter(Boolean).join(' ') || undefined;
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        name={props.name}
+        type={props.type ?? 'text'}
+        value={props.value}
+        autocomplete={props.autocomplete}
+        required={props.required}
+        minlength={props.minlength}
+        maxlength={props.maxlength}
+        placeholder={props.placeholder}
+        aria-describedby={describedBy}
+        aria-invalid={props.error ? 'true' : undefined}
+      />
+      {props.hint ? (
+        <p class="hint" id={hintId}>
+          {props.hint}
+        </p>
+      ) : null}
+      {props.error ? (
+        <p class="field-error" id={errorId}>
+          {props.error}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+export function Notice(props: { kind: 'success' | 'error' | 'info'; children?: Child }) {
+  // Errors interrupt (alert); confirmations are announced politely (status).
+  return (
+    <div class={`notice notice-${props.kind}`} role={props.kind === 'error' ? 'alert' : 'status'}>
+      {props.children}
+    </div>
+  );
+}
+
+/** A text field of the posted form ('' when absent or a file). */
+export async function formText(c: Context, name: string): Promise<string> {
+  const value = (await c.req.formData()).get(name);
+  return typeof value === 'string' ? value : '';
+}
+
+/** A date and time as people read it, in UTC, inside a machine-readable <time>. */
+export function Timestamp(props: { at: number | null; empty?: string }) {
+  if (props.at === null) return <span class="muted">{props.empty ?? '—'}</span>;
+  const iso = new Date(props.at).toISOString();
+  return <time datetime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`}</time>;
+}

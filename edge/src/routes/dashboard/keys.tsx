@@ -1,0 +1,252 @@
+/** @jsxImportSource hono/jsx */
+// API keys (`/keys`): create (the secret is shown once, in the answer to the POST, and never
+// again), list by visible prefix, and revoke after a confirmation page. A revoked key fails
+// on the API's very next request (the API looks keys up on every call).
+import { ApiError } from '@rcpt/shared/errors';
+import type { Hono } from 'hono';
+import type { DashboardEnv } from '../../middleware/session.ts';
+import { createApiKey } from '../../services/api-keys.ts';
+import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
+import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { signedInPage } from './guards.ts';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+const MAX_KEY_NAME = 100;
+
+interface CreatedKey {
+  name: string;
+  secret: string;
+  mode: 'live' | 'test';
+}
+
+function KeysPage(props: {
+  keys: ApiKeyRow[];
+  csrfToken: string;
+  created?: CreatedKey | null;
+  notice?: string | null;
+  error?: string | null;
+  name?: string;
+}) {
+  return (
+    <>
+      <h1>API keys</h1>
+      <p>
+        Send a key in the <code>X-API-Key</code> header. Live keys (<code>rk_live_…</code>) verify for real
+        and use credits; test keys (<code>rk_test_…</code>) answer from the sandbox for free.
+      </p>
+      {props.notice ? <Notice kind="success">{props.notice}</Notice> : null}
+      {props.created ? <NewKeySecret created={props.created} /> : null}
+      <section class="card" aria-labelledby="create-key-heading">
+        <h2 id="create-key-heading">Create a key</h2>
+        <form method="post" action="/keys" class="stack">
+          <CsrfField token={props.csrfToken} />
+          <TextField
+            id="key-name"
+            name="name"
+            label="Name"
+            required
+            maxlength={MAX_KEY_NAME}
+            value={props.name}
+            hint="Where the key is used, e.g. “signup form” or “CRM import”."
+            error={props.error}
+          />
+          <fieldset class="choices">
+            <legend>Mode</legend>
+            <label>
+              <input type="radio" name="mode" value="live" checked /> Live: real verifications, 1 credit each
+            </label>
+            <label>
+              <input type="radio" name="mode" value="test" /> Test: sandbox answers, free
+            </label>
+          </fieldset>
+          <button type="submit" class="button">
+            Create key
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="key-list-heading">
+        <h2 id="key-list-heading">Your keys</h2>
+        {props.keys.length === 0 ? (
+          <p class="muted">No keys yet.</p>
+        ) : (
+          <div class="table-scroll">
+            <table class="data-table stack-on-phone">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Key</th>
+                  <th scope="col">Mode</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {props.keys.map((key) => (
+                  <tr data-key-id={key.id}>
+                    <td data-label="Name">{key.name}</td>
+                    <td data-label="Key">
+                      <code>{key.prefix}…</code>
+                    </td>
+                    <td data-label="Mode">{key.mode}</td>
+                    <td data-label="Created">
+                      <Timestamp at={key.createdAt} />
+                    </td>
+                    <td data-label="Last used">
+                      <Timestamp at={key.lastUsedAt} empty="never" />
+                    </td>
+                    <td data-label="Status">
+                      {key.revokedAt === null ? (
+                        <span class="badge badge-deliverable">active</span>
+                      ) : (
+                        <>
+                          <span class="badge badge-undeliverable">revoked</span>{' '}
+                          <span class="muted">
+                            <Timestamp at={key.revokedAt} />
+                          </span>
+                        </>
+                      )}
+                    </td>
+                    <td>
+                      {key.revokedAt === null ? (
+                        <a href={`/keys/${key.id}/revoke`} aria-label={`Revoke ${key.name} (${key.prefix}…)`}>
+                          Revoke…
+                        </a>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </>
+  );
+}
+
+function NewKeySecret(props: { created: CreatedKey }) {
+  return (
+    <section class="card secret-card" aria-labelledby="new-key-heading">
+      <h2 id="new-key-heading">Your new key “{props.created.name}”</h2>
+      <Notice kind="info">Copy it now: it is shown only once. rcpt keeps only a hash of it.</Notice>
+      <div class="field">
+        <label for="new-key-secret">API key ({props.created.mode})</label>
+        <div class="copy-row">
+          <input
+            id="new-key-secret"
+            class="secret"
+            type="text"
+            readonly
+            value={props.created.secret}
+            spellcheck={false}
+            autocomplete="off"
+          />
+          {/* Revealed by app.js: without JavaScript the read-only field is selectable instead. */}
+          <button type="button" class="button button-secondary" data-copy-target="new-key-secret" hidden>
+            Copy
+          </button>
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
+  return (
+    <section class="card" aria-labelledby="revoke-heading">
+      <h1 id="revoke-heading">Revoke “{props.apiKey.name}”?</h1>
+      <p>
+        The key <code>{props.apiKey.prefix}…</code> stops working at once: every request that sends it gets
+        401. This cannot be undone.
+      </p>
+      <form method="post" action={`/keys/${props.apiKey.id}/revoke`} class="button-row">
+        <CsrfField token={props.csrfToken} />
+        <button type="submit" class="button button-danger">
+          Revoke key
+        </button>
+        <a href="/keys" class="button button-secondary">
+          Cancel
+        </a>
+      </form>
+    </section>
+  );
+}
+
+export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/keys', ...signedInPage, async (c) => {
+    const keys = await listApiKeys(c.get('db'), c.get('caller').accountId);
+    // The notice names the key from the list, never text from the URL.
+    const revoked = keys.find((key) => key.id === c.req.query('revoked') && key.revokedAt !== null);
+    const notice = revoked ? `Key ${revoked.prefix}… (${revoked.name}) is revoked.` : null;
+    return renderPage(
+      c,
+      <Layout title="API keys" section="keys" {...layoutContext(c)}>
+        <KeysPage keys={keys} csrfToken={c.get('csrfToken')} notice={notice} />
+      </Layout>,
+    );
+  });
+
+  dashboard.post('/keys', ...signedInPage, async (c) => {
+    const db = c.get('db');
+    const { accountId } = c.get('caller');
+    const name = (await formText(c, 'name')).trim();
+    const mode = (await formText(c, 'mode')) === 'test' ? 'test' : 'live';
+    const problem =
+      name === ''
+        ? 'Give the key a name.'
+        : name.length > MAX_KEY_NAME
+          ? `Use at most ${MAX_KEY_NAME} characters.`
+          : null;
+    let created: CreatedKey | null = null;
+    if (!problem) {
+      const key = await createApiKey(db, { accountId, name, mode, now: Date.now() });
+      created = { name, secret: key.secret, mode };
+    }
+    const keys = await listApiKeys(db, accountId);
+    return renderPage(
+      c,
+      <Layout title="API keys" section="keys" {...layoutContext(c)}>
+        <KeysPage
+          keys={keys}
+          csrfToken={c.get('csrfToken')}
+          created={created}
+          error={problem}
+          name={problem ? name : ''}
+        />
+      </Layout>,
+      created ? 201 : 400,
+    );
+  });
+
+  dashboard.get('/keys/:id/revoke', ...signedInPage, async (c) => {
+    const apiKey = await findLiveKey(c.get('db'), c.get('caller').accountId, c.req.param('id'));
+    return renderPage(
+      c,
+      <Layout title="Revoke key" section="keys" {...layoutContext(c)}>
+        <RevokePage apiKey={apiKey} csrfToken={c.get('csrfToken')} />
+      </Layout>,
+    );
+  });
+
+  dashboard.post('/keys/:id/revoke', ...signedInPage, async (c) => {
+    const db = c.get('db');
+    const { accountId } = c.get('caller');
+    const apiKey = await findLiveKey(db, accountId, c.req.param('id'));
+    await revokeApiKey(db, accountId, apiKey.id, Date.now());
+    return c.redirect(`/keys?revoked=${apiKey.id}`, 303);
+  });
+}
+
+async function findLiveKey(
+  db: DashboardEnv['Variables']['db'],
+  accountId: string,
+  keyId: string,
+): Promise<ApiKeyRow> {
+  const apiKey = (await listApiKeys(db, accountId)).find((key) => key.id === keyId && key.revokedAt === null);
+  if (!apiKey) throw new ApiError('NOT_FOUND', { message: 'No such active key on this account.' });
+  return apiKey;
+}

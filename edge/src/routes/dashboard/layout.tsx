@@ -1,0 +1,101 @@
+/** @jsxImportSource hono/jsx */
+// The page shell: landmarks, the navigation, and the one stylesheet and script. No inline
+// script or style anywhere (the CSP forbids them).
+import type { Context } from 'hono';
+import { html } from 'hono/html';
+import type { Child } from 'hono/jsx';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { DashboardEnv } from '../../middleware/session.ts';
+import { CsrfField } from './forms.tsx';
+
+export type NavSection = 'overview' | 'keys' | 'verify' | 'bulk' | 'history' | 'webhooks' | 'account';
+
+const NAV: { section: NavSection; href: string; label: string }[] = [
+  { section: 'overview', href: '/', label: 'Overview' },
+  { section: 'keys', href: '/keys', label: 'API keys' },
+  { section: 'verify', href: '/verify', label: 'Verify' },
+  { section: 'bulk', href: '/bulk', label: 'Bulk' },
+  { section: 'history', href: '/history', label: 'History' },
+  { section: 'webhooks', href: '/webhooks', label: 'Webhooks' },
+  { section: 'account', href: '/account', label: 'Account' },
+];
+
+export interface LayoutProps {
+  title: string;
+  /** The nav entry to mark as current; the nav is shown only to a signed-in person. */
+  section?: NavSection | undefined;
+  signedIn: boolean;
+  csrfToken: string;
+  /** Extra elements for <head> (e.g. the no-script refresh of a running job). */
+  head?: Child;
+  children?: Child;
+}
+
+export function Layout(props: LayoutProps) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} · rcpt`}</title>
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+        <link rel="stylesheet" href="/app.css" />
+        <script src="/app.js" defer />
+        {props.head}
+      </head>
+      <body>
+        <a class="skip-link" href="#main">
+          Skip to content
+        </a>
+        <header class="site-header">
+          <div class="site-header-inner">
+            <a class="brand" href="/">
+              rcpt<span class="brand-tail"> dashboard</span>
+            </a>
+            {props.signedIn ? (
+              <form method="post" action="/logout" class="logout-form">
+                <CsrfField token={props.csrfToken} />
+                <button type="submit" class="button-link">
+                  Log out
+                </button>
+              </form>
+            ) : null}
+          </div>
+          {props.signedIn ? (
+            <nav aria-label="Dashboard" class="site-nav">
+              <ul>
+                {NAV.map((entry) => (
+                  <li>
+                    <a href={entry.href} aria-current={entry.section === props.section ? 'page' : undefined}>
+                      {entry.label}
+                    </a>
+                  </li>
+                ))}
+                <li>
+                  <a href="/docs">Docs</a>
+                </li>
+              </ul>
+            </nav>
+          ) : null}
+        </header>
+        <main id="main" tabindex={-1}>
+          {props.children}
+        </main>
+        <footer class="site-footer">
+          <p>
+            rcpt email verification · <a href="/docs">API reference</a>
+          </p>
+        </footer>
+      </body>
+    </html>
+  );
+}
+
+/** Props of Layout that come from the request: who is signed in and the form token. */
+export function layoutContext(c: Context<DashboardEnv>): Pick<LayoutProps, 'signedIn' | 'csrfToken'> {
+  return { signedIn: Boolean(c.get('session')), csrfToken: c.get('csrfToken') ?? '' };
+}
+
+export function renderPage(c: Context<DashboardEnv>, page: Child, status: ContentfulStatusCode = 200) {
+  return c.html(html`<!DOCTYPE html>${page}`, status);
+}

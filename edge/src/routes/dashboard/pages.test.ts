@@ -1,0 +1,417 @@
+// The dashboard's pages through the Worker's fetch handler: keys (secret shown once,
+// revocation reaching the API at once), single verification, bulk preview and upload,
+// the job page and its downloads, history, webhooks and the overview's figures.
+
+import { env, exports } from 'cloudflare:workers';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { parse } from 'csv-parse/sync';
+import { describe, expect, it } from 'vitest';
+import { rowsFromCsv } from '../../services/batch-input.ts';
+import { createBatchJob } from '../../services/batch-jobs.ts';
+import type { BatchMessage } from '../../services/batch-queue.ts';
+import { createDb } from '../../storage/db.ts';
+import { insertVerification } from '../../storage/history.ts';
+import { CookieClient, uniqueEmail } from './cookie-client.ts';
+
+async function signedIn(label: string): Promise<{ client: CookieClient; accountId: string }> {
+  const client = new CookieClient();
+  const email = uniqueEmail(label);
+  expect((await client.signUp(email)).status).toBe(303);
+  const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
+    .bind(email)
+    .first<{ id: string }>();
+  return { client, accountId: row?.id ?? '' };
+}
+
+async function balanceOf(accountId: string): Promise<number> {
+  const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
+    .bind(accountId)
+    .first<{ credit_balance: number }>();
+  return row?.credit_balance ?? Number.NaN;
+}
+
+function callApi(key: string, email: string): Promise<Response> {
+  return exports.default.fetch(
+    new Request('https://edge.test/api/v1/verify', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-API-Key': key },
+      body: JSON.stringify({ email }),
+    }),
+  );
+}
+
+function csvForm(csv: string, fields: Record<string, string> = {}): FormData {
+  const form = new FormData();
+  form.set('file', new File([csv], 'list.csv', { type: 'text/csv' }));
+  for (const [name, value] of Object.entries(fields)) form.set(name, value);
+  return form;
+}
+
+async function createKey(
+  client: CookieClient,
+  name: string,
+  mode: 'live' | 'test',
+): Promise<{ secret: string; html: string }> {
+  const response = await client.submit('/keys', '/keys', { name, mode });
+  expect(response.status).toBe(201);
+  const html = await response.text();
+  const secret = new RegExp(`value="(rk_${mode}_[A-Za-z0-9_-]{43})"`).exec(html)?.[1];
+  if (!secret) throw new Error('no secret on the page');
+  return { secret, html };
+}
+
+describe('API keys', () => {
+  it('shows a new key once, stores only its hash, and lists it by prefix afterwards', async () => {
+    const { client } = await signedIn('keys');
+    const { secret, html } = await createKey(client, 'signup form', 'test');
+    expect(html).toContain('shown only once');
+    expect(html).toContain('data-copy-target="new-key-secret"');
+    const stored = await env.DB.prepare(
+      'SELECT key_hash, prefix, name, mode FROM api_keys WHERE key_hash = ?1',
+    )
+      .bind(await hashSecret(secret))
+      .first<{ prefix: string; name: string; mode: string }>();
+    expect(stored).toMatchObject({ prefix: secret.slice(0, 12), name: 'signup form', mode: 'test' });
+
+    const list = await (await client.get('/keys')).text();
+    expect(list).not.toContain(secret);
+    expect(list).not.toContain(secret.slice(12, 30));
+    expect(list).toContain(`${secret.slice(0, 12)}…`);
+    expect(list).toContain('signup form');
+  });
+
+  it('refuses a key without a name, creating nothing', async () => {
+    const { client } = await signedIn('keys-noname');
+    const response = await client.submit('/keys', '/keys', { name: '   ', mode: 'live' });
+    expect(response.status).toBe(400);
+    const html = await response.text();
+    expect(html).toContain('Give the key a name.');
+    expect(html).not.toMatch(/rk_live_[A-Za-z0-9_-]{43}/);
+  });
+
+  it('a key revoked in the dashboard gets 401 from the API on its very next request', async () => {
+    const { client } = await signedIn('revoke');
+    const { secret } = await createKey(client, 'to revoke', 'test');
+    expect((await callApi(secret, 'deliverable@example.com')).status).toBe(200);
+
+    const keyId = (
+      await env.DB.prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
+        .bind(await hashSecret(secret))
+        .first<{ id: string }>()
+    )?.id;
+    const confirm = await client.get(`/keys/${keyId}/revoke`);
+    expect(confirm.status).toBe(200);
+    expect(await confirm.text()).toContain('This cannot be undone');
+    const revoked = await client.submit(`/keys/${keyId}/revoke`, `/keys/${keyId}/revoke`, {});
+    expect(revoked.status).toBe(303);
+    const list = await (await client.get(revoked.headers.get('location') ?? '')).text();
+    expect(list).toContain(`Key ${secret.slice(0, 12)}… (to revoke) is revoked.`);
+    expect(list).toContain('badge-undeliverable">revoked');
+
+    const answer = await callApi(secret, 'deliverable@example.com');
+    expect(answer.status).toBe(401);
+    expect(await answer.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+  });
+
+  it("cannot revoke another account's key (404), which keeps working", async () => {
+    const owner = await signedIn('owner');
+    const { secret } = await createKey(owner.client, 'mine', 'test');
+    const keyId = (
+      await env.DB.prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
+        .bind(await hashSecret(secret))
+        .first<{ id: string }>()
+    )?.id;
+    const intruder = await signedIn('intruder');
+    const response = await intruder.client.submit('/keys', `/keys/${keyId}/revoke`, {});
+    expect(response.status).toBe(404);
+    expect((await callApi(secret, 'deliverable@example.com')).status).toBe(200);
+  });
+});
+
+describe('single verification', () => {
+  it('charges one credit, renders the result and records it in the history', async () => {
+    const { client, accountId } = await signedIn('verify');
+    const response = await client.submit('/verify', '/verify', { email: 'not an address' });
+    expect(response.status).toBe(200);
+    const html = await response.text();
+    expect(html).toContain('data-result-status="undeliverable"');
+    expect(html).toContain('invalid syntax');
+    expect(html).toMatch(/<meter id="result-score"[^>]*value="\d+"/);
+    expect(html).toMatch(/data-testid="credits-remaining">99</);
+    expect(await balanceOf(accountId)).toBe(99);
+
+    const history = await (await client.get('/history?kind=single&status=undeliverable')).text();
+    expect(history).toContain('not an address');
+    expect(history).toContain('1 entry');
+    const none = await (await client.get('/history?status=deliverable')).text();
+    expect(none).toContain('Nothing matches these filters.');
+  });
+
+  it('suggests the likely address for a typo domain', async () => {
+    const { client } = await signedIn('verify-typo');
+    const html = await (await client.submit('/verify', '/verify', { email: 'alice@gmial.com' })).text();
+    expect(html).toContain('possible typo');
+    expect(html).toMatch(/Did you mean <strong>alice@gmail\.com<\/strong>\?/);
+  });
+
+  it('asks for an address instead of charging for an empty one', async () => {
+    const { client, accountId } = await signedIn('verify-empty');
+    const response = await client.submit('/verify', '/verify', { email: '  ' });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('Enter an address to verify.');
+    expect(await balanceOf(accountId)).toBe(100);
+  });
+});
+
+describe('bulk upload', () => {
+  const csv =
+    'name,email\nAlice,alice@nonexistent.test\nAlice again,alice@NONEXISTENT.TEST\nNobody,\nBroken,not an address\nBob,bob@nonexistent.test\n';
+
+  it('previews counts and cost as JSON without storing or charging anything', async () => {
+    const { client, accountId } = await signedIn('preview');
+    const response = await client.submit('/bulk', '/bulk/preview', csvForm(csv));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      success: true,
+      preview: {
+        totalRows: 5,
+        totalEmails: 2,
+        duplicateCount: 1,
+        emptyRows: 1,
+        invalidRows: 1,
+        skippedRows: 0,
+        headers: ['name', 'email'],
+        emailColumn: 1,
+        creditsRequired: 2,
+        creditsAvailable: 100,
+      },
+    });
+    const jobs = await env.DB.prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
+      .bind(accountId)
+      .first<{ n: number }>();
+    expect(jobs?.n).toBe(0);
+    expect(await balanceOf(accountId)).toBe(100);
+  });
+
+  it('answers the preview with JSON errors: a bad column (400), no session (401), no token (403)', async () => {
+    const { client } = await signedIn('preview-errors');
+    const badColumn = await client.submit('/bulk', '/bulk/preview', csvForm(csv, { emailColumn: 'nope' }));
+    expect(badColumn.status).toBe(400);
+    expect(await badColumn.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    const noToken = await client.post('/bulk/preview', csvForm(csv));
+    expect(noToken.status).toBe(403);
+    expect(await noToken.json()).toMatchObject({ code: 'CSRF_FAILED' });
+    const anonymous = await new CookieClient().post('/bulk/preview', csvForm(csv));
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+
+  it('without JavaScript the form creates the job and lands on its page; downloads keep the columns', async () => {
+    const { client, accountId } = await signedIn('bulk');
+    // Only rows that need no verification: the job is complete as soon as it exists.
+    const response = await client.submit(
+      '/bulk',
+      '/bulk',
+      csvForm('name,email\nNobody,\nBroken,not an address\n', { name: 'offline list' }),
+    );
+    expect(response.status).toBe(303);
+    const location = response.headers.get('location') ?? '';
+    expect(location).toMatch(/^\/jobs\/[0-9a-f-]{36}$/);
+    const page = await (await client.get(location)).text();
+    expect(page).toContain('offline list');
+    expect(page).toContain('data-job-state="completed"');
+    expect(page).not.toContain('http-equiv="refresh"');
+    expect(page).toMatch(/<div [^>]*data-job-downloads="true">/);
+
+    const download = await client.get(`${location}/results.csv`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(download.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="rcpt-[0-9a-f-]{36}\.csv"$/,
+    );
+    const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(2);
+    expect(Object.keys(rows[0] ?? {})).toEqual(
+      expect.arrayContaining(['name', 'email', 'rcpt_status', 'rcpt_sub_status', 'rcpt_score']),
+    );
+    expect(rows.map((row) => [row.name, row.rcpt_status])).toEqual([
+      ['Nobody', 'undeliverable'],
+      ['Broken', 'undeliverable'],
+    ]);
+
+    const json = await client.get(`${location}/results.json`);
+    expect(json.status).toBe(200);
+    const body = await json.json<{ results: { email: string }[]; originalCsvData: { headers: string[] } }>();
+    expect(body.results.map((result) => result.email)).toEqual(['', 'not an address']);
+    expect(body.originalCsvData.headers).toEqual(['name', 'email']);
+    expect(await balanceOf(accountId)).toBe(100);
+  });
+
+  it('re-renders the form with the reason when a list cannot be taken', async () => {
+    const { client } = await signedIn('bulk-bad');
+    const empty = await client.submit('/bulk', '/bulk', csvForm('\n\n'));
+    expect(empty.status).toBe(400);
+    expect(await empty.text()).toContain('The file has no rows.');
+    const noFile = await client.submit('/bulk', '/bulk', new FormData());
+    expect(noFile.status).toBe(400);
+    expect(await noFile.text()).toContain('Choose a CSV file to upload.');
+  });
+});
+
+describe('job page', () => {
+  async function processingJob(accountId: string): Promise<string> {
+    // A queue that drops the work keeps the job processing for as long as the test needs.
+    const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+    const created = await createBatchJob({
+      db: createDb(env.DB),
+      queue,
+      caller: { accountId, apiKeyId: null, mode: 'live', creditBalance: await balanceOf(accountId) },
+      upload: rowsFromCsv(new TextEncoder().encode('email\nalice@nonexistent.test\nbob@nonexistent.test\n')),
+      source: 'csv',
+      name: 'running list',
+      webhookUrl: null,
+      now: Date.now(),
+    });
+    return created.jobId;
+  }
+
+  it('while processing: a no-script refresh, hidden downloads, JSON status, and no results yet', async () => {
+    const { client, accountId } = await signedIn('job');
+    const jobId = await processingJob(accountId);
+    const page = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(page).toContain('<noscript><meta http-equiv="refresh" content="2"/></noscript>');
+    expect(page).toContain('data-job-state="processing"');
+    expect(page).toMatch(/<div [^>]*data-job-downloads="true" hidden="">/);
+    expect(page).toMatch(/<progress id="job-progress" max="100" value="0"/);
+
+    const status = await client.get(`/jobs/${jobId}/status`);
+    expect(status.status).toBe(200);
+    expect(await status.json()).toMatchObject({
+      success: true,
+      job: { id: jobId, status: 'processing', progress: 0, totalEmails: 2 },
+    });
+
+    const early = await client.get(`/jobs/${jobId}/results.csv`);
+    expect(early.status).toBe(400);
+    expect(early.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await early.text()).toContain('JOB_NOT_COMPLETED');
+  });
+
+  it("is 404 for another account's job, as a page and as JSON", async () => {
+    const owner = await signedIn('job-owner');
+    const jobId = await processingJob(owner.accountId);
+    const other = await signedIn('job-other');
+    const page = await other.client.get(`/jobs/${jobId}`);
+    expect(page.status).toBe(404);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const status = await other.client.get(`/jobs/${jobId}/status`);
+    expect(status.status).toBe(404);
+    expect(await status.json()).toMatchObject({ code: 'NOT_FOUND' });
+    expect((await other.client.get(`/jobs/${jobId}/results.json`)).status).toBe(404);
+  });
+
+  it('the history lists the batch with a link to its page, and the overview counts its addresses', async () => {
+    const { client, accountId } = await signedIn('job-history');
+    const jobId = await processingJob(accountId);
+    const history = await (await client.get('/history?kind=batch')).text();
+    expect(history).toContain(`href="/jobs/${jobId}"`);
+    expect(history).toContain('running list');
+    const overview = await (await client.get('/')).text();
+    expect(overview).toContain('0 single verifications and 2 batch addresses');
+    expect(overview).toMatch(/data-testid="credit-balance">\s*98\s*</);
+  });
+});
+
+describe('history', () => {
+  it('pages 25 entries at a time, newest first, and filters by UTC day', async () => {
+    const { client, accountId } = await signedIn('history-pages');
+    const day = Date.parse('2026-03-10T12:00:00Z');
+    // 27 entries, one an hour back from noon on 10 March: 12 that day, 15 on 9 March.
+    for (let hour = 0; hour < 27; hour++) {
+      await insertVerification(createDb(env.DB), {
+        id: `req_history_${accountId}_${hour}`,
+        accountId,
+        apiKeyId: null,
+        kind: 'single',
+        email: `person${hour}@example.com`,
+        status: 'deliverable',
+        subStatus: 'accepted_email',
+        score: 90,
+        resultJson: null,
+        createdAt: day - hour * 3_600_000,
+      });
+    }
+    const first = await (await client.get('/history')).text();
+    expect(first).toContain('27 entries');
+    expect(first.match(/<tr data-kind="single">/g)).toHaveLength(25);
+    expect(first.indexOf('person0@')).toBeLessThan(first.indexOf('person1@'));
+    expect(first).toContain('Page 1 of 2');
+    expect(first).toContain('href="/history?page=2" rel="next"');
+    const second = await (await client.get('/history?page=2')).text();
+    expect(second.match(/<tr data-kind="single">/g)).toHaveLength(2);
+    expect(second).toContain('person26@');
+
+    const tenth = await (await client.get('/history?from=2026-03-10&to=2026-03-10')).text();
+    expect(tenth).toContain('13 entries'); // 00:00 to 12:00 inclusive
+    const ninth = await (await client.get('/history?to=2026-03-09')).text();
+    expect(ninth).toContain('14 entries');
+    const nonsense = await client.get('/history?from=yesterday&page=-3&status=maybe');
+    expect(nonsense.status).toBe(200);
+    expect(await nonsense.text()).toContain('27 entries');
+  });
+});
+
+describe('webhooks', () => {
+  it('validates the URL, shows a new secret once, and lists the test delivery', async () => {
+    const { client } = await signedIn('webhooks');
+    const bad = await client.submit('/webhooks', '/webhooks/url', { url: 'ftp://example.com/hook' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('webhookUrl must use https.');
+
+    // The fake world's DoH stub is the only HTTP server the tests have: it answers 404 here,
+    // which is an answer like any receiver's, shown with its status.
+    const hookUrl = `${new URL(env.DOH_URL).origin}/hook`;
+    const saved = await client.submit('/webhooks', '/webhooks/url', { url: hookUrl });
+    expect(saved.status).toBe(303);
+    expect(await (await client.get(saved.headers.get('location') ?? '')).text()).toContain(
+      'Webhook URL saved.',
+    );
+
+    const created = await client.submit('/webhooks', '/webhooks/secret', {});
+    expect(created.status).toBe(200);
+    const secret = /value="(whsec_[A-Za-z0-9+/=]+)"/.exec(await created.text())?.[1];
+    expect(secret).toBeDefined();
+    const later = await (await client.get('/webhooks')).text();
+    expect(later).not.toContain(secret);
+    expect(later).toContain('A secret is set.');
+
+    const unconfirmed = await client.submit('/webhooks', '/webhooks/secret', {});
+    expect(unconfirmed.status).toBe(400);
+
+    const test = await client.submit('/webhooks', '/webhooks/test', {});
+    expect(test.status).toBe(200);
+    const html = await test.text();
+    expect(html).toContain('Test event not delivered (HTTP 404); it will be retried.');
+    expect(html).toContain('<code>webhook.test</code>');
+    const row = /<tr>(?:(?!<\/tr>).)*webhook\.test(?:(?!<\/tr>).)*<\/tr>/.exec(html)?.[0] ?? '';
+    const cells = [...row.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((cell) => cell[1]?.replace(/<[^>]+>/g, ''));
+    expect(cells.slice(1)).toEqual(['webhook.test', hookUrl, 'pending', '404', '1']);
+  });
+});
+
+describe('signed-out visitors', () => {
+  it.each([
+    '/',
+    '/keys',
+    '/verify',
+    '/bulk',
+    '/history',
+    '/webhooks',
+    '/account',
+    '/jobs/00000000-0000-4000-8000-000000000000',
+  ])('GET %s goes to the login page', async (path) => {
+    const response = await new CookieClient().get(path);
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toMatch(/^\/login/);
+  });
+});

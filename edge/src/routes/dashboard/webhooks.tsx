@@ -1,0 +1,249 @@
+/** @jsxImportSource hono/jsx */
+// Webhooks (`/webhooks`): the default URL for job events, the signing secret (shown once,
+// rotated on request), a test event, and the recent deliveries with their HTTP status.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { DashboardEnv } from '../../middleware/session.ts';
+import { rotateWebhookSecret, sendTestEvent, validateWebhookUrl } from '../../services/webhooks.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import { listDeliveries, setAccountWebhook, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
+import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { signedInPage } from './guards.ts';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+const RECENT_DELIVERIES = 20;
+
+interface WebhooksState {
+  notice?: string | null;
+  error?: string | null;
+  urlError?: string | null;
+  urlInput?: string;
+  newSecret?: string | null;
+}
+
+function DeliveryRows(props: { deliveries: WebhookDeliveryRow[] }) {
+  return (
+    <div class="table-scroll">
+      <table class="data-table stack-on-phone">
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Event</th>
+            <th scope="col">URL</th>
+            <th scope="col">State</th>
+            <th scope="col">HTTP status</th>
+            <th scope="col">Attempts</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.deliveries.map((delivery) => (
+            <tr>
+              <td data-label="When">
+                <Timestamp at={delivery.createdAt} />
+              </td>
+              <td data-label="Event">
+                <code>{delivery.eventType}</code>
+              </td>
+              <td data-label="URL" class="url-cell">
+                {delivery.url}
+              </td>
+              <td data-label="State">
+                <span class={`badge badge-delivery-${delivery.state}`}>{delivery.state}</span>
+              </td>
+              <td data-label="HTTP status">
+                {delivery.lastStatus ??
+                  (delivery.lastError ? <span class="muted">{delivery.lastError}</span> : '—')}
+              </td>
+              <td data-label="Attempts">{delivery.attempts}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+async function renderWebhooks(
+  c: Context<DashboardEnv>,
+  state: WebhooksState,
+  status: ContentfulStatusCode = 200,
+) {
+  const db = c.get('db');
+  const { accountId } = c.get('caller');
+  const [account, deliveries] = await Promise.all([
+    findAccount(db, accountId),
+    listDeliveries(db, accountId, { offset: 0, limit: RECENT_DELIVERIES }),
+  ]);
+  const csrfToken = c.get('csrfToken');
+  const hasSecret = Boolean(account?.webhookSecret);
+  return renderPage(
+    c,
+    <Layout title="Webhooks" section="webhooks" {...layoutContext(c)}>
+      <h1>Webhooks</h1>
+      <p>
+        rcpt posts <code>job.completed</code> and <code>job.failed</code> events, signed per Standard Webhooks
+        (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>), and retries
+        failed deliveries with backoff.
+      </p>
+      {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
+      {state.error ? <Notice kind="error">{state.error}</Notice> : null}
+      <section class="card" aria-labelledby="webhook-url-heading">
+        <h2 id="webhook-url-heading">Default URL</h2>
+        <form method="post" action="/webhooks/url" class="stack">
+          <CsrfField token={csrfToken} />
+          <TextField
+            id="webhook-url"
+            name="url"
+            label="Endpoint URL"
+            type="url"
+            value={state.urlInput ?? account?.webhookUrl ?? ''}
+            maxlength={2048}
+            placeholder="https://example.com/hooks/rcpt"
+            hint="https only. Leave empty to remove it; a job's own webhookUrl still applies."
+            error={state.urlError}
+          />
+          <button type="submit" class="button">
+            Save URL
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="webhook-secret-heading">
+        <h2 id="webhook-secret-heading">Signing secret</h2>
+        {state.newSecret ? (
+          <div class="secret-card">
+            <Notice kind="info">Copy the new secret now: it is shown only once.</Notice>
+            <div class="field">
+              <label for="webhook-secret">Signing secret</label>
+              <div class="copy-row">
+                <input
+                  id="webhook-secret"
+                  class="secret"
+                  type="text"
+                  readonly
+                  value={state.newSecret}
+                  spellcheck={false}
+                  autocomplete="off"
+                />
+                <button
+                  type="button"
+                  class="button button-secondary"
+                  data-copy-target="webhook-secret"
+                  hidden
+                >
+                  Copy
+                </button>
+              </div>
+            </div>
+          </div>
+        ) : (
+          <p>
+            {hasSecret
+              ? 'A secret is set. It is never shown again; rotate it if it was lost or leaked.'
+              : 'No secret yet: create one to sign deliveries.'}
+          </p>
+        )}
+        <form method="post" action="/webhooks/secret" class="stack">
+          <CsrfField token={csrfToken} />
+          {hasSecret ? (
+            <label class="checkbox">
+              <input type="checkbox" name="confirm" value="yes" required /> I understand that the current
+              secret stops working at once
+            </label>
+          ) : null}
+          <button type="submit" class={hasSecret ? 'button button-danger' : 'button'}>
+            {hasSecret ? 'Rotate secret' : 'Create secret'}
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="webhook-test-heading">
+        <h2 id="webhook-test-heading">Test</h2>
+        <form method="post" action="/webhooks/test" class="stack">
+          <CsrfField token={csrfToken} />
+          <p>
+            Sends a signed <code>webhook.test</code> event to the default URL now.
+          </p>
+          <button type="submit" class="button button-secondary">
+            Send test event
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="webhook-deliveries-heading">
+        <h2 id="webhook-deliveries-heading">Recent deliveries</h2>
+        {deliveries.length === 0 ? (
+          <p class="muted">No deliveries yet.</p>
+        ) : (
+          <DeliveryRows deliveries={deliveries} />
+        )}
+      </section>
+    </Layout>,
+    status,
+  );
+}
+
+/** The message of an expected failure (bad input, no SECRETS_KEY), or rethrows. */
+function expectedProblem(error: unknown): ApiError {
+  if (
+    error instanceof ApiError &&
+    (error.code === 'VALIDATION_ERROR' || error.code === 'SERVICE_UNAVAILABLE')
+  )
+    return error;
+  throw error;
+}
+
+export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/webhooks', ...signedInPage, (c) =>
+    renderWebhooks(c, { notice: c.req.query('saved') === '1' ? 'Webhook URL saved.' : null }),
+  );
+
+  dashboard.post('/webhooks/url', ...signedInPage, async (c) => {
+    const raw = (await formText(c, 'url')).trim();
+    let webhookUrl: string | null = null;
+    try {
+      webhookUrl = raw === '' ? null : validateWebhookUrl(raw, c.get('config').ALLOW_PRIVATE_TARGETS);
+    } catch (error) {
+      return renderWebhooks(c, { urlError: expectedProblem(error).message, urlInput: raw }, 400);
+    }
+    await setAccountWebhook(c.get('db'), c.get('caller').accountId, { webhookUrl });
+    return c.redirect('/webhooks?saved=1', 303);
+  });
+
+  dashboard.post('/webhooks/secret', ...signedInPage, async (c) => {
+    const db = c.get('db');
+    const { accountId } = c.get('caller');
+    const account = await findAccount(db, accountId);
+    if (account?.webhookSecret && (await formText(c, 'confirm')) !== 'yes') {
+      return renderWebhooks(
+        c,
+        { error: 'Tick the box to confirm: the current secret stops working at once.' },
+        400,
+      );
+    }
+    try {
+      const newSecret = await rotateWebhookSecret(db, accountId, c.get('config').SECRETS_KEY);
+      return renderWebhooks(c, { newSecret });
+    } catch (error) {
+      const problem = expectedProblem(error);
+      return renderWebhooks(c, { error: problem.message }, problem.httpStatus as ContentfulStatusCode);
+    }
+  });
+
+  dashboard.post('/webhooks/test', ...signedInPage, async (c) => {
+    try {
+      const delivery = await sendTestEvent(
+        c.get('db'),
+        c.get('caller').accountId,
+        c.get('config'),
+        Date.now(),
+      );
+      return delivery.state === 'delivered'
+        ? renderWebhooks(c, { notice: `Test event delivered: HTTP ${delivery.lastStatus}.` })
+        : renderWebhooks(c, {
+            error: `Test event not delivered (${delivery.lastStatus ? `HTTP ${delivery.lastStatus}` : (delivery.lastError ?? 'no answer')}); it will be retried.`,
+          });
+    } catch (error) {
+      const problem = expectedProblem(error);
+      return renderWebhooks(c, { error: problem.message }, problem.httpStatus as ContentfulStatusCode);
+    }
+  });
+}

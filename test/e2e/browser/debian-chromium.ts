@@ -1,0 +1,54 @@
+// The system's Chromium (Debian's package), driven by playwright-core: never a downloaded
+// browser. One persistent context on a fresh profile directory, removed on close.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+];
+
+export interface TestBrowser {
+  context: BrowserContext;
+  page: Page;
+  /** Console errors and uncaught page errors (a CSP violation shows up here). */
+  problems: string[];
+  close(): Promise<void>;
+}
+
+export async function launchChromium(options: { baseURL: string }): Promise<TestBrowser> {
+  const profile = mkdtempSync(join(tmpdir(), 'rcpt-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: FLAGS,
+    baseURL: options.baseURL,
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()} @ ${message.location().url}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return {
+    context,
+    page,
+    problems,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
