@@ -87,6 +87,11 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Password').fill(password);
     await shoot('signup');
     await page.getByRole('button', { name: 'Create account' }).click();
+    // Sign-up never says whether the email was taken; the new account signs in next.
+    await page.waitForURL('**/login?welcome=1');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL('**/?welcome=1');
     await expect.poll(() => page.getByTestId('credit-balance').textContent()).toBe('100');
     const cookie = (await browser.context.cookies()).find((entry) => entry.name === 'rcpt_session');

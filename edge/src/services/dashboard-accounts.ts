@@ -27,29 +27,30 @@ export function passwordProblem(password: string): string | null {
   return null;
 }
 
+/**
+ * Creates the account; null when the email is taken. The caller must answer both the same
+ * way (no account enumeration), so a taken email costs the same password hashing too.
+ */
 export async function signUp(
   db: Db,
   input: { email: string; password: string; now: number },
-): Promise<string> {
+): Promise<string | null> {
   const email = normaliseAccountEmail(input.email);
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
     throw new ApiError('VALIDATION_ERROR', { message: 'Enter a valid email address.' });
   }
   const problem = passwordProblem(input.password);
   if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
-  if (await findAccountByEmail(db, email)) {
-    throw new ApiError('CONFLICT', {
-      message: 'An account with this email already exists; sign in instead.',
-    });
-  }
+  const passwordHash = await hashPassword(input.password);
+  if (await findAccountByEmail(db, email)) return null;
   const id = crypto.randomUUID();
-  await insertAccount(db, {
-    id,
-    email,
-    passwordHash: await hashPassword(input.password),
-    initialCredits: SIGNUP_CREDITS,
-    now: input.now,
-  });
+  try {
+    await insertAccount(db, { id, email, passwordHash, initialCredits: SIGNUP_CREDITS, now: input.now });
+  } catch (error) {
+    // Two sign-ups of one email at once: the unique index lets one through.
+    if (await findAccountByEmail(db, email)) return null;
+    throw error;
+  }
   return id;
 }
 

@@ -61,17 +61,31 @@ describe('sign-up', () => {
     expect(html).toContain('Welcome to rcpt');
   });
 
-  it('refuses a taken email (409), a short password (400) and a malformed email (400) with a message, and no session', async () => {
+  it('answers a taken email exactly like a new one (no enumeration), changing nothing', async () => {
     const { email } = await signedIn('taken');
-    const cases: [string, string, number, RegExp][] = [
-      [email, PASSWORD, 409, /already exists/],
-      [uniqueEmail('short'), 'short', 400, /at least 10 characters/],
-      ['not-an-email', PASSWORD, 400, /valid email/],
+    const taken = await new CookieClient().register(email, 'another password 123');
+    const fresh = await new CookieClient().register(uniqueEmail('fresh'), PASSWORD);
+    for (const response of [taken, fresh]) {
+      expect(response.status).toBe(303);
+      expect(response.headers.get('location')).toBe('/login?welcome=1');
+      expect(response.headers.getSetCookie().some((line) => line.startsWith(`${SESSION_COOKIE}=`))).toBe(
+        false,
+      );
+    }
+    // The owner's password still works; the other one does not.
+    expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(303);
+    expect((await new CookieClient().logIn(email, 'another password 123')).status).toBe(401);
+  });
+
+  it('refuses a short password and a malformed email (400) with a message, and no session', async () => {
+    const cases: [string, string, RegExp][] = [
+      [uniqueEmail('short'), 'short', /at least 10 characters/],
+      ['not-an-email', PASSWORD, /valid email/],
     ];
-    for (const [address, password, status, message] of cases) {
+    for (const [address, password, message] of cases) {
       const client = new CookieClient();
-      const response = await client.signUp(address, password);
-      expect(response.status).toBe(status);
+      const response = await client.register(address, password);
+      expect(response.status).toBe(400);
       expect(await response.text()).toMatch(message);
       expect(client.cookies.has(SESSION_COOKIE)).toBe(false);
     }
@@ -135,7 +149,9 @@ describe('sign-in', () => {
   });
 
   it(`answers 429 with Retry-After after ${SIGN_IN_LIMITS.perEmail} attempts a minute for one email, even with the right password`, async () => {
-    const { email } = await signedIn('limited');
+    // Registered without signing in, so that every counted attempt below is the attacker's.
+    const email = uniqueEmail('limited');
+    expect((await new CookieClient().register(email, PASSWORD)).status).toBe(303);
     const attacker = new CookieClient();
     for (let attempt = 0; attempt < SIGN_IN_LIMITS.perEmail; attempt++) {
       expect((await attacker.logIn(email, `guess number ${attempt}`)).status).toBe(401);

@@ -134,10 +134,19 @@ async function beginSession(c: Context<DashboardEnv>, accountId: string): Promis
 export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/login', ...signedOutPage, (c) => {
     if (c.get('session')) return c.redirect('/', 303);
-    const notice = c.req.query('signed-out') === '1' ? 'You are signed out.' : null;
+    const welcome = c.req.query('welcome') === '1';
+    const notice = welcome
+      ? `If this email was new to rcpt, its account is ready with ${SIGNUP_CREDITS} free credits: sign in to start.`
+      : c.req.query('signed-out') === '1'
+        ? 'You are signed out.'
+        : null;
     return renderPage(
       c,
-      <LoginPage csrfToken={c.get('csrfToken')} next={c.req.query('next')} notice={notice} />,
+      <LoginPage
+        csrfToken={c.get('csrfToken')}
+        next={welcome ? '/?welcome=1' : c.req.query('next')}
+        notice={notice}
+      />,
     );
   });
 
@@ -167,17 +176,15 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     const page = (error: string) => <SignupPage csrfToken={c.get('csrfToken')} email={email} error={error} />;
     const wait = await admit(c, 'signup', email);
     if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
-    let accountId: string;
     try {
-      accountId = await signUp(c.get('db'), { email, password, now: Date.now() });
+      await signUp(c.get('db'), { email, password, now: Date.now() });
     } catch (error) {
-      if (error instanceof ApiError && (error.code === 'VALIDATION_ERROR' || error.code === 'CONFLICT')) {
-        return renderPage(c, page(error.message), error.code === 'CONFLICT' ? 409 : 400);
-      }
+      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
+        return renderPage(c, page(error.message), 400);
       throw error;
     }
-    await beginSession(c, accountId);
-    return c.redirect('/?welcome=1', 303);
+    // A new and a taken email get the same answer (no account enumeration): sign in next.
+    return c.redirect('/login?welcome=1', 303);
   });
 
   dashboard.post('/logout', ...signedInPage, async (c) => {

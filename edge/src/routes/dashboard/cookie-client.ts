@@ -87,8 +87,16 @@ export class CookieClient {
     return this.post(action, { _csrf: token, ...fields });
   }
 
-  async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
+  /** The sign-up form alone: a new and a taken email both answer 303 to /login?welcome=1. */
+  async register(email: string, password = 'correct horse battery'): Promise<Response> {
     return this.submit('/signup', '/signup', { email, password });
+  }
+
+  /** Sign-up as a person does it: the form, then sign-in from the welcome page. */
+  async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
+    const registered = await this.register(email, password);
+    if (registered.status !== 303) return registered;
+    return this.submit('/login?welcome=1', '/login', { email, password, next: '/?welcome=1' });
   }
 
   async logIn(email: string, password: string): Promise<Response> {
