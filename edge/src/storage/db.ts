@@ -1,8 +1,21 @@
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from './schema.ts';
 
-export type Db = ReturnType<typeof createDb>;
+export type Db = ReturnType<typeof build>;
 
-export function createDb(d1: D1Database) {
+// drizzle derives its relational metadata from the schema on construction: build it once
+// per binding (the isolate keeps the same binding object across requests).
+const instances = new WeakMap<D1Database, Db>();
+
+export function createDb(d1: D1Database): Db {
+  let db = instances.get(d1);
+  if (!db) {
+    db = build(d1);
+    instances.set(d1, db);
+  }
+  return db;
+}
+
+function build(d1: D1Database) {
   return drizzle(d1, { schema });
 }
