@@ -10,7 +10,10 @@ import { db } from './fixtures.ts';
 export type Answer = (probe: ProbeMessage) => ProbeReport | 'ignore' | { error: string };
 
 export interface FakeProber {
+  tokenId: string;
   probes: ProbeMessage[];
+  /** Settles when the hub closes the link, with its close code. */
+  closed: Promise<{ code: number; reason: string }>;
   send(message: ProberMessage): void;
   close(code?: number): void;
 }
@@ -43,6 +46,9 @@ export async function startFakeProber(region: string, answer: Answer, capacity =
   if (response.status !== 101 || !ws)
     throw new Error(`connect failed: ${response.status} ${await response.text()}`);
   ws.accept();
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason })),
+  );
   const probes: ProbeMessage[] = [];
   ws.addEventListener('message', (event) => {
     const message = JSON.parse(String(event.data));
@@ -61,7 +67,9 @@ export async function startFakeProber(region: string, answer: Answer, capacity =
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   return {
+    tokenId: token.id,
     probes,
+    closed,
     send: (message) => ws.send(JSON.stringify(ProberMessage.parse(message))),
     close: (code = 1000) => ws.close(code, 'test done'),
   };

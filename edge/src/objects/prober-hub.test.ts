@@ -1,3 +1,4 @@
+import { runDurableObjectAlarm } from 'cloudflare:test';
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
 import { connectProber, hubOf, newProberToken, reportFor, startFakeProber } from '../../test/fake-prober.ts';
@@ -125,3 +126,25 @@ async function connectProberWith(authorization: string, upgrade = true): Promise
   if (authorization) headers.Authorization = authorization;
   return exports.default.fetch('http://edge.test/internal/probers/connect', { headers });
 }
+
+describe('ProberHub token revocation', () => {
+  it('drops a connected prober whose token is revoked, and keeps the others', async () => {
+    const kept = await startFakeProber('hub-revoke', (probe) => reportFor(probe, 250, null, 'OK'));
+    const revoked = await startFakeProber('hub-revoke', (probe) => reportFor(probe, 250, null, 'OK'));
+    await revokeCredentialForTest('prober_tokens', revoked.tokenId);
+    expect(await hubOf('hub-revoke').dropRevokedProbers()).toBe(1);
+    expect(await revoked.closed).toMatchObject({ code: 4001 });
+    const status = await hubOf('hub-revoke').status();
+    expect(status.filter((prober) => prober.ready)).toHaveLength(1);
+    expect((await hubOf('hub-revoke').probe(request, 2000)).kind).toBe('report');
+    expect(kept.probes).toHaveLength(1);
+    kept.close();
+  });
+
+  it('checks tokens on an alarm that runs while probers are connected', async () => {
+    const prober = await startFakeProber('hub-alarm', (probe) => reportFor(probe, 250, null, 'OK'));
+    await revokeCredentialForTest('prober_tokens', prober.tokenId);
+    expect(await runDurableObjectAlarm(hubOf('hub-alarm'))).toBe(true);
+    expect(await prober.closed).toMatchObject({ code: 4001, reason: 'token revoked' });
+  });
+});

@@ -17,6 +17,10 @@ export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
 const DEADLINE_MARGIN_MS = 250;
+/** How often connected probers' tokens are checked again, so a revoked one is dropped. */
+export const TOKEN_RECHECK_MS = 60_000;
+/** Close code for a prober whose token was revoked while it was connected. */
+export const TOKEN_REVOKED_CLOSE_CODE = 4001;
 
 interface ProberAttachment {
   proberId: string;
@@ -73,7 +77,38 @@ export class ProberHub extends DurableObject<Env> {
       draining: false,
       connectedAt: Date.now(),
     } satisfies ProberAttachment);
+    if ((await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now() + TOKEN_RECHECK_MS);
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Drops probers whose token was revoked since they connected; runs while any is connected. */
+  override async alarm(): Promise<void> {
+    await this.dropRevokedProbers();
+    if (this.ctx.getWebSockets().length > 0) await this.ctx.storage.setAlarm(Date.now() + TOKEN_RECHECK_MS);
+  }
+
+  /** Closes the link of every prober whose token is revoked (or gone); returns how many. */
+  async dropRevokedProbers(): Promise<number> {
+    const sockets = this.ctx.getWebSockets();
+    const tokenIds = [
+      ...new Set(sockets.map((ws) => (ws.deserializeAttachment() as ProberAttachment).tokenId)),
+    ];
+    if (tokenIds.length === 0) return 0;
+    const { results } = await this.env.DB.prepare(
+      'SELECT id FROM prober_tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL',
+    )
+      .bind(JSON.stringify(tokenIds))
+      .all<{ id: string }>();
+    const live = new Set(results.map((row) => row.id));
+    let dropped = 0;
+    for (const ws of sockets) {
+      if (live.has((ws.deserializeAttachment() as ProberAttachment).tokenId)) continue;
+      this.#forget(ws);
+      ws.close(TOKEN_REVOKED_CLOSE_CODE, 'token revoked');
+      dropped++;
+    }
+    return dropped;
   }
 
   override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
