@@ -23,6 +23,9 @@
       const input = document.getElementById(button.getAttribute('data-copy-target'));
       if (!input) continue;
       button.hidden = false;
+      // A focused button's new label is not reliably read out: say the outcome in a live region.
+      const announcer = element('span', { class: 'visually-hidden', role: 'status', 'data-copy-status': '' });
+      button.after(announcer);
       button.addEventListener('click', async () => {
         input.select();
         let copied = false;
@@ -33,6 +36,7 @@
           copied = document.execCommand?.('copy') ?? false;
         }
         button.textContent = copied ? 'Copied' : 'Press Ctrl+C to copy';
+        announcer.textContent = copied ? 'Copied to the clipboard.' : 'Not copied: press Ctrl+C to copy.';
       });
     }
     for (const hint of document.querySelectorAll('.js-only')) hint.hidden = false;

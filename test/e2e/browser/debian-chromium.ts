@@ -26,7 +26,13 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export async function launchChromium(options: { baseURL: string }): Promise<TestBrowser> {
+export interface LaunchOptions {
+  baseURL: string;
+  /** false runs the pages as a browser without JavaScript would (the no-script path). */
+  javaScriptEnabled?: boolean;
+}
+
+export async function launchChromium(options: LaunchOptions): Promise<TestBrowser> {
   const profile = mkdtempSync(join(tmpdir(), 'rcpt-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM_PATH,
@@ -35,6 +41,7 @@ export async function launchChromium(options: { baseURL: string }): Promise<Test
     baseURL: options.baseURL,
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
   });
   const page = context.pages()[0] ?? (await context.newPage());
   const problems: string[] = [];

@@ -1,0 +1,28 @@
+// Accessibility checks with axe-core in the page under test. The dashboard's CSP forbids
+// inline <script>, so axe's source goes in through page.evaluate, which the CSP does not see.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AxeResults, Result } from 'axe-core';
+import type { Page } from 'playwright-core';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The WCAG 2 A and AA rules; a violation of these impacts fails a page. */
+const TAGS = ['wcag2a', 'wcag2aa'];
+const FAILING_IMPACTS = new Set(['serious', 'critical']);
+
+/** The serious and critical violations on the page as it is now, one readable line each. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate<boolean>("typeof window.axe === 'object'"))) await page.evaluate(AXE_SOURCE);
+  const results = await page.evaluate<AxeResults>(
+    `axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(TAGS)} }, resultTypes: ['violations'] })`,
+  );
+  return results.violations
+    .filter((violation: Result) => FAILING_IMPACTS.has(violation.impact ?? ''))
+    .map(
+      (violation: Result) =>
+        `${violation.id} (${violation.impact}): ${violation.help} — ${violation.nodes
+          .map((node) => node.target.join(' '))
+          .join(', ')}`,
+    );
+}

@@ -1,0 +1,267 @@
+// Accessibility of every dashboard page in a real browser: axe-core's WCAG 2 A and AA rules
+// at desktop and phone widths (a serious or critical violation fails), and the keyboard
+// path through the sign-in form and the keys page (visual order, a visible focus ring).
+
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from './browser/axe.ts';
+import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
+import { VIEWPORTS } from './browser/screenshots.ts';
+import { type System, startSystem } from './harness.ts';
+
+let system: System;
+let browser: TestBrowser;
+let page: Page;
+
+const email = `ally-${Date.now()}@example.com`;
+const password = 'a long enough password';
+
+beforeAll(async () => {
+  system = await startSystem({
+    vars: { SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))) },
+  });
+  browser = await launchChromium({ baseURL: system.stack.baseUrl });
+  page = browser.page;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await system?.close();
+});
+
+/** axe on the current page at both widths; the desktop size is restored afterwards. */
+async function expectAccessible(name: string): Promise<void> {
+  for (const [label, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    const violations = await seriousViolations(page);
+    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
+  }
+  await page.setViewportSize(VIEWPORTS.desktop);
+}
+
+interface Focused {
+  name: string;
+  top: number;
+  left: number;
+  height: number;
+  outline: string;
+}
+
+/** Presses Tab `count` times and describes each element that receives the focus. */
+async function tabThrough(count: number): Promise<Focused[]> {
+  const stops: Focused[] = [];
+  for (let index = 0; index < count; index += 1) {
+    await page.keyboard.press('Tab');
+    stops.push(
+      await page.evaluate<Focused>(`(() => {
+        const element = document.activeElement;
+        const box = element.getBoundingClientRect();
+        const style = getComputedStyle(element);
+        const label = element.labels && element.labels[0] ? element.labels[0].textContent : '';
+        const name = (element.getAttribute('aria-label') || label || element.textContent || '').trim().replace(/\\s+/g, ' ');
+        return {
+          name: element.tagName.toLowerCase() + ':' + name,
+          top: box.top + window.scrollY,
+          left: box.left + window.scrollX,
+          height: box.height,
+          outline: style.outlineStyle === 'none' ? 'none' : style.outlineWidth + ' ' + style.outlineStyle,
+        };
+      })()`),
+    );
+  }
+  return stops;
+}
+
+/** Each stop comes after the previous one in reading order: lower, or on its line further right. */
+function outOfVisualOrder(stops: Focused[]): string[] {
+  const problems: string[] = [];
+  for (let index = 1; index < stops.length; index += 1) {
+    const before = stops[index - 1] as Focused;
+    const after = stops[index] as Focused;
+    const sameLine = Math.abs(after.top - before.top) < Math.min(before.height, after.height) / 2;
+    const inOrder = sameLine ? after.left > before.left : after.top > before.top;
+    if (!inOrder) problems.push(`${before.name} → ${after.name}`);
+  }
+  return problems;
+}
+
+describe('the dashboard is accessible', () => {
+  it('reports what axe finds under the page CSP: an unlabelled field and faint text fail', async () => {
+    await page.goto('/login');
+    await page.evaluate(`(() => {
+      const field = document.createElement('input');
+      field.id = 'unlabelled-field';
+      const faint = document.createElement('p');
+      faint.id = 'faint-text';
+      faint.textContent = 'Hard to read';
+      faint.style.color = '#d0d0d0';
+      document.querySelector('main').append(field, faint);
+    })()`);
+    const violations = await seriousViolations(page);
+    expect(violations.find((line) => line.startsWith('label (critical)'))).toContain('#unlabelled-field');
+    expect(violations.find((line) => line.startsWith('color-contrast (serious)'))).toContain('#faint-text');
+  });
+
+  it('passes axe on the login and sign-up pages, signed out', async () => {
+    await page.goto('/login');
+    await expectAccessible('login');
+    await page.goto('/signup');
+    await expectAccessible('signup');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL('**/login?welcome=1');
+    await expectAccessible('login with the welcome notice');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await expectAccessible('login with an error');
+  });
+
+  it('moves the keyboard focus through the sign-in form in visual order, with a visible focus ring', async () => {
+    await page.goto('/login');
+    const stops = await tabThrough(7);
+    expect(stops.map((stop) => stop.name)).toEqual([
+      'a:Skip to content',
+      'a:rcpt dashboard',
+      'input:Email',
+      'input:Password',
+      'button:Sign in',
+      'a:Create an account',
+      'a:API reference',
+    ]);
+    // The skip link sits over the header when focused; from the brand on, reading order holds.
+    expect(outOfVisualOrder(stops.slice(1))).toEqual([]);
+    for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
+
+    // The skip link moves the focus to the main content.
+    await page.goto('/login');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe('main');
+
+    // Signing in from the keyboard alone.
+    await page.getByLabel('Email').focus();
+    await page.keyboard.type(email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(password);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname === '/');
+  });
+
+  it('passes axe on the overview', async () => {
+    await expectAccessible('overview with the welcome notice');
+  });
+
+  it('passes axe on the keys page, the new secret and the revoke confirmation; the keyboard follows the layout', async () => {
+    await page.goto('/keys');
+    await expectAccessible('keys, none yet');
+    await page.getByLabel('Name').fill('a11y key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByLabel('API key (live)').inputValue()).toMatch(/^rk_live_/);
+    await expectAccessible('keys with a new secret');
+    // The copy button's outcome is announced in a live region, not only in its changed label.
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await expect
+      .poll(() => page.locator('[data-copy-status]').textContent())
+      .toMatch(/^(Copied to the clipboard\.|Not copied: press Ctrl\+C to copy\.)$/);
+    expect(await page.locator('[data-copy-status]').getAttribute('role')).toBe('status');
+    await expectAccessible('keys after copying the secret');
+
+    await page.goto('/keys');
+    await expectAccessible('keys with one key');
+    // From the top: skip link, brand, log out, the eight nav links, then the page's controls.
+    const stops = await tabThrough(15);
+    expect(stops.map((stop) => stop.name)).toEqual([
+      'a:Skip to content',
+      'a:rcpt dashboard',
+      'button:Log out',
+      'a:Overview',
+      'a:API keys',
+      'a:Verify',
+      'a:Bulk',
+      'a:History',
+      'a:Webhooks',
+      'a:Account',
+      'a:Docs',
+      'input:Name',
+      'input:Live: real verifications, 1 credit each',
+      'button:Create key',
+      expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
+    ]);
+    expect(outOfVisualOrder(stops.slice(1, 11))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(11))).toEqual([]);
+    for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
+
+    // At phone width the order is the same and still follows the layout.
+    await page.setViewportSize(VIEWPORTS.phone);
+    await page.goto('/keys');
+    const phoneStops = await tabThrough(15);
+    expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
+    expect(outOfVisualOrder(phoneStops.slice(11))).toEqual([]);
+    await page.setViewportSize(VIEWPORTS.desktop);
+
+    await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
+    await page.waitForURL('**/keys/*/revoke');
+    await expectAccessible('revoke confirmation');
+    await page.getByRole('button', { name: 'Revoke key' }).click();
+    await page.waitForURL('**/keys?revoked=*');
+    await expectAccessible('keys with a revoked key');
+  });
+
+  it('passes axe on the verify page, empty, with a result and with an error', async () => {
+    await page.goto('/verify');
+    await expectAccessible('verify');
+    await page.getByLabel('Email address').fill(`alice@${system.world.domains.accept}`);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.locator('[data-result-status="deliverable"]').waitFor({ timeout: 20_000 });
+    await expectAccessible('verify with a result');
+    await page.getByLabel('Email address').fill(' ');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('alert').or(page.locator('.field-error')).first().waitFor();
+    await expectAccessible('verify with an error');
+  });
+
+  it('passes axe on the bulk page, its preview and the job page', async () => {
+    const { accept } = system.world.domains;
+    await page.goto('/bulk');
+    await expectAccessible('bulk');
+    const previewed = page.waitForResponse((response) => response.url().endsWith('/bulk/preview'));
+    await page.getByLabel('CSV file').setInputFiles({
+      name: 'a11y.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from(`email,name\nalice@${accept},Alice\nnobody@${accept},Nobody\n`),
+    });
+    expect((await previewed).status()).toBe(200);
+    await page.locator('[data-preview-count="unique"]').waitFor();
+    await expectAccessible('bulk with a preview');
+    await page.getByRole('button', { name: /^Confirm: verify 2 addresses/ }).click();
+    await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/);
+    await page.locator('[data-job-state="completed"]').waitFor({ timeout: 60_000 });
+    await expectAccessible('job completed');
+  });
+
+  it('passes axe on the history, webhooks, account, overview with usage and error pages', async () => {
+    await page.goto('/history');
+    expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
+    await expectAccessible('history');
+    await page.goto('/webhooks');
+    await expectAccessible('webhooks');
+    await page.getByLabel('Endpoint URL').fill('http://example.com/hooks');
+    await page.getByRole('button', { name: 'Save URL' }).click();
+    await page.locator('.field-error').waitFor();
+    await expectAccessible('webhooks with an invalid URL');
+    await page.getByRole('button', { name: 'Create secret' }).click();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).toMatch(/^whsec_/);
+    await expectAccessible('webhooks with a new secret');
+    await page.goto('/');
+    expect(await page.locator('.bar-single').count()).toBe(1);
+    await expectAccessible('overview with usage');
+    await page.goto('/account');
+    await expectAccessible('account');
+    const missing = await page.goto('/jobs/00000000-0000-4000-8000-000000000000');
+    expect(missing?.status()).toBe(404);
+    await expectAccessible('not found');
+  });
+});
