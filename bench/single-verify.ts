@@ -38,8 +38,18 @@ try {
       throw new Error(`verify answered ${response.status}: ${await response.text()}`);
     await response.arrayBuffer();
   };
+  const healthz = async () => {
+    await (await fetch(`${stack.baseUrl}/healthz`)).arrayBuffer();
+  };
   for (const concurrency of [1, 20] as const) {
     const total = REQUESTS[concurrency];
+    // The local runtime's own floor: wrangler dev's proxy and worker, no auth, no storage.
+    const floor = await timeConcurrently(total, concurrency, healthz);
+    figures.push({
+      name: `runtime floor (GET /healthz), ${concurrency} client(s), p50`,
+      value: percentile(floor, 0.5),
+      unit: 'ms',
+    });
     await timeConcurrently(20, concurrency, verify(liveKeys, `user1@bulk-01.test`)); // warm-up
     used += 20;
     const smtp = await timeConcurrently(total, concurrency, verify(liveKeys, `user1@bulk-01.test`));
