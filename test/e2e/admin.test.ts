@@ -1,0 +1,101 @@
+// The operator CLI (`npm run admin`) against a scratch local D1, as an operator runs it.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyMigrations, executeSql } from '../../scripts/stack/d1.ts';
+import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
+
+const run = promisify(execFile);
+let persistTo: string;
+
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['scripts/admin.ts', ...args, '--persist-to', persistTo],
+      {
+        cwd: REPO_ROOT,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+beforeAll(() => {
+  persistTo = mkdtempSync(join(tmpdir(), 'rcpt-admin-'));
+  applyMigrations({ persistTo });
+});
+
+afterAll(() => rmSync(persistTo, { recursive: true, force: true }));
+
+describe('npm run admin', () => {
+  it('creates an account, grants credits, issues and revokes a key and a prober token', async () => {
+    const created = await admin(
+      'account',
+      'create',
+      '--email',
+      'ops@example.com',
+      '--credits',
+      '10',
+      '--json',
+    );
+    const { accountId } = JSON.parse(created.stdout) as { accountId: string };
+    expect((await admin('credits', 'grant', '--account', accountId, '--amount', '5')).stdout).toContain(
+      'balance is now 15',
+    );
+
+    const key = JSON.parse(
+      (await admin('key', 'create', '--account', accountId, '--test', '--json')).stdout,
+    ) as {
+      apiKey: string;
+      prefix: string;
+    };
+    expect(key.apiKey).toMatch(/^rk_test_[A-Za-z0-9_-]{43}$/);
+    // Only the hash is stored, with the visible prefix.
+    const [stored] = executeSql(
+      { persistTo },
+      `SELECT key_hash, prefix, revoked_at FROM api_keys WHERE account_id = '${accountId}'`,
+    );
+    expect(stored).toEqual([
+      { key_hash: await hashSecret(key.apiKey), prefix: key.prefix, revoked_at: null },
+    ]);
+    expect((await admin('key', 'revoke', '--key', key.prefix)).code).toBe(0);
+    const [revoked] = executeSql(
+      { persistTo },
+      `SELECT revoked_at FROM api_keys WHERE account_id = '${accountId}'`,
+    );
+    expect(revoked?.[0]?.revoked_at).toEqual(expect.any(Number));
+
+    const token = JSON.parse((await admin('prober-token', 'create', '--region', 'eu', '--json')).stdout) as {
+      token: string;
+    };
+    expect(token.token).toMatch(/^rkp_/);
+    const [ledger] = executeSql(
+      { persistTo },
+      `SELECT reason, delta FROM credit_ledger WHERE account_id = '${accountId}' ORDER BY id`,
+    );
+    expect(ledger).toEqual([
+      { reason: 'signup_grant', delta: 10 },
+      { reason: 'grant', delta: 5 },
+    ]);
+  });
+
+  it('exits 2 with the usage for an unknown command, a missing option or a bad number', async () => {
+    for (const args of [
+      ['bogus'],
+      ['credits', 'grant', '--amount', '5'],
+      ['account', 'create', '--credits', 'many'],
+    ]) {
+      const result = await admin(...args);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('usage: npm run admin');
+    }
+  });
+});
