@@ -51,6 +51,19 @@ describe('single verification end to end', () => {
     await expect(SwaggerParser.validate(structuredClone(document) as never)).resolves.toMatchObject({
       openapi: '3.0.3',
     });
+    // OpenAPI 3.0.3 ignores `nullable` without a `type`: `allOf: [$ref, {nullable: true}]`
+    // would document a field as never null. No schema may take that form.
+    const ambiguous: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (Array.isArray(node)) node.forEach((item, index) => walk(item, `${path}/${index}`));
+      else if (node && typeof node === 'object') {
+        const allOf = (node as { allOf?: unknown[] }).allOf;
+        if (allOf?.some((part) => JSON.stringify(part) === '{"nullable":true}')) ambiguous.push(path);
+        for (const [key, value] of Object.entries(node)) walk(value, `${path}/${key}`);
+      }
+    };
+    walk(document, '#');
+    expect(ambiguous).toEqual([]);
   });
 
   it('deliverable: a listed mailbox is accepted', async () => {

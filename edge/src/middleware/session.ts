@@ -6,7 +6,6 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { type ActiveSession, resumeSession, SESSION_COOKIE } from '../services/sessions.ts';
-import { readBalance } from '../storage/credits.ts';
 
 export interface DashboardEnv {
   Bindings: AppEnv['Bindings'];
@@ -33,8 +32,12 @@ export const loadSession = createMiddleware<DashboardEnv>(async (c, next) => {
   const session = token ? await resumeSession(c.get('db'), token, Date.now()) : null;
   c.set('session', session);
   if (session) {
-    const creditBalance = (await readBalance(c.get('db'), session.accountId)) ?? 0;
-    c.set('caller', { accountId: session.accountId, apiKeyId: null, mode: 'live', creditBalance });
+    c.set('caller', {
+      accountId: session.accountId,
+      apiKeyId: null,
+      mode: 'live',
+      creditBalance: session.creditBalance,
+    });
   }
   await next();
   // Unless the route set or cleared the cookie itself (sign-in, sign-out, password change):

@@ -15,6 +15,7 @@ import { insertVerification } from '../storage/history.ts';
 import {
   type AddressResult,
   createJobWithCharge,
+  findJobs,
   type JobRow,
   queueOutlook,
   readResultRows,
@@ -153,6 +154,16 @@ export function jobView(job: JobRow): Job {
     creditsRefunded: job.creditsRefunded,
     failureReason: job.failureReason,
   };
+}
+
+/** The job views of the batch entries of a history page, by job id (one query). */
+export async function jobViewsOf(
+  db: Db,
+  accountId: string,
+  jobIds: readonly (string | null)[],
+): Promise<Map<string, Job>> {
+  const ids = [...new Set(jobIds.filter((id): id is string => id !== null))];
+  return new Map((await findJobs(db, accountId, ids)).map((job) => [job.id, jobView(job)]));
 }
 
 /**

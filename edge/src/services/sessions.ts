@@ -3,13 +3,7 @@
 // The CSRF token of a session is an HMAC of its token, so forms need no stored state.
 import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
 import type { Db } from '../storage/db.ts';
-import {
-  deleteSession,
-  findLiveSession,
-  insertSession,
-  type SessionRow,
-  touchSession,
-} from '../storage/sessions.ts';
+import { deleteSession, findLiveSession, insertSession, touchSession } from '../storage/sessions.ts';
 
 export const SESSION_COOKIE = 'rcpt_session';
 const IDLE_MS = 7 * 86_400_000;
@@ -24,6 +18,11 @@ export interface ActiveSession {
   expiresAt: number;
 }
 
+/** A session resumed from its cookie, with the account's balance read in the same query. */
+export interface ResumedSession extends ActiveSession {
+  creditBalance: number;
+}
+
 export async function startSession(db: Db, accountId: string, now: number): Promise<ActiveSession> {
   const issued = await issueSecret('session');
   const expiresAt = now + IDLE_MS;
@@ -36,17 +35,17 @@ export async function resumeSession(
   db: Db,
   token: string | undefined,
   now: number,
-): Promise<ActiveSession | null> {
+): Promise<ResumedSession | null> {
   if (!token?.startsWith('rks_') || token.length > 100) return null;
   const tokenHash = await hashSecret(token);
-  const row: SessionRow | null = await findLiveSession(db, tokenHash, now);
+  const row = await findLiveSession(db, tokenHash, now);
   if (!row) return null;
   let expiresAt = row.expiresAt;
   if (now - row.lastSeenAt > TOUCH_EVERY_MS) {
     expiresAt = Math.min(row.createdAt + ABSOLUTE_MS, now + IDLE_MS);
     await touchSession(db, tokenHash, now, expiresAt);
   }
-  return { token, tokenHash, accountId: row.accountId, expiresAt };
+  return { token, tokenHash, accountId: row.accountId, expiresAt, creditBalance: row.creditBalance };
 }
 
 export async function endSession(db: Db, session: ActiveSession): Promise<void> {

@@ -187,6 +187,15 @@ export async function findJob(db: Db, accountId: string, jobId: string): Promise
   return row ?? null;
 }
 
+/** The account's jobs among `jobIds`, in one query. */
+export async function findJobs(db: Db, accountId: string, jobIds: readonly string[]): Promise<JobRow[]> {
+  if (jobIds.length === 0) return [];
+  return db.query.jobs.findMany({
+    where: (table, { and, eq, inArray }) =>
+      and(eq(table.accountId, accountId), inArray(table.id, [...jobIds])),
+  });
+}
+
 export async function listJobs(
   db: Db,
   accountId: string,

@@ -17,14 +17,20 @@ export async function insertSession(db: Db, session: SessionRow): Promise<void> 
     .run();
 }
 
-export async function findLiveSession(db: Db, tokenHash: string, now: number): Promise<SessionRow | null> {
+/** The live session with this hash and its account's balance at lookup time, in one query. */
+export async function findLiveSession(
+  db: Db,
+  tokenHash: string,
+  now: number,
+): Promise<(SessionRow & { creditBalance: number }) | null> {
   return db.$client
     .prepare(
-      `SELECT token_hash AS tokenHash, account_id AS accountId, created_at AS createdAt, expires_at AS expiresAt,
-         last_seen_at AS lastSeenAt FROM sessions WHERE token_hash = ?1 AND expires_at > ?2`,
+      `SELECT s.token_hash AS tokenHash, s.account_id AS accountId, s.created_at AS createdAt, s.expires_at AS expiresAt,
+         s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance
+       FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?1 AND s.expires_at > ?2`,
     )
     .bind(tokenHash, now)
-    .first<SessionRow>();
+    .first<SessionRow & { creditBalance: number }>();
 }
 
 export async function deleteSession(db: Db, tokenHash: string): Promise<void> {

@@ -278,7 +278,9 @@ export const HistoryEntry = z
     subStatus: SubStatus.nullable(),
     score: z.number().int().nullable(),
     jobId: z.uuid().nullable().describe('batch jobs'),
-    job: Job.nullable(),
+    job: Job.optional().describe(
+      'batch entries: the job as GET /bulk/status shows it (absent for single ones)',
+    ),
   })
   .meta({ id: 'HistoryEntry' });
 

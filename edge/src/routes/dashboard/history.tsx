@@ -4,9 +4,8 @@
 import { type Job, VERIFICATION_STATUSES, type VerificationStatus } from '@rcpt/shared/contract/api';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { jobView } from '../../services/batch-jobs.ts';
+import { jobViewsOf } from '../../services/batch-jobs.ts';
 import { type HistoryFilters, type HistoryRow, listHistory } from '../../storage/history.ts';
-import { findJob } from '../../storage/jobs.ts';
 import { Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -168,13 +167,12 @@ export function registerHistoryPage(dashboard: Hono<DashboardEnv>): void {
       offset: (query.page - 1) * PAGE_SIZE,
       limit: PAGE_SIZE,
     });
-    const jobs = await Promise.all(
-      rows.map(async (row) => {
-        if (!row.jobId) return null;
-        const job = await findJob(db, accountId, row.jobId);
-        return job ? jobView(job) : null;
-      }),
+    const jobViews = await jobViewsOf(
+      db,
+      accountId,
+      rows.map((row) => row.jobId),
     );
+    const jobs = rows.map((row) => (row.jobId && jobViews.get(row.jobId)) || null);
     const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
     return renderPage(
       c,

@@ -281,3 +281,38 @@ describe('CSV upload and download', () => {
     expect(xml.status).toBe(415);
   });
 });
+
+describe('GET /api/v1/history', () => {
+  it('lists single verifications and batch jobs newest first, each job with its status view', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    await call('/api/v1/verify', { key: caller.apiKey, json: { email: 'deliverable@x.test' } });
+    const jobs: string[] = [];
+    for (const emails of [['deliverable@x.test'], ['undeliverable@x.test', 'catchall@x.test']]) {
+      jobs.push((await (await upload(caller.apiKey, emails)).json<UploadBody>()).jobId);
+    }
+    const history = await (await call('/api/v1/history', { key: caller.apiKey })).json<{
+      history: {
+        kind: string;
+        jobId: string | null;
+        subStatus: string | null;
+        job: { id: string; totalEmails: number } | null;
+      }[];
+      pagination: { total: number };
+    }>();
+    expect(history.pagination.total).toBe(3);
+    const batches = history.history.filter((entry) => entry.kind === 'batch');
+    expect(batches.map((entry) => [entry.jobId, entry.job?.id, entry.job?.totalEmails]).sort()).toEqual(
+      [
+        [jobs[0], jobs[0], 1],
+        [jobs[1], jobs[1], 2],
+      ].sort(),
+    );
+    const single = history.history.find((entry) => entry.kind === 'single');
+    expect(single?.subStatus).toBe('accepted_email');
+    expect(single && 'job' in single).toBe(false);
+    const onlyBatches = await (await call('/api/v1/history?kind=batch', { key: caller.apiKey })).json<{
+      history: unknown[];
+    }>();
+    expect(onlyBatches.history).toHaveLength(2);
+  });
+});

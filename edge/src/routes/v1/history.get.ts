@@ -1,9 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { HistoryQuery, HistoryResponse, type Job } from '@rcpt/shared/contract/api';
+import { HistoryQuery, HistoryResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { jobView } from '../../services/batch-jobs.ts';
+import { jobViewsOf } from '../../services/batch-jobs.ts';
 import { listHistory } from '../../storage/history.ts';
-import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -41,26 +40,25 @@ export function registerHistory(app: OpenAPIHono<AppEnv>): void {
       },
       { offset, limit },
     );
-    const history = await Promise.all(
-      rows.map(async (row) => {
-        let job: Job | null = null;
-        if (row.jobId) {
-          const found = await findJob(db, accountId, row.jobId);
-          job = found ? jobView(found) : null;
-        }
-        return {
-          id: row.id,
-          kind: row.kind,
-          createdAt: new Date(row.createdAt).toISOString(),
-          email: row.email,
-          status: row.status,
-          subStatus: row.subStatus,
-          score: row.score,
-          jobId: row.jobId,
-          job,
-        };
-      }),
+    const jobs = await jobViewsOf(
+      db,
+      accountId,
+      rows.map((row) => row.jobId),
     );
+    const history = rows.map((row) => {
+      const job = row.jobId ? jobs.get(row.jobId) : undefined;
+      return {
+        id: row.id,
+        kind: row.kind,
+        createdAt: new Date(row.createdAt).toISOString(),
+        email: row.email,
+        status: row.status,
+        subStatus: row.subStatus,
+        score: row.score,
+        jobId: row.jobId,
+        ...(job ? { job } : {}),
+      };
+    });
     return c.json({ success: true as const, history, pagination: { offset, limit, total } }, 200);
   });
 }
