@@ -55,8 +55,9 @@ describe('single verification end to end', () => {
     // would document a field as never null. No schema may take that form.
     const ambiguous: string[] = [];
     const walk = (node: unknown, path: string): void => {
-      if (Array.isArray(node)) node.forEach((item, index) => walk(item, `${path}/${index}`));
-      else if (node && typeof node === 'object') {
+      if (Array.isArray(node)) {
+        for (const [index, item] of node.entries()) walk(item, `${path}/${index}`);
+      } else if (node && typeof node === 'object') {
         const allOf = (node as { allOf?: unknown[] }).allOf;
         if (allOf?.some((part) => JSON.stringify(part) === '{"nullable":true}')) ambiguous.push(path);
         for (const [key, value] of Object.entries(node)) walk(value, `${path}/${key}`);
