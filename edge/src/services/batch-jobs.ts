@@ -19,6 +19,8 @@ import {
   type JobRow,
   queueOutlook,
   readResultRows,
+  countResultRows,
+  type ResultRowsQuery,
 } from '../storage/jobs.ts';
 import type { ParsedUpload } from './batch-input.ts';
 import { groupByDomain, planBatch } from './batch-plan.ts';
@@ -194,14 +196,17 @@ export interface ResultsPage {
 export async function readJobResults(
   db: Db,
   job: JobRow,
-  page: { offset: number; limit: number },
+  query: ResultRowsQuery,
 ): Promise<ResultsPage> {
   if (job.status !== 'completed') {
     throw new ApiError('JOB_NOT_COMPLETED', {
       details: { status: job.status, progress: jobView(job).progress },
     });
   }
-  const rows = await readResultRows(db, job.id, page);
+  const [rows, total] = await Promise.all([
+    readResultRows(db, job.id, query),
+    query.statuses ? countResultRows(db, job.id, query) : job.totalRows,
+  ]);
   const results = rows.map((row) => {
     if (!row.resultJson) throw new Error(`row ${row.row} of job ${job.id} has no result`);
     // A duplicate shares its address's verdict but shows the address as its row had it.
@@ -213,7 +218,7 @@ export async function readJobResults(
     originalCsvData: headers
       ? { headers, rows: rows.map((row) => (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : [])) }
       : null,
-    total: job.totalRows,
+    total,
   };
 }
 

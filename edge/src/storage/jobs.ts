@@ -383,21 +383,42 @@ export interface ResultRow {
   csvValues: string | null;
 }
 
+/** Which rows of a job's results to read: a page, optionally only rows of some statuses. */
+export interface ResultRowsQuery {
+  offset: number;
+  limit: number;
+  /** Only rows whose verdict has one of these statuses; all rows when absent. */
+  statuses?: readonly string[];
+}
+
+// A row's status: its address's verdict, or for a row with no address (invalid input) its own.
+const ROW_STATUS = "COALESCE(a.status, json_extract(r.result_json, '$.status'))";
+const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
+       WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))`;
+
 /** Rows in upload order with their results (a duplicate row shows its address's result). */
-export async function readResultRows(
-  db: Db,
-  jobId: string,
-  page: { offset: number; limit: number },
-): Promise<ResultRow[]> {
+export async function readResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<ResultRow[]> {
   const { results } = await db.$client
     .prepare(
       `SELECT r.row, r.input, COALESCE(r.result_json, a.result_json) AS resultJson, r.csv_values AS csvValues
-       FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
-       WHERE r.job_id = ?1 ORDER BY r.row LIMIT ?2 OFFSET ?3`,
+       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?3 OFFSET ?4`,
     )
-    .bind(jobId, page.limit, page.offset)
+    .bind(jobId, statusFilter(query), query.limit, query.offset)
     .all<ResultRow>();
   return results;
+}
+
+/** How many rows of a job the query selects, ignoring its page. */
+export async function countResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<number> {
+  const row = await db.$client
+    .prepare(`SELECT COUNT(*) AS total ${ROWS_WITH_RESULTS}`)
+    .bind(jobId, statusFilter(query))
+    .first<{ total: number }>();
+  return row?.total ?? 0;
+}
+
+function statusFilter(query: ResultRowsQuery): string | null {
+  return query.statuses ? JSON.stringify(query.statuses) : null;
 }
 
 /** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */

@@ -237,6 +237,8 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25),
 });
 
+const STATUS_LIST = new RegExp(`^(${VERIFICATION_STATUSES.join('|')})(,(${VERIFICATION_STATUSES.join('|')}))*$`);
+
 export const BulkResultsQuery = z.object({
   offset: z.coerce.number().int().min(0).max(MAX_BATCH_EMAILS).default(0),
   limit: z.coerce.number().int().min(1).max(MAX_BATCH_EMAILS).default(MAX_BATCH_EMAILS),
@@ -244,6 +246,15 @@ export const BulkResultsQuery = z.object({
     .enum(['json', 'csv'])
     .optional()
     .describe('csv: the original columns plus verdict columns (also `Accept: text/csv`)'),
+  status: z
+    .string()
+    .regex(STATUS_LIST, 'a comma-separated list of deliverable, undeliverable, risky, unknown')
+    .transform((list) => [...new Set(list.split(','))] as VerificationStatus[])
+    .optional()
+    .describe(
+      'only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky` keeps the ' +
+        'addresses worth mailing); `pagination.total` counts the rows kept',
+    ),
 });
 
 export const BulkJobsResponse = z

@@ -12,7 +12,7 @@ const route = createRoute({
   summary: 'Job results',
   description:
     'Results in the original upload order (a duplicate appears at each of its positions with the same verdict), ' +
-    'paginated with `offset`/`limit`. `originalCsvData` holds the uploaded header and each row by position, aligned ' +
+    'paginated with `offset`/`limit` and filtered by verdict with `status`. `originalCsvData` holds the uploaded header and each row by position, aligned ' +
     'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; cells a ' +
     'spreadsheet would run as formulas are prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
   security: [{ ApiKeyAuth: [] }],
@@ -33,10 +33,10 @@ const route = createRoute({
 export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { jobId } = c.req.valid('param');
-    const { offset, limit, format } = c.req.valid('query');
+    const { offset, limit, format, status } = c.req.valid('query');
     const job = await findJob(c.get('db'), c.get('caller').accountId, jobId);
     if (!job) throw notFoundJob();
-    const page = await readJobResults(c.get('db'), job, { offset, limit });
+    const page = await readJobResults(c.get('db'), job, { offset, limit, statuses: status });
     const wantsCsv =
       format === 'csv' || (format === undefined && /\btext\/csv\b/.test(c.req.header('accept') ?? ''));
     if (wantsCsv) {

@@ -160,6 +160,43 @@ describe('GET /api/v1/bulk/status and results', () => {
     ).json<ResultsBody>();
     expect(page.results.map((result) => result.email)).toEqual(['DELIVERABLE@x.test', 'deliverable@X.TEST']);
   });
+
+  it('keeps only the rows of the asked statuses, in upload order, in JSON and CSV, and refuses unknown ones', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const emails = ['undeliverable@x.test', 'deliverable@x.test', 'oops', 'risky@x.test', 'DELIVERABLE@x.test'];
+    const { jobId } = await (await upload(caller.apiKey, emails)).json<UploadBody>();
+
+    const kept = await (
+      await call(`/api/v1/bulk/results/${jobId}?status=deliverable,risky`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(kept.results.map((result) => [result.email, result.status])).toEqual([
+      ['deliverable@x.test', 'deliverable'],
+      ['risky@x.test', 'risky'],
+      ['DELIVERABLE@x.test', 'deliverable'],
+    ]);
+    expect(kept.pagination.total).toBe(3);
+
+    // Invalid input rows have no address but a verdict of their own, and are filtered by it.
+    const removed = await (
+      await call(`/api/v1/bulk/results/${jobId}?status=undeliverable&offset=1&limit=5`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(removed.results.map((result) => result.email)).toEqual(['oops']);
+    expect(removed.pagination).toEqual({ offset: 1, limit: 5, total: 2 });
+
+    const csv = parse(
+      await (await call(`/api/v1/bulk/results/${jobId}?status=risky&format=csv`, { key: caller.apiKey })).text(),
+    ) as string[][];
+    expect(csv.map((row) => row.slice(0, 2))).toEqual([
+      ['email', 'rcpt_status'],
+      ['risky@x.test', 'risky'],
+    ]);
+
+    for (const status of ['valid', 'deliverable,', 'deliverable;risky']) {
+      const refused = await call(`/api/v1/bulk/results/${jobId}?status=${status}`, { key: caller.apiKey });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    }
+  });
 });
 
 describe('CSV upload and download', () => {
