@@ -14,13 +14,13 @@ import type { Db } from '../storage/db.ts';
 import { insertVerification } from '../storage/history.ts';
 import {
   type AddressResult,
+  countResultRows,
   createJobWithCharge,
   findJobs,
   type JobRow,
   queueOutlook,
-  readResultRows,
-  countResultRows,
   type ResultRowsQuery,
+  readResultRows,
 } from '../storage/jobs.ts';
 import type { ParsedUpload } from './batch-input.ts';
 import { groupByDomain, planBatch } from './batch-plan.ts';
@@ -193,11 +193,7 @@ export interface ResultsPage {
   total: number;
 }
 
-export async function readJobResults(
-  db: Db,
-  job: JobRow,
-  query: ResultRowsQuery,
-): Promise<ResultsPage> {
+export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery): Promise<ResultsPage> {
   if (job.status !== 'completed') {
     throw new ApiError('JOB_NOT_COMPLETED', {
       details: { status: job.status, progress: jobView(job).progress },

@@ -237,7 +237,9 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25),
 });
 
-const STATUS_LIST = new RegExp(`^(${VERIFICATION_STATUSES.join('|')})(,(${VERIFICATION_STATUSES.join('|')}))*$`);
+const STATUS_LIST = new RegExp(
+  `^(${VERIFICATION_STATUSES.join('|')})(,(${VERIFICATION_STATUSES.join('|')}))*$`,
+);
 
 export const BulkResultsQuery = z.object({
   offset: z.coerce.number().int().min(0).max(MAX_BATCH_EMAILS).default(0),

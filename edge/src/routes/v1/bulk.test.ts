@@ -163,7 +163,13 @@ describe('GET /api/v1/bulk/status and results', () => {
 
   it('keeps only the rows of the asked statuses, in upload order, in JSON and CSV, and refuses unknown ones', async () => {
     const caller = await newCaller({ mode: 'test' });
-    const emails = ['undeliverable@x.test', 'deliverable@x.test', 'oops', 'risky@x.test', 'DELIVERABLE@x.test'];
+    const emails = [
+      'undeliverable@x.test',
+      'deliverable@x.test',
+      'oops',
+      'risky@x.test',
+      'DELIVERABLE@x.test',
+    ];
     const { jobId } = await (await upload(caller.apiKey, emails)).json<UploadBody>();
 
     const kept = await (
@@ -178,13 +184,17 @@ describe('GET /api/v1/bulk/status and results', () => {
 
     // Invalid input rows have no address but a verdict of their own, and are filtered by it.
     const removed = await (
-      await call(`/api/v1/bulk/results/${jobId}?status=undeliverable&offset=1&limit=5`, { key: caller.apiKey })
+      await call(`/api/v1/bulk/results/${jobId}?status=undeliverable&offset=1&limit=5`, {
+        key: caller.apiKey,
+      })
     ).json<ResultsBody>();
     expect(removed.results.map((result) => result.email)).toEqual(['oops']);
     expect(removed.pagination).toEqual({ offset: 1, limit: 5, total: 2 });
 
     const csv = parse(
-      await (await call(`/api/v1/bulk/results/${jobId}?status=risky&format=csv`, { key: caller.apiKey })).text(),
+      await (
+        await call(`/api/v1/bulk/results/${jobId}?status=risky&format=csv`, { key: caller.apiKey })
+      ).text(),
     ) as string[][];
     expect(csv.map((row) => row.slice(0, 2))).toEqual([
       ['email', 'rcpt_status'],
