@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// One run, four projects: the pure core, the prober (against the fake mail world),
-// the edge inside workerd, and whole-system tests against a real `wrangler dev`.
+// One run, five projects: the pure core, the prober (against the fake mail world), the
+// repository's scripts, the edge inside workerd, and whole-system tests against a real
+// `wrangler dev`.
 export default defineConfig({
   test: {
     projects: [
@@ -18,6 +19,14 @@ export default defineConfig({
           include: ['prober/src/**/*.test.ts', 'test/world/**/*.test.ts'],
           environment: 'node',
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'scripts',
+          include: ['scripts/*.test.ts'],
+          environment: 'node',
+          testTimeout: 60_000,
         },
       },
       './edge/vitest.config.ts',

@@ -1,10 +1,13 @@
-// Runs every vitest project once and prints the plain `N passed, N failed` line CI reads.
+// Runs every vitest project once and prints the names of failing tests, then the plain
+// `N passed, N failed` line CI reads.
 // Extra arguments are passed to vitest (e.g. `npm test -- --project shared`).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { summariseReport, type TestSummary, type VitestJsonReport } from './test-report.ts';
 
-const artifacts = join(import.meta.dirname, '..', '.test-artifacts');
+const root = join(import.meta.dirname, '..');
+const artifacts = join(root, '.test-artifacts');
 const reportPath = join(artifacts, 'vitest-report.json');
 mkdirSync(artifacts, { recursive: true });
 rmSync(reportPath, { force: true });
@@ -21,23 +24,23 @@ const run = spawnSync(
   { stdio: 'inherit', env: { ...process.env, ...quietWrangler() } },
 );
 
-let passed = 0;
-let failed = 0;
+let summary: TestSummary;
 try {
-  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as {
-    numPassedTests: number;
-    numFailedTests: number;
-    numTotalTestSuites: number;
-    numFailedTestSuites: number;
-  };
-  passed = report.numPassedTests;
-  // A file that fails to load has no test counted as failed: count it as one.
-  failed = report.numFailedTests + (report.numFailedTests === 0 && run.status !== 0 ? 1 : 0);
+  summary = summariseReport(JSON.parse(readFileSync(reportPath, 'utf8')) as VitestJsonReport, root);
 } catch {
-  failed = 1;
+  summary = { passed: 0, failed: 1, failures: [`vitest wrote no report (exit ${run.status})`] };
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(run.status === 0 && failed === 0 ? 0 : 1);
+// vitest exiting non-zero with every test passed (an unhandled error between tests) is a failure too.
+if (run.status !== 0 && summary.failed === 0) {
+  summary.failed = 1;
+  summary.failures.push(`vitest exited with ${run.status} (see its output above)`);
+}
+if (summary.failures.length > 0) {
+  console.log('\nFailed:');
+  for (const failure of summary.failures) console.log(`  ✗ ${failure}`);
+}
+console.log(`${summary.passed} passed, ${summary.failed} failed`);
+process.exit(summary.failed === 0 ? 0 : 1);
 
 function quietWrangler(): Record<string, string> {
   return {
