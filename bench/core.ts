@@ -10,9 +10,11 @@ const heapBefore = process.memoryUsage().heapUsed;
 const { checkSyntax } = await import('@rcpt/shared/verify/syntax');
 const { assessAddress } = await import('@rcpt/shared/verify/assess');
 const { lookupLists } = await import('@rcpt/shared/verify/lists');
+const { providerFamilyOf } = await import('@rcpt/shared/verify/providers');
 const { suggestTypo } = await import('@rcpt/shared/verify/typo');
 // Touch every list once so lazily built structures are counted.
-lookupLists('info', 'mailinator.com', ['aspmx.l.google.com']);
+lookupLists('info', 'mailinator.com');
+providerFamilyOf('mailinator.com', ['aspmx.l.google.com']);
 suggestTypo('gmial.com');
 gc?.();
 const listsHeapMb = (process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024;

@@ -4,6 +4,7 @@
 import type { VerificationResult } from '../contract/api.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome } from './inputs.ts';
 import { lookupLists } from './lists.ts';
+import { providerFamilyOf } from './providers.ts';
 import { checkSyntax } from './syntax.ts';
 import { suggestTypo } from './typo.ts';
 import { computeVerdict } from './verdict.ts';
@@ -32,7 +33,12 @@ export function assessAddress(assessment: Assessment): VerificationResult {
   return computeVerdict({
     email,
     syntax,
-    lists: syntax.valid ? lookupLists(syntax.localPart, syntax.domain, mxHosts) : NO_LIST_FACTS,
+    lists: syntax.valid
+      ? {
+          ...lookupLists(syntax.localPart, syntax.domain),
+          provider: providerFamilyOf(syntax.domain, mxHosts),
+        }
+      : NO_LIST_FACTS,
     typo: syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null,
     dns: assessment.dns,
     probe: assessment.probe,

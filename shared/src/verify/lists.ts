@@ -1,6 +1,6 @@
-// What maintained lists say about an address: disposable domain, free mailbox provider,
-// role mailbox, and which provider family runs the mail. Every set is built once at module
-// load; a lookup is a handful of Set probes.
+// What maintained lists say about an address: disposable domain, free mailbox provider, role
+// mailbox. (Which provider runs the mail is the provider registry's: providers.ts.) Every set
+// is built once at module load; a lookup is a handful of Set probes.
 //
 // Sources (bundled npm packages, no network):
 //   disposable  mailchecker 6.0.21 (MIT) ∪ disposable-email-domains-js 1.26.0 (CC0-1.0, the
@@ -12,6 +12,9 @@ import { disposableEmailBlocklist } from 'disposable-email-domains-js';
 import mailchecker from 'mailchecker';
 import { getPublicSuffix } from 'tldts';
 import type { ListFacts } from './inputs.ts';
+
+/** The list facts; the provider is the provider registry's (providers.ts). */
+export type ListMatches = Omit<ListFacts, 'provider'>;
 
 /**
  * Both disposable lists as one set. Their entries are already lower-case A-label names, as
@@ -222,154 +225,17 @@ export function isRoleLocalPart(localPart: string): boolean {
   return ROLE_LOCAL_PARTS.has(name) || ROLE_LOCAL_PARTS.has(name.replace(ROLE_SEPARATORS, ''));
 }
 
-// ---------------------------------------------------------------------------------------------
-// Provider families. A domain's own name decides first (gmail.com is gmail whatever its MX
-// says); otherwise the first MX host, in the order given, whose name ends in a known suffix.
-// ---------------------------------------------------------------------------------------------
-
-/** Mailbox domains and the family that runs them. */
-export const PROVIDER_BY_DOMAIN: Readonly<Record<string, string>> = {
-  'gmail.com': 'gmail',
-  'googlemail.com': 'gmail',
-  'outlook.com': 'microsoft',
-  'hotmail.com': 'microsoft',
-  'live.com': 'microsoft',
-  'msn.com': 'microsoft',
-  'passport.com': 'microsoft',
-  'windowslive.com': 'microsoft',
-  'yahoo.com': 'yahoo',
-  'ymail.com': 'yahoo',
-  'rocketmail.com': 'yahoo',
-  'aol.com': 'yahoo',
-  'aim.com': 'yahoo',
-  'icloud.com': 'apple',
-  'me.com': 'apple',
-  'mac.com': 'apple',
-  'proton.me': 'proton',
-  'protonmail.com': 'proton',
-  'protonmail.ch': 'proton',
-  'pm.me': 'proton',
-  'zoho.com': 'zoho',
-  'zohomail.com': 'zoho',
-  'zoho.eu': 'zoho',
-  'zohomail.eu': 'zoho',
-  'yandex.ru': 'yandex',
-  'yandex.com': 'yandex',
-  'ya.ru': 'yandex',
-  'gmx.de': 'gmx',
-  'gmx.net': 'gmx',
-  'gmx.com': 'gmx',
-  'web.de': 'gmx',
-  'mail.ru': 'mail_ru',
-  'inbox.ru': 'mail_ru',
-  'list.ru': 'mail_ru',
-  'bk.ru': 'mail_ru',
-  'internet.ru': 'mail_ru',
-  'fastmail.com': 'fastmail',
-  'fastmail.fm': 'fastmail',
-};
-
-/**
- * Brand names whose country variants (yahoo.co.uk, hotmail.fr, gmx.at …) belong to the same
- * family. A variant counts only when it is on the free-provider list, which is what says the
- * variant exists: "hotmail.co" is a misspelling, not Microsoft's.
- */
-export const PROVIDER_BY_BRAND: Readonly<Record<string, string>> = {
-  yahoo: 'yahoo',
-  aol: 'yahoo',
-  hotmail: 'microsoft',
-  outlook: 'microsoft',
-  live: 'microsoft',
-  msn: 'microsoft',
-  yandex: 'yandex',
-  gmx: 'gmx',
-  fastmail: 'fastmail',
-};
-
-/** MX host suffixes and the family (or the filtering gateway) that answers for them. */
-export const PROVIDER_BY_MX_SUFFIX: readonly (readonly [suffix: string, provider: string])[] = [
-  ['google.com', 'google_workspace'], // aspmx.l.google.com, smtp.google.com
-  ['googlemail.com', 'google_workspace'], // aspmx2.googlemail.com
-  ['protection.outlook.com', 'microsoft'], // <tenant>.mail.protection.outlook.com, Outlook.com's olc
-  ['outlook.com', 'microsoft'],
-  ['hotmail.com', 'microsoft'],
-  ['yahoodns.net', 'yahoo'], // Yahoo and AOL: mta5.am0.yahoodns.net
-  ['icloud.com', 'apple'], // mx01.mail.icloud.com
-  ['protonmail.ch', 'proton'], // mail.protonmail.ch, mailsec.protonmail.ch
-  ['zoho.com', 'zoho'],
-  ['zoho.eu', 'zoho'],
-  ['zoho.in', 'zoho'],
-  ['zoho.com.au', 'zoho'],
-  ['zoho.jp', 'zoho'],
-  ['zohomail.com', 'zoho'],
-  ['yandex.net', 'yandex'],
-  ['yandex.ru', 'yandex'],
-  ['mail.ru', 'mail_ru'],
-  ['gmx.net', 'gmx'],
-  ['gmx.com', 'gmx'],
-  ['web.de', 'gmx'],
-  ['messagingengine.com', 'fastmail'], // in1-smtp.messagingengine.com
-  ['fastmail.com', 'fastmail'],
-  ['pphosted.com', 'proofpoint'], // mx0a-<id>.pphosted.com
-  ['ppe-hosted.com', 'proofpoint'], // Proofpoint Essentials
-  ['mimecast.com', 'mimecast'],
-  ['mimecast.co.za', 'mimecast'],
-  ['messagelabs.com', 'broadcom'], // Symantec Email Security.cloud
-  ['barracudanetworks.com', 'barracuda'], // <id>.ess.barracudanetworks.com
-];
-
-// Maps, not the records themselves: a record would answer "constructor" from its prototype.
-const DOMAIN_PROVIDERS: ReadonlyMap<string, string> = new Map(Object.entries(PROVIDER_BY_DOMAIN));
-const BRAND_PROVIDERS: ReadonlyMap<string, string> = new Map(Object.entries(PROVIDER_BY_BRAND));
-
-/** The provider family a domain's own name shows, or null. */
-export function providerOfDomain(domain: string): string | null {
-  const named = DOMAIN_PROVIDERS.get(domain);
-  if (named !== undefined) return named;
-  const dot = domain.indexOf('.');
-  if (dot < 0) return null;
-  const brand = BRAND_PROVIDERS.get(domain.slice(0, dot));
-  if (brand === undefined) return null;
-  // The brand must be the registrable name (yahoo.co.uk, not yahoo.example.com).
-  if (getPublicSuffix(domain) !== domain.slice(dot + 1) || !isFreeProviderDomain(domain)) return null;
-  return brand;
-}
-
-/** The provider family behind the first recognised MX host, or null. */
-export function providerOfMxHosts(mxHosts: readonly string[]): string | null {
-  for (const rawHost of mxHosts) {
-    const host = normaliseHost(rawHost);
-    for (const [suffix, provider] of PROVIDER_BY_MX_SUFFIX) {
-      // A suffix matches whole labels only: "notgoogle.com" is not google.com's.
-      if (
-        host.endsWith(suffix) &&
-        (host.length === suffix.length || host[host.length - suffix.length - 1] === '.')
-      ) {
-        return provider;
-      }
-    }
-  }
-  return null;
-}
-
 function normaliseHost(host: string): string {
   const lower = host.toLowerCase();
   return lower.endsWith('.') ? lower.slice(0, -1) : lower;
 }
 
 /** What the lists say about an address; `domain` is lower-case A-label form (from checkSyntax). */
-export function lookupLists(localPart: string, domain: string, mxHosts: readonly string[] = []): ListFacts {
+export function lookupLists(localPart: string, domain: string): ListMatches {
   const isRoleBased = isRoleLocalPart(localPart);
-  // An address literal ([192.0.2.1]) is on no domain list and names no provider.
-  if (domain.startsWith('[')) {
-    return { isDisposable: false, isRoleBased, isFreeProvider: false, provider: null };
-  }
+  // An address literal ([192.0.2.1]) is on no domain list.
+  if (domain.startsWith('[')) return { isDisposable: false, isRoleBased, isFreeProvider: false };
   const name = normaliseHost(domain);
   const isDisposable = isDisposableDomain(name);
-  return {
-    isDisposable,
-    isRoleBased,
-    isFreeProvider: !isDisposable && isOnFreeList(name),
-    provider: providerOfDomain(name) ?? providerOfMxHosts(mxHosts),
-  };
+  return { isDisposable, isRoleBased, isFreeProvider: !isDisposable && isOnFreeList(name) };
 }

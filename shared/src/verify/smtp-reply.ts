@@ -1,6 +1,7 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
+import { providerReplyRules } from './providers.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
 const ENHANCED_CODE = /^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)/;
@@ -45,15 +46,16 @@ export function parseReplyLines(lines: readonly string[]): SmtpReply | null {
 //
 // The table below is data, read top to bottom, first match wins. Its order is the policy:
 //   1. 2xx accepts; codes that have no business at these stages are protocol errors.
-//   2. Provider replies whose meaning is documented and not a mailbox verdict.
+//   2. Provider replies whose meaning is documented and not a mailbox verdict (providers.ts).
 //   3. Policy vocabulary, on any failure code and at any stage. It precedes every mailbox row
 //      so that a reply naming a block list is `antispam_blocked` even when its code is 550 or
 //      5.1.1 (ARCHITECTURE.md: a policy rejection is never undeliverable).
 //   4. Refusals of the session, of relaying, of our own sender or client identity, and any
 //      permanent 5.7.x (policy) code.
 //   5. Greylisting and throttling (temporary, retried by a batch).
-//   6. Mailbox state, only at RCPT: full, disabled, unknown. Only these rows make an address
-//      undeliverable, and only with a 5xx code.
+//   6. Mailbox state, only at RCPT: full, disabled, unknown (with the providers' own mailbox
+//      rows from providers.ts). Only these rows make an address undeliverable, and only with
+//      a 5xx code.
 //   7. RFC 3463 enhanced-code subjects, then RFC 5321 §4.2.1 basic code classes; the last row
 //      matches everything, so classification is total.
 // ---------------------------------------------------------------------------------------------
@@ -162,41 +164,8 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   // RFC 5321 §4.2.1: 1yz is unused and 3yz only follows DATA or AUTH; neither answers these steps.
   { id: 'code-out-of-place', code: [100, 399], subStatus: 'invalid_smtp_response' },
 
-  // 2. Documented provider replies that are not mailbox verdicts.
-  // Yahoo: "[TSS04] Messages from … temporarily deferred due to unexpected volume or user complaints".
-  {
-    id: 'yahoo-tss-deferral',
-    code: TEMPORARY,
-    text: /\[TSS?\d\d\]/,
-    subStatus: 'antispam_blocked',
-    retryable: true,
-  },
-  // Mimecast documents 451 "Internal resource(s) temporarily unavailable" as its greylisting,
-  // holding a new (IP, sender, recipient) triplet for 60 seconds.
-  {
-    id: 'mimecast-greylisting',
-    code: 451,
-    text: /internal resources? (is |are )?temporarily unavailable/i,
-    subStatus: 'greylisted',
-    retryAfterSeconds: 60,
-  },
-  // Gmail 4.2.1: this recipient is receiving mail faster than Gmail will accept it.
-  {
-    id: 'gmail-receiving-rate',
-    code: TEMPORARY,
-    enhanced: '4.2.1',
-    text: /receiving mail (at a rate|too quickly)/i,
-    subStatus: 'mail_server_temporary_error',
-    refundable: true,
-  },
-  // Microsoft: "451 4.7.500 Server busy. Please try again later from [ip]. (S77714)".
-  {
-    id: 'microsoft-server-busy',
-    code: TEMPORARY,
-    text: /server busy/i,
-    subStatus: 'mail_server_temporary_error',
-    refundable: true,
-  },
+  // 2. Documented provider replies that are not mailbox verdicts (the provider registry's rows).
+  ...providerReplyRules('provider'),
 
   // 3. Policy vocabulary: block lists, reputation, spam filters, sender authentication.
   ...POLICY_RULES,
@@ -301,29 +270,13 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     stage: RCPT,
     subStatus: 'mailbox_disabled',
   },
-  // Microsoft 365 Directory-Based Edge Blocking: the recipient is not in the tenant's directory.
-  // The "Access denied" wording is Microsoft's, the meaning is "no such recipient".
-  {
-    id: 'microsoft-dbeb',
-    code: 550,
-    enhanced: '5.4.1',
-    text: /AS\(201806281\)/,
-    stage: RCPT,
-    subStatus: 'mailbox_not_found',
-  },
+  // A provider's own wording or code for a mailbox state (the provider registry's rows).
+  ...providerReplyRules('mailbox'),
   // RFC 3463 X.1.1 "Bad destination mailbox address".
   {
     id: 'mailbox-unknown-5.1.1',
     code: PERMANENT,
     enhanced: '5.1.1',
-    stage: RCPT,
-    subStatus: 'mailbox_not_found',
-  },
-  // Exchange / Microsoft 365: "5.1.10 RESOLVER.ADR.RecipientNotFound".
-  {
-    id: 'mailbox-unknown-5.1.10',
-    code: PERMANENT,
-    enhanced: '5.1.10',
     stage: RCPT,
     subStatus: 'mailbox_not_found',
   },

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PROVIDER_BY_DOMAIN } from './lists.ts';
+import { PROVIDER_DOMAINS } from './providers.ts';
 import {
   editDistance,
   MAX_TYPO_EDITS,
@@ -73,7 +73,7 @@ describe('suggestTypo', () => {
     expect(suggestTypo(domain)).toBeNull();
   });
 
-  it.each([...POPULAR_MAIL_DOMAINS, ...Object.keys(PROVIDER_BY_DOMAIN), ...NOT_TYPOS])(
+  it.each([...POPULAR_MAIL_DOMAINS, ...PROVIDER_DOMAINS, ...NOT_TYPOS])(
     'never corrects the known domain %s',
     (domain) => {
       expect(suggestTypo(domain)).toBeNull();

@@ -26,7 +26,8 @@
 
 import { parse } from 'tldts';
 import type { TypoSuggestion } from '../contract/api.ts';
-import { isFreeProviderDomain, PROVIDER_BY_DOMAIN, providerOfDomain } from './lists.ts';
+import { isFreeProviderDomain } from './lists.ts';
+import { PROVIDER_DOMAINS, providerFamilyOf } from './providers.ts';
 
 /** Suggestions under this confidence are not made. */
 export const TYPO_CONFIDENCE_THRESHOLD = 0.8;
@@ -157,10 +158,7 @@ const MAIL_TARGETS: readonly Target[] = POPULAR_MAIL_DOMAINS.map((domain, rank) 
   return { domain, nameLength, rank, maxEdits };
 }).filter((target) => target.maxEdits > 0);
 const TLD_SET: ReadonlySet<string> = new Set(POPULAR_TLDS);
-const KNOWN_DOMAINS: ReadonlySet<string> = new Set([
-  ...POPULAR_MAIL_DOMAINS,
-  ...Object.keys(PROVIDER_BY_DOMAIN),
-]);
+const KNOWN_DOMAINS: ReadonlySet<string> = new Set([...POPULAR_MAIL_DOMAINS, ...PROVIDER_DOMAINS]);
 
 /** The confidence formula above. */
 export function typoConfidence(edits: number, nameLength: number, rank: number): number {
@@ -192,7 +190,7 @@ export function suggestTypo(domain: string): TypoSuggestion | null {
   if (best === null || best.confidence < TYPO_CONFIDENCE_THRESHOLD) return null;
   // Checked last because it is the dearest test: a domain people really use (gmx.com, mail.com,
   // ymail.com, yahoo.co.uk) is never a typo, however close it is to a more popular one.
-  if (isFreeProviderDomain(name) || providerOfDomain(name) !== null) return null;
+  if (isFreeProviderDomain(name) || providerFamilyOf(name) !== null) return null;
   return { original: domain, suggested: best.suggested, confidence: best.confidence };
 }
 
