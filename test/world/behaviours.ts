@@ -48,12 +48,13 @@ export type SmtpBehaviourName =
   | 'fallbackSecondary'
   | 'utf8';
 
-/** Postfix's answer for a local part it does not know. */
+/** Postfix's answer (after the 550) for a local part it does not know. */
+export function userUnknownText(address: string): string {
+  return `5.1.1 <${address}>: Recipient address rejected: User unknown in local recipient table`;
+}
+
 function userUnknown(address: string): SMTPServerError {
-  return smtpReply(
-    550,
-    `5.1.1 <${address}>: Recipient address rejected: User unknown in local recipient table`,
-  );
+  return smtpReply(550, userUnknownText(address));
 }
 
 /** The answer of a server that knows its mailboxes: 250 for those, 550 5.1.1 for the rest. */
@@ -116,25 +117,35 @@ export function createBehaviours(options: {
  * through (and stays so) and the mailbox rule answers.
  */
 function greylisting(delayMs: number): MxBehaviour {
-  const firstSeen = new Map<string, number>();
+  const greylist = new Greylist(delayMs);
   return {
     tls: 'none',
     smtputf8: false,
     rcpt(address, session) {
       const mailFrom = session.envelope.mailFrom;
-      const sender = mailFrom ? mailFrom.address.toLowerCase() : '';
-      const triplet = `${session.remoteAddress}\n${sender}\n${address.toLowerCase()}`;
-      const now = performance.now();
-      const seen = firstSeen.get(triplet);
-      if (seen === undefined) firstSeen.set(triplet, now);
-      if (seen === undefined || now - seen < delayMs) {
-        const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
-        return smtpReply(
-          450,
-          `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`,
-        );
-      }
-      return mailboxRule(address);
+      const deferral = greylist.check(session.remoteAddress, mailFrom ? mailFrom.address : '', address);
+      return deferral ? smtpReply(450, deferral) : mailboxRule(address);
     },
   };
+}
+
+/** postgrey's triplet memory: who was first seen when. */
+export class Greylist {
+  readonly #delayMs: number;
+  readonly #firstSeen = new Map<string, number>();
+
+  constructor(delayMs: number) {
+    this.#delayMs = delayMs;
+  }
+
+  /** The 450 text (after the code) while the triplet is still greylisted, or null once it passes. */
+  check(client: string, sender: string, address: string): string | null {
+    const triplet = `${client}\n${sender.toLowerCase()}\n${address.toLowerCase()}`;
+    const now = performance.now();
+    const seen = this.#firstSeen.get(triplet);
+    if (seen === undefined) this.#firstSeen.set(triplet, now);
+    if (seen !== undefined && now - seen >= this.#delayMs) return null;
+    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+    return `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`;
+  }
 }

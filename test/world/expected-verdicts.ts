@@ -1,7 +1,7 @@
 // The verdict rcpt must give each address of the world (ARCHITECTURE.md, "Verdict vocabulary"),
 // for `npm run world`, the demo, and end-to-end tests. A deployment of the world allows private
 // targets (ALLOW_PRIVATE_TARGETS), so its 127.0.0.x MX hosts are probed, not `unroutable_ip_address`.
-import { DOMAINS } from './zone.ts';
+import { companyDomainNames, DOMAINS } from './zone.ts';
 
 export interface ExpectedVerdict {
   address: string;
@@ -169,3 +169,46 @@ export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
     because: 'NXDOMAIN, and a typo of gmail.com',
   },
 ];
+
+export interface CompanyListOptions {
+  /** Addresses in the list; default 10,000. */
+  count?: number;
+  /** Company domains the list spreads over (company-001.test onwards); default 200. */
+  domains?: number;
+  /** Share of addresses whose mailbox does not exist; default 0.4. */
+  unknownShare?: number;
+}
+
+/**
+ * A list over the company domains as a customer would upload one: each domain gets an equal
+ * block of addresses, and `unknownShare` of every block has no mailbox (left… local parts get
+ * 550 5.1.1 on every company host; user… ones exist). Deterministic, with each address's verdict.
+ */
+export function companyList(options: CompanyListOptions = {}): ExpectedVerdict[] {
+  const count = options.count ?? 10_000;
+  const domains = companyDomainNames(options.domains ?? 200);
+  const unknownShare = options.unknownShare ?? 0.4;
+  const perDomain = Math.ceil(count / domains.length);
+  return Array.from({ length: count }, (_, index): ExpectedVerdict => {
+    const domain = domains[Math.floor(index / perDomain)] ?? domains[0];
+    const position = index % perDomain;
+    // Spreads the unknown ones evenly through each block: position p is unknown when the
+    // running count of unknowns steps up at p.
+    const unknown = Math.floor((position + 1) * unknownShare) > Math.floor(position * unknownShare);
+    const number = String(index + 1).padStart(5, '0');
+    return unknown
+      ? {
+          address: `left${number}@${domain}`,
+          status: 'undeliverable',
+          subStatus: 'mailbox_not_found',
+          because:
+            'RCPT 550 5.1.1 user unknown (Postfix defaults: error sleep and hang-up if asked carelessly)',
+        }
+      : {
+          address: `user${number}@${domain}`,
+          status: 'deliverable',
+          subStatus: 'accepted_email',
+          because: 'RCPT 250, random address 550 5.1.1',
+        };
+  });
+}

@@ -9,6 +9,7 @@ import {
 } from 'smtp-server';
 import type { MxBehaviour } from './behaviours.ts';
 import { smtpReply } from './behaviours.ts';
+import { emptyStats, type MxStats } from './defences.ts';
 import { listenOnLoopback } from './loopback.ts';
 import type { TlsCredentials } from './self-signed-certificate.ts';
 
@@ -22,6 +23,8 @@ export interface FakeMx {
   maxConcurrent(): number;
   /** RCPT TO addresses seen, in order, whatever the answer. */
   received(): readonly string[];
+  /** The counters since the start or the last resetStats() (the defence ones stay 0 where there are none). */
+  stats(): MxStats;
   resetStats(): void;
 }
 
@@ -37,10 +40,12 @@ const MAX_MESSAGE_SIZE = 35 * 1024 * 1024;
 class ConnectionTally {
   readonly sockets = new Set<Socket>();
   highWater = 0;
+  opened = 0;
 
   watch(listener: Server): void {
     listener.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
+      this.opened++;
       this.highWater = Math.max(this.highWater, this.sockets.size);
       socket.once('close', () => this.sockets.delete(socket));
     });
@@ -61,6 +66,7 @@ export async function startSmtpMx(
   certificate: TlsCredentials,
 ): Promise<RunningMx> {
   const received: string[] = [];
+  let rejected = 0;
   const tally = new ConnectionTally();
   const sessionsServed = new Set<string>();
   // RFC 6531 §3.5: a non-ASCII address needs SMTPUTF8, advertised and declared on MAIL FROM.
@@ -117,9 +123,9 @@ export async function startSmtpMx(
     },
     onRcptTo(address, session, callback) {
       received.push(address.address);
-      callback(
-        refuseNonAscii(address.address, session) ?? behaviour.rcpt(address.address, session) ?? undefined,
-      );
+      const refusal = refuseNonAscii(address.address, session) ?? behaviour.rcpt(address.address, session);
+      if (refusal) rejected++;
+      callback(refusal ?? undefined);
     },
   };
   const server = new SMTPServer(options);
@@ -137,8 +143,17 @@ export async function startSmtpMx(
     connections: () => tally.sockets.size,
     maxConcurrent: () => tally.highWater,
     received: () => [...received],
+    stats: () => ({
+      ...emptyStats(),
+      sessionsOpened: tally.opened,
+      maxConcurrentSessions: tally.highWater,
+      rcpts: received.length,
+      rejectedRcpts: rejected,
+    }),
     resetStats() {
       received.length = 0;
+      rejected = 0;
+      tally.opened = 0;
       tally.highWater = tally.sockets.size;
     },
     close() {
@@ -168,7 +183,9 @@ export async function startTarpitMx(spec: FakeMxSpec, port: number): Promise<Run
     connections: () => tally.sockets.size,
     maxConcurrent: () => tally.highWater,
     received: () => [],
+    stats: () => ({ ...emptyStats(), sessionsOpened: tally.opened, maxConcurrentSessions: tally.highWater }),
     resetStats() {
+      tally.opened = 0;
       tally.highWater = tally.sockets.size;
     },
     close() {

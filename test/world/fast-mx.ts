@@ -1,56 +1,220 @@
-// The benchmark MX: the mailbox rule over a bare socket, answering as soon as a command
-// arrives. smtp-server holds every greeting 100 ms to catch early talkers, which would be
-// most of what a latency benchmark measured; real servers vary, so the benchmarks use this.
+// The scale MX: the mailbox rule over a bare socket, answering as soon as a command arrives
+// (smtp-server holds every greeting 100 ms to catch early talkers, which would be most of what
+// a benchmark measured). With `defences` it behaves as a Postfix, Exchange or postgrey server
+// with their documented defaults does (see defences.ts): errors counted per connection, every
+// reply late past the soft limit, a hang-up at the hard limit, a cap on the connections of one
+// client address, rate limits, a tarpit, one recipient per transaction, greylisting, and the
+// round-trip time of a real path.
 import { createServer, type Socket } from 'node:net';
-import { mailboxExists } from './behaviours.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Greylist, mailboxExists, userUnknownText } from './behaviours.ts';
+import { emptyStats, type MxDefences, RateWindow } from './defences.ts';
 import type { FakeMxSpec, RunningMx } from './fake-mx.ts';
 import { listenOnLoopback } from './loopback.ts';
 
 /** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets; leave room for extensions. */
 const MAX_LINE = 4096;
 
-export async function startFastMx(spec: FakeMxSpec, port: number): Promise<RunningMx> {
-  const sockets = new Set<Socket>();
-  let highWater = 0;
-  let received: string[] = [];
+interface Reply {
+  text: string;
+  /** Postfix counts it in the session's error count (a 4xx or 5xx to a command). */
+  error: boolean;
+  /** Held back this long before it is sent (the tarpit). */
+  delayMs?: number;
+  quit?: boolean;
+}
 
-  const answer = (line: string): { reply: string; quit?: boolean } => {
+/** One client connection: the state Postfix's smtpd keeps per session. */
+interface Connection {
+  socket: Socket;
+  client: string;
+  rttMs: number;
+  errors: number;
+  mailFrom: string | null;
+  recipientsInTransaction: number;
+  /** Commands are answered one after another, each after the previous reply (and its delays). */
+  queue: Promise<void>;
+  ended: boolean;
+}
+
+export async function startFastMx(
+  spec: FakeMxSpec,
+  port: number,
+  defences: MxDefences = {},
+): Promise<RunningMx> {
+  const sockets = new Set<Socket>();
+  const sessionsByClient = new Map<string, number>();
+  let sessionsOpen = 0;
+  let stats = emptyStats();
+  let received: string[] = [];
+  const rateWindowMs = defences.rateWindowMs ?? 60_000;
+  const connectionRate = new RateWindow(rateWindowMs);
+  const recipientRate = new RateWindow(rateWindowMs);
+  const greylist = defences.greylistDelayMs === undefined ? null : new Greylist(defences.greylistDelayMs);
+
+  const rcpt = (connection: Connection, line: string): Reply => {
+    const address = /<([^>]*)>/.exec(line)?.[1] ?? '';
+    received.push(address);
+    stats.rcpts++;
+    const reject = (text: string): Reply => {
+      stats.rejectedRcpts++;
+      return { text, error: true };
+    };
+    if (connection.mailFrom === null) return reject('503 5.5.1 Error: need MAIL command');
+    const perTransaction = defences.recipientsPerTransaction;
+    if (perTransaction !== undefined && connection.recipientsInTransaction >= perTransaction) {
+      stats.rejectedRcpts++;
+      stats.tooManyRecipients++;
+      return { text: '452 4.5.3 Error: too many recipients', error: false };
+    }
+    if (
+      defences.recipientRateLimit !== undefined &&
+      recipientRate.hit(connection.client, performance.now()) > defences.recipientRateLimit
+    ) {
+      stats.recipientRateRefusals++;
+      return reject(`450 4.7.1 Error: too many recipients from ${connection.client}`);
+    }
+    const deferral = greylist?.check(connection.client, connection.mailFrom, address) ?? null;
+    if (deferral !== null) {
+      stats.greylisted++;
+      return reject(`450 ${deferral}`);
+    }
+    if (mailboxExists(address)) {
+      connection.recipientsInTransaction++;
+      return { text: '250 Accepted', error: false };
+    }
+    const refusal = reject(`550 ${userUnknownText(address)}`);
+    if (defences.tarpitMs !== undefined) {
+      stats.tarpitted++;
+      refusal.delayMs = defences.tarpitMs;
+    }
+    return refusal;
+  };
+
+  const answer = (connection: Connection, line: string): Reply => {
     const verb = line.slice(0, 4).toUpperCase();
     switch (verb) {
       case 'EHLO':
-        return { reply: `250-${spec.host}\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SIZE 36700160` };
+        return {
+          text: `250-${spec.host}\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SIZE 36700160`,
+          error: false,
+        };
       case 'HELO':
-        return { reply: `250 ${spec.host}` };
+        return { text: `250 ${spec.host}`, error: false };
       // The same success texts as the smtp-server-based servers of the world.
       case 'MAIL':
-        return { reply: '250 Accepted' };
-      case 'RCPT': {
-        const address = /<([^>]*)>/.exec(line)?.[1] ?? '';
-        received.push(address);
-        return {
-          reply: mailboxExists(address)
-            ? '250 Accepted'
-            : `550 5.1.1 <${address}>: Recipient address rejected: User unknown in local recipient table`,
-        };
-      }
+        connection.mailFrom = /<([^>]*)>/.exec(line)?.[1] ?? '';
+        connection.recipientsInTransaction = 0;
+        return { text: '250 Accepted', error: false };
+      case 'RCPT':
+        return rcpt(connection, line);
       case 'RSET':
-        return { reply: '250 2.0.0 Ok' };
+        connection.mailFrom = null;
+        connection.recipientsInTransaction = 0;
+        return { text: '250 2.0.0 Ok', error: false };
       case 'NOOP':
-        return { reply: '250 2.0.0 Ok' };
+        return { text: '250 2.0.0 Ok', error: false };
       case 'QUIT':
-        return { reply: '221 2.0.0 Bye', quit: true };
+        return { text: '221 2.0.0 Bye', error: false, quit: true };
       default:
-        return { reply: '502 5.5.2 Error: command not recognized' };
+        return { text: '502 5.5.2 Error: command not recognized', error: true };
     }
+  };
+
+  /** The session is over for the server: it no longer counts against the client's limit. */
+  const endSession = (connection: Connection) => {
+    if (connection.ended) return;
+    connection.ended = true;
+    sessionsOpen--;
+    const open = (sessionsByClient.get(connection.client) ?? 1) - 1;
+    if (open > 0) sessionsByClient.set(connection.client, open);
+    else sessionsByClient.delete(connection.client);
+  };
+
+  /** Sends `text`, first sleeping as Postfix does for a client past the soft error limit. */
+  const send = async (connection: Connection, text: string, extraDelayMs = 0): Promise<void> => {
+    let delayMs = extraDelayMs;
+    // Postfix smtpd_chat_reply(): once the error count has reached smtpd_soft_error_limit,
+    // every reply waits smtpd_error_sleep_time, whatever the command.
+    if (defences.softErrorLimit !== undefined && connection.errors >= defences.softErrorLimit) {
+      delayMs += defences.errorSleepMs ?? 0;
+      stats.errorSleeps++;
+    }
+    if (delayMs > 0) await sleep(delayMs);
+    if (!connection.socket.destroyed) connection.socket.write(`${text}\r\n`);
+  };
+
+  const handle = async (connection: Connection, line: string): Promise<void> => {
+    if (connection.ended) return;
+    const reply = answer(connection, line);
+    await send(connection, reply.text, reply.delayMs);
+    if (reply.quit) {
+      endSession(connection);
+      connection.socket.end();
+      return;
+    }
+    if (reply.error) connection.errors++;
+    // Postfix checks the hard limit before reading the next command: the 421 follows the reply
+    // that reached it, unasked, and the session ends. The log says "too many errors after RCPT".
+    if (defences.hardErrorLimit !== undefined && connection.errors >= defences.hardErrorLimit) {
+      stats.hardLimitHangups++;
+      await send(connection, `421 4.7.0 ${spec.host} Error: too many errors`);
+      endSession(connection);
+      connection.socket.end();
+    }
+  };
+
+  const refuse = (socket: Socket, text: string) => {
+    socket.end(`421 4.7.0 ${spec.host} Error: ${text}\r\n`);
   };
 
   const server = createServer((socket) => {
     sockets.add(socket);
-    highWater = Math.max(highWater, sockets.size);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     socket.setEncoding('latin1');
-    socket.write(`220 ${spec.host} ESMTP rcpt fake MX\r\n`);
+    const client = socket.remoteAddress ?? 'unknown';
+    // anvil(8): the connection is counted first, then compared with the limits.
+    if (
+      defences.connectionRateLimit !== undefined &&
+      connectionRate.hit(client, performance.now()) > defences.connectionRateLimit
+    ) {
+      stats.connectionRateRefusals++;
+      refuse(socket, `too many connections from ${client}`);
+      return;
+    }
+    const fromClient = (sessionsByClient.get(client) ?? 0) + 1;
+    if (defences.connectionCountLimit !== undefined && fromClient > defences.connectionCountLimit) {
+      stats.connectionCapRefusals++;
+      refuse(socket, `too many connections from ${client}`);
+      return;
+    }
+    sessionsByClient.set(client, fromClient);
+    sessionsOpen++;
+    stats.sessionsOpened++;
+    stats.maxConcurrentSessions = Math.max(stats.maxConcurrentSessions, sessionsOpen);
+
+    const rtt = defences.rttMs;
+    const connection: Connection = {
+      socket,
+      client,
+      rttMs: rtt ? rtt.min + Math.random() * (rtt.max - rtt.min) : 0,
+      errors: 0,
+      mailFrom: null,
+      recipientsInTransaction: 0,
+      queue: Promise.resolve(),
+      ended: false,
+    };
+    socket.once('close', () => endSession(connection));
+    // A reply reaches the client one round trip after its command: the lines are taken up that
+    // much later (the same delay for every chunk of a connection keeps them in order).
+    const later = (work: () => void) => {
+      if (connection.rttMs > 0) setTimeout(work, connection.rttMs);
+      else work();
+    };
+    later(() => {
+      if (!socket.destroyed) socket.write(`220 ${spec.host} ESMTP rcpt fake MX\r\n`);
+    });
     let buffered = '';
     socket.on('data', (chunk: string) => {
       buffered += chunk;
@@ -58,23 +222,15 @@ export async function startFastMx(spec: FakeMxSpec, port: number): Promise<Runni
         socket.destroy();
         return;
       }
-      // Pipelined commands (RFC 2920) are answered together, in order, in one write.
+      // Pipelined commands (RFC 2920) are answered in order.
       const lines = buffered.split('\r\n');
       buffered = lines.pop() ?? '';
-      const replies: string[] = [];
-      let quit = false;
-      for (const line of lines) {
-        const { reply, quit: isQuit } = answer(line);
-        replies.push(reply);
-        if (isQuit) {
-          quit = true;
-          break;
+      if (lines.length === 0) return;
+      later(() => {
+        for (const line of lines) {
+          connection.queue = connection.queue.then(() => handle(connection, line));
         }
-      }
-      if (replies.length === 0) return;
-      const payload = `${replies.join('\r\n')}\r\n`;
-      if (quit) socket.end(payload);
-      else socket.write(payload);
+      });
     });
   });
   server.maxConnections = 10_000;
@@ -83,11 +239,13 @@ export async function startFastMx(spec: FakeMxSpec, port: number): Promise<Runni
     name: spec.name,
     ip: spec.ip,
     port: boundPort,
-    connections: () => sockets.size,
-    maxConcurrent: () => highWater,
+    connections: () => sessionsOpen,
+    maxConcurrent: () => stats.maxConcurrentSessions,
     received: () => [...received],
+    stats: () => ({ ...stats }),
     resetStats() {
-      highWater = sockets.size;
+      stats = emptyStats();
+      stats.maxConcurrentSessions = sessionsOpen;
       received = [];
     },
     close() {

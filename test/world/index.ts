@@ -2,16 +2,55 @@
 // on its own 127.0.0.x address and all on one SMTP port, and a DNS-over-HTTPS stub that routes
 // the world's domains to them. Nothing in it leaves the loopback interface.
 import { createBehaviours, MAILBOXES, type SmtpBehaviourName } from './behaviours.ts';
+import { EXCHANGE_TARPIT, type MxDefences, POSTFIX_DEFAULTS, POSTGREY_DELAY_MS } from './defences.ts';
 import { startUdpDns } from './dns-udp.ts';
 import { startDohStub } from './doh-stub.ts';
 import { type FakeMx, type FakeMxSpec, type RunningMx, startSmtpMx, startTarpitMx } from './fake-mx.ts';
 import { startFastMx } from './fast-mx.ts';
 import { isAddressInUse } from './loopback.ts';
 import { createSelfSignedCertificate } from './self-signed-certificate.ts';
-import { bulkZone, DOMAINS, MX_HOSTS, MX_IPS, ZONE } from './zone.ts';
+import {
+  bulkZone,
+  companyDomainNames,
+  companyHosts,
+  companyZone,
+  DEFENDED_DOMAINS,
+  DOMAINS,
+  MX_HOSTS,
+  MX_IPS,
+  ZONE,
+} from './zone.ts';
 
-export { bulkDomainNames, DOMAINS, ZONE } from './zone.ts';
+export type { MxDefences, MxStats } from './defences.ts';
+export { EXCHANGE_TARPIT, POSTFIX_DEFAULTS, POSTGREY_DELAY_MS } from './defences.ts';
+export {
+  type CompanyListOptions,
+  companyList,
+  EXPECTED_VERDICTS,
+  type ExpectedVerdict,
+} from './expected-verdicts.ts';
+export { bulkDomainNames, companyDomainNames, DEFENDED_DOMAINS, DOMAINS, ZONE } from './zone.ts';
 export type { FakeMx };
+
+/**
+ * The company scenario: Postfix's defaults on every host, except the connection count limit,
+ * which is 20 sessions per client (Postfix's default is 50; many sites set fewer), and a
+ * round-trip time of 20–80 ms per reply, as a prober sees across the internet.
+ */
+export const COMPANY_DEFENCES: Readonly<MxDefences> = Object.freeze({
+  ...POSTFIX_DEFAULTS,
+  connectionCountLimit: 20,
+  rttMs: { min: 20, max: 80 },
+});
+
+export interface CompanyWorldOptions {
+  /** company-001.test onwards; default 200. */
+  domains?: number;
+  /** MX hosts the domains are spread over, mx1.company.test onwards; default 4. */
+  hosts?: number;
+  /** Default COMPANY_DEFENCES. */
+  defences?: MxDefences;
+}
 
 export interface WorldOptions {
   /** One port shared by all fake MX addresses; default: a free one. */
@@ -24,6 +63,12 @@ export interface WorldOptions {
   greylistDelayMs?: number;
   /** How many bulk-NN.test domains to serve, all on the `bulk` server; default 50. */
   bulkDomains?: number;
+  /** Defences of the `bulk` server; default none: instant and patient, for throughput figures. */
+  bulkDefences?: MxDefences;
+  /** How long the `slowgreylist` server defers a new triplet; default postgrey's 300 s. */
+  slowGreylistDelayMs?: number;
+  /** The company domains and their defended MX hosts. */
+  companies?: CompanyWorldOptions;
 }
 
 export interface MailWorld {
@@ -36,6 +81,12 @@ export interface MailWorld {
   mx: Record<string, FakeMx>;
   /** Behaviour name → the domain to use for it. */
   domains: Record<string, string>;
+  /** The defended servers' domains: postfix, exchange, onercpt, slowgreylist (also in `mx`). */
+  defendedDomains: Record<keyof typeof DEFENDED_DOMAINS, string>;
+  /** The company domains, company-001.test onwards. */
+  companyDomains: string[];
+  /** The company MX hosts (also in `mx` as company1, company2, …). */
+  companyMx: FakeMx[];
   /** Local parts that exist on the servers that check mailboxes (`user…` ones exist too). */
   mailboxes: readonly string[];
   /** The DoH stub's counters. */
@@ -51,6 +102,11 @@ const PORT_ATTEMPTS = 5;
 /** Starts the whole world; it is ready when the promise resolves. */
 export async function startWorld(options: WorldOptions = {}): Promise<MailWorld> {
   const behaviours = createBehaviours({ greylistDelayMs: options.greylistDelayMs ?? 1000 });
+  const companies = {
+    domains: options.companies?.domains ?? 200,
+    hosts: options.companies?.hosts ?? 4,
+    defences: options.companies?.defences ?? COMPANY_DEFENCES,
+  };
   const certificate = createSelfSignedCertificate(CERTIFICATE_NAMES);
 
   const starters: ((port: number) => Promise<RunningMx>)[] = [
@@ -58,12 +114,27 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
       (name) => (port: number) => startSmtpMx(specOf(name), behaviours[name], port, certificate),
     ),
     (port: number) => startTarpitMx(specOf('tarpit'), port),
-    (port: number) => startFastMx(specOf('bulk'), port),
+    (port: number) => startFastMx(specOf('bulk'), port, options.bulkDefences),
+    (port: number) => startFastMx(specOf('postfix'), port, POSTFIX_DEFAULTS),
+    (port: number) => startFastMx(specOf('exchange'), port, EXCHANGE_TARPIT),
+    // A server that takes one recipient per transaction (smtpd_recipient_limit = 1).
+    (port: number) => startFastMx(specOf('onercpt'), port, { recipientsPerTransaction: 1 }),
+    (port: number) =>
+      startFastMx(specOf('slowgreylist'), port, {
+        greylistDelayMs: options.slowGreylistDelayMs ?? POSTGREY_DELAY_MS,
+      }),
+    ...companyHosts(companies.hosts).map(
+      (spec) => (port: number) => startFastMx(spec, port, companies.defences),
+    ),
   ];
   const servers = await startOnOnePort(starters, options.smtpPort);
   const smtpPort = servers[0]?.port ?? 0;
 
-  const zone = { ...ZONE, ...bulkZone(options.bulkDomains ?? 50) };
+  const zone = {
+    ...ZONE,
+    ...bulkZone(options.bulkDomains ?? 50),
+    ...companyZone(companies.domains, companies.hosts),
+  };
   const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
     await Promise.all(servers.map((server) => server.close()));
     throw error;
@@ -81,6 +152,9 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     dnsServer: udpDns.server,
     mx: Object.fromEntries(servers.map((server) => [server.name, server])),
     domains: { ...DOMAINS },
+    defendedDomains: { ...DEFENDED_DOMAINS },
+    companyDomains: companyDomainNames(companies.domains),
+    companyMx: servers.filter((server) => server.name.startsWith('company')),
     mailboxes: MAILBOXES,
     doh: { queries: doh.queries, resetStats: doh.resetStats },
     close() {

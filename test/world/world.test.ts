@@ -2,14 +2,14 @@
 // raw SMTP over node:net/node:tls and DNS wire format over fetch. The reply texts are spelled
 // out here rather than imported, so a change to what a server says fails a test.
 import { Resolver } from 'node:dns/promises';
-import { connect as connectTcp, type Socket } from 'node:net';
+import { connect as connectTcp } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { connect as connectTls, type TLSSocket } from 'node:tls';
 import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
 import { type MailWorld, startWorld, ZONE } from './index.ts';
-import { MX_HOSTS } from './zone.ts';
+import { SmtpTestClient } from './smtp-test-client.ts';
+import { companyHosts, MX_HOSTS } from './zone.ts';
 
 const GREYLIST_DELAY_MS = 400;
 
@@ -20,117 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await world?.close();
 });
-
-interface Reply {
-  code: number;
-  /** Every line as sent, "250-PIPELINING", …, the last one with a space after the code. */
-  lines: string[];
-  /** The last line, e.g. "550 5.1.1 <nobody@accept.test>: …". */
-  last: string;
-}
-
-/**
- * Just enough of an SMTP client to talk to the fake servers: writes command lines and reads
- * replies, a reply being lines up to the one with a space (or nothing) after its code.
- */
-class SmtpTestClient {
-  private socket: Socket | TLSSocket;
-  private pending = '';
-  private readonly lines: string[] = [];
-  private wake: (() => void) | undefined;
-  private ended = false;
-  bytesReceived = 0;
-  readonly closed: Promise<void>;
-
-  private constructor(socket: Socket) {
-    this.socket = socket;
-    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
-    socket.once('close', () => {
-      this.ended = true;
-      this.wake?.();
-    });
-    this.listen(socket);
-  }
-
-  static open(ip: string, port: number): Promise<SmtpTestClient> {
-    return new Promise((resolve, reject) => {
-      const socket = connectTcp({ host: ip, port });
-      socket.once('error', reject);
-      socket.once('connect', () => {
-        socket.off('error', reject);
-        socket.on('error', () => {}); // a reset shows as 'close', which reply() reports
-        resolve(new SmtpTestClient(socket));
-      });
-    });
-  }
-
-  /** Connects and reads the greeting, which must be 220. */
-  static async greeted(ip: string, port: number): Promise<SmtpTestClient> {
-    const client = await SmtpTestClient.open(ip, port);
-    const greeting = await client.reply();
-    expect(greeting.code).toBe(220);
-    return client;
-  }
-
-  private listen(socket: Socket | TLSSocket): void {
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      this.bytesReceived += Buffer.byteLength(chunk);
-      const parts = (this.pending + chunk).split('\r\n');
-      this.pending = parts.pop() ?? '';
-      this.lines.push(...parts);
-      this.wake?.();
-    });
-  }
-
-  async reply(): Promise<Reply> {
-    const lines: string[] = [];
-    for (;;) {
-      const line = this.lines.shift();
-      if (line === undefined) {
-        if (this.ended) throw new Error(`connection closed before a reply (got ${JSON.stringify(lines)})`);
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-        });
-        this.wake = undefined;
-        continue;
-      }
-      lines.push(line);
-      if (/^\d{3}(?: |$)/.test(line)) return { code: Number(line.slice(0, 3)), lines, last: line };
-    }
-  }
-
-  write(...commandLines: string[]): void {
-    this.socket.write(commandLines.map((line) => `${line}\r\n`).join(''));
-  }
-
-  async command(line: string): Promise<Reply> {
-    this.write(line);
-    return this.reply();
-  }
-
-  /** STARTTLS and the handshake; the fake servers' certificate is self-signed, so it is not verified. */
-  async startTls(servername: string): Promise<TLSSocket> {
-    const ready = await this.command('STARTTLS');
-    expect(ready.code).toBe(220);
-    const raw = this.socket;
-    raw.removeAllListeners('data');
-    const secure = connectTls({ socket: raw as Socket, servername, rejectUnauthorized: false });
-    await new Promise<void>((resolve, reject) => {
-      secure.once('secureConnect', resolve);
-      secure.once('error', reject);
-    });
-    secure.on('error', () => {});
-    this.socket = secure;
-    this.listen(secure);
-    return secure;
-  }
-
-  async quit(): Promise<void> {
-    this.write('QUIT');
-    await this.closed;
-  }
-}
 
 /** A session on `mx` up to RCPT: the RCPT replies, in order. */
 async function rcptReplies(mxName: string, recipients: readonly string[]): Promise<Reply[]> {
@@ -178,10 +67,16 @@ describe('fake MX servers', () => {
         return greeting.last;
       }),
     );
-    expect(greetings).toEqual(
-      greeters.map((mx) => `220 ${MX_HOSTS[mx.name as keyof typeof MX_HOSTS]} ESMTP rcpt fake MX`),
-    );
-    for (const mx of greeters) expect(ZONE[MX_HOSTS[mx.name as keyof typeof MX_HOSTS]]?.A).toEqual([mx.ip]);
+    const companies = companyHosts(world.companyMx.length);
+    const hostOf = (name: string) =>
+      MX_HOSTS[name as keyof typeof MX_HOSTS] ?? companies.find((company) => company.name === name)?.host;
+    expect(greetings).toEqual(greeters.map((mx) => `220 ${hostOf(mx.name)} ESMTP rcpt fake MX`));
+    for (const mx of greeters) {
+      const host = hostOf(mx.name) ?? '';
+      expect(ZONE[host]?.A ?? companies.find((company) => company.host === host)?.ip).toEqual(
+        ZONE[host] ? [mx.ip] : mx.ip,
+      );
+    }
   });
 
   test('share one port, each on its own loopback address', () => {
@@ -197,13 +92,21 @@ describe('fake MX servers', () => {
         'banner421',
         'bulk',
         'catchall',
+        'company1',
+        'company2',
+        'company3',
+        'company4',
         'connlimit',
         'disabled',
+        'exchange',
         'fallbackSecondary',
         'full',
         'greylist',
+        'onercpt',
         'policy',
+        'postfix',
         'rbl',
+        'slowgreylist',
         'starttls',
         'tarpit',
         'tlsrequired',

@@ -44,6 +44,12 @@ export const MX_IPS = {
   fallbackSecondary: '127.0.0.23',
   utf8: '127.0.0.24',
   bulk: '127.0.0.25',
+  // The defended servers (defences.ts): Postfix's error limits, Exchange's tarpit, one
+  // recipient per transaction, greylisting at postgrey's delay.
+  postfix: '127.0.0.26',
+  exchange: '127.0.0.27',
+  onercpt: '127.0.0.28',
+  slowgreylist: '127.0.0.29',
 } as const;
 
 /** Host name of each fake MX, as its domain's MX record names it and its greeting announces it. */
@@ -64,6 +70,10 @@ export const MX_HOSTS = {
   fallbackSecondary: 'mx2.fallback.test',
   utf8: 'mx.utf8.test',
   bulk: 'mx.bulk.test',
+  postfix: 'mx.postfix.test',
+  exchange: 'mx.exchange.test',
+  onercpt: 'mx.onercpt.test',
+  slowgreylist: 'mx.slowgreylist.test',
 } as const satisfies Record<keyof typeof MX_IPS, string>;
 
 /** Behaviour name → the domain to use for it. The bulk domains are `bulk-01.test` onwards. */
@@ -95,6 +105,14 @@ export const DOMAINS = {
   typo: 'gmial.com',
 } as const;
 
+/** The domains of the defended servers, by server name. */
+export const DEFENDED_DOMAINS = {
+  postfix: 'postfix.test',
+  exchange: 'exchange.test',
+  onercpt: 'onercpt.test',
+  slowgreylist: 'slowgreylist.test',
+} as const;
+
 /** A domain whose single MX is `host` at `ip`, with the host's A record. */
 function mailDomain(domain: string, host: string, ip: string): Record<string, ZoneEntry> {
   return {
@@ -118,6 +136,10 @@ export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
   ...mailDomain(DOMAINS.tlsrequired, MX_HOSTS.tlsrequired, MX_IPS.tlsrequired),
   ...mailDomain(DOMAINS.connlimit, MX_HOSTS.connlimit, MX_IPS.connlimit),
   ...mailDomain(DOMAINS.utf8, MX_HOSTS.utf8, MX_IPS.utf8),
+  ...mailDomain(DEFENDED_DOMAINS.postfix, MX_HOSTS.postfix, MX_IPS.postfix),
+  ...mailDomain(DEFENDED_DOMAINS.exchange, MX_HOSTS.exchange, MX_IPS.exchange),
+  ...mailDomain(DEFENDED_DOMAINS.onercpt, MX_HOSTS.onercpt, MX_IPS.onercpt),
+  ...mailDomain(DEFENDED_DOMAINS.slowgreylist, MX_HOSTS.slowgreylist, MX_IPS.slowgreylist),
   [DOMAINS.fallback]: {
     MX: [
       { preference: 10, exchange: MX_HOSTS.fallbackPrimary },
@@ -149,4 +171,31 @@ export function bulkDomainNames(count: number): string[] {
 export function bulkZone(count: number): Record<string, ZoneEntry> {
   const entry: ZoneEntry = { MX: [{ preference: 10, exchange: MX_HOSTS.bulk }] };
   return Object.fromEntries(bulkDomainNames(count).map((domain) => [domain, entry]));
+}
+
+/** The company MX hosts of a world with `count` of them: mx1.company.test on 127.0.0.40, … */
+export function companyHosts(count: number): { name: string; host: string; ip: string }[] {
+  if (count < 1 || count > 50) throw new RangeError(`between 1 and 50 company MX hosts, not ${count}`);
+  return Array.from({ length: count }, (_, index) => ({
+    name: `company${index + 1}`,
+    host: `mx${index + 1}.company.test`,
+    ip: `127.0.0.${40 + index}`,
+  }));
+}
+
+/** The company domains of a world serving `count` of them: company-001.test, company-002.test, … */
+export function companyDomainNames(count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `company-${String(index + 1).padStart(3, '0')}.test`);
+}
+
+/** Zone entries of the company domains, spread over the company hosts in turn (as hosting providers do). */
+export function companyZone(domains: number, hosts: number): Record<string, ZoneEntry> {
+  const servers = companyHosts(hosts);
+  const zone: Record<string, ZoneEntry> = {};
+  for (const server of servers) zone[server.host] = { A: [server.ip] };
+  companyDomainNames(domains).forEach((domain, index) => {
+    const server = servers[index % servers.length];
+    if (server) zone[domain] = { MX: [{ preference: 10, exchange: server.host }], TXT: ['v=spf1 mx -all'] };
+  });
+  return zone;
 }
