@@ -4,7 +4,7 @@
 // the world's own servers keep the documented values (checked at the end).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { companyList } from './expected-verdicts.ts';
-import type { RunningMx } from './fake-mx.ts';
+import type { FakeMx, RunningMx } from './fake-mx.ts';
 import { startFastMx } from './fast-mx.ts';
 import {
   COMPANY_DEFENCES,
@@ -32,7 +32,7 @@ afterEach(async () => {
 });
 
 /** A greeted, EHLO'd session with MAIL FROM sent. */
-async function transaction(mx: RunningMx): Promise<SmtpTestClient> {
+async function transaction(mx: FakeMx): Promise<SmtpTestClient> {
   const client = await SmtpTestClient.greeted(mx.ip, mx.port);
   expect((await client.command('EHLO probe.rcpt.test')).code).toBe(250);
   expect((await client.command('MAIL FROM:<probe@rcpt.test>')).code).toBe(250);

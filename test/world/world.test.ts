@@ -8,7 +8,7 @@ import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
 import { type MailWorld, startWorld, ZONE } from './index.ts';
-import { SmtpTestClient } from './smtp-test-client.ts';
+import { type Reply, SmtpTestClient } from './smtp-test-client.ts';
 import { companyHosts, MX_HOSTS } from './zone.ts';
 
 const GREYLIST_DELAY_MS = 400;
