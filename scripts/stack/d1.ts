@@ -25,6 +25,15 @@ export function sqlLiteral(value: string | number | null): string {
   return `'${value.replaceAll("'", "''")}'`;
 }
 
+/** A statement with its `?N` parameters written in as literals, for `d1 execute --command`. */
+export function inlineStatement(statement: { sql: string; params: (string | number | null)[] }): string {
+  return statement.sql.replace(/\?(\d+)/g, (_, position: string) => {
+    const index = Number(position) - 1;
+    if (index >= statement.params.length) throw new Error(`no parameter ?${position}`);
+    return sqlLiteral(statement.params[index] ?? null);
+  });
+}
+
 /** Runs statements in order (one wrangler call) and returns the rows of each. */
 export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
   const output = runWrangler([

@@ -1,7 +1,8 @@
 // Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
 // through wrangler so they work on the local D1 and, with `remote`, on a deployed one.
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import { type D1Target, executeSql, sqlLiteral as q } from './d1.ts';
+import { credit, type LedgerPair } from '../../edge/src/storage/ledger.ts';
+import { type D1Target, executeSql, inlineStatement, sqlLiteral as q } from './d1.ts';
 
 export interface IssuedCredential {
   id: string;
@@ -15,13 +16,18 @@ export function createAccount(
 ): string {
   const id = input.id ?? crypto.randomUUID();
   const now = Date.now();
+  const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
   executeSql(
     target,
-    `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, ${q(input.credits)}, ${q(now)});
-     INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
-       VALUES (${q(id)}, ${q(input.credits)}, ${q(input.credits)}, 'signup_grant', ${q(id)}, ${q(now)});`,
+    `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)});
+     ${movementSql(grant)}`,
   );
   return id;
+}
+
+/** A ledger movement as one script (wrangler runs a command's statements in one transaction). */
+function movementSql(movement: LedgerPair): string {
+  return `${inlineStatement(movement.entry)};\n${inlineStatement(movement.balance)};`;
 }
 
 export function accountExists(target: D1Target, accountId: string): boolean {
@@ -36,15 +42,14 @@ export function grantCredits(
 ): number {
   if (!Number.isInteger(input.amount) || input.amount <= 0)
     throw new Error('amount must be a positive integer');
-  const now = Date.now();
-  const results = executeSql(
-    target,
-    `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
-       SELECT id, ${q(input.amount)}, credit_balance + ${q(input.amount)}, 'grant', ${q(input.reference ?? 'operator')}, ${q(now)}
-       FROM accounts WHERE id = ${q(input.accountId)};
-     UPDATE accounts SET credit_balance = credit_balance + ${q(input.amount)} WHERE id = ${q(input.accountId)};
-     SELECT credit_balance FROM accounts WHERE id = ${q(input.accountId)};`,
-  );
+  const grant = credit({
+    accountId: input.accountId,
+    amount: input.amount,
+    reason: 'grant',
+    reference: input.reference ?? 'operator',
+    now: Date.now(),
+  });
+  const results = executeSql(target, movementSql(grant));
   const balance = results.at(-1)?.[0]?.credit_balance;
   if (typeof balance !== 'number') throw new Error(`no account ${input.accountId}`);
   return balance;

@@ -4,7 +4,7 @@ import type { Db } from '../storage/db.ts';
 
 /**
  * Charges `amount` credits atomically before any work is done; 402 INSUFFICIENT_CREDITS
- * (with what was required and what is available) when the balance does not cover it.
+ * when the balance does not cover it.
  */
 export async function chargeCredits(
   db: Db,
@@ -18,6 +18,11 @@ export async function chargeCredits(
 ): Promise<number> {
   const balance = await debitCredits(db, charge);
   if (balance !== null) return balance;
-  const available = (await readBalance(db, charge.accountId)) ?? 0;
-  throw new ApiError('INSUFFICIENT_CREDITS', { details: { required: charge.amount, available } });
+  throw await insufficientCredits(db, charge.accountId, charge.amount);
+}
+
+/** 402 INSUFFICIENT_CREDITS with what was required and what the account has now. */
+export async function insufficientCredits(db: Db, accountId: string, required: number): Promise<ApiError> {
+  const available = (await readBalance(db, accountId)) ?? 0;
+  return new ApiError('INSUFFICIENT_CREDITS', { details: { required, available } });
 }

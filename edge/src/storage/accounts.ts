@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm';
-import type { Db } from './db.ts';
-import { accounts, creditLedger } from './schema.ts';
+import { type Db, prepare } from './db.ts';
+import { credit } from './ledger.ts';
+import { accounts } from './schema.ts';
 
 export interface NewAccount {
   id: string;
@@ -10,24 +11,24 @@ export interface NewAccount {
   now: number;
 }
 
-/** Creates an account and its opening ledger row in one batch. */
+/** Creates an account with an empty balance and grants its opening credits, in one batch. */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
-  await db.batch([
-    db.insert(accounts).values({
-      id: account.id,
-      email: account.email,
-      passwordHash: account.passwordHash,
-      creditBalance: account.initialCredits,
-      createdAt: account.now,
-    }),
-    db.insert(creditLedger).values({
-      accountId: account.id,
-      delta: account.initialCredits,
-      balanceAfter: account.initialCredits,
-      reason: 'signup_grant',
-      reference: account.id,
-      createdAt: account.now,
-    }),
+  const d1 = db.$client;
+  const grant = credit({
+    accountId: account.id,
+    amount: account.initialCredits,
+    reason: 'signup_grant',
+    reference: account.id,
+    now: account.now,
+  });
+  await d1.batch([
+    d1
+      .prepare(
+        'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
+      )
+      .bind(account.id, account.email, account.passwordHash, account.now),
+    prepare(d1, grant.entry),
+    prepare(d1, grant.balance),
   ]);
 }
 

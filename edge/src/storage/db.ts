@@ -1,4 +1,5 @@
 import { drizzle } from 'drizzle-orm/d1';
+import type { SqlStatement } from './ledger.ts';
 import * as schema from './schema.ts';
 
 export type Db = ReturnType<typeof build>;
@@ -18,4 +19,9 @@ export function createDb(d1: D1Database): Db {
 
 function build(d1: D1Database) {
   return drizzle(d1, { schema });
+}
+
+/** A built statement (e.g. a ledger movement) prepared on D1, to run in a batch. */
+export function prepare(d1: D1Database, statement: SqlStatement): D1PreparedStatement {
+  return d1.prepare(statement.sql).bind(...statement.params);
 }

@@ -1,7 +1,8 @@
 // Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest locally
 // (CLOUDFLARE-LOCAL.md): INSERT … SELECT FROM json_each for rows, one upsert per write, and
 // counters recomputed from the rows so that a replayed write changes nothing.
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
@@ -60,14 +61,17 @@ export async function createJobWithCharge(
   const d1 = db.$client;
   const { charge } = job;
   const status = job.totalEmails === 0 ? 'completed' : 'processing';
+  const movement = debit({
+    accountId: job.accountId,
+    amount: charge,
+    reason: 'bulk_charge',
+    reference: job.id,
+    now: job.now,
+  });
+  // The debit's entry first and its balance update last: the job insert between them tests
+  // the same condition on the balance before the charge, and every other statement needs the job.
   const statements: D1PreparedStatement[] = [
-    d1
-      .prepare(
-        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
-         SELECT id, -?2, credit_balance - ?2, 'bulk_charge', ?3, ?4 FROM accounts
-         WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0`,
-      )
-      .bind(job.accountId, charge, job.id, job.now),
+    prepare(d1, movement.entry),
     d1
       .prepare(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
@@ -136,13 +140,7 @@ export async function createJobWithCharge(
     );
   }
   if (answered) statements.push(...completionStatements(d1, job.id, job.now));
-  statements.push(
-    d1
-      .prepare(
-        'UPDATE accounts SET credit_balance = credit_balance - ?2 WHERE id = ?1 AND credit_balance >= ?2 RETURNING credit_balance',
-      )
-      .bind(job.accountId, charge),
-  );
+  statements.push(prepare(d1, movement.balance));
   const results = await d1.batch<{ credit_balance: number }>(statements);
   return results.at(-1)?.results[0]?.credit_balance ?? null;
 }
@@ -184,6 +182,12 @@ export async function findJob(db: Db, accountId: string, jobId: string): Promise
   const row = await db.query.jobs.findFirst({
     where: (table, { and, eq }) => and(eq(table.id, jobId), eq(table.accountId, accountId)),
   });
+  return row ?? null;
+}
+
+/** A job whatever its account (for work the system does on its own, such as webhooks). */
+export async function findJobById(db: Db, jobId: string): Promise<JobRow | null> {
+  const row = await db.query.jobs.findFirst({ where: (table, { eq }) => eq(table.id, jobId) });
   return row ?? null;
 }
 
@@ -280,23 +284,15 @@ function completionStatements(d1: D1Database, jobId: string, now: number): D1Pre
 
 /** Refund and the `finalized` flag for a job that reached completed or failed. */
 function finalizeStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
-  const finishedAndOpen = `status IN ('completed', 'failed') AND finalized = 0`;
+  const refund = refundFinishedJob(jobId, now);
   return [
+    prepare(d1, refund.entry),
+    prepare(d1, refund.balance),
     d1
       .prepare(
-        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
-         SELECT j.account_id, j.credits_refunded, a.credit_balance + j.credits_refunded, 'bulk_refund', j.id, ?2
-         FROM jobs j JOIN accounts a ON a.id = j.account_id
-         WHERE j.id = ?1 AND j.status IN ('completed', 'failed') AND j.finalized = 0 AND j.credits_refunded > 0`,
-      )
-      .bind(jobId, now),
-    d1
-      .prepare(
-        `UPDATE accounts SET credit_balance = credit_balance + (SELECT credits_refunded FROM jobs WHERE id = ?1)
-         WHERE id = (SELECT account_id FROM jobs WHERE id = ?1 AND ${finishedAndOpen} AND credits_refunded > 0)`,
+        `UPDATE jobs SET finalized = 1 WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0 RETURNING id`,
       )
       .bind(jobId),
-    d1.prepare(`UPDATE jobs SET finalized = 1 WHERE id = ?1 AND ${finishedAndOpen} RETURNING id`).bind(jobId),
   ];
 }
 

@@ -1,0 +1,105 @@
+// The one writer of credit movements (docs/money.md). Every change of a balance is a pair of
+// statements run in the same D1 batch (one transaction): a credit_ledger row and the balance
+// update, both carrying the same condition, so either both apply or neither does. The
+// builders return plain SQL with numbered parameters, so a caller composes them with its own
+// statements into its batch, and the operator scripts run the very same SQL through wrangler.
+// A balance is never read, changed in code and written back.
+
+export type SqlValue = string | number | null;
+
+/** One SQL statement with `?N` parameters. */
+export interface SqlStatement {
+  sql: string;
+  params: SqlValue[];
+}
+
+export type LedgerReason = 'signup_grant' | 'grant' | 'verify' | 'bulk_charge' | 'bulk_refund';
+
+export interface CreditMovement {
+  accountId: string;
+  /** Credits moved, ≥ 0. A movement of 0 writes no ledger row. */
+  amount: number;
+  reason: LedgerReason;
+  /** Request id of a single verification, job id of a batch, account id of a sign-up grant. */
+  reference: string;
+  now: number;
+}
+
+/**
+ * A movement as its two statements. Run `entry` before `balance` in one batch: statements
+ * placed between them still see the balance before the movement. `balance` returns the new
+ * `credit_balance` when the movement applied, and no row when it did not.
+ */
+export interface LedgerPair {
+  entry: SqlStatement;
+  balance: SqlStatement;
+}
+
+const LEDGER_COLUMNS = 'credit_ledger (account_id, delta, balance_after, reason, reference, created_at)';
+
+function movementParams(movement: CreditMovement): SqlValue[] {
+  if (!Number.isInteger(movement.amount) || movement.amount < 0) {
+    throw new Error(`a credit movement is a non-negative integer, not ${movement.amount}`);
+  }
+  return [movement.accountId, movement.amount, movement.reason, movement.reference, movement.now];
+}
+
+/** Takes `amount` credits only if the balance covers it (`credit_balance >= amount`). */
+export function debit(movement: CreditMovement): LedgerPair {
+  const params = movementParams(movement);
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT id, -?2, credit_balance - ?2, ?3, ?4, ?5 FROM accounts
+            WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0`,
+      params,
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance - ?2
+            WHERE id = ?1 AND credit_balance >= ?2 RETURNING credit_balance`,
+      params: params.slice(0, 2),
+    },
+  };
+}
+
+/** Adds `amount` credits (a grant or a refund). Applies whenever the account exists. */
+export function credit(movement: CreditMovement): LedgerPair {
+  const params = movementParams(movement);
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT id, ?2, credit_balance + ?2, ?3, ?4, ?5 FROM accounts WHERE id = ?1 AND ?2 > 0`,
+      params,
+    },
+    balance: {
+      sql: 'UPDATE accounts SET credit_balance = credit_balance + ?2 WHERE id = ?1 RETURNING credit_balance',
+      params: params.slice(0, 2),
+    },
+  };
+}
+
+/**
+ * The refund of a batch job that has just finished (completed or failed) and is not yet
+ * finalized: its `credits_refunded`, as one `bulk_refund` row referencing the job. Run it
+ * before the statement that sets `finalized`, in the same batch; a replay finds the job
+ * finalized and moves nothing (and the ledger's unique (reference, reason) index stops a
+ * second row in any case).
+ */
+export function refundFinishedJob(jobId: string, now: number): LedgerPair {
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT j.account_id, j.credits_refunded, a.credit_balance + j.credits_refunded, 'bulk_refund', j.id, ?2
+            FROM jobs j JOIN accounts a ON a.id = j.account_id
+            WHERE j.id = ?1 AND j.status IN ('completed', 'failed') AND j.finalized = 0 AND j.credits_refunded > 0`,
+      params: [jobId, now],
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance + (SELECT credits_refunded FROM jobs WHERE id = ?1)
+            WHERE id = (SELECT account_id FROM jobs
+              WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0 AND credits_refunded > 0)
+            RETURNING credit_balance`,
+      params: [jobId],
+    },
+  };
+}
