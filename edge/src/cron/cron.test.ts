@@ -2,8 +2,8 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
+import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
-import { deleteExpired } from './retention.ts';
 
 const DAY = 86_400_000;
 

@@ -4,8 +4,8 @@ import { configOf } from '../config.ts';
 import type { BatchMessage } from '../services/batch-queue.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
+import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
-import { deleteExpired } from './retention.ts';
 
 export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.now()): Promise<void> {
   const config = configOf(env);

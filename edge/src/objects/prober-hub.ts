@@ -11,6 +11,8 @@ import {
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import { createDb } from '../storage/db.ts';
+import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 
 /** Header the Worker sets after it has authenticated the prober's token. */
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
@@ -95,12 +97,7 @@ export class ProberHub extends DurableObject<Env> {
       ...new Set(sockets.map((ws) => (ws.deserializeAttachment() as ProberAttachment).tokenId)),
     ];
     if (tokenIds.length === 0) return 0;
-    const { results } = await this.env.DB.prepare(
-      'SELECT id FROM prober_tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL',
-    )
-      .bind(JSON.stringify(tokenIds))
-      .all<{ id: string }>();
-    const live = new Set(results.map((row) => row.id));
+    const live = await liveProberTokenIds(createDb(this.env.DB), tokenIds);
     let dropped = 0;
     for (const ws of sockets) {
       if (live.has((ws.deserializeAttachment() as ProberAttachment).tokenId)) continue;

@@ -9,14 +9,12 @@ import type {
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Caller } from '../app-env.ts';
-import { readBalance } from '../storage/credits.ts';
 import type { Db } from '../storage/db.ts';
 import { insertVerification } from '../storage/history.ts';
 import {
   type AddressResult,
   countResultRows,
   createJobWithCharge,
-  findJobs,
   type JobRow,
   queueOutlook,
   type ResultRowsQuery,
@@ -25,6 +23,7 @@ import {
 import type { ParsedUpload } from './batch-input.ts';
 import { groupByDomain, planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
+import { insufficientCredits } from './credits.ts';
 import { sandboxVerify } from './sandbox.ts';
 
 /** Addresses of one domain per queue message: one SMTP session verifies them all. */
@@ -81,10 +80,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     rows,
     addresses,
   );
-  if (balance === null) {
-    const available = (await readBalance(db, caller.accountId)) ?? 0;
-    throw new ApiError('INSUFFICIENT_CREDITS', { details: { required: counts.totalEmails, available } });
-  }
+  if (balance === null) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
   if (!sandbox && plan.addresses.length > 0) {
     // A failure here leaves the addresses queued in D1; the recovery sweep enqueues them.
     await enqueueBatchWork(
@@ -156,16 +152,6 @@ export function jobView(job: JobRow): Job {
     creditsRefunded: job.creditsRefunded,
     failureReason: job.failureReason,
   };
-}
-
-/** The job views of the batch entries of a history page, by job id (one query). */
-export async function jobViewsOf(
-  db: Db,
-  accountId: string,
-  jobIds: readonly (string | null)[],
-): Promise<Map<string, Job>> {
-  const ids = [...new Set(jobIds.filter((id): id is string => id !== null))];
-  return new Map((await findJobs(db, accountId, ids)).map((job) => [job.id, jobView(job)]));
 }
 
 /**

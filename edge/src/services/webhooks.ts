@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { isSpecialPurposeAddress } from '../dns/ip-ranges.ts';
 import { findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
-import { findJob } from '../storage/jobs.ts';
+import { findJobById } from '../storage/jobs.ts';
 import {
   dueDeliveries,
   insertDelivery,
@@ -88,14 +88,12 @@ export async function signWebhook(
 
 /** Queues and attempts the job's completion (or failure) event, if the job or account has a URL. */
 export async function deliverJobWebhook(db: Db, jobId: string, config: Config, now: number): Promise<void> {
-  const job = await db.query.jobs.findFirst({ where: (table, { eq }) => eq(table.id, jobId) });
+  const job = await findJobById(db, jobId);
   if (!job) return;
   const account = await findAccount(db, job.accountId);
   const url = job.webhookUrl ?? account?.webhookUrl ?? null;
   if (!url || !account?.webhookSecret) return;
-  const visible = await findJob(db, job.accountId, jobId);
-  if (!visible) return;
-  const type = visible.status === 'failed' ? 'job.failed' : 'job.completed';
+  const type = job.status === 'failed' ? 'job.failed' : 'job.completed';
   const delivery = {
     id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
     accountId: job.accountId,
@@ -105,7 +103,7 @@ export async function deliverJobWebhook(db: Db, jobId: string, config: Config, n
     payload: JSON.stringify({
       type,
       timestamp: new Date(now).toISOString(),
-      data: { job: jobView(visible) },
+      data: { job: jobView(job) },
     }),
     state: 'pending' as const,
     nextAttemptAt: now,

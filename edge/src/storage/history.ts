@@ -54,9 +54,10 @@ export async function listHistory(
     d1
       .prepare(
         `SELECT id, kind, email, status, sub_status AS subStatus, score, job_id AS jobId, created_at AS createdAt
-         FROM verifications WHERE ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+         FROM verifications WHERE ${where.sql} ORDER BY created_at DESC, id DESC
+         LIMIT ?${where.binds.length + 2} OFFSET ?${where.binds.length + 3}`,
       )
-      .bind(accountId, ...where.binds),
+      .bind(accountId, ...where.binds, page.limit, page.offset),
     d1
       .prepare(`SELECT COUNT(*) AS total FROM verifications WHERE ${where.sql}`)
       .bind(accountId, ...where.binds),

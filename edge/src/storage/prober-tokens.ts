@@ -17,3 +17,14 @@ export async function insertProberToken(db: Db, token: typeof proberTokens.$infe
 export async function touchProberToken(db: Db, tokenId: string, now: number): Promise<void> {
   await db.update(proberTokens).set({ lastSeenAt: now }).where(eq(proberTokens.id, tokenId));
 }
+
+/** Which of `tokenIds` are still live (not revoked, not deleted). */
+export async function liveProberTokenIds(db: Db, tokenIds: readonly string[]): Promise<Set<string>> {
+  const { results } = await db.$client
+    .prepare(
+      'SELECT id FROM prober_tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL',
+    )
+    .bind(JSON.stringify(tokenIds))
+    .all<{ id: string }>();
+  return new Set(results.map((row) => row.id));
+}

@@ -1,11 +1,11 @@
 /** @jsxImportSource hono/jsx */
 // History (`/history`): single verifications and batch jobs, newest first, filtered by
 // kind, status and date range (UTC days), 25 a page; a batch links to its job page.
-import { type Job, VERIFICATION_STATUSES, type VerificationStatus } from '@rcpt/shared/contract/api';
+import { VERIFICATION_STATUSES, type VerificationStatus } from '@rcpt/shared/contract/api';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { jobViewsOf } from '../../services/batch-jobs.ts';
-import { type HistoryFilters, type HistoryRow, listHistory } from '../../storage/history.ts';
+import { type HistoryEntry, historyPage } from '../../services/history.ts';
+import type { HistoryFilters } from '../../storage/history.ts';
 import { Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -114,8 +114,9 @@ function Filters(props: { query: HistoryQuery }) {
   );
 }
 
-function HistoryEntry(props: { row: HistoryRow; job: Job | null }) {
-  const { row, job } = props;
+function HistoryEntryRow(props: { row: HistoryEntry }) {
+  const { row } = props;
+  const { job } = row;
   if (row.kind === 'batch') {
     return (
       <tr data-kind="batch">
@@ -163,16 +164,10 @@ export function registerHistoryPage(dashboard: Hono<DashboardEnv>): void {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const query = parseQuery(c.req.query());
-    const { rows, total } = await listHistory(db, accountId, filtersOf(query), {
+    const { entries: rows, total } = await historyPage(db, accountId, filtersOf(query), {
       offset: (query.page - 1) * PAGE_SIZE,
       limit: PAGE_SIZE,
     });
-    const jobViews = await jobViewsOf(
-      db,
-      accountId,
-      rows.map((row) => row.jobId),
-    );
-    const jobs = rows.map((row) => (row.jobId && jobViews.get(row.jobId)) || null);
     const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
     return renderPage(
       c,
@@ -198,8 +193,8 @@ export function registerHistoryPage(dashboard: Hono<DashboardEnv>): void {
                   </tr>
                 </thead>
                 <tbody>
-                  {rows.map((row, index) => (
-                    <HistoryEntry row={row} job={jobs[index] ?? null} />
+                  {rows.map((row) => (
+                    <HistoryEntryRow row={row} />
                   ))}
                 </tbody>
               </table>

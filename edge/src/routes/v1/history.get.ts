@@ -1,8 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { HistoryQuery, HistoryResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { jobViewsOf } from '../../services/batch-jobs.ts';
-import { listHistory } from '../../storage/history.ts';
+import { historyPage } from '../../services/history.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -28,9 +27,8 @@ export function registerHistory(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { offset, limit, kind, status, from, to } = c.req.valid('query');
     const { accountId } = c.get('caller');
-    const db = c.get('db');
-    const { rows, total } = await listHistory(
-      db,
+    const { entries, total } = await historyPage(
+      c.get('db'),
       accountId,
       {
         ...(kind ? { kind } : {}),
@@ -40,25 +38,11 @@ export function registerHistory(app: OpenAPIHono<AppEnv>): void {
       },
       { offset, limit },
     );
-    const jobs = await jobViewsOf(
-      db,
-      accountId,
-      rows.map((row) => row.jobId),
-    );
-    const history = rows.map((row) => {
-      const job = row.jobId ? jobs.get(row.jobId) : undefined;
-      return {
-        id: row.id,
-        kind: row.kind,
-        createdAt: new Date(row.createdAt).toISOString(),
-        email: row.email,
-        status: row.status,
-        subStatus: row.subStatus,
-        score: row.score,
-        jobId: row.jobId,
-        ...(job ? { job } : {}),
-      };
-    });
+    const history = entries.map(({ job, ...entry }) => ({
+      ...entry,
+      createdAt: new Date(entry.createdAt).toISOString(),
+      ...(job ? { job } : {}),
+    }));
     return c.json({ success: true as const, history, pagination: { offset, limit, total } }, 200);
   });
 }

@@ -1,0 +1,58 @@
+// Lists, results and job data are deleted once the retention period (60 days by default)
+// has passed, in bounded chunks so that one run never holds the database for long.
+import type { Db } from './db.ts';
+
+const JOBS_PER_CHUNK = 20;
+const ROWS_PER_CHUNK = 1000;
+const MAX_CHUNKS = 50;
+
+export interface RetentionReport {
+  jobs: number;
+  verifications: number;
+  deliveries: number;
+  sessions: number;
+}
+
+/** Deletes jobs, history and deliveries created before `cutoff`, and sessions expired by `now`. */
+export async function deleteExpired(db: Db, cutoff: number, now: number): Promise<RetentionReport> {
+  const d1 = db.$client;
+  const report: RetentionReport = { jobs: 0, verifications: 0, deliveries: 0, sessions: 0 };
+  for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
+    const { results } = await d1
+      .prepare('SELECT id FROM jobs WHERE created_at < ?1 LIMIT ?2')
+      .bind(cutoff, JOBS_PER_CHUNK)
+      .all<{ id: string }>();
+    if (results.length === 0) break;
+    const ids = JSON.stringify(results.map((row) => row.id));
+    await d1.batch([
+      d1.prepare('DELETE FROM job_rows WHERE job_id IN (SELECT value FROM json_each(?1))').bind(ids),
+      d1.prepare('DELETE FROM job_addresses WHERE job_id IN (SELECT value FROM json_each(?1))').bind(ids),
+      d1.prepare('DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))').bind(ids),
+    ]);
+    report.jobs += results.length;
+  }
+  report.verifications = await deleteInChunks(d1, 'verifications', cutoff);
+  report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', cutoff);
+  // Dashboard sessions go when they expire, not after the retention period.
+  report.sessions = (
+    await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
+  ).meta.changes;
+  return report;
+}
+
+async function deleteInChunks(
+  d1: D1Database,
+  table: 'verifications' | 'webhook_deliveries',
+  cutoff: number,
+): Promise<number> {
+  let deleted = 0;
+  for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
+    const result = await d1
+      .prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE created_at < ?1 LIMIT ?2)`)
+      .bind(cutoff, ROWS_PER_CHUNK)
+      .run();
+    deleted += result.meta.changes;
+    if (result.meta.changes < ROWS_PER_CHUNK) break;
+  }
+  return deleted;
+}
