@@ -102,9 +102,7 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
   const email = positionals[0] ?? '';
   const timeoutMs = parseTimeout(values['timeout-ms']);
   const config = loadConfig(env, 'verify');
-  // Logs go to stderr and stay quiet unless asked for: stdout is the verdict.
-  const logger = createLogger({ level: env.LOG_LEVEL ? config.logLevel : 'warn', destination: 2 });
-  const engine = await createEngine(config, logger);
+  const engine = createEngine(config);
   const resolver = createMailRouteResolver(config.dnsServers);
 
   const startedAt = Date.now();

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_PROVIDER_RULES_PATH, describeConfig, loadConfig } from './config.ts';
+import { ConfigError, describeConfig, loadConfig } from './config.ts';
 
 const TOKEN = 'rkp_Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5';
 const RUN_ENV = { EDGE_URL: 'https://rcpt.example.com', PROBER_TOKEN: TOKEN };
 
 function problemsOf(env: Record<string, string>, mode: 'run' | 'verify' = 'run'): string[] {
   try {
-    loadConfig(env, mode, '/srv/rcpt');
+    loadConfig(env, mode);
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
     throw error;
@@ -16,7 +16,7 @@ function problemsOf(env: Record<string, string>, mode: 'run' | 'verify' = 'run')
 
 describe('loadConfig', () => {
   it('fills in the defaults around the two required variables', () => {
-    const config = loadConfig(RUN_ENV, 'run', '/srv/rcpt');
+    const config = loadConfig(RUN_ENV, 'run');
     expect(config).toEqual({
       edgeUrl: new URL('wss://rcpt.example.com/'),
       proberToken: TOKEN,
@@ -30,15 +30,12 @@ describe('loadConfig', () => {
       connectTimeoutMs: 10_000,
       commandTimeoutMs: 30_000,
       perMxConcurrency: 5,
-      providerRulesPath: DEFAULT_PROVIDER_RULES_PATH,
-      providerRulesExplicit: false,
       opsPort: 9464,
       opsHost: '127.0.0.1',
       logLevel: 'info',
       drainTimeoutMs: 30_000,
       dnsServers: [],
     });
-    expect(DEFAULT_PROVIDER_RULES_PATH).toMatch(/prober[/\\]provider-rules\.json$/);
   });
 
   it('parses every variable of a full env file', () => {
@@ -56,7 +53,6 @@ describe('loadConfig', () => {
         CONNECT_TIMEOUT_MS: '5000',
         COMMAND_TIMEOUT_MS: '8000',
         PER_MX_CONCURRENCY: '2',
-        PROVIDER_RULES: 'rules/providers.json',
         OPS_PORT: '0',
         OPS_HOST: '0.0.0.0',
         LOG_LEVEL: 'DEBUG',
@@ -65,7 +61,6 @@ describe('loadConfig', () => {
         UNRELATED: 'ignored',
       },
       'run',
-      '/srv/rcpt',
     );
     expect(config).toMatchObject({
       edgeUrl: new URL('ws://127.0.0.1:8787/'),
@@ -80,8 +75,6 @@ describe('loadConfig', () => {
       connectTimeoutMs: 5000,
       commandTimeoutMs: 8000,
       perMxConcurrency: 2,
-      providerRulesPath: '/srv/rcpt/rules/providers.json',
-      providerRulesExplicit: true,
       opsPort: 0,
       opsHost: '0.0.0.0',
       logLevel: 'debug',
@@ -151,6 +144,8 @@ describe('loadConfig', () => {
     ['OPS_HOST', 'local host', 'OPS_HOST must be an IP address or host name, got "local host"'],
     ['DNS_SERVERS', '127.0.0.1,dns.example', 'DNS_SERVERS must be a comma-separated list of IP addresses'],
     ['DNS_SERVERS', '127.0.0.1:99999', 'got "127.0.0.1:99999"'],
+    // Provider rules are built in now; a file named here would otherwise be ignored without a word.
+    ['PROVIDER_RULES', 'rules/providers.json', 'PROVIDER_RULES is no longer read'],
   ])('names %s when it is %j', (name, value, message) => {
     const problems = problemsOf({ ...RUN_ENV, [name]: value });
     expect(problems).toHaveLength(1);

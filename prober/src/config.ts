@@ -2,8 +2,6 @@
 // Every problem names the variable and says why, so an operator can fix an env file from the
 // message alone. The prober token's value never appears in a message.
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -28,9 +26,6 @@ export interface ProberConfig {
   connectTimeoutMs: number;
   commandTimeoutMs: number;
   perMxConcurrency: number;
-  providerRulesPath: string;
-  /** Whether PROVIDER_RULES was set: then a missing file is an error, not a warning. */
-  providerRulesExplicit: boolean;
   /** 0 disables the /metrics and /healthz server. */
   opsPort: number;
   opsHost: string;
@@ -50,8 +45,6 @@ export class ConfigError extends Error {
     this.problems = problems;
   }
 }
-
-export const DEFAULT_PROVIDER_RULES_PATH = fileURLToPath(new URL('../provider-rules.json', import.meta.url));
 
 type Env = Record<string, string | undefined>;
 
@@ -235,7 +228,6 @@ const EnvSchema = z.object({
   CONNECT_TIMEOUT_MS: integerVariable(100, 300_000, 10_000),
   COMMAND_TIMEOUT_MS: integerVariable(100, 600_000, 30_000),
   PER_MX_CONCURRENCY: integerVariable(1, 1_000, 5),
-  PROVIDER_RULES: optionalText,
   OPS_PORT: integerVariable(0, 65_535, 9464),
   OPS_HOST: opsHostVariable,
   LOG_LEVEL: logLevelVariable,
@@ -243,12 +235,16 @@ const EnvSchema = z.object({
   DNS_SERVERS: dnsServersVariable,
 });
 
-/**
- * Reads the configuration from `env`. Throws a ConfigError listing every bad variable;
- * `cwd` anchors a relative PROVIDER_RULES path.
- */
-export function loadConfig(env: Env, mode: ProberMode, cwd: string = process.cwd()): ProberConfig {
+/** Reads the configuration from `env`. Throws a ConfigError listing every bad variable. */
+export function loadConfig(env: Env, mode: ProberMode): ProberConfig {
   const problems: string[] = [];
+  // Provider knowledge is built in (the provider registry): a rules file named here would be
+  // silently ignored, so say so instead.
+  if (env.PROVIDER_RULES?.trim()) {
+    problems.push(
+      'PROVIDER_RULES is no longer read: provider rules are built into rcpt (shared/src/verify/providers.ts); unset it',
+    );
+  }
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     for (const issue of parsed.error.issues)
@@ -279,8 +275,6 @@ export function loadConfig(env: Env, mode: ProberMode, cwd: string = process.cwd
     connectTimeoutMs: vars.CONNECT_TIMEOUT_MS,
     commandTimeoutMs: vars.COMMAND_TIMEOUT_MS,
     perMxConcurrency: vars.PER_MX_CONCURRENCY,
-    providerRulesPath: vars.PROVIDER_RULES ? resolve(cwd, vars.PROVIDER_RULES) : DEFAULT_PROVIDER_RULES_PATH,
-    providerRulesExplicit: vars.PROVIDER_RULES !== undefined,
     opsPort: vars.OPS_PORT,
     opsHost: vars.OPS_HOST,
     logLevel: vars.LOG_LEVEL,

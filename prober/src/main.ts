@@ -2,14 +2,14 @@
 // health → graceful drain on SIGTERM/SIGINT. This file is the only place the link, the ops
 // server and the SMTP engine meet.
 import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
-import { ConfigError, describeConfig, type ProberConfig } from './config.ts';
+import { providerSessionLimits } from '@rcpt/shared/verify/providers';
+import { describeConfig, type ProberConfig } from './config.ts';
 import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.ts';
 import { type OpsServer, startOpsServer } from './ops/http.ts';
 import type { Logger } from './ops/logger.ts';
 import { ProberMetrics } from './ops/metrics.ts';
 import { type ProbeDeps, probe } from './smtp/probe.ts';
 import { MxThrottle } from './throttle/mx-throttle.ts';
-import { loadProviderRules, providerLimitsOf } from './throttle/provider-rules.ts';
 
 /** What the daemon and the CLI need from the SMTP engine. */
 export interface ProbeEngine {
@@ -20,12 +20,14 @@ export interface ProbeEngine {
   hostBackoffs(): number;
 }
 
-/** The SMTP engine as configured: its throttle, provider rules and limits, and this prober's overrides. */
-export async function createEngine(config: ProberConfig, logger: Logger): Promise<ProbeEngine> {
-  const rules = await loadRules(config, logger);
+/**
+ * The SMTP engine as configured: its throttle (per MX address, and per provider as the provider
+ * registry says), and this prober's overrides.
+ */
+export function createEngine(config: ProberConfig): ProbeEngine {
   const throttle = new MxThrottle({
     perIpLimit: config.perMxConcurrency,
-    providerLimits: providerLimitsOf(rules),
+    providerLimits: providerSessionLimits(),
   });
   const deps: ProbeDeps = {
     smtpPort: config.smtpPort,
@@ -33,7 +35,6 @@ export async function createEngine(config: ProberConfig, logger: Logger): Promis
     requireTls: config.requireTls,
     timeouts: { connectMs: config.connectTimeoutMs, commandMs: config.commandTimeoutMs },
     throttle,
-    ...(rules ? { rules } : {}),
   };
   return {
     probe: (request) =>
@@ -50,19 +51,6 @@ export async function createEngine(config: ProberConfig, logger: Logger): Promis
     openSessions: () => throttle.openSessions(),
     hostBackoffs: () => throttle.backoffs().length,
   };
-}
-
-async function loadRules(config: ProberConfig, logger: Logger): Promise<ProbeDeps['rules']> {
-  try {
-    return await loadProviderRules(config.providerRulesPath);
-  } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-    if (missing && !config.providerRulesExplicit) {
-      logger.warn({ path: config.providerRulesPath }, 'no provider rules file: probing every provider alike');
-      return undefined;
-    }
-    throw new ConfigError([`PROVIDER_RULES: ${(error as Error).message}`]);
-  }
 }
 
 export interface Daemon {
@@ -93,10 +81,10 @@ export async function startDaemon(
     const startedAt = performance.now();
     try {
       const report = await engine.probe(request);
-      metrics.recordProbe(report, (performance.now() - startedAt) / 1000);
+      metrics.recordProbe(request, report, (performance.now() - startedAt) / 1000);
       return report;
     } catch (error) {
-      metrics.recordProbeError(request.emails.length, (performance.now() - startedAt) / 1000);
+      metrics.recordProbeError(request, (performance.now() - startedAt) / 1000);
       throw error;
     }
   };
@@ -140,7 +128,7 @@ export async function startDaemon(
  */
 export async function run(config: ProberConfig, logger: Logger): Promise<number> {
   logger.info({ config: describeConfig(config) }, 'starting');
-  const engine = await createEngine(config, logger);
+  const engine = createEngine(config);
   const daemon = await startDaemon(config, logger, engine);
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -1,8 +1,8 @@
-import type { AddressOutcome, ProbeReport } from '@rcpt/shared/contract/prober';
+import type { AddressOutcome, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type OpsServer, type ProberHealth, startOpsServer } from './http.ts';
 import { createLogger } from './logger.ts';
-import { addressOutcomeLabel, ProberMetrics } from './metrics.ts';
+import { addressOutcomeLabel, ProberMetrics, providerLabel } from './metrics.ts';
 
 const logLines: string[] = [];
 const logger = createLogger({
@@ -19,6 +19,16 @@ afterEach(async () => {
 function reply(code: number, enhanced: string | null, text = 'text') {
   return { code, enhanced, text };
 }
+
+const REQUEST: ProbeRequest = {
+  emails: ['alice@example.test', 'gone@example.test', 'later@example.test'],
+  domain: 'example.test',
+  mx: [{ host: 'mx.example.test', preference: 10, ips: ['127.0.0.1'] }],
+  mailFrom: 'verify@rcpt.example',
+  helo: 'probe.rcpt.example',
+  timeoutMs: 10_000,
+  transcript: false,
+};
 
 const REPORT: ProbeReport = {
   perAddress: [
@@ -56,7 +66,7 @@ describe('ProberMetrics', () => {
   it('exposes every rcpt metric and the process metrics on GET /metrics after a probe', async () => {
     const state = { sessions: 3, backoffs: 2, linked: true };
     const metrics = newMetrics(state);
-    metrics.recordProbe(REPORT, 0.8);
+    metrics.recordProbe(REQUEST, REPORT, 0.8);
     metrics.recordReconnect();
     const base = await startServer(() => ({ linked: true, inFlight: 0, draining: false }), metrics);
 
@@ -64,9 +74,9 @@ describe('ProberMetrics', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await response.text();
-    expect(text).toContain('rcpt_probes_total{outcome="accepted"} 1');
-    expect(text).toContain('rcpt_probes_total{outcome="rejected"} 1');
-    expect(text).toContain('rcpt_probes_total{outcome="temporary"} 1');
+    expect(text).toContain('rcpt_probes_total{outcome="accepted",provider="other"} 1');
+    expect(text).toContain('rcpt_probes_total{outcome="rejected",provider="other"} 1');
+    expect(text).toContain('rcpt_probes_total{outcome="temporary",provider="other"} 1');
     expect(text).toContain('rcpt_smtp_replies_total{class="2xx"} 1');
     expect(text).toContain('rcpt_smtp_replies_total{class="4xx"} 1');
     expect(text).toContain('rcpt_smtp_replies_total{class="5xx"} 2');
@@ -90,15 +100,30 @@ describe('ProberMetrics', () => {
   it('keeps each registry to itself', async () => {
     const first = newMetrics();
     const second = newMetrics();
-    first.recordProbe(REPORT, 0.1);
-    expect(await first.scrape()).toContain('rcpt_probes_total{outcome="accepted"} 1');
+    first.recordProbe(REQUEST, REPORT, 0.1);
+    expect(await first.scrape()).toContain('rcpt_probes_total{outcome="accepted",provider="other"} 1');
     expect(await second.scrape()).not.toContain('rcpt_probes_total{outcome="accepted"}');
   });
 
   it('counts an engine failure once per address asked about', async () => {
     const metrics = newMetrics();
-    metrics.recordProbeError(4, 0.2);
-    expect(await metrics.scrape()).toContain('rcpt_probes_total{outcome="internal_error"} 4');
+    const request = { ...REQUEST, emails: ['a@gmail.com', 'b@gmail.com', 'c@gmail.com', 'd@gmail.com'] };
+    metrics.recordProbeError({ ...request, domain: 'gmail.com' }, 0.2);
+    expect(await metrics.scrape()).toContain(
+      'rcpt_probes_total{outcome="internal_error",provider="google"} 4',
+    );
+  });
+
+  it.each<[string, string[], string]>([
+    ['gmail.com', ['gmail-smtp-in.l.google.com'], 'google'],
+    ['acme.com', ['aspmx.l.google.com'], 'google'], // Google Workspace is Google's MX too
+    ['acme.com', ['acme-com.mail.protection.outlook.com'], 'microsoft'],
+    ['acme.com', ['mx0a-1.pphosted.com', 'aspmx.l.google.com'], 'proofpoint'], // the gateway answers
+    ['yahoo.co.uk', ['mx.example.test'], 'yahoo'],
+    ['example.test', ['mx.example.test'], 'other'],
+  ])('labels %s via %j with the provider registry id %s', (domain, hosts, label) => {
+    const mx = hosts.map((host, index) => ({ host, preference: index, ips: ['127.0.0.1'] }));
+    expect(providerLabel({ domain, mx })).toBe(label);
   });
 
   it.each<[string, AddressOutcome]>([

@@ -1,7 +1,8 @@
 // Prometheus metrics of one prober, in a registry of its own (not prom-client's global one, so
 // tests and a CLI run in the same process never see each other's counts). Gauges that mirror
 // live state read it at scrape time through callbacks instead of being pushed.
-import type { AddressOutcome, ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import type { AddressOutcome, ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
+import { PROVIDER_REGISTRY } from '@rcpt/shared/verify/providers';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Live state the gauges read at scrape time. */
@@ -19,9 +20,12 @@ export interface MetricSources {
 /** What `rcpt_probes_total{outcome}` counts when the engine threw instead of reporting. */
 export const INTERNAL_ERROR_OUTCOME = 'internal_error';
 
+/** The `provider` label of a domain no provider registry entry answers for. */
+export const OTHER_PROVIDER = 'other';
+
 export class ProberMetrics {
   readonly registry = new Registry();
-  readonly #probes: Counter<'outcome'>;
+  readonly #probes: Counter<'outcome' | 'provider'>;
   readonly #replies: Counter<'class'>;
   readonly #duration: Histogram;
   readonly #reconnects: Counter;
@@ -31,8 +35,8 @@ export class ProberMetrics {
     collectDefaultMetrics({ register: this.registry });
     this.#probes = new Counter({
       name: 'rcpt_probes_total',
-      help: 'Addresses probed, by outcome: accepted, rejected, temporary, policy, or the session failure kind',
-      labelNames: ['outcome'],
+      help: 'Addresses probed, by outcome (accepted, rejected, temporary, policy, or the session failure kind) and provider',
+      labelNames: ['outcome', 'provider'],
       registers,
     });
     this.#replies = new Counter({
@@ -87,19 +91,23 @@ export class ProberMetrics {
   }
 
   /** Counts one finished probe: each address's outcome and each RCPT reply's class. */
-  recordProbe(report: ProbeReport, durationSeconds: number): void {
+  recordProbe(request: ProbeRequest, report: ProbeReport, durationSeconds: number): void {
     this.#duration.observe(durationSeconds);
+    const provider = providerLabel(request);
     for (const address of report.perAddress) {
-      this.#probes.inc({ outcome: addressOutcomeLabel(address) });
+      this.#probes.inc({ outcome: addressOutcomeLabel(address), provider });
       if (address.reply) this.#replies.inc({ class: replyClass(address.reply) });
     }
     if (report.catchAllReply) this.#replies.inc({ class: replyClass(report.catchAllReply) });
   }
 
   /** Counts a probe the engine could not report on (it threw): one per address asked about. */
-  recordProbeError(addressCount: number, durationSeconds: number): void {
+  recordProbeError(request: ProbeRequest, durationSeconds: number): void {
     this.#duration.observe(durationSeconds);
-    this.#probes.inc({ outcome: INTERNAL_ERROR_OUTCOME }, addressCount);
+    this.#probes.inc(
+      { outcome: INTERNAL_ERROR_OUTCOME, provider: providerLabel(request) },
+      request.emails.length,
+    );
   }
 
   recordReconnect(): void {
@@ -114,6 +122,18 @@ export class ProberMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/**
+ * The provider registry's id for the probed domain (a bounded set of label values), or
+ * `other`: which providers refuse, throttle or time out shows per provider.
+ */
+export function providerLabel(request: Pick<ProbeRequest, 'domain' | 'mx'>): string {
+  const match = PROVIDER_REGISTRY.find(
+    request.domain,
+    request.mx.map((mx) => mx.host),
+  );
+  return match?.provider.id ?? OTHER_PROVIDER;
 }
 
 /**

@@ -5,10 +5,10 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import { createProviderRegistry, type RcptTrust } from '@rcpt/shared/verify/providers';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { type MailWorld, startWorld, ZONE } from '../../../test/world/index.ts';
 import { MxThrottle } from '../throttle/mx-throttle.ts';
-import { parseProviderRules } from '../throttle/provider-rules.ts';
 import { type ProbeDeps, probe, probeMany } from './probe.ts';
 
 let world: MailWorld;
@@ -346,20 +346,25 @@ describe('what the probe asks and shows', () => {
     expect(outcomes(report)).toEqual(['250 -', 'target_refused@guard']);
   });
 
-  test('a provider that accepts everything is not probed at all', async () => {
+  test.each<[RcptTrust, string]>([
+    ['accepts_everything', 'Everything Inc. accepts every address at RCPT: a probe cannot tell'],
+    ['unverifiable', 'Everything Inc. does not answer verification probes'],
+  ])('a provider whose RCPT is %s is not probed at all', async (rcpt, message) => {
     const server = world.mx.accept!;
     server.resetStats();
-    const rules = parseProviderRules({
-      providers: [{ name: 'everything-inc', mxHosts: ['*.accept.test'], acceptsEverything: true }],
-    });
-    const report = await probe(request('accept', ['alice', 'nobody']), deps({ rules }));
+    const providers = createProviderRegistry([
+      {
+        id: 'everything_inc',
+        name: 'Everything Inc.',
+        family: 'everything_inc',
+        domains: [],
+        mxSuffixes: ['accept.test'],
+        rcpt,
+      },
+    ]);
+    const report = await probe(request('accept', ['alice', 'nobody']), deps({ providers }));
     expect(report.perAddress.map((address) => address.failure)).toEqual(
-      Array(2).fill({
-        kind: 'provider_unverifiable',
-        stage: 'guard',
-        reply: null,
-        message: 'everything-inc accepts every address at RCPT: a probe cannot tell',
-      }),
+      Array(2).fill({ kind: 'provider_unverifiable', stage: 'guard', reply: null, message }),
     );
     expect(report.session.mxHost).toBeNull();
     expect(server.received()).toEqual([]);

@@ -14,8 +14,13 @@ import type {
   SessionFailure,
   SmtpReply,
 } from '@rcpt/shared/contract/prober';
+import {
+  type MailProvider,
+  PROVIDER_REGISTRY,
+  type ProviderRegistry,
+  rcptTells,
+} from '@rcpt/shared/verify/providers';
 import { HostBackoffError, type MxThrottle, type ReleaseSlot } from '../throttle/mx-throttle.ts';
-import { findProvider, type ProviderRule, type ProviderRules } from '../throttle/provider-rules.ts';
 import { guardFailure, targetIpRefusal, wireTextRefusal } from './guards.ts';
 import { failureOf, type SessionTimeouts, SmtpSession, type StartTlsPolicy, Transcript } from './session.ts';
 
@@ -30,7 +35,8 @@ export interface ProbeDeps {
   timeouts?: Partial<SessionTimeouts>;
   /** Shared by every probe of the process: it is what keeps the per-host limits. */
   throttle: MxThrottle;
-  rules?: ProviderRules;
+  /** Who runs the domain's mail: whether RCPT tells anything, and the session pool. Default PROVIDER_REGISTRY. */
+  providers?: ProviderRegistry;
   /** Milliseconds for durationMs and the probe's deadline; default performance.now. */
   now?: () => number;
   /** The local part of the catch-all test address; default 20 random lowercase letters and digits. */
@@ -67,7 +73,7 @@ interface ProbeRun {
   request: ProbeRequest;
   deps: ProbeDeps;
   pending: ProbedAddress[];
-  provider: ProviderRule | null;
+  provider: MailProvider | null;
   facts: SessionFacts;
   catchAllReply: SmtpReply | null;
   transcript: Transcript | null;
@@ -127,17 +133,21 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
   }
   if (run.pending.length === 0) return report();
 
-  run.provider = findProvider(
-    deps.rules,
-    request.domain,
-    request.mx.map((mx) => mx.host),
-  );
-  if (run.provider?.acceptsEverything) {
+  const providers = deps.providers ?? PROVIDER_REGISTRY;
+  run.provider =
+    providers.find(
+      request.domain,
+      request.mx.map((mx) => mx.host),
+    )?.provider ?? null;
+  if (run.provider && !rcptTells(run.provider)) {
     settle(run.pending, {
       kind: 'provider_unverifiable',
       stage: 'guard',
       reply: null,
-      message: `${run.provider.name} accepts every address at RCPT: a probe cannot tell`,
+      message:
+        run.provider.rcpt === 'accepts_everything'
+          ? `${run.provider.name} accepts every address at RCPT: a probe cannot tell`
+          : `${run.provider.name} does not answer verification probes`,
     });
     return report();
   }
@@ -201,7 +211,7 @@ async function attemptSession(run: ProbeRun, candidate: Candidate): Promise<Atte
   const waitLimit = new AbortController();
   const waitTimer = setTimeout(() => waitLimit.abort(), Math.max(0, run.remainingMs()));
   try {
-    release = await deps.throttle.acquire(candidate.ip, run.provider?.name ?? null, waitLimit.signal);
+    release = await deps.throttle.acquire(candidate.ip, run.provider?.id ?? null, waitLimit.signal);
   } catch (error) {
     if (error instanceof HostBackoffError) {
       // Another MX address of the domain may be fine; if none is, the edge retries later.

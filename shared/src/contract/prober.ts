@@ -36,7 +36,7 @@ export const SESSION_FAILURE_KINDS = [
   'tls_failed', // STARTTLS required by configuration and not available or failed
   'smtputf8_unsupported', // an internationalised address and a server without SMTPUTF8
   'target_refused', // the guard refused the target (private address, unsafe input)
-  'provider_unverifiable', // the rules file says this provider accepts everything
+  'provider_unverifiable', // the provider registry says RCPT at this provider tells nothing
   'throttled', // the prober is backing off this host (421/4.7.x seen recently)
 ] as const;
 

@@ -6,6 +6,7 @@ import {
   PROVIDERS,
   providerFamilyOf,
   providerReplyRules,
+  providerSessionLimits,
   rcptTells,
 } from './providers.ts';
 import { classifyReply, parseReplyLines, REPLY_RULES } from './smtp-reply.ts';
@@ -142,7 +143,8 @@ describe('what the prober keeps to', () => {
   });
 
   it('limits sessions to Google across all its MX hosts, for Gmail and Workspace alike', () => {
-    expect(PROVIDER_REGISTRY.find('gmail.com')?.provider.politeness?.maxSessions).toBe(20);
+    expect(providerSessionLimits()).toEqual(new Map([['google', 20]]));
+    expect(PROVIDER_REGISTRY.find('gmail.com')?.provider.id).toBe('google');
     expect(PROVIDER_REGISTRY.find('acme.com', ['aspmx.l.google.com'])?.provider.id).toBe('google');
   });
 
@@ -230,5 +232,6 @@ describe('createProviderRegistry', () => {
     expect(registry.find('gmail.com')).toBeNull();
     expect(registry.byId('everything_inc')?.rcpt).toBe('accepts_everything');
     expect(registry.byId('google')).toBeNull();
+    expect(providerSessionLimits(registry)).toEqual(new Map());
   });
 });

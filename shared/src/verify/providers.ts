@@ -408,6 +408,16 @@ export function rcptTells(provider: MailProvider): boolean {
   return provider.rcpt === 'verifiable';
 }
 
+/** Sessions open at once to all of a provider's MX hosts, by provider id, for the providers that set it. */
+export function providerSessionLimits(registry: ProviderRegistry = PROVIDER_REGISTRY): Map<string, number> {
+  const limits = new Map<string, number>();
+  for (const provider of registry.providers) {
+    const maxSessions = provider.politeness?.maxSessions;
+    if (maxSessions !== undefined) limits.set(provider.id, maxSessions);
+  }
+  return limits;
+}
+
 /** Every provider's own mail domains: known names that are never "corrected" as typos. */
 export const PROVIDER_DOMAINS: readonly string[] = PROVIDERS.flatMap((provider) => provider.domains);
 
