@@ -114,6 +114,41 @@ describe('verify-batch consumer', () => {
     prober.close();
   });
 
+  it('refunds by the policy table: relay denial, a deferral, a DNS failure; charges a mailbox answer', async () => {
+    const prober = await startFakeProber('default', (probe) => {
+      if (probe.domain === 'accept.test') return reportFor(probe, 554, '5.7.1', 'Relay access denied');
+      if (probe.domain === 'greylist.test')
+        return reportFor(
+          probe,
+          421,
+          '4.7.0',
+          '[TSS04] Messages from 203.0.113.7 temporarily deferred due to unexpected volume or user complaints',
+        );
+      return reportFor(probe, 550, '5.1.1', 'User unknown');
+    });
+    const caller = await newCaller({ credits: 10 });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['a@accept.test', 'b@greylist.test', 'c@servfail.test', 'd@full.test'] },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    expect(await balanceOf(caller.accountId)).toBe(6);
+
+    // The test deployment makes every first answer final (BATCH_MAX_ATTEMPTS=1).
+    await consume(await messagesOf(jobId));
+    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { email: string; subStatus: string }[];
+    }>();
+    expect(results.results.map((result) => [result.email, result.subStatus])).toEqual([
+      ['a@accept.test', 'provider_unverifiable'],
+      ['b@greylist.test', 'antispam_blocked'],
+      ['c@servfail.test', 'dns_error'],
+      ['d@full.test', 'mailbox_not_found'],
+    ]);
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    prober.close();
+  });
+
   it('skips messages of jobs that are no longer processing', async () => {
     const caller = await newCaller({ mode: 'test' });
     const upload = await call('/api/v1/bulk/upload', {

@@ -2,10 +2,10 @@
 // the isolate's TTL cache across messages), every probe in one ProberHub call, verdicts,
 // then results written per job in one transaction each. Temporary answers are sent again
 // with a growing delay; a replayed message changes nothing (writes are once-only upserts).
-import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
-import { assessAddress } from '@rcpt/shared/verify/assess';
+import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import type { Verdict } from '@rcpt/shared/verify/verdict';
 import { type Config, configOf } from '../config.ts';
 import { resolveMailRoute } from '../dns/mail-route.ts';
 import { addressResult } from '../services/batch-jobs.ts';
@@ -14,30 +14,6 @@ import { dohClientFor } from '../services/verify-deps.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
 import { type AddressResult, markRequeued, processingJobIds, recordResults } from '../storage/jobs.ts';
-
-/** Answers worth asking again later; after the last attempt they stay `unknown`. */
-const RETRYABLE = new Set<VerificationResult['subStatus']>([
-  'greylisted',
-  'mail_server_temporary_error',
-  'smtp_timeout',
-  'smtp_connection_failed',
-  'forcible_disconnect',
-  'smtp_unavailable',
-  'dns_error',
-]);
-
-/**
- * Refunded when final (SPEC §1): the provider blocked verification temporarily or outright,
- * or rcpt itself could not run the check (no prober, internal error).
- */
-const REFUNDABLE = new Set<VerificationResult['subStatus']>([
-  'greylisted',
-  'antispam_blocked',
-  'mail_server_temporary_error',
-  'provider_unverifiable',
-  'smtp_unavailable',
-  'internal_error',
-]);
 
 interface Work {
   message: Message<BatchMessage>;
@@ -75,13 +51,13 @@ export async function consumeVerifyBatch(
     const { jobId, domain, attempt, addresses } = message.body;
     const again: BatchMessage['addresses'] = [];
     for (const address of addresses) {
-      const result = verdictFor(address.email, dns, probe, now);
-      if (RETRYABLE.has(result.subStatus) && attempt + 1 < config.BATCH_MAX_ATTEMPTS) {
+      const { result, policy } = verdictFor(address.email, dns, probe, now);
+      if (policy.retry !== 'none' && attempt + 1 < config.BATCH_MAX_ATTEMPTS) {
         again.push(address);
         continue;
       }
       const list = finals.get(jobId) ?? [];
-      list.push(addressResult(address.idx, result, REFUNDABLE.has(result.subStatus)));
+      list.push(addressResult(address.idx, result, policy.refundable));
       finals.set(jobId, list);
     }
     if (again.length > 0) retries.push({ jobId, domain, attempt: attempt + 1, addresses: again });
@@ -149,8 +125,8 @@ async function probeAll(
   return outcomes;
 }
 
-function verdictFor(email: string, dns: DnsOutcome, probe: ProbeOutcome, now: number): VerificationResult {
-  return assessAddress({
+function verdictFor(email: string, dns: DnsOutcome, probe: ProbeOutcome, now: number): Verdict {
+  return assessVerdict({
     email,
     dns,
     probe,

@@ -118,7 +118,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   };
 }
 
-/** A final result as the job stores it; `refundable` per SPEC §1 (see the consumer's list). */
+/** A final result as the job stores it; `refundable` is its policy (SUB_STATUS_TABLE, docs/money.md). */
 export function addressResult(idx: number, result: VerificationResult, refundable = false): AddressResult {
   return {
     idx,

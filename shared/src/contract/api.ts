@@ -1,49 +1,21 @@
 // The public API of SPEC.md as zod schemas. Routes, the OpenAPI document and clients'
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
+import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
 
 /** Longest `email` string the API accepts at all; longer is a 400, not a verdict. */
 export const MAX_EMAIL_INPUT_LENGTH = 512;
 /** SPEC §8: addresses per batch job. */
 export const MAX_BATCH_EMAILS = 10_000;
 
-export const VERIFICATION_STATUSES = ['deliverable', 'undeliverable', 'risky', 'unknown'] as const;
-
-/** ARCHITECTURE.md "Verdict vocabulary": every subStatus and the status it belongs to. */
-export const SUB_STATUSES = {
-  accepted_email: 'deliverable',
-  invalid_syntax: 'undeliverable',
-  invalid_domain: 'undeliverable',
-  no_mx_record: 'undeliverable',
-  does_not_accept_mail: 'undeliverable',
-  unroutable_ip_address: 'undeliverable',
-  mailbox_not_found: 'undeliverable',
-  mailbox_disabled: 'undeliverable',
-  // possible_typo is undeliverable when the typo domain does not exist, risky when it does.
-  possible_typo: 'risky',
-  catch_all: 'risky',
-  role_based: 'risky',
-  disposable: 'risky',
-  mailbox_full: 'risky',
-  possible_spamtrap: 'risky',
-  toxic: 'risky',
-  greylisted: 'unknown',
-  mail_server_temporary_error: 'unknown',
-  smtp_timeout: 'unknown',
-  smtp_connection_failed: 'unknown',
-  forcible_disconnect: 'unknown',
-  antispam_blocked: 'unknown',
-  invalid_smtp_response: 'unknown',
-  provider_unverifiable: 'unknown',
-  smtp_unavailable: 'unknown',
-  dns_error: 'unknown',
-  internal_error: 'unknown',
-} as const satisfies Record<string, (typeof VERIFICATION_STATUSES)[number]>;
+export { SUB_STATUSES, VERIFICATION_STATUSES } from './sub-statuses.ts';
 
 export const VerificationStatus = z.enum(VERIFICATION_STATUSES);
 export type VerificationStatus = z.infer<typeof VerificationStatus>;
 
-export const SubStatus = z.enum(Object.keys(SUB_STATUSES) as [keyof typeof SUB_STATUSES]);
+export const SubStatus = z
+  .enum(Object.keys(SUB_STATUS_TABLE) as [keyof typeof SUB_STATUS_TABLE])
+  .describe(`The exact reason, one of:\n\n${subStatusMarkdown()}`);
 export type SubStatus = z.infer<typeof SubStatus>;
 
 export const TypoSuggestion = z

@@ -7,7 +7,7 @@ import { lookupLists } from './lists.ts';
 import { providerFamilyOf } from './providers.ts';
 import { checkSyntax } from './syntax.ts';
 import { suggestTypo } from './typo.ts';
-import { computeVerdict } from './verdict.ts';
+import { decideVerdict, type Verdict } from './verdict.ts';
 
 export const NO_LIST_FACTS: ListFacts = Object.freeze({
   isDisposable: false,
@@ -26,11 +26,16 @@ export interface Assessment {
 }
 
 export function assessAddress(assessment: Assessment): VerificationResult {
+  return assessVerdict(assessment).result;
+}
+
+/** `assessAddress` with what a batch does with the answer: ask again (how), refund if final. */
+export function assessVerdict(assessment: Assessment): Verdict {
   const email = assessment.email.trim();
   const syntax = checkSyntax(email);
   // The MX hosts name the provider for custom domains (Google Workspace, Microsoft 365, …).
   const mxHosts = assessment.dns?.kind === 'mx' ? assessment.dns.mx.map((mx) => mx.host) : [];
-  return computeVerdict({
+  return decideVerdict({
     email,
     syntax,
     lists: syntax.valid

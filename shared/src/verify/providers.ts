@@ -112,7 +112,7 @@ export const PROVIDERS: readonly MailProvider[] = [
         enhanced: '4.2.1',
         text: /receiving mail (at a rate|too quickly)/i,
         subStatus: 'mail_server_temporary_error',
-        refundable: true,
+        retry: 'throttle',
         example:
           '450 4.2.1 The user you are trying to contact is receiving mail at a rate that prevents additional messages from being delivered.',
       },
@@ -136,7 +136,7 @@ export const PROVIDERS: readonly MailProvider[] = [
         code: TEMPORARY,
         text: /server busy/i,
         subStatus: 'mail_server_temporary_error',
-        refundable: true,
+        retry: 'throttle',
         example: '451 4.7.500 Server busy. Please try again later from [203.0.113.7]. (S77714)',
       },
       // Microsoft 365 Directory-Based Edge Blocking: the recipient is not in the tenant's
@@ -182,7 +182,6 @@ export const PROVIDERS: readonly MailProvider[] = [
         code: TEMPORARY,
         text: /\[TSS?\d\d\]/,
         subStatus: 'antispam_blocked',
-        retryable: true,
         example:
           '421 4.7.0 [TSS04] Messages from 203.0.113.7 temporarily deferred due to unexpected volume or user complaints',
       },

@@ -306,7 +306,7 @@ const REAL_REPLIES: RealReply[] = [
     stage: 'rcpt',
     subStatus: 'provider_unverifiable',
     rule: 'relaying-denied',
-    refundable: false,
+    refundable: true,
   },
   {
     source: 'Microsoft, service not available at the banner',
@@ -379,7 +379,7 @@ const REAL_REPLIES: RealReply[] = [
     subStatus: 'mail_server_temporary_error',
     rule: 'enhanced-4.1',
     retryable: true,
-    refundable: false,
+    refundable: true,
   },
   {
     source: 'Postgrey',
@@ -411,7 +411,7 @@ const REAL_REPLIES: RealReply[] = [
     subStatus: 'provider_unverifiable',
     rule: 'relay-access-denied',
     retryable: false,
-    refundable: false,
+    refundable: true,
   },
   {
     source: 'Postfix, our sender domain refused at RCPT (smtpd_delay_reject)',
@@ -460,7 +460,7 @@ const REAL_REPLIES: RealReply[] = [
     subStatus: 'mail_server_temporary_error',
     rule: 'enhanced-4.3',
     retryable: true,
-    refundable: false,
+    refundable: true,
   },
   {
     source: 'Postfix, too many recipients',
@@ -536,7 +536,7 @@ const REAL_REPLIES: RealReply[] = [
     subStatus: 'mail_server_temporary_error',
     rule: 'code-4xx',
     retryable: true,
-    refundable: false,
+    refundable: true,
   },
   // qmail
   {
@@ -780,9 +780,10 @@ describe('classifyReply on real server replies', () => {
     expect(classified.accepted).toBe(row.subStatus === 'accepted_email');
     expect(classified.rejectsMailbox).toBe(SUB_STATUSES[row.subStatus] === 'undeliverable');
     if (row.rule !== undefined) expect(classified.rule).toBe(row.rule);
-    if (row.retryable !== undefined) expect(classified.retryable).toBe(row.retryable);
-    if (row.refundable !== undefined) expect(classified.refundable).toBe(row.refundable);
-    if (row.retryAfterSeconds !== undefined) expect(classified.retryAfterSeconds).toBe(row.retryAfterSeconds);
+    if (row.retryable !== undefined) expect(classified.policy.retry !== 'none').toBe(row.retryable);
+    if (row.refundable !== undefined) expect(classified.policy.refundable).toBe(row.refundable);
+    if (row.retryAfterSeconds !== undefined)
+      expect(classified.policy.retryAfterSeconds).toBe(row.retryAfterSeconds);
   });
 
   it('classifies every real reply that names a policy word as something other than undeliverable', () => {
@@ -878,17 +879,36 @@ describe('classifyReply stage and code rules', () => {
     expect(classifyReply(reply, stage).subStatus).toBe(subStatus);
   });
 
-  it('retries a 4.7.x throttle and refunds it, but does not refund a generic 4xx', () => {
+  it('asks a 4.7.x throttle again slowly and a generic 4xx soon; both are refunded when final', () => {
     const throttled = classifyReply({ code: 450, enhanced: '4.7.0', text: 'Deferred' }, 'rcpt');
-    expect([throttled.retryable, throttled.refundable, throttled.rule]).toEqual([true, true, 'enhanced-4.7']);
+    expect([throttled.policy, throttled.rule]).toEqual([
+      { retry: 'throttle', refundable: true },
+      'enhanced-4.7',
+    ]);
     const temporary = classifyReply({ code: 451, enhanced: null, text: 'Local error in processing' }, 'rcpt');
-    expect([temporary.retryable, temporary.refundable, temporary.rule]).toEqual([true, false, 'code-4xx']);
+    expect([temporary.policy, temporary.rule]).toEqual([
+      { retry: 'transient', refundable: true },
+      'code-4xx',
+    ]);
+  });
+
+  it('never asks a permanent reply again, whatever its subStatus would do when temporary', () => {
+    const permanent = classifyReply({ code: 554, enhanced: '5.7.1', text: 'Blocked by policy' }, 'rcpt');
+    const temporary = classifyReply({ code: 451, enhanced: '4.7.1', text: 'Blocked by policy' }, 'rcpt');
+    expect([permanent.subStatus, permanent.policy]).toEqual([
+      'antispam_blocked',
+      { retry: 'none', refundable: true },
+    ]);
+    expect([temporary.subStatus, temporary.policy]).toEqual([
+      'antispam_blocked',
+      { retry: 'throttle', refundable: true },
+    ]);
   });
 
   it('caps a stated delay at one day', () => {
     expect(
       classifyReply({ code: 451, enhanced: null, text: 'Greylisted, try again in 99999 minutes' }, 'rcpt')
-        .retryAfterSeconds,
+        .policy.retryAfterSeconds,
     ).toBe(86_400);
   });
 });
@@ -973,11 +993,12 @@ describe('classifyReply properties', () => {
         expect(ruleIds.has(classified.rule)).toBe(true);
         expect(classified.accepted).toBe(reply.code >= 200 && reply.code < 300);
         if (reply.code < 500 || stage !== 'rcpt') expect(classified.rejectsMailbox).toBe(false);
-        if (classified.retryAfterSeconds !== undefined) {
-          expect(classified.retryable).toBe(true);
-          expect(Number.isInteger(classified.retryAfterSeconds)).toBe(true);
+        const { policy } = classified;
+        if (policy.retryAfterSeconds !== undefined) {
+          expect(policy.retry).not.toBe('none');
+          expect(Number.isInteger(policy.retryAfterSeconds)).toBe(true);
         }
-        if (reply.code >= 500) expect(classified.retryable).toBe(false);
+        if (reply.code >= 500) expect(policy.retry).toBe('none');
       }),
     );
   });

@@ -2,6 +2,7 @@
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
 import { providerReplyRules } from './providers.ts';
+import { type OutcomePolicy, policyOf, type RetrySchedule } from '../contract/sub-statuses.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
 const ENHANCED_CODE = /^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)/;
@@ -49,10 +50,10 @@ export function parseReplyLines(lines: readonly string[]): SmtpReply | null {
 //   2. Provider replies whose meaning is documented and not a mailbox verdict (providers.ts).
 //   3. Policy vocabulary, on any failure code and at any stage. It precedes every mailbox row
 //      so that a reply naming a block list is `antispam_blocked` even when its code is 550 or
-//      5.1.1 (ARCHITECTURE.md: a policy rejection is never undeliverable).
+//      5.1.1 (docs/verdicts.md: a policy rejection is never undeliverable).
 //   4. Refusals of the session, of relaying, of our own sender or client identity, and any
 //      permanent 5.7.x (policy) code.
-//   5. Greylisting and throttling (temporary, retried by a batch).
+//   5. Greylisting and throttling (temporary; a batch asks again on the row's `retry` schedule).
 //   6. Mailbox state, only at RCPT: full, disabled, unknown (with the providers' own mailbox
 //      rows from providers.ts). Only these rows make an address undeliverable, and only with
 //      a 5xx code.
@@ -70,12 +71,8 @@ export interface ReplyClass {
   accepted: boolean;
   /** The server said the mailbox is bad (unknown, disabled, malformed): the address is undeliverable. */
   rejectsMailbox: boolean;
-  /** A batch should ask again later: greylisting, temporary errors, throttling. */
-  retryable: boolean;
-  /** A batch refunds the credit if the answer stays so: blocks, greylisting, throttling (SPEC §1). */
-  refundable: boolean;
-  /** When a retry is likely to get an answer, if the server said so or the behaviour is known. */
-  retryAfterSeconds?: number;
+  /** What a batch does with this answer: the subStatus's row, refined by the reply. */
+  policy: OutcomePolicy;
   /** Id of the table row that matched, for transcripts and tests. */
   rule: string;
 }
@@ -91,10 +88,8 @@ export interface ReplyRule {
   readonly text?: RegExp;
   readonly stage?: readonly ReplyStage[];
   readonly subStatus: SubStatus;
-  /** Default: a 4xx code with an `unknown` subStatus (a temporary non-answer). */
-  readonly retryable?: boolean;
-  /** Default: `antispam_blocked` and `greylisted`. */
-  readonly refundable?: boolean;
+  /** The retry schedule when the reply knows better than its subStatus's row (throttling). */
+  readonly retry?: RetrySchedule;
   /** For greylisting when the text names no delay. */
   readonly retryAfterSeconds?: number;
 }
@@ -173,9 +168,10 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   // 4. Refusals that say nothing about the mailbox.
   // RFC 5321 §3.1: a 554 greeting ("No SMTP service here") refuses the client outright.
   { id: 'banner-refused', code: PERMANENT, stage: ['banner'], subStatus: 'antispam_blocked' },
-  // Relay denial: this host will not accept mail for the domain, so it is not (or no longer) a
-  // working MX for it. That is a fact about the server, not the mailbox, and not a block of our
-  // traffic: `provider_unverifiable`, neither retried nor refunded.
+  // Relay denial: this host will not take mail for the domain from us — it is no (longer a)
+  // working MX for it, or it takes mail only from the domain's gateway (Microsoft 365 answers
+  // "Relay Access Denied" to clients that bypass the tenant's gateway). Nothing about the
+  // mailbox: `provider_unverifiable`, which a batch refunds and does not ask again.
   {
     id: 'relay-access-denied',
     code: FAILURE,
@@ -241,15 +237,15 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     code: 421,
     text: /too many (concurrent |simultaneous )?(smtp )?connections|connection (rate|limit)/i,
     subStatus: 'mail_server_temporary_error',
-    refundable: true,
+    retry: 'throttle',
   },
-  { id: 'throttled-421', code: 421, subStatus: 'mail_server_temporary_error', refundable: true },
+  { id: 'throttled-421', code: 421, subStatus: 'mail_server_temporary_error', retry: 'throttle' },
   {
     id: 'throttled-rate',
     code: TEMPORARY,
     text: /rate.?limit|throttl|too many (messages|mails|requests|recipients|commands|rcpt)|slow down/i,
     subStatus: 'mail_server_temporary_error',
-    refundable: true,
+    retry: 'throttle',
   },
 
   // 6. Mailbox state, answered to our RCPT.
@@ -332,7 +328,7 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     code: TEMPORARY,
     enhanced: '4.7.*',
     subStatus: 'mail_server_temporary_error',
-    refundable: true,
+    retry: 'throttle',
   },
   // X.3 mail system and X.4 network/routing: the server cannot route onward; the mailbox is
   // neither confirmed nor denied.
@@ -407,25 +403,25 @@ export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
   );
   // The last row has no condition, so `matched` is always found; the fallback keeps types honest.
   const rule: ReplyRule = matched?.rule ?? { id: 'unclassifiable', subStatus: 'invalid_smtp_response' };
+  const table = policyOf(rule.subStatus);
+  // RFC 5321 §4.2.1: only a 4yz reply is transient; a 5yz one is the server's final answer.
   const temporary = reply.code >= 400 && reply.code < 500;
-  const status = SUB_STATUSES[rule.subStatus];
-  const retryable = rule.retryable ?? (temporary && status === 'unknown');
-  const refundable =
-    rule.refundable ?? (rule.subStatus === 'antispam_blocked' || rule.subStatus === 'greylisted');
-  const classified: ReplyClass = {
-    subStatus: rule.subStatus,
-    accepted: rule.subStatus === 'accepted_email',
-    rejectsMailbox: status === 'undeliverable',
-    retryable,
-    refundable,
-    rule: rule.id,
+  const policy: OutcomePolicy = {
+    retry: temporary ? (rule.retry ?? table.retry) : 'none',
+    refundable: table.refundable,
   };
-  if (retryable) {
+  if (policy.retry !== 'none') {
     const retryAfterSeconds =
       statedDelaySeconds(text) ??
       rule.retryAfterSeconds ??
-      (rule.subStatus === 'greylisted' ? DEFAULT_GREYLIST_SECONDS : undefined);
-    if (retryAfterSeconds !== undefined) classified.retryAfterSeconds = retryAfterSeconds;
+      (policy.retry === 'greylist' ? DEFAULT_GREYLIST_SECONDS : undefined);
+    if (retryAfterSeconds !== undefined) policy.retryAfterSeconds = retryAfterSeconds;
   }
-  return classified;
+  return {
+    subStatus: rule.subStatus,
+    accepted: rule.subStatus === 'accepted_email',
+    rejectsMailbox: SUB_STATUSES[rule.subStatus] === 'undeliverable',
+    policy,
+    rule: rule.id,
+  };
 }

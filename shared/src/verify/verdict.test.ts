@@ -8,14 +8,15 @@ import {
   type SessionFailure,
   type SmtpReply,
 } from '../contract/prober.ts';
+import { SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
 import { SCORE_BANDS } from './score.ts';
 import { POLICY_WORDS } from './smtp-reply.ts';
 import {
   catchAllState,
   computeVerdict,
+  decideVerdict,
   failureSubStatus,
-  REASONS,
   RISK_FACTORS,
   toxicityOf,
   type VerdictInput,
@@ -539,10 +540,12 @@ describe('computeVerdict rules', () => {
     const undeliverable = computeVerdict(
       verdictInput('alice@gmial.com', { typo: TYPO, dns: { kind: 'nxdomain' } }),
     );
-    expect(risky.reason).toBe(REASONS.possible_typo);
+    expect(risky.reason).toBe(SUB_STATUS_TABLE.possible_typo.reason);
     expect(undeliverable.reason).not.toBe(risky.reason);
     expect(undeliverable.reason).toMatch(/does not exist/);
-    expect(computeVerdict(verdictInput('alice@example.com')).reason).toBe(REASONS.smtp_unavailable);
+    expect(computeVerdict(verdictInput('alice@example.com')).reason).toBe(
+      SUB_STATUS_TABLE.smtp_unavailable.reason,
+    );
   });
 });
 
@@ -963,6 +966,121 @@ describe('computeVerdict properties', () => {
           );
           expect(result.status).not.toBe('undeliverable');
           expect(result.checks.smtpValid).toBeNull();
+        },
+      ),
+    );
+  });
+});
+
+describe('decideVerdict policy: what a batch does with each answer', () => {
+  const failure = (kind: SessionFailure['kind']): SessionFailure => ({
+    kind,
+    stage: 'connect',
+    reply: null,
+    message: kind,
+  });
+
+  it.each<
+    [string, Partial<VerdictInput>, { retry: string; refundable: boolean; retryAfterSeconds?: number }]
+  >([
+    [
+      'a mailbox answer is final and charged',
+      { probe: rcpt('alice@example.com', USER_UNKNOWN) },
+      { retry: 'none', refundable: false },
+    ],
+    [
+      'an acceptance is final and charged',
+      { probe: rcpt('alice@example.com', ACCEPTED) },
+      { retry: 'none', refundable: false },
+    ],
+    [
+      'greylisting is asked again after its delay and refunded when final',
+      { probe: rcpt('alice@example.com', GREYLISTED) },
+      { retry: 'greylist', refundable: true, retryAfterSeconds: 300 },
+    ],
+    [
+      'a permanent policy block is refunded and not asked again',
+      { probe: rcpt('alice@example.com', POLICY) },
+      { retry: 'none', refundable: true },
+    ],
+    [
+      "Yahoo's [TSS04] deferral is asked again slowly and refunded when final",
+      {
+        probe: rcpt('alice@example.com', {
+          code: 421,
+          enhanced: '4.7.0',
+          text: '[TSS04] Messages from 203.0.113.7 temporarily deferred due to unexpected volume or user complaints',
+        }),
+      },
+      { retry: 'throttle', refundable: true },
+    ],
+    [
+      'a relay denial (the host takes no mail for the domain from us) is refunded, not asked again',
+      {
+        probe: rcpt('alice@example.com', {
+          code: 554,
+          enhanced: '5.7.1',
+          text: '<alice@example.com>: Relay access denied',
+        }),
+      },
+      { retry: 'none', refundable: true },
+    ],
+    [
+      'a prober backing off the host asks again slowly',
+      { probe: rcpt('alice@example.com', null, null, failure('throttled')) },
+      { retry: 'throttle', refundable: true },
+    ],
+    [
+      'a connection failure is asked again soon and charged',
+      { probe: rcpt('alice@example.com', null, null, failure('connection_failed')) },
+      { retry: 'transient', refundable: false },
+    ],
+    [
+      'a resolver failure is asked again and refunded',
+      { dns: { kind: 'error', message: 'SERVFAIL' } },
+      { retry: 'transient', refundable: true },
+    ],
+    [
+      'no prober is asked again and refunded',
+      { probe: { kind: 'unavailable', message: 'no prober connected' } },
+      { retry: 'transient', refundable: true },
+    ],
+    [
+      'a domain that does not exist is final and charged',
+      { dns: { kind: 'nxdomain' } },
+      { retry: 'none', refundable: false },
+    ],
+    [
+      'a local risk decides when SMTP did not: final, whatever the SMTP answer would have done',
+      { lists: { ...CLEAN, isDisposable: true }, probe: rcpt('alice@example.com', GREYLISTED) },
+      { retry: 'none', refundable: false },
+    ],
+  ])('%s', (_name, overrides, policy) => {
+    expect(decideVerdict(verdictInput('alice@example.com', overrides)).policy).toEqual(policy);
+  });
+
+  it('gives the result exactly as computeVerdict does', () => {
+    const input = verdictInput('alice@example.com', { probe: rcpt('alice@example.com', GREYLISTED) });
+    const { result } = decideVerdict(input);
+    expect(result).toEqual(computeVerdict(input));
+    expect(result.retryAfterSeconds).toBe(300);
+  });
+
+  it("follows the subStatus's row unless a reply refines the schedule", () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          code: fc.integer({ min: 200, max: 599 }),
+          enhanced: fc.constant(null),
+          text: fc.string({ maxLength: 40 }),
+        }),
+        (reply) => {
+          const { result, policy } = decideVerdict(
+            verdictInput('alice@example.com', { probe: rcpt('alice@example.com', reply) }),
+          );
+          const row = SUB_STATUS_TABLE[result.subStatus];
+          expect(policy.refundable).toBe(row.refundable);
+          if (row.retry === 'none' || reply.code >= 500) expect(policy.retry).toBe('none');
         },
       ),
     );

@@ -1,6 +1,6 @@
 // The verdict: a pure, deterministic and total function from the facts the edge gathered
-// (syntax, lists, typo, DNS, probe) to the API's VerificationResult. ARCHITECTURE.md "Verdict
-// vocabulary" is the authority; the precedence, first decision wins:
+// (syntax, lists, typo, DNS, probe) to the API's VerificationResult and what a batch does with
+// it (docs/verdicts.md). The precedence, first decision wins:
 //
 //   1. Syntax: invalid → undeliverable/invalid_syntax. An IP literal is valid but cannot be
 //      verified (no DNS, and probing a literal address is refused) → unknown/provider_unverifiable.
@@ -28,6 +28,7 @@ import {
   type VerificationStatus,
 } from '../contract/api.ts';
 import type { ProbeReport, SessionFailure } from '../contract/prober.ts';
+import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
 import { classifyReply, type ReplyStage } from './smtp-reply.ts';
@@ -45,39 +46,6 @@ export interface VerdictInput {
   verifiedAt: string;
   processingTimeMs: number;
 }
-
-/** One plain-English sentence per subStatus. */
-export const REASONS: Record<SubStatus, string> = {
-  accepted_email: 'The mail server accepted the address.',
-  invalid_syntax: 'The address is not valid email syntax.',
-  invalid_domain: 'The domain does not exist.',
-  no_mx_record: 'The domain has no mail server (no MX, A or AAAA record).',
-  does_not_accept_mail: 'The domain publishes a null MX record, so it accepts no email.',
-  unroutable_ip_address:
-    "The domain's mail server is on a private or reserved address that cannot be reached.",
-  mailbox_not_found: 'The mail server says this mailbox does not exist.',
-  mailbox_disabled: 'The mail server says this mailbox is disabled.',
-  possible_typo: 'The domain exists but is probably a typo of a common domain.',
-  catch_all: 'The domain accepts mail for any address, so this mailbox cannot be confirmed.',
-  role_based: 'The mailbox exists but belongs to a role such as info@ or support@, not a person.',
-  disposable: 'The address belongs to a disposable (temporary) email provider.',
-  mailbox_full: 'The mailbox exists but is full, so new mail bounces for now.',
-  possible_spamtrap: 'The address looks like a spam trap.',
-  toxic: 'The address is likely to produce abuse complaints.',
-  greylisted: 'The mail server asked to try again later (greylisting).',
-  mail_server_temporary_error: 'The mail server reported a temporary error.',
-  smtp_timeout: 'The mail server did not answer in time.',
-  smtp_connection_failed: 'No connection could be made to the mail server.',
-  forcible_disconnect: 'The mail server closed the connection before answering.',
-  antispam_blocked:
-    'The mail server refused the check under its anti-spam policy, so the mailbox was not verified.',
-  invalid_smtp_response: 'The mail server answered outside the SMTP protocol.',
-  provider_unverifiable:
-    'The mailbox cannot be verified: its mail server, or the form of the address, does not allow it.',
-  smtp_unavailable: 'No SMTP check could be made, so the mailbox was not verified.',
-  dns_error: "The domain's DNS could not be resolved.",
-  internal_error: 'rcpt could not complete the check.',
-};
 
 const UNDELIVERABLE_TYPO_REASON = 'The domain does not exist and is probably a typo of a common domain.';
 
@@ -127,15 +95,20 @@ export function toxicityOf(localPart: string, lists: ListFacts): number {
   return Math.min(5, points);
 }
 
-/** What the SMTP step said about the address. */
+/** What the SMTP step said about the address, and what a batch does with that answer. */
 interface SmtpAnswer {
   subStatus: SubStatus;
   accepted: boolean;
   rejectsMailbox: boolean;
-  retryAfterSeconds?: number;
+  policy: OutcomePolicy;
 }
 
-const NO_ANSWER: SmtpAnswer = { subStatus: 'smtp_unavailable', accepted: false, rejectsMailbox: false };
+/** An answer that is not a reply: the subStatus's row decides the policy. */
+function noReply(subStatus: SubStatus, policy = policyOf(subStatus)): SmtpAnswer {
+  return { subStatus, accepted: false, rejectsMailbox: false, policy };
+}
+
+const NO_ANSWER = noReply('smtp_unavailable');
 
 const FAILURE_SUB_STATUSES: Record<Exclude<SessionFailure['kind'], 'rejected'>, SubStatus> = {
   connection_failed: 'smtp_connection_failed',
@@ -163,22 +136,25 @@ const REPLY_STAGES: Record<SessionFailure['stage'], ReplyStage> = {
 };
 
 function failureAnswer(failure: SessionFailure): SmtpAnswer {
-  if (failure.kind !== 'rejected') {
-    return { subStatus: FAILURE_SUB_STATUSES[failure.kind], accepted: false, rejectsMailbox: false };
+  if (failure.kind === 'throttled') {
+    // The prober is backing off the host on its own: ask again on the slow schedule.
+    return noReply(FAILURE_SUB_STATUSES.throttled, {
+      ...policyOf(FAILURE_SUB_STATUSES.throttled),
+      retry: 'throttle',
+    });
   }
+  if (failure.kind !== 'rejected') return noReply(FAILURE_SUB_STATUSES[failure.kind]);
   // A refusal reported without its reply breaks the prober contract: our fault, not the server's.
-  if (!failure.reply) return { subStatus: 'internal_error', accepted: false, rejectsMailbox: false };
+  if (!failure.reply) return noReply('internal_error');
   const classified = classifyReply(failure.reply, REPLY_STAGES[failure.stage]);
   // A "refusal" whose reply is 2xx contradicts itself.
-  if (classified.accepted)
-    return { subStatus: 'invalid_smtp_response', accepted: false, rejectsMailbox: false };
-  const answer: SmtpAnswer = {
+  if (classified.accepted) return noReply('invalid_smtp_response');
+  return {
     subStatus: classified.subStatus,
     accepted: false,
     rejectsMailbox: classified.rejectsMailbox,
+    policy: classified.policy,
   };
-  if (classified.retryAfterSeconds !== undefined) answer.retryAfterSeconds = classified.retryAfterSeconds;
-  return answer;
 }
 
 /** The subStatus a session failure stands for when it kept an address from its RCPT answer. */
@@ -214,14 +190,8 @@ function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswe
   );
   if (!outcome) return NO_ANSWER;
   if (outcome.reply) {
-    const classified = classifyReply(outcome.reply, 'rcpt');
-    const answer: SmtpAnswer = {
-      subStatus: classified.subStatus,
-      accepted: classified.accepted,
-      rejectsMailbox: classified.rejectsMailbox,
-    };
-    if (classified.retryAfterSeconds !== undefined) answer.retryAfterSeconds = classified.retryAfterSeconds;
-    return answer;
+    const { subStatus, accepted, rejectsMailbox, policy } = classifyReply(outcome.reply, 'rcpt');
+    return { subStatus, accepted, rejectsMailbox, policy };
   }
   return outcome.failure ? failureAnswer(outcome.failure) : NO_ANSWER;
 }
@@ -233,8 +203,9 @@ interface Decision {
   isCatchAll: boolean | null;
   mailboxAccepted: boolean;
   greylisted: boolean;
-  retryAfterSeconds?: number;
   mxHost: string | null;
+  /** What a batch does with this answer. */
+  policy: OutcomePolicy;
 }
 
 function settled(
@@ -250,6 +221,7 @@ function settled(
     mailboxAccepted: false,
     greylisted: false,
     mxHost,
+    policy: policyOf(subStatus),
   };
 }
 
@@ -315,13 +287,20 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
     isCatchAll = catchAllState(probe.report);
     mxHost = probe.report.session.mxHost ?? mxHost;
   } else if (probe.kind === 'timeout') {
-    answer = { subStatus: 'smtp_timeout', accepted: false, rejectsMailbox: false };
+    answer = noReply('smtp_timeout');
   }
 
   const base = { isCatchAll, mxHost, greylisted: answer.subStatus === 'greylisted' };
   if (answer.accepted) {
     const subStatus = acceptedSubStatus(input, facts, isCatchAll);
-    return { ...base, status: SUB_STATUSES[subStatus], subStatus, smtpValid: true, mailboxAccepted: true };
+    return {
+      ...base,
+      status: SUB_STATUSES[subStatus],
+      subStatus,
+      smtpValid: true,
+      mailboxAccepted: true,
+      policy: policyOf(subStatus),
+    };
   }
   if (answer.rejectsMailbox) {
     return {
@@ -330,6 +309,7 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
       subStatus: answer.subStatus,
       smtpValid: false,
       mailboxAccepted: false,
+      policy: answer.policy,
     };
   }
   // mailbox_full (risky) and a guard refusal (undeliverable) are answers in their own right.
@@ -340,6 +320,7 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
       subStatus: answer.subStatus,
       smtpValid: null,
       mailboxAccepted: false,
+      policy: answer.policy,
     };
   }
   const unanswered: Decision = {
@@ -348,12 +329,11 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
     subStatus: answer.subStatus,
     smtpValid: null,
     mailboxAccepted: false,
+    policy: answer.policy,
   };
+  // A risk that needs no SMTP answer is final: nothing a retry could change.
   const localRisk = localRiskSubStatus(input, facts);
-  if (localRisk) return { ...unanswered, status: 'risky', subStatus: localRisk };
-  if (answer.subStatus === 'greylisted' && answer.retryAfterSeconds !== undefined) {
-    unanswered.retryAfterSeconds = answer.retryAfterSeconds;
-  }
+  if (localRisk) return { ...unanswered, status: 'risky', subStatus: localRisk, policy: policyOf(localRisk) };
   return unanswered;
 }
 
@@ -402,8 +382,19 @@ function dnsTypeOf(dns: DnsOutcome | null): VerificationResult['meta']['dnsType'
   return null;
 }
 
+/** A result and what a batch does with it (ask again, refund when final). */
+export interface Verdict {
+  result: VerificationResult;
+  policy: OutcomePolicy;
+}
+
 /** Turns the gathered facts into the API's result. Pure, deterministic and total. */
 export function computeVerdict(input: VerdictInput): VerificationResult {
+  return decideVerdict(input).result;
+}
+
+/** `computeVerdict` with the batch policy of the answer (docs/money.md). */
+export function decideVerdict(input: VerdictInput): Verdict {
   const { syntax, lists, dns } = input;
   const facts: AddressFacts = {
     spamtrapLike: looksLikeSpamtrap(syntax.localPart),
@@ -422,7 +413,7 @@ export function computeVerdict(input: VerdictInput): VerificationResult {
     reason:
       decision.subStatus === 'possible_typo' && decision.status === 'undeliverable'
         ? UNDELIVERABLE_TYPO_REASON
-        : REASONS[decision.subStatus],
+        : SUB_STATUS_TABLE[decision.subStatus].reason,
     score: scoreVerdict({
       status: decision.status,
       subStatus: decision.subStatus,
@@ -453,6 +444,9 @@ export function computeVerdict(input: VerdictInput): VerificationResult {
     },
     riskFactors,
   };
-  if (decision.retryAfterSeconds !== undefined) result.retryAfterSeconds = decision.retryAfterSeconds;
-  return result;
+  // The API names a delay only for greylisting, the one temporary answer a caller can act on.
+  if (decision.subStatus === 'greylisted' && decision.policy.retryAfterSeconds !== undefined) {
+    result.retryAfterSeconds = decision.policy.retryAfterSeconds;
+  }
+  return { result, policy: decision.policy };
 }

@@ -1,0 +1,216 @@
+// The subStatus vocabulary, one row per subStatus: the status it belongs to, the sentence a
+// result gives as its `reason`, and what a batch does with it — ask again (and on which
+// schedule) and refund it when it is the final answer. Every caller reads this table: the
+// verdict, the batch consumer, the single call, the OpenAPI description and the README's
+// subStatus table (a test compares the README with `subStatusMarkdown()`).
+//
+// Money (docs/money.md): a single call costs one credit whatever it answers. In a batch, an
+// address is refunded when rcpt got no answer about the mailbox because the provider blocked
+// or deferred verification, refuses verification traffic, or rcpt itself could not run the
+// check (its resolver, its probers). A mailbox answer, a DNS fact about the domain and a
+// local finding are never refunded.
+
+/** The four statuses of a result, best first. */
+export const VERIFICATION_STATUSES = ['deliverable', 'undeliverable', 'risky', 'unknown'] as const;
+type Status = (typeof VERIFICATION_STATUSES)[number];
+
+/**
+ * How a batch asks again for an answer that is temporary. The scheduler turns a class into
+ * delays; a reply may also name its own delay (`retryAfterSeconds`).
+ * - `greylist`: the server holds unknown senders back for a while (RFC 6647): ask again
+ *   after the delay it states, or the usual greylisting delay.
+ * - `throttle`: the server (or rcpt's own politeness) says slow down: ask again after
+ *   minutes, waiting longer each time.
+ * - `transient`: a failure that usually clears at once (a connection, a timeout, a
+ *   temporary server error, rcpt's resolver or probers): ask again soon, a few times.
+ * - `none`: the answer is final.
+ */
+export const RETRY_SCHEDULES = ['greylist', 'throttle', 'transient', 'none'] as const;
+export type RetrySchedule = (typeof RETRY_SCHEDULES)[number];
+
+export interface SubStatusRow {
+  status: Status;
+  /** One plain-English sentence: the result's `reason`. */
+  reason: string;
+  /** Whether, and how, a batch asks again while this is the answer. */
+  retry: RetrySchedule;
+  /** A batch refunds the address when this is its final answer. */
+  refundable: boolean;
+}
+
+const FINAL = { retry: 'none', refundable: false } as const;
+
+/** The vocabulary (docs/verdicts.md). Keys are the API's `subStatus` values. */
+export const SUB_STATUS_TABLE = {
+  accepted_email: { status: 'deliverable', reason: 'The mail server accepted the address.', ...FINAL },
+
+  invalid_syntax: { status: 'undeliverable', reason: 'The address is not valid email syntax.', ...FINAL },
+  invalid_domain: { status: 'undeliverable', reason: 'The domain does not exist.', ...FINAL },
+  no_mx_record: {
+    status: 'undeliverable',
+    reason: 'The domain has no mail server (no MX, A or AAAA record).',
+    ...FINAL,
+  },
+  does_not_accept_mail: {
+    status: 'undeliverable',
+    reason: 'The domain publishes a null MX record, so it accepts no email.',
+    ...FINAL,
+  },
+  unroutable_ip_address: {
+    status: 'undeliverable',
+    reason: "The domain's mail server is on a private or reserved address that cannot be reached.",
+    ...FINAL,
+  },
+  mailbox_not_found: {
+    status: 'undeliverable',
+    reason: 'The mail server says this mailbox does not exist.',
+    ...FINAL,
+  },
+  mailbox_disabled: {
+    status: 'undeliverable',
+    reason: 'The mail server says this mailbox is disabled.',
+    ...FINAL,
+  },
+
+  // Undeliverable instead when the typo domain does not exist (the verdict says so).
+  possible_typo: {
+    status: 'risky',
+    reason: 'The domain exists but is probably a typo of a common domain.',
+    ...FINAL,
+  },
+  catch_all: {
+    status: 'risky',
+    reason: 'The domain accepts mail for any address, so this mailbox cannot be confirmed.',
+    ...FINAL,
+  },
+  role_based: {
+    status: 'risky',
+    reason: 'The mailbox exists but belongs to a role such as info@ or support@, not a person.',
+    ...FINAL,
+  },
+  disposable: {
+    status: 'risky',
+    reason: 'The address belongs to a disposable (temporary) email provider.',
+    ...FINAL,
+  },
+  mailbox_full: {
+    status: 'risky',
+    reason: 'The mailbox exists but is full, so new mail bounces for now.',
+    ...FINAL,
+  },
+  possible_spamtrap: { status: 'risky', reason: 'The address looks like a spam trap.', ...FINAL },
+  toxic: { status: 'risky', reason: 'The address is likely to produce abuse complaints.', ...FINAL },
+
+  // The provider held the check back: asked again, refunded if it never answered.
+  greylisted: {
+    status: 'unknown',
+    reason: 'The mail server asked to try again later (greylisting).',
+    retry: 'greylist',
+    refundable: true,
+  },
+  mail_server_temporary_error: {
+    status: 'unknown',
+    reason: 'The mail server reported a temporary error.',
+    retry: 'transient',
+    refundable: true,
+  },
+  // A temporary block (4xx) is asked again slowly; a permanent one (5xx) never is, since a
+  // reply's own class decides that (RFC 5321 §4.2.1).
+  antispam_blocked: {
+    status: 'unknown',
+    reason: 'The mail server refused the check under its anti-spam policy, so the mailbox was not verified.',
+    retry: 'throttle',
+    refundable: true,
+  },
+  provider_unverifiable: {
+    status: 'unknown',
+    reason: 'The mailbox cannot be verified: its mail server, or the form of the address, does not allow it.',
+    retry: 'none',
+    refundable: true,
+  },
+
+  // The server did not answer in time or at all: asked again, charged (an answer may never come).
+  smtp_timeout: {
+    status: 'unknown',
+    reason: 'The mail server did not answer in time.',
+    retry: 'transient',
+    refundable: false,
+  },
+  smtp_connection_failed: {
+    status: 'unknown',
+    reason: 'No connection could be made to the mail server.',
+    retry: 'transient',
+    refundable: false,
+  },
+  forcible_disconnect: {
+    status: 'unknown',
+    reason: 'The mail server closed the connection before answering.',
+    retry: 'transient',
+    refundable: false,
+  },
+  invalid_smtp_response: {
+    status: 'unknown',
+    reason: 'The mail server answered outside the SMTP protocol.',
+    ...FINAL,
+  },
+
+  // rcpt's own failures: never the customer's cost.
+  smtp_unavailable: {
+    status: 'unknown',
+    reason:
+      'rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified.',
+    retry: 'transient',
+    refundable: true,
+  },
+  dns_error: {
+    status: 'unknown',
+    reason:
+      "rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed).",
+    retry: 'transient',
+    refundable: true,
+  },
+  internal_error: {
+    status: 'unknown',
+    reason: 'rcpt could not run the check because of an internal error.',
+    retry: 'none',
+    refundable: true,
+  },
+} as const satisfies Record<string, SubStatusRow>;
+
+export type SubStatus = keyof typeof SUB_STATUS_TABLE;
+
+/** Every subStatus and the status it belongs to. */
+export const SUB_STATUSES = Object.fromEntries(
+  Object.entries(SUB_STATUS_TABLE).map(([subStatus, row]) => [subStatus, row.status]),
+) as { readonly [K in SubStatus]: (typeof SUB_STATUS_TABLE)[K]['status'] };
+
+/** What a batch does with one address's answer: ask again (how, and when), refund if final. */
+export interface OutcomePolicy {
+  retry: RetrySchedule;
+  /** The server's stated delay, or the known one (greylisting), when a retry is due. */
+  retryAfterSeconds?: number;
+  refundable: boolean;
+}
+
+/** The policy of a subStatus as the table gives it, before anything a reply adds. */
+export function policyOf(subStatus: SubStatus): OutcomePolicy {
+  const row: SubStatusRow = SUB_STATUS_TABLE[subStatus];
+  return { retry: row.retry, refundable: row.refundable };
+}
+
+function yesNo(value: boolean): string {
+  return value ? 'yes' : 'no';
+}
+
+/** The table as Markdown: the README's subStatus section and the OpenAPI description. */
+export function subStatusMarkdown(): string {
+  const lines = [
+    '| subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {
+    const retry = row.retry === 'none' ? 'no' : row.retry;
+    lines.push(`| \`${subStatus}\` | ${row.status} | ${row.reason} | ${retry} | ${yesNo(row.refundable)} |`);
+  }
+  return lines.join('\n');
+}
