@@ -39,6 +39,14 @@ async function consume(messages: BatchMessage[]): Promise<void> {
   expect(result.ackAll).toBe(true);
 }
 
+/** Each result of a completed job as [email, subStatus], in upload order. */
+async function subStatusesOf(jobId: string, apiKey: string): Promise<[string, string][]> {
+  const body = await (await call(`/api/v1/bulk/results/${jobId}`, { key: apiKey })).json<{
+    results: { email: string; subStatus: string }[];
+  }>();
+  return body.results.map((result) => [result.email, result.subStatus]);
+}
+
 describe('verify-batch consumer', () => {
   it('writes verdicts, completes the job, refunds policy blocks once, and ignores a replay', async () => {
     const prober = await startFakeProber('default', (probe) => {
@@ -100,10 +108,7 @@ describe('verify-batch consumer', () => {
       { delta: 2, reason: 'bulk_refund', reference: jobId },
     ]);
 
-    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
-      results: { email: string; subStatus: string }[];
-    }>();
-    expect(results.results.map((result) => [result.email, result.subStatus])).toEqual([
+    expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([
       ['alice@accept.test', 'accepted_email'],
       ['nobody@accept.test', 'mailbox_not_found'],
       ['x@rbl.test', 'antispam_blocked'],
@@ -136,10 +141,7 @@ describe('verify-batch consumer', () => {
 
     // The test deployment makes every first answer final (BATCH_MAX_ATTEMPTS=1).
     await consume(await messagesOf(jobId));
-    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
-      results: { email: string; subStatus: string }[];
-    }>();
-    expect(results.results.map((result) => [result.email, result.subStatus])).toEqual([
+    expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([
       ['a@accept.test', 'provider_unverifiable'],
       ['b@greylist.test', 'antispam_blocked'],
       ['c@servfail.test', 'dns_error'],
