@@ -1,5 +1,5 @@
-import { subStatusMarkdown } from '@rcpt/shared/contract/sub-statuses';
 import { exports } from 'cloudflare:workers';
+import { subStatusMarkdown } from '@rcpt/shared/contract/sub-statuses';
 import { describe, expect, it } from 'vitest';
 
 describe('/openapi.json', () => {

@@ -1,8 +1,8 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
-import { providerReplyRules } from './providers.ts';
 import { type OutcomePolicy, policyOf, type RetrySchedule } from '../contract/sub-statuses.ts';
+import { providerReplyRules } from './providers.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
 const ENHANCED_CODE = /^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)/;
