@@ -148,12 +148,24 @@ describe('ProberMetrics', () => {
         failure: { kind: 'rejected', stage: 'banner', reply: reply(554, '5.7.1'), message: 'blocked' },
       },
     ],
+    // The reply table's policy rows, not only 5.7.x: a block list named under a mailbox code,
+    // Yahoo's temporary [TSS04] block, and our sender domain refused.
+    ['policy', { email: 'a@x.test', reply: reply(550, '5.1.1', 'Blocked by Spamhaus'), failure: null }],
+    ['policy', { email: 'a@x.test', reply: reply(421, '4.7.0', '[TSS04] Messages deferred'), failure: null }],
+    [
+      'policy',
+      {
+        email: 'a@x.test',
+        reply: null,
+        failure: { kind: 'rejected', stage: 'mail', reply: reply(553, '5.1.8'), message: 'bad sender' },
+      },
+    ],
     [
       'session_rejected',
       {
         email: 'a@x.test',
         reply: null,
-        failure: { kind: 'rejected', stage: 'mail', reply: reply(553, '5.1.8'), message: 'bad sender' },
+        failure: { kind: 'rejected', stage: 'mail', reply: reply(501, '5.5.4'), message: 'syntax' },
       },
     ],
   ])('labels the outcome %s', (label, outcome) => {

@@ -3,6 +3,8 @@
 // live state read it at scrape time through callbacks instead of being pushed.
 import type { AddressOutcome, ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
 import { PROVIDER_REGISTRY } from '@rcpt/shared/verify/providers';
+import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
+import { failureSubStatus } from '@rcpt/shared/verify/verdict';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Live state the gauges read at scrape time. */
@@ -138,11 +140,13 @@ export function providerLabel(request: Pick<ProbeRequest, 'domain' | 'mx'>): str
 
 /**
  * One label per address: the RCPT reply's meaning when there is one, else why the session
- * stopped before the address got a reply.
+ * stopped before the address got a reply. `policy` is what the reply table calls
+ * `antispam_blocked` (the server refused the prober, not the mailbox), so the metric and the
+ * verdicts never disagree about it.
  */
 export function addressOutcomeLabel(address: AddressOutcome): string {
   if (address.reply) {
-    if (isPolicyRefusal(address.reply)) return 'policy';
+    if (classifyReply(address.reply, 'rcpt').subStatus === 'antispam_blocked') return 'policy';
     if (address.reply.code >= 200 && address.reply.code < 300) return 'accepted';
     if (address.reply.code >= 400 && address.reply.code < 500) return 'temporary';
     if (address.reply.code >= 500) return 'rejected';
@@ -151,20 +155,11 @@ export function addressOutcomeLabel(address: AddressOutcome): string {
   const failure = address.failure;
   if (!failure) return 'no_outcome';
   if (failure.kind === 'rejected') {
-    // A refused banner, EHLO or MAIL FROM: policy when the code says so, and otherwise named
-    // apart from an RCPT rejection, which is about the mailbox.
-    return failure.reply && isPolicyRefusal(failure.reply) ? 'policy' : 'session_rejected';
+    // A refused banner, EHLO or MAIL FROM: policy when the reply table says so, and otherwise
+    // named apart from an RCPT rejection, which is about the mailbox.
+    return failureSubStatus(failure) === 'antispam_blocked' ? 'policy' : 'session_rejected';
   }
   return failure.kind;
-}
-
-/**
- * RFC 3463 5.7.x is a permanent security or policy status: the server refused the prober, not
- * the mailbox, so it is counted apart from mailbox rejections. 4.7.x stays "temporary": it is
- * mostly greylisting ("4.7.1 try again later").
- */
-function isPolicyRefusal(reply: SmtpReply): boolean {
-  return reply.enhanced?.startsWith('5.7.') ?? false;
 }
 
 function replyClass(reply: SmtpReply): string {
