@@ -73,6 +73,21 @@ describe('ProberHub probes', () => {
     prober.close();
   });
 
+  it("answers unavailable, not timeout, when no prober was free before the deadline (rcpt's failure)", async () => {
+    const busy = await startFakeProber('hub-busy', () => 'ignore', 1);
+    const hub = hubOf('hub-busy');
+    const holding = hub.probe(request, 5000);
+    for (let tries = 0; tries < 200 && (await hub.status())[0]?.inFlight !== 1; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await hub.probe(request, 600)).toEqual({
+      kind: 'unavailable',
+      message: 'no prober was free before the deadline',
+    });
+    busy.close();
+    await holding;
+  });
+
   it('retries once on another prober when the first refuses', async () => {
     const refusing = await startFakeProber('hub-retry', () => ({ error: 'over capacity' }));
     const working = await startFakeProber('hub-retry', (probe) => reportFor(probe, 250, null, 'OK'));

@@ -199,14 +199,17 @@ export class ProberHub extends DurableObject<Env> {
   async #probeWithRetry(request: ProbeRequest, deadline: number): Promise<ProbeOutcome> {
     const tried = new Set<string>();
     for (let attempt = 0; attempt < 2; attempt++) {
+      // No time left before any prober took the probe: rcpt could not run the check, which
+      // is its own failure (`smtp_unavailable`), not the mail server's (`smtp_timeout`).
+      const notRun: ProbeOutcome = { kind: 'unavailable', message: 'no prober was free before the deadline' };
       const remaining = deadline - Date.now() - DEADLINE_MARGIN_MS;
-      if (remaining <= 0) return { kind: 'timeout' };
+      if (remaining <= 0) return notRun;
       let target = this.#pickProber(tried);
       // Every ready prober busy: wait for a slot rather than refuse (a batch sends more
       // probes at once than the fleet runs at once).
       while (!target && this.#hasReadyProber(tried)) {
         const waitMs = deadline - Date.now() - DEADLINE_MARGIN_MS;
-        if (waitMs <= 0) return { kind: 'timeout' };
+        if (waitMs <= 0) return notRun;
         await this.#waitForSlot(waitMs);
         target = this.#pickProber(tried);
       }

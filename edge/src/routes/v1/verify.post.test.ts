@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { hubOf, startFakeProber } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
 
 interface BadRequest {
@@ -186,6 +187,39 @@ describe('POST /api/v1/verify charging', () => {
       data: { status: 'undeliverable', subStatus: 'invalid_syntax' },
     });
     expect(await balanceOf(caller.accountId)).toBe(2);
+  });
+
+  it('says plainly that rcpt could not run the check when no prober was free in time, and charges one credit', async () => {
+    // One prober of capacity 1, held by a probe it never answers: the call waits for a slot
+    // until its time budget runs out.
+    const busy = await startFakeProber('default', () => 'ignore', 1);
+    const hub = hubOf('default');
+    const holding = hub.probe(
+      {
+        emails: ['held@accept.test'],
+        domain: 'accept.test',
+        mx: [{ host: 'mx.accept.test', preference: 10, ips: ['127.0.0.2'] }],
+        mailFrom: 'probe@rcpt.test',
+        helo: 'rcpt.test',
+        timeoutMs: 10_000,
+        transcript: false,
+      },
+      10_000,
+    );
+    for (let tries = 0; tries < 200 && !(await hub.status()).some((prober) => prober.inFlight > 0); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const caller = await newCaller({ credits: 3 });
+    const response = await call('/api/v1/verify', {
+      key: caller.apiKey,
+      json: { email: 'alice@accept.test' },
+    });
+    const body = await response.json<{ creditsRemaining: number; data: Record<string, unknown> }>();
+    expect(body.data).toMatchObject({ status: 'unknown', subStatus: 'smtp_unavailable' });
+    expect(body.data.reason).toMatch(/^rcpt could not run the SMTP check/);
+    expect(body.creditsRemaining).toBe(2);
+    busy.close();
+    await holding;
   });
 
   it('accepts a charset parameter and a +json media type', async () => {
