@@ -5,13 +5,14 @@ import { hostname } from 'node:os';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
+import { mailRoute } from '@rcpt/shared/dns/mail-route';
 import { assessAddress } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { ConfigError, loadConfig } from './config.ts';
+import { systemLookup } from './dns/system-lookup.ts';
 import { createEngine, run } from './main.ts';
 import { createLogger } from './ops/logger.ts';
-import { createMailRouteResolver, resolveMailRoute } from './resolve-mx.ts';
 
 /** Exit codes: scripts branch on these (`rcpt-prober verify x@y && send`). */
 export const EXIT_CODES = {
@@ -103,7 +104,7 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
   const timeoutMs = parseTimeout(values['timeout-ms']);
   const config = loadConfig(env, 'verify');
   const engine = createEngine(config);
-  const resolver = createMailRouteResolver(config.dnsServers);
+  const lookup = systemLookup({ servers: config.dnsServers });
 
   const startedAt = Date.now();
   const syntax = checkSyntax(email);
@@ -111,7 +112,7 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
   let probe: ProbeOutcome = { kind: 'skipped' };
   let report: ProbeReport | null = null;
   if (syntax.valid && !syntax.ipLiteral) {
-    dns = await resolveMailRoute(syntax.domain, resolver);
+    dns = await mailRoute(syntax.domain, lookup, { allowPrivateTargets: config.allowPrivateTargets });
     if (dns.kind === 'mx') {
       try {
         report = await engine.probe({

@@ -1,7 +1,7 @@
 // Plain DNS over UDP (RFC 1035 §4.2.1) for the same zone as the DoH stub: what a system
 // resolver asks, so `rcpt-prober verify` can be pointed at the world with DNS_SERVERS.
 import { createSocket } from 'node:dgram';
-import { answerQuery } from './doh-stub.ts';
+import { answerQuery, namesThatExist } from './dns-answer.ts';
 import type { ZoneEntry } from './zone.ts';
 
 export interface UdpDns {
@@ -12,10 +12,13 @@ export interface UdpDns {
 }
 
 export async function startUdpDns(zone: Readonly<Record<string, ZoneEntry>>, port: number): Promise<UdpDns> {
+  const existingNames = namesThatExist(zone);
   const socket = createSocket('udp4');
   socket.on('message', (query, peer) => {
     try {
-      socket.send(answerQuery(query, zone), peer.port, peer.address);
+      const answer = answerQuery(query, zone, existingNames);
+      // A silent name gets no answer: the client times out.
+      if (answer !== null) socket.send(answer, peer.port, peer.address);
     } catch {
       // Not a DNS query: a resolver drops it rather than answer.
     }

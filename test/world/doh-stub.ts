@@ -1,9 +1,10 @@
 // A DNS-over-HTTPS resolver for the world (RFC 8484, over plain HTTP on loopback): wire-format
 // queries in, wire-format answers out, from the zone table. The edge's DoH client is tested
 // against it, so it answers the way public resolvers do: id copied, RA set, NXDOMAIN for
-// names that do not exist, NODATA for types a name lacks, SERVFAIL where the zone says so.
+// names that do not exist, NODATA for types a name lacks, SERVFAIL where the zone says so
+// (the answers themselves come from dns-answer.ts, which the UDP server shares).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import dnsPacket from 'dns-packet';
+import { answerQuery, MalformedQuery, namesThatExist } from './dns-answer.ts';
 import { listenOnLoopback } from './loopback.ts';
 import { ZONE_TTL, type ZoneEntry } from './zone.ts';
 
@@ -21,10 +22,6 @@ const DOH_PATH = '/dns-query';
 const DNS_MESSAGE = 'application/dns-message';
 // A DNS message is at most 65535 octets (the length prefix of RFC 1035 §4.2.2).
 const MAX_MESSAGE_BYTES = 65_535;
-const RCODE = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3 } as const;
-
-/** Thrown for bytes that are not a DNS query; the HTTP answer is 400. */
-class MalformedQuery extends Error {}
 
 /** A request this endpoint does not serve (wrong path, method or media type). */
 class HttpError extends Error {
@@ -50,6 +47,8 @@ export async function startDohStub(
       .then((query) => {
         const answer = answerQuery(query, zone, existingNames);
         queries++;
+        // A silent name: the request stays open until the client gives up (close() ends it).
+        if (answer === null) return;
         response.writeHead(200, {
           'content-type': DNS_MESSAGE,
           'content-length': answer.length,
@@ -118,84 +117,4 @@ async function readQuery(request: IncomingMessage): Promise<Buffer> {
     return Buffer.concat(chunks);
   }
   throw new HttpError(405, 'use GET or POST', { allow: 'GET, POST' });
-}
-
-/**
- * Every name that exists: those of the zone and their ancestors. An ancestor without records
- * of its own (an empty non-terminal such as `test`) exists too, so it answers NODATA rather
- * than NXDOMAIN (RFC 8020).
- */
-function namesThatExist(zone: Readonly<Record<string, ZoneEntry>>): ReadonlySet<string> {
-  const names = new Set<string>();
-  for (const name of Object.keys(zone)) {
-    const labels = name.split('.');
-    for (let start = 0; start < labels.length; start++) names.add(labels.slice(start).join('.'));
-  }
-  return names;
-}
-
-/** The wire-format answer to a wire-format query. Throws MalformedQuery for anything else. */
-export function answerQuery(
-  queryBytes: Buffer,
-  zone: Readonly<Record<string, ZoneEntry>>,
-  existingNames: ReadonlySet<string> = namesThatExist(zone),
-): Buffer {
-  let query: dnsPacket.DecodedPacket;
-  try {
-    query = dnsPacket.decode(queryBytes);
-  } catch {
-    throw new MalformedQuery('not a DNS message');
-  }
-  const question = query.questions?.[0];
-  if (query.type !== 'query' || query.questions?.length !== 1 || question === undefined) {
-    throw new MalformedQuery('a DNS query with one question is expected');
-  }
-
-  const name = question.name.toLowerCase().replace(/\.$/, '');
-  const entry = Object.hasOwn(zone, name) ? zone[name] : undefined;
-  const answers = entry ? recordsOf(entry, question) : [];
-  let rcode: number = RCODE.NOERROR;
-  if (entry?.servfail) rcode = RCODE.SERVFAIL;
-  else if (!existingNames.has(name)) rcode = RCODE.NXDOMAIN;
-
-  // RFC 6891 §7: a query with an OPT record gets one back.
-  const askedEdns = query.additionals?.some((record) => record.type === 'OPT') ?? false;
-  return dnsPacket.encode({
-    type: 'response',
-    id: query.id ?? 0,
-    // RFC 1035 §4.1.1: RD is copied from the query; RA because this is a recursive resolver.
-    flags: ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) | dnsPacket.RECURSION_AVAILABLE | rcode,
-    questions: [question],
-    answers,
-    additionals: askedEdns
-      ? [
-          {
-            type: 'OPT',
-            name: '.',
-            udpPayloadSize: 1232,
-            extendedRcode: 0,
-            ednsVersion: 0,
-            flags: 0,
-            flag_do: false,
-            options: [],
-          },
-        ]
-      : [],
-  });
-}
-
-function recordsOf(entry: ZoneEntry, question: dnsPacket.Question): dnsPacket.Answer[] {
-  const common = { name: question.name, ttl: ZONE_TTL, class: 'IN' } as const;
-  switch (question.type) {
-    case 'MX':
-      return (entry.MX ?? []).map((mx) => ({ ...common, type: 'MX', data: { ...mx } }));
-    case 'A':
-      return (entry.A ?? []).map((ip) => ({ ...common, type: 'A', data: ip }));
-    case 'AAAA':
-      return (entry.AAAA ?? []).map((ip) => ({ ...common, type: 'AAAA', data: ip }));
-    case 'TXT':
-      return (entry.TXT ?? []).map((text) => ({ ...common, type: 'TXT', data: text }));
-    default:
-      return [];
-  }
 }

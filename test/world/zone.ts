@@ -16,6 +16,10 @@ export interface ZoneEntry {
   readonly TXT?: readonly string[];
   /** The name's resolver is broken: every query for it answers SERVFAIL. */
   readonly servfail?: true;
+  /** An alias (RFC 1034 §3.6.2): resolvers follow it to this name. The name has no other records. */
+  readonly CNAME?: string;
+  /** No answer ever comes for the name, as when the path to its servers is down: clients time out. */
+  readonly silent?: true;
 }
 
 /** TTL of every answer, in seconds. */

@@ -3,8 +3,8 @@
 // per-account `whsec_` secret shown once and stored sealed. Failed deliveries are retried
 // with exponential backoff by the cron; every attempt is visible to the account.
 import { ApiError } from '@rcpt/shared/errors';
+import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../config.ts';
-import { isSpecialPurposeAddress } from '../dns/ip-ranges.ts';
 import { findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { findJobById } from '../storage/jobs.ts';

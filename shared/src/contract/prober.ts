@@ -6,12 +6,17 @@ export const PROBER_PROTOCOL_VERSION = 1;
 /** Most addresses one probe message carries (one SMTP session, several RCPTs). */
 export const MAX_EMAILS_PER_PROBE = 100;
 
+/** Most MX hosts one probe carries. */
+export const MAX_MX_PER_PROBE = 20;
+/** Most addresses of one MX host a probe carries. */
+export const MAX_IPS_PER_MX = 16;
+
 const MessageId = z.string().min(1).max(100);
 
 export const MxTarget = z.object({
   host: z.string().min(1).max(253),
   preference: z.number().int().min(0).max(65535),
-  ips: z.array(z.string()).max(16),
+  ips: z.array(z.string()).max(MAX_IPS_PER_MX),
 });
 export type MxTarget = z.infer<typeof MxTarget>;
 
@@ -79,7 +84,7 @@ export type ProbeReport = z.infer<typeof ProbeReport>;
 export const ProbeRequest = z.object({
   emails: z.array(z.string().min(3).max(320)).min(1).max(MAX_EMAILS_PER_PROBE),
   domain: z.string().min(1).max(253),
-  mx: z.array(MxTarget).min(1).max(20),
+  mx: z.array(MxTarget).min(1).max(MAX_MX_PER_PROBE),
   mailFrom: z.string().max(320),
   helo: z.string().min(1).max(253),
   timeoutMs: z.number().int().min(100).max(300_000),

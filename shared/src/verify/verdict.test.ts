@@ -28,8 +28,8 @@ const MX: DnsOutcome = {
   kind: 'mx',
   dnsType: 'MX',
   mx: [
-    { host: 'mx2.example.com', preference: 20, ips: ['192.0.2.2'] },
     { host: 'mx1.example.com', preference: 10, ips: ['192.0.2.1'] },
+    { host: 'mx2.example.com', preference: 20, ips: ['192.0.2.2'] },
   ],
 };
 
@@ -583,7 +583,7 @@ describe('computeVerdict checks and meta', () => {
 
   it.each<[string, DnsOutcome | null, ProbeOutcome, string | null, string | null, boolean]>([
     ['the session host wins', MX, report([], null, 'mx-used.example.com'), 'mx-used.example.com', 'MX', true],
-    ['else the most preferred MX', MX, { kind: 'timeout' }, 'mx1.example.com', 'MX', true],
+    ['else the first host of the route', MX, { kind: 'timeout' }, 'mx1.example.com', 'MX', true],
     [
       'implicit MX from an A record',
       { kind: 'mx', dnsType: 'A', mx: [{ host: 'example.com', preference: 0, ips: ['192.0.2.9'] }] },

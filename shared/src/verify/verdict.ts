@@ -225,10 +225,10 @@ function settled(
   };
 }
 
+/** The host a probe tries first: the route lists hosts in that order. */
 function firstMxHost(dns: DnsOutcome | null): string | null {
   if (!dns || (dns.kind !== 'mx' && dns.kind !== 'unroutable')) return null;
-  const [first] = [...dns.mx].sort((a, b) => a.preference - b.preference || a.host.localeCompare(b.host));
-  return first?.host ?? null;
+  return dns.mx[0]?.host ?? null;
 }
 
 interface AddressFacts {

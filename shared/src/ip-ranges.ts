@@ -1,8 +1,8 @@
 // Special-purpose IP address ranges (RFC 6890 and the IANA registries it created): addresses
 // that are private, loopback, link-local, documentation, benchmarking, multicast or reserved.
 // A mail exchanger on the public Internet never has one, so an MX resolving only to these is
-// unroutable for us, and probing it would aim our prober at its own network (the guard the
-// prober applies to every target, applied here at the edge first).
+// unroutable for us (the mail route drops them), and a webhook aimed at one would reach into
+// the network it is sent from.
 
 interface SpecialRange {
   /** CIDR prefix. */
