@@ -8,6 +8,7 @@ import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.
 import { type OpsServer, startOpsServer } from './ops/http.ts';
 import type { Logger } from './ops/logger.ts';
 import { ProberMetrics } from './ops/metrics.ts';
+import { CatchAllCache } from './smtp/catch-all-cache.ts';
 import { type ProbeDeps, probe } from './smtp/probe.ts';
 import { MxThrottle } from './throttle/mx-throttle.ts';
 
@@ -35,6 +36,7 @@ export function createEngine(config: ProberConfig): ProbeEngine {
     requireTls: config.requireTls,
     timeouts: { connectMs: config.connectTimeoutMs, commandMs: config.commandTimeoutMs },
     throttle,
+    catchAllCache: new CatchAllCache(),
   };
   return {
     probe: (request) =>

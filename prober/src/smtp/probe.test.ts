@@ -218,7 +218,7 @@ describe('the behaviours of the mail world', () => {
     expect(report.session).toMatchObject({ mxHost: 'mx.starttls.test', tls: true });
   });
 
-  test('connlimit with a throttle limit of 5: the 4th and 5th sessions get 421 at banner, later ones are throttled', async () => {
+  test("connlimit with a throttle limit of 5: the 421s at banner lower the host's session limit, and every address is answered", async () => {
     const server = world.mx.connlimit!;
     const throttle = new MxThrottle({ perIpLimit: 5 });
     const reports = await Promise.all(
@@ -226,16 +226,14 @@ describe('the behaviours of the mail world', () => {
         probe(request('connlimit', [`user${index}`]), deps({ throttle })),
       ),
     );
-    const seen = new Set(reports.flatMap(outcomes));
-    expect(
-      [...seen].every((outcome) => ['250 -', 'rejected@banner 421', 'throttled@connect'].includes(outcome)),
-    ).toBe(true);
-    expect(seen).toContain('250 -');
-    expect(seen).toContain('rejected@banner 421');
-    expect(throttle.backoffs().map((backoff) => backoff.ip)).toEqual([server.ip]);
+    expect(reports.flatMap(outcomes)).toEqual(Array(12).fill('250 -'));
+    // The server serves 3 at once: the prober lowered its limit towards that (a refusal that
+    // races another connection counts that one too) and did not back off the host.
+    expect(throttle.profile(server.ip).sessionLimit).toBeLessThan(5);
+    expect(throttle.backoffs()).toEqual([]);
   });
 
-  test('connlimit with a throttle limit of 5 and another MX: the refused ones fall back and every address is answered', async () => {
+  test('connlimit with a throttle limit of 5 and another MX: every address is answered', async () => {
     const throttle = new MxThrottle({ perIpLimit: 5 });
     const reports = await Promise.all(
       Array.from({ length: 12 }, (_, index) =>
@@ -246,8 +244,6 @@ describe('the behaviours of the mail world', () => {
       ),
     );
     expect(reports.flatMap(outcomes)).toEqual(Array(12).fill('250 -'));
-    const hosts = new Set(reports.map((report) => report.session.mxHost));
-    expect(hosts).toEqual(new Set([mxOf('connlimit').host, mxOf('bulk').host]));
   });
 
   test('fallback: the primary refuses connections, the secondary answers', async () => {
@@ -558,8 +554,8 @@ describe('hostile inputs', () => {
     expect(outcomes(report)).toEqual(['invalid_response@mail', 'invalid_response@mail']);
   });
 
-  test('a server closing mid-dialogue: answered addresses keep their replies, the rest are disconnected at rcpt', async () => {
-    const { port } = await scriptedServer(
+  test('a server closing mid-dialogue: answered addresses keep their replies, the rest are asked again in new sessions', async () => {
+    const { port, connections } = await scriptedServer(
       afterEhlo(async (socket, next) => {
         await next();
         socket.write('250 2.1.0 Ok\r\n');
@@ -570,8 +566,10 @@ describe('hostile inputs', () => {
       }),
     );
     const report = await probe(scriptedRequest(['alice', 'bob', 'carol']), scriptedDeps(port));
-    expect(outcomes(report)).toEqual(['250 2.1.5', 'disconnected@rcpt', 'disconnected@rcpt']);
-    expect(report.catchAllReply).toBeNull();
+    // Each session answers one RCPT: alice, then the catch-all test, then bob; carol was cut
+    // short three times and keeps the failure.
+    expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', 'disconnected@rcpt']);
+    expect(connections()).toBe(3);
     expect(report.session.mxHost).toBe('mx.scripted.test');
   });
 });
@@ -649,8 +647,9 @@ describe('session handling', () => {
       'RCPT TO:<a2@scripted.test>',
       'RSET',
       'MAIL FROM:<verify@rcpt.test>',
-      'RCPT TO:<a3@scripted.test>',
+      // The catch-all test opens the transaction after the first accepted address.
       expect.stringMatching(/^RCPT TO:<[a-z0-9]{20}@scripted\.test>$/),
+      'RCPT TO:<a3@scripted.test>',
       'QUIT',
     ]);
   });

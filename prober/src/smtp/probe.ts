@@ -1,8 +1,13 @@
 // A probe: the SMTP half of verifying the addresses of one domain. It walks the domain's MX
-// hosts in preference order (RFC 5321 §5.1), opens one session, asks RCPT TO for every
-// address, and, when the server accepted at least one, asks for a random address of the same
-// domain to tell a real mailbox from a catch-all. It reports raw replies and failures; the
-// verdict (shared/verify) decides what they mean.
+// hosts in preference order (RFC 5321 §5.1) and asks RCPT TO for every address in sessions
+// that host tolerates: each session stops before it collects more rejections than the host's
+// budget (MxThrottle's profile: Postfix slows every reply after 10 errors in a connection and
+// hangs up after 20, postconf(5)), and a fresh connection goes on with the rest; several run
+// at once, up to the host's session limit. Addresses a session could not ask (a hang-up, a
+// 421, a timeout) are asked again at once in another session, within the probe's deadline.
+// When the server accepted a real address, one random address of the domain tells a real
+// mailbox from a catch-all; its answer is cached per domain. It reports raw replies and
+// failures; the verdict (shared/verify) decides what they mean.
 import { randomInt } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import type {
@@ -21,8 +26,16 @@ import {
   rcptTells,
 } from '@rcpt/shared/verify/providers';
 import { HostBackoffError, type MxThrottle, type ReleaseSlot } from '../throttle/mx-throttle.ts';
+import type { CatchAllCache } from './catch-all-cache.ts';
 import { guardFailure, targetIpRefusal, wireTextRefusal } from './guards.ts';
-import { failureOf, type SessionTimeouts, SmtpSession, type StartTlsPolicy, Transcript } from './session.ts';
+import {
+  failureOf,
+  type SessionTimeouts,
+  SmtpSession,
+  type StartTlsPolicy,
+  type TransactionOutcome,
+  Transcript,
+} from './session.ts';
 
 export interface ProbeDeps {
   /** The port every MX listens on: 25 in production (RFC 5321 §4.5.4.2 has no other), the world's in tests. */
@@ -41,14 +54,25 @@ export interface ProbeDeps {
   now?: () => number;
   /** The local part of the catch-all test address; default 20 random lowercase letters and digits. */
   randomLocalPart?: () => string;
-  /** Most RCPTs in one mail transaction (RSET between them); default 50. */
+  /** Most RCPTs in one mail transaction (RSET between them); default 50, or what the host takes. */
   recipientsPerTransaction?: number;
+  /** Catch-all answers per domain, shared by the probes of the process; none: asked every probe. */
+  catchAllCache?: CatchAllCache;
 }
 
 // RFC 5321 §4.5.3.1.8 obliges servers to take 100 recipients per transaction; staying well
 // below keeps us clear of anti-harvesting limits that count RCPTs per transaction.
 const DEFAULT_RECIPIENTS_PER_TRANSACTION = 50;
 const CATCH_ALL_LOCAL_PART_LENGTH = 20;
+// Sessions that may end before an address got its answer; then it keeps the last failure.
+const SESSIONS_PER_ADDRESS = 3;
+// The catch-all test is tried in at most this many sessions.
+const CATCH_ALL_ATTEMPTS = 2;
+// A reply this much later than the round trip shows the server holding it back: Postfix's
+// error sleep is 1 s (smtpd_error_sleep_time), Exchange's tarpit 5 s (TarpitInterval).
+const SLOW_REPLY_MS = 600;
+// How often a session refused at the greeting for too many connections is tried again.
+const CONNECTION_CAP_RETRIES = 5;
 const LOCAL_PART_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 /** One real address of the request, and what it is asked as. */
@@ -58,6 +82,8 @@ interface ProbedAddress {
   wire: string;
   /** RFC 6531 §3.2: a non-ASCII local part cannot be expressed without SMTPUTF8. */
   needsSmtputf8: boolean;
+  /** Sessions that ended before this address was answered. */
+  cutShort: number;
 }
 
 interface Candidate {
@@ -65,19 +91,34 @@ interface Candidate {
   ip: string;
 }
 
-/** How one session attempt ended: every address has an outcome, or the next MX address should be tried. */
+/** How the sessions to one MX address ended: every address has an outcome, or the next MX address should be tried. */
 type Attempt = { kind: 'finished' } | { kind: 'next'; failure: SessionFailure };
 
-/** Everything one probe shares between its attempts. */
+/** Everything one probe shares between its sessions. */
 interface ProbeRun {
   request: ProbeRequest;
   deps: ProbeDeps;
+  asciiDomain: string;
+  /** Addresses waiting to be asked; a session takes them a group at a time and gives back what it could not ask. */
   pending: ProbedAddress[];
   provider: MailProvider | null;
   facts: SessionFacts;
   catchAllReply: SmtpReply | null;
+  /** untested, asked by a session now, or answered (here or from the cache). */
+  catchAll: { state: 'untested' | 'asking' | 'answered'; attempts: number };
+  /** A real address was accepted: the catch-all test is worth its RCPT. */
+  accepted: boolean;
   transcript: Transcript | null;
   remainingMs: () => number;
+}
+
+/** The sessions of one probe to one MX address. */
+interface HostRun {
+  candidate: Candidate;
+  /** Why this host cannot answer the rest (the next MX address may). */
+  failure: SessionFailure | null;
+  /** Every address has its outcome: stop. */
+  settled: boolean;
 }
 
 /**
@@ -95,8 +136,11 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     deps,
     pending: [],
     provider: null,
+    asciiDomain: toAsciiDomain(request.domain),
     facts: { mxHost: null, mxIp: null, tls: false, tlsError: null, smtputf8: false, durationMs: 0 },
     catchAllReply: null,
+    catchAll: { state: 'untested', attempts: 0 },
+    accepted: false,
     transcript: request.transcript ? new Transcript() : null,
     remainingMs: () => deadline - now(),
   };
@@ -110,6 +154,9 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
           message: 'no outcome recorded',
         };
       }
+    }
+    if (run.catchAllReply === null && run.accepted) {
+      run.catchAllReply = deps.catchAllCache?.get(run.asciiDomain) ?? null;
     }
     const session: SessionFacts = { ...run.facts, durationMs: Math.max(0, Math.round(now() - startedAt)) };
     if (run.transcript) session.transcript = run.transcript.lines;
@@ -125,12 +172,12 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     for (const outcome of perAddress) outcome.failure = guardFailure(requestRefusal);
     return report();
   }
-  const asciiDomain = toAsciiDomain(request.domain);
   for (const outcome of perAddress) {
-    const address = addressOf(outcome.email, asciiDomain);
+    const address = addressOf(outcome.email, run.asciiDomain);
     if (typeof address === 'string') outcome.failure = guardFailure(address);
-    else run.pending.push({ outcome, ...address });
+    else run.pending.push({ outcome, ...address, cutShort: 0 });
   }
+  if (deps.catchAllCache?.get(run.asciiDomain)) run.catchAll.state = 'answered';
   if (run.pending.length === 0) return report();
 
   const providers = deps.providers ?? PROVIDER_REGISTRY;
@@ -174,7 +221,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
       failures.push(probeTimeout(failures.at(-1)?.stage ?? 'connect', request.timeoutMs));
       break;
     }
-    const attempt = await attemptSession(run, candidate);
+    const attempt = await askHost(run, candidate);
     if (attempt.kind === 'finished') return report();
     failures.push(attempt.failure);
   }
@@ -204,92 +251,151 @@ export async function probeMany(
   return reports;
 }
 
-/** One session to one MX address, holding a throttle slot for as long as the connection is open. */
-async function attemptSession(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
-  const { deps } = run;
-  let release: ReleaseSlot;
-  const waitLimit = new AbortController();
-  const waitTimer = setTimeout(() => waitLimit.abort(), Math.max(0, run.remainingMs()));
-  try {
-    release = await deps.throttle.acquire(candidate.ip, run.provider?.id ?? null, waitLimit.signal);
-  } catch (error) {
-    if (error instanceof HostBackoffError) {
-      // Another MX address of the domain may be fine; if none is, the edge retries later.
-      return {
-        kind: 'next',
-        failure: { kind: 'throttled', stage: 'connect', reply: null, message: error.message },
-      };
+/**
+ * Asks the pending addresses on one MX address, in as many sessions at once as the host takes
+ * and the addresses need, until each has its answer, the host fails, or the deadline passes.
+ */
+async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
+  const host: HostRun = { candidate, failure: null, settled: false };
+  const profile = run.deps.throttle.profile(candidate.ip);
+  const sessions = Math.max(
+    1,
+    Math.min(profile.sessionLimit, Math.ceil(run.pending.length / Math.max(1, profile.rcptsPerSession))),
+  );
+  await Promise.all(Array.from({ length: sessions }, () => sessionLoop(run, host)));
+  if (host.settled || run.pending.length === 0) return { kind: 'finished' };
+  if (host.failure) return { kind: 'next', failure: host.failure };
+  settle(run.pending, probeTimeout('rcpt', run.request.timeoutMs));
+  return { kind: 'finished' };
+}
+
+/** Addresses left to ask, or a catch-all test still worth a session. */
+function hasWork(run: ProbeRun): boolean {
+  return run.pending.length > 0 || wantsCatchAll(run);
+}
+
+function wantsCatchAll(run: ProbeRun): boolean {
+  return run.accepted && run.catchAll.state === 'untested' && run.catchAll.attempts < CATCH_ALL_ATTEMPTS;
+}
+
+/** One session after another to the host, each holding a throttle slot while its connection is open. */
+async function sessionLoop(run: ProbeRun, host: HostRun): Promise<void> {
+  const { deps, request } = run;
+  const { ip } = host.candidate;
+  let capRetries = 0;
+  while (hasWork(run) && host.failure === null && !host.settled) {
+    if (run.remainingMs() <= 0) {
+      settle(run.pending, probeTimeout('connect', request.timeoutMs));
+      host.settled = true;
+      return;
     }
-    settle(run.pending, probeTimeout('connect', run.request.timeoutMs, 'waiting for a session slot'));
-    return { kind: 'finished' };
-  } finally {
-    clearTimeout(waitTimer);
-  }
-  try {
-    // Opportunistic TLS whose handshake fails is retried once in plaintext, as MTAs do at TLS
-    // level "may"; the handshake error stays in tlsError.
-    let attempt = await runSession(run, candidate, deps.requireTls ? 'required' : 'opportunistic', null);
-    if (attempt.kind === 'next' && attempt.failure.kind === 'tls_failed' && !deps.requireTls) {
-      attempt = await runSession(run, candidate, 'off', attempt.failure.message);
+    let release: ReleaseSlot;
+    const waitLimit = new AbortController();
+    const waitTimer = setTimeout(() => waitLimit.abort(), Math.max(0, run.remainingMs()));
+    try {
+      release = await deps.throttle.acquire(ip, run.provider?.id ?? null, waitLimit.signal);
+    } catch (error) {
+      if (error instanceof HostBackoffError) {
+        // Another MX address of the domain may be fine; if none is, the edge retries later.
+        host.failure = { kind: 'throttled', stage: 'connect', reply: null, message: error.message };
+        return;
+      }
+      settle(run.pending, probeTimeout('connect', request.timeoutMs, 'waiting for a session slot'));
+      host.settled = true;
+      return;
+    } finally {
+      clearTimeout(waitTimer);
     }
-    return attempt;
-  } finally {
-    release();
+    try {
+      // Another session may have taken the last addresses while this one waited for its slot.
+      if (!hasWork(run) || host.failure !== null || host.settled) return;
+      // Opportunistic TLS whose handshake fails is retried once in plaintext, as MTAs do at TLS
+      // level "may"; the handshake error stays in tlsError.
+      let failure = await runSession(run, host, deps.requireTls ? 'required' : 'opportunistic', null);
+      if (failure?.kind === 'tls_failed' && !deps.requireTls) {
+        failure = await runSession(run, host, 'off', failure.message);
+      }
+      if (failure === null) continue;
+      // Postfix's anvil: "421 4.7.0 … too many connections from …" at the greeting while other
+      // sessions of ours are open means the host takes that many; wait for one of them to end.
+      const othersOpen = deps.throttle.connectedSessions(ip);
+      if (isGreetingRefusal(failure) && othersOpen > 0 && capRetries++ < CONNECTION_CAP_RETRIES) {
+        deps.throttle.noteConnectionRefused(ip, othersOpen);
+        continue;
+      }
+      endBeforeRcpt(run, host, failure);
+    } finally {
+      release();
+    }
   }
 }
 
+/**
+ * One session: opens it, then asks groups of pending addresses until they are done or the
+ * session's rejection budget is spent. Returns the failure that kept it from asking anything,
+ * or null when it asked (whatever became of the addresses: those not answered are pending again).
+ */
 async function runSession(
   run: ProbeRun,
-  candidate: Candidate,
+  host: HostRun,
   startTls: StartTlsPolicy,
   earlierTlsError: string | null,
-): Promise<Attempt> {
+): Promise<SessionFailure | null> {
   const { request, deps } = run;
   const session = new SmtpSession({
-    host: candidate.host,
-    ip: candidate.ip,
+    host: host.candidate.host,
+    ip: host.candidate.ip,
     port: deps.smtpPort,
     helo: request.helo,
     sessionTimeoutMs: Math.max(1, Math.round(run.remainingMs())),
     ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
     startTls,
     transcript: run.transcript,
+    onConnected: () => {
+      disconnected = deps.throttle.noteConnected(host.candidate.ip);
+    },
   });
-  const answers: SmtpReply[] = [];
+  let disconnected = () => {};
   try {
     try {
       await session.open();
     } catch (error) {
       const failure = failureOf(error);
       if (failure.stage !== 'connect') noteFacts(run, session, earlierTlsError);
-      return endBeforeRcpt(run, session, failure);
+      return failure;
     }
     noteFacts(run, session, earlierTlsError);
-    const failure = await askRecipients(run, session, answers);
-    if (failure && answers.length === 0) return endBeforeRcpt(run, session, failure);
-    if (failure) settle(run.pending, failure);
-    const hostRefusal = [...answers, run.catchAllReply, failure?.reply ?? null].find(
-      (reply) => reply && isHostPushback(reply),
-    );
-    if (hostRefusal) deps.throttle.backoff(candidate.ip, describeReply(hostRefusal));
-    else deps.throttle.recordSuccess(candidate.ip);
-    return { kind: 'finished' };
+    return await askRecipients(run, host, session);
   } finally {
     await session.quit();
+    disconnected();
   }
 }
 
+/** What one session did, for the host's profile. */
+interface SessionTally {
+  rcpts: number;
+  /** Rejected RCPTs (4xx and 5xx, "too many recipients" aside): what Postfix counts as errors. */
+  errors: number;
+  /** The server held a reply back after rejections, or hung up after them. */
+  strained: boolean;
+  /** Replies that asked the host to be left alone (421, 4.7.x). */
+  pushback: SmtpReply | null;
+}
+
 /**
- * RCPT TO for every pending address, in transactions of at most `recipientsPerTransaction`
- * with RSET between them, then the catch-all test. Returns the failure that stopped the
- * session, if any; `answers` collects every RCPT reply received.
+ * Groups of pending addresses, each one mail transaction (RSET pipelined before all but the
+ * first), each no larger than the rejections the session may still collect, so that even a
+ * group of unknown mailboxes stays within the host's budget. Returns a failure only when the
+ * session could not ask anything.
  */
 async function askRecipients(
   run: ProbeRun,
+  host: HostRun,
   session: SmtpSession,
-  answers: SmtpReply[],
 ): Promise<SessionFailure | null> {
   const { request, deps } = run;
+  const { ip } = host.candidate;
   const mailFromNeedsSmtputf8 = !isAscii(request.mailFrom);
   const unsupported = (what: string): SessionFailure => ({
     kind: 'smtputf8_unsupported',
@@ -299,76 +405,160 @@ async function askRecipients(
   });
   if (mailFromNeedsSmtputf8 && !session.smtputf8) return unsupported('the MAIL FROM address');
   // RFC 6531 §3.4: an internationalised address must not reach a server without SMTPUTF8.
-  // Only those addresses fail; the others of the batch are still asked.
-  const askable: ProbedAddress[] = [];
-  for (const address of run.pending) {
-    if (address.needsSmtputf8 && !session.smtputf8) address.outcome.failure = unsupported('the address');
-    else askable.push(address);
+  // Only those addresses fail; the others are still asked.
+  if (!session.smtputf8) {
+    for (const address of run.pending) {
+      if (address.needsSmtputf8) address.outcome.failure = unsupported('the address');
+    }
+    run.pending = run.pending.filter((address) => address.outcome.failure === null);
   }
-  run.pending = askable;
 
-  const perTransaction = Math.max(1, deps.recipientsPerTransaction ?? DEFAULT_RECIPIENTS_PER_TRANSACTION);
-  const transactions: ProbedAddress[][] = [];
-  for (let start = 0; start < askable.length; start += perTransaction) {
-    transactions.push(askable.slice(start, start + perTransaction));
-  }
+  const profile = deps.throttle.profile(ip);
+  const tally: SessionTally = { rcpts: 0, errors: 0, strained: false, pushback: null };
   let first = true;
-  for (let group = transactions.shift(); group; group = transactions.shift()) {
-    if (!first) {
-      try {
-        await session.reset();
-      } catch (error) {
-        return failureOf(error, 'mail');
-      }
-    }
-    first = false;
-    const smtputf8 = mailFromNeedsSmtputf8 || group.some((address) => address.needsSmtputf8);
-    const outcome = await session.transaction(
-      request.mailFrom,
-      group.map((address) => address.wire),
-      { smtputf8 },
+  let stop = false;
+  let askedAnything = false;
+  while (!stop && tally.errors < profile.rejectionBudget) {
+    const perTransaction = Math.max(
+      1,
+      deps.recipientsPerTransaction ?? profile.recipientsPerTransaction ?? DEFAULT_RECIPIENTS_PER_TRANSACTION,
     );
-    // RFC 5321 §4.5.3.1.10: "452 too many recipients" asks for the rest in a new transaction.
-    // Only when this one made progress, so a server that says it to everything cannot loop us.
-    const progressed = outcome.replies.some((reply) => !isTooManyRecipients(reply));
-    const deferred: ProbedAddress[] = [];
-    outcome.replies.forEach((reply, index) => {
-      const address = group[index];
-      if (!address) return;
-      if (progressed && isTooManyRecipients(reply)) {
-        deferred.push(address);
-        return;
-      }
-      address.outcome.reply = reply;
-      answers.push(reply);
-    });
-    run.pending = run.pending.filter((address) => address.outcome.reply === null);
-    if (outcome.failure) return outcome.failure;
-    if (deferred.length > 0) transactions.unshift(deferred);
-  }
-
-  // The catch-all test, in the transaction still open: only an accepted real address makes it
-  // worth asking (ARCHITECTURE.md), and its answer is only about the domain.
-  if (answers.some((reply) => reply.code >= 200 && reply.code < 300)) {
+    const room = Math.min(profile.rejectionBudget - tally.errors, perTransaction);
+    const withCatchAll = wantsCatchAll(run);
+    const group = run.pending.splice(0, room - (withCatchAll ? 1 : 0));
+    if (group.length === 0 && !withCatchAll) break;
+    if (withCatchAll) {
+      run.catchAll.state = 'asking';
+      run.catchAll.attempts++;
+    }
     const randomLocalPart = deps.randomLocalPart ?? catchAllLocalPart;
-    try {
-      run.catchAllReply = await session.recipient(`${randomLocalPart()}@${toAsciiDomain(request.domain)}`);
-    } catch (error) {
-      // The real addresses have their answers; catch-all stays untested (null).
-      run.transcript?.record('*', `catch-all test not answered: ${failureOf(error, 'rcpt').message}`);
+    const recipients = [
+      ...(withCatchAll ? [`${randomLocalPart()}@${run.asciiDomain}`] : []),
+      ...group.map((address) => address.wire),
+    ];
+    const smtputf8 = mailFromNeedsSmtputf8 || group.some((address) => address.needsSmtputf8);
+    const outcome = await session.transaction(request.mailFrom, recipients, { smtputf8, reset: !first });
+    first = false;
+    const offset = withCatchAll ? 1 : 0;
+    stop = takeReplies(run, host, outcome, group, offset, tally);
+    if (outcome.replies.length > 0) askedAnything = true;
+    if (outcome.failure) {
+      // Nothing asked at all: the session failed as a whole (MAIL refused, a hang-up at once).
+      if (!askedAnything) {
+        run.pending.unshift(...group);
+        if (withCatchAll && run.catchAll.state === 'asking') run.catchAll.state = 'untested';
+        return outcome.failure;
+      }
+      if (tally.errors > 0 && isHangup(outcome.failure)) {
+        // Postfix's smtpd_hard_error_limit: "421 4.7.0 … Error: too many errors" and the end.
+        deps.throttle.noteHangupAfterErrors(ip, tally.errors);
+        tally.strained = true;
+      } else if (outcome.failure.reply && isHostPushback(outcome.failure.reply)) {
+        tally.pushback = outcome.failure.reply;
+      }
+      break;
     }
   }
+  if (tally.pushback) deps.throttle.backoff(ip, describeReply(tally.pushback));
+  else deps.throttle.recordSuccess(ip);
+  deps.throttle.noteSessionEnd(ip, tally.rcpts, !tally.strained && tally.pushback === null);
   return null;
 }
 
-/** A session that ended before any RCPT reply: back off if the host asked for it, then fall back or finish. */
-function endBeforeRcpt(run: ProbeRun, session: SmtpSession, failure: SessionFailure): Attempt {
-  if (failure.reply && isHostPushback(failure.reply)) {
-    run.deps.throttle.backoff(session.ip, describeReply(failure.reply));
+/**
+ * Gives each reply of a transaction to its address (or to the catch-all test), counts the
+ * rejections, notices replies held back, and puts back what was not answered. Returns whether
+ * the session should end here (the server has begun to slow it down).
+ */
+function takeReplies(
+  run: ProbeRun,
+  host: HostRun,
+  outcome: TransactionOutcome,
+  group: ProbedAddress[],
+  offset: number,
+  tally: SessionTally,
+): boolean {
+  const { deps } = run;
+  const { ip } = host.candidate;
+  const { replies, timing } = outcome;
+  // RFC 5321 §4.5.3.1.10: "452 too many recipients" asks for the rest in a new transaction.
+  // Only when this one made progress, so a server that says it to everything cannot loop us.
+  const progressed = replies.some((reply) => !isTooManyRecipients(reply));
+  const roundTrip = Math.max(0, timing.mailAt - timing.sentAt);
+  const deferred: ProbedAddress[] = [];
+  let acceptedInTransaction = 0;
+  let recipientLimitSeen = false;
+  let slow = false;
+  replies.forEach((reply, index) => {
+    tally.rcpts++;
+    const previousAt = index === 0 ? timing.mailAt : (timing.replyAt[index - 1] ?? timing.mailAt);
+    const late = (timing.replyAt[index] ?? previousAt) - previousAt > roundTrip + SLOW_REPLY_MS;
+    const rejected = reply.code >= 400 && !isTooManyRecipients(reply);
+    // A reply held back after rejections (Postfix's error sleep), or a rejection held back
+    // itself (a tarpit): this many rejections is what the host takes in one session.
+    if (late && !slow && (tally.errors > 0 || rejected)) {
+      slow = true;
+      tally.strained = true;
+      deps.throttle.noteSlowAfterErrors(ip, tally.errors);
+    }
+    if (rejected) tally.errors++;
+    if (isHostPushback(reply)) tally.pushback ??= reply;
+    if (progressed && isTooManyRecipients(reply)) {
+      if (!recipientLimitSeen) deps.throttle.noteRecipientLimit(ip, acceptedInTransaction);
+      recipientLimitSeen = true;
+      if (index < offset) run.catchAll.state = 'untested';
+      else {
+        const address = group[index - offset];
+        if (address) deferred.push(address);
+      }
+      return;
+    }
+    if (reply.code >= 200 && reply.code < 300) acceptedInTransaction++;
+    if (index < offset) {
+      run.catchAllReply = reply;
+      run.catchAll.state = 'answered';
+      deps.catchAllCache?.set(run.asciiDomain, reply);
+      return;
+    }
+    const address = group[index - offset];
+    if (!address) return;
+    address.outcome.reply = reply;
+    if (reply.code >= 200 && reply.code < 300) run.accepted = true;
+  });
+  if (offset > 0 && replies.length === 0) run.catchAll.state = 'untested';
+  // What the session could not ask goes back to the front, to be asked at once by another
+  // session; an address cut short too often keeps the failure.
+  const unanswered = group.slice(Math.max(0, replies.length - offset));
+  const failure = outcome.failure;
+  for (const address of unanswered) {
+    address.cutShort++;
+    if (failure && address.cutShort >= SESSIONS_PER_ADDRESS) address.outcome.failure = failure;
   }
-  if (isWorthAnotherHost(failure)) return { kind: 'next', failure };
+  run.pending.unshift(...deferred, ...unanswered.filter((address) => address.outcome.failure === null));
+  return slow;
+}
+
+/** A session that ended before any RCPT reply: back off if the host asked for it, then fall back or finish. */
+function endBeforeRcpt(run: ProbeRun, host: HostRun, failure: SessionFailure): void {
+  if (failure.reply && isHostPushback(failure.reply)) {
+    run.deps.throttle.backoff(host.candidate.ip, describeReply(failure.reply));
+  }
+  if (isWorthAnotherHost(failure)) {
+    host.failure = failure;
+    return;
+  }
   settle(run.pending, failure);
-  return { kind: 'finished' };
+  host.settled = true;
+}
+
+/** 421 instead of the greeting (RFC 5321 §3.1). */
+function isGreetingRefusal(failure: SessionFailure): boolean {
+  return failure.kind === 'rejected' && failure.stage === 'banner' && failure.reply?.code === 421;
+}
+
+/** The server ended the session in the middle: a 421 or a closed connection. */
+function isHangup(failure: SessionFailure): boolean {
+  return failure.kind === 'disconnected' || (failure.kind === 'rejected' && failure.reply?.code === 421);
 }
 
 /**
@@ -473,7 +663,7 @@ function candidatesOf(
 }
 
 /** The RCPT form of `email`, or why it cannot be asked about. */
-function addressOf(email: string, asciiDomain: string): Omit<ProbedAddress, 'outcome'> | string {
+function addressOf(email: string, asciiDomain: string): Omit<ProbedAddress, 'outcome' | 'cutShort'> | string {
   const refusal = wireTextRefusal(email, 'the address');
   if (refusal) return refusal;
   const at = email.lastIndexOf('@');

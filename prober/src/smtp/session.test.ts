@@ -258,7 +258,7 @@ describe('mail transactions', () => {
     const outcome = await opened.transaction('verify@rcpt.test', ['a@example.test', 'b@example.test'], {
       smtputf8: false,
     });
-    expect(outcome).toEqual({
+    expect(outcome).toMatchObject({
       replies: [
         { code: 250, enhanced: '2.1.5', text: 'Ok' },
         { code: 550, enhanced: '5.1.1', text: '<b@example.test>: User unknown' },
@@ -304,7 +304,7 @@ describe('mail transactions', () => {
     const opened = session(port);
     await opened.open();
     const outcome = await opened.transaction('verify@rcpt.test', ['a@example.test'], { smtputf8: false });
-    expect(outcome).toEqual({
+    expect(outcome).toMatchObject({
       replies: [],
       failure: {
         kind: 'rejected',

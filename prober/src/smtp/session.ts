@@ -57,6 +57,8 @@ export interface SmtpSessionOptions {
   startTls?: StartTlsPolicy;
   /** Where to record the dialogue; none when not asked for. */
   transcript?: Transcript | null;
+  /** Called once the TCP connection is up (the server counts the session from here). */
+  onConnected?: () => void;
 }
 
 /** Thrown by the session's steps: the reason the session cannot go on (or the step was refused). */
@@ -75,6 +77,12 @@ export interface TransactionOutcome {
   /** One per recipient, in order; fewer than the recipients when `failure` stopped it. */
   replies: SmtpReply[];
   failure: SessionFailure | null;
+  /**
+   * When each reply arrived (performance.now()): `mailAt` for MAIL's, `replyAt[i]` for
+   * `replies[i]`, and `sentAt` when the commands were written. A server that sleeps before
+   * its replies (Postfix past its soft error limit, a tarpit) shows here as a gap.
+   */
+  timing: { sentAt: number; mailAt: number; replyAt: number[] };
 }
 
 // RFC 5321 §4.5.3.1.5 caps a reply line at 512 octets; real servers overshoot a little, so we
@@ -93,6 +101,8 @@ interface ReceivedReply {
   reply: SmtpReply;
   /** The reply's raw lines, for the EHLO keywords (RFC 5321 §4.1.1.1). */
   lines: string[];
+  /** performance.now() when its last line arrived. */
+  at: number;
 }
 
 interface PendingStep {
@@ -116,6 +126,7 @@ export class SmtpSession {
   readonly #sessionTimeoutMs: number;
   readonly #startTls: StartTlsPolicy;
   readonly #transcript: Transcript | null;
+  readonly #onConnected: (() => void) | undefined;
 
   #socket: Socket | TLSSocket | null = null;
   /** Resolves when the TCP connection is closed (at once when there never was one). */
@@ -146,6 +157,7 @@ export class SmtpSession {
     this.#sessionTimeoutMs = options.sessionTimeoutMs;
     this.#startTls = options.startTls ?? 'opportunistic';
     this.#transcript = options.transcript ?? null;
+    this.#onConnected = options.onConnected;
   }
 
   /** Whether the server takes internationalised addresses (RFC 6531 §3.1). */
@@ -194,9 +206,10 @@ export class SmtpSession {
   async transaction(
     reversePath: string,
     recipients: readonly string[],
-    options: { smtputf8: boolean },
+    options: { smtputf8: boolean; reset?: boolean },
   ): Promise<TransactionOutcome> {
     const replies: SmtpReply[] = [];
+    const timing = { sentAt: performance.now(), mailAt: 0, replyAt: [] as number[] };
     if (options.smtputf8 && !this.smtputf8) {
       const failure: SessionFailure = {
         kind: 'smtputf8_unsupported',
@@ -204,32 +217,52 @@ export class SmtpSession {
         reply: null,
         message: 'the server does not advertise SMTPUTF8',
       };
-      return { replies, failure };
+      return { replies, failure, timing };
     }
     // RFC 6531 §3.4: the SMTPUTF8 parameter declares that the envelope carries UTF-8.
     const mailCommand = `MAIL FROM:<${reversePath}>${options.smtputf8 ? ' SMTPUTF8' : ''}`;
     const rcptCommands = recipients.map((recipient) => `RCPT TO:<${recipient}>`);
+    const rcpt = (received: ReceivedReply) => {
+      replies.push(received.reply);
+      timing.replyAt.push(received.at);
+    };
     try {
       if (this.pipelining) {
-        this.#write([mailCommand, ...rcptCommands], 'mail');
+        // RFC 2920 §3.1: RSET may open the group too, so a new transaction costs no extra round trip.
+        this.#write([...(options.reset ? ['RSET'] : []), mailCommand, ...rcptCommands], 'mail');
+        if (options.reset) {
+          const reset = await this.#readReply('mail', this.#timeouts.commandMs);
+          if (reset.reply.code !== 250) {
+            await this.#discardReplies(1 + rcptCommands.length);
+            return {
+              replies,
+              failure: refusal('mail', reset.reply, 'the server refused RSET').failure,
+              timing,
+            };
+          }
+        }
         const mail = await this.#readReply('mail', this.#timeouts.commandMs);
+        timing.mailAt = mail.at;
         if (!isPositive(mail.reply)) {
           // The RCPT replies after a refused MAIL are 503s about the missing MAIL, not about the
           // mailboxes: read them (to stay in step with the server) and drop them.
           await this.#discardReplies(rcptCommands.length);
-          return { replies, failure: mailRefusal(mail.reply) };
+          return { replies, failure: mailRefusal(mail.reply), timing };
         }
         for (let index = 0; index < rcptCommands.length; index++) {
-          replies.push((await this.#readReply('rcpt', this.#timeouts.commandMs)).reply);
+          rcpt(await this.#readReply('rcpt', this.#timeouts.commandMs));
         }
-        return { replies, failure: null };
+        return { replies, failure: null, timing };
       }
+      if (options.reset) await this.reset();
+      timing.sentAt = performance.now();
       const mail = await this.#command(mailCommand, 'mail');
-      if (!isPositive(mail.reply)) return { replies, failure: mailRefusal(mail.reply) };
-      for (const command of rcptCommands) replies.push((await this.#command(command, 'rcpt')).reply);
-      return { replies, failure: null };
+      timing.mailAt = mail.at;
+      if (!isPositive(mail.reply)) return { replies, failure: mailRefusal(mail.reply), timing };
+      for (const command of rcptCommands) rcpt(await this.#command(command, 'rcpt'));
+      return { replies, failure: null, timing };
     } catch (error) {
-      return { replies, failure: failureOf(error) };
+      return { replies, failure: failureOf(error), timing };
     }
   }
 
@@ -298,6 +331,7 @@ export class SmtpSession {
       this.#listen(socket);
       socket.once('connect', () => {
         this.#repliesOwed = 1; // the greeting (RFC 5321 §4.3.1)
+        this.#onConnected?.();
         done(undefined);
       });
     });
@@ -457,7 +491,7 @@ export class SmtpSession {
       this.#fail(invalidResponse(this.#stage, 'a multi-line reply whose lines disagree on the code'));
       return;
     }
-    this.#onReply({ reply, lines });
+    this.#onReply({ reply, lines, at: performance.now() });
   }
 
   #onReply(received: ReceivedReply): void {

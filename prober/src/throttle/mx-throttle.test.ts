@@ -13,6 +13,58 @@ function manualClock(start = 1_700_000_000_000) {
   return { now: () => now, advance: (ms: number) => (now += ms) };
 }
 
+describe('host profiles', () => {
+  test('a connection refused while others were greeted lowers the session limit; calm sessions raise it one at a time', async () => {
+    const throttle = new MxThrottle({ perIpLimit: 5 });
+    expect(throttle.profile(MX_A).sessionLimit).toBe(5);
+    throttle.noteConnectionRefused(MX_A, 2);
+    expect(throttle.profile(MX_A).sessionLimit).toBe(2);
+    await throttle.acquire(MX_A);
+    await throttle.acquire(MX_A);
+    const third = throttle.acquire(MX_A);
+    expect(throttle.waiting()).toBe(1);
+    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, true);
+    expect(throttle.profile(MX_A).sessionLimit).toBe(2);
+    throttle.noteSessionEnd(MX_A, 10, true);
+    expect(throttle.profile(MX_A).sessionLimit).toBe(3);
+    await third;
+    // A strained session starts the count over.
+    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, true);
+    throttle.noteSessionEnd(MX_A, 10, false);
+    throttle.noteSessionEnd(MX_A, 10, true);
+    expect(throttle.profile(MX_A).sessionLimit).toBe(3);
+  });
+
+  test('slow replies and hang-ups after errors lower the rejection budget, never below one', () => {
+    const throttle = new MxThrottle({ rejectionsPerSession: 8 });
+    expect(throttle.profile(MX_A).rejectionBudget).toBe(8);
+    throttle.noteSlowAfterErrors(MX_A, 5);
+    expect(throttle.profile(MX_A).rejectionBudget).toBe(4);
+    throttle.noteHangupAfterErrors(MX_A, 7);
+    expect(throttle.profile(MX_A).rejectionBudget).toBe(4);
+    throttle.noteSlowAfterErrors(MX_A, 0);
+    expect(throttle.profile(MX_A).rejectionBudget).toBe(1);
+    expect(throttle.profile(MX_B).rejectionBudget).toBe(8);
+  });
+
+  test('"452 too many recipients" after one accepted: one recipient per transaction', () => {
+    const throttle = new MxThrottle();
+    expect(throttle.profile(MX_A).recipientsPerTransaction).toBeNull();
+    throttle.noteRecipientLimit(MX_A, 0);
+    expect(throttle.profile(MX_A).recipientsPerTransaction).toBeNull();
+    throttle.noteRecipientLimit(MX_A, 1);
+    expect(throttle.profile(MX_A).recipientsPerTransaction).toBe(1);
+  });
+
+  test('a profile not heard of for an hour starts over', () => {
+    const clock = manualClock();
+    const throttle = new MxThrottle({ now: clock.now });
+    throttle.noteSlowAfterErrors(MX_A, 2);
+    clock.advance(60 * 60_000 + 1);
+    expect(throttle.profile(MX_A).rejectionBudget).toBe(8);
+  });
+});
+
 describe('concurrency', () => {
   test('holds at most perIpLimit sessions to one address; the next waits for a release', async () => {
     const throttle = new MxThrottle({ perIpLimit: 2 });

@@ -3,11 +3,17 @@
 // Exceeding a host's connection limit earns a 421 (RFC 5321 §3.8) at best and a listing on
 // a blocklist at worst; both cost every later verification through that host.
 //
-// Sessions are reused: probe() verifies every address of one request (one domain, up to
-// MAX_EMAILS_PER_PROBE) in one session with several RCPTs, so one slot here serves a whole
-// batch message. Slots are not kept open between requests: an idle SMTP connection is closed
-// by the server within minutes anyway (RFC 5321 §4.5.3.2.7), and holding it would count
-// against the host's limit for nothing.
+// Sessions are reused: probe() asks several RCPTs per session, so one slot here serves many
+// addresses. Slots are not kept open between requests: an idle SMTP connection is closed by
+// the server within minutes anyway (RFC 5321 §4.5.3.2.7), and holding it would count against
+// the host's limit for nothing.
+//
+// Each host also gets a profile of what it has shown it tolerates: how many sessions at once
+// (lowered to what it served when it refused one with 421, raised by one after every
+// SESSION_GROWTH_EVERY sessions that went well, never above perIpLimit), how many rejected recipients one session may collect before the server slows
+// down or hangs up (Postfix counts errors per connection: smtpd_soft_error_limit = 10 slows
+// every reply, smtpd_hard_error_limit = 20 disconnects; postconf(5)), and how many recipients
+// one transaction takes.
 
 /** Why the prober is staying away from a host. */
 export interface HostBackoff {
@@ -26,8 +32,22 @@ export interface MxThrottleOptions {
   backoffBaseMs?: number;
   /** The longest backoff; default 15 min. */
   backoffCapMs?: number;
+  /** Rejected RCPTs one session may collect before it ends and a fresh one goes on; default 8. */
+  rejectionsPerSession?: number;
   /** Clock in epoch milliseconds; tests pass their own. */
   now?: () => number;
+}
+
+/** What the prober has learned one MX host takes. */
+export interface HostProfile {
+  /** Sessions at once. */
+  sessionLimit: number;
+  /** Rejected RCPTs per session. */
+  rejectionBudget: number;
+  /** Recipients per transaction, when the host has said "452 too many recipients"; else null. */
+  recipientsPerTransaction: number | null;
+  /** RCPTs a session to this host carries, on average. */
+  rcptsPerSession: number;
 }
 
 /** Gives the slot back. Calling it again does nothing. */
@@ -66,7 +86,25 @@ interface BackoffState {
   nextLevel: number;
 }
 
+interface ProfileState extends HostProfile {
+  /** Sessions without pushback since the session limit last changed. */
+  goodSessions: number;
+  /** Sessions without slowness or hang-up since the rejection budget last changed. */
+  calmSessions: number;
+  touchedAt: number;
+}
+
 const DEFAULT_PER_IP_LIMIT = 5;
+// Below Postfix's smtpd_soft_error_limit (10), so no reply is ever slowed, with room for the
+// catch-all test's rejection and for servers set a little stricter.
+const DEFAULT_REJECTIONS_PER_SESSION = 8;
+// One more session at once after this many went well: slow growth, as TCP's additive increase.
+const SESSION_GROWTH_EVERY = 10;
+// A budget lowered by one slow episode comes back one step after this many calm sessions.
+const BUDGET_GROWTH_EVERY = 50;
+// A host not heard of for this long starts from the defaults again.
+const PROFILE_TTL_MS = 60 * 60_000;
+const MAX_PROFILES = 10_000;
 const DEFAULT_BACKOFF_BASE_MS = 30_000;
 const DEFAULT_BACKOFF_CAP_MS = 15 * 60_000;
 
@@ -80,6 +118,9 @@ export class MxThrottle {
   readonly #openByProvider = new Map<string, number>();
   readonly #peakByIp = new Map<string, number>();
   readonly #backoffByIp = new Map<string, BackoffState>();
+  readonly #profiles = new Map<string, ProfileState>();
+  readonly #connectedByIp = new Map<string, number>();
+  readonly #rejectionsPerSession: number;
   /** Every waiting acquire(), oldest first: granted in that order as slots free up. */
   #waiting: Waiter[] = [];
   #open = 0;
@@ -93,6 +134,125 @@ export class MxThrottle {
     this.#backoffBaseMs = options.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS;
     this.#backoffCapMs = options.backoffCapMs ?? DEFAULT_BACKOFF_CAP_MS;
     this.#now = options.now ?? Date.now;
+    this.#rejectionsPerSession = positiveInteger(
+      options.rejectionsPerSession ?? DEFAULT_REJECTIONS_PER_SESSION,
+      'rejectionsPerSession',
+    );
+  }
+
+  /** What `ip` has shown it takes (the defaults for a host not seen yet). */
+  profile(ip: string): HostProfile {
+    const { sessionLimit, rejectionBudget, recipientsPerTransaction, rcptsPerSession } = this.#profile(ip);
+    return { sessionLimit, rejectionBudget, recipientsPerTransaction, rcptsPerSession };
+  }
+
+  /**
+   * `ip` refused a session with 421 at the greeting while `othersOpen` of ours were connected: it
+   * takes that many at once (Postfix: smtpd_client_connection_count_limit). Growth starts over.
+   */
+  noteConnectionRefused(ip: string, othersOpen: number): void {
+    const profile = this.#profile(ip);
+    profile.sessionLimit = Math.max(1, Math.min(profile.sessionLimit, othersOpen));
+    profile.goodSessions = 0;
+  }
+
+  /**
+   * A session to `ip` got a late reply after `errors` rejections (Postfix's error sleep past
+   * smtpd_soft_error_limit, or a tarpit answering that very rejection late): later sessions
+   * stop short of that.
+   */
+  noteSlowAfterErrors(ip: string, errors: number): void {
+    this.#lowerBudget(ip, errors - 1);
+  }
+
+  /** `ip` hung up after `errors` rejections (Postfix's smtpd_hard_error_limit). */
+  noteHangupAfterErrors(ip: string, errors: number): void {
+    this.#lowerBudget(ip, errors - 1);
+  }
+
+  /** `ip` said "452 too many recipients" after taking `accepted` in one transaction. */
+  noteRecipientLimit(ip: string, accepted: number): void {
+    if (accepted < 1) return;
+    const profile = this.#profile(ip);
+    profile.recipientsPerTransaction = Math.min(profile.recipientsPerTransaction ?? accepted, accepted);
+  }
+
+  /**
+   * A session to `ip` ended after `rcpts` RCPTs; `calm` when the host neither slowed down,
+   * hung up nor refused. Calm sessions slowly raise the session limit and the budget again.
+   */
+  noteSessionEnd(ip: string, rcpts: number, calm: boolean): void {
+    const profile = this.#profile(ip);
+    profile.rcptsPerSession = profile.rcptsPerSession * 0.8 + rcpts * 0.2;
+    if (!calm) {
+      profile.goodSessions = 0;
+      profile.calmSessions = 0;
+      return;
+    }
+    if (++profile.goodSessions >= SESSION_GROWTH_EVERY && profile.sessionLimit < this.perIpLimit) {
+      profile.sessionLimit++;
+      profile.goodSessions = 0;
+      this.#grantWaiting();
+    }
+    if (
+      ++profile.calmSessions >= BUDGET_GROWTH_EVERY &&
+      profile.rejectionBudget < this.#rejectionsPerSession
+    ) {
+      profile.rejectionBudget++;
+      profile.calmSessions = 0;
+    }
+  }
+
+  /**
+   * A session to `ip` has its TCP connection; call the returned function when it is closed.
+   * A host that refuses a connection for too many counts these (Postfix's anvil counts at
+   * accept), not the slots of sessions still connecting.
+   */
+  noteConnected(ip: string): () => void {
+    this.#connectedByIp.set(ip, (this.#connectedByIp.get(ip) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      decrement(this.#connectedByIp, ip);
+    };
+  }
+
+  /** Sessions to `ip` with a TCP connection now. */
+  connectedSessions(ip: string): number {
+    return this.#connectedByIp.get(ip) ?? 0;
+  }
+
+  #lowerBudget(ip: string, budget: number): void {
+    const profile = this.#profile(ip);
+    profile.rejectionBudget = Math.max(1, Math.min(profile.rejectionBudget, budget));
+    profile.calmSessions = 0;
+  }
+
+  #profile(ip: string): ProfileState {
+    const now = this.#now();
+    let profile = this.#profiles.get(ip);
+    if (profile && now - profile.touchedAt > PROFILE_TTL_MS) profile = undefined;
+    if (!profile) {
+      profile = {
+        sessionLimit: this.perIpLimit,
+        rejectionBudget: this.#rejectionsPerSession,
+        recipientsPerTransaction: null,
+        rcptsPerSession: this.#rejectionsPerSession,
+        goodSessions: 0,
+        calmSessions: 0,
+        touchedAt: now,
+      };
+    }
+    // Map order is insertion order: re-inserting keeps the least recently used first.
+    this.#profiles.delete(ip);
+    profile.touchedAt = now;
+    this.#profiles.set(ip, profile);
+    if (this.#profiles.size > MAX_PROFILES) {
+      const oldest = this.#profiles.keys().next().value;
+      if (oldest !== undefined) this.#profiles.delete(oldest);
+    }
+    return profile;
   }
 
   /**
@@ -205,7 +365,8 @@ export class MxThrottle {
   }
 
   #hasRoom(ip: string, provider: string | null): boolean {
-    if ((this.#openByIp.get(ip) ?? 0) >= this.perIpLimit) return false;
+    const limit = this.#profiles.get(ip)?.sessionLimit ?? this.perIpLimit;
+    if ((this.#openByIp.get(ip) ?? 0) >= limit) return false;
     const providerLimit = provider === null ? undefined : this.#providerLimits.get(provider);
     return providerLimit === undefined || (this.#openByProvider.get(provider ?? '') ?? 0) < providerLimit;
   }
