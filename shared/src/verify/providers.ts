@@ -87,6 +87,7 @@ export interface MailProvider {
 }
 
 const TEMPORARY = [400, 499] as const;
+const FAILURE = [400, 599] as const;
 const PERMANENT = [500, 599] as const;
 
 /** The registry. Entry order matters only for reply rows: a section's rows are read in this order. */
@@ -146,7 +147,7 @@ export const PROVIDERS: readonly MailProvider[] = [
         section: 'mailbox',
         code: 550,
         enhanced: '5.4.1',
-        text: /AS\(201806281\)/,
+        text: /AS\(201806281\)|Recipient address rejected: Access denied/,
         stage: ['rcpt'],
         subStatus: 'mailbox_not_found',
         example: '550 5.4.1 Recipient address rejected: Access denied. AS(201806281)',
@@ -184,6 +185,16 @@ export const PROVIDERS: readonly MailProvider[] = [
         subStatus: 'antispam_blocked',
         example:
           '421 4.7.0 [TSS04] Messages from 203.0.113.7 temporarily deferred due to unexpected volume or user complaints',
+      },
+      // Yahoo: "553 VS99-IP1 deferred" refuses the connection; "451 VS1-IP Excessive unknown
+      // recipients" deprioritises it (help.yahoo.com, "Email sent to Yahoo Mail addresses is rejected").
+      {
+        id: 'yahoo-vs-refusal',
+        section: 'provider',
+        code: FAILURE,
+        text: /\bVS\d+-(IP|MF)\d*\b/,
+        subStatus: 'antispam_blocked',
+        example: '553 VS99-IP1 deferred',
       },
     ],
   },

@@ -763,7 +763,7 @@ const REAL_REPLIES: RealReply[] = [
     lines: ['550 5.1.0 <probe@verify.example> sender rejected'],
     stage: 'mail',
     subStatus: 'antispam_blocked',
-    rule: 'code-5xx-session',
+    rule: 'sender-rejected',
   },
 ];
 
@@ -834,10 +834,10 @@ describe('classifyReply stage and code rules', () => {
       'accepted_email',
     ],
     [
-      '552 without enhanced code at RCPT is storage (RFC 5321 §4.2.2)',
+      '552 at RCPT without words of a full mailbox is not one: servers use it for size and recipients too',
       { code: 552, enhanced: null, text: 'Requested mail action aborted' },
       'rcpt',
-      'mailbox_full',
+      'provider_unverifiable',
     ],
     [
       '501 at RCPT with 5.1.3 is bad address syntax',

@@ -142,15 +142,36 @@ const POLICY_RULES: readonly ReplyRule[] = Object.entries(POLICY_VOCABULARY).map
 
 // "User unknown" as servers phrase it: Postfix, sendmail, Exim ("Unrouteable address"), qmail
 // ("no mailbox here by that name"), Exchange (RecipNotFound), Gmail, Yahoo ("doesn't have a
-// yahoo.com account"), Outlook.com and GMX ("mailbox unavailable"), Mimecast ("Invalid Recipient").
+// yahoo.com account"), Outlook.com and GMX ("mailbox unavailable"), Mimecast ("Invalid Recipient"),
+// Web.de ("Unknown local part"), AT&T ("Addressee unknown"), Comcast ("Not our Customer").
+// "Does not exist" counts only with a mailbox word before it: "<domain> does not exist" is
+// about a domain, often our sender's.
 const USER_UNKNOWN =
-  /user unknown|unknown user|unknown recipient|recipient unknown|no such (user|mailbox|recipient|address|account)|(user|mailbox|account|address|recipient)( \S+){0,3} (does not|doesn't|did not) exist|does not exist|doesn't have an? \S+ account|no mailbox here|mailbox (not found|unavailable|does not exist|is unknown)|recipient( address)? not found|recip(ient)?notfound|invalid (recipient|mailbox|user)|not a valid (mailbox|recipient|user|address)|unrouteable address|address unknown|unknown (address|mailbox)/i;
+  /user unknown|unknown user|unknown recipient|recipient unknown|no such (user|mailbox|recipient|address|account)|(user|mailbox|account|address|recipient)( \S+){0,6} (does not|doesn't|did not|not) exist|doesn't have an? \S+ account|no mailbox here|mailbox (not found|unavailable|does not exist|is unknown)|(recipient|user)( address)? not found|recip(ient)?notfound|invalid (recipient|mailbox|user|address)|not a valid (mailbox|recipient|user|address)|unrouteable address|address(ee)? unknown|unknown (address|mailbox|local part)|not our (user|customer)/i;
 
 const MAILBOX_DISABLED =
   /(account|mailbox|user|address)\b[^.;]{0,40}\b(disabled|deactivated|suspended|inactive|no longer (active|in use|available))|(disabled|deactivated|suspended|inactive) (account|mailbox|user)/i;
 
 const MAILBOX_FULL =
-  /mailbox (is )?full|inbox is full|over ?quota|quota (exceeded|full)|exceeded (its |the |their )?(storage|quota|mailbox size)|out of storage space|mailbox size limit/i;
+  /mailbox (is )?full|inbox is full|over ?quota|quota (exceeded|full)|exceeded (its |the |their )?(storage|quota|mailbox size)|out of storage space|exhausted (the |its )?(allowed )?storage|too many messages on the server|mailbox size limit/i;
+
+// The recipient's own account state. The words overlap the policy vocabulary ("The recipient
+// account is blocked", Orange; "Mailbox is frozen", i.ua; "User account disabled"), so the
+// row runs before the policy rows, and only for replies that name no sender, client, IP or
+// spam, which would make the state ours.
+const RECIPIENT_STATE =
+  /^(?!.*\b(sender|client|your|sending|ip|spam|host)\b).*(\b(recipient|mailbox|account|user|addressee)\b('s)?( (account|address|mailbox))?( \S+){0,2}? (temporar\w* )?(disabled|deactivated|suspended|frozen|archived|locked|closed|banned|blocked)\b|\b(disabled|deactivated|suspended|frozen|archived|banned|blocked) (recipient|mailbox|account|user)\b)/i;
+
+// Sending rates and volumes, whatever the code: a refusal of our traffic, never a mailbox
+// verdict, even when a server sends it with a mailbox code ("550 5.1.1 … has sent to too many
+// recipients this hour"; Gmail's "550 5.2.1 … receiving mail at a rate that prevents
+// additional messages").
+const RATE_WORDS =
+  /too many recipients|rate.?limit|receiving mail (at a rate|too quickly)|relay quota|has sent to too many|throttl|sending (rate|quota)/i;
+
+function withoutWords(words: readonly string[]): RegExp {
+  return new RegExp(`^(?!.*${wordsPattern(words).source})`, 'i');
+}
 
 /** The classification table. Order matters: see the comment at the top of this section. */
 export const REPLY_RULES: readonly ReplyRule[] = [
@@ -161,6 +182,35 @@ export const REPLY_RULES: readonly ReplyRule[] = [
 
   // 2. Documented provider replies that are not mailbox verdicts (the provider registry's rows).
   ...providerReplyRules('provider'),
+
+  // The recipient's account state in policy words, and rates under mailbox codes: both must
+  // win over the policy rows (3) and the mailbox codes (6) respectively.
+  {
+    id: 'recipient-account-state',
+    code: PERMANENT,
+    text: RECIPIENT_STATE,
+    stage: RCPT,
+    subStatus: 'mailbox_disabled',
+  },
+  // IANA SMTP enhanced status codes: X.7.13 "User Account Disabled" (a 5.7 code about the
+  // mailbox, unless the text speaks of policy).
+  {
+    id: 'recipient-disabled-5.7.13',
+    code: PERMANENT,
+    enhanced: '5.7.13',
+    text: withoutWords(POLICY_WORDS),
+    stage: RCPT,
+    subStatus: 'mailbox_disabled',
+  },
+  // A gateway's list of recipients it found invalid (Proofpoint-style SMTP discovery, 5.7.1).
+  {
+    id: 'recipient-marked-invalid',
+    code: PERMANENT,
+    text: /address is marked as invalid/i,
+    stage: RCPT,
+    subStatus: 'mailbox_not_found',
+  },
+  { id: 'rate-refused', code: PERMANENT, text: RATE_WORDS, subStatus: 'antispam_blocked' },
 
   // 3. Policy vocabulary: block lists, reputation, spam filters, sender authentication.
   ...POLICY_RULES,
@@ -203,13 +253,24 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   {
     id: 'sender-rejected',
     code: FAILURE,
-    text: /sender address rejected|sender verify failed|sender (address )?verification failed|verification failed for/i,
+    text: /sender address rejected|sender rejected|unroutable sender|provide a valid from|sender verify failed|sender (address )?verification failed|verification failed for/i,
     subStatus: 'antispam_blocked',
   },
   {
     id: 'client-rejected',
     code: FAILURE,
-    text: /client host rejected|helo command rejected|cannot find your (reverse )?hostname|reverse dns|no rdns|ptr record/i,
+    text: /client host rejected|helo command rejected|cannot find your (reverse )?hostname|reverse dns|\brdns\b|\bptr\b|ip name lookup failed/i,
+    subStatus: 'antispam_blocked',
+  },
+  // Gateways that take mail only from known networks, or from the domain's own senders:
+  // Google ("IP not in whitelist for RCPT domain"), Mimecast ("Host network not allowed"),
+  // Yahoo ("INVALID IP FOR SENDING MAIL OF DOMAIN"), Microsoft ("traffic not accepted from this
+  // IP"; "messages from … weren't sent"), Apple ("not accepting connections"), Orange
+  // ("Service refused"), and client-IP mismatches.
+  {
+    id: 'client-refused',
+    code: FAILURE,
+    text: /ip not in whitelist|not (allowed|authorized|permitted) to send|network not allowed|mismatch(es)? client ip|client ip mismatch|invalid ip for sending|traffic not accepted from this ip|not accepting connections|no smtp service|service refused|unverif\w* sending ips?|messages from \S+ weren't sent|tls required/i,
     subStatus: 'antispam_blocked',
   },
   // RFC 3463 X.1.7 / X.1.8: our sender's address or domain was refused.
@@ -276,11 +337,13 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     stage: RCPT,
     subStatus: 'mailbox_not_found',
   },
-  // RFC 3463 X.1.0 "Other address status": servers use it for unknown recipients.
+  // RFC 3463 X.1.0 "Other address status": servers use it for unknown recipients, and for
+  // refused senders; only with user-unknown words is it about the mailbox.
   {
     id: 'mailbox-unknown-5.1.0',
     code: PERMANENT,
     enhanced: '5.1.0',
+    text: USER_UNKNOWN,
     stage: RCPT,
     subStatus: 'mailbox_not_found',
   },
@@ -336,9 +399,18 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   { id: 'enhanced-5.4', code: PERMANENT, enhanced: '5.4.*', subStatus: 'provider_unverifiable' },
   { id: 'enhanced-5.5', code: PERMANENT, enhanced: '5.5.*', subStatus: 'invalid_smtp_response' },
 
-  // RFC 5321 §4.2.1 basic code classes.
-  // 552 "Requested mail action aborted: exceeded storage allocation".
-  { id: 'code-552', code: 552, stage: RCPT, subStatus: 'mailbox_full' },
+  // A refusal in general words after every mailbox row had its chance: our traffic was refused
+  // ("Mail rejected", Orange; "Access denied").
+  {
+    id: 'refused-generic',
+    code: PERMANENT,
+    text: /\b(mail|message) (rejete|rejected|refused)\b|access denied/i,
+    subStatus: 'antispam_blocked',
+  },
+
+  // RFC 5321 §4.2.1 basic code classes. 552 ("exceeded storage allocation") is not read as a
+  // full mailbox without the words: servers send it at RCPT for message size and for too many
+  // recipients as well.
   { id: 'code-4xx', code: TEMPORARY, subStatus: 'mail_server_temporary_error' },
   // A permanent refusal before RCPT: the server will not talk to us; the mailbox is untouched.
   { id: 'code-5xx-session', code: PERMANENT, stage: SESSION, subStatus: 'antispam_blocked' },
@@ -352,8 +424,9 @@ export const REPLY_RULES: readonly ReplyRule[] = [
 const DEFAULT_GREYLIST_SECONDS = 300;
 const MAX_RETRY_AFTER_SECONDS = 86_400;
 const RETRY_DELAY = /\b(?:in|after|for|wait)\s+(\d{1,6})\s*(seconds?|secs?|s|minutes?|mins?|m)\b/i;
-// qmail puts the enhanced code at the end: "550 sorry, no mailbox here by that name. (#5.1.1)".
-const TRAILING_ENHANCED = /\(#([245]\.\d{1,3}\.\d{1,3})\)/;
+// qmail puts the enhanced code at the end: "550 sorry, no mailbox here by that name. (#5.1.1)";
+// others lead with it: "550 #5.1.0 Address rejected.".
+const TRAILING_ENHANCED = /#([245]\.\d{1,3}\.\d{1,3})\b/;
 
 interface CompiledRule {
   rule: ReplyRule;
