@@ -6,9 +6,8 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import { mailRoute } from '@rcpt/shared/dns/mail-route';
-import { assessAddress } from '@rcpt/shared/verify/assess';
-import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import { verifyAddress } from '@rcpt/shared/verify/verify-address';
 import { ConfigError, loadConfig } from './config.ts';
 import { systemLookup } from './dns/system-lookup.ts';
 import { createEngine, run } from './main.ts';
@@ -30,7 +29,8 @@ const USAGE = `Usage:
   rcpt-prober verify <email> [--transcript] [--json] [--timeout-ms N]
       Verify one address from this machine: system DNS, SMTP from this IP, the
       same verdict the API gives. --transcript prints the SMTP dialogue, --json
-      prints machine-readable JSON, --timeout-ms bounds the SMTP session (30000).
+      prints machine-readable JSON, --timeout-ms bounds the whole verification,
+      DNS and SMTP, as the API's VERIFY_TIMEOUT_MS does (30000).
   rcpt-prober --help
 
 Configuration comes from the environment (see prober/README.md).
@@ -106,39 +106,30 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
   const engine = createEngine(config);
   const lookup = systemLookup({ servers: config.dnsServers });
 
-  const startedAt = Date.now();
-  const syntax = checkSyntax(email);
-  let dns: DnsOutcome | null = null;
-  let probe: ProbeOutcome = { kind: 'skipped' };
-  let report: ProbeReport | null = null;
-  if (syntax.valid && !syntax.ipLiteral) {
-    dns = await mailRoute(syntax.domain, lookup, { allowPrivateTargets: config.allowPrivateTargets });
-    if (dns.kind === 'mx') {
-      try {
-        report = await engine.probe({
-          emails: [syntax.email],
-          domain: syntax.domain,
-          mx: dns.mx,
-          // No edge to choose them: the null sender (RFC 5321 §4.5.5) unless MAIL_FROM says
-          // otherwise, and this machine's name unless HELO_NAME does.
-          mailFrom: config.mailFrom ?? '',
-          helo: config.heloName ?? hostname(),
-          timeoutMs,
-          transcript: true,
-        });
-        probe = { kind: 'report', report };
-      } catch (error) {
-        probe = { kind: 'unavailable', message: error instanceof Error ? error.message : String(error) };
-      }
-    }
-  }
-  const result = assessAddress({
+  // The API's own sequence (syntax, route, probe within the budget, assessment), with this
+  // machine's resolver and SMTP in place of DNS over HTTPS and the ProberHub.
+  const { result, dns, probe } = await verifyAddress(
+    {
+      mailRoute: (domain) => mailRoute(domain, lookup, { allowPrivateTargets: config.allowPrivateTargets }),
+      prober: {
+        async probe(request): Promise<ProbeOutcome> {
+          try {
+            return { kind: 'report', report: await engine.probe(request) };
+          } catch (error) {
+            return { kind: 'unavailable', message: error instanceof Error ? error.message : String(error) };
+          }
+        },
+      },
+      // No edge to choose them: the null sender (RFC 5321 §4.5.5) unless MAIL_FROM says
+      // otherwise, and this machine's name unless HELO_NAME does.
+      mailFrom: config.mailFrom ?? '',
+      helo: config.heloName ?? hostname(),
+      timeoutMs,
+      transcript: true,
+    },
     email,
-    dns,
-    probe,
-    verifiedAt: new Date().toISOString(),
-    processingTimeMs: Date.now() - startedAt,
-  });
+  );
+  const report = probe.kind === 'report' ? probe.report : null;
 
   if (values.json) {
     const shownReport = report && !values.transcript ? withoutTranscript(report) : report;

@@ -1,4 +1,4 @@
-import type { ProbeGateway } from './verify-email.ts';
+import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
 
 /** Probes through the ProberHub Durable Object of a region. */
 export function hubGateway(hubs: Env['PROBER_HUB'], region: string): ProbeGateway {

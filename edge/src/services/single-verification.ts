@@ -1,11 +1,11 @@
 // A single verification for an API caller: charge (live keys), verify, record in history.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../app-env.ts';
 import type { Db } from '../storage/db.ts';
 import { insertVerification } from '../storage/history.ts';
 import { chargeCredits } from './credits.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { type VerifyDeps, verifyEmail } from './verify-email.ts';
 
 export interface SingleVerification {
   result: VerificationResult;
@@ -35,7 +35,7 @@ export async function verifyForCaller(input: {
       reference: requestId,
       now,
     });
-    result = await verifyEmail(input.deps, email);
+    ({ result } = await verifyAddress(input.deps, email));
   }
   await insertVerification(db, {
     id: requestId,

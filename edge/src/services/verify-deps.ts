@@ -1,9 +1,9 @@
 // Wires the verification pipeline's dependencies from the deployment's bindings and config.
+import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
 import { DohClient } from '../dns/doh-client.ts';
 import { resolveMailRoute } from '../dns/mail-route.ts';
 import { hubGateway } from './prober-gateway.ts';
-import type { VerifyDeps } from './verify-email.ts';
 
 // One resolver per isolate and resolver list, so its TTL cache is shared by requests.
 const resolvers = new Map<string, DohClient>();
@@ -21,7 +21,7 @@ export function dohClientFor(config: Config): DohClient {
 export function verifyDepsOf(env: Env, config: Config): VerifyDeps {
   const doh = dohClientFor(config);
   return {
-    resolveMailRoute: (domain) =>
+    mailRoute: (domain) =>
       resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS }),
     prober: config.SMTP_ENABLED ? hubGateway(env.PROBER_HUB, config.PROBER_REGION) : null,
     mailFrom: config.MAIL_FROM,
