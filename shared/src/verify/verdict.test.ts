@@ -9,6 +9,7 @@ import {
   type SmtpReply,
 } from '../contract/prober.ts';
 import { SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
+import { assessAddress } from './assess.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
 import { SCORE_BANDS } from './score.ts';
 import { POLICY_WORDS } from './smtp-reply.ts';
@@ -1084,5 +1085,48 @@ describe('decideVerdict policy: what a batch does with each answer', () => {
         },
       ),
     );
+  });
+});
+
+describe('a typo domain that the disposable lists carry', () => {
+  const listedTypo = { typo: TYPO, lists: { ...CLEAN, isDisposable: true } };
+
+  it.each<[string, Partial<VerdictInput>]>([
+    ['when the mailbox accepted', { ...listedTypo, probe: rcpt('alice@gmial.com', ACCEPTED) }],
+    ['when SMTP gave no answer', listedTypo],
+  ])(
+    'is reported as the typo, not as disposable, %s; the listing stays a risk factor',
+    (_name, overrides) => {
+      const result = computeVerdict(verdictInput('alice@gmial.com', overrides));
+      expect(result).toMatchObject({ status: 'risky', subStatus: 'possible_typo', toxicity: 0 });
+      expect(result.checks.isDisposable).toBe(false);
+      expect(result.riskFactors).toEqual(
+        expect.arrayContaining([RISK_FACTORS.typo('gmail.com'), RISK_FACTORS.typoSquatting]),
+      );
+      expect(result.riskFactors).not.toContain(RISK_FACTORS.disposable);
+    },
+  );
+
+  it('leaves a disposable domain with no typo disposable', () => {
+    const result = computeVerdict(
+      verdictInput('alice@mailinator.com', {
+        lists: { ...CLEAN, isDisposable: true },
+        probe: rcpt('alice@mailinator.com', ACCEPTED),
+      }),
+    );
+    expect(result).toMatchObject({ subStatus: 'disposable', checks: { isDisposable: true } });
+    expect(result.riskFactors).not.toContain(RISK_FACTORS.typoSquatting);
+  });
+
+  it('holds with the real lists: gmial.com is listed as disposable and is a typo of gmail.com', () => {
+    const result = assessAddress({
+      email: 'alice@gmial.com',
+      dns: MX,
+      probe: rcpt('alice@gmial.com', ACCEPTED),
+      verifiedAt: VERIFIED_AT,
+      processingTimeMs: 1,
+    });
+    expect(result).toMatchObject({ subStatus: 'possible_typo', checks: { isDisposable: false } });
+    expect(result.riskFactors).toContain(RISK_FACTORS.typoSquatting);
   });
 });

@@ -19,6 +19,7 @@
 //         possible_spamtrap › toxic › disposable › possible_typo — since the domain is known to
 //         receive mail and the address is risky whatever its mailbox says; otherwise the SMTP
 //         reason stands (unknown/…). A role address needs an accepting mailbox to be role_based.
+//   A typo domain that the disposable lists carry is a typo, not disposable (see decideVerdict).
 import {
   Meta,
   SUB_STATUSES,
@@ -60,6 +61,7 @@ export const RISK_FACTORS = {
   needsSmtpUtf8: 'Internationalised local part: needs a mail server with SMTPUTF8 (RFC 6531)',
   ipLiteral: 'IP address instead of a domain: the mailbox cannot be verified',
   typo: (suggested: string) => `Domain looks like a typo of ${suggested}`,
+  typoSquatting: 'Domain is on disposable-address lists, which also carry domains that catch mistyped mail',
   greylisted: 'Greylisted: the mail server asked to try again later',
 } as const;
 
@@ -234,6 +236,8 @@ function firstMxHost(dns: DnsOutcome | null): string | null {
 interface AddressFacts {
   spamtrapLike: boolean;
   toxicity: number;
+  /** A typo domain that the disposable lists carry: reported as the typo it is. */
+  typoSquatting: boolean;
 }
 
 // 3b: the mailbox accepted the address; the first risk that applies names it.
@@ -349,6 +353,7 @@ function riskFactorsOf(input: VerdictInput, facts: AddressFacts, decision: Decis
   if (syntax.valid && syntax.needsSmtpUtf8) factors.push(RISK_FACTORS.needsSmtpUtf8);
   if (syntax.valid && syntax.ipLiteral) factors.push(RISK_FACTORS.ipLiteral);
   if (typo) factors.push(RISK_FACTORS.typo(typo.suggested));
+  if (facts.typoSquatting) factors.push(RISK_FACTORS.typoSquatting);
   if (decision.greylisted) factors.push(RISK_FACTORS.greylisted);
   return factors;
 }
@@ -394,11 +399,17 @@ export function computeVerdict(input: VerdictInput): VerificationResult {
 }
 
 /** `computeVerdict` with the batch policy of the answer (docs/money.md). */
-export function decideVerdict(input: VerdictInput): Verdict {
+export function decideVerdict(given: VerdictInput): Verdict {
+  // Disposable-address lists carry typo-squatting domains (gmial.com, hotmial.com) because they
+  // catch mistyped mail; for such a domain the typo is the better explanation, so it is not
+  // reported as disposable, and the listing stays a risk factor.
+  const typoSquatting = given.typo !== null && given.lists.isDisposable;
+  const input = typoSquatting ? { ...given, lists: { ...given.lists, isDisposable: false } } : given;
   const { syntax, lists, dns } = input;
   const facts: AddressFacts = {
     spamtrapLike: looksLikeSpamtrap(syntax.localPart),
     toxicity: toxicityOf(syntax.localPart, lists),
+    typoSquatting,
   };
   const decision = decide(input, facts);
   const riskFactors = riskFactorsOf(input, facts, decision);
