@@ -7,14 +7,12 @@ import type { Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { createMiddleware } from 'hono/factory';
 import { csrfTokenFor, isValidCsrfToken } from '../services/sessions.ts';
-import { readBoundedBody } from './json-body.ts';
+import { readBoundedForm } from './json-body.ts';
 import type { DashboardEnv } from './session.ts';
 
 export const PRE_SESSION_CSRF_COOKIE = 'rcpt_csrf';
 export const CSRF_FIELD = '_csrf';
 export const CSRF_HEADER = 'X-CSRF-Token';
-/** Largest form body read (a CSV upload of 10 MB plus the multipart framing). */
-export const MAX_FORM_BYTES = 10 * 1024 * 1024 + 64 * 1024;
 
 const FORM_TYPES = /^(multipart\/form-data|application\/x-www-form-urlencoded)\s*(;|$)/i;
 
@@ -63,11 +61,7 @@ async function readForm(c: Context<DashboardEnv>): Promise<FormData> {
       message: 'Send the form as multipart/form-data or URL-encoded.',
     });
   }
-  const form = await readBoundedBody(c.req.raw, MAX_FORM_BYTES, (bytes) =>
-    new Response(bytes, { headers: { 'content-type': contentType } }).formData().catch(() => {
-      throw new ApiError('VALIDATION_ERROR', { message: 'The form could not be read.' });
-    }),
-  );
+  const form = await readBoundedForm(c.req.raw);
   c.req.bodyCache.formData = form;
   return form;
 }

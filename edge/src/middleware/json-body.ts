@@ -3,8 +3,11 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
+import { MAX_CSV_BYTES } from '../services/batch-input.ts';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+/** Largest form body read (a CSV upload of MAX_CSV_BYTES plus the multipart framing). */
+export const MAX_FORM_BYTES = MAX_CSV_BYTES + 64 * 1024;
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -72,6 +75,19 @@ export async function readBoundedBody<T>(
     offset += chunk.byteLength;
   }
   return use(bytes);
+}
+
+/**
+ * Reads a multipart or URL-encoded form within MAX_FORM_BYTES (413 past it, even when the
+ * body is chunked and declares no length): `Request.formData()` alone would buffer any size.
+ */
+export async function readBoundedForm(request: Request): Promise<FormData> {
+  const contentType = request.headers.get('content-type') ?? '';
+  return readBoundedBody(request, MAX_FORM_BYTES, (bytes) =>
+    new Response(bytes, { headers: { 'content-type': contentType } }).formData().catch(() => {
+      throw new ApiError('VALIDATION_ERROR', { message: 'The form could not be read.' });
+    }),
+  );
 }
 
 function tooLarge(limit: number): ApiError {

@@ -1,12 +1,17 @@
 // Turning an upload into rows: a JSON list of addresses, or a CSV/TSV file with its header,
 // delimiter and email column found, each row's original cells kept for the results.
+//
+// A CSV file is parsed as it streams in and reading stops as soon as the file is known to be
+// too big (bytes, rows or columns): a Worker isolate has 128 MB, and an array per row of a
+// 1.5 MB file of one-character lines is already most of it.
 import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import { parse } from 'csv-parse/sync';
 
 /** Largest CSV file accepted (413 above). */
 export const MAX_CSV_BYTES = 10 * 1024 * 1024;
+/** Most columns a CSV row may have (400 above): enough for any export, bounded in memory. */
+export const MAX_CSV_COLUMNS = 1_000;
 
 export interface UploadRow {
   /** The address cell as uploaded ('' when the row has none). */
@@ -33,49 +38,27 @@ export function rowsFromJson(emails: readonly string[]): ParsedUpload {
 
 const HEADER_NAMES = /^(e-?mail|e-?mail[ _-]?address|mail|address|courriel|correo)$/i;
 const DELIMITERS = [',', ';', '\t'] as const;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /**
- * Parses a CSV file. `emailColumn` is a header name (case-insensitive) or a 0-based column
- * position; without it the column is the one named like "email", else the one holding the
- * most addresses in the first rows.
+ * Parses a CSV file as it streams. `emailColumn` is a header name (case-insensitive) or a
+ * 0-based column position; without it the column is the one named like "email", else the one
+ * holding the most addresses in the first rows. 413 past MAX_CSV_BYTES, 400 TOO_MANY_EMAILS
+ * past MAX_BATCH_EMAILS data rows, both without reading the rest.
  */
-export function rowsFromCsv(bytes: Uint8Array, emailColumn?: string): ParsedUpload {
-  if (bytes.byteLength > MAX_CSV_BYTES)
-    throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
-  let text: string;
-  try {
-    text = strictUtf8.decode(bytes); // a BOM is dropped here
-  } catch {
-    throw new ApiError('VALIDATION_ERROR', { message: 'The file is not UTF-8 text.' });
-  }
-  const delimiter = detectDelimiter(text);
-  let records: string[][];
-  try {
-    records = parse(text, {
-      delimiter,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      trim: false,
-    }) as string[][];
-  } catch (error) {
-    const line = (error as { lines?: number }).lines;
-    throw new ApiError('VALIDATION_ERROR', {
-      message: `The CSV file could not be parsed${line ? ` (near line ${line})` : ''}: ${(error as Error).message.split('\n')[0]}`,
-    });
-  }
-  // A line of only delimiters is as empty as a blank line.
-  records = records.filter((record) => record.some((cell) => cell.trim() !== ''));
+export async function rowsFromCsv(
+  source: ReadableStream<Uint8Array> | Uint8Array,
+  emailColumn?: string,
+): Promise<ParsedUpload> {
+  const records = await readRecords(source instanceof Uint8Array ? new Blob([source]).stream() : source);
   if (records.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The file has no rows.' });
 
   const first = records[0] ?? [];
   const hasHeader =
     looksLikeHeader(first, records[1]) || (emailColumn !== undefined && !/^\d+$/.test(emailColumn));
   const dataRows = hasHeader ? records.slice(1) : records;
-  if (dataRows.length > MAX_BATCH_EMAILS) {
-    throw new ApiError('TOO_MANY_EMAILS', { details: { rows: dataRows.length, max: MAX_BATCH_EMAILS } });
-  }
-  const width = Math.max(...records.map((record) => record.length));
+  if (dataRows.length > MAX_BATCH_EMAILS) throw tooManyRows();
+  let width = 0;
+  for (const record of records) width = Math.max(width, record.length);
   const headers = hasHeader
     ? Array.from({ length: width }, (_, column) => first[column]?.trim() || `column_${column + 1}`)
     : Array.from({ length: width }, (_, column) => `column_${column + 1}`);
@@ -90,9 +73,173 @@ export function rowsFromCsv(bytes: Uint8Array, emailColumn?: string): ParsedUplo
   };
 }
 
+function tooManyRows(): ApiError {
+  return new ApiError('TOO_MANY_EMAILS', {
+    message: `A file holds at most ${MAX_BATCH_EMAILS.toLocaleString('en-US')} rows of addresses.`,
+    details: { max: MAX_BATCH_EMAILS },
+  });
+}
+
+/**
+ * The file's non-blank records, read chunk by chunk. At most one header row plus
+ * MAX_BATCH_EMAILS data rows are ever held: the record after those ends the read.
+ */
+async function readRecords(stream: ReadableStream<Uint8Array>): Promise<string[][]> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }); // drops a BOM
+  const records: string[][] = [];
+  let parser: CsvParser | null = null;
+  // Text read before the first line is complete: the delimiter is chosen from that line.
+  const head = new FirstLine();
+  let bytes = 0;
+  const reader = stream.getReader();
+  const take = (parsed: string[][]) => {
+    for (const record of parsed) {
+      // A line of only delimiters is as empty as a blank line.
+      if (!record.some((cell) => cell.trim() !== '')) continue;
+      records.push(record);
+      // One row more than a header and a full batch: too many, whatever the header says.
+      if (records.length > MAX_BATCH_EMAILS + 1) throw tooManyRows();
+    }
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      let text: string;
+      try {
+        text = done ? decoder.decode() : decoder.decode(value, { stream: true });
+      } catch {
+        throw new ApiError('VALIDATION_ERROR', { message: 'The file is not UTF-8 text.' });
+      }
+      if (!done) {
+        bytes += value.byteLength;
+        if (bytes > MAX_CSV_BYTES)
+          throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
+      }
+      if (parser === null) {
+        const firstLine = head.add(text);
+        if (firstLine === null && !done) continue;
+        parser = new CsvParser(detectDelimiter(firstLine ?? head.text));
+        text = head.text;
+      }
+      take(parser.push(text));
+      if (done) {
+        take(parser.end());
+        return records;
+      }
+    }
+  } catch (error) {
+    await reader.cancel().catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * An incremental RFC 4180 parser: fields split by the delimiter, records by CRLF, LF or CR,
+ * `"` quoting with `""` for a quote inside. A quote inside an unquoted field is kept as text
+ * (`John "Jr" Smith`); a quoted field must end at a delimiter or a line end, and be closed.
+ */
+class CsvParser {
+  private field = '';
+  private record: string[] = [];
+  private state: 'start' | 'unquoted' | 'quoted' | 'quote-in-quoted' | 'after-cr' = 'start';
+  private line = 1;
+  private readonly delimiter: string;
+
+  constructor(delimiter: string) {
+    this.delimiter = delimiter;
+  }
+
+  /** The records completed by `text`. */
+  push(text: string): string[][] {
+    const done: string[][] = [];
+    let fieldStart = -1; // start of an unquoted run in `text` not yet copied into `field`
+    const flushRun = (end: number) => {
+      if (fieldStart >= 0) this.field += text.slice(fieldStart, end);
+      fieldStart = -1;
+    };
+    for (let index = 0; index < text.length; index++) {
+      const character = text[index] as string;
+      if (this.state === 'after-cr') {
+        this.state = 'start';
+        if (character === '\n') continue;
+      }
+      if (this.state === 'quoted') {
+        if (character === '"') {
+          flushRun(index);
+          this.state = 'quote-in-quoted';
+        } else {
+          if (character === '\n') this.line++;
+          if (fieldStart < 0) fieldStart = index;
+        }
+        continue;
+      }
+      if (this.state === 'quote-in-quoted') {
+        if (character === '"') {
+          this.field += '"';
+          this.state = 'quoted';
+          continue;
+        }
+        if (character !== this.delimiter && character !== '\n' && character !== '\r') {
+          throw new ApiError('VALIDATION_ERROR', {
+            message: `The CSV file could not be parsed (near line ${this.line}): a quoted field must end at a delimiter or a line end.`,
+          });
+        }
+        this.state = 'unquoted';
+      }
+      if (character === this.delimiter) {
+        flushRun(index);
+        this.endField();
+        if (this.record.length > MAX_CSV_COLUMNS) throw tooManyColumns();
+        this.state = 'start';
+      } else if (character === '\n' || character === '\r') {
+        flushRun(index);
+        done.push(this.endRecord());
+        this.line++;
+        this.state = character === '\r' ? 'after-cr' : 'start';
+      } else if (character === '"' && this.state === 'start') {
+        this.state = 'quoted';
+      } else {
+        if (fieldStart < 0) fieldStart = index;
+        this.state = 'unquoted';
+      }
+    }
+    flushRun(text.length);
+    return done;
+  }
+
+  /** The last record, when the file does not end with a line break. */
+  end(): string[][] {
+    if (this.state === 'quoted') {
+      throw new ApiError('VALIDATION_ERROR', {
+        message: `The CSV file could not be parsed (near line ${this.line}): a quoted field is not closed.`,
+      });
+    }
+    if (this.state === 'start' && this.record.length === 0 && this.field === '') return [];
+    if (this.state === 'after-cr') return [];
+    return [this.endRecord()];
+  }
+
+  private endField(): void {
+    this.record.push(this.field);
+    this.field = '';
+  }
+
+  private endRecord(): string[] {
+    this.endField();
+    const record = this.record;
+    this.record = [];
+    return record;
+  }
+}
+
+function tooManyColumns(): ApiError {
+  return new ApiError('VALIDATION_ERROR', {
+    message: `A row has more than ${MAX_CSV_COLUMNS.toLocaleString('en-US')} columns.`,
+  });
+}
+
 /** The delimiter that splits the first line into the most fields (quotes respected). */
-function detectDelimiter(text: string): string {
-  const firstLine = firstRecordLine(text);
+function detectDelimiter(firstLine: string): string {
   let best: string = ',';
   let bestCount = -1;
   for (const delimiter of DELIMITERS) {
@@ -110,14 +257,22 @@ function detectDelimiter(text: string): string {
   return best;
 }
 
-function firstRecordLine(text: string): string {
-  let quoted = false;
-  for (let index = 0; index < text.length; index++) {
-    const character = text[index];
-    if (character === '"') quoted = !quoted;
-    else if (!quoted && (character === '\n' || character === '\r')) return text.slice(0, index);
+/** Collects text until its first line (quotes respected) is complete. */
+class FirstLine {
+  text = '';
+  private quoted = false;
+
+  /** The first line once it has ended, else null. */
+  add(more: string): string | null {
+    const scanned = this.text.length;
+    this.text += more;
+    for (let index = scanned; index < this.text.length; index++) {
+      const character = this.text[index];
+      if (character === '"') this.quoted = !this.quoted;
+      else if (!this.quoted && (character === '\n' || character === '\r')) return this.text.slice(0, index);
+    }
+    return null;
   }
-  return text;
 }
 
 /** A first row is a header when it names an email column, or holds no address while the next row does. */

@@ -16,9 +16,14 @@ export interface UploadPreview extends BatchCounts {
 
 export async function previewCsvUpload(
   db: Db,
-  input: { accountId: string; bytes: Uint8Array; emailColumn: string | undefined; now: number },
+  input: {
+    accountId: string;
+    file: ReadableStream<Uint8Array>;
+    emailColumn: string | undefined;
+    now: number;
+  },
 ): Promise<UploadPreview> {
-  const upload = rowsFromCsv(input.bytes, input.emailColumn);
+  const upload = await rowsFromCsv(input.file, input.emailColumn);
   const { counts } = planBatch(upload.rows, input.now);
   const creditsAvailable = (await readBalance(db, input.accountId)) ?? 0;
   return {

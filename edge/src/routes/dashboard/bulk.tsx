@@ -91,13 +91,11 @@ function BulkPage(props: {
   );
 }
 
-async function uploadedFile(c: Context<DashboardEnv>): Promise<Uint8Array> {
+async function uploadedFile(c: Context<DashboardEnv>): Promise<ReadableStream<Uint8Array>> {
   const file = (await c.req.formData()).get('file');
   if (!(file instanceof File) || file.size === 0)
     throw new ApiError('VALIDATION_ERROR', { message: 'Choose a CSV file to upload.' });
-  if (file.size > MAX_CSV_BYTES)
-    throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
-  return new Uint8Array(await file.arrayBuffer());
+  return file.stream();
 }
 
 async function optionalText(c: Context<DashboardEnv>, name: string): Promise<string | undefined> {
@@ -122,7 +120,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
     const emailColumn = await optionalText(c, 'emailColumn');
     const name = await optionalText(c, 'name');
     try {
-      const upload = rowsFromCsv(await uploadedFile(c), emailColumn);
+      const upload = await rowsFromCsv(await uploadedFile(c), emailColumn);
       const created = await createBatchJob({
         db,
         queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
@@ -163,7 +161,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.post('/bulk/preview', ...signedInJson, async (c) => {
     const preview = await previewCsvUpload(c.get('db'), {
       accountId: c.get('caller').accountId,
-      bytes: await uploadedFile(c),
+      file: await uploadedFile(c),
       emailColumn: await optionalText(c, 'emailColumn'),
       now: Date.now(),
     });

@@ -266,7 +266,9 @@ describe('job page', () => {
       db: createDb(env.DB),
       queue,
       caller: { accountId, apiKeyId: null, mode: 'live', creditBalance: await balanceOf(accountId) },
-      upload: rowsFromCsv(new TextEncoder().encode('email\nalice@nonexistent.test\nbob@nonexistent.test\n')),
+      upload: await rowsFromCsv(
+        new TextEncoder().encode('email\nalice@nonexistent.test\nbob@nonexistent.test\n'),
+      ),
       source: 'csv',
       name: 'running list',
       webhookUrl: null,

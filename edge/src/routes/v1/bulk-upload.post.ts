@@ -3,7 +3,7 @@ import { BulkUploadJsonRequest, BulkUploadResponse, MAX_BATCH_EMAILS } from '@rc
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import { isJsonContentType, readBoundedBody } from '../../middleware/json-body.ts';
+import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
@@ -114,35 +114,27 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
     };
   }
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
-    const declared = Number(c.req.header('content-length') ?? 0);
-    if (declared > MAX_CSV_BYTES + 64 * 1024)
-      throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
-    let form: FormData;
-    try {
-      form = await c.req.raw.formData();
-    } catch {
-      throw new ApiError('VALIDATION_ERROR', { message: 'The multipart body could not be read.' });
-    }
+    const form = await readBoundedForm(c.req.raw);
     const file = form.get('file');
     if (!(file instanceof File))
       throw new ApiError('VALIDATION_ERROR', { message: 'Attach the CSV as the form field "file".' });
-    if (file.size > MAX_CSV_BYTES)
-      throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
     const options = csvOptions({
       emailColumn: form.get('emailColumn') ?? c.req.query('emailColumn'),
       name: form.get('name') ?? c.req.query('name'),
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
     });
     return {
-      upload: rowsFromCsv(new Uint8Array(await file.arrayBuffer()), options.emailColumn),
+      upload: await rowsFromCsv(file.stream(), options.emailColumn),
       source: 'csv',
       ...nameAndHook(options),
     };
   }
   if (contentType?.toLowerCase().startsWith('text/csv')) {
     const options = csvOptions(c.req.query());
-    const bytes = await readBoundedBody(c.req.raw, MAX_CSV_BYTES, (body) => body);
-    return { upload: rowsFromCsv(bytes, options.emailColumn), source: 'csv', ...nameAndHook(options) };
+    if (Number(c.req.header('content-length')) > MAX_CSV_BYTES)
+      throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
+    const upload = await rowsFromCsv(c.req.raw.body ?? new Uint8Array(), options.emailColumn);
+    return { upload, source: 'csv', ...nameAndHook(options) };
   }
   throw new ApiError('UNSUPPORTED_MEDIA_TYPE', {
     message: 'Send application/json, multipart/form-data or text/csv.',

@@ -329,6 +329,81 @@ describe('CSV upload and download', () => {
   });
 });
 
+/** A chunked body (no Content-Length) of `total` bytes made of `chunk` repeated, counting what was read. */
+function countedStream(
+  prefix: string,
+  chunk: string,
+  total: number,
+): { stream: ReadableStream<Uint8Array>; pulled: () => number } {
+  const encoder = new TextEncoder();
+  const head = encoder.encode(prefix);
+  const body = encoder.encode(chunk.repeat(Math.ceil(16_384 / chunk.length)));
+  let pulled = 0;
+  let started = false;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = started ? body : head;
+      started = true;
+      if (pulled >= total) return controller.close();
+      pulled += next.byteLength;
+      controller.enqueue(next);
+    },
+  });
+  return { stream, pulled: () => pulled };
+}
+
+describe('CSV uploads bounded while they stream', () => {
+  it('stops reading a one-column bomb at the row limit: 400 TOO_MANY_EMAILS, not the whole body', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    // 1.4 MB of "a\n": 700,000 rows, which an isolate cannot hold as parsed records.
+    const bomb = countedStream('', 'a\n', 1_400_000);
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      body: bomb.stream,
+      headers: { 'content-type': 'text/csv' },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'TOO_MANY_EMAILS', details: { max: 10_000 } });
+    expect(bomb.pulled()).toBeLessThan(200_000);
+  });
+
+  it('accepts exactly 10,000 data rows under a header and refuses 10,001 without one', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const rows = Array.from({ length: 10_000 }, (_, index) => `user${index}@x.test`).join('\n');
+    const exact = await uploadCsv(caller.apiKey, `email\n${rows}\n`);
+    expect(exact.status).toBe(200);
+    expect(await exact.json()).toMatchObject({ totalEmails: 10_000 });
+    const over = await uploadCsv(caller.apiKey, `${rows}\nlast@x.test\n`);
+    expect(over.status).toBe(400);
+    expect(await over.json()).toMatchObject({ code: 'TOO_MANY_EMAILS' });
+  });
+
+  it('413 for a chunked multipart body past the limit, cut before the rest is read', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const boundary = 'rcpt-test-boundary';
+    const body = countedStream(
+      `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.csv"\r\ncontent-type: text/csv\r\n\r\nemail\r\n`,
+      'a@x.test\r\n',
+      40 * 1024 * 1024,
+    );
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      body: body.stream,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(body.pulled()).toBeLessThan(12 * 1024 * 1024);
+  });
+
+  it('400 for a row of more than 1,000 columns', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const response = await uploadCsv(caller.apiKey, `${'a,'.repeat(1_500)}a@x.test\n`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+});
+
 describe('GET /api/v1/history', () => {
   it('lists single verifications and batch jobs newest first, each job with its status view', async () => {
     const caller = await newCaller({ mode: 'test' });
