@@ -119,6 +119,8 @@ interface HostRun {
   failure: SessionFailure | null;
   /** Every address has its outcome: stop. */
   settled: boolean;
+  /** Sessions of this probe open to the host now. */
+  running: number;
 }
 
 /**
@@ -256,7 +258,7 @@ export async function probeMany(
  * and the addresses need, until each has its answer, the host fails, or the deadline passes.
  */
 async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
-  const host: HostRun = { candidate, failure: null, settled: false };
+  const host: HostRun = { candidate, failure: null, settled: false, running: 0 };
   const profile = run.deps.throttle.profile(candidate.ip);
   const sessions = Math.max(
     1,
@@ -306,9 +308,15 @@ async function sessionLoop(run: ProbeRun, host: HostRun): Promise<void> {
     } finally {
       clearTimeout(waitTimer);
     }
+    let counted = false;
     try {
-      // Another session may have taken the last addresses while this one waited for its slot.
+      // Another session may have taken the last addresses while this one waited for its slot,
+      // and those running may carry the rest (the host's profile knows more by now).
       if (!hasWork(run) || host.failure !== null || host.settled) return;
+      const needed = Math.ceil(run.pending.length / Math.max(1, deps.throttle.profile(ip).rcptsPerSession));
+      if (host.running > 0 && host.running >= needed) return;
+      host.running++;
+      counted = true;
       // Opportunistic TLS whose handshake fails is retried once in plaintext, as MTAs do at TLS
       // level "may"; the handshake error stays in tlsError.
       let failure = await runSession(run, host, deps.requireTls ? 'required' : 'opportunistic', null);
@@ -325,6 +333,7 @@ async function sessionLoop(run: ProbeRun, host: HostRun): Promise<void> {
       }
       endBeforeRcpt(run, host, failure);
     } finally {
+      if (counted) host.running--;
       release();
     }
   }
@@ -461,7 +470,7 @@ async function askRecipients(
   }
   if (tally.pushback) deps.throttle.backoff(ip, describeReply(tally.pushback));
   else deps.throttle.recordSuccess(ip);
-  deps.throttle.noteSessionEnd(ip, tally.rcpts, !tally.strained && tally.pushback === null);
+  deps.throttle.noteSessionEnd(ip, tally.rcpts, tally.errors, !tally.strained && tally.pushback === null);
   return null;
 }
 

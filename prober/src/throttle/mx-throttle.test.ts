@@ -23,15 +23,15 @@ describe('host profiles', () => {
     await throttle.acquire(MX_A);
     const third = throttle.acquire(MX_A);
     expect(throttle.waiting()).toBe(1);
-    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, true);
+    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, 4, true);
     expect(throttle.profile(MX_A).sessionLimit).toBe(2);
-    throttle.noteSessionEnd(MX_A, 10, true);
+    throttle.noteSessionEnd(MX_A, 10, 4, true);
     expect(throttle.profile(MX_A).sessionLimit).toBe(3);
     await third;
     // A strained session starts the count over.
-    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, true);
-    throttle.noteSessionEnd(MX_A, 10, false);
-    throttle.noteSessionEnd(MX_A, 10, true);
+    for (let session = 0; session < 9; session++) throttle.noteSessionEnd(MX_A, 10, 4, true);
+    throttle.noteSessionEnd(MX_A, 10, 4, false);
+    throttle.noteSessionEnd(MX_A, 10, 4, true);
     expect(throttle.profile(MX_A).sessionLimit).toBe(3);
   });
 

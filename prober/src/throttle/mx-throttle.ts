@@ -46,7 +46,7 @@ export interface HostProfile {
   rejectionBudget: number;
   /** Recipients per transaction, when the host has said "452 too many recipients"; else null. */
   recipientsPerTransaction: number | null;
-  /** RCPTs a session to this host carries, on average. */
+  /** RCPTs a session to this host can carry within its rejection budget, as far as seen. */
   rcptsPerSession: number;
 }
 
@@ -86,7 +86,9 @@ interface BackoffState {
   nextLevel: number;
 }
 
-interface ProfileState extends HostProfile {
+interface ProfileState extends Omit<HostProfile, 'rcptsPerSession'> {
+  /** Share of RCPTs the host rejects (moving average); 1 until a session has ended. */
+  rejectShare: number;
   /** Sessions without pushback since the session limit last changed. */
   goodSessions: number;
   /** Sessions without slowness or hang-up since the rejection budget last changed. */
@@ -104,6 +106,8 @@ const SESSION_GROWTH_EVERY = 10;
 const BUDGET_GROWTH_EVERY = 50;
 // A host not heard of for this long starts from the defaults again.
 const PROFILE_TTL_MS = 60 * 60_000;
+// However few rejections a host gives, a session is not planned to carry more than this.
+const MAX_RCPTS_PER_SESSION = 100;
 const MAX_PROFILES = 10_000;
 const DEFAULT_BACKOFF_BASE_MS = 30_000;
 const DEFAULT_BACKOFF_CAP_MS = 15 * 60_000;
@@ -142,7 +146,8 @@ export class MxThrottle {
 
   /** What `ip` has shown it takes (the defaults for a host not seen yet). */
   profile(ip: string): HostProfile {
-    const { sessionLimit, rejectionBudget, recipientsPerTransaction, rcptsPerSession } = this.#profile(ip);
+    const { sessionLimit, rejectionBudget, recipientsPerTransaction, rejectShare } = this.#profile(ip);
+    const rcptsPerSession = Math.min(MAX_RCPTS_PER_SESSION, rejectionBudget / Math.max(rejectShare, 0.01));
     return { sessionLimit, rejectionBudget, recipientsPerTransaction, rcptsPerSession };
   }
 
@@ -178,12 +183,13 @@ export class MxThrottle {
   }
 
   /**
-   * A session to `ip` ended after `rcpts` RCPTs; `calm` when the host neither slowed down,
-   * hung up nor refused. Calm sessions slowly raise the session limit and the budget again.
+   * A session to `ip` ended after `rcpts` RCPTs, `rejected` of them; `calm` when the host
+   * neither slowed down, hung up nor refused. Calm sessions slowly raise the session limit and
+   * the budget again.
    */
-  noteSessionEnd(ip: string, rcpts: number, calm: boolean): void {
+  noteSessionEnd(ip: string, rcpts: number, rejected: number, calm: boolean): void {
     const profile = this.#profile(ip);
-    profile.rcptsPerSession = profile.rcptsPerSession * 0.8 + rcpts * 0.2;
+    if (rcpts > 0) profile.rejectShare = profile.rejectShare * 0.7 + (rejected / rcpts) * 0.3;
     if (!calm) {
       profile.goodSessions = 0;
       profile.calmSessions = 0;
@@ -238,7 +244,7 @@ export class MxThrottle {
         sessionLimit: this.perIpLimit,
         rejectionBudget: this.#rejectionsPerSession,
         recipientsPerTransaction: null,
-        rcptsPerSession: this.#rejectionsPerSession,
+        rejectShare: 1,
         goodSessions: 0,
         calmSessions: 0,
         touchedAt: now,
