@@ -14,8 +14,16 @@ export const ERRORS = {
   NOT_FOUND: { httpStatus: 404, message: 'The resource does not exist.' },
   METHOD_NOT_ALLOWED: { httpStatus: 405, message: 'This method is not allowed on this path.' },
   CONFLICT: { httpStatus: 409, message: 'The resource already exists.' },
+  IDEMPOTENCY_KEY_IN_USE: {
+    httpStatus: 409,
+    message: 'A request with this Idempotency-Key is still running; retry once it has answered.',
+  },
   PAYLOAD_TOO_LARGE: { httpStatus: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, message: 'The Content-Type of the request is not supported.' },
+  IDEMPOTENCY_KEY_REUSED: {
+    httpStatus: 422,
+    message: 'This Idempotency-Key was already used with a different request.',
+  },
   RATE_LIMITED: { httpStatus: 429, message: 'Too many requests; retry after the time in Retry-After.' },
   INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
   SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },

@@ -1,18 +1,23 @@
-// Every job completes: work whose lease ran out (a consumer crashed, a prober died, an
+// Every charged request ends in its result or its refund. Every job completes: work whose lease ran out (a consumer crashed, a prober died, an
 // enqueue failed) is enqueued again; a job past its deadline fails with a reason and is
 // refunded for what was not verified. Nothing is charged twice: charges happen only at upload.
 import type { Config } from '../config.ts';
 import { type BatchMessage, enqueueBatchWork } from '../services/batch-queue.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
 import type { Db } from '../storage/db.ts';
+import { findUnansweredVerifications, refundVerification } from '../storage/history.ts';
 import { failJob, findOverdueJobs, findStaleAddresses, markRequeued } from '../storage/jobs.ts';
 
 const ADDRESSES_PER_SWEEP = 5000;
+/** A single verification still unanswered after this long belongs to a request that died. */
+export const UNANSWERED_VERIFICATION_MS = 10 * 60_000;
+const VERIFICATIONS_PER_SWEEP = 500;
 const GROUP_SIZE = 50;
 
 export interface RecoveryReport {
   requeued: number;
   failedJobs: number;
+  refundedVerifications: number;
 }
 
 export async function recoverStuckJobs(
@@ -22,6 +27,17 @@ export async function recoverStuckJobs(
   now: number,
   inBackground: (task: Promise<unknown>) => void,
 ): Promise<RecoveryReport> {
+  // A single verification charged and never answered (its request died between the charge
+  // and the answer, and its own refund failed too) is refunded here.
+  let refundedVerifications = 0;
+  for (const id of await findUnansweredVerifications(
+    db,
+    now - UNANSWERED_VERIFICATION_MS,
+    VERIFICATIONS_PER_SWEEP,
+  )) {
+    if (await refundVerification(db, id, now)) refundedVerifications++;
+  }
+
   const overdue = await findOverdueJobs(db, now - config.BATCH_MAX_HOURS * 3600_000, 100);
   let failedJobs = 0;
   for (const jobId of overdue) {
@@ -60,5 +76,5 @@ export async function recoverStuckJobs(
     );
   }
   await enqueueBatchWork(queue, messages);
-  return { requeued: stale.length, failedJobs };
+  return { requeued: stale.length, failedJobs, refundedVerifications };
 }

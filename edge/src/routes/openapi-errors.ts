@@ -30,6 +30,8 @@ export const AUTHENTICATED_ERRORS = [
   'RATE_LIMITED',
   'INTERNAL_ERROR',
 ] as const;
+/** Errors of the operations that take an `Idempotency-Key`. */
+export const IDEMPOTENCY_ERRORS = ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'] as const;
 /** Errors of every operation that takes a JSON body. */
 export const JSON_BODY_ERRORS = ['VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
 
@@ -48,6 +50,15 @@ export const RATE_LIMIT_HEADERS = {
   },
   'X-Request-Id': {
     description: 'Identifies this request in logs and in the credit ledger.',
+    schema: { type: 'string' as const },
+  },
+};
+
+/** The headers of a charged POST's answer: the rate-limit headers and the replay marker. */
+export const IDEMPOTENT_ANSWER_HEADERS = {
+  ...RATE_LIMIT_HEADERS,
+  'Idempotent-Replayed': {
+    description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key.',
     schema: { type: 'string' as const },
   },
 };

@@ -10,7 +10,6 @@ import type {
 import { ApiError } from '@rcpt/shared/errors';
 import type { Caller } from '../app-env.ts';
 import type { Db } from '../storage/db.ts';
-import { insertVerification } from '../storage/history.ts';
 import {
   type AddressResult,
   countResultRows,
@@ -63,6 +62,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       }))
     : plan.addresses;
   const counts = plan.counts;
+  // Read before the charge: nothing that can fail runs between the charge and the answer.
+  const outlook = await queueOutlook(db, now - 24 * 3600_000);
   const balance = await createJobWithCharge(
     db,
     {
@@ -82,27 +83,29 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   );
   if (balance === null) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
   if (!sandbox && plan.addresses.length > 0) {
-    // A failure here leaves the addresses queued in D1; the recovery sweep enqueues them.
-    await enqueueBatchWork(
-      input.queue,
-      groupByDomain(plan.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
-        jobId,
-        domain: group[0]?.domain ?? '',
-        attempt: 0,
-        addresses: group.map(({ idx, email }) => ({ idx, email })),
-      })),
-    );
+    try {
+      await enqueueBatchWork(
+        input.queue,
+        groupByDomain(plan.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
+          jobId,
+          domain: group[0]?.domain ?? '',
+          attempt: 0,
+          addresses: group.map(({ idx, email }) => ({ idx, email })),
+        })),
+      );
+    } catch (cause) {
+      // The job is charged and stored, its addresses queued in D1: the recovery sweep
+      // enqueues them once their lease runs out, so the caller gets its job id, not a 500.
+      console.error(
+        JSON.stringify({
+          level: 'error',
+          jobId,
+          event: 'enqueue failed; recovery will enqueue',
+          error: String(cause),
+        }),
+      );
+    }
   }
-  await insertVerification(db, {
-    id: `job:${jobId}`,
-    accountId: caller.accountId,
-    apiKeyId: caller.apiKeyId,
-    kind: 'batch',
-    jobId,
-    email: null,
-    createdAt: now,
-  });
-  const outlook = await queueOutlook(db, now - 24 * 3600_000);
   const perSecond =
     outlook.perSecond && outlook.perSecond > 0 ? outlook.perSecond : DEFAULT_ADDRESSES_PER_SECOND;
   return {
@@ -113,7 +116,9 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     skippedRows: counts.skippedRows,
     emptyRows: counts.emptyRows,
     invalidRows: counts.invalidRows,
-    estimatedTimeSeconds: sandbox ? 0 : Math.max(1, Math.ceil(outlook.pending / perSecond)),
+    estimatedTimeSeconds: sandbox
+      ? 0
+      : Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond)),
     creditsCharged: sandbox ? 0 : counts.totalEmails,
   };
 }

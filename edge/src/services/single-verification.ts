@@ -1,11 +1,23 @@
 // A single verification for an API caller: charge (live keys), verify, record in history.
+// Every charged request ends in exactly one of its result or its refund (docs/money.md):
+// the charge opens the history row in the same transaction, the answer closes it, and any
+// failure in between refunds it — here, or in the recovery sweep if the refund fails too.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../app-env.ts';
 import type { Db } from '../storage/db.ts';
-import { insertVerification } from '../storage/history.ts';
-import { chargeCredits } from './credits.ts';
+import {
+  answerVerification,
+  insertVerification,
+  openChargedVerification,
+  refundVerification,
+} from '../storage/history.ts';
+import { insufficientCredits } from './credits.ts';
 import { sandboxVerify } from './sandbox.ts';
+
+/** SPEC: one credit whatever the answer, taken before any work is done. */
+const SINGLE_VERIFICATION_CREDITS = 1;
 
 export interface SingleVerification {
   result: VerificationResult;
@@ -20,34 +32,57 @@ export async function verifyForCaller(input: {
   requestId: string;
   now: number;
 }): Promise<SingleVerification> {
-  const { db, caller, email, requestId, now } = input;
-  let result: VerificationResult;
-  let creditsRemaining: number;
+  const { db, caller, requestId, now } = input;
   if (caller.mode === 'test') {
-    result = sandboxVerify(email, now);
-    creditsRemaining = caller.creditBalance;
-  } else {
-    // SPEC §1: one credit whatever the answer, taken before any work is done.
-    creditsRemaining = await chargeCredits(db, {
+    const result = sandboxVerify(input.email, now);
+    await insertVerification(db, {
+      ...historyFields(result),
+      id: requestId,
       accountId: caller.accountId,
-      amount: 1,
-      reason: 'verify',
-      reference: requestId,
-      now,
+      apiKeyId: caller.apiKeyId,
+      kind: 'single',
+      createdAt: now,
     });
-    ({ result } = await verifyAddress(input.deps, email));
+    return { result, creditsRemaining: caller.creditBalance };
   }
-  await insertVerification(db, {
+  const creditsRemaining = await openChargedVerification(db, {
     id: requestId,
     accountId: caller.accountId,
     apiKeyId: caller.apiKeyId,
-    kind: 'single',
+    amount: SINGLE_VERIFICATION_CREDITS,
+    now,
+  });
+  if (creditsRemaining === null) {
+    throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
+  }
+  try {
+    const { result } = await verifyAddress(input.deps, input.email);
+    if (!(await answerVerification(db, requestId, historyFields(result)))) {
+      throw new Error(`verification ${requestId} was closed before its answer was recorded`);
+    }
+    return { result, creditsRemaining };
+  } catch (cause) {
+    const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);
+    console.error(
+      JSON.stringify({
+        level: 'error',
+        requestId,
+        event: 'single verification failed after the charge',
+        refunded,
+        error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause),
+      }),
+    );
+    // If the refund failed as well, the recovery sweep refunds the open verification.
+    throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
+  }
+}
+
+function historyFields(result: VerificationResult) {
+  return {
     email: result.email,
     status: result.status,
     subStatus: result.subStatus,
     score: result.score,
     resultJson: JSON.stringify(result),
-    createdAt: now,
-  });
-  return { result, creditsRemaining };
+  };
 }

@@ -1,11 +1,87 @@
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
 
 export async function insertVerification(db: Db, row: NewVerification): Promise<void> {
   await db.insert(verifications).values(row);
+}
+
+/**
+ * Charges a single verification and opens its history row (no result yet), in one
+ * transaction: either both happen or, when the balance does not cover `amount`, neither.
+ * Returns the new balance, or null.
+ */
+export async function openChargedVerification(
+  db: Db,
+  opening: { id: string; accountId: string; apiKeyId: string | null; amount: number; now: number },
+): Promise<number | null> {
+  const d1 = db.$client;
+  const charge = debit({
+    accountId: opening.accountId,
+    amount: opening.amount,
+    reason: 'verify',
+    reference: opening.id,
+    now: opening.now,
+  });
+  const [, , update] = await d1.batch<{ credit_balance: number }>([
+    prepare(d1, charge.entry),
+    // Between the debit's two statements the balance is still the one before the charge.
+    d1
+      .prepare(
+        `INSERT INTO verifications (id, account_id, api_key_id, kind, created_at)
+         SELECT ?1, ?2, ?3, 'single', ?4 WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5`,
+      )
+      .bind(opening.id, opening.accountId, opening.apiKeyId, opening.now, opening.amount),
+    prepare(d1, charge.balance),
+  ]);
+  return update?.results[0]?.credit_balance ?? null;
+}
+
+/** Closes an open single verification with its result. Returns false if it was not open. */
+export async function answerVerification(
+  db: Db,
+  id: string,
+  answer: { email: string; status: string; subStatus: string; score: number; resultJson: string },
+): Promise<boolean> {
+  const outcome = await db.$client
+    .prepare(
+      `UPDATE verifications SET email = ?2, status = ?3, sub_status = ?4, score = ?5, result_json = ?6
+       WHERE id = ?1 AND kind = 'single' AND result_json IS NULL`,
+    )
+    .bind(id, answer.email, answer.status, answer.subStatus, answer.score, answer.resultJson)
+    .run();
+  return outcome.meta.changes > 0;
+}
+
+/**
+ * Refunds an open single verification and removes its history row, once: a second call (or
+ * one after it was answered) changes nothing. Returns true if this call refunded it.
+ */
+export async function refundVerification(db: Db, id: string, now: number): Promise<boolean> {
+  const d1 = db.$client;
+  const refund = refundUnansweredVerification(id, now);
+  const outcome = await d1.batch([
+    prepare(d1, refund.entry),
+    prepare(d1, refund.balance),
+    d1
+      .prepare(`DELETE FROM verifications WHERE id = ?1 AND kind = 'single' AND result_json IS NULL`)
+      .bind(id),
+  ]);
+  return (outcome.at(-1)?.meta.changes ?? 0) > 0;
+}
+
+/** Single verifications opened before `before` and never answered (their request died). */
+export async function findUnansweredVerifications(db: Db, before: number, limit: number): Promise<string[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT id FROM verifications WHERE kind = 'single' AND result_json IS NULL AND created_at < ?1 LIMIT ?2`,
+    )
+    .bind(before, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
 }
 
 export interface HistoryFilters {
@@ -28,7 +104,8 @@ export interface HistoryRow {
 }
 
 function historyWhere(filters: HistoryFilters): { sql: string; binds: unknown[] } {
-  const clauses = ['account_id = ?1'];
+  // A single verification shows once answered (an open one is still running, or refunded soon).
+  const clauses = ['account_id = ?1', "(kind = 'batch' OR result_json IS NOT NULL)"];
   const binds: unknown[] = [];
   const add = (clause: (position: number) => string, value: unknown) => {
     binds.push(value);

@@ -48,7 +48,7 @@ export interface NewJobAddress {
 }
 
 /**
- * Creates the job, its rows and addresses, and charges `totalEmails` credits, all in one
+ * Creates the job, its rows and addresses and its history entry, and charges it, all in one
  * transaction whose every statement is conditional on the balance covering the charge.
  * Returns the new balance, or null when it does not cover it (and nothing was written).
  */
@@ -140,7 +140,16 @@ export async function createJobWithCharge(
     );
   }
   if (answered) statements.push(...completionStatements(d1, job.id, job.now));
-  statements.push(prepare(d1, movement.balance));
+  // The job's entry in the account history, with the job.
+  statements.push(
+    d1
+      .prepare(
+        `INSERT INTO verifications (id, account_id, api_key_id, kind, job_id, created_at)
+         SELECT 'job:' || ?1, ?2, ?3, 'batch', ?1, ?4 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
+      )
+      .bind(job.id, job.accountId, job.apiKeyId, job.now),
+    prepare(d1, movement.balance),
+  );
   const results = await d1.batch<{ credit_balance: number }>(statements);
   return results.at(-1)?.results[0]?.credit_balance ?? null;
 }

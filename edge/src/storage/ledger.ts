@@ -13,7 +13,13 @@ export interface SqlStatement {
   params: SqlValue[];
 }
 
-export type LedgerReason = 'signup_grant' | 'grant' | 'verify' | 'bulk_charge' | 'bulk_refund';
+export type LedgerReason =
+  | 'signup_grant'
+  | 'grant'
+  | 'verify'
+  | 'verify_refund'
+  | 'bulk_charge'
+  | 'bulk_refund';
 
 export interface CreditMovement {
   accountId: string;
@@ -100,6 +106,31 @@ export function refundFinishedJob(jobId: string, now: number): LedgerPair {
               WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0 AND credits_refunded > 0)
             RETURNING credit_balance`,
       params: [jobId],
+    },
+  };
+}
+
+/**
+ * The refund of a single verification that was charged and never answered: what its
+ * `verify` row took, as one `verify_refund` row referencing the request. Applies only while
+ * the verification is still open (its history row has no result); run it before the
+ * statement that closes it, in the same batch, so a second refund finds nothing to do.
+ */
+export function refundUnansweredVerification(verificationId: string, now: number): LedgerPair {
+  const charged = `SELECT l.account_id, -l.delta AS amount FROM credit_ledger l
+    JOIN verifications v ON v.id = l.reference AND v.kind = 'single' AND v.result_json IS NULL
+    WHERE l.reference = ?1 AND l.reason = 'verify' AND l.delta < 0`;
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, c.amount, a.credit_balance + c.amount, 'verify_refund', ?1, ?2
+            FROM (${charged}) c JOIN accounts a ON a.id = c.account_id`,
+      params: [verificationId, now],
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance + (SELECT amount FROM (${charged}))
+            WHERE id = (SELECT account_id FROM (${charged})) RETURNING credit_balance`,
+      params: [verificationId],
     },
   };
 }

@@ -1,6 +1,7 @@
 // Lists, results and job data are deleted once the retention period (60 days by default)
 // has passed, in bounded chunks so that one run never holds the database for long.
 import type { Db } from './db.ts';
+import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
 
 const JOBS_PER_CHUNK = 20;
 const ROWS_PER_CHUNK = 1000;
@@ -11,12 +12,19 @@ export interface RetentionReport {
   verifications: number;
   deliveries: number;
   sessions: number;
+  idempotencyKeys: number;
 }
 
 /** Deletes jobs, history and deliveries created before `cutoff`, and sessions expired by `now`. */
 export async function deleteExpired(db: Db, cutoff: number, now: number): Promise<RetentionReport> {
   const d1 = db.$client;
-  const report: RetentionReport = { jobs: 0, verifications: 0, deliveries: 0, sessions: 0 };
+  const report: RetentionReport = {
+    jobs: 0,
+    verifications: 0,
+    deliveries: 0,
+    sessions: 0,
+    idempotencyKeys: 0,
+  };
   for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
     const { results } = await d1
       .prepare('SELECT id FROM jobs WHERE created_at < ?1 LIMIT ?2')
@@ -36,6 +44,13 @@ export async function deleteExpired(db: Db, cutoff: number, now: number): Promis
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = (
     await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
+  ).meta.changes;
+  // Idempotency keys are kept 24 hours, whatever the retention period.
+  report.idempotencyKeys = (
+    await d1
+      .prepare('DELETE FROM idempotency_keys WHERE created_at < ?1')
+      .bind(now - IDEMPOTENCY_KEY_TTL_MS)
+      .run()
   ).meta.changes;
   return report;
 }

@@ -51,10 +51,10 @@ export const creditLedger = sqliteTable(
   },
   (table) => [
     index('credit_ledger_account').on(table.accountId, table.createdAt),
-    // One refund row per job and reason: a replayed refund changes nothing.
+    // One charge and one refund per request or job: a replayed movement changes nothing.
     uniqueIndex('credit_ledger_once')
       .on(table.reference, table.reason)
-      .where(sql`reason IN ('bulk_charge', 'bulk_refund')`),
+      .where(sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund')`),
   ],
 );
 
@@ -78,6 +78,8 @@ export const verifications = sqliteTable(
   (table) => [
     index('verifications_account').on(table.accountId, table.createdAt),
     index('verifications_created').on(table.createdAt),
+    // Single verifications charged and not yet answered: the recovery sweep refunds stale ones.
+    index('verifications_open').on(table.createdAt).where(sql`kind = 'single' AND result_json IS NULL`),
   ],
 );
 
@@ -196,6 +198,33 @@ export const webhookDeliveries = sqliteTable(
   (table) => [
     index('webhook_deliveries_account').on(table.accountId, table.createdAt),
     index('webhook_deliveries_due').on(table.state, table.nextAttemptAt),
+  ],
+);
+
+// ── Idempotency keys ──────────────────────────────────────────────────────────────────
+// The first answer to a request sent with an `Idempotency-Key`, kept 24 hours per account,
+// so that a retry gets that answer instead of being run (and charged) again.
+
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    key: text('key').notNull(),
+    // SHA-256 of the operation and its input: the same key with another request is refused.
+    fingerprint: text('fingerprint').notNull(),
+    // 'running' while the first request is being answered; 'done' once its answer is kept.
+    state: text('state', { enum: ['running', 'done'] }).notNull(),
+    responseStatus: integer('response_status'),
+    responseBody: text('response_body'),
+    createdAt: integer('created_at').notNull(),
+    // When the running request took the key; a key held far longer than any request is taken over.
+    lockedAt: integer('locked_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.accountId, table.key] }),
+    index('idempotency_keys_created').on(table.createdAt),
   ],
 );
 

@@ -101,6 +101,28 @@ const EmailInput = z
   .trim()
   .min(1);
 
+/**
+ * `Idempotency-Key` on the charged POSTs: a retry with the same key and the same request gets
+ * the first answer again and is not charged again (as Stripe's API does). Kept 24 hours per
+ * account.
+ */
+export const IdempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional()
+    .meta({
+      description:
+        'A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers ' +
+        'the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with ' +
+        'another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 ' +
+        '`IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: ' +
+        'its charge was refunded, and a retry runs afresh.',
+    }),
+});
+
 export const VerifyRequest = z.strictObject({ email: EmailInput }).meta({
   id: 'VerifyRequest',
   example: { email: 'alice@example.com' },

@@ -1,5 +1,10 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { BulkUploadJsonRequest, BulkUploadResponse, MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+import {
+  BulkUploadJsonRequest,
+  BulkUploadResponse,
+  IdempotencyHeaders,
+  MAX_BATCH_EMAILS,
+} from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
@@ -7,12 +12,15 @@ import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middl
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
+import { answerOnce } from '../../services/idempotency.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
+import { replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
   errorResponses,
+  IDEMPOTENCY_ERRORS,
+  IDEMPOTENT_ANSWER_HEADERS,
   JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
 } from '../openapi-errors.ts';
 
 const PATH = '/api/v1/bulk/upload';
@@ -43,6 +51,7 @@ const route = createRoute({
     'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists.',
   security: [{ ApiKeyAuth: [] }],
   request: {
+    headers: IdempotencyHeaders,
     query: CsvOptions,
     body: {
       required: true,
@@ -58,7 +67,7 @@ const route = createRoute({
   responses: {
     200: {
       description: 'The job was created and queued.',
-      headers: RATE_LIMIT_HEADERS,
+      headers: IDEMPOTENT_ANSWER_HEADERS,
       content: { 'application/json': { schema: BulkUploadResponse } },
     },
     ...errorResponses([
@@ -67,6 +76,7 @@ const route = createRoute({
       'TOO_MANY_EMAILS',
       'INSUFFICIENT_CREDITS',
       'SERVICE_UNAVAILABLE',
+      ...IDEMPOTENCY_ERRORS,
     ]),
   },
 });
@@ -160,21 +170,42 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): {
 export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath(route);
   app.post(PATH, async (c) => {
+    const headers = IdempotencyHeaders.safeParse({ 'idempotency-key': c.req.header('idempotency-key') });
+    if (!headers.success) {
+      throw new ApiError('VALIDATION_ERROR', {
+        message: `Idempotency-Key: ${headers.error.issues[0]?.message}`,
+      });
+    }
     const request = await readUpload(c);
     const config = c.get('config');
     const webhookUrl = request.webhookUrl
       ? validateWebhookUrl(request.webhookUrl, config.ALLOW_PRIVATE_TARGETS)
       : null;
-    const response = await createBatchJob({
-      db: c.get('db'),
-      queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
-      caller: c.get('caller'),
-      upload: request.upload,
-      source: request.source,
-      name: request.name,
-      webhookUrl,
-      now: Date.now(),
-    });
-    return c.json(response, 200);
+    const db = c.get('db');
+    const caller = c.get('caller');
+    const now = Date.now();
+    const answer = await answerOnce(
+      db,
+      {
+        accountId: caller.accountId,
+        key: headers.data['idempotency-key'],
+        operation: 'bulk-upload',
+        input: { ...request, webhookUrl },
+        requestId: c.get('requestId'),
+        now,
+      },
+      () =>
+        createBatchJob({
+          db,
+          queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
+          caller,
+          upload: request.upload,
+          source: request.source,
+          name: request.name,
+          webhookUrl,
+          now,
+        }),
+    );
+    return replyWith(c, answer);
   });
 }

@@ -1,14 +1,17 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
+import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
+import { answerOnce } from '../../services/idempotency.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { verifyDepsOf } from '../../services/verify-deps.ts';
+import { replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
   errorResponses,
+  IDEMPOTENCY_ERRORS,
+  IDEMPOTENT_ANSWER_HEADERS,
   JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
 } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -22,18 +25,26 @@ const route = createRoute({
     '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [jsonBody] as const,
-  request: { body: { required: true, content: { 'application/json': { schema: VerifyRequest } } } },
+  request: {
+    headers: IdempotencyHeaders,
+    body: { required: true, content: { 'application/json': { schema: VerifyRequest } } },
+  },
   responses: {
     200: {
       description: 'The verdict, with the checks behind it.',
-      headers: RATE_LIMIT_HEADERS,
+      headers: IDEMPOTENT_ANSWER_HEADERS,
       content: {
         'application/json': {
           schema: VerifyResponse,
         },
       },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, ...JSON_BODY_ERRORS, 'INSUFFICIENT_CREDITS']),
+    ...errorResponses([
+      ...AUTHENTICATED_ERRORS,
+      ...JSON_BODY_ERRORS,
+      'INSUFFICIENT_CREDITS',
+      ...IDEMPOTENCY_ERRORS,
+    ]),
   },
 });
 
@@ -42,15 +53,33 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
   for (const definition of [route, { ...route, path: '/v1/verify', hide: true }]) {
     app.openapi(definition, async (c) => {
       const { email } = c.req.valid('json');
-      const { result, creditsRemaining } = await verifyForCaller({
-        db: c.get('db'),
-        deps: verifyDepsOf(c.env, c.get('config')),
-        caller: c.get('caller'),
-        email,
-        requestId: c.get('requestId'),
-        now: Date.now(),
-      });
-      return c.json({ success: true as const, data: result, creditsRemaining }, 200);
+      const db = c.get('db');
+      const caller = c.get('caller');
+      const requestId = c.get('requestId');
+      const now = Date.now();
+      const answer = await answerOnce(
+        db,
+        {
+          accountId: caller.accountId,
+          key: c.req.valid('header')['idempotency-key'],
+          operation: 'verify',
+          input: { email },
+          requestId,
+          now,
+        },
+        async () => {
+          const { result, creditsRemaining } = await verifyForCaller({
+            db,
+            deps: verifyDepsOf(c.env, c.get('config')),
+            caller,
+            email,
+            requestId,
+            now,
+          });
+          return { success: true as const, data: result, creditsRemaining };
+        },
+      );
+      return replyWith<VerifyResponse>(c, answer);
     });
   }
 }

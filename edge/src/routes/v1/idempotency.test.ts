@@ -1,0 +1,121 @@
+// Idempotency-Key on the charged POSTs, with Stripe's semantics.
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { balanceOf, call, db, newCaller } from '../../../test/fixtures.ts';
+import { deleteExpired } from '../../storage/retention.ts';
+
+const HOUR = 3600_000;
+
+function verify(key: string, email: string, idempotencyKey?: string): Promise<Response> {
+  return call('/api/v1/verify', {
+    key,
+    json: { email },
+    headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+  });
+}
+
+describe('Idempotency-Key on POST /api/v1/verify', () => {
+  it('answers a retry with the first response, charged once', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const first = await verify(caller.apiKey, 'not an address', 'retry-1');
+    expect(first.status).toBe(200);
+    const firstBody = await first.json();
+    const retry = await verify(caller.apiKey, 'not an address', 'retry-1');
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(await retry.json()).toEqual(firstBody);
+    expect(await balanceOf(caller.accountId)).toBe(4);
+    // Without a key, the same request is a new one.
+    await verify(caller.apiKey, 'not an address');
+    expect(await balanceOf(caller.accountId)).toBe(3);
+  });
+
+  it('refuses the same key with another body: 422 IDEMPOTENCY_KEY_REUSED, not charged', async () => {
+    const caller = await newCaller({ credits: 5 });
+    await verify(caller.apiKey, 'not an address', 'reused');
+    const other = await verify(caller.apiKey, 'another non-address', 'reused');
+    expect(other.status).toBe(422);
+    expect(await other.json()).toMatchObject({ success: false, code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await balanceOf(caller.accountId)).toBe(4);
+  });
+
+  it('charges concurrent retries of one key once', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => verify(caller.apiKey, 'not an address', 'concurrent')),
+    );
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.every((status) => status === 200 || status === 409)).toBe(true);
+    expect(statuses).toContain(200);
+    for (const answer of answers.filter((response) => response.status === 409)) {
+      expect(await answer.json()).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE' });
+    }
+    expect(await balanceOf(caller.accountId)).toBe(9);
+  });
+
+  it('keeps keys per account: another account may use the same key', async () => {
+    const first = await newCaller({ credits: 5 });
+    const second = await newCaller({ credits: 5 });
+    await verify(first.apiKey, 'not an address', 'shared-key');
+    const response = await verify(second.apiKey, 'not an address', 'shared-key');
+    expect(response.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await balanceOf(second.accountId)).toBe(4);
+  });
+
+  it('refuses a malformed key with 400 before any charge', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const response = await verify(caller.apiKey, 'not an address', 'x'.repeat(256));
+    expect(response.status).toBe(400);
+    expect(await balanceOf(caller.accountId)).toBe(5);
+  });
+
+  it('forgets keys after 24 hours (the retention cron deletes them)', async () => {
+    const caller = await newCaller({ credits: 5 });
+    await verify(caller.apiKey, 'not an address', 'short-lived');
+    await deleteExpired(db(), 0, Date.now() + 25 * HOUR);
+    const count = await env.DB.prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE account_id = ?')
+      .bind(caller.accountId)
+      .first<{ n: number }>();
+    expect(count?.n).toBe(0);
+    const again = await verify(caller.apiKey, 'not an address', 'short-lived');
+    expect(again.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await balanceOf(caller.accountId)).toBe(3);
+  });
+});
+
+describe('Idempotency-Key on POST /api/v1/bulk/upload', () => {
+  it('answers a retry with the same job, charged once; another list with the key is 422', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const upload = (emails: string[]) =>
+      call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails },
+        headers: { 'Idempotency-Key': 'upload-1' },
+      });
+    const first = await upload(['a@idem.test', 'b@idem.test']);
+    expect(first.status).toBe(200);
+    const firstBody = await first.json<{ jobId: string }>();
+    const retry = await upload(['a@idem.test', 'b@idem.test']);
+    expect(await retry.json()).toEqual(firstBody);
+    expect(await balanceOf(caller.accountId)).toBe(8);
+    const other = await upload(['c@idem.test']);
+    expect(other.status).toBe(422);
+    expect(await other.json()).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await balanceOf(caller.accountId)).toBe(8);
+  });
+
+  it('documents the header on both charged operations', async () => {
+    const document = await (await call('/openapi.json')).json<{
+      paths: Record<string, Record<string, { parameters?: { in: string; name: string }[] }>>;
+    }>();
+    for (const [path, method] of [
+      ['/api/v1/verify', 'post'],
+      ['/api/v1/bulk/upload', 'post'],
+    ] as const) {
+      const parameters = document.paths[path]?.[method]?.parameters ?? [];
+      expect(parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')).toBe(
+        true,
+      );
+    }
+  });
+});

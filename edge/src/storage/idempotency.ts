@@ -1,0 +1,77 @@
+// Idempotency keys: the first answer to a request sent with an `Idempotency-Key`, per account.
+import type { Db } from './db.ts';
+
+/** How long a key and its answer are kept. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600_000;
+/** A key still `running` after this long belongs to a request that died: a retry takes it over. */
+export const IDEMPOTENCY_LOCK_MS = 5 * 60_000;
+
+export type IdempotencyClaim =
+  | { kind: 'claimed' }
+  | { kind: 'answered'; status: number; body: string }
+  | { kind: 'running' }
+  | { kind: 'other-request' };
+
+/**
+ * Takes `key` for a request with this fingerprint, or says why not. One statement decides,
+ * so two concurrent requests with the same key cannot both take it.
+ */
+export async function claimIdempotencyKey(
+  db: Db,
+  claim: { accountId: string; key: string; fingerprint: string; now: number },
+): Promise<IdempotencyClaim> {
+  const d1 = db.$client;
+  const { accountId, key, fingerprint, now } = claim;
+  // A key past its lifetime is free again; a running one is taken over only by the same
+  // request once its holder has clearly died.
+  const taken = await d1
+    .prepare(
+      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at)
+       VALUES (?1, ?2, ?3, 'running', ?4, ?4)
+       ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'running',
+         response_status = NULL, response_body = NULL, created_at = excluded.created_at, locked_at = excluded.locked_at
+       WHERE idempotency_keys.created_at <= ?5
+         OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at <= ?6
+             AND idempotency_keys.fingerprint = excluded.fingerprint)
+       RETURNING state`,
+    )
+    .bind(accountId, key, fingerprint, now, now - IDEMPOTENCY_KEY_TTL_MS, now - IDEMPOTENCY_LOCK_MS)
+    .first();
+  if (taken) return { kind: 'claimed' };
+  const held = await d1
+    .prepare(
+      `SELECT fingerprint, state, response_status AS status, response_body AS body
+       FROM idempotency_keys WHERE account_id = ?1 AND key = ?2`,
+    )
+    .bind(accountId, key)
+    .first<{ fingerprint: string; state: 'running' | 'done'; status: number | null; body: string | null }>();
+  // Deleted between the two statements (retention): the caller may simply try again.
+  if (!held) return { kind: 'running' };
+  if (held.fingerprint !== fingerprint) return { kind: 'other-request' };
+  if (held.state === 'done' && held.status !== null && held.body !== null) {
+    return { kind: 'answered', status: held.status, body: held.body };
+  }
+  return { kind: 'running' };
+}
+
+/** Keeps the answer of the request that holds the key. */
+export async function keepIdempotentAnswer(
+  db: Db,
+  answer: { accountId: string; key: string; status: number; body: string },
+): Promise<void> {
+  await db.$client
+    .prepare(
+      `UPDATE idempotency_keys SET state = 'done', response_status = ?3, response_body = ?4
+       WHERE account_id = ?1 AND key = ?2 AND state = 'running'`,
+    )
+    .bind(answer.accountId, answer.key, answer.status, answer.body)
+    .run();
+}
+
+/** Frees a key whose request failed on rcpt's side (and was refunded), so a retry runs afresh. */
+export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {
+  await db.$client
+    .prepare(`DELETE FROM idempotency_keys WHERE account_id = ?1 AND key = ?2 AND state = 'running'`)
+    .bind(accountId, key)
+    .run();
+}
