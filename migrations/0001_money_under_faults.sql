@@ -14,4 +14,4 @@ CREATE TABLE `idempotency_keys` (
 CREATE INDEX `idempotency_keys_created` ON `idempotency_keys` (`created_at`);--> statement-breakpoint
 DROP INDEX `credit_ledger_once`;--> statement-breakpoint
 CREATE UNIQUE INDEX `credit_ledger_once` ON `credit_ledger` (`reference`,`reason`) WHERE reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund');--> statement-breakpoint
-CREATE INDEX `verifications_open` ON `verifications` (`created_at`) WHERE kind = 'single' AND result_json IS NULL;
+CREATE INDEX `verifications_open` ON `verifications` (`created_at`) WHERE kind = 'single' AND status IS NULL;

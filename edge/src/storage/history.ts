@@ -49,7 +49,7 @@ export async function answerVerification(
   const outcome = await db.$client
     .prepare(
       `UPDATE verifications SET email = ?2, status = ?3, sub_status = ?4, score = ?5, result_json = ?6
-       WHERE id = ?1 AND kind = 'single' AND result_json IS NULL`,
+       WHERE id = ?1 AND kind = 'single' AND status IS NULL`,
     )
     .bind(id, answer.email, answer.status, answer.subStatus, answer.score, answer.resultJson)
     .run();
@@ -66,9 +66,7 @@ export async function refundVerification(db: Db, id: string, now: number): Promi
   const outcome = await d1.batch([
     prepare(d1, refund.entry),
     prepare(d1, refund.balance),
-    d1
-      .prepare(`DELETE FROM verifications WHERE id = ?1 AND kind = 'single' AND result_json IS NULL`)
-      .bind(id),
+    d1.prepare(`DELETE FROM verifications WHERE id = ?1 AND kind = 'single' AND status IS NULL`).bind(id),
   ]);
   return (outcome.at(-1)?.meta.changes ?? 0) > 0;
 }
@@ -77,7 +75,7 @@ export async function refundVerification(db: Db, id: string, now: number): Promi
 export async function findUnansweredVerifications(db: Db, before: number, limit: number): Promise<string[]> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id FROM verifications WHERE kind = 'single' AND result_json IS NULL AND created_at < ?1 LIMIT ?2`,
+      `SELECT id FROM verifications WHERE kind = 'single' AND status IS NULL AND created_at < ?1 LIMIT ?2`,
     )
     .bind(before, limit)
     .all<{ id: string }>();
@@ -105,7 +103,7 @@ export interface HistoryRow {
 
 function historyWhere(filters: HistoryFilters): { sql: string; binds: unknown[] } {
   // A single verification shows once answered (an open one is still running, or refunded soon).
-  const clauses = ['account_id = ?1', "(kind = 'batch' OR result_json IS NOT NULL)"];
+  const clauses = ['account_id = ?1', "(kind = 'batch' OR status IS NOT NULL)"];
   const binds: unknown[] = [];
   const add = (clause: (position: number) => string, value: unknown) => {
     binds.push(value);

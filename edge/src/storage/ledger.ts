@@ -118,7 +118,7 @@ export function refundFinishedJob(jobId: string, now: number): LedgerPair {
  */
 export function refundUnansweredVerification(verificationId: string, now: number): LedgerPair {
   const charged = `SELECT l.account_id, -l.delta AS amount FROM credit_ledger l
-    JOIN verifications v ON v.id = l.reference AND v.kind = 'single' AND v.result_json IS NULL
+    JOIN verifications v ON v.id = l.reference AND v.kind = 'single' AND v.status IS NULL
     WHERE l.reference = ?1 AND l.reason = 'verify' AND l.delta < 0`;
   return {
     entry: {

@@ -79,7 +79,7 @@ export const verifications = sqliteTable(
     index('verifications_account').on(table.accountId, table.createdAt),
     index('verifications_created').on(table.createdAt),
     // Single verifications charged and not yet answered: the recovery sweep refunds stale ones.
-    index('verifications_open').on(table.createdAt).where(sql`kind = 'single' AND result_json IS NULL`),
+    index('verifications_open').on(table.createdAt).where(sql`kind = 'single' AND status IS NULL`),
   ],
 );
 
