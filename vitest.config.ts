@@ -1,8 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// One run, five projects: the pure core, the prober (against the fake mail world), the
-// repository's scripts, the edge inside workerd, and whole-system tests against a real
-// `wrangler dev`.
+// One run, six projects: the pure core, the prober (against the fake mail world), the
+// repository's scripts, the API client, the edge inside workerd, and whole-system tests
+// against a real `wrangler dev`.
 export default defineConfig({
   test: {
     projects: [
@@ -27,6 +27,13 @@ export default defineConfig({
           include: ['scripts/*.test.ts'],
           environment: 'node',
           testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'client',
+          include: ['client/src/**/*.test.ts'],
+          environment: 'node',
         },
       },
       './edge/vitest.config.ts',

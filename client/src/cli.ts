@@ -1,0 +1,223 @@
+// `rcpt`: verify an address, clean a list, look at jobs and the account, from a terminal or a
+// script. Exit codes are part of the interface (see client/README.md): 0 done, 1 the API refused
+// the request, 2 usage error, 3 no answer from the API, 4 the job failed.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Rcpt, STATUSES, type Status, type VerificationResult } from './client.ts';
+import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
+import { formatCount, progressWriter } from './progress.ts';
+
+export const EXIT = { done: 0, apiError: 1, usage: 2, connection: 3, jobFailed: 4 } as const;
+
+const USAGE = `Usage: rcpt <command> [options]
+
+Commands:
+  verify <email>            verify one address (1 credit)
+  clean <list.csv>          verify a CSV list and write it back with verdict columns
+  jobs                      list your batch jobs, newest first
+  account                   show your balance and usage
+
+Options:
+  -o, --output <file>       clean: where to write the cleaned CSV (default: standard output)
+      --only <statuses>     clean: keep only rows of these statuses, e.g. deliverable,risky
+      --column <name|index> clean: the email column (default: found from the header)
+      --json                print JSON for scripts instead of text
+      --api-key <key>       default: $RCPT_API_KEY
+      --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
+  -h, --help                show this help
+
+Exit codes: 0 done, 1 the API refused the request, 2 usage error, 3 no answer from the API,
+4 the job failed.
+`;
+
+export interface CliIo {
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown; isTTY?: boolean };
+  env: Record<string, string | undefined>;
+  /** For tests: the client to use instead of one built from the options. */
+  client?: (options: { apiKey: string; baseUrl: string }) => Rcpt;
+}
+
+class UsageError extends Error {}
+
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  try {
+    return await run(argv, io);
+  } catch (error) {
+    return report(error, io);
+  }
+}
+
+async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandLine(argv);
+  const [command, ...operands] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    io.stdout.write(USAGE);
+    return command === undefined && !values.help ? EXIT.usage : EXIT.done;
+  }
+  const apiKey = values['api-key'] ?? io.env.RCPT_API_KEY;
+  if (!apiKey) throw new UsageError('no API key: set RCPT_API_KEY or pass --api-key');
+  const baseUrl = values['base-url'] ?? io.env.RCPT_BASE_URL ?? 'http://127.0.0.1:8787';
+  const rcpt = io.client ? io.client({ apiKey, baseUrl }) : new Rcpt({ apiKey, baseUrl });
+  const json = values.json === true;
+
+  switch (command) {
+    case 'verify': {
+      const email = single(operands, 'verify <email>');
+      const { result, creditsRemaining } = await rcpt.verify(email);
+      io.stdout.write(json ? `${JSON.stringify({ ...result, creditsRemaining })}\n` : describe(result));
+      return EXIT.done;
+    }
+    case 'clean': {
+      const path = single(operands, 'clean <list.csv>');
+      const only = parseStatuses(values.only);
+      const progress = json ? null : progressWriter(io.stderr);
+      const { upload, job } = await rcpt.cleanList(
+        {
+          csv: new Blob([readFileSync(path)], { type: 'text/csv' }),
+          filename: basename(path),
+          emailColumn: values.column,
+        },
+        { name: basename(path), onProgress: (update) => progress?.update(update) },
+      );
+      progress?.done();
+      const csv = await rcpt.resultsCsv(job.id, { only });
+      if (values.output) writeFileSync(values.output, csv);
+      else io.stdout.write(csv);
+      const summary = {
+        jobId: job.id,
+        output: values.output ?? null,
+        only: only ?? null,
+        totalEmails: job.totalEmails,
+        duplicateCount: upload.duplicateCount,
+        invalidRows: upload.invalidRows,
+        emptyRows: upload.emptyRows,
+        deliverable: job.deliverableCount,
+        risky: job.riskyCount,
+        unknown: job.unknownCount,
+        undeliverable: job.undeliverableCount,
+        creditsCharged: job.creditsCharged,
+        creditsRefunded: job.creditsRefunded,
+      };
+      (values.output ? io.stdout : io.stderr).write(
+        json ? `${JSON.stringify(summary)}\n` : cleanSummary(summary),
+      );
+      return EXIT.done;
+    }
+    case 'jobs': {
+      const { jobs } = await rcpt.jobs({ limit: 50 });
+      if (json) io.stdout.write(`${JSON.stringify(jobs)}\n`);
+      else
+        for (const job of jobs)
+          io.stdout.write(
+            `${job.id}  ${job.status.padEnd(10)} ${String(job.progress).padStart(3)}%  ${formatCount(job.totalEmails).padStart(6)} addresses  ${job.createdAt}  ${job.name ?? ''}\n`,
+          );
+      return EXIT.done;
+    }
+    case 'account': {
+      const account = await rcpt.account();
+      io.stdout.write(
+        json
+          ? `${JSON.stringify(account)}\n`
+          : `${account.email ?? account.id}\ncredits: ${formatCount(account.creditsRemaining)}\n`,
+      );
+      return EXIT.done;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+function parseCommandLine(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: {
+        output: { type: 'string', short: 'o' },
+        only: { type: 'string' },
+        column: { type: 'string' },
+        json: { type: 'boolean' },
+        'api-key': { type: 'string' },
+        'base-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function single(operands: readonly string[], form: string): string {
+  if (operands.length !== 1 || !operands[0]) throw new UsageError(`expected: rcpt ${form}`);
+  return operands[0];
+}
+
+function parseStatuses(list: string | undefined): Status[] | undefined {
+  if (list === undefined) return undefined;
+  const statuses = list.split(',').map((status) => status.trim());
+  const unknown = statuses.filter((status) => !(STATUSES as readonly string[]).includes(status));
+  if (unknown.length > 0 || statuses.length === 0)
+    throw new UsageError(`--only takes statuses from ${STATUSES.join(', ')}; got "${list}"`);
+  return statuses as Status[];
+}
+
+function describe(result: VerificationResult): string {
+  const lines = [
+    `${result.email}: ${result.status} (${result.subStatus}), score ${result.score}`,
+    `  ${result.reason}`,
+  ];
+  if (result.checks.hasTypo) lines.push(`  did you mean …@${result.checks.hasTypo.suggested}?`);
+  for (const factor of result.riskFactors) lines.push(`  - ${factor}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function cleanSummary(summary: {
+  jobId: string;
+  output: string | null;
+  only: Status[] | null;
+  totalEmails: number;
+  deliverable: number;
+  risky: number;
+  unknown: number;
+  undeliverable: number;
+  creditsCharged: number;
+  creditsRefunded: number;
+}): string {
+  const kept = summary.only ? ` (rows kept: ${summary.only.join(', ')})` : '';
+  return [
+    `job ${summary.jobId}: ${formatCount(summary.totalEmails)} unique addresses — ` +
+      STATUSES.map((status) => `${status} ${formatCount(summary[status])}`).join(' · '),
+    `credits: ${formatCount(summary.creditsCharged)} charged, ${formatCount(summary.creditsRefunded)} refunded`,
+    summary.output ? `wrote ${summary.output}${kept}` : `cleaned CSV written above${kept}`,
+  ]
+    .map((line) => `${line}\n`)
+    .join('');
+}
+
+function report(error: unknown, io: CliIo): number {
+  if (error instanceof UsageError) {
+    io.stderr.write(`rcpt: ${error.message}\n\n${USAGE}`);
+    return EXIT.usage;
+  }
+  if (error instanceof RcptError) {
+    io.stderr.write(
+      `rcpt: ${error.code}: ${error.message} (HTTP ${error.status}, request ${error.requestId})\n`,
+    );
+    return EXIT.apiError;
+  }
+  if (error instanceof RcptConnectionError) {
+    io.stderr.write(`rcpt: ${error.message}\n`);
+    return EXIT.connection;
+  }
+  if (error instanceof RcptJobFailedError) {
+    io.stderr.write(`rcpt: ${error.message}\n`);
+    return EXIT.jobFailed;
+  }
+  throw error;
+}
+
+function processIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env };
+}

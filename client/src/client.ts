@@ -1,0 +1,204 @@
+// The hand-written layer over the generated client: the calls an integration makes, with what a
+// generator cannot know — polling a job with backoff, idempotent retries of charged calls,
+// downloading results in upload order, and errors as exceptions that carry `code` and `requestId`.
+import createClient, { type Client } from 'openapi-fetch';
+import { errorOf, RcptConnectionError, RcptJobFailedError } from './errors.ts';
+import type { components, paths } from './openapi.d.ts';
+import { RetryingTransport } from './transport.ts';
+
+type Schemas = components['schemas'];
+export type VerificationResult = Schemas['VerificationResult'];
+export type Job = Schemas['Job'];
+export type UploadResponse = Schemas['BulkUploadResponse'];
+export type Account = Schemas['AccountResponse']['account'];
+export type Status = VerificationResult['status'];
+export const STATUSES: readonly Status[] = ['deliverable', 'risky', 'unknown', 'undeliverable'];
+
+export interface RcptOptions {
+  apiKey: string;
+  /** The deployment's base URL; default `http://127.0.0.1:8787` (what `npm start` serves). */
+  baseUrl?: string;
+  /** Retries of a failed request (429, 5xx, network) after the first attempt; default 5. */
+  maxRetries?: number;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+/** A list: addresses, or a CSV file whose email column the API finds (or `emailColumn` names). */
+export type ListInput = readonly string[] | { csv: string | Blob; filename?: string; emailColumn?: string };
+
+export interface UploadOptions {
+  name?: string;
+  webhookUrl?: string;
+  /** Sent as `Idempotency-Key`; one is generated per call when absent, and reused by its retries. */
+  idempotencyKey?: string;
+}
+
+export interface WaitOptions {
+  onProgress?: (job: Job) => void;
+  signal?: AbortSignal;
+  /** First polling interval; it grows ×1.5 up to 5 s while the job does not move. Default 500 ms. */
+  pollIntervalMs?: number;
+}
+
+export interface CleanOptions extends UploadOptions, WaitOptions {
+  /** Keep only results of these statuses; all when absent. */
+  only?: readonly Status[];
+}
+
+export interface CleanedList {
+  upload: UploadResponse;
+  job: Job;
+}
+
+const MAX_POLL_INTERVAL_MS = 5_000;
+
+export class Rcpt {
+  /** The generated, fully typed client, for operations this layer does not wrap. */
+  readonly api: Client<paths>;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(options: RcptOptions) {
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    const transport = new RetryingTransport({
+      fetch: options.fetch ?? globalThis.fetch,
+      maxRetries: options.maxRetries ?? 5,
+      sleep: this.sleep,
+      random: options.random ?? Math.random,
+    });
+    this.api = createClient<paths>({
+      baseUrl: (options.baseUrl ?? 'http://127.0.0.1:8787').replace(/\/+$/, ''),
+      headers: { 'X-API-Key': options.apiKey },
+      fetch: transport.fetch,
+    });
+  }
+
+  /** Verifies one address (1 credit); a retry after a lost answer is not charged again. */
+  async verify(
+    email: string,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<{ result: VerificationResult; creditsRemaining: number }> {
+    const { data } = await this.call(
+      this.api.POST('/api/v1/verify', {
+        body: { email },
+        headers: { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() },
+      }),
+    );
+    return { result: data.data, creditsRemaining: data.creditsRemaining };
+  }
+
+  /** Creates a job from a list; its unique valid addresses are charged once. */
+  async upload(list: ListInput, options: UploadOptions = {}): Promise<UploadResponse> {
+    const headers = { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() };
+    const query = { name: options.name, webhookUrl: options.webhookUrl };
+    if (isAddressList(list)) {
+      const { data } = await this.call(
+        this.api.POST('/api/v1/bulk/upload', { body: { emails: [...list], ...query }, headers }),
+      );
+      return data;
+    }
+    const form = new FormData();
+    const file = list.csv instanceof Blob ? list.csv : new Blob([list.csv], { type: 'text/csv' });
+    form.set('file', file, list.filename ?? 'list.csv');
+    if (list.emailColumn !== undefined) form.set('emailColumn', list.emailColumn);
+    for (const [field, value] of Object.entries(query)) if (value !== undefined) form.set(field, value);
+    const { data } = await this.call(
+      this.api.POST('/api/v1/bulk/upload', {
+        // The generated type describes the form's fields; the body sent is the FormData itself.
+        body: form as unknown as { file: string },
+        bodySerializer: (body) => body as unknown as FormData,
+        headers,
+      }),
+    );
+    return data;
+  }
+
+  async job(jobId: string): Promise<Job> {
+    const { data } = await this.call(
+      this.api.GET('/api/v1/bulk/status/{jobId}', { params: { path: { jobId } } }),
+    );
+    return data.job;
+  }
+
+  /** Polls a job until it completes; throws RcptJobFailedError if it fails. */
+  async waitForJob(jobId: string, options: WaitOptions = {}): Promise<Job> {
+    let interval = options.pollIntervalMs ?? 500;
+    let lastProcessed = -1;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const job = await this.job(jobId);
+      options.onProgress?.(job);
+      if (job.status === 'completed') return job;
+      if (job.status === 'failed') throw new RcptJobFailedError(job);
+      if (job.processedEmails === lastProcessed) interval = Math.min(MAX_POLL_INTERVAL_MS, interval * 1.5);
+      lastProcessed = job.processedEmails;
+      await this.sleep(interval);
+    }
+  }
+
+  /** A completed job's results in upload order, optionally only some statuses. */
+  async results(
+    jobId: string,
+    options: { only?: readonly Status[] } = {},
+  ): Promise<{ results: VerificationResult[]; originalCsvData: Schemas['OriginalCsvData'] }> {
+    const { data } = await this.call(
+      this.api.GET('/api/v1/bulk/results/{jobId}', {
+        params: { path: { jobId }, query: { status: statusQuery(options.only) } },
+      }),
+    );
+    // The operation also answers text/csv; without `format: 'csv'` the body is the JSON one.
+    const body = data as Schemas['BulkResultsResponse'];
+    return { results: body.results, originalCsvData: body.originalCsvData };
+  }
+
+  /** A completed job's results as CSV: the original columns plus rcpt's verdict columns. */
+  async resultsCsv(jobId: string, options: { only?: readonly Status[] } = {}): Promise<string> {
+    const { data } = await this.call(
+      this.api.GET('/api/v1/bulk/results/{jobId}', {
+        params: { path: { jobId }, query: { format: 'csv', status: statusQuery(options.only) } },
+        parseAs: 'text',
+      }),
+    );
+    return data;
+  }
+
+  /** Upload, wait, and report the finished job: the whole list-cleaning loop in one call. */
+  async cleanList(list: ListInput, options: CleanOptions = {}): Promise<CleanedList> {
+    const upload = await this.upload(list, options);
+    const job = await this.waitForJob(upload.jobId, options);
+    return { upload, job };
+  }
+
+  async jobs(page: { offset?: number; limit?: number } = {}): Promise<Schemas['BulkJobsResponse']> {
+    const { data } = await this.call(this.api.GET('/api/v1/bulk/jobs', { params: { query: page } }));
+    return data;
+  }
+
+  async account(): Promise<Account> {
+    const { data } = await this.call(this.api.GET('/api/v1/account'));
+    return data.account;
+  }
+
+  /** The call's data, or its error thrown as an RcptError / RcptConnectionError. */
+  private async call<T>(pending: Promise<{ data?: T; response: Response }>): Promise<{ data: T }> {
+    let outcome: { data?: T; response: Response };
+    try {
+      outcome = await pending;
+    } catch (error) {
+      throw new RcptConnectionError(`no answer from the rcpt API: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    if (!outcome.response.ok || outcome.data === undefined) throw await errorOf(outcome.response.clone());
+    return { data: outcome.data };
+  }
+}
+
+function isAddressList(list: ListInput): list is readonly string[] {
+  return Array.isArray(list);
+}
+
+function statusQuery(only: readonly Status[] | undefined): string | undefined {
+  return only && only.length > 0 ? only.join(',') : undefined;
+}

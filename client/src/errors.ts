@@ -1,0 +1,62 @@
+// What the client throws: the API's own errors carry its stable `code` and the request id to
+// quote to support; a connection that never got an answer, and a job that failed, are their own kinds.
+import type { components } from './openapi.d.ts';
+
+export type ErrorCode = components['schemas']['Error']['code'];
+
+/** The API answered with an error body (`{ success: false, code, message, requestId, details? }`). */
+export class RcptError extends Error {
+  override readonly name = 'RcptError';
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Quote it to support: it names the request in rcpt's logs and ledger. */
+  readonly requestId: string | null;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    status: number,
+    code: ErrorCode,
+    message: string,
+    requestId: string | null,
+    details: Record<string, unknown> | undefined,
+  ) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.requestId = requestId;
+    this.details = details;
+  }
+}
+
+/** No answer from the API after the retries (network down, DNS, connection refused). */
+export class RcptConnectionError extends Error {
+  override readonly name = 'RcptConnectionError';
+}
+
+/** A batch job ended `failed`; `job.failureReason` says why, and what was not verified was refunded. */
+export class RcptJobFailedError extends Error {
+  override readonly name = 'RcptJobFailedError';
+  readonly job: components['schemas']['Job'];
+
+  constructor(job: components['schemas']['Job']) {
+    super(`job ${job.id} failed: ${job.failureReason ?? 'no reason given'}`);
+    this.job = job;
+  }
+}
+
+/** The error an API answer stands for; a body that is not the API's error shape still gives one. */
+export async function errorOf(response: Response): Promise<RcptError> {
+  const requestId = response.headers.get('x-request-id');
+  const body = (await response.json().catch(() => null)) as Partial<components['schemas']['Error']> | null;
+  if (body && typeof body.code === 'string' && typeof body.message === 'string') {
+    return new RcptError(response.status, body.code, body.message, body.requestId ?? requestId, body.details);
+  }
+  const code: ErrorCode = response.status >= 500 ? 'INTERNAL_ERROR' : 'VALIDATION_ERROR';
+  return new RcptError(
+    response.status,
+    code,
+    `HTTP ${response.status} without an error body`,
+    requestId,
+    undefined,
+  );
+}

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { RetryingTransport } from './transport.ts';
+
+/** A server scripted answer by answer, recording every request it was sent. */
+function scriptedServer(answers: (Response | Error)[]) {
+  const requests: { method: string; idempotencyKey: string | null; body: string }[] = [];
+  const fetch = async (request: Request | string | URL): Promise<Response> => {
+    const sent = request as Request;
+    requests.push({
+      method: sent.method,
+      idempotencyKey: sent.headers.get('idempotency-key'),
+      body: await sent.text(),
+    });
+    const answer = answers.shift();
+    if (!answer) throw new Error('the script ran out of answers');
+    if (answer instanceof Error) throw answer;
+    return answer;
+  };
+  return { fetch: fetch as typeof globalThis.fetch, requests };
+}
+
+function transportFor(server: ReturnType<typeof scriptedServer>, maxRetries = 3) {
+  const sleeps: number[] = [];
+  const transport = new RetryingTransport({
+    fetch: server.fetch,
+    maxRetries,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+    random: () => 0.5,
+  });
+  return { transport, sleeps };
+}
+
+const post = (headers: Record<string, string> = {}) =>
+  new Request('http://127.0.0.1/api/v1/verify', { method: 'POST', body: '{"email":"a@b.test"}', headers });
+
+describe('the client transport', () => {
+  it('waits out a 429 for as long as Retry-After says, then answers', async () => {
+    const server = scriptedServer([
+      new Response('{}', { status: 429, headers: { 'retry-after': '7' } }),
+      new Response('{"ok":true}', { status: 200 }),
+    ]);
+    const { transport, sleeps } = transportFor(server);
+    const response = await transport.fetch(new Request('http://127.0.0.1/api/v1/account'));
+    expect(response.status).toBe(200);
+    expect(sleeps).toEqual([7000]);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('reads Retry-After as an HTTP date too', async () => {
+    const at = new Date(Date.now() + 60_000).toUTCString();
+    const server = scriptedServer([
+      new Response('{}', { status: 429, headers: { 'retry-after': at } }),
+      new Response('{}', { status: 200 }),
+    ]);
+    const { transport, sleeps } = transportFor(server);
+    await transport.fetch(new Request('http://127.0.0.1/api/v1/account'));
+    expect(sleeps[0]).toBeGreaterThan(55_000);
+    expect(sleeps[0]).toBeLessThanOrEqual(60_000);
+  });
+
+  it('never repeats a POST without an Idempotency-Key after a 5xx or a lost connection', async () => {
+    const failing = scriptedServer([new Response('{}', { status: 503 })]);
+    expect((await transportFor(failing).transport.fetch(post())).status).toBe(503);
+    expect(failing.requests).toHaveLength(1);
+
+    const lost = scriptedServer([new TypeError('connection reset')]);
+    await expect(transportFor(lost).transport.fetch(post())).rejects.toThrow('connection reset');
+    expect(lost.requests).toHaveLength(1);
+  });
+
+  it('repeats a POST that carries an Idempotency-Key with the same key and body, backing off', async () => {
+    const server = scriptedServer([
+      new TypeError('connection reset'),
+      new Response('{}', { status: 502 }),
+      new Response('{"ok":true}', { status: 200 }),
+    ]);
+    const { transport, sleeps } = transportFor(server);
+    const response = await transport.fetch(post({ 'Idempotency-Key': 'k-1' }));
+    expect(response.status).toBe(200);
+    expect(server.requests.map((request) => request.idempotencyKey)).toEqual(['k-1', 'k-1', 'k-1']);
+    expect(new Set(server.requests.map((request) => request.body))).toEqual(
+      new Set(['{"email":"a@b.test"}']),
+    );
+    expect(sleeps[1]).toBeGreaterThan(sleeps[0] ?? Number.POSITIVE_INFINITY);
+  });
+
+  it('gives up after maxRetries and returns the last answer', async () => {
+    const server = scriptedServer([
+      new Response('{}', { status: 500 }),
+      new Response('{}', { status: 500 }),
+      new Response('{}', { status: 500 }),
+    ]);
+    const { transport } = transportFor(server, 2);
+    expect((await transport.fetch(new Request('http://127.0.0.1/api/v1/account'))).status).toBe(500);
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it('does not retry answers that will not change (400, 401, 402, 404)', async () => {
+    for (const status of [400, 401, 402, 404]) {
+      const server = scriptedServer([new Response('{}', { status })]);
+      expect((await transportFor(server).transport.fetch(new Request('http://127.0.0.1/x'))).status).toBe(
+        status,
+      );
+      expect(server.requests).toHaveLength(1);
+    }
+  });
+
+  it('holds the next request until the rate window frees a slot when none is left', async () => {
+    const server = scriptedServer([
+      new Response('{}', {
+        status: 200,
+        headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '9' },
+      }),
+      new Response('{}', {
+        status: 200,
+        headers: { 'x-ratelimit-remaining': '99', 'x-ratelimit-reset': '60' },
+      }),
+      new Response('{}', { status: 200 }),
+    ]);
+    const { transport, sleeps } = transportFor(server);
+    await transport.fetch(new Request('http://127.0.0.1/a'));
+    expect(sleeps).toEqual([]);
+    await transport.fetch(new Request('http://127.0.0.1/b'));
+    expect(sleeps).toHaveLength(1);
+    expect(sleeps[0]).toBeGreaterThan(8_000);
+    expect(sleeps[0]).toBeLessThanOrEqual(9_000);
+    await transport.fetch(new Request('http://127.0.0.1/c'));
+    expect(sleeps).toHaveLength(1);
+  });
+});
