@@ -181,8 +181,10 @@ export class Rcpt {
   }
 
   /** The call's data, or its error thrown as an RcptError / RcptConnectionError. */
-  private async call<T>(pending: Promise<{ data?: T; response: Response }>): Promise<{ data: T }> {
-    let outcome: { data?: T; response: Response };
+  private async call<T>(
+    pending: Promise<{ data?: T; error?: unknown; response: Response }>,
+  ): Promise<{ data: T }> {
+    let outcome: { data?: T; error?: unknown; response: Response };
     try {
       outcome = await pending;
     } catch (error) {
@@ -190,7 +192,7 @@ export class Rcpt {
         cause: error,
       });
     }
-    if (!outcome.response.ok || outcome.data === undefined) throw await errorOf(outcome.response.clone());
+    if (!outcome.response.ok || outcome.data === undefined) throw errorOf(outcome.response, outcome.error);
     return { data: outcome.data };
   }
 }

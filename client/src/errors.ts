@@ -44,12 +44,18 @@ export class RcptJobFailedError extends Error {
   }
 }
 
-/** The error an API answer stands for; a body that is not the API's error shape still gives one. */
-export async function errorOf(response: Response): Promise<RcptError> {
+/** The error an API answer stands for, from its parsed body; a body not in the API's error shape still gives one. */
+export function errorOf(response: Response, body: unknown): RcptError {
   const requestId = response.headers.get('x-request-id');
-  const body = (await response.json().catch(() => null)) as Partial<components['schemas']['Error']> | null;
-  if (body && typeof body.code === 'string' && typeof body.message === 'string') {
-    return new RcptError(response.status, body.code, body.message, body.requestId ?? requestId, body.details);
+  const error = body as Partial<components['schemas']['Error']> | null | undefined;
+  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    return new RcptError(
+      response.status,
+      error.code,
+      error.message,
+      error.requestId ?? requestId,
+      error.details,
+    );
   }
   const code: ErrorCode = response.status >= 500 ? 'INTERNAL_ERROR' : 'VALIDATION_ERROR';
   return new RcptError(
