@@ -10,6 +10,7 @@ import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
 import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
 import { SIGN_IN_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
 import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
+import { safeNext } from './auth.tsx';
 import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from './cookie-client.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -141,11 +142,38 @@ describe('sign-in', () => {
       next: '/keys',
     });
     expect(toKeys.headers.get('location')).toBe('/keys');
-    for (const next of ['//evil.example/', 'https://evil.example/', '/\\evil.example']) {
+    // Browsers drop tabs and line breaks from a URL: /<tab>/evil.example is //evil.example.
+    for (const next of ['//evil.example/', '/\t/evil.example', '/\\evil.example']) {
       const other = new CookieClient();
-      const response = await other.submit('/login', '/login', { email, password: PASSWORD, next });
+      const response = await other.submit(`/login?next=${encodeURIComponent(next)}`, '/login', {
+        email,
+        password: PASSWORD,
+        next,
+      });
       expect(response.headers.get('location')).toBe('/');
     }
+  });
+
+  it.each([
+    ['/keys', '/keys'],
+    ['/jobs/abc?page=2#top', '/jobs/abc?page=2#top'],
+    ['/?welcome=1', '/?welcome=1'],
+    ['//evil.example/', '/'],
+    ['https://evil.example/', '/'],
+    ['/\\evil.example', '/'],
+    ['/\t/evil.example', '/'],
+    ['/\n/evil.example', '/'],
+    ['/\r\n/evil.example', '/'],
+    ['\t//evil.example', '/'],
+    ['/.//evil.example', '/'],
+    ['/%2e//evil.example', '/'],
+    ['javascript:alert(1)', '/'],
+    ['keys', '/'],
+    ['', '/'],
+  ])('after sign-in, next=%j goes to %j, which a browser keeps on the site', (next, expected) => {
+    const location = safeNext(next);
+    expect(location).toBe(expected);
+    expect(new URL(location, 'https://rcpt.example').origin).toBe('https://rcpt.example');
   });
 
   it(`answers 429 with Retry-After after ${SIGN_IN_LIMITS.perEmail} attempts a minute for one email, even with the right password`, async () => {

@@ -103,8 +103,23 @@ function SignupPage(props: AuthFormState & { csrfToken: string }) {
 }
 
 /** Only a local path can be a destination after sign-in (no open redirect). */
-function safeNext(raw: string | undefined): string {
-  return raw && /^\/(?![/\\])/.test(raw) ? raw : '/';
+/**
+ * Where to go after signing in: a path of this site, else `/`. `next` is resolved the way a
+ * browser resolves a Location (the URL standard drops tabs and line breaks, so `/\t/evil`
+ * means `//evil`), and only a same-origin result whose path cannot be read as
+ * protocol-relative is kept, re-serialised from the parsed URL.
+ */
+export function safeNext(raw: string | undefined): string {
+  if (!raw?.startsWith('/')) return '/';
+  const base = 'https://dashboard.invalid';
+  let resolved: URL;
+  try {
+    resolved = new URL(raw, base);
+  } catch {
+    return '/';
+  }
+  if (resolved.origin !== base || !/^\/(?![/\\])/.test(resolved.pathname)) return '/';
+  return `${resolved.pathname}${resolved.search}${resolved.hash}`;
 }
 
 function clientIp(c: Context<DashboardEnv>): string {
