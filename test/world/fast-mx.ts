@@ -34,7 +34,15 @@ interface Connection {
   recipientsInTransaction: number;
   /** Commands are answered one after another, each after the previous reply (and its delays). */
   queue: Promise<void>;
+  /** Replies not written yet: pipelined replies go out together, as Postfix flushes its output once the input is drained. */
+  out: string[];
   ended: boolean;
+}
+
+function flush(connection: Connection): void {
+  if (connection.out.length === 0) return;
+  if (!connection.socket.destroyed) connection.socket.write(`${connection.out.join('\r\n')}\r\n`);
+  connection.out = [];
 }
 
 export async function startFastMx(
@@ -140,8 +148,12 @@ export async function startFastMx(
       delayMs += defences.errorSleepMs ?? 0;
       stats.errorSleeps++;
     }
-    if (delayMs > 0) await sleep(delayMs);
-    if (!connection.socket.destroyed) connection.socket.write(`${text}\r\n`);
+    if (delayMs > 0) {
+      // What was answered before the pause is on its way; this reply comes after it.
+      flush(connection);
+      await sleep(delayMs);
+    }
+    connection.out.push(text);
   };
 
   const handle = async (connection: Connection, line: string): Promise<void> => {
@@ -150,6 +162,7 @@ export async function startFastMx(
     await send(connection, reply.text, reply.delayMs);
     if (reply.quit) {
       endSession(connection);
+      flush(connection);
       connection.socket.end();
       return;
     }
@@ -160,6 +173,7 @@ export async function startFastMx(
       stats.hardLimitHangups++;
       await send(connection, `421 4.7.0 ${spec.host} Error: too many errors`);
       endSession(connection);
+      flush(connection);
       connection.socket.end();
     }
   };
@@ -203,8 +217,10 @@ export async function startFastMx(
       mailFrom: null,
       recipientsInTransaction: 0,
       queue: Promise.resolve(),
+      out: [],
       ended: false,
     };
+    socket.setNoDelay(true);
     socket.once('close', () => endSession(connection));
     // A reply reaches the client one round trip after its command: the lines are taken up that
     // much later (the same delay for every chunk of a connection keeps them in order).
@@ -230,6 +246,7 @@ export async function startFastMx(
         for (const line of lines) {
           connection.queue = connection.queue.then(() => handle(connection, line));
         }
+        connection.queue = connection.queue.then(() => flush(connection));
       });
     });
   });
