@@ -17,7 +17,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -38,6 +41,8 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description Identifies this request in logs and in the credit ledger. */
                         "X-Request-Id"?: string;
+                        /** @description `true` when this is the kept answer to an earlier request with the same Idempotency-Key. */
+                        "Idempotent-Replayed"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -71,6 +76,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `IDEMPOTENCY_KEY_IN_USE`: A request with this Idempotency-Key is still running; retry once it has answered. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
                 413: {
                     headers: {
@@ -82,6 +96,15 @@ export interface paths {
                 };
                 /** @description `UNSUPPORTED_MEDIA_TYPE`: The Content-Type of the request is not supported. */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `IDEMPOTENCY_KEY_REUSED`: This Idempotency-Key was already used with a different request. */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -136,7 +159,10 @@ export interface paths {
                     name?: string;
                     webhookUrl?: string;
                 };
-                header?: never;
+                header?: {
+                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -169,6 +195,8 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description Identifies this request in logs and in the credit ledger. */
                         "X-Request-Id"?: string;
+                        /** @description `true` when this is the kept answer to an earlier request with the same Idempotency-Key. */
+                        "Idempotent-Replayed"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -202,6 +230,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `IDEMPOTENCY_KEY_IN_USE`: A request with this Idempotency-Key is still running; retry once it has answered. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
                 413: {
                     headers: {
@@ -213,6 +250,15 @@ export interface paths {
                 };
                 /** @description `UNSUPPORTED_MEDIA_TYPE`: The Content-Type of the request is not supported. */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `IDEMPOTENCY_KEY_REUSED`: This Idempotency-Key was already used with a different request. */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1162,7 +1208,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {
