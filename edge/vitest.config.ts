@@ -23,7 +23,6 @@ export default defineProject(async () => {
             DOH_URL: `http://127.0.0.1:${world.dohPort}/dns-query`,
             ALLOW_PRIVATE_TARGETS: 'true',
             VERIFY_TIMEOUT_MS: '3000',
-            BATCH_MAX_ATTEMPTS: '1',
             // A fixed test key: 32 zero bytes.
             SECRETS_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
           },

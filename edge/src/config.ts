@@ -23,8 +23,8 @@ const ConfigSchema = z.object({
   PROBER_REGION: z.string().min(1).default('default'),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
   SMTP_ENABLED: booleanFlag.default(true),
-  BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
-  BATCH_RETRY_BASE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+  /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
+  BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),
   BATCH_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
   /** Lease after which queued batch work is enqueued again by the recovery sweep. */
   BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),

@@ -39,7 +39,12 @@ export async function connectProber(token: string, region: string): Promise<Resp
 }
 
 /** Connects a fake prober to `region` and waits until the hub counts it as ready. */
-export async function startFakeProber(region: string, answer: Answer, capacity = 10): Promise<FakeProber> {
+export async function startFakeProber(
+  region: string,
+  answer: Answer,
+  capacity = 10,
+  perMxConcurrency?: number,
+): Promise<FakeProber> {
   const token = await newProberToken(region);
   const response = await connectProber(token.secret, region);
   const ws = response.webSocket;
@@ -60,7 +65,7 @@ export async function startFakeProber(region: string, answer: Answer, capacity =
     else ws.send(JSON.stringify({ type: 'result', id: message.id, ...reply }));
   });
   const before = (await hubOf(region).status()).filter((prober) => prober.ready).length;
-  ws.send(JSON.stringify({ type: 'hello', id: 'hello-1', version: 1, region, capacity }));
+  ws.send(JSON.stringify({ type: 'hello', id: 'hello-1', version: 1, region, capacity, perMxConcurrency }));
   // The hello is handled asynchronously by the hub: wait (bounded) until it is counted.
   for (let tries = 0; tries < 200; tries++) {
     if ((await hubOf(region).status()).filter((prober) => prober.ready).length > before) break;

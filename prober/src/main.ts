@@ -95,6 +95,7 @@ export async function startDaemon(
     token: config.proberToken,
     region: config.region,
     capacity: config.capacity,
+    perMxConcurrency: config.perMxConcurrency,
     handleProbe,
     logger,
     drainTimeoutMs: config.drainTimeoutMs,

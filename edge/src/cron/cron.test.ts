@@ -2,6 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
+import { mailRouteResolver } from '../services/verify-deps.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
 
@@ -73,12 +74,14 @@ describe('recovery', () => {
     });
     const { jobId } = await response.json<{ jobId: string }>();
     const config = configOf(env);
+    const resolveRoute = mailRouteResolver(config);
     // Lease expired: the addresses were handed out long ago and never finished.
     await env.DB.prepare("UPDATE job_addresses SET enqueued_at = 0, state = 'queued' WHERE job_id = ?")
       .bind(jobId)
       .run();
+    // A job from before deadlines (none set): only the hard limit ends it.
     await env.DB.prepare(
-      "UPDATE jobs SET status = 'processing', finalized = 0, processed_emails = 0 WHERE id = ?",
+      "UPDATE jobs SET status = 'processing', finalized = 0, processed_emails = 0, deadline_at = NULL WHERE id = ?",
     )
       .bind(jobId)
       .run();
@@ -87,14 +90,28 @@ describe('recovery', () => {
       sendBatch: async (batch: unknown[]) => void sent.push(...batch),
     } as unknown as Queue<never>;
     const background: Promise<unknown>[] = [];
-    const first = await recoverStuckJobs(db(), queue, config, Date.now(), (task) => background.push(task));
+    const first = await recoverStuckJobs(
+      db(),
+      queue,
+      config,
+      Date.now(),
+      (task) => background.push(task),
+      resolveRoute,
+    );
     expect(first.requeued).toBe(2);
     expect(sent).toHaveLength(1);
     expect(await count('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
 
     // Past the deadline: failed with a reason, every unverified address refunded, once.
     const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
-    const second = await recoverStuckJobs(db(), queue, config, later, (task) => background.push(task));
+    const second = await recoverStuckJobs(
+      db(),
+      queue,
+      config,
+      later,
+      (task) => background.push(task),
+      resolveRoute,
+    );
     await Promise.all(background);
     expect(second.failedJobs).toBe(1);
     const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
@@ -102,7 +119,52 @@ describe('recovery', () => {
     }>();
     expect(status.job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
     expect(String(status.job.failureReason)).toMatch(/did not finish/);
-    expect((await recoverStuckJobs(db(), queue, config, later, () => {})).failedJobs).toBe(0);
+    expect((await recoverStuckJobs(db(), queue, config, later, () => {}, resolveRoute)).failedJobs).toBe(0);
+    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+  });
+
+  it('finishes a job whose deadline passed without its deadline message: unprobed addresses refunded', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['alice@accept.test', 'bob@accept.test'], maxWaitSeconds: 30 },
+    });
+    const { jobId } = await response.json<{ jobId: string }>();
+    const config = configOf(env);
+    // Never probed (no prober in this test): still queued when the deadline passes.
+    await env.DB.prepare(
+      "UPDATE job_addresses SET state = 'queued', result_json = NULL, sub_status = NULL WHERE job_id = ?",
+    )
+      .bind(jobId)
+      .run();
+    await env.DB.prepare(
+      "UPDATE jobs SET status = 'processing', finalized = 0, processed_emails = 0, credits_refunded = 0 WHERE id = ?",
+    )
+      .bind(jobId)
+      .run();
+    const queue = { sendBatch: async () => {} } as unknown as Queue<never>;
+    const background: Promise<unknown>[] = [];
+    const report = await recoverStuckJobs(
+      db(),
+      queue,
+      config,
+      Date.now() + 120_000,
+      (task) => background.push(task),
+      mailRouteResolver(config),
+    );
+    await Promise.all(background);
+    expect(report.finishedAtDeadline).toBeGreaterThanOrEqual(1);
+    const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+      job: Record<string, unknown>;
+    }>();
+    expect(status.job).toMatchObject({ status: 'completed', unknownCount: 2, creditsRefunded: 2 });
+    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { subStatus: string }[];
+    }>();
+    expect(results.results.map((result) => result.subStatus)).toEqual([
+      'smtp_unavailable',
+      'smtp_unavailable',
+    ]);
     expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 });

@@ -1,23 +1,37 @@
-// Every charged request ends in its result or its refund. Every job completes: work whose lease ran out (a consumer crashed, a prober died, an
-// enqueue failed) is enqueued again; a job past its deadline fails with a reason and is
-// refunded for what was not verified. Nothing is charged twice: charges happen only at upload.
+// Every charged request ends in its result or its refund. Every job completes: a job past
+// its deadline whose deadline message was lost is finished as the message would have; work
+// whose lease ran out (a consumer crashed, the hub restarted, an enqueue failed) is enqueued
+// again; a job still open past the hard limit fails with a reason and is refunded for what
+// was not verified. Nothing is charged twice: charges happen only at upload.
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
-import { type BatchMessage, enqueueBatchWork } from '../services/batch-queue.ts';
+import { ADDRESSES_PER_MESSAGE } from '../services/batch-jobs.ts';
+import { type BatchMessage, enqueueBatchWork, type WorkMessage } from '../services/batch-queue.ts';
+import { finishAtDeadline } from '../services/batch-results.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
 import type { Db } from '../storage/db.ts';
 import { findUnansweredVerifications, refundVerification } from '../storage/history.ts';
-import { failJob, findOverdueJobs, findStaleAddresses, markRequeued } from '../storage/jobs.ts';
+import {
+  failJob,
+  findJobsPastDeadline,
+  findOverdueJobs,
+  findStaleAddresses,
+  markRequeued,
+} from '../storage/jobs.ts';
+
+/** How long after its deadline a job is finished by the sweep rather than its own message. */
+const DEADLINE_SWEEP_GRACE_MS = 60_000;
 
 const ADDRESSES_PER_SWEEP = 5000;
 /** A single verification still unanswered after this long belongs to a request that died. */
 export const UNANSWERED_VERIFICATION_MS = 10 * 60_000;
 const VERIFICATIONS_PER_SWEEP = 500;
-const GROUP_SIZE = 50;
 
 export interface RecoveryReport {
   requeued: number;
   failedJobs: number;
   refundedVerifications: number;
+  finishedAtDeadline: number;
 }
 
 export async function recoverStuckJobs(
@@ -26,7 +40,13 @@ export async function recoverStuckJobs(
   config: Config,
   now: number,
   inBackground: (task: Promise<unknown>) => void,
+  resolveRoute: (domain: string) => Promise<DnsOutcome>,
 ): Promise<RecoveryReport> {
+  const pastDeadline = await findJobsPastDeadline(db, now - DEADLINE_SWEEP_GRACE_MS, 100);
+  for (const jobId of pastDeadline) {
+    await finishAtDeadline({ db, queue, config, inBackground, resolveRoute }, jobId, now);
+  }
+
   // A single verification charged and never answered (its request died between the charge
   // and the answer, and its own refund failed too) is refunded here.
   let refundedVerifications = 0;
@@ -53,10 +73,10 @@ export async function recoverStuckJobs(
     const key = `${address.jobId} ${address.domain}`;
     byJobAndDomain.set(key, [...(byJobAndDomain.get(key) ?? []), address]);
   }
-  const messages: BatchMessage[] = [];
+  const messages: WorkMessage[] = [];
   for (const addresses of byJobAndDomain.values()) {
-    for (let start = 0; start < addresses.length; start += GROUP_SIZE) {
-      const group = addresses.slice(start, start + GROUP_SIZE);
+    for (let start = 0; start < addresses.length; start += ADDRESSES_PER_MESSAGE) {
+      const group = addresses.slice(start, start + ADDRESSES_PER_MESSAGE);
       const first = group[0];
       if (!first) continue;
       messages.push({
@@ -76,5 +96,10 @@ export async function recoverStuckJobs(
     );
   }
   await enqueueBatchWork(queue, messages);
-  return { requeued: stale.length, failedJobs, refundedVerifications };
+  return {
+    requeued: stale.length,
+    failedJobs,
+    refundedVerifications,
+    finishedAtDeadline: pastDeadline.length,
+  };
 }

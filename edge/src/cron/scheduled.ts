@@ -2,6 +2,7 @@
 // that one failing does not stop the others.
 import { configOf } from '../config.ts';
 import type { BatchMessage } from '../services/batch-queue.ts';
+import { mailRouteResolver } from '../services/verify-deps.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
 import { deleteExpired } from '../storage/retention.ts';
@@ -15,8 +16,13 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
     [
       'recovery',
       () =>
-        recoverStuckJobs(db, env.VERIFY_QUEUE as Queue<BatchMessage>, config, now, (task) =>
-          ctx.waitUntil(task),
+        recoverStuckJobs(
+          db,
+          env.VERIFY_QUEUE as Queue<BatchMessage>,
+          config,
+          now,
+          (task) => ctx.waitUntil(task),
+          mailRouteResolver(config),
         ),
     ],
     ['webhooks', () => retryDueDeliveries(db, config, now)],

@@ -1,8 +1,17 @@
 import { runDurableObjectAlarm } from 'cloudflare:test';
-import type { ProbeRequest } from '@rcpt/shared/contract/prober';
+import { env } from 'cloudflare:workers';
+import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
-import { connectProber, hubOf, newProberToken, reportFor, startFakeProber } from '../../test/fake-prober.ts';
+import {
+  connectProber,
+  type FakeProber,
+  hubOf,
+  newProberToken,
+  reportFor,
+  startFakeProber,
+} from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
+import type { BatchTask } from '../services/batch-results.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],
@@ -114,24 +123,153 @@ describe('ProberHub probes', () => {
     expect(draining.probes).toHaveLength(0);
     draining.close();
   });
+});
 
-  it('sends many probes at once and matches each answer to its request', async () => {
-    const prober = await startFakeProber(
-      'hub-many',
-      (probe) => reportFor(probe, probe.emails[0]?.startsWith('bad') ? 550 : 250, null, 'x'),
-      50,
-    );
-    const requests = Array.from({ length: 20 }, (_, index) => ({
-      ...request,
-      emails: [`${index % 2 ? 'bad' : 'good'}${index}@accept.test`],
-    }));
-    const outcomes = await hubOf('hub-many').probeMany(requests, 3000);
-    outcomes.forEach((outcome, index) => {
-      expect(outcome.kind).toBe('report');
-      if (outcome.kind === 'report')
-        expect(outcome.report.perAddress[0]?.reply?.code).toBe(index % 2 ? 550 : 250);
-    });
+/** A batch task of `count` addresses on `domain`, routed to `mxHost`, for a job that need not exist. */
+function task(jobId: string, accountId: string, domain: string, mxHost: string, count = 1): BatchTask {
+  return {
+    jobId,
+    accountId,
+    domain,
+    deadlineAt: Date.now() + 20_000,
+    attempt: 0,
+    addresses: Array.from({ length: count }, (_, idx) => ({ idx, email: `user${idx}@${domain}` })),
+    dns: { kind: 'mx', dnsType: 'MX', mx: [{ host: mxHost, preference: 10, ips: ['127.0.0.2'] }] },
+  };
+}
+
+/** Waits (bounded) until `condition` holds; polls because the hub works asynchronously. */
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let tries = 0; tries < 400; tries++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting until ${what}`);
+}
+
+/** Answers a held probe as every address accepted. */
+function answer(prober: FakeProber, probe: ProbeMessage): void {
+  prober.send({ type: 'result', id: probe.id, ...reportFor(probe, 250, '2.1.5', 'OK', 550) });
+}
+
+async function doneAddresses(jobId: string): Promise<{ idx: number; subStatus: string }[]> {
+  const { results } = await env.DB.prepare(
+    "SELECT idx, sub_status AS subStatus FROM job_addresses WHERE job_id = ? AND state = 'done' ORDER BY idx",
+  )
+    .bind(jobId)
+    .all<{ idx: number; subStatus: string }>();
+  return results;
+}
+
+describe('ProberHub scheduling', () => {
+  it('takes batch work and returns at once, recording each answer as its probe finishes', async () => {
+    const prober = await startFakeProber('hub-dispatch', () => 'ignore', 10, 10);
+    const fast = `job-${crypto.randomUUID()}`;
+    const slow = `job-${crypto.randomUUID()}`;
+    expect(
+      await hubOf('hub-dispatch').dispatch([
+        task(fast, 'acct-a', 'fast.test', 'mx.fast.test', 3),
+        task(slow, 'acct-a', 'slow.test', 'mx.slow.test', 2),
+      ]),
+    ).toBe(true);
+    await until(() => prober.probes.length === 2, 'both probes are out');
+    // The fast domain answers; the slow one is still out, and holds nothing up.
+    answer(prober, prober.probes.find((probe) => probe.domain === 'fast.test') as ProbeMessage);
+    await until(async () => (await doneAddresses(fast)).length === 3, 'the fast domain is recorded');
+    expect((await doneAddresses(fast)).map((row) => row.subStatus)).toEqual([
+      'accepted_email',
+      'accepted_email',
+      'accepted_email',
+    ]);
+    expect(await doneAddresses(slow)).toEqual([]);
+    answer(prober, prober.probes.find((probe) => probe.domain === 'slow.test') as ProbeMessage);
+    await until(async () => (await doneAddresses(slow)).length === 2, 'the slow domain is recorded');
     prober.close();
+  });
+
+  it('refuses batch work when no prober is connected', async () => {
+    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toBe(false);
+  });
+
+  it('serves single calls before waiting batch work, and accounts in turn', async () => {
+    const prober = await startFakeProber('hub-fair', () => 'ignore', 1, 5);
+    const hub = hubOf('hub-fair');
+    const big = `job-${crypto.randomUUID()}`;
+    const small = `job-${crypto.randomUUID()}`;
+    await hub.dispatch(
+      Array.from({ length: 5 }, (_, index) =>
+        task(big, 'acct-big', `big${index}.test`, `mx${index}.big.test`),
+      ),
+    );
+    await hub.dispatch([
+      task(small, 'acct-small', 'small0.test', 'mx0.small.test'),
+      task(small, 'acct-small', 'small1.test', 'mx1.small.test'),
+    ]);
+    const single = hub.probe(request, 10_000);
+    await until(async () => (await hub.backlog()).single === 1, 'the single call waits');
+    for (let sent = 1; sent < 8; sent++) {
+      answer(prober, prober.probes[sent - 1] as ProbeMessage);
+      await until(() => prober.probes.length === sent + 1, `probe ${sent + 1} is out`);
+    }
+    answer(prober, prober.probes[7] as ProbeMessage);
+    expect((await single).kind).toBe('report');
+    const order = prober.probes.map((probe) => probe.domain.split(/\d|\./)[0]);
+    // The single call goes next; then the small job's two probes alternate with the big one's.
+    expect(order).toEqual(['big', 'accept', 'big', 'small', 'big', 'small', 'big', 'big']);
+    prober.close();
+  });
+
+  it('keeps every MX host on one prober, never more of its probes out than one prober allows, and fails over', async () => {
+    const region = 'hub-affinity';
+    const probers = [
+      await startFakeProber(region, () => 'ignore', 50, 2),
+      await startFakeProber(region, () => 'ignore', 50, 2),
+      await startFakeProber(region, () => 'ignore', 50, 2),
+    ];
+    const jobId = `job-${crypto.randomUUID()}`;
+    const hosts = ['mx1.shared.test', 'mx2.shared.test', 'mx3.shared.test', 'mx4.shared.test'];
+    const tasks = Array.from({ length: 24 }, (_, index) => ({
+      ...task(jobId, 'acct', `d${index}.test`, hosts[index % hosts.length] as string),
+      addresses: [{ idx: index, email: `user${index}@d${index}.test` }],
+    }));
+    await hubOf(region).dispatch(tasks);
+    const outByHost = () => {
+      const counts = new Map<string, number>();
+      for (const prober of probers)
+        for (const probe of prober.probes)
+          counts.set(probe.mx[0]?.host ?? '', (counts.get(probe.mx[0]?.host ?? '') ?? 0) + 1);
+      return counts;
+    };
+    await until(
+      () => [...outByHost().values()].reduce((a, b) => a + b, 0) === 8,
+      'two probes per host are out',
+    );
+    expect([...outByHost().values()]).toEqual([2, 2, 2, 2]);
+    // Each host's probes are on exactly one prober.
+    for (const host of hosts) {
+      expect(
+        probers.filter((prober) => prober.probes.some((probe) => probe.mx[0]?.host === host)),
+      ).toHaveLength(1);
+    }
+    // The prober with the most hosts goes away mid-probe: its probes are sent again elsewhere.
+    const [leaving] = [...probers].sort((a, b) => b.probes.length - a.probes.length);
+    if (!leaving) throw new Error('no prober');
+    const stay = probers.filter((prober) => prober !== leaving);
+    leaving.close(1001);
+    const answered = new Set<string>();
+    await until(async () => {
+      for (const prober of stay)
+        for (const probe of prober.probes)
+          if (!answered.has(probe.id)) {
+            answered.add(probe.id);
+            answer(prober, probe);
+          }
+      return (await doneAddresses(jobId)).length === 24;
+    }, 'every address is recorded');
+    expect(new Set((await doneAddresses(jobId)).map((row) => row.subStatus))).toEqual(
+      new Set(['accepted_email']),
+    );
+    for (const prober of stay) prober.close();
   });
 });
 

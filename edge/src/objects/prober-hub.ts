@@ -1,16 +1,26 @@
 // ProberHub: one Durable Object per region. Probers dial in over WebSocket (hibernation API,
-// so idle links cost nothing); `probe()` forwards a request to the least-loaded prober and
-// awaits its answer within a deadline, retrying once on another prober if the first drops.
+// so idle links cost nothing). The hub is a scheduler: single calls (`probe`, awaited) and
+// batch work (`dispatch`, handed over and settled here as each probe finishes) wait in lanes
+// and go out as probers have room —
+// - single calls first, then batch work round-robin by account, so one large list never
+//   starves another customer's call or small job;
+// - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
+//   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
+//   host out than one prober opens sessions to it: per-host politeness holds across probers;
+// - a prober that drops or refuses a probe gets it re-sent elsewhere; waiting for a prober
+//   never ends as a charged timeout (docs/architecture.md, "Batch").
 
 import { DurableObject } from 'cloudflare:workers';
 import {
   type EdgeMessage,
   PROBER_PROTOCOL_VERSION,
-  type ProbeReport,
   type ProbeRequest,
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import { configOf } from '../config.ts';
+import type { BatchMessage } from '../services/batch-queue.ts';
+import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 
@@ -29,24 +39,53 @@ interface ProberAttachment {
   tokenId: string;
   region: string;
   capacity: number;
+  /** Sessions the prober opens at once to one MX host (from its hello). */
+  perMxConcurrency: number;
   ready: boolean; // said hello with a protocol version we speak
   draining: boolean;
   connectedAt: number;
 }
 
-interface PendingProbe {
-  proberId: string;
-  resolve: (report: ProbeReport) => void;
-  reject: (error: Error) => void;
+/** Probes of one MX host out at once when a prober's hello does not say (the prober's default). */
+const DEFAULT_PER_MX_CONCURRENCY = 5;
+/** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
+const MAX_RESENDS = 3;
+/** How long finished batch probes are gathered before their results are written together. */
+const SETTLE_GATHER_MS = 20;
+/** How far into one account's lane the scheduler looks for a probe whose host has room. */
+const LANE_SCAN_LIMIT = 256;
+
+/** A probe waiting for, or out at, a prober. */
+interface HubProbe {
+  lane: 'single' | 'batch';
+  accountId: string;
+  /** The MX host every probe of which goes to one prober. */
+  mxKey: string;
+  request: ProbeRequest;
+  /** When the answer is due (ms since the epoch): the caller's deadline or the job's. */
+  deadlineAt: number;
+  resends: number;
+  /** Probers that refused it or dropped it: the next one in hash order takes it. */
+  passedOver: Set<string>;
+  finish: (outcome: ProbeOutcome) => void;
 }
 
-class ProberGone extends Error {}
-class ProberRefused extends Error {}
+interface Running {
+  probe: HubProbe;
+  proberId: string;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface ReadyProber {
+  ws: WebSocket;
+  attachment: ProberAttachment;
+}
 
 export interface ProberStatus {
   proberId: string;
   region: string;
   capacity: number;
+  perMxConcurrency: number;
   inFlight: number;
   ready: boolean;
   draining: boolean;
@@ -54,12 +93,20 @@ export interface ProberStatus {
 }
 
 export class ProberHub extends DurableObject<Env> {
-  // In memory only: a probe in flight keeps the object awake, so nothing here outlives
-  // hibernation that should not.
-  #pending = new Map<string, PendingProbe>();
+  // In memory only: a probe waiting or out keeps the object awake (its timers), and batch work
+  // is accepted only while a prober is connected; what a restart loses, the job's lease and
+  // deadline recover (docs/operations.md).
+  #single: HubProbe[] = [];
+  #batch = new Map<string, HubProbe[]>();
+  /** Accounts with batch work, in round-robin order; the next turn is at index 0. */
+  #accounts: string[] = [];
+  #running = new Map<string, Running>();
   #inFlight = new Map<string, number>();
-  // Probes waiting for a free slot when every ready prober is at capacity.
-  #slotWaiters: (() => void)[] = [];
+  #mxInFlight = new Map<string, number>();
+  /** Probers whose link closed: their socket may still be listed while its close is handled. */
+  #gone = new Set<string>();
+  #settling: SettledTask[] = [];
+  #settleTimer: ReturnType<typeof setTimeout> | null = null;
 
   override async fetch(request: Request): Promise<Response> {
     const tokenId = request.headers.get(PROBER_TOKEN_ID_HEADER);
@@ -75,6 +122,7 @@ export class ProberHub extends DurableObject<Env> {
       tokenId,
       region,
       capacity: 1,
+      perMxConcurrency: DEFAULT_PER_MX_CONCURRENCY,
       ready: false,
       draining: false,
       connectedAt: Date.now(),
@@ -138,20 +186,24 @@ export class ProberHub extends DurableObject<Env> {
           ...attachment,
           ready: true,
           capacity: parsed.capacity,
+          perMxConcurrency: parsed.perMxConcurrency ?? DEFAULT_PER_MX_CONCURRENCY,
           region: parsed.region,
         });
+        this.#pump();
         return;
       }
       case 'result': {
         const { type: _type, id, ...report } = parsed;
-        this.#settle(id, (pending) => pending.resolve(report));
+        this.#end(id, { kind: 'report', report });
         return;
       }
       case 'error':
-        this.#settle(parsed.id, (pending) => pending.reject(new ProberRefused(parsed.message)));
+        // Over capacity or draining: another prober (or this one later) gets it.
+        this.#resend(parsed.id);
         return;
       case 'drain':
         ws.serializeAttachment({ ...attachment, draining: true });
+        this.#pump();
         return;
       case 'pong':
         return;
@@ -168,16 +220,75 @@ export class ProberHub extends DurableObject<Env> {
     this.#forget(ws);
   }
 
-  /** One probe: the least-loaded ready prober answers, or another one if it drops. */
-  async probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
-    const [outcome] = await this.probeMany([request], deadlineMs);
-    return outcome ?? { kind: 'unavailable', message: 'no prober answered' };
+  /** One probe for a caller who waits (single verification): served before batch work. */
+  probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
+    if (!this.#hasReadyProber())
+      return Promise.resolve({ kind: 'unavailable', message: 'no prober connected' });
+    return new Promise<ProbeOutcome>((resolve) => {
+      const deadlineAt = Date.now() + deadlineMs;
+      let done = false;
+      const probe: HubProbe = {
+        lane: 'single',
+        accountId: '',
+        mxKey: mxKeyOf(request),
+        request,
+        deadlineAt,
+        resends: 0,
+        passedOver: new Set(),
+        finish: (outcome) => {
+          if (done) return;
+          done = true;
+          clearTimeout(expiry);
+          resolve(outcome);
+        },
+      };
+      // Still waiting for a prober at the deadline: rcpt's own failure, said as such.
+      const expiry = setTimeout(() => {
+        if (this.#unqueue(probe))
+          probe.finish({ kind: 'unavailable', message: 'no prober was free in time' });
+      }, deadlineMs);
+      this.#single.push(probe);
+      this.#pump();
+    });
   }
 
-  /** Several probes at once (a queue batch): all sent over the sockets, awaited together. */
-  async probeMany(requests: ProbeRequest[], deadlineMs: number): Promise<ProbeOutcome[]> {
-    const deadline = Date.now() + deadlineMs;
-    return Promise.all(requests.map((request) => this.#probeWithRetry(request, deadline)));
+  /**
+   * Batch work handed over: the hub probes it as probers have room and records each answer
+   * as it comes. Refused (false) when no prober is connected, so the caller can retry later.
+   */
+  dispatch(tasks: BatchTask[]): boolean {
+    if (!this.#hasReadyProber()) return false;
+    const config = configOf(this.env);
+    for (const task of tasks) {
+      if (task.dns.kind !== 'mx') continue;
+      const request: ProbeRequest = {
+        emails: task.addresses.map((address) => address.email),
+        domain: task.domain,
+        mx: task.dns.mx,
+        mailFrom: config.MAIL_FROM,
+        helo: config.HELO_NAME,
+        timeoutMs: config.BATCH_PROBE_TIMEOUT_MS,
+        transcript: false,
+      };
+      const probe: HubProbe = {
+        lane: 'batch',
+        accountId: task.accountId,
+        mxKey: mxKeyOf(request),
+        request,
+        deadlineAt: task.deadlineAt,
+        resends: 0,
+        passedOver: new Set(),
+        finish: (outcome) => this.#settleLater({ task, probe: outcome }),
+      };
+      const lane = this.#batch.get(task.accountId);
+      if (lane) lane.push(probe);
+      else {
+        this.#batch.set(task.accountId, [probe]);
+        this.#accounts.push(task.accountId);
+      }
+    }
+    this.#pump();
+    return true;
   }
 
   /** Connected probers, for operators and tests. */
@@ -188,6 +299,7 @@ export class ProberHub extends DurableObject<Env> {
         proberId: attachment.proberId,
         region: attachment.region,
         capacity: attachment.capacity,
+        perMxConcurrency: attachment.perMxConcurrency,
         inFlight: this.#inFlight.get(attachment.proberId) ?? 0,
         ready: attachment.ready,
         draining: attachment.draining,
@@ -196,134 +308,253 @@ export class ProberHub extends DurableObject<Env> {
     });
   }
 
-  async #probeWithRetry(request: ProbeRequest, deadline: number): Promise<ProbeOutcome> {
-    const tried = new Set<string>();
-    for (let attempt = 0; attempt < 2; attempt++) {
-      // No time left before any prober took the probe: rcpt could not run the check, which
-      // is its own failure (`smtp_unavailable`), not the mail server's (`smtp_timeout`).
-      const notRun: ProbeOutcome = { kind: 'unavailable', message: 'no prober was free before the deadline' };
-      const remaining = deadline - Date.now() - DEADLINE_MARGIN_MS;
-      if (remaining <= 0) return notRun;
-      let target = this.#pickProber(tried);
-      // Every ready prober busy: wait for a slot rather than refuse (a batch sends more
-      // probes at once than the fleet runs at once).
-      while (!target && this.#hasReadyProber(tried)) {
-        const waitMs = deadline - Date.now() - DEADLINE_MARGIN_MS;
-        if (waitMs <= 0) return notRun;
-        await this.#waitForSlot(waitMs);
-        target = this.#pickProber(tried);
-      }
+  /** Probes waiting for a prober, by lane: for operators, tests and the benchmark. */
+  backlog(): { single: number; batch: number; running: number } {
+    let batch = 0;
+    for (const lane of this.#batch.values()) batch += lane.length;
+    return { single: this.#single.length, batch, running: this.#running.size };
+  }
+
+  // ── scheduling ───────────────────────────────────────────────────────────────────────
+
+  /** Sends waiting probes while some prober has room for them. */
+  #pump(): void {
+    const probers = this.#readyProbers();
+    if (probers.length === 0) {
+      this.#failWaiting('no prober connected');
+      return;
+    }
+    const now = Date.now();
+    const pick = (probe: HubProbe): ReadyProber | null => {
+      // Every prober passed it over once: start the round again (resends are bounded).
+      const target =
+        affineProber(probers, probe.mxKey, probe.passedOver) ?? affineProber(probers, probe.mxKey, new Set());
+      if (!target) return null;
+      const { proberId, capacity, perMxConcurrency } = target.attachment;
+      if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
+      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) return null;
+      return target;
+    };
+    for (let index = 0; index < this.#single.length; ) {
+      const probe = this.#single[index] as HubProbe;
+      const target = pick(probe);
       if (!target) {
-        return {
-          kind: 'unavailable',
-          message: tried.size === 0 ? 'no prober connected' : 'no other prober connected',
-        };
+        index++;
+        continue;
       }
-      tried.add(target.proberId);
-      try {
-        const report = await this.#send(target, request, remaining);
-        return { kind: 'report', report };
-      } catch (error) {
-        if (error instanceof ProbeTimeout) return { kind: 'timeout' };
-        // Gone or refused (over capacity, draining): the next prober gets the one retry.
-      }
+      this.#single.splice(index, 1);
+      this.#start(probe, target, now);
     }
-    return { kind: 'unavailable', message: 'probers dropped the request' };
-  }
-
-  #pickProber(exclude: Set<string>): { ws: WebSocket; proberId: string } | null {
-    let best: { ws: WebSocket; proberId: string; load: number } | null = null;
-    for (const ws of this.ctx.getWebSockets()) {
-      const attachment = ws.deserializeAttachment() as ProberAttachment;
-      if (!attachment.ready || attachment.draining || exclude.has(attachment.proberId)) continue;
-      const inFlight = this.#inFlight.get(attachment.proberId) ?? 0;
-      if (inFlight >= attachment.capacity) continue;
-      const load = inFlight / attachment.capacity;
-      if (!best || load < best.load) best = { ws, proberId: attachment.proberId, load };
-    }
-    return best;
-  }
-
-  #hasReadyProber(exclude: Set<string>): boolean {
-    return this.ctx.getWebSockets().some((ws) => {
-      const attachment = ws.deserializeAttachment() as ProberAttachment;
-      return attachment.ready && !attachment.draining && !exclude.has(attachment.proberId);
-    });
-  }
-
-  #waitForSlot(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
-      const waiter = () => done();
-      this.#slotWaiters.push(waiter);
-      const waiters = this.#slotWaiters;
-      function done() {
-        clearTimeout(timer);
-        const index = waiters.indexOf(waiter);
-        if (index >= 0) waiters.splice(index, 1);
-        resolve();
+    // Batch work, one probe per account per turn.
+    let idleTurns = 0;
+    while (this.#accounts.length > 0 && idleTurns < this.#accounts.length) {
+      const accountId = this.#accounts[0] as string;
+      const lane = this.#batch.get(accountId) ?? [];
+      let started = false;
+      for (let index = 0; index < lane.length && index < LANE_SCAN_LIMIT; index++) {
+        const probe = lane[index] as HubProbe;
+        if (probe.deadlineAt <= now) {
+          // The job's deadline came while it waited: its deadline sweep answers for it.
+          lane.splice(index--, 1);
+          probe.finish({ kind: 'unavailable', message: 'no prober was free before the job deadline' });
+          continue;
+        }
+        const target = pick(probe);
+        if (!target) continue;
+        lane.splice(index, 1);
+        this.#start(probe, target, now);
+        started = true;
+        break;
       }
-    });
+      this.#accounts.shift();
+      if (lane.length > 0) this.#accounts.push(accountId);
+      else this.#batch.delete(accountId);
+      idleTurns = started ? 0 : idleTurns + 1;
+    }
   }
 
-  #send(
-    target: { ws: WebSocket; proberId: string },
-    request: ProbeRequest,
-    budgetMs: number,
-  ): Promise<ProbeReport> {
+  #start(probe: HubProbe, target: ReadyProber, now: number): void {
     const id = crypto.randomUUID();
+    const { proberId } = target.attachment;
+    const budgetMs = Math.max(0, probe.deadlineAt - now - DEADLINE_MARGIN_MS);
     const message: EdgeMessage = {
       type: 'probe',
       id,
-      ...request,
+      ...probe.request,
       // The prober must answer before our deadline: give it a little less than we have.
-      timeoutMs: Math.max(100, Math.min(request.timeoutMs, budgetMs - DEADLINE_MARGIN_MS)),
+      timeoutMs: Math.max(100, Math.min(probe.request.timeoutMs, budgetMs - DEADLINE_MARGIN_MS)),
     };
-    this.#inFlight.set(target.proberId, (this.#inFlight.get(target.proberId) ?? 0) + 1);
-    return new Promise<ProbeReport>((resolve, reject) => {
-      const timer = setTimeout(
-        () => this.#settle(id, (pending) => pending.reject(new ProbeTimeout())),
-        budgetMs,
-      );
-      this.#pending.set(id, {
-        proberId: target.proberId,
-        resolve: (report) => {
-          clearTimeout(timer);
-          resolve(report);
-        },
-        reject: (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      });
-      try {
-        target.ws.send(JSON.stringify(message));
-      } catch {
-        this.#settle(id, (pending) => pending.reject(new ProberGone()));
-      }
-    });
+    const timer = setTimeout(() => this.#end(id, silentProber(probe)), Math.max(budgetMs, 100));
+    this.#running.set(id, { probe, proberId, timer });
+    this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
+    this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
+    try {
+      target.ws.send(JSON.stringify(message));
+    } catch {
+      this.#resend(id);
+    }
   }
 
-  #settle(id: string, settle: (pending: PendingProbe) => void): void {
-    const pending = this.#pending.get(id);
-    if (!pending) return; // late or duplicate answer: already settled
-    this.#pending.delete(id);
-    const inFlight = (this.#inFlight.get(pending.proberId) ?? 1) - 1;
-    if (inFlight > 0) this.#inFlight.set(pending.proberId, inFlight);
-    else this.#inFlight.delete(pending.proberId);
-    this.#slotWaiters.shift()?.();
-    settle(pending);
+  /** A probe that came back with its outcome; its prober's and host's slots are free again. */
+  #end(id: string, outcome: ProbeOutcome): void {
+    const running = this.#release(id);
+    if (!running) return; // late or duplicate answer: already settled
+    running.probe.finish(outcome);
+    this.#pump();
+  }
+
+  /** A probe its prober dropped or refused goes back to the front of its lane. */
+  #resend(id: string): void {
+    const running = this.#release(id);
+    if (!running) return;
+    const { probe } = running;
+    probe.resends++;
+    probe.passedOver.add(running.proberId);
+    if (probe.resends > MAX_RESENDS) {
+      probe.finish({ kind: 'unavailable', message: 'probers dropped the request' });
+    } else if (probe.lane === 'single') {
+      this.#single.unshift(probe);
+    } else {
+      const lane = this.#batch.get(probe.accountId);
+      if (lane) lane.unshift(probe);
+      else {
+        this.#batch.set(probe.accountId, [probe]);
+        this.#accounts.unshift(probe.accountId);
+      }
+    }
+    this.#pump();
+  }
+
+  #release(id: string): Running | null {
+    const running = this.#running.get(id);
+    if (!running) return null;
+    this.#running.delete(id);
+    clearTimeout(running.timer);
+    decrement(this.#inFlight, running.proberId);
+    decrement(this.#mxInFlight, running.probe.mxKey);
+    return running;
+  }
+
+  #unqueue(probe: HubProbe): boolean {
+    const lane = probe.lane === 'single' ? this.#single : (this.#batch.get(probe.accountId) ?? []);
+    const index = lane.indexOf(probe);
+    if (index < 0) return false;
+    lane.splice(index, 1);
+    return true;
+  }
+
+  /** With no prober left, nothing waits on the hub: batch work goes back to its schedule. */
+  #failWaiting(message: string): void {
+    const waiting = [...this.#single.splice(0)];
+    for (const lane of this.#batch.values()) waiting.push(...lane);
+    this.#batch.clear();
+    this.#accounts = [];
+    for (const probe of waiting) probe.finish({ kind: 'unavailable', message });
+  }
+
+  #readyProbers(): ReadyProber[] {
+    const ready: ReadyProber[] = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as ProberAttachment;
+      if (attachment.ready && !attachment.draining && !this.#gone.has(attachment.proberId))
+        ready.push({ ws, attachment });
+    }
+    return ready;
+  }
+
+  #hasReadyProber(): boolean {
+    return this.#readyProbers().length > 0;
+  }
+
+  // ── batch results ────────────────────────────────────────────────────────────────────
+
+  /** Gathers finished batch probes for a moment, so that their writes share D1 calls. */
+  #settleLater(settled: SettledTask): void {
+    this.#settling.push(settled);
+    this.#settleTimer ??= setTimeout(() => {
+      this.#settleTimer = null;
+      const batch = this.#settling.splice(0);
+      const config = configOf(this.env);
+      const work = settleBatchWork(
+        {
+          db: createDb(this.env.DB),
+          queue: this.env.VERIFY_QUEUE as Queue<BatchMessage>,
+          config,
+          inBackground: (task) => this.ctx.waitUntil(task),
+        },
+        batch,
+        Date.now(),
+      ).catch((error: unknown) =>
+        // The addresses stay queued in D1: the job's deadline or lease recovers them.
+        console.error(
+          JSON.stringify({ level: 'error', msg: 'batch results not recorded', error: String(error) }),
+        ),
+      );
+      this.ctx.waitUntil(work);
+    }, SETTLE_GATHER_MS);
   }
 
   #forget(ws: WebSocket): void {
     const { proberId } = ws.deserializeAttachment() as ProberAttachment;
-    for (const [id, pending] of this.#pending) {
-      if (pending.proberId === proberId) this.#settle(id, (entry) => entry.reject(new ProberGone()));
+    this.#gone.add(proberId);
+    // Its probes go to another prober (or, with none left, back to their schedule).
+    for (const [id, running] of [...this.#running]) {
+      if (running.proberId === proberId) this.#resend(id);
     }
     this.#inFlight.delete(proberId);
-    // Waiters re-check: with this prober gone they may have nowhere to wait for.
-    for (const waiter of this.#slotWaiters.splice(0)) waiter();
   }
 }
 
-class ProbeTimeout extends Error {}
+/** The MX host that decides which prober serves a probe: its most preferred one. */
+function mxKeyOf(request: ProbeRequest): string {
+  const [first] = [...request.mx].sort((a, b) => a.preference - b.preference);
+  return (first?.host ?? request.domain).toLowerCase();
+}
+
+/**
+ * Rendezvous (highest random weight) hashing: each host goes to the prober with the highest
+ * hash of (host, prober); when a prober leaves, only its hosts move.
+ */
+function affineProber(
+  probers: readonly ReadyProber[],
+  mxKey: string,
+  passedOver: ReadonlySet<string>,
+): ReadyProber | null {
+  let best: ReadyProber | null = null;
+  let bestScore = -1;
+  for (const prober of probers) {
+    if (passedOver.has(prober.attachment.proberId)) continue;
+    const score = fnv1a(`${mxKey}\n${prober.attachment.proberId}`);
+    if (score > bestScore) {
+      best = prober;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+/** FNV-1a, 32 bits: fast and well spread for short strings. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
+}
+
+/**
+ * The prober gave no answer by the deadline, though it had its own timeout set before it.
+ * A single call reports the timeout; batch work is rcpt's failure, asked again, never charged.
+ */
+function silentProber(probe: HubProbe): ProbeOutcome {
+  return probe.lane === 'single'
+    ? { kind: 'timeout' }
+    : { kind: 'unavailable', message: 'the prober did not answer' };
+}

@@ -8,17 +8,17 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, ledgerOf, newCaller } from '../../test/fixtures.ts';
-import type { BatchMessage } from '../services/batch-queue.ts';
+import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
 import { consumeVerifyBatch } from './verify-batch.ts';
 
 /** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
-async function messagesOf(jobId: string): Promise<BatchMessage[]> {
+async function messagesOf(jobId: string): Promise<WorkMessage[]> {
   const { results } = await env.DB.prepare(
     'SELECT idx, email, domain FROM job_addresses WHERE job_id = ? ORDER BY idx',
   )
     .bind(jobId)
     .all<{ idx: number; email: string; domain: string }>();
-  const byDomain = new Map<string, BatchMessage>();
+  const byDomain = new Map<string, WorkMessage>();
   for (const row of results) {
     const message = byDomain.get(row.domain) ?? { jobId, domain: row.domain, attempt: 0, addresses: [] };
     message.addresses.push({ idx: row.idx, email: row.email });
@@ -45,6 +45,32 @@ async function subStatusesOf(jobId: string, apiKey: string): Promise<[string, st
     results: { email: string; subStatus: string }[];
   }>();
   return body.results.map((result) => [result.email, result.subStatus]);
+}
+
+/** Waits until `count` addresses of the job have an answer, final or provisional. */
+async function untilAnswered(jobId: string, count: number): Promise<void> {
+  for (let tries = 0; tries < 500; tries++) {
+    const row = await env.DB.prepare(
+      'SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = ? AND sub_status IS NOT NULL',
+    )
+      .bind(jobId)
+      .first<{ n: number }>();
+    if ((row?.n ?? 0) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`job ${jobId} has fewer than ${count} answers`);
+}
+
+/** The job's status once it is no longer processing (polled: the hub records results in the background). */
+async function jobOnceSettled(key: string, jobId: string): Promise<Record<string, unknown>> {
+  for (let tries = 0; tries < 500; tries++) {
+    const { job } = await (await call(`/api/v1/bulk/status/${jobId}`, { key })).json<{
+      job: Record<string, unknown>;
+    }>();
+    if (job.status !== 'processing') return job;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`job ${jobId} is still processing`);
 }
 
 describe('verify-batch consumer', () => {
@@ -84,9 +110,8 @@ describe('verify-batch consumer', () => {
 
     const messages = await messagesOf(jobId);
     await consume(messages);
-    const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
-      job: Record<string, unknown>;
-    }>();
+    // The consumer hands the probes to the hub and returns; the hub records them as they finish.
+    const status = { job: await jobOnceSettled(caller.apiKey, jobId) };
     expect(status.job).toMatchObject({
       status: 'completed',
       progress: 100,
@@ -139,8 +164,11 @@ describe('verify-batch consumer', () => {
     const { jobId } = await upload.json<{ jobId: string }>();
     expect(await balanceOf(caller.accountId)).toBe(6);
 
-    // The test deployment makes every first answer final (BATCH_MAX_ATTEMPTS=1).
+    // Every address answered (finally, or for now), then the deadline makes the answers final.
     await consume(await messagesOf(jobId));
+    await untilAnswered(jobId, 4);
+    await consume([{ kind: 'deadline', jobId }]);
+    await jobOnceSettled(caller.apiKey, jobId);
     expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([
       ['a@accept.test', 'provider_unverifiable'],
       ['b@greylist.test', 'antispam_blocked'],
@@ -167,5 +195,66 @@ describe('verify-batch consumer', () => {
     expect(
       await env.DB.prepare('SELECT result_json FROM job_addresses WHERE job_id = ?').bind(jobId).first(),
     ).toEqual(before);
+  });
+
+  it('asks a greylisted address again, and at the deadline makes its last answer final and refunds it', async () => {
+    const prober = await startFakeProber('default', (probe) =>
+      probe.domain === 'greylist.test'
+        ? reportFor(
+            probe,
+            450,
+            '4.2.0',
+            'Recipient address rejected: Greylisted, see http://postgrey.example/help',
+          )
+        : reportFor(probe, 250, '2.1.5', 'OK', 550),
+    );
+    const caller = await newCaller({ credits: 10 });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['alice@accept.test', 'bob@greylist.test'], maxWaitSeconds: 300 },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    await consume(await messagesOf(jobId));
+    // The accepted address is final; the greylisted one waits for its retry with its answer so far.
+    const provisional = async () =>
+      env.DB.prepare('SELECT state, sub_status AS subStatus FROM job_addresses WHERE job_id = ? ORDER BY idx')
+        .bind(jobId)
+        .all<{ state: string; subStatus: string }>();
+    for (let tries = 0; tries < 500 && (await provisional()).results[1]?.subStatus !== 'greylisted'; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await provisional()).results).toEqual([
+      { state: 'done', subStatus: 'accepted_email' },
+      { state: 'queued', subStatus: 'greylisted' },
+    ]);
+
+    await consume([{ kind: 'deadline', jobId }]);
+    const job = await jobOnceSettled(caller.apiKey, jobId);
+    expect(job).toMatchObject({
+      status: 'completed',
+      deliverableCount: 1,
+      unknownCount: 1,
+      creditsCharged: 2,
+      creditsRefunded: 1,
+    });
+    expect(typeof job.deadlineAt).toBe('string');
+    const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { subStatus: string }[];
+    }>();
+    expect(results.results.map((result) => result.subStatus)).toEqual(['accepted_email', 'greylisted']);
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    prober.close();
+  });
+
+  it('refuses a maxWaitSeconds outside its bounds', async () => {
+    const caller = await newCaller({ credits: 10 });
+    for (const maxWaitSeconds of [5, 100_000, 'soon']) {
+      const response = await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['alice@accept.test'], maxWaitSeconds },
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    }
+    expect(await balanceOf(caller.accountId)).toBe(10);
   });
 });

@@ -1,11 +1,12 @@
 // Batch jobs for API callers: upload (plan, charge and create atomically, then enqueue by
 // domain), the status view of SPEC §2.2, and ordered results as JSON or CSV.
-import type {
-  BounceEstimate,
-  BulkUploadResponse,
-  Job,
-  OriginalCsvData,
-  VerificationResult,
+import {
+  type BounceEstimate,
+  type BulkUploadResponse,
+  type Job,
+  MAX_MAX_WAIT_SECONDS,
+  type OriginalCsvData,
+  type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Caller } from '../app-env.ts';
@@ -25,10 +26,33 @@ import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
 import { insufficientCredits } from './credits.ts';
 import { sandboxVerify } from './sandbox.ts';
 
-/** Addresses of one domain per queue message: one SMTP session verifies them all. */
-export const ADDRESSES_PER_MESSAGE = 50;
+/**
+ * Addresses of one domain per queue message, one probe: fewer than Postfix's hard error limit
+ * (smtpd_hard_error_limit = 20, postconf(5)) even when every one and the catch-all test are
+ * rejected, so no session is ever cut for "too many errors", and with 40 % unknown mailboxes
+ * (6 rejections) below its soft limit of 10 as well. Small probes also spread a domain over
+ * parallel sessions.
+ */
+export const ADDRESSES_PER_MESSAGE = 15;
 /** Used for estimates until completed jobs give a measured rate. */
 const DEFAULT_ADDRESSES_PER_SECOND = 50;
+/** The default deadline: this long for any list, plus 1 s per ADDRESSES_PER_DEADLINE_SECOND. */
+const BASE_DEADLINE_SECONDS = 180;
+const ADDRESSES_PER_DEADLINE_SECOND = 25;
+/** The deadline message arrives this long after the deadline, so probes cut at it can report. */
+const DEADLINE_GRACE_SECONDS = 2;
+
+/** The deadline of a job of `totalEmails` addresses with no `maxWaitSeconds` of its own. */
+export function defaultMaxWaitSeconds(totalEmails: number): number {
+  return Math.min(
+    MAX_MAX_WAIT_SECONDS,
+    BASE_DEADLINE_SECONDS + Math.ceil(totalEmails / ADDRESSES_PER_DEADLINE_SECOND),
+  );
+}
+
+export function defaultDeadlineAt(totalEmails: number, now: number): number {
+  return now + defaultMaxWaitSeconds(totalEmails) * 1000;
+}
 
 export interface UploadInput {
   db: Db;
@@ -38,6 +62,8 @@ export interface UploadInput {
   source: 'json' | 'csv';
   name: string | null;
   webhookUrl: string | null;
+  /** The job's deadline in seconds after upload; default from its size. */
+  maxWaitSeconds: number | null;
   now: number;
 }
 
@@ -64,6 +90,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   const counts = plan.counts;
   // Read before the charge: nothing that can fail runs between the charge and the answer.
   const outlook = await queueOutlook(db, now - 24 * 3600_000);
+  const maxWaitSeconds = input.maxWaitSeconds ?? defaultMaxWaitSeconds(counts.totalEmails);
+  const deadlineAt = now + maxWaitSeconds * 1000;
   const balance = await createJobWithCharge(
     db,
     {
@@ -76,6 +104,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       charge: sandbox ? 0 : counts.totalEmails,
       csvHeaders: upload.headers,
       webhookUrl: input.webhookUrl,
+      deadlineAt,
       now,
     },
     rows,
@@ -93,9 +122,15 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
           addresses: group.map(({ idx, email }) => ({ idx, email })),
         })),
       );
+      await enqueueBatchWork(
+        input.queue,
+        [{ kind: 'deadline', jobId }],
+        maxWaitSeconds + DEADLINE_GRACE_SECONDS,
+      );
     } catch (cause) {
       // The job is charged and stored, its addresses queued in D1: the recovery sweep
-      // enqueues them once their lease runs out, so the caller gets its job id, not a 500.
+      // enqueues them once their lease runs out, and finishes the job at its deadline if
+      // the deadline message was not sent, so the caller gets its job id, not a 500.
       console.error(
         JSON.stringify({
           level: 'error',
@@ -116,9 +151,10 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     skippedRows: counts.skippedRows,
     emptyRows: counts.emptyRows,
     invalidRows: counts.invalidRows,
+    // The queue ahead at the measured rate, but never past the job's deadline.
     estimatedTimeSeconds: sandbox
       ? 0
-      : Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond)),
+      : Math.min(maxWaitSeconds, Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond))),
     creditsCharged: sandbox ? 0 : counts.totalEmails,
   };
 }
@@ -152,6 +188,7 @@ export function jobView(job: JobRow): Job {
     catchAllCount: job.catchAllCount,
     createdAt: new Date(job.createdAt).toISOString(),
     completedAt: job.completedAt === null ? null : new Date(job.completedAt).toISOString(),
+    deadlineAt: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
     bounceEstimate: bounceEstimate(job),
     creditsCharged: job.creditsCharged,
     creditsRefunded: job.creditsRefunded,

@@ -1,11 +1,25 @@
 // The verify-batch queue's messages and how they are sent within the Queues limits.
-export interface BatchMessage {
+import type { RetryState } from './batch-retry.ts';
+
+/** Addresses of one domain of one job to verify (one SMTP session's worth). */
+export interface WorkMessage {
+  kind?: 'work';
   jobId: string;
   domain: string;
-  /** How many times these addresses were already tried (greylisting, temporary failures). */
+  /** How many times these addresses were already tried. */
   attempt: number;
+  /** Set on a retry: the schedule of the answer being retried, and how many retries it had. */
+  retry?: RetryState;
   addresses: { idx: number; email: string }[];
 }
+
+/** Sent at upload, delayed to the job's deadline: whatever is not final then becomes so. */
+export interface DeadlineMessage {
+  kind: 'deadline';
+  jobId: string;
+}
+
+export type BatchMessage = WorkMessage | DeadlineMessage;
 
 /** Queues limits: 100 messages and 256 KB per sendBatch, 128 KB per message. */
 const MAX_MESSAGES_PER_SEND = 100;
@@ -23,7 +37,7 @@ export async function enqueueBatchWork(
     const size = JSON.stringify(body).length;
     // The local queue only says "Unknown Internal Error" for an oversized message: say what was too big.
     if (size > MAX_MESSAGE_BYTES)
-      throw new Error(`queue message of ${size} bytes for ${body.domain} exceeds ${MAX_MESSAGE_BYTES}`);
+      throw new Error(`queue message of ${size} bytes for job ${body.jobId} exceeds ${MAX_MESSAGE_BYTES}`);
     if (batch.length === MAX_MESSAGES_PER_SEND || bytes + size > MAX_SEND_BYTES) {
       await queue.sendBatch(batch);
       batch = [];

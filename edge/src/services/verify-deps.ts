@@ -1,4 +1,5 @@
 // Wires the verification pipeline's dependencies from the deployment's bindings and config.
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
 import { DohClient } from '../dns/doh-client.ts';
@@ -18,11 +19,15 @@ export function dohClientFor(config: Config): DohClient {
   return client;
 }
 
-export function verifyDepsOf(env: Env, config: Config): VerifyDeps {
+/** The deployment's mail-route lookup (DNS over HTTPS, with the isolate's cache). */
+export function mailRouteResolver(config: Config): (domain: string) => Promise<DnsOutcome> {
   const doh = dohClientFor(config);
+  return (domain) => resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+}
+
+export function verifyDepsOf(env: Env, config: Config): VerifyDeps {
   return {
-    mailRoute: (domain) =>
-      resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS }),
+    mailRoute: mailRouteResolver(config),
     prober: config.SMTP_ENABLED ? hubGateway(env.PROBER_HUB, config.PROBER_REGION) : null,
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,

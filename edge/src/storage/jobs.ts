@@ -28,6 +28,8 @@ export interface NewJob {
   skippedRows: number;
   csvHeaders: string[] | null;
   webhookUrl: string | null;
+  /** When the job completes at the latest (ms since the epoch). */
+  deadlineAt: number;
   now: number;
 }
 
@@ -75,8 +77,8 @@ export async function createJobWithCharge(
     d1
       .prepare(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
-           empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17
+           empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19
          WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?18`,
       )
       .bind(
@@ -98,6 +100,7 @@ export async function createJobWithCharge(
         status === 'completed' ? job.now : null,
         status === 'completed' ? 1 : 0,
         charge,
+        job.deadlineAt,
       ),
   ];
   for (const chunk of jsonChunks(
@@ -324,6 +327,64 @@ export async function failJob(db: Db, jobId: string, reason: string, now: number
   return (outcome.at(-1)?.results.length ?? 0) > 0;
 }
 
+/**
+ * Keeps the temporary answer of addresses that will be asked again: it becomes their final
+ * answer if the job's deadline comes first. They stay queued; the lease starts again now.
+ */
+export async function recordProvisional(
+  db: Db,
+  jobId: string,
+  results: readonly AddressResult[],
+  now: number,
+): Promise<void> {
+  const d1 = db.$client;
+  const statements = jsonChunks(results.map((result) => [result.idx, ...resultColumns(result)])).map(
+    (chunk) =>
+      d1
+        .prepare(
+          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
+         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+         FROM json_each(?2) j WHERE true
+         ON CONFLICT (job_id, idx) DO UPDATE SET attempts = attempts + 1, enqueued_at = excluded.enqueued_at,
+           status = excluded.status, sub_status = excluded.sub_status, catch_all = excluded.catch_all,
+           refundable = excluded.refundable, result_json = excluded.result_json
+         WHERE job_addresses.state != 'done'`,
+        )
+        .bind(jobId, chunk, now),
+  );
+  if (statements.length > 0) await d1.batch(statements);
+}
+
+export interface UnfinishedAddress {
+  idx: number;
+  email: string;
+  domain: string;
+  /** The last temporary answer, if the address had one. */
+  subStatus: string | null;
+  resultJson: string | null;
+}
+
+/** The addresses of a job that have no final answer yet. */
+export async function unfinishedAddresses(db: Db, jobId: string): Promise<UnfinishedAddress[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT idx, email, domain, sub_status AS subStatus, result_json AS resultJson FROM job_addresses
+       WHERE job_id = ?1 AND state = 'queued' ORDER BY idx`,
+    )
+    .bind(jobId)
+    .all<UnfinishedAddress>();
+  return results;
+}
+
+/** Processing jobs whose deadline passed before `before` (their deadline message was lost). */
+export async function findJobsPastDeadline(db: Db, before: number, limit: number): Promise<string[]> {
+  const { results } = await db.$client
+    .prepare(`SELECT id FROM jobs WHERE status = 'processing' AND deadline_at < ?1 LIMIT ?2`)
+    .bind(before, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
+
 /** Marks addresses as handed to the queue again (for the recovery lease) and counts the attempt. */
 export async function markRequeued(
   db: Db,
@@ -373,12 +434,23 @@ export async function findOverdueJobs(db: Db, createdBefore: number, limit: numb
   return results.map((row) => row.id);
 }
 
-export async function processingJobIds(db: Db, jobIds: readonly string[]): Promise<Set<string>> {
+export interface LiveJob {
+  id: string;
+  accountId: string;
+  /** Null for a job created before jobs had deadlines: the consumer gives it one. */
+  deadlineAt: number | null;
+}
+
+/** The jobs among `jobIds` that are still processing. */
+export async function processingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, LiveJob>> {
   const { results } = await db.$client
-    .prepare(`SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`)
+    .prepare(
+      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt FROM jobs
+       WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`,
+    )
     .bind(JSON.stringify(jobIds))
-    .all<{ id: string }>();
-  return new Set(results.map((row) => row.id));
+    .all<LiveJob>();
+  return new Map(results.map((row) => [row.id, row]));
 }
 
 export interface ResultRow {

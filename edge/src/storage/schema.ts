@@ -132,6 +132,8 @@ export const jobs = sqliteTable(
     failureReason: text('failure_reason'),
     createdAt: integer('created_at').notNull(),
     completedAt: integer('completed_at'),
+    // The job completes by then: what is still temporary becomes `unknown` (docs/verdicts.md).
+    deadlineAt: integer('deadline_at'),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),

@@ -56,6 +56,8 @@ export interface EdgeLinkOptions {
   region: string;
   /** Most probes worked on at once; one more is refused with an "over capacity" error. */
   capacity: number;
+  /** Sessions opened at once to one MX host, told to the hub so it sends no more probes of one host. */
+  perMxConcurrency?: number;
   handleProbe: (request: ProbeRequest) => Promise<ProbeReport>;
   logger: Logger;
   /** Bound on `drain()`'s wait for in-flight probes. */
@@ -220,6 +222,7 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
         version: PROBER_PROTOCOL_VERSION,
         region: this.#options.region,
         capacity: this.#options.capacity,
+        ...(this.#options.perMxConcurrency ? { perMxConcurrency: this.#options.perMxConcurrency } : {}),
       });
       // A drain asked for while connecting still owes the hub its notice.
       if (this.#drain) this.#send({ type: 'drain', id: randomUUID() });

@@ -138,11 +138,28 @@ export const VerifyResponse = z
   .meta({ id: 'VerifyResponse' });
 export type VerifyResponse = z.infer<typeof VerifyResponse>;
 
+/** Bounds of a job's deadline, in seconds after upload. */
+export const MIN_MAX_WAIT_SECONDS = 30;
+export const MAX_MAX_WAIT_SECONDS = 10_800;
+
+export const MaxWaitSeconds = z.coerce
+  .number()
+  .int()
+  .min(MIN_MAX_WAIT_SECONDS)
+  .max(MAX_MAX_WAIT_SECONDS)
+  .describe(
+    "The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a " +
+      'final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with ' +
+      'the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds ' +
+      'plus 1 second per 25 addresses.',
+  );
+
 export const BulkUploadJsonRequest = z
   .strictObject({
     emails: z.array(z.string().max(MAX_EMAIL_INPUT_LENGTH)).min(1).max(MAX_BATCH_EMAILS),
     name: z.string().max(200).optional(),
     webhookUrl: z.url().max(2048).optional(),
+    maxWaitSeconds: MaxWaitSeconds.optional(),
   })
   .meta({ id: 'BulkUploadRequest', example: { emails: ['alice@example.com', 'bob@example.org'] } });
 export type BulkUploadJsonRequest = z.infer<typeof BulkUploadJsonRequest>;
@@ -156,7 +173,10 @@ export const BulkUploadResponse = z
     skippedRows: z.number().int(),
     emptyRows: z.number().int(),
     invalidRows: z.number().int(),
-    estimatedTimeSeconds: z.number().int(),
+    estimatedTimeSeconds: z
+      .number()
+      .int()
+      .describe('when the job is expected to complete; never later than its deadline'),
     creditsCharged: z.number().int(),
   })
   .meta({ id: 'BulkUploadResponse' });
@@ -190,6 +210,10 @@ export const Job = z
     catchAllCount: z.number().int(),
     createdAt: z.iso.datetime(),
     completedAt: z.iso.datetime().nullable(),
+    deadlineAt: z.iso
+      .datetime()
+      .nullable()
+      .describe('the job completes by then: what is still temporary becomes `unknown` (see maxWaitSeconds)'),
     bounceEstimate: BounceEstimate.nullable(),
     creditsCharged: z.number().int(),
     creditsRefunded: z.number().int(),

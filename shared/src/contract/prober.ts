@@ -106,6 +106,8 @@ export const HelloMessage = z.object({
   version: z.number().int(),
   region: z.string().min(1).max(64),
   capacity: z.number().int().min(1).max(10_000),
+  /** Sessions the prober opens at once to one MX host: the hub never has more probes of one host out. */
+  perMxConcurrency: z.number().int().min(1).max(10_000).optional(),
 });
 export const ResultMessage = ProbeReport.extend({ type: z.literal('result'), id: MessageId });
 export const ProbeErrorMessage = z.object({ type: z.literal('error'), id: MessageId, message: z.string() });

@@ -129,6 +129,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
         source: 'csv',
         name: name ?? null,
         webhookUrl: null,
+        maxWaitSeconds: null,
         now: Date.now(),
       });
       return c.redirect(`/jobs/${created.jobId}`, 303);

@@ -272,6 +272,7 @@ describe('job page', () => {
       source: 'csv',
       name: 'running list',
       webhookUrl: null,
+      maxWaitSeconds: null,
       now: Date.now(),
     });
     return created.jobId;

@@ -4,6 +4,7 @@ import {
   BulkUploadResponse,
   IdempotencyHeaders,
   MAX_BATCH_EMAILS,
+  MaxWaitSeconds,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
@@ -35,6 +36,7 @@ const CsvOptions = z.object({
     .describe('header name (case-insensitive) or 0-based column position'),
   name: z.string().max(200).optional(),
   webhookUrl: z.string().max(2048).optional(),
+  maxWaitSeconds: MaxWaitSeconds.optional(),
 });
 
 const route = createRoute({
@@ -86,6 +88,7 @@ interface UploadRequest {
   source: 'json' | 'csv';
   name: string | null;
   webhookUrl: string | null;
+  maxWaitSeconds: number | null;
 }
 
 async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
@@ -121,6 +124,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
       source: 'json',
       name: parsed.data.name ?? null,
       webhookUrl: parsed.data.webhookUrl ?? null,
+      maxWaitSeconds: parsed.data.maxWaitSeconds ?? null,
     };
   }
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
@@ -132,6 +136,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
       emailColumn: form.get('emailColumn') ?? c.req.query('emailColumn'),
       name: form.get('name') ?? c.req.query('name'),
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
+      maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
     });
     return {
       upload: await rowsFromCsv(file.stream(), options.emailColumn),
@@ -163,8 +168,13 @@ function csvOptions(raw: Record<string, unknown>): z.infer<typeof CsvOptions> {
 function nameAndHook(options: z.infer<typeof CsvOptions>): {
   name: string | null;
   webhookUrl: string | null;
+  maxWaitSeconds: number | null;
 } {
-  return { name: options.name ?? null, webhookUrl: options.webhookUrl ?? null };
+  return {
+    name: options.name ?? null,
+    webhookUrl: options.webhookUrl ?? null,
+    maxWaitSeconds: options.maxWaitSeconds ?? null,
+  };
 }
 
 export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
@@ -203,6 +213,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           source: request.source,
           name: request.name,
           webhookUrl,
+          maxWaitSeconds: request.maxWaitSeconds,
           now,
         }),
     );

@@ -1,0 +1,170 @@
+// What happens to a batch probe's answer, wherever it lands (the hub as each probe finishes,
+// the consumer for what DNS decided): verdicts; final answers recorded once, completing and
+// refunding the job with its last one; temporary answers asked again on their own schedule,
+// or final when the job's deadline would come first. docs/architecture.md, "Batch".
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { policyOf } from '@rcpt/shared/contract/sub-statuses';
+import { assessVerdict } from '@rcpt/shared/verify/assess';
+import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import type { Config } from '../config.ts';
+import type { Db } from '../storage/db.ts';
+import {
+  type AddressResult,
+  recordProvisional,
+  recordResults,
+  unfinishedAddresses,
+} from '../storage/jobs.ts';
+import { addressResult } from './batch-jobs.ts';
+import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';
+import { nextAttemptAt, type RetryState, retryPaceOf } from './batch-retry.ts';
+import { deliverJobWebhook } from './webhooks.ts';
+
+/** The least time a retry needs before the deadline to be worth sending. */
+const MIN_PROBE_MS = 3_000;
+
+/** One domain's addresses of one job, with its mail route, ready to probe. */
+export interface BatchTask {
+  jobId: string;
+  accountId: string;
+  domain: string;
+  deadlineAt: number;
+  attempt: number;
+  retry?: RetryState;
+  addresses: { idx: number; email: string }[];
+  dns: DnsOutcome;
+}
+
+export interface SettledTask {
+  task: BatchTask;
+  probe: ProbeOutcome;
+  /** No retry whatever the answer (SMTP is disabled for the deployment). */
+  final?: boolean;
+}
+
+export interface SettleDeps {
+  db: Db;
+  queue: Queue<BatchMessage>;
+  config: Config;
+  inBackground: (task: Promise<unknown>) => void;
+}
+
+interface JobWrites {
+  finals: AddressResult[];
+  provisional: AddressResult[];
+  retries: { message: WorkMessage; delaySeconds: number }[];
+}
+
+/** Records what the probes of `settled` answered; see the file comment. */
+export async function settleBatchWork(
+  deps: SettleDeps,
+  settled: readonly SettledTask[],
+  now: number,
+): Promise<void> {
+  const byJob = new Map<string, JobWrites>();
+  for (const { task, probe, final } of settled) {
+    const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [] };
+    byJob.set(task.jobId, writes);
+    const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
+    for (const address of task.addresses) {
+      const { result, policy } = assessVerdict({
+        email: address.email,
+        dns: task.dns,
+        probe,
+        verifiedAt: new Date(now).toISOString(),
+        processingTimeMs: 0,
+      });
+      const pace =
+        final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS
+          ? null
+          : retryPaceOf(result.subStatus, policy);
+      const count = task.retry?.schedule === pace ? task.retry.count : 0;
+      const at = pace
+        ? nextAttemptAt({
+            pace,
+            count,
+            ...(policy.retryAfterSeconds !== undefined
+              ? { retryAfterSeconds: policy.retryAfterSeconds }
+              : {}),
+            now,
+            deadlineAt: task.deadlineAt,
+            probeMs: MIN_PROBE_MS,
+          })
+        : null;
+      const stored = addressResult(address.idx, result, policy.refundable);
+      if (at === null || !pace) {
+        writes.finals.push(stored);
+        continue;
+      }
+      writes.provisional.push(stored);
+      const delaySeconds = Math.max(0, Math.ceil((at - now) / 1000));
+      const key = `${pace} ${delaySeconds}`;
+      const group = retryGroups.get(key) ?? {
+        message: {
+          kind: 'work',
+          jobId: task.jobId,
+          domain: task.domain,
+          attempt: task.attempt + 1,
+          retry: { schedule: pace, count: count + 1 },
+          addresses: [],
+        },
+        delaySeconds,
+      };
+      group.message.addresses.push(address);
+      retryGroups.set(key, group);
+    }
+    writes.retries.push(...retryGroups.values());
+  }
+
+  for (const [jobId, writes] of byJob) {
+    if (writes.provisional.length > 0) await recordProvisional(deps.db, jobId, writes.provisional, now);
+    for (const { message, delaySeconds } of writes.retries) {
+      await enqueueBatchWork(deps.queue, [message], delaySeconds);
+    }
+    if (writes.finals.length > 0) await recordFinals(deps, jobId, writes.finals, now);
+  }
+}
+
+/**
+ * The job's deadline: every address without a final answer gets one now — its last temporary
+ * answer, or `smtp_unavailable` (rcpt's own failure, refunded) when it was never probed.
+ */
+export async function finishAtDeadline(
+  deps: SettleDeps & { resolveRoute: (domain: string) => Promise<DnsOutcome> },
+  jobId: string,
+  now: number,
+): Promise<void> {
+  const unfinished = await unfinishedAddresses(deps.db, jobId);
+  const routes = new Map<string, Promise<DnsOutcome>>();
+  const finals = await Promise.all(
+    unfinished.map(async (address): Promise<AddressResult> => {
+      if (address.resultJson) {
+        const result = JSON.parse(address.resultJson) as VerificationResult;
+        return addressResult(address.idx, result, policyOf(result.subStatus).refundable);
+      }
+      let route = routes.get(address.domain);
+      if (!route) {
+        route = deps.resolveRoute(address.domain);
+        routes.set(address.domain, route);
+      }
+      const { result, policy } = assessVerdict({
+        email: address.email,
+        dns: await route,
+        probe: { kind: 'unavailable', message: 'no prober reached the address before the job deadline' },
+        verifiedAt: new Date(now).toISOString(),
+        processingTimeMs: 0,
+      });
+      return addressResult(address.idx, result, policy.refundable);
+    }),
+  );
+  await recordFinals(deps, jobId, finals, now);
+}
+
+async function recordFinals(
+  deps: SettleDeps,
+  jobId: string,
+  finals: readonly AddressResult[],
+  now: number,
+): Promise<void> {
+  const { completed } = await recordResults(deps.db, jobId, finals, now);
+  if (completed) deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
+}
