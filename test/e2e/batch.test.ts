@@ -1,5 +1,6 @@
-// Batch verification through the whole system: upload → queue by domain → prober → results,
-// with greylisting retried, a prober killed mid-job, refunds, and a signed webhook.
+// Batch verification through the whole system: upload → queue by domain → hub → prober →
+// results, with greylisting asked again on its schedule, a prober killed mid-job, refunds, and
+// a signed webhook.
 import { createServer, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,8 +75,6 @@ beforeAll(async () => {
     greylistDelayMs: 1500,
     credits: 5000,
     vars: {
-      BATCH_RETRY_BASE_SECONDS: '1',
-      BATCH_MAX_ATTEMPTS: '8',
       SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))),
     },
   });
