@@ -2,6 +2,7 @@
 // Object classes.
 import { createApp } from './app.ts';
 import { runScheduled } from './cron/scheduled.ts';
+import { meter, meterFrom } from './meter.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
 import type { BatchMessage } from './services/batch-queue.ts';
 
@@ -10,8 +11,24 @@ export { ProberHub } from './objects/prober-hub.ts';
 
 const app = createApp();
 
+/** Each invocation is one billed Worker request; a queue batch reads and deletes its messages. */
+function metered(env: Env, counts: Parameters<typeof meter>[0]): void {
+  meterFrom(env as { RCPT_METER?: string });
+  meter(counts);
+}
+
 export default {
-  fetch: app.fetch,
-  queue: (batch, env, ctx) => consumeVerifyBatch(batch, env, ctx),
-  scheduled: (_controller, env, ctx) => runScheduled(env, ctx),
+  fetch: (request, env, ctx) => {
+    metered(env, { workerRequests: 1 });
+    return app.fetch(request, env, ctx);
+  },
+  queue: (batch, env, ctx) => {
+    const messages = batch.messages.length;
+    metered(env, { workerRequests: 1, queueReads: messages, queueDeletes: messages });
+    return consumeVerifyBatch(batch, env, ctx);
+  },
+  scheduled: (_controller, env, ctx) => {
+    metered(env, { workerRequests: 1 });
+    return runScheduled(env, ctx);
+  },
 } satisfies ExportedHandler<Env, BatchMessage>;

@@ -45,6 +45,8 @@ export interface LocalStack {
   proberOpsUrl: string | null;
   startProber(): Promise<void>;
   stopProber(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Links one more prober (same token, own process), stopped by close(). */
+  addProber(): Promise<ChildProcess>;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,29 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
 
   let prober: ChildProcess | null = null;
   let proberOpsUrl: string | null = null;
+  const extraProbers: ChildProcess[] = [];
+  /** Starts a prober process and resolves once its link to the edge is up. */
+  const launchProber = async (): Promise<{ process: ChildProcess; opsUrl: string }> => {
+    const opsPort = await freePort(host);
+    const opsUrl = `http://${host}:${opsPort}`;
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        EDGE_URL: baseUrl,
+        PROBER_TOKEN: seeded.proberToken,
+        OPS_HOST: host,
+        OPS_PORT: String(opsPort),
+        LOG_LEVEL: 'warn',
+        ...options.proberEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    pipeLines(child, 'prober', options.onLog);
+    // The prober's /healthz turns 200 once its link to the edge is up.
+    await waitUntil('the prober to link', child, async () => (await fetch(`${opsUrl}/healthz`)).ok);
+    return { process: child, opsUrl };
+  };
   const stack: LocalStack = {
     baseUrl,
     accountId: DEV_ACCOUNT_ID,
@@ -107,25 +132,14 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       return proberOpsUrl;
     },
     async startProber() {
-      const opsPort = await freePort(host);
-      proberOpsUrl = `http://${host}:${opsPort}`;
-      prober = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
-        cwd: REPO_ROOT,
-        env: {
-          ...process.env,
-          EDGE_URL: baseUrl,
-          PROBER_TOKEN: seeded.proberToken,
-          OPS_HOST: host,
-          OPS_PORT: String(opsPort),
-          LOG_LEVEL: 'warn',
-          ...options.proberEnv,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      pipeLines(prober, 'prober', options.onLog);
-      const running = prober;
-      // The prober's /healthz turns 200 once its link to the edge is up.
-      await waitUntil('the prober to link', running, async () => (await fetch(`${proberOpsUrl}/healthz`)).ok);
+      const launched = await launchProber();
+      prober = launched.process;
+      proberOpsUrl = launched.opsUrl;
+    },
+    async addProber() {
+      const launched = await launchProber();
+      extraProbers.push(launched.process);
+      return launched.process;
     },
     async stopProber(signal = 'SIGTERM') {
       const running = prober;
@@ -133,6 +147,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       return running ? stopProcess(running, signal) : null;
     },
     async close() {
+      await Promise.all(extraProbers.splice(0).map((child) => stopProcess(child, 'SIGTERM')));
       await stack.stopProber();
       await stopProcess(edge, 'SIGTERM', true);
     },

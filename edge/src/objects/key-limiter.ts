@@ -1,6 +1,7 @@
 // KeyLimiter: one Durable Object per API key (or per login subject). A sliding-window log of
 // the last `limit` request times: exact, because a Durable Object handles one call at a time.
 import { DurableObject } from 'cloudflare:workers';
+import { meter, meterFrom } from '../meter.ts';
 
 export const RATE_LIMIT = 100;
 export const RATE_WINDOW_MS = 60_000;
@@ -20,6 +21,8 @@ export class KeyLimiter extends DurableObject<Env> {
 
   /** Counts one request if the window has room; a refused request is not counted. */
   hit(limit: number, windowMs: number): LimitDecision {
+    meterFrom(this.env as { RCPT_METER?: string });
+    meter({ doRequests: 1 });
     const now = Date.now();
     const hits = this.#load().filter((at) => at > now - windowMs);
     const allowed = hits.length < limit;

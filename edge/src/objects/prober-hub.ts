@@ -19,6 +19,7 @@ import {
 } from '@rcpt/shared/contract/prober';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { configOf } from '../config.ts';
+import { meter, meterFrom } from '../meter.ts';
 import type { BatchMessage } from '../services/batch-queue.ts';
 import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
 import { createDb } from '../storage/db.ts';
@@ -108,7 +109,13 @@ export class ProberHub extends DurableObject<Env> {
   #settling: SettledTask[] = [];
   #settleTimer: ReturnType<typeof setTimeout> | null = null;
 
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    meterFrom(env as { RCPT_METER?: string });
+  }
+
   override async fetch(request: Request): Promise<Response> {
+    meter({ doRequests: 1 });
     const tokenId = request.headers.get(PROBER_TOKEN_ID_HEADER);
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket' || !tokenId) {
       return new Response('expected an authenticated WebSocket upgrade', { status: 400 });
@@ -134,6 +141,7 @@ export class ProberHub extends DurableObject<Env> {
 
   /** Drops probers whose token was revoked since they connected; runs while any is connected. */
   override async alarm(): Promise<void> {
+    meter({ doRequests: 1 });
     await this.dropRevokedProbers();
     if (this.ctx.getWebSockets().length > 0) await this.ctx.storage.setAlarm(Date.now() + TOKEN_RECHECK_MS);
   }
@@ -157,6 +165,7 @@ export class ProberHub extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    meter({ doWebSocketMessages: 1 });
     const attachment = ws.deserializeAttachment() as ProberAttachment;
     let parsed: ProberMessage;
     try {
@@ -222,6 +231,7 @@ export class ProberHub extends DurableObject<Env> {
 
   /** One probe for a caller who waits (single verification): served before batch work. */
   probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
+    meter({ doRequests: 1 });
     if (!this.#hasReadyProber())
       return Promise.resolve({ kind: 'unavailable', message: 'no prober connected' });
     return new Promise<ProbeOutcome>((resolve) => {
@@ -257,6 +267,7 @@ export class ProberHub extends DurableObject<Env> {
    * as it comes. Refused (false) when no prober is connected, so the caller can retry later.
    */
   dispatch(tasks: BatchTask[]): boolean {
+    meter({ doRequests: 1 });
     if (!this.#hasReadyProber()) return false;
     const config = configOf(this.env);
     for (const task of tasks) {

@@ -1,4 +1,5 @@
 // The verify-batch queue's messages and how they are sent within the Queues limits.
+import { meter } from '../meter.ts';
 import type { RetryState } from './batch-retry.ts';
 
 /** Addresses of one domain of one job to verify (one SMTP session's worth). */
@@ -39,12 +40,20 @@ export async function enqueueBatchWork(
     if (size > MAX_MESSAGE_BYTES)
       throw new Error(`queue message of ${size} bytes for job ${body.jobId} exceeds ${MAX_MESSAGE_BYTES}`);
     if (batch.length === MAX_MESSAGES_PER_SEND || bytes + size > MAX_SEND_BYTES) {
-      await queue.sendBatch(batch);
+      await sendCounted(queue, batch);
       batch = [];
       bytes = 0;
     }
     batch.push({ body, contentType: 'json', ...(delaySeconds > 0 ? { delaySeconds } : {}) });
     bytes += size;
   }
-  if (batch.length > 0) await queue.sendBatch(batch);
+  if (batch.length > 0) await sendCounted(queue, batch);
+}
+
+async function sendCounted(
+  queue: Queue<BatchMessage>,
+  batch: MessageSendRequest<BatchMessage>[],
+): Promise<void> {
+  await queue.sendBatch(batch);
+  meter({ queueWrites: batch.length });
 }

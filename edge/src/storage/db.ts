@@ -1,4 +1,5 @@
 import { drizzle } from 'drizzle-orm/d1';
+import { meteredD1 } from '../meter.ts';
 import type { SqlStatement } from './ledger.ts';
 import * as schema from './schema.ts';
 
@@ -18,7 +19,7 @@ export function createDb(d1: D1Database): Db {
 }
 
 function build(d1: D1Database) {
-  return drizzle(d1, { schema });
+  return drizzle(meteredD1(d1), { schema });
 }
 
 /** A built statement (e.g. a ledger movement) prepared on D1, to run in a batch. */

@@ -55,6 +55,12 @@ function JobPage(props: { job: Job; row: JobRow }) {
             <span data-job-field="progress">{job.progress}</span>%
           </span>
         </div>
+        {isRunning(job) && row.deadlineAt !== null ? (
+          <p class="muted" data-job-deadline>
+            Finishes by <Timestamp at={row.deadlineAt} /> at the latest: an address whose mail server has not
+            answered by then is reported unknown, and refunded when the provider deferred it.
+          </p>
+        ) : null}
         <dl class="counts">
           {COUNTS.map((count) => (
             <div class={`count count-${count.field}`}>
