@@ -291,12 +291,7 @@ export class ProberHub extends DurableObject<Env> {
         passedOver: new Set(),
         finish: (outcome) => this.#settleLater({ task, probe: outcome }),
       };
-      const lane = this.#batch.get(task.accountId);
-      if (lane) lane.push(probe);
-      else {
-        this.#batch.set(task.accountId, [probe]);
-        this.#accounts.push(task.accountId);
-      }
+      this.#queueBatch(probe, 'back');
     }
     this.#pump();
     return true;
@@ -426,14 +421,22 @@ export class ProberHub extends DurableObject<Env> {
     } else if (probe.lane === 'single') {
       this.#single.unshift(probe);
     } else {
-      const lane = this.#batch.get(probe.accountId);
-      if (lane) lane.unshift(probe);
-      else {
-        this.#batch.set(probe.accountId, [probe]);
-        this.#accounts.unshift(probe.accountId);
-      }
+      this.#queueBatch(probe, 'front');
     }
     this.#pump();
+  }
+
+  /** Puts batch work in its account's lane; an account with no lane yet joins the rotation. */
+  #queueBatch(probe: HubProbe, end: 'front' | 'back'): void {
+    const lane = this.#batch.get(probe.accountId);
+    if (lane) {
+      if (end === 'front') lane.unshift(probe);
+      else lane.push(probe);
+      return;
+    }
+    this.#batch.set(probe.accountId, [probe]);
+    if (end === 'front') this.#accounts.unshift(probe.accountId);
+    else this.#accounts.push(probe.accountId);
   }
 
   #release(id: string): Running | null {
