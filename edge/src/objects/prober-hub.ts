@@ -255,7 +255,7 @@ export class ProberHub extends DurableObject<Env> {
       // Still waiting for a prober at the deadline: rcpt's own failure, said as such.
       const expiry = setTimeout(() => {
         if (this.#unqueue(probe))
-          probe.finish({ kind: 'unavailable', message: 'no prober was free in time' });
+          probe.finish({ kind: 'unavailable', message: 'no prober was free before the deadline' });
       }, deadlineMs);
       this.#single.push(probe);
       this.#pump();
