@@ -81,6 +81,28 @@ export function isSpecialPurposeAddress(ip: string): boolean {
   return isSpecial(address);
 }
 
+/**
+ * The IPv4 address an IPv6 address stands for, or null: IPv4-mapped and IPv4-compatible
+ * (RFC 4291 §2.5.5), NAT64 through the well-known prefix (RFC 6052 §2.1) and 6to4 (RFC 3056
+ * §2). A connection to one of these reaches that IPv4 host (through the stack or a
+ * translator), so whoever judges the target must judge the IPv4 address.
+ */
+export function embeddedIpv4(ip: string): string | null {
+  const address = parseAddress(ip);
+  if (address === null || address.family !== 6) return null;
+  let at: number | undefined;
+  for (const range of PARSED_RANGES) {
+    if (range.family !== 6 || range.embeddedIpv4At === undefined) continue;
+    const shift = BigInt(128 - range.length);
+    if (address.value >> shift === range.base >> shift) at = range.embeddedIpv4At;
+  }
+  // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1); :: and ::1 are IPv6's own.
+  if (at === undefined && address.value >> 32n === 0n && address.value > 0xffffn) at = 96;
+  if (at === undefined) return null;
+  const embedded = (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn;
+  return [24n, 16n, 8n, 0n].map((shift) => String((embedded >> shift) & 0xffn)).join('.');
+}
+
 function isSpecial(address: ParsedAddress): boolean {
   const bits = BITS[address.family];
   for (const range of PARSED_RANGES) {

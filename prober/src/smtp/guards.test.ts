@@ -12,6 +12,8 @@ describe('targetIpRefusal', () => {
     ['192.169.0.1'],
     ['2a00:1450:400c:c0b::1b'],
     ['::ffff:8.8.8.8'],
+    ['64:ff9b::8.8.8.8'], // NAT64 to a public host
+    ['2002:808:808::1'], // 6to4 of 8.8.8.8
   ])('dials the public address %s', (ip) => {
     expect(targetIpRefusal(ip, false)).toBeNull();
   });
@@ -36,6 +38,17 @@ describe('targetIpRefusal', () => {
     ['::ffff:10.1.2.3', 'v4-mapped private'],
     ['::ffff:7f00:1', 'v4-mapped loopback in hex'],
     ['::ffff:a9fe:a9fe', 'v4-mapped link-local in hex'],
+    ['64:ff9b::127.0.0.1', 'NAT64 well-known prefix to loopback'],
+    ['64:ff9b::a9fe:a9fe', 'NAT64 to the cloud metadata address'],
+    ['64:ff9b::10.0.0.1', 'NAT64 to RFC 1918'],
+    ['64:ff9b:1::8.8.8.8', 'local-use NAT64 prefix (RFC 8215)'],
+    ['64:ff9b:1:ab::1', 'local-use NAT64 prefix (RFC 8215)'],
+    ['2002:7f00:1::1', '6to4 of 127.0.0.1'],
+    ['2002:a9fe:a9fe::', '6to4 of 169.254.169.254'],
+    ['2002:c0a8:101:1::25', '6to4 of 192.168.1.1'],
+    ['::127.0.0.1', 'IPv4-compatible loopback'],
+    ['::a00:1', 'IPv4-compatible RFC 1918 in hex'],
+    ['2001:db8::25', 'documentation'],
   ])('refuses %s (%s) unless private targets are allowed', (ip) => {
     expect(targetIpRefusal(ip, false)).toMatch(/private, loopback or link-local/);
     expect(targetIpRefusal(ip, true)).toBeNull();
@@ -51,6 +64,9 @@ describe('targetIpRefusal', () => {
     ['240.0.0.1', 'reserved'],
     ['ff02::1', 'IPv6 multicast'],
     ['::ffff:224.0.0.1', 'v4-mapped multicast'],
+    ['64:ff9b::224.0.0.1', 'NAT64 to multicast'],
+    ['2002:e000:1::1', '6to4 of multicast'],
+    ['64:ff9b::0.0.0.0', 'NAT64 to "this network"'],
   ])('refuses %s (%s) even when private targets are allowed', (ip) => {
     expect(targetIpRefusal(ip, true)).toMatch(/not a unicast address/);
     expect(targetIpRefusal(ip, false)).toMatch(/not a unicast address/);

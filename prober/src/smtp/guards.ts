@@ -4,6 +4,7 @@
 // CRLF the only line terminator, so a CR or LF inside an address would start a new command).
 import { BlockList, isIP } from 'node:net';
 import type { SessionFailure } from '@rcpt/shared/contract/prober';
+import { embeddedIpv4, isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 
 /** Addresses no SMTP server can be reached at, whatever the deployment allows. */
 const NEVER_DIALLED = new BlockList();
@@ -26,43 +27,33 @@ PRIVATE_NETWORKS.addAddress('::1', 'ipv6'); // loopback (RFC 4291 §2.5.3)
 PRIVATE_NETWORKS.addSubnet('fc00::', 7, 'ipv6'); // unique local (RFC 4193)
 PRIVATE_NETWORKS.addSubnet('fe80::', 10, 'ipv6'); // link-local (RFC 4291 §2.5.6)
 
-// RFC 4291 §2.5.5.2: ::ffff:a.b.c.d is the IPv4 host a.b.c.d; judge it as that host.
-const V4_MAPPED = /^::ffff:(?:0{1,4}:)?(\d{1,3}(?:\.\d{1,3}){3})$/i;
-const V4_MAPPED_HEX = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i;
-
 /**
  * Why the prober must not connect to `ip`, or null when it may. Only IP literals are dialled:
  * a host name here would make `net.connect` resolve it, outside the edge's DNS checks.
- * `allowPrivateTargets` opens private, loopback, link-local and CGNAT ranges (the tests' mail
- * world lives on 127.0.0.0/8); unspecified, multicast and reserved addresses stay refused.
+ * An IPv6 address that stands for an IPv4 host (mapped, compatible, NAT64, 6to4) is judged as
+ * that host. `allowPrivateTargets` opens private, loopback, link-local, CGNAT and the other
+ * special-purpose ranges (the tests' mail world lives on 127.0.0.0/8); unspecified, multicast
+ * and reserved addresses stay refused.
  */
 export function targetIpRefusal(ip: string, allowPrivateTargets: boolean): string | null {
   const family = isIP(ip);
   if (family === 0) return `${JSON.stringify(ip)} is not an IP address`;
   // A zone index (fe80::1%eth0) only ever qualifies link-local addresses, refused below anyway.
   const bare = ip.includes('%') ? ip.slice(0, ip.indexOf('%')) : ip;
-  const mapped = family === 6 ? mappedIpv4(bare) : null;
-  const address = mapped ?? bare;
-  const type = mapped !== null || family === 4 ? 'ipv4' : 'ipv6';
+  const embedded = family === 6 ? embeddedIpv4(bare) : null;
+  const address = embedded ?? bare;
+  const type = embedded !== null || family === 4 ? 'ipv4' : 'ipv6';
   try {
     if (NEVER_DIALLED.check(address, type)) return `${ip} is not a unicast address`;
-    if (!allowPrivateTargets && PRIVATE_NETWORKS.check(address, type)) {
+    // The shared table of special-purpose ranges (RFC 6890) also covers the local-use NAT64
+    // prefix 64:ff9b:1::/48 (RFC 8215), Teredo and documentation ranges.
+    if (!allowPrivateTargets && (PRIVATE_NETWORKS.check(address, type) || isSpecialPurposeAddress(address))) {
       return `${ip} is a private, loopback or link-local address (set ALLOW_PRIVATE_TARGETS to allow)`;
     }
   } catch {
     return `${ip} cannot be checked as an IP address`;
   }
   return null;
-}
-
-function mappedIpv4(ipv6: string): string | null {
-  const dotted = V4_MAPPED.exec(ipv6);
-  if (dotted) return dotted[1] ?? null;
-  const hex = V4_MAPPED_HEX.exec(ipv6);
-  if (!hex) return null;
-  const high = Number.parseInt(hex[1] ?? '0', 16);
-  const low = Number.parseInt(hex[2] ?? '0', 16);
-  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
 }
 
 // C0 controls (NUL, CR, LF, …) and DEL: RFC 5321 §4.1.2 allows none of them in a path or a
