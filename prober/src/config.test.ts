@@ -126,6 +126,21 @@ describe('loadConfig', () => {
     ],
     [
       'EDGE_URL',
+      'http://rcpt.example.com',
+      'EDGE_URL must use https or wss (http and ws only to a loopback address), got "http://rcpt.example.com"',
+    ],
+    [
+      'EDGE_URL',
+      'ws://10.0.0.5:8787',
+      'EDGE_URL must use https or wss (http and ws only to a loopback address), got "ws://10.0.0.5:8787"',
+    ],
+    [
+      'EDGE_URL',
+      'http://127.0.0.1.evil.example',
+      'EDGE_URL must use https or wss (http and ws only to a loopback address)',
+    ],
+    [
+      'EDGE_URL',
       'https://user:pw@rcpt.example.com',
       'EDGE_URL must not contain a user name or password (use PROBER_TOKEN)',
     ],
@@ -151,6 +166,13 @@ describe('loadConfig', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain(message);
   });
+
+  it.each(['http://127.0.0.1:8787', 'ws://localhost:8787', 'http://[::1]:8787', 'wss://rcpt.example.com'])(
+    'links to %s',
+    (url) => {
+      expect(loadConfig({ ...RUN_ENV, EDGE_URL: url }, 'run').edgeUrl?.protocol).toMatch(/^wss?:$/);
+    },
+  );
 
   it('lists every bad variable at once', () => {
     const problems = problemsOf({ PROBER_TOKEN: TOKEN, SMTP_PORT: 'abc', CAPACITY: 'lots' });

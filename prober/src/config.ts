@@ -88,6 +88,11 @@ function booleanVariable(fallback: boolean) {
     });
 }
 
+/** localhost, 127.0.0.0/8 or [::1] (WHATWG URL host forms). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
 const edgeUrlVariable = optionalText.transform((text, ctx) => {
   if (text === undefined) return null;
   let url: URL;
@@ -104,6 +109,14 @@ const edgeUrlVariable = optionalText.transform((text, ctx) => {
   const wsScheme = { 'http:': 'ws:', 'https:': 'wss:', 'ws:': 'ws:', 'wss:': 'wss:' }[url.protocol];
   if (!wsScheme) {
     ctx.addIssue({ code: 'custom', message: `must use http, https, ws or wss, got ${JSON.stringify(text)}` });
+    return z.NEVER;
+  }
+  if (wsScheme === 'ws:' && !isLoopbackHost(url.hostname)) {
+    // The token goes in the Authorization header of the upgrade request: in clear text on ws.
+    ctx.addIssue({
+      code: 'custom',
+      message: `must use https or wss (http and ws only to a loopback address), got ${JSON.stringify(text)}`,
+    });
     return z.NEVER;
   }
   if (url.username || url.password) {
