@@ -12,6 +12,7 @@ import {
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import type { BatchTask } from '../services/batch-results.ts';
+import { MAX_PROBER_CAPACITY } from './prober-hub.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],
@@ -46,11 +47,43 @@ describe('ProberHub link', () => {
   });
 
   it('accepts a valid token with 101 Switching Protocols', async () => {
-    const token = await newProberToken();
+    const token = await newProberToken('hub-accept');
     const response = await connectProber(token.secret, 'hub-accept');
     expect(response.status).toBe(101);
     response.webSocket?.accept();
     response.webSocket?.close(1000, 'done');
+  });
+});
+
+describe('ProberHub limits on what a prober claims', () => {
+  it('binds a token to its region: another region is 403 at connect and a hello naming one closes the link', async () => {
+    const token = await newProberToken('hub-region-eu');
+    const elsewhere = await connectProber(token.secret, 'hub-region-us');
+    expect(elsewhere.status).toBe(403);
+    expect(await elsewhere.json()).toMatchObject({ code: 'FORBIDDEN' });
+
+    const home = await connectProber(token.secret, 'hub-region-eu');
+    expect(home.status).toBe(101);
+    const ws = home.webSocket;
+    if (!ws) throw new Error('no WebSocket');
+    ws.accept();
+    const closed = new Promise<number>((resolve) =>
+      ws.addEventListener('close', (event) => resolve(event.code)),
+    );
+    ws.send(JSON.stringify({ type: 'hello', id: 'h', version: 1, region: 'hub-region-us', capacity: 5 }));
+    expect(await closed).toBe(4003);
+    expect((await hubOf('hub-region-eu').status()).filter((prober) => prober.ready)).toEqual([]);
+  });
+
+  it(`caps the capacity a prober claims at ${MAX_PROBER_CAPACITY}`, async () => {
+    const prober = await startFakeProber(
+      'hub-capacity',
+      (probe) => reportFor(probe, 250, '2.1.5', 'OK'),
+      10_000,
+    );
+    const [status] = (await hubOf('hub-capacity').status()).filter((entry) => entry.ready);
+    expect(status?.capacity).toBe(MAX_PROBER_CAPACITY);
+    prober.close();
   });
 });
 

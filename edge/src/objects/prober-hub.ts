@@ -26,6 +26,12 @@ import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 
 /** Header the Worker sets after it has authenticated the prober's token. */
+/**
+ * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
+ * a leaked token cannot take a region's whole queue and hold it until the deadlines.
+ */
+export const MAX_PROBER_CAPACITY = 500;
+
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
@@ -191,12 +197,16 @@ export class ProberHub extends DurableObject<Env> {
           ws.close(4000, `protocol version ${parsed.version} not supported`);
           return;
         }
+        // The region is the token's (set at connect); a prober that says otherwise is misconfigured.
+        if (parsed.region !== attachment.region) {
+          ws.close(4003, `this token is for region ${attachment.region}`);
+          return;
+        }
         ws.serializeAttachment({
           ...attachment,
           ready: true,
-          capacity: parsed.capacity,
+          capacity: Math.min(parsed.capacity, MAX_PROBER_CAPACITY),
           perMxConcurrency: parsed.perMxConcurrency ?? DEFAULT_PER_MX_CONCURRENCY,
-          region: parsed.region,
         });
         this.#pump();
         return;

@@ -23,9 +23,17 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
       throw new ApiError('VALIDATION_ERROR', { message: 'Expected a WebSocket upgrade.' });
     }
     c.executionCtx.waitUntil(touchProberToken(c.get('db'), row.id, Date.now()));
-    const region = c.req.query('region') || c.get('config').PROBER_REGION;
-    const hub = c.env.PROBER_HUB.get(c.env.PROBER_HUB.idFromName(region));
-    const forwarded = new Request(c.req.raw);
+    // A token is issued for one region: it cannot take work (and addresses) of another.
+    const requested = c.req.query('region');
+    if (requested && requested !== row.region) {
+      throw new ApiError('FORBIDDEN', {
+        message: `This prober token is for region "${row.region}", not "${requested}".`,
+      });
+    }
+    const hub = c.env.PROBER_HUB.get(c.env.PROBER_HUB.idFromName(row.region));
+    const url = new URL(c.req.url);
+    url.searchParams.set('region', row.region);
+    const forwarded = new Request(url, c.req.raw);
     forwarded.headers.set(PROBER_TOKEN_ID_HEADER, row.id);
     return hub.fetch(forwarded);
   });
