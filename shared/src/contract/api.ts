@@ -93,13 +93,13 @@ export const VerificationResult = z
   .meta({ id: 'VerificationResult' });
 export type VerificationResult = z.infer<typeof VerificationResult>;
 
-// Control characters are refused before trimming, so a CRLF can never be smuggled at an end.
-const EmailInput = z
+// An address as sent, single or in a batch. Control characters are refused before trimming,
+// so a CRLF can never be smuggled at an end (nor reach an SMTP command line).
+const RawEmailInput = z
   .string()
   .max(MAX_EMAIL_INPUT_LENGTH)
-  .refine((value) => !/\p{Cc}/u.test(value), 'must not contain control characters (CR, LF, NUL …)')
-  .trim()
-  .min(1);
+  .refine((value) => !/\p{Cc}/u.test(value), 'must not contain control characters (CR, LF, NUL …)');
+const EmailInput = RawEmailInput.trim().min(1);
 
 /**
  * `Idempotency-Key` on the charged POSTs: a retry with the same key and the same request gets
@@ -156,7 +156,8 @@ export const MaxWaitSeconds = z.coerce
 
 export const BulkUploadJsonRequest = z
   .strictObject({
-    emails: z.array(z.string().max(MAX_EMAIL_INPUT_LENGTH)).min(1).max(MAX_BATCH_EMAILS),
+    // An empty item is kept (it is counted in emptyRows); a control character is refused.
+    emails: z.array(RawEmailInput).min(1).max(MAX_BATCH_EMAILS),
     name: z.string().max(200).optional(),
     webhookUrl: z.url().max(2048).optional(),
     maxWaitSeconds: MaxWaitSeconds.optional(),

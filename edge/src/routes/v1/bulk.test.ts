@@ -78,6 +78,9 @@ describe('POST /api/v1/bulk/upload (JSON)', () => {
     ['no emails', [], 'VALIDATION_ERROR'],
     ['10,001 emails', Array.from({ length: 10_001 }, (_, index) => `user${index}@x.test`), 'TOO_MANY_EMAILS'],
     ['a non-string email', ['a@x.test', 42], 'VALIDATION_ERROR'],
+    ['a CRLF inside an email', ['a@x.test', 'b@x.test\r\nRCPT TO:<c@x.test>'], 'VALIDATION_ERROR'],
+    ['a NUL in an email', ['a\u0000@x.test'], 'VALIDATION_ERROR'],
+    ['a trailing line feed', ['a@x.test\n'], 'VALIDATION_ERROR'],
   ])('400 for %s, free of charge', async (_label, emails, code) => {
     const caller = await newCaller({ credits: 5 });
     const response = await upload(caller.apiKey, emails);
