@@ -1,4 +1,4 @@
-// The verdict rcpt must give each address of the world (ARCHITECTURE.md, "Verdict vocabulary"),
+// The verdict rcpt must give each address of the world (docs/verdicts.md),
 // for `npm run world`, the demo, and end-to-end tests. A deployment of the world allows private
 // targets (ALLOW_PRIVATE_TARGETS), so its 127.0.0.x MX hosts are probed, not `unroutable_ip_address`.
 import { companyDomainNames, DOMAINS } from './zone.ts';

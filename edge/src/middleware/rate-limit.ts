@@ -1,4 +1,4 @@
-// SPEC §8: 100 requests per minute per API key, counted by the key's KeyLimiter object.
+// 100 requests per minute per API key (README, "Using the API"), counted by the key's KeyLimiter object.
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';

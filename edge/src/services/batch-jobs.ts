@@ -1,5 +1,5 @@
 // Batch jobs for API callers: upload (plan, charge and create atomically, then enqueue by
-// domain), the status view of SPEC §2.2, and ordered results as JSON or CSV.
+// domain), the job's status view, and ordered results as JSON or CSV.
 import {
   type BounceEstimate,
   type BulkUploadResponse,
@@ -171,7 +171,7 @@ export function addressResult(idx: number, result: VerificationResult, refundabl
   };
 }
 
-/** The job as SPEC §2.2 shows it. */
+/** The job as the status endpoint shows it. */
 export function jobView(job: JobRow): Job {
   const progress = job.totalEmails === 0 ? 100 : Math.floor((job.processedEmails / job.totalEmails) * 100);
   return {

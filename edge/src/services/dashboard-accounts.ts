@@ -12,7 +12,7 @@ import {
   verifyPassword,
 } from './passwords.ts';
 
-/** SPEC §1: every account starts with 100 free credits, no card. */
+/** Every account starts with 100 free credits, no card (docs/money.md). */
 export const SIGNUP_CREDITS = 100;
 
 export const INVALID_CREDENTIALS = 'That email and password do not match an account.';

@@ -16,7 +16,7 @@ import {
 import { insufficientCredits } from './credits.ts';
 import { sandboxVerify } from './sandbox.ts';
 
-/** SPEC: one credit whatever the answer, taken before any work is done. */
+/** docs/money.md: one credit whatever the answer, taken before any work is done. */
 const SINGLE_VERIFICATION_CREDITS = 1;
 
 export interface SingleVerification {

@@ -1,5 +1,5 @@
-// Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest locally
-// (CLOUDFLARE-LOCAL.md): INSERT … SELECT FROM json_each for rows, one upsert per write, and
+// Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest on local
+// D1: INSERT … SELECT FROM json_each for rows, one upsert per write, and
 // counters recomputed from the rows so that a replayed write changes nothing.
 import { type Db, prepare } from './db.ts';
 import { debit, refundFinishedJob } from './ledger.ts';

@@ -1,5 +1,5 @@
-// The prober's link to its region's ProberHub on the edge (ARCHITECTURE.md, "Prober link
-// protocol"). The prober dials out, so it needs no inbound port: it keeps one WebSocket open,
+// The prober's link to its region's ProberHub on the edge (docs/architecture.md, "The prober
+// link"). The prober dials out, so it needs no inbound port: it keeps one WebSocket open,
 // says hello, answers probes and pings, reconnects with jittered backoff when the link drops,
 // and on drain finishes what it has without taking more.
 import { randomUUID } from 'node:crypto';

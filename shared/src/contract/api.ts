@@ -1,11 +1,11 @@
-// The public API of SPEC.md as zod schemas. Routes, the OpenAPI document and clients'
+// The public API (docs/architecture.md) as zod schemas. Routes, the OpenAPI document and clients'
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
 import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
 
 /** Longest `email` string the API accepts at all; longer is a 400, not a verdict. */
 export const MAX_EMAIL_INPUT_LENGTH = 512;
-/** SPEC §8: addresses per batch job. */
+/** Most addresses one batch job takes. */
 export const MAX_BATCH_EMAILS = 10_000;
 
 export { SUB_STATUSES, VERIFICATION_STATUSES } from './sub-statuses.ts';

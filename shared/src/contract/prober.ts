@@ -1,4 +1,4 @@
-// The prober link protocol (ARCHITECTURE.md): JSON messages over the WebSocket between the
+// The prober link protocol (docs/architecture.md, "The prober link"): JSON messages over the WebSocket between the
 // edge's ProberHub and a prober. Both ends validate every message with these schemas.
 import { z } from 'zod';
 

@@ -1,4 +1,4 @@
-// The 0–100 score of a verdict. Bands are fixed by ARCHITECTURE.md ("Score bands") so that a
+// The 0–100 score of a verdict. Bands are fixed by docs/verdicts.md ("Statuses") so that a
 // score alone tells the status; the formula only orders results inside their band:
 //
 //   score = clamp(base, band) where base = SCORE_BASES[subStatus]

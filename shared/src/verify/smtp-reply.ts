@@ -415,7 +415,7 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   // A permanent refusal before RCPT: the server will not talk to us; the mailbox is untouched.
   { id: 'code-5xx-session', code: PERMANENT, stage: SESSION, subStatus: 'antispam_blocked' },
   // A permanent RCPT refusal that gives no mailbox reason: only mailbox codes and texts make an
-  // address undeliverable (ARCHITECTURE.md), so this stays unknown.
+  // address undeliverable (docs/verdicts.md), so this stays unknown.
   { id: 'code-5xx-rcpt', code: PERMANENT, stage: RCPT, subStatus: 'provider_unverifiable' },
   { id: 'unclassifiable', subStatus: 'invalid_smtp_response' },
 ];

@@ -49,7 +49,7 @@ const route = createRoute({
 });
 
 export function registerVerify(app: OpenAPIHono<AppEnv>): void {
-  // The alias without /api appears in one published usage example (SPEC §4); it is not in the document.
+  // The alias without /api appears in one published usage example; it is not in the document.
   for (const definition of [route, { ...route, path: '/v1/verify', hide: true }]) {
     app.openapi(definition, async (c) => {
       const { email } = c.req.valid('json');
