@@ -5,18 +5,22 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../config.ts';
+import { isDnsFailure } from '../dns/doh-client.ts';
 import { findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { findJobById } from '../storage/jobs.ts';
 import {
   dueDeliveries,
+  fixDeliveryPayload,
   insertDelivery,
+  pendingDeliveriesOfJob,
   recordAttempt,
   setAccountWebhook,
   type WebhookDeliveryRow,
 } from '../storage/webhooks.ts';
 import { jobView } from './batch-jobs.ts';
 import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
+import { dohClientFor } from './verify-deps.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 const FIRST_RETRY_SECONDS = 30;
@@ -86,36 +90,13 @@ export async function signWebhook(
   return `v1,${toBase64(new Uint8Array(signature))}`;
 }
 
-/** Queues and attempts the job's completion (or failure) event, if the job or account has a URL. */
+/**
+ * Attempts the job's pending events now (written with the job's completion, in its
+ * transaction); what fails here stays pending and the cron delivers it.
+ */
 export async function deliverJobWebhook(db: Db, jobId: string, config: Config, now: number): Promise<void> {
-  const job = await findJobById(db, jobId);
-  if (!job) return;
-  const account = await findAccount(db, job.accountId);
-  const url = job.webhookUrl ?? account?.webhookUrl ?? null;
-  if (!url || !account?.webhookSecret) return;
-  const type = job.status === 'failed' ? 'job.failed' : 'job.completed';
-  const delivery = {
-    id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
-    accountId: job.accountId,
-    jobId,
-    eventType: type,
-    url,
-    payload: JSON.stringify({
-      type,
-      timestamp: new Date(now).toISOString(),
-      data: { job: jobView(job) },
-    }),
-    state: 'pending' as const,
-    nextAttemptAt: now,
-    createdAt: now,
-  };
-  await insertDelivery(db, delivery);
-  await attemptDelivery(
-    db,
-    { ...delivery, attempts: 0, lastStatus: null, lastError: null, deliveredAt: null },
-    config,
-    now,
-  );
+  const pending = await pendingDeliveriesOfJob(db, jobId);
+  await Promise.all(pending.map((delivery) => attemptDelivery(db, delivery, config, now)));
 }
 
 /** A test event to the account's default URL, delivered like any other. */
@@ -164,8 +145,12 @@ async function attemptDelivery(
   const account = await findAccount(db, delivery.accountId);
   let status: number | null = null;
   let error: string | null = null;
+  const payload = await payloadOf(db, delivery);
+  const refusal = payload === null ? 'the job no longer exists' : await refuseTarget(delivery.url, config);
   if (!account?.webhookSecret) {
     error = 'the account has no webhook secret';
+  } else if (refusal !== null || payload === null) {
+    error = refusal;
   } else {
     try {
       const secret = await open(config.SECRETS_KEY, account.webhookSecret);
@@ -177,9 +162,9 @@ async function attemptDelivery(
           'user-agent': 'rcpt-webhooks/1',
           'webhook-id': delivery.id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': await signWebhook(secret, delivery.id, timestamp, delivery.payload),
+          'webhook-signature': await signWebhook(secret, delivery.id, timestamp, payload),
         },
-        body: delivery.payload,
+        body: payload,
         signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
         redirect: 'manual',
       });
@@ -196,6 +181,7 @@ async function attemptDelivery(
   await recordAttempt(db, delivery.id, { state, status, error, nextAttemptAt, now });
   return {
     ...delivery,
+    payload: payload ?? delivery.payload,
     attempts,
     state,
     lastStatus: status,
@@ -203,4 +189,42 @@ async function attemptDelivery(
     nextAttemptAt,
     deliveredAt: delivered ? now : null,
   };
+}
+
+/**
+ * The bytes the event carries: a job event's payload is built from the finished job at its
+ * first attempt and kept (its timestamp is when the job finished), so retries send the same.
+ * Null when the job is gone (deleted by retention before delivery).
+ */
+async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string | null> {
+  if (delivery.payload !== '' || delivery.jobId === null) return delivery.payload;
+  const job = await findJobById(db, delivery.jobId);
+  if (!job) return null;
+  const payload = JSON.stringify({
+    type: delivery.eventType,
+    timestamp: new Date(delivery.createdAt).toISOString(),
+    data: { job: jobView(job) },
+  });
+  return fixDeliveryPayload(db, delivery.id, payload);
+}
+
+/**
+ * Why a webhook URL must not be called now, or null. Registration refuses private literals;
+ * a host name is checked when it is called, because it may resolve to a private or loopback
+ * address (RFC 6890) by then. An address that cannot be resolved is not called either.
+ */
+export async function refuseTarget(url: string, config: Config): Promise<string | null> {
+  if (config.ALLOW_PRIVATE_TARGETS) return null;
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return isSpecialPurposeAddress(host) ? `${host} is a private or reserved address` : null;
+  const doh = dohClientFor(config);
+  for (const answer of await Promise.all([doh.query(host, 'A'), doh.query(host, 'AAAA')])) {
+    if (isDnsFailure(answer)) return `${host} could not be resolved (${answer.rcode})`;
+    for (const record of answer.answers) {
+      if ('address' in record && isSpecialPurposeAddress(record.address)) {
+        return `${host} resolves to a private or reserved address (${record.address})`;
+      }
+    }
+  }
+  return null;
 }

@@ -294,12 +294,35 @@ function completionStatements(d1: D1Database, jobId: string, now: number): D1Pre
   ];
 }
 
-/** Refund and the `finalized` flag for a job that reached completed or failed. */
+/**
+ * The outbox row of a finishing job's webhook event (job.completed or job.failed), written in
+ * the transaction that finishes the job, so the event exists exactly when the job finished.
+ * Its id is derived from the job and the event, so the event always carries the same
+ * `webhook-id`. The payload is built from the job at the first delivery attempt (empty until
+ * then) and kept, so every retry sends the same bytes. No row without a URL and a secret.
+ */
+function jobEventStatement(d1: D1Database, jobId: string, now: number): D1PreparedStatement {
+  return d1
+    .prepare(
+      `INSERT INTO webhook_deliveries (id, account_id, job_id, event_type, url, payload, state, next_attempt_at, created_at)
+       SELECT 'msg_' || replace(j.id, '-', '') || CASE j.status WHEN 'failed' THEN '_failed' ELSE '_completed' END,
+         j.account_id, j.id, CASE j.status WHEN 'failed' THEN 'job.failed' ELSE 'job.completed' END,
+         COALESCE(j.webhook_url, a.webhook_url), '', 'pending', ?2, ?2
+       FROM jobs j JOIN accounts a ON a.id = j.account_id
+       WHERE j.id = ?1 AND j.status IN ('completed', 'failed') AND j.finalized = 0
+         AND COALESCE(j.webhook_url, a.webhook_url) IS NOT NULL AND a.webhook_secret IS NOT NULL
+       ON CONFLICT (id) DO NOTHING`,
+    )
+    .bind(jobId, now);
+}
+
+/** Refund, webhook event and the `finalized` flag for a job that reached completed or failed. */
 function finalizeStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
   const refund = refundFinishedJob(jobId, now);
   return [
     prepare(d1, refund.entry),
     prepare(d1, refund.balance),
+    jobEventStatement(d1, jobId, now),
     d1
       .prepare(
         `UPDATE jobs SET finalized = 1 WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0 RETURNING id`,

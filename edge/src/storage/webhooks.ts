@@ -28,6 +28,25 @@ export async function recordAttempt(
     .run();
 }
 
+/** The job's events still waiting for delivery (written when the job finished). */
+export async function pendingDeliveriesOfJob(db: Db, jobId: string): Promise<WebhookDeliveryRow[]> {
+  return db.query.webhookDeliveries.findMany({
+    where: (table, { and, eq }) => and(eq(table.jobId, jobId), eq(table.state, 'pending')),
+  });
+}
+
+/** Stores an event's payload once; returns the payload the event carries from now on. */
+export async function fixDeliveryPayload(db: Db, id: string, payload: string): Promise<string> {
+  const row = await db.$client
+    .prepare(
+      `UPDATE webhook_deliveries SET payload = CASE WHEN payload = '' THEN ?2 ELSE payload END
+       WHERE id = ?1 RETURNING payload`,
+    )
+    .bind(id, payload)
+    .first<{ payload: string }>();
+  return row?.payload ?? payload;
+}
+
 export async function dueDeliveries(db: Db, now: number, limit: number): Promise<WebhookDeliveryRow[]> {
   return db.query.webhookDeliveries.findMany({
     where: (table, { and, eq, lte }) => and(eq(table.state, 'pending'), lte(table.nextAttemptAt, now)),
