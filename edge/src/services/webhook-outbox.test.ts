@@ -52,6 +52,7 @@ async function jobWithWebhook(webhookUrl: string | null, now: number) {
     source: 'json',
     name: null,
     webhookUrl,
+    maxWaitSeconds: null,
     now,
   });
   const results = emails.map((email, idx) => addressResult(idx, sandboxVerify(email, now)));
