@@ -50,7 +50,11 @@ const route = createRoute({
       MAX_CSV_BYTES / 1024 / 1024
     } MB, delimiters \`,\` \`;\` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, ` +
     'domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / ' +
-    'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists.',
+    'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. ' +
+    'The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary ' +
+    'answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until ' +
+    'then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, ' +
+    'refunded when the provider deferred or blocked it.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
