@@ -42,12 +42,12 @@ async function upload(emails: string[], extra: Record<string, unknown> = {}): Pr
   return jobId;
 }
 
-/** The job once it is no longer processing, polled as a client would (bounded). */
+/** The job once it is no longer processing, polled as a client would: once a second, within the key's rate limit. */
 async function settled(jobId: string): Promise<Job> {
-  for (let tries = 0; tries < 1200; tries++) {
+  for (let tries = 0; tries < 900; tries++) {
     const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
     if (job.status !== 'processing') return job;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
   throw new Error(`job ${jobId} still processing`);
 }
