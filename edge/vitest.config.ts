@@ -32,6 +32,10 @@ export default defineProject(async () => {
     test: {
       name: 'edge',
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      // A hang guard, not a speed target: a test sending 130 requests through workerd takes
+      // a fraction of a second alone and over 20 s on a loaded two-core runner.
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
       setupFiles: ['./test/apply-migrations.ts'],
       globalSetup: ['./test/world-setup.ts'],
     },

@@ -215,7 +215,7 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('verify');
     await page.getByLabel('Email address').fill(`alice@${system.world.domains.accept}`);
     await page.getByRole('button', { name: 'Verify' }).click();
-    await page.locator('[data-result-status="deliverable"]').waitFor({ timeout: 20_000 });
+    await page.locator('[data-result-status="deliverable"]').waitFor();
     await expectAccessible('verify with a result');
     await page.getByLabel('Email address').fill(' ');
     await page.getByRole('button', { name: 'Verify' }).click();
@@ -238,7 +238,7 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('bulk with a preview');
     await page.getByRole('button', { name: /^Confirm: verify 2 addresses/ }).click();
     await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/);
-    await page.locator('[data-job-state="completed"]').waitFor({ timeout: 60_000 });
+    await page.locator('[data-job-state="completed"]').waitFor();
     await expectAccessible('job completed');
   });
 

@@ -3,9 +3,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
+import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type MailWorld, startWorld } from '../world/index.ts';
+
+// vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
+// system was still starting: the stack it was building must not outlive the worker.
+process.once('SIGTERM', () => {
+  killStartedProcesses();
+  process.exit(143);
+});
 
 export interface System {
   world: MailWorld;
@@ -21,6 +28,11 @@ export interface System {
       body?: RequestInit['body'];
     },
   ): Promise<Response>;
+  /**
+   * Freezes the prober process (SIGSTOP) until the returned function resumes it (SIGCONT):
+   * probes sent to it wait, so a job stays running for as long as a test looks at it.
+   */
+  holdProber(): () => void;
   close(): Promise<void>;
 }
 
@@ -30,13 +42,18 @@ export async function startSystem(
   const world = await startWorld({ greylistDelayMs: options.greylistDelayMs ?? 60_000 });
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-'));
   const logs: string[] = [];
-  const common = { SMTP_PORT: String(world.smtpPort), ALLOW_PRIVATE_TARGETS: 'true' };
+  const common = { ALLOW_PRIVATE_TARGETS: 'true' };
   let stack: LocalStack;
   try {
     stack = await startLocalStack({
       persistTo,
       vars: { DOH_URL: world.dohUrl, VERIFY_TIMEOUT_MS: '8000', ...common, ...options.vars },
-      proberEnv: { ...common, COMMAND_TIMEOUT_MS: '3000', CONNECT_TIMEOUT_MS: '2000' },
+      proberEnv: {
+        ...common,
+        SMTP_PORT: String(world.smtpPort),
+        COMMAND_TIMEOUT_MS: '3000',
+        CONNECT_TIMEOUT_MS: '2000',
+      },
       onLog: (source, line) => logs.push(`[${source}] ${line}`),
       devCredits: options.credits ?? 100,
     });
@@ -75,6 +92,12 @@ export async function startSystem(
       if (problems.length > 0)
         throw new Error(`response does not match the OpenAPI document:\n${problems.join('\n')}`);
       return response;
+    },
+    holdProber() {
+      const prober = stack.prober;
+      if (!prober) throw new Error('no prober is running');
+      prober.kill('SIGSTOP');
+      return () => prober.kill('SIGCONT');
     },
     async close() {
       await stack.close();

@@ -42,7 +42,13 @@ export async function launchChromium(options: LaunchOptions): Promise<TestBrowse
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
     javaScriptEnabled: options.javaScriptEnabled ?? true,
+    // The first launch after Chromium is installed builds its caches; the test hook's
+    // limit decides how long is too long.
+    timeout: 0,
   });
+  // Actions and navigations wait for their condition up to a minute (Playwright's default of
+  // 30 s is too short on a loaded runner); the test's own timeout is the outer limit.
+  context.setDefaultTimeout(60_000);
   const page = context.pages()[0] ?? (await context.newPage());
   const problems: string[] = [];
   page.on('console', (message) => {
