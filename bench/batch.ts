@@ -41,12 +41,18 @@ const ADDRESSES = 10_000;
 const PER_MX_SESSIONS = 20;
 const world = await startWorld({ greylistDelayMs: 60_000 });
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-batch-'));
-const common = { SMTP_PORT: String(world.smtpPort), ALLOW_PRIVATE_TARGETS: 'true' };
+// The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
+const common = { ALLOW_PRIVATE_TARGETS: 'true' };
 const meterLines: string[] = [];
 const stack = await startLocalStack({
   persistTo,
   vars: { DOH_URL: world.dohUrl, RCPT_METER: 'true', ...common },
-  proberEnv: { ...common, CAPACITY: '200', PER_MX_CONCURRENCY: String(PER_MX_SESSIONS) },
+  proberEnv: {
+    ...common,
+    SMTP_PORT: String(world.smtpPort),
+    CAPACITY: '200',
+    PER_MX_CONCURRENCY: String(PER_MX_SESSIONS),
+  },
   onLog: (source, line) => {
     if (source === 'edge' && line.includes('rcpt-meter ')) meterLines.push(line);
   },

@@ -13,11 +13,12 @@ import type { Figure } from './run.ts';
 const REQUESTS = { 1: 200, 20: 600 } as const;
 const world = await startWorld();
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
-const common = { SMTP_PORT: String(world.smtpPort), ALLOW_PRIVATE_TARGETS: 'true' };
+// The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
+const common = { ALLOW_PRIVATE_TARGETS: 'true' };
 const stack = await startLocalStack({
   persistTo,
   vars: { DOH_URL: world.dohUrl, ...common },
-  proberEnv: common,
+  proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
 });
 const figures: Figure[] = [];
 try {

@@ -23,23 +23,18 @@ if (!Number.isInteger(port) || port < 1 || port > 65535) fail('PORT must be a po
 // The mail world only exists for the demo and the tests; it is loaded only then.
 const world = demo ? await (await import('../test/world/index.ts')).startWorld() : null;
 
-/** Settings both halves use; unset ones keep wrangler.toml's (public DoH, port 25). */
+/** Settings both halves use; unset ones keep wrangler.toml's (public DoH). */
 const shared: Record<string, string> = {};
-for (const name of [
-  'DOH_URL',
-  'ALLOW_PRIVATE_TARGETS',
-  'SMTP_PORT',
-  'MAIL_FROM',
-  'HELO_NAME',
-  'VERIFY_TIMEOUT_MS',
-]) {
+for (const name of ['DOH_URL', 'ALLOW_PRIVATE_TARGETS', 'MAIL_FROM', 'HELO_NAME', 'VERIFY_TIMEOUT_MS']) {
   const value = env[name];
   if (value) shared[name] = value;
 }
+/** The MX port is the prober's own setting (default 25): only the prober speaks SMTP. */
+let smtpPort = env.SMTP_PORT;
 if (world) {
   shared.DOH_URL = world.dohUrl;
-  shared.SMTP_PORT = String(world.smtpPort);
   shared.ALLOW_PRIVATE_TARGETS = 'true';
+  smtpPort = String(world.smtpPort);
 }
 
 console.log(
@@ -52,7 +47,7 @@ const stack = await startLocalStack({
   port,
   vars: shared,
   proberEnv: {
-    ...(shared.SMTP_PORT ? { SMTP_PORT: shared.SMTP_PORT } : {}),
+    ...(smtpPort ? { SMTP_PORT: smtpPort } : {}),
     ...(shared.ALLOW_PRIVATE_TARGETS ? { ALLOW_PRIVATE_TARGETS: shared.ALLOW_PRIVATE_TARGETS } : {}),
     ...(shared.HELO_NAME ? { HELO_NAME: shared.HELO_NAME } : {}),
   },

@@ -16,7 +16,6 @@ const ConfigSchema = z.object({
     )
     .pipe(z.array(z.url()).min(1)),
   ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
-  SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
   MAIL_FROM: z.string().min(3),
   HELO_NAME: z.string().min(1),
   VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
