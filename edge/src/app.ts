@@ -17,7 +17,10 @@ import { registerBulkStatus } from './routes/v1/bulk-status.get.ts';
 import { registerBulkUpload } from './routes/v1/bulk-upload.post.ts';
 import { registerHistory } from './routes/v1/history.get.ts';
 import { registerVerify } from './routes/v1/verify.post.ts';
-import { registerWebhooks } from './routes/v1/webhooks.ts';
+import { registerWebhookDeliveries } from './routes/v1/webhooks-deliveries.get.ts';
+import { registerWebhookSecret } from './routes/v1/webhooks-secret.post.ts';
+import { registerWebhookSettings } from './routes/v1/webhooks-settings.put.ts';
+import { registerWebhookTest } from './routes/v1/webhooks-test.post.ts';
 import { createDb } from './storage/db.ts';
 
 export const API_VERSION = '1.0.1';
@@ -65,7 +68,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerBulkJobs(app);
   registerAccount(app);
   registerHistory(app);
-  registerWebhooks(app);
+  registerWebhookSettings(app);
+  registerWebhookSecret(app);
+  registerWebhookTest(app);
+  registerWebhookDeliveries(app);
   registerProbersConnect(app);
   registerDashboard(app);
 

@@ -1,7 +1,8 @@
 // The cron trigger: retention, stuck-job recovery and webhook retries, each independent so
 // that one failing does not stop the others.
 import { configOf } from '../config.ts';
-import type { BatchMessage } from '../services/batch-queue.ts';
+import { errorFields, log } from '../logger.ts';
+import { verifyQueueOf } from '../services/batch-queue.ts';
 import { mailRouteResolver } from '../services/verify-deps.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
@@ -18,7 +19,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
       () =>
         recoverStuckJobs(
           db,
-          env.VERIFY_QUEUE as Queue<BatchMessage>,
+          verifyQueueOf(env),
           config,
           now,
           (task) => ctx.waitUntil(task),
@@ -30,8 +31,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
   const outcomes = await Promise.allSettled(tasks.map(([, task]) => task()));
   outcomes.forEach((outcome, index) => {
     const name = tasks[index]?.[0];
-    if (outcome.status === 'fulfilled')
-      console.log(JSON.stringify({ level: 'info', cron: name, report: outcome.value }));
-    else console.error(JSON.stringify({ level: 'error', cron: name, error: String(outcome.reason) }));
+    if (outcome.status === 'fulfilled') log.info('cron task done', { cron: name, report: outcome.value });
+    else log.error('cron task failed', { cron: name, ...errorFields(outcome.reason) });
   });
 }

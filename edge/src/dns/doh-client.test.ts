@@ -1,8 +1,8 @@
 import { Buffer } from 'node:buffer';
 import dnsPacket from 'dns-packet';
 import { describe, expect, it } from 'vitest';
+import { type FakeDohOptions, type FakeZone, fakeDoh } from '../../test/fake-doh.ts';
 import { type DnsAnswer, DohClient, type DohClientOptions } from './doh-client.ts';
-import { type FakeDohOptions, type FakeZone, fakeDoh } from './fake-doh.ts';
 import { TtlCache } from './ttl-cache.ts';
 
 const PRIMARY = 'https://primary.example/dns-query';

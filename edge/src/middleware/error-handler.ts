@@ -4,6 +4,7 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../app-env.ts';
+import { errorFields, log } from '../logger.ts';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'VALIDATION_ERROR',
@@ -29,15 +30,11 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
     if (code) return respondWithError(c, new ApiError(code, { message: error.message || undefined }));
   }
   // Log the cause for operators; the client gets the table's message and the request id.
-  console.error(
-    JSON.stringify({
-      level: 'error',
-      requestId: c.get('requestId'),
-      path: new URL(c.req.url).pathname,
-      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      stack: error instanceof Error ? error.stack : undefined,
-    }),
-  );
+  log.error('unhandled error', {
+    requestId: c.get('requestId'),
+    path: new URL(c.req.url).pathname,
+    ...errorFields(error),
+  });
   return respondWithError(c, new ApiError('INTERNAL_ERROR'));
 };
 

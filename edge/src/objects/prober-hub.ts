@@ -19,8 +19,9 @@ import {
 } from '@rcpt/shared/contract/prober';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { configOf } from '../config.ts';
+import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
-import type { BatchMessage } from '../services/batch-queue.ts';
+import { verifyQueueOf } from '../services/batch-queue.ts';
 import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
@@ -181,14 +182,7 @@ export class ProberHub extends DurableObject<Env> {
       if (!result.success) throw new Error(result.error.issues[0]?.message ?? 'invalid message');
       parsed = result.data;
     } catch (error) {
-      console.warn(
-        JSON.stringify({
-          level: 'warn',
-          msg: 'invalid prober message',
-          proberId: attachment.proberId,
-          error: String(error),
-        }),
-      );
+      log.warn('invalid prober message', { proberId: attachment.proberId, error: String(error) });
       return;
     }
     switch (parsed.type) {
@@ -502,7 +496,7 @@ export class ProberHub extends DurableObject<Env> {
       const work = settleBatchWork(
         {
           db: createDb(this.env.DB),
-          queue: this.env.VERIFY_QUEUE as Queue<BatchMessage>,
+          queue: verifyQueueOf(this.env),
           config,
           inBackground: (task) => this.ctx.waitUntil(task),
         },
@@ -510,9 +504,7 @@ export class ProberHub extends DurableObject<Env> {
         Date.now(),
       ).catch((error: unknown) =>
         // The addresses stay queued in D1: the job's deadline or lease recovers them.
-        console.error(
-          JSON.stringify({ level: 'error', msg: 'batch results not recorded', error: String(error) }),
-        ),
+        log.error('batch results not recorded', errorFields(error)),
       );
       this.ctx.waitUntil(work);
     }, SETTLE_GATHER_MS);

@@ -5,7 +5,7 @@
 // messages finish their job. A replayed message changes nothing: writes are once-only upserts.
 import { configOf } from '../config.ts';
 import { defaultDeadlineAt } from '../services/batch-jobs.ts';
-import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
+import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
 import {
   type BatchTask,
   finishAtDeadline,
@@ -26,7 +26,7 @@ export async function consumeVerifyBatch(
   const db = createDb(env.DB);
   const deps: SettleDeps = {
     db,
-    queue: env.VERIFY_QUEUE as Queue<BatchMessage>,
+    queue: verifyQueueOf(env),
     config,
     inBackground: (task) => ctx.waitUntil(task),
   };

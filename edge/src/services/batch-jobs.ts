@@ -10,6 +10,7 @@ import {
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Caller } from '../app-env.ts';
+import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import {
   type AddressResult,
@@ -131,14 +132,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       // The job is charged and stored, its addresses queued in D1: the recovery sweep
       // enqueues them once their lease runs out, and finishes the job at its deadline if
       // the deadline message was not sent, so the caller gets its job id, not a 500.
-      console.error(
-        JSON.stringify({
-          level: 'error',
-          jobId,
-          event: 'enqueue failed; recovery will enqueue',
-          error: String(cause),
-        }),
-      );
+      log.error('enqueue failed; recovery will enqueue', { jobId, ...errorFields(cause) });
     }
   }
   const perSecond =

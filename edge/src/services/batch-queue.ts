@@ -22,6 +22,14 @@ export interface DeadlineMessage {
 
 export type BatchMessage = WorkMessage | DeadlineMessage;
 
+/**
+ * The verify-batch producer binding with its message type: `wrangler types` declares queue
+ * bindings as `Queue` of unknown messages, so the type is given here, once.
+ */
+export function verifyQueueOf(env: Env): Queue<BatchMessage> {
+  return env.VERIFY_QUEUE as Queue<BatchMessage>;
+}
+
 /** Queues limits: 100 messages and 256 KB per sendBatch, 128 KB per message. */
 const MAX_MESSAGES_PER_SEND = 100;
 const MAX_SEND_BYTES = 200_000;

@@ -2,6 +2,7 @@
 // and a retry with the same request gets it again, not run (nor charged) again.
 import { ApiError, errorBody } from '@rcpt/shared/errors';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import { claimIdempotencyKey, keepIdempotentAnswer, releaseIdempotencyKey } from '../storage/idempotency.ts';
 
@@ -64,8 +65,6 @@ async function keepAnswer(
   } catch (cause) {
     // The request itself succeeded and its answer goes out; only a retry is affected (it
     // waits for the key's lock to lapse).
-    console.error(
-      JSON.stringify({ level: 'error', event: 'idempotent answer not kept', error: String(cause) }),
-    );
+    log.error('idempotent answer not kept', errorFields(cause));
   }
 }

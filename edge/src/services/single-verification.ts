@@ -6,6 +6,7 @@ import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../app-env.ts';
+import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
@@ -63,15 +64,11 @@ export async function verifyForCaller(input: {
     return { result, creditsRemaining };
   } catch (cause) {
     const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        requestId,
-        event: 'single verification failed after the charge',
-        refunded,
-        error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause),
-      }),
-    );
+    log.error('single verification failed after the charge', {
+      requestId,
+      refunded,
+      ...errorFields(cause),
+    });
     // If the refund failed as well, the recovery sweep refunds the open verification.
     throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
   }

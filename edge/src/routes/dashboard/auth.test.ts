@@ -5,13 +5,13 @@
 import { env } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
+import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from '../../../test/cookie-client.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
 import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
 import { SIGN_IN_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
 import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
 import { safeNext } from './auth.tsx';
-import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from './cookie-client.ts';
 
 const PASSWORD = 'correct horse battery';
 

@@ -8,7 +8,7 @@ import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
-import type { BatchMessage } from '../../services/batch-queue.ts';
+import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { readBalance } from '../../storage/credits.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
@@ -123,7 +123,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
       const upload = await rowsFromCsv(await uploadedFile(c), emailColumn);
       const created = await createBatchJob({
         db,
-        queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
+        queue: verifyQueueOf(c.env),
         caller,
         upload,
         source: 'csv',

@@ -6,12 +6,12 @@ import { env, exports } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
+import { CookieClient, uniqueEmail } from '../../../test/cookie-client.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
 import { createDb } from '../../storage/db.ts';
 import { insertVerification } from '../../storage/history.ts';
-import { CookieClient, uniqueEmail } from './cookie-client.ts';
 
 async function signedIn(label: string): Promise<{ client: CookieClient; accountId: string }> {
   const client = new CookieClient();

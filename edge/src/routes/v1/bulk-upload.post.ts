@@ -12,7 +12,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
-import type { BatchMessage } from '../../services/batch-queue.ts';
+import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { answerOnce } from '../../services/idempotency.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
 import { replyWith } from '../idempotent-reply.ts';
@@ -211,7 +211,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
       () =>
         createBatchJob({
           db,
-          queue: c.env.VERIFY_QUEUE as Queue<BatchMessage>,
+          queue: verifyQueueOf(c.env),
           caller,
           upload: request.upload,
           source: request.source,

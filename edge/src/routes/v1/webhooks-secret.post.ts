@@ -1,0 +1,35 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { WebhookSecretResponse } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { rotateWebhookSecret } from '../../services/webhooks.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'post',
+  path: '/api/v1/webhooks/secret',
+  tags: ['Webhooks'],
+  summary: 'Create or rotate the signing secret',
+  description:
+    'Returns a new `whsec_…` secret, shown once; the previous one stops signing at once. Deliveries carry ' +
+    '`webhook-id`, `webhook-timestamp` and `webhook-signature` (Standard Webhooks, HMAC-SHA256).',
+  security: [{ ApiKeyAuth: [] }],
+  responses: {
+    200: {
+      description: 'The new secret.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: WebhookSecretResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'SERVICE_UNAVAILABLE']),
+  },
+});
+
+export function registerWebhookSecret(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const secret = await rotateWebhookSecret(
+      c.get('db'),
+      c.get('caller').accountId,
+      c.get('config').SECRETS_KEY,
+    );
+    return c.json({ success: true as const, secret }, 200);
+  });
+}

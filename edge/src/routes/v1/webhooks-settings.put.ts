@@ -1,0 +1,47 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { WebhookSettingsRequest, WebhookSettingsResponse } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { jsonBody } from '../../middleware/json-body.ts';
+import { validateWebhookUrl } from '../../services/webhooks.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import { setAccountWebhook } from '../../storage/webhooks.ts';
+import {
+  AUTHENTICATED_ERRORS,
+  errorResponses,
+  JSON_BODY_ERRORS,
+  RATE_LIMIT_HEADERS,
+} from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'put',
+  path: '/api/v1/webhooks',
+  tags: ['Webhooks'],
+  summary: 'Set the default webhook URL',
+  description:
+    "Job events (`job.completed`, `job.failed`) go to the job's `webhookUrl` or this default. https only.",
+  security: [{ ApiKeyAuth: [] }],
+  middleware: [jsonBody] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: WebhookSettingsRequest } } } },
+  responses: {
+    200: {
+      description: 'The settings.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: WebhookSettingsResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, ...JSON_BODY_ERRORS]),
+  },
+});
+
+export function registerWebhookSettings(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const { url } = c.req.valid('json');
+    const { accountId } = c.get('caller');
+    const webhookUrl = url === null ? null : validateWebhookUrl(url, c.get('config').ALLOW_PRIVATE_TARGETS);
+    await setAccountWebhook(c.get('db'), accountId, { webhookUrl });
+    const account = await findAccount(c.get('db'), accountId);
+    return c.json(
+      { success: true as const, url: webhookUrl, hasSecret: Boolean(account?.webhookSecret) },
+      200,
+    );
+  });
+}

@@ -1,0 +1,29 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { WebhookTestResponse } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { sendTestEvent } from '../../services/webhooks.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { deliveryView } from './webhook-delivery-view.ts';
+
+const route = createRoute({
+  method: 'post',
+  path: '/api/v1/webhooks/test',
+  tags: ['Webhooks'],
+  summary: 'Send a test event to the default URL',
+  security: [{ ApiKeyAuth: [] }],
+  responses: {
+    200: {
+      description: 'The delivery and its first attempt.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: WebhookTestResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE']),
+  },
+});
+
+export function registerWebhookTest(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const delivery = await sendTestEvent(c.get('db'), c.get('caller').accountId, c.get('config'), Date.now());
+    return c.json({ success: true as const, delivery: deliveryView(delivery) }, 200);
+  });
+}
