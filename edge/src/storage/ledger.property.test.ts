@@ -1,0 +1,211 @@
+// The ledger invariant under random interleavings of everything that moves money, on the real
+// local D1: single verifications (some failing after the charge), uploads, result writes
+// (partial, replayed, and abandoned halfway as by a consumer that throws after enqueueing its
+// retries), recovery sweeps and job failures.
+import { env } from 'cloudflare:workers';
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
+import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { db, newCaller } from '../../test/fixtures.ts';
+import type { Caller } from '../app-env.ts';
+import { configOf } from '../config.ts';
+import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
+import { rowsFromJson } from '../services/batch-input.ts';
+import { addressResult, createBatchJob } from '../services/batch-jobs.ts';
+import type { BatchMessage } from '../services/batch-queue.ts';
+import { sandboxVerify } from '../services/sandbox.ts';
+import { verifyForCaller } from '../services/single-verification.ts';
+import { failJob, recordResults } from './jobs.ts';
+
+const MX: DnsOutcome = {
+  kind: 'mx',
+  dnsType: 'MX',
+  mx: [{ host: 'mx.ledger.test', preference: 10, ips: ['127.0.0.1'] }],
+};
+const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+const LOCAL_PARTS = ['deliverable', 'undeliverable', 'risky', 'unknown', 'greylisted'];
+
+function deps(hubFails: boolean): VerifyDeps {
+  return {
+    mailRoute: async () => MX,
+    prober: {
+      probe: async () => {
+        if (hubFails) throw new Error('hub RPC failed');
+        return { kind: 'unavailable', message: 'no prober' };
+      },
+    },
+    mailFrom: 'verify@rcpt.test',
+    helo: 'rcpt.test',
+    timeoutMs: 3000,
+  };
+}
+
+type Step =
+  | { kind: 'single'; hubFails: boolean }
+  | { kind: 'upload'; size: number }
+  | { kind: 'record'; job: number; picks: number[]; refundable: boolean; replay: boolean }
+  | { kind: 'fail'; job: number }
+  | { kind: 'recover'; minutesLater: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('single' as const), hubFails: fc.boolean() }),
+  fc.record({ kind: fc.constant('upload' as const), size: fc.integer({ min: 1, max: 5 }) }),
+  fc.record({
+    kind: fc.constant('record' as const),
+    job: fc.nat(4),
+    picks: fc.array(fc.nat(4), { maxLength: 5 }),
+    refundable: fc.boolean(),
+    replay: fc.boolean(),
+  }),
+  fc.record({ kind: fc.constant('fail' as const), job: fc.nat(4) }),
+  fc.record({ kind: fc.constant('recover' as const), minutesLater: fc.integer({ min: 0, max: 48 * 60 }) }),
+);
+
+async function run(steps: Step[]): Promise<string> {
+  const account = await newCaller({ credits: 12 });
+  const caller: Caller = {
+    accountId: account.accountId,
+    apiKeyId: account.keyId,
+    mode: 'live',
+    creditBalance: 12,
+  };
+  const jobs: { id: string; emails: string[] }[] = [];
+  const now = Date.now();
+  for (const action of steps) {
+    if (action.kind === 'single') {
+      await verifyForCaller({
+        db: db(),
+        deps: deps(action.hubFails),
+        caller,
+        email: 'someone@ledger.test',
+        requestId: `req_${crypto.randomUUID()}`,
+        now,
+      }).catch(() => undefined); // 402, or a failure after the charge (refunded)
+    } else if (action.kind === 'upload') {
+      const emails = Array.from(
+        { length: action.size },
+        (_, i) => `${LOCAL_PARTS[i % 5]}+${jobs.length}.${i}@ledger.test`,
+      );
+      const response = await createBatchJob({
+        db: db(),
+        queue,
+        caller,
+        upload: rowsFromJson(emails),
+        source: 'json',
+        name: null,
+        webhookUrl: null,
+        maxWaitSeconds: null,
+        now,
+      }).catch(() => null); // 402
+      if (response) jobs.push({ id: response.jobId, emails });
+    } else if (action.kind === 'record' || action.kind === 'fail') {
+      const job = jobs[action.job % Math.max(1, jobs.length)];
+      if (!job) continue;
+      if (action.kind === 'fail') {
+        await failJob(db(), job.id, 'failed in the property test', now);
+        continue;
+      }
+      const idxs = [...new Set(action.picks.map((pick) => pick % job.emails.length))];
+      const results = idxs.map((idx) =>
+        addressResult(idx, sandboxVerify(job.emails[idx] ?? '', now), action.refundable && idx % 2 === 0),
+      );
+      await recordResults(db(), job.id, results, now);
+      // A queue redelivery of the same message.
+      if (action.replay) await recordResults(db(), job.id, results, now);
+    } else {
+      const config = configOf(env);
+      const later = now + action.minutesLater * 60_000 + UNANSWERED_VERIFICATION_MS;
+      await recoverStuckJobs(
+        db(),
+        queue,
+        config,
+        later,
+        () => undefined,
+        async () => MX,
+      );
+    }
+  }
+  return account.accountId;
+}
+
+async function rows<T>(sql: string, ...binds: unknown[]): Promise<T[]> {
+  return (
+    await env.DB.prepare(sql)
+      .bind(...binds)
+      .all<T>()
+  ).results;
+}
+
+async function checkInvariants(accountId: string): Promise<void> {
+  const [balance] = await rows<{ balance: number; ledger: number }>(
+    `SELECT credit_balance AS balance, (SELECT SUM(delta) FROM credit_ledger WHERE account_id = ?1) AS ledger
+     FROM accounts WHERE id = ?1`,
+    accountId,
+  );
+  expect(balance?.balance).toBe(balance?.ledger);
+  expect(balance?.balance).toBeGreaterThanOrEqual(0);
+
+  // No job charged, completed or refunded twice; a refund never exceeds its charge.
+  const movements = await rows<{ reference: string; reason: string; n: number; total: number }>(
+    `SELECT reference, reason, COUNT(*) AS n, SUM(delta) AS total FROM credit_ledger
+     WHERE account_id = ?1 AND reason != 'signup_grant' GROUP BY reference, reason`,
+    accountId,
+  );
+  for (const movement of movements) expect(movement.n, `${movement.reason} ${movement.reference}`).toBe(1);
+  const jobs = await rows<{
+    id: string;
+    status: string;
+    finalized: number;
+    totalEmails: number;
+    charged: number;
+    refunded: number;
+    done: number;
+    withResult: number;
+  }>(
+    `SELECT j.id, j.status, j.finalized, j.total_emails AS totalEmails, j.credits_charged AS charged,
+       j.credits_refunded AS refunded,
+       (SELECT COUNT(*) FROM job_addresses a WHERE a.job_id = j.id AND a.state = 'done') AS done,
+       (SELECT COUNT(*) FROM job_addresses a WHERE a.job_id = j.id AND a.result_json IS NOT NULL) AS withResult
+     FROM jobs j WHERE j.account_id = ?1`,
+    accountId,
+  );
+  for (const job of jobs) {
+    const charge = movements.find((m) => m.reference === job.id && m.reason === 'bulk_charge');
+    const refund = movements.find((m) => m.reference === job.id && m.reason === 'bulk_refund');
+    expect(-(charge?.total ?? 0)).toBe(job.charged);
+    expect(refund?.total ?? 0).toBe(job.finalized ? job.refunded : 0);
+    expect(job.refunded).toBeLessThanOrEqual(job.charged);
+    expect(job.finalized === 1).toBe(job.status === 'completed' || job.status === 'failed');
+    // Every charged address of a completed job has exactly one result.
+    if (job.status === 'completed') {
+      expect(job.done).toBe(job.totalEmails);
+      expect(job.withResult).toBe(job.totalEmails);
+    }
+  }
+
+  // Every charged single verification ends in exactly one of its result or its refund,
+  // once the recovery sweep has run.
+  const singles = await rows<{ reference: string; answered: number; refunds: number }>(
+    `SELECT l.reference,
+       (SELECT COUNT(*) FROM verifications v WHERE v.id = l.reference AND v.status IS NOT NULL) AS answered,
+       (SELECT COUNT(*) FROM credit_ledger r WHERE r.reference = l.reference AND r.reason = 'verify_refund') AS refunds
+     FROM credit_ledger l WHERE l.account_id = ?1 AND l.reason = 'verify'`,
+    accountId,
+  );
+  for (const single of singles) expect(single.answered + single.refunds, single.reference).toBe(1);
+}
+
+describe('the credit ledger', () => {
+  it('balances, and charges, completes and refunds everything once, under any interleaving', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
+        // A final sweep settles what the steps left open, as the cron does.
+        const accountId = await run([...steps, { kind: 'recover', minutesLater: 48 * 60 }]);
+        await checkInvariants(accountId);
+      }),
+      { numRuns: 12 },
+    );
+    // A few seconds on an idle machine; the margin is for a loaded one.
+  }, 60_000);
+});
