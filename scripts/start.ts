@@ -1,6 +1,7 @@
 // `npm start`: the whole system locally — edge under `wrangler dev` with local D1, Durable
 // Objects and Queues, a seeded development account, and one prober — then a ready curl.
 // `npm run demo` (`--demo`) also starts the fake mail world and points DNS and SMTP at it.
+import { createServer } from 'node:net';
 import { isWellFormedSecret } from '@rcpt/shared/secret-tokens';
 import { startLocalStack } from './stack/local-stack.ts';
 
@@ -19,6 +20,15 @@ const devCredits = Number(env.RCPT_DEV_CREDITS ?? 100);
 if (!Number.isInteger(devCredits) || devCredits < 0) fail('RCPT_DEV_CREDITS must be a whole number ≥ 0');
 const port = Number(env.PORT ?? 8787);
 if (!Number.isInteger(port) || port < 1 || port > 65535) fail('PORT must be a port number');
+const host = env.HOST ?? '127.0.0.1';
+// wrangler dev on a taken port dies with "Address already in use" while the prober goes on
+// retrying whatever server holds the port (an earlier rcpt would even answer for this one).
+if (await portTaken(host, port)) {
+  fail(
+    `port ${port} on ${host} is already in use (an rcpt still running, or another server). ` +
+      `Stop it, or start on another port: PORT=${port + 1} npm ${demo ? 'run demo' : 'start'}`,
+  );
+}
 
 // The mail world only exists for the demo and the tests; it is loaded only then.
 const world = demo ? await (await import('../test/world/index.ts')).startWorld() : null;
@@ -43,7 +53,7 @@ console.log(
     : 'rcpt: starting the edge and a prober…',
 );
 const stack = await startLocalStack({
-  host: env.HOST ?? '127.0.0.1',
+  host,
   port,
   vars: shared,
   proberEnv: {
@@ -78,8 +88,9 @@ Try it:
 `);
 if (world) {
   console.log('Addresses of the fake mail world and the verdict each gets:\n');
-  for (const [address, verdict] of demoAddresses(world.domains))
-    console.log(`  ${address.padEnd(34)} ${verdict}`);
+  const { EXPECTED_VERDICTS } = await import('../test/world/expected-verdicts.ts');
+  for (const { address, status, subStatus } of EXPECTED_VERDICTS)
+    console.log(`  ${address.padEnd(34)} ${status} / ${subStatus}`);
   console.log('');
 }
 console.log('Ctrl-C stops everything.');
@@ -91,29 +102,31 @@ async function shutdown(): Promise<void> {
   console.log('\nrcpt: stopping…');
   await stack.close();
   await world?.close();
-  process.exit(0);
+  process.exit(process.exitCode ?? 0);
 }
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);
-stack.edge.once('exit', (code) => {
-  if (!stopping) {
-    console.error(`rcpt: the edge exited (${code}); stopping.`);
-    void shutdown();
-  }
-});
+// Either half exiting leaves a system that cannot answer: stop the other one too.
+for (const [name, child] of [
+  ['edge', stack.edge],
+  ['prober', stack.prober],
+] as const) {
+  child?.once('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`rcpt: the ${name} exited (${signal ?? code}); stopping.`);
+      process.exitCode = 1;
+      void shutdown();
+    }
+  });
+}
 
-function demoAddresses(domains: Record<string, string>): [string, string][] {
-  return [
-    [`alice@${domains.accept}`, 'deliverable / accepted_email'],
-    [`nobody@${domains.accept}`, 'undeliverable / mailbox_not_found'],
-    [`info@${domains.accept}`, 'risky / role_based'],
-    [`anyone@${domains.catchall}`, 'risky / catch_all'],
-    [`alice@${domains.greylist}`, 'unknown / greylisted'],
-    [`alice@${domains.rbl}`, 'unknown / antispam_blocked'],
-    [`alice@${domains.full}`, 'risky / mailbox_full'],
-    ['alice@nullmx.test', 'undeliverable / does_not_accept_mail'],
-    ['alice@nonexistent.test', 'undeliverable / invalid_domain'],
-    ['alice@gmial.com', 'undeliverable / possible_typo'],
-    ['alice@mailinator.com', 'risky / disposable'],
-  ];
+/** Whether something already listens on host:port (a listen attempt fails with EADDRINUSE). */
+function portTaken(address: string, portNumber: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' ? resolve(true) : reject(error),
+    );
+    probe.listen(portNumber, address, () => probe.close(() => resolve(false)));
+  });
 }
