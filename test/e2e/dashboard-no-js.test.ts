@@ -44,7 +44,7 @@ function verifyWithKey(key: string, address: string): Promise<Response> {
 }
 
 async function sessionCookie() {
-  return (await browser.context.cookies()).find((cookie) => cookie.name === 'rcpt_session');
+  return (await browser.context.cookies()).find((cookie) => cookie.name === '__Host-rcpt_session');
 }
 
 describe('the dashboard without JavaScript', () => {

@@ -94,14 +94,16 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL('**/?welcome=1');
     await expect.poll(() => page.getByTestId('credit-balance').textContent()).toBe('100');
-    const cookie = (await browser.context.cookies()).find((entry) => entry.name === 'rcpt_session');
+    const cookie = (await browser.context.cookies()).find((entry) => entry.name === '__Host-rcpt_session');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
   });
 
   it('logs out with a POST, answers a wrong password with the generic error, and logs back in', async () => {
     await page.getByRole('button', { name: 'Log out' }).first().click();
     await page.waitForURL('**/login?signed-out=1');
-    expect((await browser.context.cookies()).some((entry) => entry.name === 'rcpt_session')).toBe(false);
+    expect((await browser.context.cookies()).some((entry) => entry.name === '__Host-rcpt_session')).toBe(
+      false,
+    );
 
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill('not my password at all');

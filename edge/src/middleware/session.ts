@@ -1,4 +1,4 @@
-// The signed-in person behind a dashboard request: the `rcpt_session` cookie resumed into
+// The signed-in person behind a dashboard request: the `__Host-rcpt_session` cookie resumed into
 // a session (sliding expiry), and the caller the services charge (the account, no API key).
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';

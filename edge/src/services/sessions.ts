@@ -5,7 +5,11 @@ import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
 import type { Db } from '../storage/db.ts';
 import { deleteSession, findLiveSession, insertSession, touchSession } from '../storage/sessions.ts';
 
-export const SESSION_COOKIE = 'rcpt_session';
+/**
+ * `__Host-`: browsers accept it only Secure, with Path=/ and no Domain (RFC 6265bis §4.1.3.2),
+ * so a sibling subdomain or an http page cannot set or shadow the session (session fixation).
+ */
+export const SESSION_COOKIE = '__Host-rcpt_session';
 const IDLE_MS = 7 * 86_400_000;
 const ABSOLUTE_MS = 30 * 86_400_000;
 /** Seen-at is written at most this often, so a busy session costs no write per page. */

@@ -47,6 +47,10 @@ describe('sign-up', () => {
     expect(cookie.attributes.has('secure')).toBe(true);
     expect(cookie.attributes.get('samesite')).toBe('Lax');
     expect(cookie.attributes.get('path')).toBe('/');
+    // RFC 6265bis §4.1.3.2: a __Host- cookie is Secure, Path=/ and host-only, so neither a
+    // sibling subdomain nor a plain-http page can plant or shadow the session.
+    expect(header).toMatch(/^__Host-/);
+    expect(cookie.attributes.has('domain')).toBe(false);
     const expires = Date.parse(cookie.attributes.get('expires') ?? '');
     expect(expires).toBeGreaterThan(before + 6 * 86_400_000);
     expect(expires).toBeLessThan(before + 8 * 86_400_000);
