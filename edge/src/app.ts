@@ -4,7 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { AppEnv } from './app-env.ts';
 import { configOf } from './config.ts';
-import { apiKeyAuth } from './middleware/auth.ts';
+import { apiKeyAuth, liveKeyOnly } from './middleware/auth.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -68,6 +68,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerBulkJobs(app);
   registerAccount(app);
   registerHistory(app);
+  app.use('/api/v1/webhooks', liveKeyOnly);
+  app.use('/api/v1/webhooks/*', liveKeyOnly);
   registerWebhookSettings(app);
   registerWebhookSecret(app);
   registerWebhookTest(app);

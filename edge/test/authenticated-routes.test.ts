@@ -1,6 +1,7 @@
 // One suite run against every authenticated route: no key, bad key, revoked key, rate
 // limit, and (for charged routes) no credits.
 import { describe, expect, it } from 'vitest';
+import { createApiKey } from '../src/services/api-keys.ts';
 import { revokeApiKey } from '../src/storage/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
 
@@ -10,6 +11,8 @@ interface AuthenticatedRoute {
   path: string;
   json?: unknown;
   charged: boolean;
+  /** Settings that reach live data: a test key is 403. */
+  liveKeyOnly?: boolean;
 }
 
 const someJob = crypto.randomUUID();
@@ -42,10 +45,29 @@ const ROUTES: AuthenticatedRoute[] = [
   { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false },
   { name: 'account', method: 'GET', path: '/api/v1/account', charged: false },
   { name: 'history', method: 'GET', path: '/api/v1/history', charged: false },
-  { name: 'webhook settings', method: 'PUT', path: '/api/v1/webhooks', json: { url: null }, charged: false },
-  { name: 'webhook secret', method: 'POST', path: '/api/v1/webhooks/secret', charged: false },
-  { name: 'webhook test', method: 'POST', path: '/api/v1/webhooks/test', charged: false },
-  { name: 'webhook deliveries', method: 'GET', path: '/api/v1/webhooks/deliveries', charged: false },
+  {
+    name: 'webhook settings',
+    method: 'PUT',
+    path: '/api/v1/webhooks',
+    json: { url: null },
+    charged: false,
+    liveKeyOnly: true,
+  },
+  {
+    name: 'webhook secret',
+    method: 'POST',
+    path: '/api/v1/webhooks/secret',
+    charged: false,
+    liveKeyOnly: true,
+  },
+  { name: 'webhook test', method: 'POST', path: '/api/v1/webhooks/test', charged: false, liveKeyOnly: true },
+  {
+    name: 'webhook deliveries',
+    method: 'GET',
+    path: '/api/v1/webhooks/deliveries',
+    charged: false,
+    liveKeyOnly: true,
+  },
 ];
 
 describe.each(ROUTES)('$name ($method $path)', (route) => {
@@ -133,6 +155,15 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
     expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED' });
   });
 
+  if (route.liveKeyOnly) {
+    it('403 FORBIDDEN with a test key: only a live key (or the dashboard) reaches these settings', async () => {
+      const caller = await newCaller({ mode: 'test' });
+      const response = await send(caller.apiKey);
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'FORBIDDEN' });
+    });
+  }
+
   if (route.charged) {
     it('402 INSUFFICIENT_CREDITS with nothing left, before any work, with required and available', async () => {
       const caller = await newCaller({ credits: 0 });
@@ -166,6 +197,57 @@ describe('rate limit under concurrency', () => {
     for (let i = 0; i < 100; i++) await call('/api/v1/verify', { key: first.apiKey, json: {} });
     expect((await call('/api/v1/verify', { key: first.apiKey, json: {} })).status).toBe(429);
     expect((await call('/api/v1/verify', { key: second.apiKey, json: {} })).status).toBe(400);
+  });
+});
+
+describe('a test key of the same account', () => {
+  it('sees only test-mode jobs and history, as live keys see only live ones', async () => {
+    const live = await newCaller({ credits: 10 });
+    const test = await createApiKey(db(), {
+      accountId: live.accountId,
+      name: 'sandbox',
+      mode: 'test',
+      now: Date.now(),
+    });
+    const liveJob = (
+      await (
+        await call('/api/v1/bulk/upload', {
+          key: live.apiKey,
+          json: { emails: ['someone@nonexistent.test'] },
+        })
+      ).json<{ jobId: string }>()
+    ).jobId;
+    expect(
+      (await call('/api/v1/verify', { key: live.apiKey, json: { email: 'x@invalid-domain' } })).status,
+    ).toBe(200);
+    const testJob = (
+      await (
+        await call('/api/v1/bulk/upload', { key: test.secret, json: { emails: ['deliverable@x.test'] } })
+      ).json<{ jobId: string }>()
+    ).jobId;
+
+    for (const path of [`/api/v1/bulk/status/${liveJob}`, `/api/v1/bulk/results/${liveJob}`]) {
+      const response = await call(path, { key: test.secret });
+      expect(response.status).toBe(404);
+    }
+    expect((await call(`/api/v1/bulk/status/${testJob}`, { key: test.secret })).status).toBe(200);
+    expect((await call(`/api/v1/bulk/status/${testJob}`, { key: live.apiKey })).status).toBe(404);
+
+    const jobIds = async (key: string) =>
+      (await (await call('/api/v1/bulk/jobs', { key })).json<{ jobs: { id: string }[] }>()).jobs.map(
+        (job) => job.id,
+      );
+    expect(await jobIds(test.secret)).toEqual([testJob]);
+    expect(await jobIds(live.apiKey)).toEqual([liveJob]);
+
+    const history = async (key: string) =>
+      (
+        await (
+          await call('/api/v1/history', { key })
+        ).json<{ history: { kind: string; jobId: string | null }[] }>()
+      ).history.map((entry) => `${entry.kind}:${entry.jobId ?? ''}`);
+    expect(await history(test.secret)).toEqual([`batch:${testJob}`]);
+    expect((await history(live.apiKey)).sort()).toEqual([`batch:${liveJob}`, 'single:'].sort());
   });
 });
 

@@ -19,3 +19,16 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   c.set('caller', caller);
   await next();
 });
+
+/**
+ * Settings that reach live data (the account's webhook, fired by every live job): a test key
+ * is 403; a live key or the dashboard manages them.
+ */
+export const liveKeyOnly = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.get('caller').mode !== 'live') {
+    throw new ApiError('FORBIDDEN', {
+      message: 'Webhook settings need a live key (rk_live_…) or the dashboard.',
+    });
+  }
+  await next();
+});

@@ -1,6 +1,12 @@
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import type { Caller } from '../app-env.ts';
-import { findApiKeyByHash, insertApiKey, LAST_USED_RESOLUTION_MS, touchApiKey } from '../storage/api-keys.ts';
+import {
+  type DataMode,
+  findApiKeyByHash,
+  insertApiKey,
+  LAST_USED_RESOLUTION_MS,
+  touchApiKey,
+} from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
 
 /** The caller behind a key hash, or null for an unknown or revoked key. */
@@ -16,6 +22,14 @@ export async function authenticateApiKey(
   if (key.lastUsedAt === null || now - key.lastUsedAt > LAST_USED_RESOLUTION_MS)
     inBackground(touchApiKey(db, key.id, now));
   return { accountId: key.accountId, apiKeyId: key.id, mode: key.mode, creditBalance: key.creditBalance };
+}
+
+/**
+ * The data a caller sees: an API key only its own mode's jobs and history; the dashboard (a
+ * signed-in person, no key) every mode's.
+ */
+export function dataModeOf(caller: Caller): DataMode | undefined {
+  return caller.apiKeyId === null ? undefined : caller.mode;
 }
 
 export interface CreatedApiKey {

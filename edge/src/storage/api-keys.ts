@@ -4,6 +4,19 @@ import { accounts, apiKeys } from './schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
+/** Whose data a request sees: a key sees its own mode's jobs and history (as Stripe separates test data). */
+export type DataMode = 'live' | 'test';
+
+/**
+ * SQL condition on a table's `api_key_id` column for `mode`: test data is what test keys made;
+ * live data is what live keys and the dashboard (no key) made.
+ */
+export function dataModeSql(mode: DataMode): string {
+  return mode === 'test'
+    ? "api_key_id IN (SELECT id FROM api_keys WHERE mode = 'test')"
+    : "(api_key_id IS NULL OR api_key_id IN (SELECT id FROM api_keys WHERE mode = 'live'))";
+}
+
 export async function insertApiKey(db: Db, key: typeof apiKeys.$inferInsert): Promise<void> {
   await db.insert(apiKeys).values(key);
 }

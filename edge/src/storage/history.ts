@@ -1,4 +1,5 @@
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
+import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
@@ -83,6 +84,8 @@ export async function findUnansweredVerifications(db: Db, before: number, limit:
 }
 
 export interface HistoryFilters {
+  /** Only this mode's entries (an API key's); all of them when absent (the dashboard). */
+  mode?: DataMode;
   kind?: 'single' | 'batch';
   status?: string;
   from?: number;
@@ -109,6 +112,7 @@ function historyWhere(filters: HistoryFilters): { sql: string; binds: unknown[] 
     binds.push(value);
     clauses.push(clause(binds.length + 1));
   };
+  if (filters.mode) clauses.push(dataModeSql(filters.mode));
   if (filters.kind) add((n) => `kind = ?${n}`, filters.kind);
   if (filters.status) add((n) => `status = ?${n}`, filters.status);
   if (filters.from !== undefined) add((n) => `created_at >= ?${n}`, filters.from);

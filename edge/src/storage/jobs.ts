@@ -1,6 +1,8 @@
 // Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest on local
 // D1: INSERT … SELECT FROM json_each for rows, one upsert per write, and
 // counters recomputed from the rows so that a replayed write changes nothing.
+import { sql } from 'drizzle-orm';
+import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
@@ -190,9 +192,16 @@ function jsonChunks(rows: readonly unknown[][]): string[] {
   return chunks;
 }
 
-export async function findJob(db: Db, accountId: string, jobId: string): Promise<JobRow | null> {
+/** A job of the account; with `mode`, only if it is that mode's (see dataModeSql). */
+export async function findJob(
+  db: Db,
+  accountId: string,
+  jobId: string,
+  mode?: DataMode,
+): Promise<JobRow | null> {
   const row = await db.query.jobs.findFirst({
-    where: (table, { and, eq }) => and(eq(table.id, jobId), eq(table.accountId, accountId)),
+    where: (table, { and, eq }) =>
+      and(eq(table.id, jobId), eq(table.accountId, accountId), mode ? sql.raw(dataModeSql(mode)) : undefined),
   });
   return row ?? null;
 }
@@ -216,9 +225,11 @@ export async function listJobs(
   db: Db,
   accountId: string,
   page: { offset: number; limit: number },
+  mode?: DataMode,
 ): Promise<JobRow[]> {
   return db.query.jobs.findMany({
-    where: (table, { eq }) => eq(table.accountId, accountId),
+    where: (table, { and, eq }) =>
+      and(eq(table.accountId, accountId), mode ? sql.raw(dataModeSql(mode)) : undefined),
     orderBy: (table, { desc }) => [desc(table.createdAt)],
     offset: page.offset,
     limit: page.limit,
@@ -538,9 +549,11 @@ export async function queueOutlook(
   return { pending: row?.pending ?? 0, perSecond: row?.perSecond ?? null };
 }
 
-export async function countJobs(db: Db, accountId: string): Promise<number> {
+export async function countJobs(db: Db, accountId: string, mode?: DataMode): Promise<number> {
   const row = await db.$client
-    .prepare('SELECT COUNT(*) AS total FROM jobs WHERE account_id = ?1')
+    .prepare(
+      `SELECT COUNT(*) AS total FROM jobs WHERE account_id = ?1${mode ? ` AND ${dataModeSql(mode)}` : ''}`,
+    )
     .bind(accountId)
     .first<{ total: number }>();
   return row?.total ?? 0;

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { BulkJobsResponse, PageQuery } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { dataModeOf } from '../../services/api-keys.ts';
 import { jobView } from '../../services/batch-jobs.ts';
 import { countJobs, listJobs } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
@@ -27,9 +28,10 @@ export function registerBulkJobs(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const page = c.req.valid('query');
     const { accountId } = c.get('caller');
+    const mode = dataModeOf(c.get('caller'));
     const [rows, total] = await Promise.all([
-      listJobs(c.get('db'), accountId, page),
-      countJobs(c.get('db'), accountId),
+      listJobs(c.get('db'), accountId, page, mode),
+      countJobs(c.get('db'), accountId, mode),
     ]);
     return c.json({ success: true as const, jobs: rows.map(jobView), pagination: { ...page, total } }, 200);
   });

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { dataModeOf } from '../../services/api-keys.ts';
 import { notFoundJob, readJobResults, resultsToCsv } from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
@@ -34,7 +35,7 @@ export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { jobId } = c.req.valid('param');
     const { offset, limit, format, status } = c.req.valid('query');
-    const job = await findJob(c.get('db'), c.get('caller').accountId, jobId);
+    const job = await findJob(c.get('db'), c.get('caller').accountId, jobId, dataModeOf(c.get('caller')));
     if (!job) throw notFoundJob();
     const page = await readJobResults(c.get('db'), job, { offset, limit, statuses: status });
     const wantsCsv =

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { BulkStatusResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { dataModeOf } from '../../services/api-keys.ts';
 import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
@@ -25,7 +26,12 @@ const route = createRoute({
 
 export function registerBulkStatus(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
-    const job = await findJob(c.get('db'), c.get('caller').accountId, c.req.valid('param').jobId);
+    const job = await findJob(
+      c.get('db'),
+      c.get('caller').accountId,
+      c.req.valid('param').jobId,
+      dataModeOf(c.get('caller')),
+    );
     if (!job) throw notFoundJob();
     return c.json({ success: true as const, job: jobView(job) }, 200);
   });

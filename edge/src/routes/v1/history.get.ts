@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { HistoryQuery, HistoryResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { dataModeOf } from '../../services/api-keys.ts';
 import { historyPage } from '../../services/history.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -31,6 +32,7 @@ export function registerHistory(app: OpenAPIHono<AppEnv>): void {
       c.get('db'),
       accountId,
       {
+        ...(dataModeOf(c.get('caller')) ? { mode: dataModeOf(c.get('caller')) } : {}),
         ...(kind ? { kind } : {}),
         ...(status ? { status } : {}),
         ...(from ? { from: Date.parse(from) } : {}),

@@ -19,7 +19,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookDeliveriesResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR']),
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'VALIDATION_ERROR']),
   },
 });
 

@@ -28,7 +28,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookSettingsResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, ...JSON_BODY_ERRORS]),
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', ...JSON_BODY_ERRORS]),
   },
 });
 
