@@ -298,6 +298,27 @@
       if (running(job.status)) setTimeout(poll, delay);
       // The server's page explains a failure (reason, refund): show it.
       else if (job.status === 'failed') window.location.reload();
+      else showReport();
+    }
+
+    // The report (charts, downloads, results) is drawn by the server: take it from a fresh
+    // copy of this page, so that the document stays the one the person is reading.
+    async function showReport() {
+      try {
+        const response = await fetch(window.location.href, {
+          headers: { accept: 'text/html' },
+          credentials: 'same-origin',
+        });
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        const fresh = new DOMParser()
+          .parseFromString(await response.text(), 'text/html')
+          .querySelector('[data-job-report]');
+        const current = root.querySelector('[data-job-report]');
+        if (!fresh || !current) throw new Error('no report');
+        current.replaceWith(document.adoptNode(fresh));
+      } catch {
+        window.location.reload();
+      }
     }
 
     function update(job) {
@@ -316,8 +337,6 @@
         progress.textContent = `${job.progress}%`;
       }
       root.setAttribute('data-job-state', job.status);
-      const downloads = root.querySelector('[data-job-downloads]');
-      if (downloads && job.status === 'completed') downloads.hidden = false;
     }
 
     setTimeout(poll, JOB_POLL_MS);

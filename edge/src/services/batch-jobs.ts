@@ -190,6 +190,9 @@ export function jobView(job: JobRow): Job {
   };
 }
 
+/** The bounce percentages from which an estimate is `medium` and `high` (below: `low`). */
+export const BOUNCE_LEVEL_FROM = { medium: 2, high: 8 } as const;
+
 /**
  * The share of the list expected to bounce if sent as-is: undeliverable and invalid rows
  * bounce; a catch-all address bounces about one time in three, an unknown one in six, other
@@ -204,7 +207,7 @@ export function bounceEstimate(job: JobRow): BounceEstimate | null {
   const percent = Math.round((expected / considered) * 1000) / 10;
   return {
     percent,
-    level: percent < 2 ? 'low' : percent < 8 ? 'medium' : 'high',
+    level: percent < BOUNCE_LEVEL_FROM.medium ? 'low' : percent < BOUNCE_LEVEL_FROM.high ? 'medium' : 'high',
     basis: `${considered} addresses checked: undeliverable and invalid count fully, catch-all 1/3, unknown 1/6, other risky 1/10`,
   };
 }
@@ -223,7 +226,7 @@ export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery
   }
   const [rows, total] = await Promise.all([
     readResultRows(db, job.id, query),
-    query.statuses ? countResultRows(db, job.id, query) : job.totalRows,
+    query.statuses || query.search ? countResultRows(db, job.id, query) : job.totalRows,
   ]);
   const results = rows.map((row) => {
     if (!row.resultJson) throw new Error(`row ${row.row} of job ${job.id} has no result`);

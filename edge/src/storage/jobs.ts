@@ -499,22 +499,25 @@ export interface ResultRowsQuery {
   offset: number;
   limit: number;
   /** Only rows whose verdict has one of these statuses; all rows when absent. */
-  statuses?: readonly string[];
+  statuses?: readonly string[] | undefined;
+  /** Only rows whose address, as uploaded, contains this text (ASCII case-insensitive). */
+  search?: string | undefined;
 }
 
 // A row's status: its address's verdict, or for a row with no address (invalid input) its own.
 const ROW_STATUS = "COALESCE(a.status, json_extract(r.result_json, '$.status'))";
 const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
-       WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))`;
+       WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))
+         AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')`;
 
 /** Rows in upload order with their results (a duplicate row shows its address's result). */
 export async function readResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<ResultRow[]> {
   const { results } = await db.$client
     .prepare(
       `SELECT r.row, r.input, COALESCE(r.result_json, a.result_json) AS resultJson, r.csv_values AS csvValues
-       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?3 OFFSET ?4`,
+       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?4 OFFSET ?5`,
     )
-    .bind(jobId, statusFilter(query), query.limit, query.offset)
+    .bind(jobId, statusFilter(query), searchPattern(query), query.limit, query.offset)
     .all<ResultRow>();
   return results;
 }
@@ -523,13 +526,28 @@ export async function readResultRows(db: Db, jobId: string, query: ResultRowsQue
 export async function countResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<number> {
   const row = await db.$client
     .prepare(`SELECT COUNT(*) AS total ${ROWS_WITH_RESULTS}`)
-    .bind(jobId, statusFilter(query))
+    .bind(jobId, statusFilter(query), searchPattern(query))
     .first<{ total: number }>();
   return row?.total ?? 0;
 }
 
 function statusFilter(query: ResultRowsQuery): string | null {
   return query.statuses ? JSON.stringify(query.statuses) : null;
+}
+
+// The search text matched literally: LIKE's wildcards and the escape character are escaped
+// (SQLite, "The LIKE, GLOB, REGEXP, MATCH, and extract operators": ESCAPE clause).
+function searchPattern(query: ResultRowsQuery): string | null {
+  return query.search ? `%${query.search.replace(/[\\%_]/g, '\\$&')}%` : null;
+}
+
+/** How many rows of a job have each status (a row with no verdict yet is not counted). */
+export async function countResultRowsByStatus(db: Db, jobId: string): Promise<Record<string, number>> {
+  const { results } = await db.$client
+    .prepare(`SELECT ${ROW_STATUS} AS status, COUNT(*) AS total ${ROWS_WITH_RESULTS} GROUP BY 1`)
+    .bind(jobId, null, null)
+    .all<{ status: string | null; total: number }>();
+  return Object.fromEntries(results.flatMap((row) => (row.status ? [[row.status, row.total]] : [])));
 }
 
 /** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */

@@ -1,16 +1,34 @@
 /** @jsxImportSource hono/jsx */
 // A batch job (`/jobs/:id`): live progress (app.js polls /jobs/:id/status every second;
-// without JavaScript the page refreshes itself while the job runs), per-status counts, and
-// the results as CSV (original columns plus verdicts) or JSON once it is completed.
-import { type Job, MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+// without JavaScript the page refreshes itself while the job runs) and per-status counts.
+// Once the job has ended, its report: the verdict mix and the bounce estimate as pictures,
+// CSV downloads of the whole list or of a subset (the `status` list the API's results
+// take), and the results table, filtered and searched by a plain GET form and paginated.
+import {
+  type BounceEstimate,
+  BulkResultsQuery,
+  type Job,
+  MAX_BATCH_EMAILS,
+  VERIFICATION_STATUSES,
+  type VerificationStatus,
+} from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { jobView, notFoundJob, readJobResults, resultsToCsv } from '../../services/batch-jobs.ts';
-import { findJob, type JobRow } from '../../storage/jobs.ts';
+import {
+  BOUNCE_LEVEL_FROM,
+  jobView,
+  notFoundJob,
+  type ResultsPage,
+  readJobResults,
+  resultsToCsv,
+} from '../../services/batch-jobs.ts';
+import { countResultRowsByStatus, findJob, type JobRow, type ResultRowsQuery } from '../../storage/jobs.ts';
 import { Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
-import { StatusBadge } from './verification-result.tsx';
+import { VerdictMix } from './verdict-mix.tsx';
+import { readableSubStatus, StatusBadge } from './verification-result.tsx';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** How often the page reloads itself without JavaScript while the job runs. */
@@ -26,11 +44,366 @@ const COUNTS: { field: keyof Job; label: string }[] = [
   { field: 'catchAllCount', label: 'Catch-all' },
 ];
 
+/** Rows of the results table per page. */
+const RESULTS_PAGE_SIZE = 50;
+/** Longer search text cannot match an address (RFC 5321 §4.5.3.1.3: a path is at most 256 octets). */
+const MAX_SEARCH_LENGTH = 254;
+
+/** The subsets offered for download, as the `status` lists the API's results take. */
+const SUBSETS: { slug: string; label: string; hint: string; statuses: VerificationStatus[] | null }[] = [
+  {
+    slug: 'deliverable',
+    label: 'Deliverable only',
+    hint: 'the safest list to send to',
+    statuses: ['deliverable'],
+  },
+  {
+    slug: 'worth-mailing',
+    label: 'Deliverable and risky',
+    hint: 'the addresses worth mailing',
+    statuses: ['deliverable', 'risky'],
+  },
+  {
+    slug: 'without-undeliverable',
+    label: 'All but undeliverable',
+    hint: 'keeps unknown addresses too',
+    statuses: ['deliverable', 'risky', 'unknown'],
+  },
+  { slug: 'all', label: 'All rows', hint: 'every row of the upload', statuses: null },
+];
+
 function isRunning(job: Job): boolean {
   return job.status === 'pending' || job.status === 'processing';
 }
 
-function JobPage(props: { job: Job; row: JobRow }) {
+/** What the results table shows and the downloads contain: the query string of the page. */
+interface ResultsFilter {
+  statuses: VerificationStatus[] | undefined;
+  search: string;
+  page: number;
+}
+
+/** The `status` list as the API parses it; undefined when absent, null when malformed. */
+function statusesOf(value: string | undefined): VerificationStatus[] | undefined | null {
+  if (!value) return undefined;
+  const parsed = BulkResultsQuery.shape.status.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+function filterOf(query: Record<string, string>): ResultsFilter {
+  const page = Number.parseInt(query.page ?? '1', 10);
+  return {
+    // The page forgives a hand-edited query string: a malformed status list shows all rows.
+    statuses: statusesOf(query.status) ?? undefined,
+    search: (query.q ?? '').trim().slice(0, MAX_SEARCH_LENGTH),
+    page: Number.isFinite(page) && page >= 1 ? Math.min(page, MAX_BATCH_EMAILS) : 1,
+  };
+}
+
+function filterLink(path: string, filter: Omit<ResultsFilter, 'page'> & { page?: number }): string {
+  const params = new URLSearchParams();
+  if (filter.statuses) params.set('status', filter.statuses.join(','));
+  if (filter.search) params.set('q', filter.search);
+  if (filter.page && filter.page > 1) params.set('page', String(filter.page));
+  const query = params.toString();
+  return query ? `${path}?${query}` : path;
+}
+
+function rowsQuery(filter: Omit<ResultsFilter, 'page'>, offset: number, limit: number): ResultRowsQuery {
+  return { offset, limit, statuses: filter.statuses, search: filter.search || undefined };
+}
+
+// The gauge's three bands are drawn equally wide, each spanning its own range of percent:
+// a linear scale would squeeze "low" (under 2 %) into a sliver.
+const GAUGE_BANDS = [
+  { level: 'low', from: 0, to: BOUNCE_LEVEL_FROM.medium, label: `under ${BOUNCE_LEVEL_FROM.medium}%` },
+  {
+    level: 'medium',
+    from: BOUNCE_LEVEL_FROM.medium,
+    to: BOUNCE_LEVEL_FROM.high,
+    label: `${BOUNCE_LEVEL_FROM.medium}–${BOUNCE_LEVEL_FROM.high}%`,
+  },
+  { level: 'high', from: BOUNCE_LEVEL_FROM.high, to: 25, label: `${BOUNCE_LEVEL_FROM.high}% and over` },
+] as const;
+const GAUGE = { width: 300, height: 24, bandTop: 6, bandHeight: 12 } as const;
+
+function gaugePosition(percent: number): number {
+  const bandWidth = GAUGE.width / GAUGE_BANDS.length;
+  const index = GAUGE_BANDS.findIndex((band) => percent < band.to);
+  if (index === -1) return GAUGE.width;
+  const band = GAUGE_BANDS[index] ?? GAUGE_BANDS[0];
+  return bandWidth * (index + (percent - band.from) / (band.to - band.from));
+}
+
+function BounceGauge(props: { estimate: BounceEstimate }) {
+  const { estimate } = props;
+  const bandWidth = GAUGE.width / GAUGE_BANDS.length;
+  const x = gaugePosition(estimate.percent);
+  return (
+    <figure class="chart bounce">
+      <p class="bounce-figure">
+        <span class="big-number">{estimate.percent}%</span>{' '}
+        <span class={`badge badge-bounce-${estimate.level}`}>{estimate.level}</span>
+      </p>
+      {/* Stretched to the card's width (preserveAspectRatio none): the band labels are HTML below. */}
+      <svg
+        viewBox={`0 0 ${GAUGE.width} ${GAUGE.height}`}
+        preserveAspectRatio="none"
+        class="bounce-gauge"
+        aria-hidden="true"
+      >
+        {GAUGE_BANDS.map((band, index) => (
+          <rect
+            class={`gauge-${band.level}`}
+            x={index * bandWidth}
+            y={GAUGE.bandTop}
+            width={bandWidth}
+            height={GAUGE.bandHeight}
+          />
+        ))}
+        <line
+          class="gauge-marker"
+          x1={x}
+          x2={x}
+          y1={0}
+          y2={GAUGE.height}
+          vector-effect="non-scaling-stroke"
+        />
+      </svg>
+      <ul class="bounce-bands" aria-hidden="true">
+        {GAUGE_BANDS.map((band) => (
+          <li>
+            {band.level}: {band.label}
+          </li>
+        ))}
+      </ul>
+      <figcaption>
+        Estimated bounce rate if the whole list is sent as is: {estimate.percent}%, {estimate.level} (low is
+        under {BOUNCE_LEVEL_FROM.medium}%, high from {BOUNCE_LEVEL_FROM.high}%). Based on {estimate.basis}.
+      </figcaption>
+    </figure>
+  );
+}
+
+function ListHealth(props: { job: Job }) {
+  const { job } = props;
+  return (
+    <section class="card" aria-labelledby="health-heading">
+      <h2 id="health-heading">List health</h2>
+      <div class="health">
+        <div>
+          <h3>Verdict mix</h3>
+          <VerdictMix
+            mix={{
+              deliverable: job.deliverableCount,
+              undeliverable: job.undeliverableCount,
+              risky: job.riskyCount,
+              unknown: job.unknownCount,
+            }}
+            catchAll={job.catchAllCount}
+            empty="No address was verified."
+          />
+        </div>
+        <div>
+          <h3>Bounce estimate</h3>
+          {job.bounceEstimate ? (
+            <BounceGauge estimate={job.bounceEstimate} />
+          ) : (
+            <p class="muted">No estimate: no address was checked.</p>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function Downloads(props: { base: string; rowsByStatus: Record<string, number>; totalRows: number }) {
+  const rowsOf = (statuses: VerificationStatus[] | null) =>
+    statuses ? statuses.reduce((sum, status) => sum + (props.rowsByStatus[status] ?? 0), 0) : props.totalRows;
+  return (
+    <section class="card" aria-labelledby="downloads-heading" data-job-downloads>
+      <h2 id="downloads-heading">Download the results</h2>
+      <p class="muted">CSV files keep your original columns and add the verdict columns, in upload order.</p>
+      <ul class="downloads">
+        {SUBSETS.map((subset) => (
+          <li>
+            <a
+              class={`button${subset.statuses ? ' button-secondary' : ''}`}
+              href={filterLink(`${props.base}/results.csv`, {
+                statuses: subset.statuses ?? undefined,
+                search: '',
+              })}
+              download
+              data-subset={subset.slug}
+            >
+              CSV: {subset.label}
+            </a>
+            <span class="muted">
+              {rowsOf(subset.statuses)} rows · {subset.hint}
+            </span>
+          </li>
+        ))}
+        <li>
+          <a class="button button-secondary" href={`${props.base}/results.json`} download>
+            JSON: all rows
+          </a>
+          <span class="muted">every field of every verdict</span>
+        </li>
+      </ul>
+    </section>
+  );
+}
+
+function ResultsTable(props: {
+  base: string;
+  filter: ResultsFilter;
+  page: ResultsPage;
+  rowsByStatus: Record<string, number>;
+}) {
+  const { base, filter, page } = props;
+  const pages = Math.max(1, Math.ceil(page.total / RESULTS_PAGE_SIZE));
+  const selected = filter.statuses?.join(',') ?? '';
+  const filtered = Boolean(filter.statuses || filter.search);
+  return (
+    <section class="card" aria-labelledby="results-heading" id="results">
+      <h2 id="results-heading">Results</h2>
+      <form method="get" action={`${base}#results`} class="filters" aria-label="Filter the results">
+        <div class="field">
+          <label for="results-status">Status</label>
+          <select id="results-status" name="status">
+            <option value="" selected={selected === ''}>
+              Any
+            </option>
+            {VERIFICATION_STATUSES.map((status) => (
+              <option value={status} selected={selected === status}>
+                {status} ({props.rowsByStatus[status] ?? 0})
+              </option>
+            ))}
+            {/* A list chosen elsewhere (a download's link, the API's syntax) stays selected. */}
+            {selected && !selected.includes(',') ? null : selected ? (
+              <option value={selected} selected>
+                {selected.replaceAll(',', ', ')}
+              </option>
+            ) : null}
+          </select>
+        </div>
+        <div class="field">
+          <label for="results-search">Address contains</label>
+          <input
+            id="results-search"
+            name="q"
+            type="search"
+            value={filter.search}
+            maxlength={MAX_SEARCH_LENGTH}
+            autocomplete="off"
+          />
+        </div>
+        <div class="button-row">
+          <button type="submit" class="button">
+            Filter
+          </button>
+          <a href={`${base}#results`} class="button button-secondary">
+            Clear
+          </a>
+        </div>
+      </form>
+      <p class="results-summary" aria-live="polite">
+        {page.total} {page.total === 1 ? 'row' : 'rows'}
+        {filtered ? ' match' : ''}
+        {filtered && page.total > 0 ? (
+          <>
+            {' · '}
+            <a href={filterLink(`${base}/results.csv`, filter)} download data-subset="filtered">
+              Download these rows as CSV
+            </a>
+          </>
+        ) : null}
+      </p>
+      {page.results.length === 0 ? (
+        <p class="muted">No row matches this filter.</p>
+      ) : (
+        <div class="table-scroll">
+          <table class="data-table stack-on-phone results-table">
+            <thead>
+              <tr>
+                <th scope="col">Address</th>
+                <th scope="col">Verdict</th>
+                <th scope="col">Score</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.results.map((result) => (
+                <tr data-result-status={result.status}>
+                  <td data-label="Address" class="email-cell">
+                    {result.email || <span class="muted">(empty)</span>}
+                  </td>
+                  <td data-label="Verdict">
+                    <StatusBadge status={result.status} />{' '}
+                    <span class="muted">{readableSubStatus(result.subStatus)}</span>
+                  </td>
+                  <td data-label="Score">{result.score}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {pages > 1 ? (
+        <nav class="pagination" aria-label="Result pages">
+          {filter.page > 1 ? (
+            <a href={`${filterLink(base, { ...filter, page: filter.page - 1 })}#results`} rel="prev">
+              ← Previous
+            </a>
+          ) : (
+            <span />
+          )}
+          <span>
+            Page {Math.min(filter.page, pages)} of {pages}
+          </span>
+          {filter.page < pages ? (
+            <a href={`${filterLink(base, { ...filter, page: filter.page + 1 })}#results`} rel="next">
+              Next →
+            </a>
+          ) : (
+            <span />
+          )}
+        </nav>
+      ) : null}
+    </section>
+  );
+}
+
+interface JobReportProps {
+  job: Job;
+  row: JobRow;
+  filter: ResultsFilter;
+  /** Only for a completed job: its rows per status and the table's page. */
+  results: { rowsByStatus: Record<string, number>; page: ResultsPage } | null;
+}
+
+/** What the job found, once it has ended; app.js swaps it in when a watched job completes. */
+function JobReport(props: JobReportProps) {
+  const { job, row, results } = props;
+  const base = `/jobs/${job.id}`;
+  return (
+    <div data-job-report>
+      <ListHealth job={job} />
+      {results ? (
+        <>
+          <Downloads base={base} rowsByStatus={results.rowsByStatus} totalRows={row.totalRows} />
+          <ResultsTable
+            base={base}
+            filter={props.filter}
+            page={results.page}
+            rowsByStatus={results.rowsByStatus}
+          />
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+function JobPage(props: JobReportProps) {
   const { job, row } = props;
   const base = `/jobs/${job.id}`;
   return (
@@ -88,21 +461,10 @@ function JobPage(props: { job: Job; row: JobRow }) {
         <p class="muted">
           Credits charged: {job.creditsCharged}
           {job.creditsRefunded > 0 ? `, refunded: ${job.creditsRefunded}` : ''}.
-          {job.bounceEstimate
-            ? ` Estimated bounce rate if sent as is: ${job.bounceEstimate.percent}% (${job.bounceEstimate.level}).`
-            : ''}
         </p>
         {job.failureReason ? <p class="notice notice-error">{job.failureReason}</p> : null}
       </div>
-      <div class="card button-row" data-job-downloads hidden={job.status !== 'completed'}>
-        <h2 class="visually-hidden">Downloads</h2>
-        <a class="button" href={`${base}/results.csv`} download>
-          Download CSV
-        </a>
-        <a class="button button-secondary" href={`${base}/results.json`} download>
-          Download JSON
-        </a>
-      </div>
+      {isRunning(job) ? <div data-job-report hidden /> : <JobReport {...props} />}
       <p>
         <a href="/history?kind=batch">All batch jobs</a>
       </p>
@@ -117,10 +479,39 @@ async function jobOf(c: Context<DashboardEnv>): Promise<JobRow> {
   return job;
 }
 
+/** The rows a download or the table asks for; a malformed `status` list is a 400, as in the API. */
+function downloadFilter(c: Context<DashboardEnv>): Omit<ResultsFilter, 'page'> {
+  const statuses = statusesOf(c.req.query('status'));
+  if (statuses === null) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: 'status must be a comma-separated list of deliverable, undeliverable, risky, unknown.',
+    });
+  }
+  return { statuses, search: filterOf(c.req.query()).search };
+}
+
+/** `rcpt-<job>.csv`, or `rcpt-<job>-deliverable-risky.csv` for a subset. */
+function downloadName(jobId: string, filter: Omit<ResultsFilter, 'page'>, extension: 'csv' | 'json'): string {
+  const subset = [...(filter.statuses ?? []), ...(filter.search ? ['search'] : [])].join('-');
+  return `rcpt-${jobId}${subset ? `-${subset}` : ''}.${extension}`;
+}
+
 export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/jobs/:id', ...signedInPage, async (c) => {
     const row = await jobOf(c);
     const job = jobView(row);
+    const filter = filterOf(c.req.query());
+    const results =
+      job.status === 'completed'
+        ? {
+            rowsByStatus: await countResultRowsByStatus(c.get('db'), job.id),
+            page: await readJobResults(
+              c.get('db'),
+              row,
+              rowsQuery(filter, (filter.page - 1) * RESULTS_PAGE_SIZE, RESULTS_PAGE_SIZE),
+            ),
+          }
+        : null;
     const refresh = isRunning(job) ? (
       <noscript>
         <meta http-equiv="refresh" content={String(NO_SCRIPT_REFRESH_SECONDS)} />
@@ -129,7 +520,7 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
     return renderPage(
       c,
       <Layout title={job.name ?? 'Bulk job'} section="history" head={refresh} {...layoutContext(c)}>
-        <JobPage job={job} row={row} />
+        <JobPage job={job} row={row} filter={filter} results={results} />
       </Layout>,
     );
   });
@@ -140,15 +531,17 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
 
   dashboard.get('/jobs/:id/results.csv', ...signedInPage, async (c) => {
     const job = await jobOf(c);
-    const page = await readJobResults(c.get('db'), job, { offset: 0, limit: MAX_BATCH_EMAILS });
-    c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.csv"`);
+    const filter = downloadFilter(c);
+    const page = await readJobResults(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
+    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'csv')}"`);
     return c.body(resultsToCsv(page), 200, { 'Content-Type': 'text/csv; charset=utf-8' });
   });
 
   dashboard.get('/jobs/:id/results.json', ...signedInPage, async (c) => {
     const job = await jobOf(c);
-    const page = await readJobResults(c.get('db'), job, { offset: 0, limit: MAX_BATCH_EMAILS });
-    c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.json"`);
+    const filter = downloadFilter(c);
+    const page = await readJobResults(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
+    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'json')}"`);
     return c.json({
       success: true as const,
       job: jobView(job),

@@ -1,18 +1,13 @@
 /** @jsxImportSource hono/jsx */
 // Overview (`/`): the credit balance, verifications per day over the last 30 days as an
 // inline SVG bar chart, and the verdict mix of those days.
-import { VERIFICATION_STATUSES } from '@rcpt/shared/contract/api';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import {
-  type AccountOverview,
-  accountOverview,
-  OVERVIEW_DAYS,
-  type UsageDay,
-} from '../../services/dashboard-overview.ts';
+import { accountOverview, OVERVIEW_DAYS, type UsageDay } from '../../services/dashboard-overview.ts';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { VerdictMix } from './verdict-mix.tsx';
 
 const CHART = { width: 600, height: 160 } as const;
 
@@ -91,33 +86,6 @@ function UsageChart(props: { days: UsageDay[] }) {
   );
 }
 
-function VerdictMix(props: { mix: AccountOverview['mix'] }) {
-  const total = VERIFICATION_STATUSES.reduce((sum, status) => sum + props.mix[status], 0);
-  if (total === 0) return <p class="muted">No verdicts in the last {OVERVIEW_DAYS} days yet.</p>;
-  let offset = 0;
-  return (
-    <div class="mix">
-      <svg viewBox="0 0 100 6" preserveAspectRatio="none" class="mix-bar" aria-hidden="true">
-        {VERIFICATION_STATUSES.map((status) => {
-          const width = (props.mix[status] / total) * 100;
-          const rect = <rect class={`mix-${status}`} x={offset} y={0} width={width} height={6} />;
-          offset += width;
-          return rect;
-        })}
-      </svg>
-      <ul class="mix-legend">
-        {VERIFICATION_STATUSES.map((status) => (
-          <li>
-            <span class={`legend-swatch mix-${status}`} aria-hidden="true" />
-            <span class={`badge badge-${status}`}>{status}</span> {props.mix[status]}{' '}
-            <span class="muted">({Math.round((props.mix[status] / total) * 100)}%)</span>
-          </li>
-        ))}
-      </ul>
-    </div>
-  );
-}
-
 export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/', ...signedInPage, async (c) => {
     const overview = await accountOverview(c.get('db'), c.get('caller').accountId, Date.now());
@@ -160,7 +128,7 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
         </section>
         <section class="card" aria-labelledby="mix-heading">
           <h2 id="mix-heading">Verdict mix, last {OVERVIEW_DAYS} days</h2>
-          <VerdictMix mix={overview.mix} />
+          <VerdictMix mix={overview.mix} empty={`No verdicts in the last ${OVERVIEW_DAYS} days yet.`} />
         </section>
       </Layout>,
     );

@@ -221,7 +221,7 @@ describe('bulk upload', () => {
     expect(page).toContain('offline list');
     expect(page).toContain('data-job-state="completed"');
     expect(page).not.toContain('http-equiv="refresh"');
-    expect(page).toMatch(/<div [^>]*data-job-downloads="true">/);
+    expect(page).toMatch(/<section [^>]*data-job-downloads="true">/);
 
     const download = await client.get(`${location}/results.csv`);
     expect(download.status).toBe(200);
@@ -284,7 +284,8 @@ describe('job page', () => {
     const page = await (await client.get(`/jobs/${jobId}`)).text();
     expect(page).toContain('<noscript><meta http-equiv="refresh" content="2"/></noscript>');
     expect(page).toContain('data-job-state="processing"');
-    expect(page).toMatch(/<div [^>]*data-job-downloads="true" hidden="">/);
+    expect(page).toContain('<div data-job-report="true" hidden=""></div>');
+    expect(page).not.toContain('data-job-downloads');
     expect(page).toMatch(/<progress id="job-progress" max="100" value="0"/);
 
     const status = await client.get(`/jobs/${jobId}/status`);
@@ -298,6 +299,170 @@ describe('job page', () => {
     expect(early.status).toBe(400);
     expect(early.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await early.text()).toContain('JOB_NOT_COMPLETED');
+  });
+
+  /** A job of a test key: the sandbox answers every address at once, so it is completed. */
+  async function completedJob(accountId: string, csv: string): Promise<string> {
+    const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+    const created = await createBatchJob({
+      db: createDb(env.DB),
+      queue,
+      caller: { accountId, apiKeyId: null, mode: 'test', creditBalance: await balanceOf(accountId) },
+      upload: rowsFromCsv(new TextEncoder().encode(csv)),
+      source: 'csv',
+      name: 'sandbox list',
+      webhookUrl: null,
+      now: Date.now(),
+    });
+    return created.jobId;
+  }
+
+  // Sandbox answers by local part; 52 other addresses make the table run to a second page.
+  const reportCsv = [
+    'name,email',
+    'Dee,deliverable@one.test',
+    'Dee again,DELIVERABLE@one.test',
+    'Una,undeliverable@two.test',
+    'Rita,risky@three.test',
+    'Cat,catchall@four.test',
+    'Uma,unknown@five.test',
+    'Under,deliverable@under_score.test',
+    'Nobody,',
+    ...Array.from({ length: 52 }, (_, index) => `Filler ${index},deliverable@filler${index}.test`),
+  ].join('\n');
+
+  const statusesOf = (html: string) =>
+    [...html.matchAll(/<tr data-result-status="(\w+)"/g)].map((match) => match[1]);
+  const addressesOf = (html: string) =>
+    [...html.matchAll(/<td data-label="Address" class="email-cell">([^<]*)</g)].map((match) => match[1]);
+
+  it('when completed: the verdict mix and bounce estimate as pictures, subset downloads with their sizes', async () => {
+    const { client, accountId } = await signedIn('job-report');
+    const jobId = await completedJob(accountId, reportCsv);
+    const status = await (await client.get(`/jobs/${jobId}/status`)).json<{
+      job: {
+        status: string;
+        catchAllCount: number;
+        riskyCount: number;
+        bounceEstimate: { percent: number; level: string };
+      };
+    }>();
+    expect(status.job).toMatchObject({ status: 'completed', riskyCount: 2, catchAllCount: 1 });
+
+    const page = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(page).toContain('data-job-state="completed"');
+    expect(page).not.toContain('http-equiv="refresh"');
+    // The mix bar: deliverable, undeliverable, the risky rest and the catch-all share, unknown.
+    const segments = [...page.matchAll(/<rect class="mix-([\w-]+)"/g)].map((match) => match[1]);
+    expect(segments).toEqual(['deliverable', 'undeliverable', 'risky', 'catch-all', 'unknown']);
+    expect(page).toMatch(/<span class="badge">catch-all<\/span> 1 /);
+    const { percent, level } = status.job.bounceEstimate;
+    expect(page).toContain(`<span class="big-number">${percent}%</span>`);
+    expect(page).toContain(`<span class="badge badge-bounce-${level}">${level}</span>`);
+    expect(page).toMatch(/<line class="gauge-marker" x1="[\d.]+"/);
+
+    // Each subset: its link carries the API's status list, and its size is the rows it will hold.
+    const links = [...page.matchAll(/href="([^"]+)" download="" data-subset="([\w-]+)"/g)].map((match) => [
+      match[2],
+      match[1]?.replaceAll('&amp;', '&'),
+    ]);
+    expect(links).toEqual([
+      ['deliverable', `/jobs/${jobId}/results.csv?status=deliverable`],
+      ['worth-mailing', `/jobs/${jobId}/results.csv?status=deliverable%2Crisky`],
+      ['without-undeliverable', `/jobs/${jobId}/results.csv?status=deliverable%2Crisky%2Cunknown`],
+      ['all', `/jobs/${jobId}/results.csv`],
+    ]);
+    for (const [subset, href] of links) {
+      const download = await client.get(href ?? '');
+      expect(download.status, subset).toBe(200);
+      const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+      const allowed = /status=([^&]+)/.exec(href ?? '')?.[1]?.split('%2C');
+      for (const row of rows) if (allowed) expect(allowed, subset).toContain(row.rcpt_status);
+      const size = new RegExp(`data-subset="${subset}">[^<]*</a><span class="muted">(\\d+) rows`).exec(
+        page,
+      )?.[1];
+      expect(Number(size), subset).toBe(rows.length);
+    }
+    const all = parse(await (await client.get(`/jobs/${jobId}/results.csv`)).text(), {
+      columns: true,
+    }) as Record<string, string>[];
+    expect(all).toHaveLength(60);
+    const worthMailing = await client.get(`/jobs/${jobId}/results.csv?status=deliverable,risky`);
+    expect(worthMailing.headers.get('content-disposition')).toBe(
+      `attachment; filename="rcpt-${jobId}-deliverable-risky.csv"`,
+    );
+    const kept = parse(await worthMailing.text(), { columns: true }) as Record<string, string>[];
+    // Upload order, original columns kept, only the statuses asked for.
+    expect(kept.map((row) => row.name)).toEqual(
+      all.filter((row) => ['deliverable', 'risky'].includes(row.rcpt_status ?? '')).map((row) => row.name),
+    );
+    expect(kept.slice(0, 4).map((row) => [row.name, row.rcpt_status])).toEqual([
+      ['Dee', 'deliverable'],
+      ['Dee again', 'deliverable'],
+      ['Rita', 'risky'],
+      ['Cat', 'risky'],
+    ]);
+    expect(kept.some((row) => row.rcpt_status === 'undeliverable')).toBe(false);
+    const noUndeliverable = parse(
+      await (await client.get(`/jobs/${jobId}/results.csv?status=deliverable,risky,unknown`)).text(),
+      { columns: true },
+    ) as Record<string, string>[];
+    expect(noUndeliverable).toHaveLength(all.filter((row) => row.rcpt_status !== 'undeliverable').length);
+
+    const malformed = await client.get(`/jobs/${jobId}/results.csv?status=deliverable,maybe`);
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).toContain('VALIDATION_ERROR');
+  });
+
+  it('filters the results table by status and searches by address with a GET form, 50 rows a page', async () => {
+    const { client, accountId } = await signedIn('job-table');
+    const jobId = await completedJob(accountId, reportCsv);
+    const first = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(first).toMatch(/<form method="get" action="\/jobs\/[0-9a-f-]{36}#results"/);
+    expect(first).toContain('60 rows');
+    expect(statusesOf(first)).toHaveLength(50);
+    expect(addressesOf(first).slice(0, 2)).toEqual(['deliverable@one.test', 'DELIVERABLE@one.test']);
+    expect(first).toContain('Page 1 of 2');
+    expect(first).toContain(`href="/jobs/${jobId}?page=2#results" rel="next"`);
+    const second = await (await client.get(`/jobs/${jobId}?page=2`)).text();
+    expect(statusesOf(second)).toHaveLength(10);
+    expect(addressesOf(second).at(-1)).toBe('deliverable@filler51.test');
+
+    const undeliverable = await (await client.get(`/jobs/${jobId}?status=undeliverable`)).text();
+    expect(statusesOf(undeliverable).length).toBeGreaterThanOrEqual(2);
+    expect(new Set(statusesOf(undeliverable))).toEqual(new Set(['undeliverable']));
+    expect(undeliverable).toContain('<option value="undeliverable" selected="">');
+    expect(undeliverable).toMatch(/\d+ rows match/);
+
+    // ASCII case-insensitive, and LIKE's wildcards match only themselves.
+    const underscore = await (
+      await client.get(`/jobs/${jobId}?q=${encodeURIComponent('UNDER_SCORE')}`)
+    ).text();
+    expect(addressesOf(underscore)).toEqual(['deliverable@under_score.test']);
+    expect(underscore).toContain('value="UNDER_SCORE"');
+    for (const wildcard of ['e_a', '%', 'r\\']) {
+      const none = await (await client.get(`/jobs/${jobId}?q=${encodeURIComponent(wildcard)}`)).text();
+      expect(none, wildcard).toContain('0 rows match');
+      expect(none, wildcard).toContain('No row matches this filter.');
+    }
+    const both = await (await client.get(`/jobs/${jobId}?status=deliverable&q=one.test`)).text();
+    expect(addressesOf(both)).toEqual(['deliverable@one.test', 'DELIVERABLE@one.test']);
+    // The filtered view downloads as it is shown.
+    const href = /href="([^"]+)" download="" data-subset="filtered"/
+      .exec(both)?.[1]
+      ?.replaceAll('&amp;', '&');
+    expect(href).toBe(`/jobs/${jobId}/results.csv?status=deliverable&q=one.test`);
+    const download = await client.get(href ?? '');
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="rcpt-${jobId}-deliverable-search.csv"`,
+    );
+    const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+    expect(rows.map((row) => row.email)).toEqual(['deliverable@one.test', 'DELIVERABLE@one.test']);
+
+    // A hand-edited query string shows everything rather than failing.
+    const nonsense = await client.get(`/jobs/${jobId}?status=maybe&page=-2`);
+    expect(nonsense.status).toBe(200);
+    expect(await nonsense.text()).toContain('60 rows');
   });
 
   it("is 404 for another account's job, as a page and as JSON", async () => {
