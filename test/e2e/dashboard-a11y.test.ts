@@ -239,7 +239,20 @@ describe('the dashboard is accessible', () => {
     await page.getByRole('button', { name: /^Confirm: verify 2 addresses/ }).click();
     await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/);
     await page.locator('[data-job-state="completed"]').waitFor();
-    await expectAccessible('job completed');
+    await page.locator('[data-job-downloads]').waitFor();
+    expect(await page.locator('.mix-bar').count()).toBe(1);
+    expect(await page.locator('.bounce-gauge').count()).toBe(1);
+    await expectAccessible('job completed, with its charts, downloads and results');
+    await page.getByLabel('Status', { exact: true }).selectOption('undeliverable');
+    await page.getByLabel('Address contains').fill('nobody');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\?status=undeliverable&q=nobody#results$/);
+    expect(await page.locator('.results-table tbody tr').count()).toBe(1);
+    await expectAccessible('job results filtered');
+    await page.getByLabel('Address contains').fill('no such address');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No row matches this filter.').waitFor();
+    await expectAccessible('job results with no match');
   });
 
   it('passes axe on the history, webhooks, account, overview with usage and error pages', async () => {

@@ -127,7 +127,7 @@ describe('the dashboard without JavaScript', () => {
         await page.locator('[data-job-state]').getAttribute('data-job-state'),
       );
       expect(await page.locator('meta[http-equiv="refresh"]').getAttribute('content')).toBe('2');
-      expect(await page.getByRole('link', { name: 'Download CSV' }).isVisible()).toBe(false);
+      expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(false);
     } finally {
       releaseProber();
     }
@@ -148,11 +148,41 @@ describe('the dashboard without JavaScript', () => {
     expect(await page.locator('[data-job-field="deliverableCount"]').textContent()).toBe('1');
     expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
     expect(await page.locator('[data-job-field="unknownCount"]').textContent()).toBe('1');
-    expect(await page.getByRole('link', { name: 'Download CSV' }).isVisible()).toBe(true);
+    expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(true);
+    expect(await page.locator('.mix-bar rect').count()).toBe(4);
+    expect(await page.locator('.bounce-gauge .gauge-marker').count()).toBe(1);
+  });
+
+  it('filters and searches the results with the plain GET form, and downloads a subset by its link', async () => {
+    await page.getByLabel('Status', { exact: true }).selectOption('unknown');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\?status=unknown&q=#results$/);
+    expect(await page.locator('.results-table .email-cell').allTextContents()).toEqual([
+      `slow@${system.world.domains.tarpit}`,
+    ]);
+    await page.getByLabel('Status', { exact: true }).selectOption('');
+    await page.getByLabel('Address contains').fill('nobody@');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\?status=&q=nobody%40#results$/);
+    expect(await page.locator('.results-table tbody tr').getAttribute('data-result-status')).toBe(
+      'undeliverable',
+    );
+
+    const href = await page.getByRole('link', { name: 'CSV: All but undeliverable' }).getAttribute('href');
+    expect(href).toBe(`${jobPath}/results.csv?status=deliverable%2Crisky%2Cunknown`);
+    const response = await browser.context.request.get(href as string);
+    expect(response.status()).toBe(200);
+    const rows = parse(await response.body(), { columns: true }) as Record<string, string>[];
+    expect(rows.map((row) => [row.name, row.rcpt_status])).toEqual([
+      ['Alice', 'deliverable'],
+      ['Slow', 'unknown'],
+    ]);
+    await page.getByRole('link', { name: 'Clear' }).click();
+    await page.waitForURL(`**${jobPath}#results`);
   });
 
   it('downloads the verdicts as CSV through the link, with the session cookie', async () => {
-    const href = await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href');
+    const href = await page.getByRole('link', { name: 'CSV: All rows' }).getAttribute('href');
     expect(href).toBe(`${jobPath}/results.csv`);
     const response = await browser.context.request.get(href as string);
     expect(response.status()).toBe(200);

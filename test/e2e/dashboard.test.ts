@@ -249,7 +249,7 @@ describe('the dashboard in a browser', () => {
       jobPath = new URL(page.url()).pathname;
       expect(await page.locator('[data-job-state]').getAttribute('data-job-state')).toBe('processing');
       expect(Number(await page.locator('#job-progress').getAttribute('value'))).toBeLessThan(100);
-      expect(await page.getByRole('link', { name: 'Download CSV' }).isVisible()).toBe(false);
+      expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(false);
       await shoot('job-running');
       // A mark on this document: still there at the end means the page was updated in place.
       await page.evaluate('window.rcptSamePage = true');
@@ -268,14 +268,64 @@ describe('the dashboard in a browser', () => {
     expect(await page.locator('[data-job-field="deliverableCount"]').textContent()).toBe('1');
     expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
     expect(await page.locator('[data-job-field="riskyCount"]').textContent()).toBe('1');
-    expect(await page.getByRole('link', { name: 'Download CSV' }).isVisible()).toBe(true);
+    // The report is swapped in from the server's page once the job completes.
+    await page.getByRole('link', { name: 'CSV: All rows' }).waitFor();
+    expect(await page.evaluate('window.rcptSamePage')).toBe(true);
+    const mix = await page
+      .locator('.mix-bar rect')
+      .evaluateAll((rects) => rects.map((rect) => rect.getAttribute('class')));
+    expect(mix).toEqual([
+      'mix-deliverable',
+      'mix-undeliverable',
+      'mix-risky',
+      'mix-catch-all',
+      'mix-unknown',
+    ]);
+    const status = await browser.context.request.get(`${jobPath}/status`);
+    const estimate = ((await status.json()) as { job: { bounceEstimate: { percent: number } } }).job
+      .bounceEstimate;
+    expect(await page.locator('.bounce-figure .big-number').textContent()).toBe(`${estimate.percent}%`);
+    expect(await page.locator('.results-table tbody tr').count()).toBe(6);
     await shoot('job-completed');
+  });
+
+  it('filters the results by status and address, and downloads the addresses worth mailing', async () => {
+    await page.getByLabel('Status', { exact: true }).selectOption('undeliverable');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\?status=undeliverable&q=#results$/);
+    const statuses = () =>
+      page
+        .locator('.results-table tbody tr')
+        .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-result-status')));
+    expect(await statuses()).toEqual(['undeliverable', 'undeliverable']);
+    await page.getByLabel('Status', { exact: true }).selectOption('');
+    await page.getByLabel('Address contains').fill('CATCHALL');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\?status=&q=CATCHALL#results$/);
+    expect(await page.locator('.results-table .email-cell').allTextContents()).toEqual([
+      `anyone@${system.world.domains.catchall}`,
+    ]);
+    await shoot('job-filtered');
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'CSV: Deliverable and risky' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^rcpt-[0-9a-f-]{36}-deliverable-risky\.csv$/);
+    const rows = parse(await readFile(await download.path()), { columns: true }) as Record<string, string>[];
+    expect(rows.map((row) => [row.name, row.rcpt_status])).toEqual([
+      ['Alice', 'deliverable'],
+      ['Anyone', 'risky'],
+      ['Alice again', 'deliverable'],
+    ]);
+    await page.getByRole('link', { name: 'Clear' }).click();
+    await page.waitForURL(`**${jobPath}#results`);
   });
 
   it('downloads the results as CSV with the original columns plus the verdicts, and as JSON', async () => {
     const [csvDownload] = await Promise.all([
       page.waitForEvent('download'),
-      page.getByRole('link', { name: 'Download CSV' }).click(),
+      page.getByRole('link', { name: 'CSV: All rows' }).click(),
     ]);
     expect(csvDownload.suggestedFilename()).toMatch(/^rcpt-[0-9a-f-]{36}\.csv$/);
     const rows = parse(await readFile(await csvDownload.path()), { columns: true }) as Record<
@@ -305,7 +355,7 @@ describe('the dashboard in a browser', () => {
 
     const [jsonDownload] = await Promise.all([
       page.waitForEvent('download'),
-      page.getByRole('link', { name: 'Download JSON' }).click(),
+      page.getByRole('link', { name: 'JSON: all rows' }).click(),
     ]);
     const body = JSON.parse(await readFile(await jsonDownload.path(), 'utf8')) as {
       results: { status: string }[];

@@ -308,10 +308,11 @@ describe('job page', () => {
       db: createDb(env.DB),
       queue,
       caller: { accountId, apiKeyId: null, mode: 'test', creditBalance: await balanceOf(accountId) },
-      upload: rowsFromCsv(new TextEncoder().encode(csv)),
+      upload: await rowsFromCsv(new TextEncoder().encode(csv)),
       source: 'csv',
       name: 'sandbox list',
       webhookUrl: null,
+      maxWaitSeconds: null,
       now: Date.now(),
     });
     return created.jobId;
