@@ -10,7 +10,7 @@ import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
-import { signedInPage } from './guards.ts';
+import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 async function renderAccount(
@@ -97,7 +97,7 @@ export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
     }),
   );
 
-  dashboard.post('/account/password', ...signedInPage, async (c) => {
+  dashboard.post('/account/password', ...spendingPage, async (c) => {
     const db = c.get('db');
     const session = sessionOf(c);
     try {

@@ -12,7 +12,7 @@ import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { readBalance } from '../../storage/credits.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
-import { signedInJson, signedInPage } from './guards.ts';
+import { signedInPage, spendingJson, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 const UPLOAD_ERRORS = new Set([
@@ -114,7 +114,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
     );
   });
 
-  dashboard.post('/bulk', ...signedInPage, async (c) => {
+  dashboard.post('/bulk', ...spendingPage, async (c) => {
     const db = c.get('db');
     const caller = c.get('caller');
     const emailColumn = await optionalText(c, 'emailColumn');
@@ -159,7 +159,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
   });
 
   // What the upload would do, for the page's script: counts and cost, nothing stored.
-  dashboard.post('/bulk/preview', ...signedInJson, async (c) => {
+  dashboard.post('/bulk/preview', ...spendingJson, async (c) => {
     const preview = await previewCsvUpload(c.get('db'), {
       accountId: c.get('caller').accountId,
       file: await uploadedFile(c),

@@ -6,7 +6,7 @@ import { env, exports } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { CookieClient, uniqueEmail } from '../../../test/cookie-client.ts';
+import { CookieClient, csrfFieldOf, uniqueEmail } from '../../../test/cookie-client.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
@@ -166,6 +166,25 @@ describe('single verification', () => {
 describe('bulk upload', () => {
   const csv =
     'name,email\nAlice,alice@nonexistent.test\nAlice again,alice@NONEXISTENT.TEST\nNobody,\nBroken,not an address\nBob,bob@nonexistent.test\n';
+
+  it('limits the forms that spend resources per account, like the API: 429 after 100 a minute', async () => {
+    const { client } = await signedIn('spending-limit');
+    const page = await client.get('/bulk');
+    const token = csrfFieldOf(await page.text());
+    const post = () => {
+      const form = csvForm('email\nalice@nonexistent.test\n');
+      form.set('_csrf', token);
+      return client.post('/bulk/preview', form);
+    };
+    for (let attempt = 0; attempt < 100; attempt++) expect((await post()).status).toBe(200);
+    const limited = await post();
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    // The other spending forms share the account's count.
+    const verify = await client.post('/verify', { _csrf: token, email: 'alice@nonexistent.test' });
+    expect(verify.status).toBe(429);
+  });
 
   it('previews counts and cost as JSON without storing or charging anything', async () => {
     const { client, accountId } = await signedIn('preview');

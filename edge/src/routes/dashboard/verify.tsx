@@ -9,7 +9,7 @@ import { verifyForCaller } from '../../services/single-verification.ts';
 import { verifyDepsOf } from '../../services/verify-deps.ts';
 import { readBalance } from '../../storage/credits.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
-import { signedInPage } from './guards.ts';
+import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerificationResultView } from './verification-result.tsx';
 
@@ -58,7 +58,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
     );
   });
 
-  dashboard.post('/verify', ...signedInPage, async (c) => {
+  dashboard.post('/verify', ...spendingPage, async (c) => {
     const db = c.get('db');
     const caller = c.get('caller');
     const raw = await formText(c, 'email');

@@ -9,7 +9,7 @@ import { rotateWebhookSecret, sendTestEvent, validateWebhookUrl } from '../../se
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, setAccountWebhook, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
-import { signedInPage } from './guards.ts';
+import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 const RECENT_DELIVERIES = 20;
@@ -228,7 +228,7 @@ export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
     }
   });
 
-  dashboard.post('/webhooks/test', ...signedInPage, async (c) => {
+  dashboard.post('/webhooks/test', ...spendingPage, async (c) => {
     try {
       const delivery = await sendTestEvent(
         c.get('db'),
