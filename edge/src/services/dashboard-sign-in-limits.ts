@@ -6,7 +6,8 @@ import { normaliseAccountEmail } from './dashboard-accounts.ts';
 
 export const SIGN_IN_LIMITS = { perIp: 10, perEmail: 5, windowMs: 60_000 } as const;
 
-export type SignInAction = 'login' | 'signup';
+/** `password`: the current password checked by a password change, a guess like any other. */
+export type SignInAction = 'login' | 'signup' | 'password';
 
 export type SignInAdmission = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 

@@ -9,6 +9,7 @@ import { changePassword } from '../../services/dashboard-accounts.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
 import { findAccount } from '../../storage/accounts.ts';
+import { admit, tooManyAttempts } from './auth.tsx';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -100,6 +101,10 @@ export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.post('/account/password', ...spendingPage, async (c) => {
     const db = c.get('db');
     const session = sessionOf(c);
+    // The current password is a guess like a sign-in's: the same throttle, per IP and email.
+    const email = (await findAccount(db, session.accountId))?.email ?? session.accountId;
+    const wait = await admit(c, 'password', email);
+    if (wait !== null) return renderAccount(c, { error: tooManyAttempts(wait) }, 429);
     try {
       await changePassword(db, {
         accountId: session.accountId,

@@ -296,6 +296,23 @@ describe('sign-out and password change', () => {
     expect(page.headers.get('location')).toBe('/login?next=%2Fkeys');
   });
 
+  it(`checks the current password of a password change under the sign-in throttle: 429 after ${SIGN_IN_LIMITS.perEmail} a minute`, async () => {
+    const { client } = await signedIn('password-guess');
+    for (let attempt = 0; attempt < SIGN_IN_LIMITS.perEmail; attempt++) {
+      const wrong = await client.submit('/account', '/account/password', {
+        currentPassword: `guess number ${attempt}`,
+        newPassword: 'a new long password',
+      });
+      expect(wrong.status).toBe(400);
+    }
+    const limited = await client.submit('/account', '/account/password', {
+      currentPassword: PASSWORD,
+      newPassword: 'a new long password',
+    });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+  });
+
   it('a password change rotates this session, ends the others, and the new password works', async () => {
     const { client, email } = await signedIn('password');
     const elsewhere = new CookieClient();

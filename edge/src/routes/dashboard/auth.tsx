@@ -122,18 +122,23 @@ export function safeNext(raw: string | undefined): string {
   return `${resolved.pathname}${resolved.search}${resolved.hash}`;
 }
 
-function clientIp(c: Context<DashboardEnv>): string {
+export function clientIp(c: Context<DashboardEnv>): string {
   return c.req.header('cf-connecting-ip') ?? UNKNOWN_CLIENT_IP;
 }
 
-async function admit(c: Context<DashboardEnv>, action: SignInAction, email: string): Promise<number | null> {
+/** Null when the attempt may go on, else the seconds to wait (Retry-After is set). */
+export async function admit(
+  c: Context<DashboardEnv>,
+  action: SignInAction,
+  email: string,
+): Promise<number | null> {
   const admission = await admitSignInAttempt(c.env.KEY_LIMITER, { action, clientIp: clientIp(c), email });
   if (admission.allowed) return null;
   c.header('Retry-After', String(admission.retryAfterSeconds));
   return admission.retryAfterSeconds;
 }
 
-function tooManyAttempts(seconds: number): string {
+export function tooManyAttempts(seconds: number): string {
   return `Too many attempts. Wait ${seconds} second${seconds === 1 ? '' : 's'} and try again.`;
 }
 
