@@ -1,13 +1,13 @@
 // The edge app: middleware order, routes, the OpenAPI document and its reference page.
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { ApiError } from '@rcpt/shared/errors';
-import { Scalar } from '@scalar/hono-api-reference';
 import type { AppEnv } from './app-env.ts';
 import { configOf } from './config.ts';
 import { apiKeyAuth, liveKeyOnly } from './middleware/auth.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
+import { registerApiReference } from './routes/api-reference.ts';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
@@ -91,7 +91,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     servers: [{ url: '/', description: 'this deployment' }],
     security: [{ ApiKeyAuth: [] }],
   });
-  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'rcpt API reference' }));
+  registerApiReference(app);
 
   app.notFound(notFoundHandler((path) => allowedMethods(app, path)));
   return app;
