@@ -31,7 +31,8 @@ export interface StackOptions {
   devCredits?: number;
   devApiKey?: string;
   startProber?: boolean;
-  onLog?: (source: 'edge' | 'prober', line: string) => void;
+  /** Output of the edge and the prober, and the stack's own steps ('stack'), line by line. */
+  onLog?: (source: 'stack' | 'edge' | 'prober', line: string) => void;
 }
 
 export interface LocalStack {
@@ -64,8 +65,11 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   mkdirSync(persistTo, { recursive: true });
   const d1: D1Target = { persistTo };
 
+  const step = (line: string) => options.onLog?.('stack', line);
   applyMigrations(d1);
+  step('database migrated');
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);
+  step('development account seeded; starting wrangler dev');
 
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([name, value]) => [
     '--var',
@@ -93,6 +97,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   pipeLines(edge, 'edge', options.onLog);
   const baseUrl = `http://${host}:${port}`;
   await waitUntil(`the edge at ${baseUrl}`, edge, async () => (await fetch(`${baseUrl}/healthz`)).ok);
+  step(`the edge answers at ${baseUrl}`);
 
   let prober: ChildProcess | null = null;
   let proberOpsUrl: string | null = null;
@@ -118,6 +123,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     pipeLines(child, 'prober', options.onLog);
     // The prober's /healthz turns 200 once its link to the edge is up.
     await waitUntil('the prober to link', child, async () => (await fetch(`${opsUrl}/healthz`)).ok);
+    step('a prober is linked');
     return { process: child, opsUrl };
   };
   const stack: LocalStack = {

@@ -1,6 +1,6 @@
 // Whole-system harness: the fake mail world, then the real edge under `wrangler dev` with a
 // fresh database and a real prober process linked to it — driven through HTTP only.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
@@ -9,6 +9,8 @@ import { type MailWorld, startWorld } from '../world/index.ts';
 
 // vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
 // system was still starting: the stack it was building must not outlive the worker.
+const LOG_DIR = join(import.meta.dirname, '..', '..', '.test-artifacts', 'e2e-logs');
+
 process.once('SIGTERM', () => {
   killStartedProcesses();
   process.exit(143);
@@ -42,6 +44,11 @@ export async function startSystem(
   const world = await startWorld({ greylistDelayMs: options.greylistDelayMs ?? 60_000 });
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-'));
   const logs: string[] = [];
+  // The edge's and the prober's output, also kept on disk as it arrives: when a hook times out
+  // while the system is still starting, this file is what says why.
+  mkdirSync(LOG_DIR, { recursive: true });
+  const logFile = join(LOG_DIR, `system-${Date.now()}-${process.pid}.log`);
+  appendFileSync(logFile, `[harness] starting ${new Date().toISOString()}\n`);
   const common = { ALLOW_PRIVATE_TARGETS: 'true' };
   let stack: LocalStack;
   try {
@@ -54,7 +61,10 @@ export async function startSystem(
         COMMAND_TIMEOUT_MS: '3000',
         CONNECT_TIMEOUT_MS: '2000',
       },
-      onLog: (source, line) => logs.push(`[${source}] ${line}`),
+      onLog: (source, line) => {
+        logs.push(`[${source}] ${line}`);
+        appendFileSync(logFile, `[${source}] ${line}\n`);
+      },
       devCredits: options.credits ?? 100,
     });
   } catch (error) {
