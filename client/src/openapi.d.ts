@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it.
          */
         post: {
             parameters: {
@@ -158,6 +158,8 @@ export interface paths {
                     emailColumn?: string;
                     name?: string;
                     webhookUrl?: string;
+                    /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
+                    maxWaitSeconds?: number;
                 };
                 header?: {
                     /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
@@ -174,6 +176,8 @@ export interface paths {
                         emailColumn?: string;
                         name?: string;
                         webhookUrl?: string;
+                        /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
+                        maxWaitSeconds?: number;
                         /**
                          * Format: binary
                          * @description the CSV file
@@ -804,6 +808,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
                 413: {
                     headers: {
@@ -890,6 +903,15 @@ export interface paths {
                 };
                 /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `FORBIDDEN`: This action is not allowed. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -986,6 +1008,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
                 429: {
                     headers: {
@@ -1072,6 +1103,15 @@ export interface paths {
                 };
                 /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `FORBIDDEN`: This action is not allowed. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1234,6 +1274,7 @@ export interface components {
             skippedRows: number;
             emptyRows: number;
             invalidRows: number;
+            /** @description when the job is expected to complete; never later than its deadline */
             estimatedTimeSeconds: number;
             creditsCharged: number;
         };
@@ -1250,6 +1291,8 @@ export interface components {
             name?: string;
             /** Format: uri */
             webhookUrl?: string;
+            /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
+            maxWaitSeconds?: number;
         };
         BulkStatusResponse: {
             /** @enum {boolean} */
@@ -1274,6 +1317,11 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             completedAt: string | null;
+            /**
+             * Format: date-time
+             * @description the job completes by then: what is still temporary becomes `unknown` (see maxWaitSeconds)
+             */
+            deadlineAt: string | null;
             bounceEstimate: components["schemas"]["BounceEstimate"];
             creditsCharged: number;
             creditsRefunded: number;
@@ -1402,6 +1450,11 @@ export interface components {
                 createdAt: string;
                 /** Format: date-time */
                 completedAt: string | null;
+                /**
+                 * Format: date-time
+                 * @description the job completes by then: what is still temporary becomes `unknown` (see maxWaitSeconds)
+                 */
+                deadlineAt: string | null;
                 bounceEstimate: components["schemas"]["BounceEstimate"];
                 creditsCharged: number;
                 creditsRefunded: number;
