@@ -17,6 +17,7 @@ function job(processed: number, total = 10_000): Job {
     catchAllCount: 0,
     createdAt: '2026-11-23T10:00:00.000Z',
     completedAt: null,
+    deadlineAt: '2026-11-23T10:03:00.000Z',
     bounceEstimate: null,
     creditsCharged: total,
     creditsRefunded: 0,
