@@ -6,14 +6,17 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
-import { applyMigrations, type D1Target } from './d1.ts';
+import { applyMigrations, type D1Target, executeSql } from './d1.ts';
 import {
+  accountCreation,
   accountExists,
+  apiKeyCreation,
+  apiKeyRegistration,
   createAccount,
   createApiKey,
   createProberToken,
   isLiveCredential,
-  registerApiKey,
+  proberTokenCreation,
 } from './operator.ts';
 import { REPO_ROOT, spawnWrangler } from './wrangler-cli.ts';
 
@@ -165,50 +168,93 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
 }
 
 /** The dev account, an API key and a prober token; reused across runs while still valid. */
-async function seedDevelopmentAccount(
+export async function seedDevelopmentAccount(
   d1: D1Target,
   persistTo: string,
   options: StackOptions,
-): Promise<{ apiKey: string; proberToken: string; secretsKey: string }> {
+): Promise<Credentials> {
+  const savedPath = join(persistTo, 'rcpt-dev-credentials.json');
+  const saved: SavedCredentials | null = existsSync(savedPath)
+    ? JSON.parse(readFileSync(savedPath, 'utf8'))
+    : null;
+  const seeded = saved
+    ? await reuseDevelopmentAccount(d1, saved, options)
+    : ((await seedFreshDatabase(d1, options)) ?? (await reuseDevelopmentAccount(d1, {}, options)));
+  // The persistence folder is git-ignored local state, like the database beside it.
+  const kept: SavedCredentials = {
+    apiKey: options.devApiKey ? saved?.apiKey : seeded.apiKey,
+    proberToken: seeded.proberToken,
+    secretsKey: seeded.secretsKey,
+  };
+  writeFileSync(savedPath, JSON.stringify(kept), { mode: 0o600 });
+  return seeded;
+}
+
+type Credentials = { apiKey: string; proberToken: string; secretsKey: string };
+
+/**
+ * A folder without saved credentials is usually a new database: the account, its key and a
+ * prober token go in as one script, one wrangler call, which is one transaction. When the
+ * account is already there the script fails whole, nothing is written, and this answers null.
+ */
+async function seedFreshDatabase(d1: D1Target, options: StackOptions): Promise<Credentials | null> {
+  const account = accountCreation({ id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
+  const key = options.devApiKey ? await registeredDevKey(options.devApiKey) : await apiKeyCreation(devKey);
+  const token = await proberTokenCreation(localProber);
+  try {
+    executeSql(d1, [account.sql, key.sql, token.sql].join('\n'));
+  } catch {
+    return null;
+  }
+  return { apiKey: key.credential.secret, proberToken: token.credential.secret, secretsKey: newSecretsKey() };
+}
+
+/** Keeps what a folder's saved credentials still hold valid, and makes what is missing. */
+async function reuseDevelopmentAccount(
+  d1: D1Target,
+  saved: SavedCredentials,
+  options: StackOptions,
+): Promise<Credentials> {
   if (!accountExists(d1, DEV_ACCOUNT_ID)) {
     createAccount(d1, { id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
   }
-  const savedPath = join(persistTo, 'rcpt-dev-credentials.json');
-  const saved: SavedCredentials = existsSync(savedPath) ? JSON.parse(readFileSync(savedPath, 'utf8')) : {};
-
   let apiKey: string;
   if (options.devApiKey) {
-    apiKey = options.devApiKey;
-    registerApiKey(d1, {
-      accountId: DEV_ACCOUNT_ID,
-      name: 'development key (RCPT_DEV_API_KEY)',
-      mode: apiKey.startsWith('rk_test_') ? 'test' : 'live',
-      hash: await hashSecret(apiKey),
-      prefix: apiKey.slice(0, 12),
-    });
+    const key = await registeredDevKey(options.devApiKey);
+    executeSql(d1, key.sql);
+    apiKey = key.credential.secret;
   } else if (saved.apiKey && isLiveCredential(d1, 'api_keys', await hashSecret(saved.apiKey))) {
     apiKey = saved.apiKey;
   } else {
-    apiKey = (await createApiKey(d1, { accountId: DEV_ACCOUNT_ID, name: 'development key', mode: 'live' }))
-      .secret;
+    apiKey = (await createApiKey(d1, devKey)).secret;
   }
+  const proberToken =
+    saved.proberToken && isLiveCredential(d1, 'prober_tokens', await hashSecret(saved.proberToken))
+      ? saved.proberToken
+      : (await createProberToken(d1, localProber)).secret;
+  return { apiKey, proberToken, secretsKey: saved.secretsKey ?? newSecretsKey() };
+}
 
-  let proberToken: string;
-  if (saved.proberToken && isLiveCredential(d1, 'prober_tokens', await hashSecret(saved.proberToken))) {
-    proberToken = saved.proberToken;
-  } else {
-    proberToken = (await createProberToken(d1, { region: 'default', name: 'local prober' })).secret;
-  }
-  const secretsKey =
-    saved.secretsKey ?? btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))));
-  // The persistence folder is git-ignored local state, like the database beside it.
-  const credentials: SavedCredentials = {
-    apiKey: options.devApiKey ? saved.apiKey : apiKey,
-    proberToken,
-    secretsKey,
+const devKey = { accountId: DEV_ACCOUNT_ID, name: 'development key', mode: 'live' } as const;
+const localProber = { region: 'default', name: 'local prober' };
+
+/** The key the operator chose (RCPT_DEV_API_KEY), registered under its hash. */
+async function registeredDevKey(secret: string): Promise<{ credential: { secret: string }; sql: string }> {
+  return {
+    credential: { secret },
+    sql: apiKeyRegistration({
+      accountId: DEV_ACCOUNT_ID,
+      name: 'development key (RCPT_DEV_API_KEY)',
+      mode: secret.startsWith('rk_test_') ? 'test' : 'live',
+      hash: await hashSecret(secret),
+      prefix: secret.slice(0, 12),
+    }),
   };
-  writeFileSync(savedPath, JSON.stringify(credentials), { mode: 0o600 });
-  return { apiKey, proberToken, secretsKey };
+}
+
+/** The development deployment's SECRETS_KEY (seals webhook secrets). */
+function newSecretsKey(): string {
+  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))));
 }
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {

@@ -10,19 +10,28 @@ export interface IssuedCredential {
   prefix: string;
 }
 
+/** The script that creates an account with its sign-up grant (one transaction when run alone). */
+export function accountCreation(input: { id?: string; email?: string | null; credits: number }): {
+  id: string;
+  sql: string;
+} {
+  const id = input.id ?? crypto.randomUUID();
+  const now = Date.now();
+  const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
+  return {
+    id,
+    sql: `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)});
+     ${movementSql(grant)}`,
+  };
+}
+
 export function createAccount(
   target: D1Target,
   input: { id?: string; email?: string | null; credits: number },
 ): string {
-  const id = input.id ?? crypto.randomUUID();
-  const now = Date.now();
-  const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
-  executeSql(
-    target,
-    `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)});
-     ${movementSql(grant)}`,
-  );
-  return id;
+  const creation = accountCreation(input);
+  executeSql(target, creation.sql);
+  return creation.id;
 }
 
 /** A ledger movement as one script (wrangler runs a command's statements in one transaction). */
@@ -55,31 +64,41 @@ export function grantCredits(
   return balance;
 }
 
-export async function createApiKey(
-  target: D1Target,
-  input: { accountId: string; name: string; mode: 'live' | 'test'; secret?: string },
-): Promise<IssuedCredential> {
+/** The statement that stores a new API key, and the key (its secret shown once). */
+export async function apiKeyCreation(input: {
+  accountId: string;
+  name: string;
+  mode: 'live' | 'test';
+}): Promise<{ credential: IssuedCredential; sql: string }> {
   const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
   const id = crypto.randomUUID();
-  executeSql(
-    target,
-    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
-     VALUES (${q(id)}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())})`,
-  );
-  return { id, secret: issued.secret, prefix: issued.prefix };
+  return {
+    credential: { id, secret: issued.secret, prefix: issued.prefix },
+    sql: `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
+     VALUES (${q(id)}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+  };
 }
 
-/** Registers a key whose secret the operator chose (e.g. RCPT_DEV_API_KEY), if not already there. */
-export function registerApiKey(
+export async function createApiKey(
   target: D1Target,
-  input: { accountId: string; name: string; mode: 'live' | 'test'; hash: string; prefix: string },
-): void {
-  executeSql(
-    target,
-    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
+  input: { accountId: string; name: string; mode: 'live' | 'test' },
+): Promise<IssuedCredential> {
+  const creation = await apiKeyCreation(input);
+  executeSql(target, creation.sql);
+  return creation.credential;
+}
+
+/** The statement that registers a key whose secret the operator chose, if not already there. */
+export function apiKeyRegistration(input: {
+  accountId: string;
+  name: string;
+  mode: 'live' | 'test';
+  hash: string;
+  prefix: string;
+}): string {
+  return `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
      VALUES (${q(crypto.randomUUID())}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(input.hash)}, ${q(input.prefix)}, ${q(Date.now())})
-     ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ${q(input.accountId)}`,
-  );
+     ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ${q(input.accountId)};`;
 }
 
 export function isLiveCredential(
@@ -107,18 +126,27 @@ export function revokeCredential(
   return rows?.length ?? 0;
 }
 
+/** The statement that stores a new prober token, and the token (its secret shown once). */
+export async function proberTokenCreation(input: {
+  region: string;
+  name: string;
+}): Promise<{ credential: IssuedCredential; sql: string }> {
+  const issued = await issueSecret('proberToken');
+  const id = crypto.randomUUID();
+  return {
+    credential: { id, secret: issued.secret, prefix: issued.prefix },
+    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
+     VALUES (${q(id)}, ${q(input.name)}, ${q(input.region)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+  };
+}
+
 export async function createProberToken(
   target: D1Target,
   input: { region: string; name: string },
 ): Promise<IssuedCredential> {
-  const issued = await issueSecret('proberToken');
-  const id = crypto.randomUUID();
-  executeSql(
-    target,
-    `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
-     VALUES (${q(id)}, ${q(input.name)}, ${q(input.region)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())})`,
-  );
-  return { id, secret: issued.secret, prefix: issued.prefix };
+  const creation = await proberTokenCreation(input);
+  executeSql(target, creation.sql);
+  return creation.credential;
 }
 
 /** Many API keys in one statement (benchmarks spread load over keys to stay under 100/min each). */
