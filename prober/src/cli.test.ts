@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ProcessRun, runNodeScript } from '../../test/node-process.ts';
 import { EXPECTED_VERDICTS } from '../../test/world/expected-verdicts.ts';
 import { type MailWorld, startWorld } from '../../test/world/index.ts';
 
@@ -36,21 +35,8 @@ function worldEnv(): Record<string, string | undefined> {
   };
 }
 
-async function verify(
-  args: string[],
-  env = worldEnv(),
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, 'verify', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
+function verify(args: string[], env = worldEnv()): Promise<ProcessRun> {
+  return runNodeScript(CLI, ['verify', ...args], { env });
 }
 
 // Each case starts a Node process that loads the verification core: seconds on a busy machine.

@@ -1,6 +1,6 @@
 // The typed client and the `rcpt` command against the real local stack: the generated types
 // match the document the edge serves, and a list goes from a CSV file to a cleaned CSV.
-import { spawn } from 'node:child_process';
+
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import {
 } from '../../scripts/stack/client-types.ts';
 import { freePort } from '../../scripts/stack/local-stack.ts';
 import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
+import { type ProcessRun, runNodeScript } from '../node-process.ts';
 import { type System, startSystem } from './harness.ts';
 
 const LIST_ROWS = 10_000;
@@ -31,32 +32,16 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `rcpt` as a user would, in its own process (the fake world answers from this one). */
-function rcpt(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'client', 'bin', 'rcpt.js'), ...args], {
+function rcpt(args: string[], env: Record<string, string> = {}): Promise<ProcessRun> {
+  return runNodeScript(join(REPO_ROOT, 'client', 'bin', 'rcpt.js'), args, {
     env: {
       PATH: process.env.PATH,
       RCPT_API_KEY: system.stack.apiKey,
       RCPT_BASE_URL: system.stack.baseUrl,
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe('the typed client', () => {

@@ -1,10 +1,11 @@
 // `npm start` / `npm run demo` on a port that is already taken: a clear message and exit 2,
 // before anything is started (no wrangler, no prober, no mail world left behind).
-import { spawn } from 'node:child_process';
+
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ProcessRun, runNodeScript } from '../node-process.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 let occupier: Server;
@@ -23,21 +24,11 @@ afterAll(async () => {
 });
 
 /** Runs the start script to its end and returns its exit code and output. */
-function runStart(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'scripts', 'start.ts'), ...args], {
+function runStart(args: string[]): Promise<ProcessRun> {
+  return runNodeScript(join(ROOT, 'scripts', 'start.ts'), args, {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 /** Command lines of running processes that mention the port (a wrangler dev or a prober for it). */
