@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isSpecialPurposeAddress } from './ip-ranges.ts';
+import { isNotUnicastAddress, isSpecialPurposeAddress } from './ip-ranges.ts';
 
 // Each special-purpose range with its first and last address, and the nearest addresses
 // outside it that are public, so an off-by-one prefix length fails here.
@@ -72,4 +72,29 @@ describe('isSpecialPurposeAddress', () => {
   ])('%j is not an address', (text) => {
     expect(isSpecialPurposeAddress(text)).toBe(true);
   });
+});
+
+describe('isNotUnicastAddress', () => {
+  it.each([
+    '0.0.0.0',
+    '0.1.2.3',
+    '224.0.0.1',
+    '239.255.255.255',
+    '240.0.0.1',
+    '255.255.255.255',
+    '::',
+    'ff02::1',
+    '::ffff:224.0.0.1',
+    '64:ff9b::0.0.0.0',
+  ])('%s reaches no host', (ip) => {
+    expect(isNotUnicastAddress(ip)).toBe(true);
+  });
+
+  // Special-purpose but unicast: a host answers there, so only a deployment's policy refuses it.
+  it.each(['127.0.0.1', '10.0.0.1', '::1', 'fe80::1', '169.254.1.1', '8.8.8.8', '2606:4700:4700::1111'])(
+    '%s is unicast',
+    (ip) => {
+      expect(isNotUnicastAddress(ip)).toBe(false);
+    },
+  );
 });

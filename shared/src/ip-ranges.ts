@@ -13,11 +13,14 @@ interface SpecialRange {
    * special exactly when the embedded IPv4 address is.
    */
   readonly embeddedIpv4At?: number;
+  /** No host can be reached at an address of this range: TCP cannot connect to it. */
+  readonly notUnicast?: true;
 }
 
 const SPECIAL_RANGES: readonly SpecialRange[] = [
   // IPv4 (RFC 6890 §2.2.2 and the IANA IPv4 Special-Purpose Address Registry)
-  { prefix: '0.0.0.0/8', purpose: 'this host on this network (RFC 1122)' },
+  // Connecting to 0.0.0.0 reaches the local host on Linux (RFC 1122 §3.2.1.3 "this network").
+  { prefix: '0.0.0.0/8', purpose: 'this host on this network (RFC 1122)', notUnicast: true },
   { prefix: '10.0.0.0/8', purpose: 'private use (RFC 1918)' },
   { prefix: '100.64.0.0/10', purpose: 'shared address space, carrier-grade NAT (RFC 6598)' },
   { prefix: '127.0.0.0/8', purpose: 'loopback (RFC 1122)' },
@@ -32,12 +35,13 @@ const SPECIAL_RANGES: readonly SpecialRange[] = [
   { prefix: '198.51.100.0/24', purpose: 'documentation, TEST-NET-2 (RFC 5737)' },
   { prefix: '203.0.113.0/24', purpose: 'documentation, TEST-NET-3 (RFC 5737)' },
   // Not in RFC 6890's table, but not a unicast host either.
-  { prefix: '224.0.0.0/4', purpose: 'multicast (RFC 5771)' },
-  { prefix: '240.0.0.0/4', purpose: 'reserved, and limited broadcast (RFC 1112, RFC 919)' },
+  { prefix: '224.0.0.0/4', purpose: 'multicast (RFC 5771)', notUnicast: true },
+  { prefix: '240.0.0.0/4', purpose: 'reserved, and limited broadcast (RFC 1112, RFC 919)', notUnicast: true },
 
   // IPv6 (RFC 6890 §2.2.3 and the IANA IPv6 Special-Purpose Address Registry)
   { prefix: '::ffff:0:0/96', purpose: 'IPv4-mapped (RFC 4291)', embeddedIpv4At: 96 },
-  // Also holds :: (unspecified) and ::1 (loopback); the IPv4-compatible form is deprecated.
+  { prefix: '::/128', purpose: 'unspecified (RFC 4291 §2.5.2)', notUnicast: true },
+  // Also holds ::1 (loopback); the IPv4-compatible form is deprecated.
   { prefix: '::/96', purpose: 'unspecified, loopback, IPv4-compatible (RFC 4291)' },
   { prefix: '64:ff9b::/96', purpose: 'NAT64 well-known prefix (RFC 6052)', embeddedIpv4At: 96 },
   { prefix: '64:ff9b:1::/48', purpose: 'local-use IPv4/IPv6 translation (RFC 8215)' },
@@ -50,7 +54,7 @@ const SPECIAL_RANGES: readonly SpecialRange[] = [
   { prefix: 'fc00::/7', purpose: 'unique local (RFC 4193)' },
   { prefix: 'fe80::/10', purpose: 'link-local unicast (RFC 4291)' },
   { prefix: 'fec0::/10', purpose: 'deprecated site-local (RFC 3879)' },
-  { prefix: 'ff00::/8', purpose: 'multicast (RFC 4291)' },
+  { prefix: 'ff00::/8', purpose: 'multicast (RFC 4291)', notUnicast: true },
 ];
 
 type Family = 4 | 6;
@@ -66,6 +70,7 @@ interface ParsedRange {
   base: bigint;
   length: number;
   embeddedIpv4At: number | undefined;
+  notUnicast: boolean;
 }
 
 const PARSED_RANGES: readonly ParsedRange[] = SPECIAL_RANGES.map(parseRange);
@@ -78,7 +83,18 @@ const PARSED_RANGES: readonly ParsedRange[] = SPECIAL_RANGES.map(parseRange);
 export function isSpecialPurposeAddress(ip: string): boolean {
   const address = parseAddress(ip);
   if (address === null) return true;
-  return isSpecial(address);
+  return specialRangeOf(address) !== null;
+}
+
+/**
+ * Whether `ip` is an address no TCP connection can reach a host at: "this network" (0/8),
+ * the unspecified address, multicast, reserved and broadcast, judged as its embedded IPv4
+ * address where it carries one. A string that is not an IP address counts too.
+ */
+export function isNotUnicastAddress(ip: string): boolean {
+  const address = parseAddress(ip);
+  if (address === null) return true;
+  return specialRangeOf(address)?.notUnicast ?? false;
 }
 
 /**
@@ -103,17 +119,18 @@ export function embeddedIpv4(ip: string): string | null {
   return [24n, 16n, 8n, 0n].map((shift) => String((embedded >> shift) & 0xffn)).join('.');
 }
 
-function isSpecial(address: ParsedAddress): boolean {
+/** The first range holding the address (its embedded IPv4 address's, where it carries one). */
+function specialRangeOf(address: ParsedAddress): ParsedRange | null {
   const bits = BITS[address.family];
   for (const range of PARSED_RANGES) {
     if (range.family !== address.family) continue;
     const shift = BigInt(bits - range.length);
     if (address.value >> shift !== range.base >> shift) continue;
-    if (range.embeddedIpv4At === undefined) return true;
+    if (range.embeddedIpv4At === undefined) return range;
     const embedded = (address.value >> BigInt(bits - range.embeddedIpv4At - 32)) & 0xffff_ffffn;
-    return isSpecial({ family: 4, value: embedded });
+    return specialRangeOf({ family: 4, value: embedded });
   }
-  return false;
+  return null;
 }
 
 function parseRange(range: SpecialRange): ParsedRange {
@@ -125,6 +142,7 @@ function parseRange(range: SpecialRange): ParsedRange {
     base: base.value,
     length: Number(length),
     embeddedIpv4At: range.embeddedIpv4At,
+    notUnicast: range.notUnicast ?? false,
   };
 }
 

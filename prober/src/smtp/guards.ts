@@ -2,30 +2,9 @@
 // hostile or mistaken DNS answer must not turn the prober into a scanner of its own network),
 // and text that would break out of an SMTP command line (CRLF injection: RFC 5321 §2.3.8 makes
 // CRLF the only line terminator, so a CR or LF inside an address would start a new command).
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import type { SessionFailure } from '@rcpt/shared/contract/prober';
-import { embeddedIpv4, isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
-
-/** Addresses no SMTP server can be reached at, whatever the deployment allows. */
-const NEVER_DIALLED = new BlockList();
-// RFC 1122 §3.2.1.3 "this network": connecting to 0.0.0.0 reaches the local host on Linux.
-NEVER_DIALLED.addSubnet('0.0.0.0', 8, 'ipv4');
-NEVER_DIALLED.addSubnet('224.0.0.0', 4, 'ipv4'); // multicast (RFC 5771): TCP cannot connect
-NEVER_DIALLED.addSubnet('240.0.0.0', 4, 'ipv4'); // reserved, and 255.255.255.255 broadcast (RFC 1112 §4)
-NEVER_DIALLED.addAddress('::', 'ipv6'); // unspecified (RFC 4291 §2.5.2)
-NEVER_DIALLED.addSubnet('ff00::', 8, 'ipv6'); // multicast (RFC 4291 §2.7)
-
-/** Addresses of the prober's own networks: allowed only where ALLOW_PRIVATE_TARGETS says so (tests). */
-const PRIVATE_NETWORKS = new BlockList();
-PRIVATE_NETWORKS.addSubnet('10.0.0.0', 8, 'ipv4'); // RFC 1918
-PRIVATE_NETWORKS.addSubnet('172.16.0.0', 12, 'ipv4'); // RFC 1918
-PRIVATE_NETWORKS.addSubnet('192.168.0.0', 16, 'ipv4'); // RFC 1918
-PRIVATE_NETWORKS.addSubnet('127.0.0.0', 8, 'ipv4'); // loopback (RFC 1122 §3.2.1.3)
-PRIVATE_NETWORKS.addSubnet('169.254.0.0', 16, 'ipv4'); // link-local (RFC 3927)
-PRIVATE_NETWORKS.addSubnet('100.64.0.0', 10, 'ipv4'); // carrier-grade NAT (RFC 6598)
-PRIVATE_NETWORKS.addAddress('::1', 'ipv6'); // loopback (RFC 4291 §2.5.3)
-PRIVATE_NETWORKS.addSubnet('fc00::', 7, 'ipv6'); // unique local (RFC 4193)
-PRIVATE_NETWORKS.addSubnet('fe80::', 10, 'ipv6'); // link-local (RFC 4291 §2.5.6)
+import { embeddedIpv4, isNotUnicastAddress, isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 
 /**
  * Why the prober must not connect to `ip`, or null when it may. Only IP literals are dialled:
@@ -42,16 +21,10 @@ export function targetIpRefusal(ip: string, allowPrivateTargets: boolean): strin
   const bare = ip.includes('%') ? ip.slice(0, ip.indexOf('%')) : ip;
   const embedded = family === 6 ? embeddedIpv4(bare) : null;
   const address = embedded ?? bare;
-  const type = embedded !== null || family === 4 ? 'ipv4' : 'ipv6';
-  try {
-    if (NEVER_DIALLED.check(address, type)) return `${ip} is not a unicast address`;
-    // The shared table of special-purpose ranges (RFC 6890) also covers the local-use NAT64
-    // prefix 64:ff9b:1::/48 (RFC 8215), Teredo and documentation ranges.
-    if (!allowPrivateTargets && (PRIVATE_NETWORKS.check(address, type) || isSpecialPurposeAddress(address))) {
-      return `${ip} is a private, loopback or link-local address (set ALLOW_PRIVATE_TARGETS to allow)`;
-    }
-  } catch {
-    return `${ip} cannot be checked as an IP address`;
+  // One table of special-purpose ranges (RFC 6890) for the prober, the mail route and webhooks.
+  if (isNotUnicastAddress(address)) return `${ip} is not a unicast address`;
+  if (!allowPrivateTargets && isSpecialPurposeAddress(address)) {
+    return `${ip} is a private, loopback or link-local address (set ALLOW_PRIVATE_TARGETS to allow)`;
   }
   return null;
 }
