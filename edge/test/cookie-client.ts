@@ -34,8 +34,16 @@ export function csrfFieldOf(html: string): string {
 
 export class CookieClient {
   readonly cookies = new Map<string, string>();
-  /** Each client its own documentation-range address, so per-IP limits do not mix tests. */
-  readonly ip = `2001:db8::${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`;
+
+  /**
+   * `ip`: the client's address; by default one in a /64 of the documentation range of its
+   * own, so that per-network limits do not mix tests.
+   */
+  readonly ip: string;
+
+  constructor(ip = `2001:db8:${randomGroup()}:${randomGroup()}::1`) {
+    this.ip = ip;
+  }
 
   async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
@@ -102,6 +110,10 @@ export class CookieClient {
   async logIn(email: string, password: string): Promise<Response> {
     return this.submit('/login', '/login', { email, password });
   }
+}
+
+function randomGroup(): string {
+  return crypto.randomUUID().slice(0, 4);
 }
 
 export function uniqueEmail(label: string): string {

@@ -1,26 +1,47 @@
-// Brakes on password guessing and sign-up floods: attempts per client IP and per account
-// email, each counted by its own KeyLimiter object. The IP is checked first so that a
-// flood from one address does not also use up its victims' per-email allowance.
+// Brakes on password guessing and sign-up floods: attempts per client network and per account
+// email, each counted by its own KeyLimiter object. The network is checked first so that a
+// flood from one network does not also use up its victims' per-email allowance.
+//
+// The network of a sign-in or a password check is the address itself for IPv4 and its /64
+// for IPv6 (one customer's allocation, client-network.ts): a wider IPv4 key would let one
+// guesser lock out a whole office. Sign-ups are counted per IPv4 /24 and IPv6 /64 over an
+// hour, because every account is worth its free credits: farming them takes many networks.
 import type { KeyLimiter } from '../objects/key-limiter.ts';
+import { networkPrefix, type PrefixLengths } from './client-network.ts';
 import { normaliseAccountEmail } from './dashboard-accounts.ts';
 
 export const SIGN_IN_LIMITS = { perIp: 10, perEmail: 5, windowMs: 60_000 } as const;
+export const SIGN_UP_LIMITS = { perNetwork: 10, windowMs: 3_600_000 } as const;
 
 /** `password`: the current password checked by a password change, a guess like any other. */
 export type SignInAction = 'login' | 'signup' | 'password';
 
 export type SignInAdmission = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
+const NETWORK: Record<SignInAction, PrefixLengths> = {
+  login: { v4: 32, v6: 64 },
+  password: { v4: 32, v6: 64 },
+  signup: { v4: 24, v6: 64 },
+};
+
 export async function admitSignInAttempt(
   limiters: DurableObjectNamespace<KeyLimiter>,
   attempt: { action: SignInAction; clientIp: string; email: string },
 ): Promise<SignInAdmission> {
-  const subjects: [string, number][] = [
-    [`dashboard-${attempt.action}:ip:${attempt.clientIp}`, SIGN_IN_LIMITS.perIp],
-    [`dashboard-${attempt.action}:email:${normaliseAccountEmail(attempt.email)}`, SIGN_IN_LIMITS.perEmail],
+  const network = networkPrefix(attempt.clientIp, NETWORK[attempt.action]);
+  const perNetwork =
+    attempt.action === 'signup'
+      ? { limit: SIGN_UP_LIMITS.perNetwork, windowMs: SIGN_UP_LIMITS.windowMs }
+      : { limit: SIGN_IN_LIMITS.perIp, windowMs: SIGN_IN_LIMITS.windowMs };
+  const subjects: [string, { limit: number; windowMs: number }][] = [
+    [`dashboard-${attempt.action}:net:${network}`, perNetwork],
+    [
+      `dashboard-${attempt.action}:email:${normaliseAccountEmail(attempt.email)}`,
+      { limit: SIGN_IN_LIMITS.perEmail, windowMs: SIGN_IN_LIMITS.windowMs },
+    ],
   ];
-  for (const [subject, limit] of subjects) {
-    const decision = await limiters.get(limiters.idFromName(subject)).hit(limit, SIGN_IN_LIMITS.windowMs);
+  for (const [subject, { limit, windowMs }] of subjects) {
+    const decision = await limiters.get(limiters.idFromName(subject)).hit(limit, windowMs);
     if (!decision.allowed) return { allowed: false, retryAfterSeconds: decision.resetSeconds };
   }
   return { allowed: true };

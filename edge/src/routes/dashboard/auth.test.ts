@@ -9,7 +9,7 @@ import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from '../../..
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
 import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
-import { SIGN_IN_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
+import { SIGN_IN_LIMITS, SIGN_UP_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
 import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
 import { safeNext } from './auth.tsx';
 
@@ -206,12 +206,58 @@ describe('sign-in', () => {
     expect((await client.logIn(uniqueEmail('spray'), 'whatever password')).status).toBe(429);
   });
 
-  it('limits sign-ups per IP as well', async () => {
-    const client = new CookieClient();
+  it('counts an IPv6 client by its /64: a fresh address in the same /64 is still limited', async () => {
+    const network = `2001:db8:${crypto.randomUUID().slice(0, 4)}:77`;
     for (let attempt = 0; attempt < SIGN_IN_LIMITS.perIp; attempt++) {
-      expect((await client.signUp(`not-an-email-${attempt}`, PASSWORD)).status).toBe(400);
+      const client = new CookieClient(`${network}:${attempt}::${attempt + 1}`);
+      expect((await client.logIn(uniqueEmail('spray64'), 'whatever password')).status).toBe(401);
     }
-    expect((await client.signUp(uniqueEmail('late'), PASSWORD)).status).toBe(429);
+    const sameNetwork = await new CookieClient(`${network}:ffff:1:2:3`).logIn(
+      uniqueEmail('x'),
+      'whatever pw',
+    );
+    expect(sameNetwork.status).toBe(429);
+    const nextNetwork = await new CookieClient(`${network.slice(0, -2)}78::1`).logIn(uniqueEmail('y'), 'pw');
+    expect(nextNetwork.status).toBe(401);
+  });
+});
+
+describe('sign-up limits per network', () => {
+  /** A /24 of 10.0.0.0/8 (RFC 1918) that no other test uses, one of 2^16. */
+  function freshV4Network(): string {
+    const [high = 0, low = 0] = crypto.getRandomValues(new Uint8Array(2));
+    return `10.${high}.${low}`;
+  }
+
+  it(`allows ${SIGN_UP_LIMITS.perNetwork} sign-ups an hour per IPv4 /24, then 429 with Retry-After for any address in it`, async () => {
+    const network = freshV4Network();
+    for (let attempt = 0; attempt < SIGN_UP_LIMITS.perNetwork; attempt++) {
+      const client = new CookieClient(`${network}.${attempt + 1}`);
+      expect((await client.register(`not-an-email-${attempt}`, PASSWORD)).status).toBe(400);
+    }
+    const limited = await new CookieClient(`${network}.200`).register(uniqueEmail('late'), PASSWORD);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThan(60);
+    expect(Number(limited.headers.get('Retry-After'))).toBeLessThanOrEqual(3600);
+    // The same address as an IPv4-mapped IPv6 address is the same network.
+    const mapped = await new CookieClient(`::ffff:${network}.9`).register(uniqueEmail('mapped'), PASSWORD);
+    expect(mapped.status).toBe(429);
+    // The neighbouring /24 is not affected, and sign-in from the limited one still works.
+    const [, second = '0', third = '0'] = network.split('.');
+    const neighbour = `10.${second}.${(Number(third) + 1) % 256}.1`;
+    expect((await new CookieClient(neighbour).register(uniqueEmail('neighbour'), PASSWORD)).status).toBe(303);
+    expect((await new CookieClient(`${network}.7`).logIn(uniqueEmail('nobody'), PASSWORD)).status).toBe(401);
+  });
+
+  it(`allows ${SIGN_UP_LIMITS.perNetwork} sign-ups an hour per IPv6 /64, whatever the interface identifiers`, async () => {
+    const network = `2001:db8:${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`;
+    for (let attempt = 0; attempt < SIGN_UP_LIMITS.perNetwork; attempt++) {
+      const client = new CookieClient(`${network}:${attempt}:${attempt}::${attempt + 1}`);
+      expect((await client.register(`not-an-email-${attempt}`, PASSWORD)).status).toBe(400);
+    }
+    const limited = await new CookieClient(`${network}:abcd::1`).register(uniqueEmail('late'), PASSWORD);
+    expect(limited.status).toBe(429);
+    expect(await limited.text()).toMatch(/Too many attempts/);
   });
 });
 
