@@ -13,7 +13,7 @@ export const EXIT = { done: 0, apiError: 1, usage: 2, connection: 3, jobFailed: 
 const USAGE = `Usage: rcpt <command> [options]
 
 Commands:
-  verify <email>            verify one address (1 credit)
+  verify <email>            verify one address (1 credit; a recent answer is given again)
   clean <list.csv>          verify a CSV list and write it back with verdict columns
   jobs                      list your batch jobs, newest first
   account                   show your balance and usage
@@ -22,6 +22,7 @@ Options:
   -o, --output <file>       clean: where to write the cleaned CSV (default: standard output)
       --only <statuses>     clean: keep only rows of these statuses, e.g. deliverable,risky
       --column <name|index> clean: the email column (default: found from the header)
+      --fresh               verify: ask now, not your answer of the last 24 hours
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
@@ -65,7 +66,7 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
   switch (command) {
     case 'verify': {
       const email = single(operands, 'verify <email>');
-      const { result, creditsRemaining } = await rcpt.verify(email);
+      const { result, creditsRemaining } = await rcpt.verify(email, { fresh: values.fresh === true });
       io.stdout.write(json ? `${JSON.stringify({ ...result, creditsRemaining })}\n` : describe(result));
       return EXIT.done;
     }
@@ -138,6 +139,7 @@ function parseCommandLine(argv: readonly string[]) {
         output: { type: 'string', short: 'o' },
         only: { type: 'string' },
         column: { type: 'string' },
+        fresh: { type: 'boolean' },
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
         'base-url': { type: 'string' },
@@ -168,6 +170,8 @@ function describe(result: VerificationResult): string {
     `${result.email}: ${result.status} (${result.subStatus}), score ${result.score}`,
     `  ${result.reason}`,
   ];
+  if (result.meta.cached)
+    lines.push(`  your answer of ${result.meta.verifiedAt}, given again (--fresh asks now)`);
   if (result.checks.hasTypo) lines.push(`  did you mean …@${result.checks.hasTypo.suggested}?`);
   for (const factor of result.riskFactors) lines.push(`  - ${factor}`);
   return `${lines.join('\n')}\n`;

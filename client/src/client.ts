@@ -74,14 +74,17 @@ export class Rcpt {
     });
   }
 
-  /** Verifies one address (1 credit); a retry after a lost answer is not charged again. */
+  /**
+   * Verifies one address (1 credit); a retry after a lost answer is not charged again. The
+   * account's recent answer for the address is given again (`meta.cached`) unless `fresh`.
+   */
   async verify(
     email: string,
-    options: { idempotencyKey?: string } = {},
+    options: { idempotencyKey?: string; fresh?: boolean } = {},
   ): Promise<{ result: VerificationResult; creditsRemaining: number }> {
     const { data } = await this.call(
       this.api.POST('/api/v1/verify', {
-        body: { email },
+        body: { email, ...(options.fresh ? { fresh: true } : {}) },
         headers: { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() },
       }),
     );

@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.
          */
         post: {
             parameters: {
@@ -1240,9 +1240,15 @@ export interface components {
              * @enum {string|null}
              */
             dnsType: "MX" | "A" | "AAAA" | "NULL_MX" | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description when this verdict was reached; for a cached answer, its first time
+             */
             verifiedAt: string;
+            /** @description how long reaching the verdict took */
             processingTimeMs: number;
+            /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`), given again; false: reached for this request */
+            cached: boolean;
         };
         Error: {
             /** @enum {boolean} */
@@ -1262,6 +1268,8 @@ export interface components {
          */
         VerifyRequest: {
             email: string;
+            /** @description true: verify now even if the account has a recent verdict for this address, and keep the new one for later calls. Default false: a recent verdict is answered again, marked `meta.cached`, and charged like any other call. */
+            fresh?: boolean;
         };
         BulkUploadResponse: {
             /** @enum {boolean} */

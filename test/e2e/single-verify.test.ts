@@ -31,13 +31,13 @@ interface VerifyBody {
       isDisposable: boolean;
       hasTypo: { suggested: string } | null;
     };
-    meta: { mxHost: string | null; dnsType: string | null };
+    meta: { mxHost: string | null; dnsType: string | null; cached: boolean; verifiedAt: string };
     retryAfterSeconds?: number;
   };
 }
 
-async function verify(email: string): Promise<VerifyBody> {
-  const response = await system.api('/api/v1/verify', { json: { email } });
+async function verify(email: string, options: { fresh?: boolean } = {}): Promise<VerifyBody> {
+  const response = await system.api('/api/v1/verify', { json: { email, ...options } });
   expect(response.status, await response.clone().text()).toBe(200);
   return response.json() as Promise<VerifyBody>;
 }
@@ -115,7 +115,25 @@ describe('single verification end to end', () => {
     } finally {
       await system.stack.startProber();
     }
-    const { data } = await verify(`carol@${system.world.domains.accept}`);
+    // The unknown is the account's answer for minutes; `fresh` asks again now.
+    expect((await verify(`carol@${system.world.domains.accept}`)).data.meta.cached).toBe(true);
+    const { data } = await verify(`carol@${system.world.domains.accept}`, { fresh: true });
     expect(data.status).toBe('deliverable');
+  });
+
+  it('answers a repeated address from the verdict cache, marked and charged, without asking the server; fresh asks again', async () => {
+    const email = `user-stable@${system.world.domains.accept}`;
+    const asked = () => system.world.mx.accept?.received().filter((address) => address === email).length;
+    const first = await verify(email);
+    const second = await verify(email);
+    expect(first.data).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    expect(second.data).toEqual({ ...first.data, meta: { ...first.data.meta, cached: true } });
+    expect(second.creditsRemaining).toBe(first.creditsRemaining - 1);
+    expect(asked()).toBe(1);
+    const fresh = await verify(email, { fresh: true });
+    expect(fresh.data).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    expect(fresh.data.meta.verifiedAt > first.data.meta.verifiedAt).toBe(true);
+    expect(fresh.creditsRemaining).toBe(second.creditsRemaining - 1);
+    expect(asked()).toBe(2);
   });
 });

@@ -108,9 +108,15 @@ export class DohClient {
       return failure('BAD_NAME', `${JSON.stringify(name)} is not a valid DNS name`);
     }
     const cacheKey = `${type} ${qname}`;
-    // The cache key carries the type, so the cached answer holds records of this type only.
-    const cached = this.#cache.get(cacheKey) as DnsAnswer<Type> | undefined;
-    if (cached !== undefined) return cached;
+    // The cache key carries the type, so the cached answer holds records of this type only. Its
+    // TTL is what is left of it, as a caching resolver counts down (RFC 1035 §3.2.1), so that
+    // whoever keeps the answer further keeps it no longer than DNS allows.
+    const cached = this.#cache.entry(cacheKey);
+    if (cached !== undefined) {
+      const answer = cached.value as DnsAnswer<Type>;
+      if (answer.ttl <= cached.remainingSeconds) return answer;
+      return { ...answer, ttl: cached.remainingSeconds } as DnsAnswer<Type>;
+    }
 
     // RFC 8484 §4.1: id 0 in every query, so identical queries are identical HTTP requests.
     // RD set: the DoH server is a recursive resolver and we want it to do the work.

@@ -18,17 +18,41 @@ export interface MailRouteDeps {
 }
 
 /** The mail route of `domain` (lower-case A-labels); DNS trouble is an outcome, never a throw. */
-export function resolveMailRoute(domain: string, deps: MailRouteDeps): Promise<DnsOutcome> {
-  return mailRoute(domain, dohLookup(deps.doh), { allowPrivateTargets: deps.allowPrivateTargets });
+export async function resolveMailRoute(domain: string, deps: MailRouteDeps): Promise<DnsOutcome> {
+  return (await resolveMailRouteWithTtl(domain, deps)).route;
 }
 
-/** The mail route's questions, asked through `doh` (and its TTL cache). */
-export function dohLookup(doh: DohClient): DnsLookup {
+/** A mail route and how long it may be reused: the shortest TTL of the answers it was built from. */
+export interface TimedMailRoute {
+  route: DnsOutcome;
+  ttlSeconds: number;
+}
+
+/**
+ * `resolveMailRoute`, with the route's TTL. 0 when any lookup failed, even one the route could
+ * do without (a host skipped for now): such a route is not the domain's lasting answer.
+ */
+export async function resolveMailRouteWithTtl(domain: string, deps: MailRouteDeps): Promise<TimedMailRoute> {
+  let ttlSeconds = Number.POSITIVE_INFINITY;
+  const lookup = dohLookup(deps.doh, (ttl) => {
+    ttlSeconds = Math.min(ttlSeconds, ttl);
+  });
+  const route = await mailRoute(domain, lookup, { allowPrivateTargets: deps.allowPrivateTargets });
+  return { route, ttlSeconds: route.kind === 'error' || !Number.isFinite(ttlSeconds) ? 0 : ttlSeconds };
+}
+
+/** The mail route's questions, asked through `doh` (and its TTL cache); `onTtl` hears each answer's TTL (0 for a failure). */
+export function dohLookup(doh: DohClient, onTtl: (ttlSeconds: number) => void = () => {}): DnsLookup {
+  const ask = async <Type extends 'MX' | 'A' | 'AAAA'>(name: string, type: Type) => {
+    const answer = await doh.query(name, type);
+    onTtl(isDnsFailure(answer) ? 0 : answer.ttl);
+    return answer;
+  };
   return {
     mx: async (domain) =>
-      outcomeOf(await doh.query(domain, 'MX'), ({ preference, exchange }) => ({ preference, exchange })),
-    a: async (host) => outcomeOf(await doh.query(host, 'A'), ({ address }) => address),
-    aaaa: async (host) => outcomeOf(await doh.query(host, 'AAAA'), ({ address }) => address),
+      outcomeOf(await ask(domain, 'MX'), ({ preference, exchange }) => ({ preference, exchange })),
+    a: async (host) => outcomeOf(await ask(host, 'A'), ({ address }) => address),
+    aaaa: async (host) => outcomeOf(await ask(host, 'AAAA'), ({ address }) => address),
   };
 }
 

@@ -30,16 +30,22 @@ export class TtlCache<Value> {
 
   /** The live value for `key`, or undefined if there is none or it has expired. */
   get(key: string): Value | undefined {
+    return this.entry(key)?.value;
+  }
+
+  /** The live value for `key` and the whole seconds it has left, or undefined. */
+  entry(key: string): { value: Value; remainingSeconds: number } | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
-    if (this.#now() >= entry.expiresAt) {
+    const remainingMs = entry.expiresAt - this.#now();
+    if (remainingMs <= 0) {
       this.#entries.delete(key);
       return undefined;
     }
     // A Map iterates in insertion order: re-inserting makes this the most recently used.
     this.#entries.delete(key);
     this.#entries.set(key, entry);
-    return entry.value;
+    return { value: entry.value, remainingSeconds: Math.ceil(remainingMs / 1000) };
   }
 
   /** Keeps `value` for `ttlSeconds`, capped at the cache's maximum; a TTL of 0 or less keeps nothing. */

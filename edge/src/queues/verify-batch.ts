@@ -1,5 +1,5 @@
-// The verify-batch consumer. It never waits for a mail server: per consumer batch, DNS once
-// per message (one domain each, with the isolate's TTL cache across messages), then what DNS
+// The verify-batch consumer. It never waits for a mail server: per consumer batch, the mail
+// route once per message (one domain each, from the shared domain facts), then what DNS
 // decided is recorded at once and the rest is handed to the ProberHub in one call, which
 // probes it and records each answer as it comes (so a slow domain holds up nobody). Deadline
 // messages finish their job. A replayed message changes nothing: writes are once-only upserts.
@@ -13,7 +13,7 @@ import {
   type SettledTask,
   settleBatchWork,
 } from '../services/batch-results.ts';
-import { mailRouteResolver } from '../services/verify-deps.ts';
+import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { processingJobs } from '../storage/jobs.ts';
 
@@ -31,7 +31,9 @@ export async function consumeVerifyBatch(
     inBackground: (task) => ctx.waitUntil(task),
   };
   const live = await processingJobs(db, [...new Set(batch.messages.map((message) => message.body.jobId))]);
-  const resolveRoute = mailRouteResolver(config);
+  // Routes from the domain facts every account shares, resolved over DNS when they expired.
+  const facts = domainFactsOf(db, config);
+  const resolveRoute = (domain: string) => facts.mailRoute(domain);
 
   const work: { body: WorkMessage; accountId: string; deadlineAt: number }[] = [];
   for (const { body } of batch.messages) {

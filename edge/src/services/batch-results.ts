@@ -17,6 +17,7 @@ import {
 import { addressResult } from './batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';
 import { nextAttemptAt, type RetryState, retryPaceOf } from './batch-retry.ts';
+import { domainFactsOf } from './verify-deps.ts';
 import { deliverJobWebhook } from './webhooks.ts';
 
 /** The least time a retry needs before the deadline to be worth sending. */
@@ -61,7 +62,11 @@ export async function settleBatchWork(
   now: number,
 ): Promise<void> {
   const byJob = new Map<string, JobWrites>();
-  for (const { task, probe, final } of settled) {
+  // What the probes learned of their domains goes into the facts every account shares, and a
+  // probe without a catch-all answer gets the kept one (docs/architecture.md, "Domain facts").
+  const facts = domainFactsOf(deps.db, deps.config);
+  for (const { task, probe: answered, final } of settled) {
+    const probe = await facts.observeProbe(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [] };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();

@@ -3,12 +3,13 @@ import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
+import { factsWorld } from '../../test/domain-facts.ts';
 import { failingD1 } from '../../test/failing-d1.ts';
 import { balanceOf, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
 import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
-import { createDb } from '../storage/db.ts';
+import { createDb, type Db } from '../storage/db.ts';
 import { listHistory } from '../storage/history.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { createBatchJob } from './batch-jobs.ts';
@@ -39,6 +40,19 @@ const hubThrows = depsWithProbe({
 });
 const hubAnswers = depsWithProbe({ probe: async () => ({ kind: 'unavailable', message: 'no prober' }) });
 
+/** A single verification of one address over `database` and `deps`, with domain facts of their own. */
+function verifyFaulty(database: Db, deps: VerifyDeps, caller: Caller, requestId: string, now: number) {
+  return verifyForCaller({
+    db: database,
+    deps,
+    facts: factsWorld(MX).store(),
+    caller,
+    email: 'a@faults.test',
+    requestId,
+    now,
+  });
+}
+
 async function liveCaller(credits = 5): Promise<Caller> {
   const caller = await newCaller({ credits });
   return { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: credits };
@@ -66,16 +80,9 @@ describe('single verification under faults', () => {
   it('refunds the charge when the hub RPC throws, and records no history', async () => {
     const caller = await liveCaller();
     const requestId = `req_${crypto.randomUUID()}`;
-    await expect(
-      verifyForCaller({
-        db: db(),
-        deps: hubThrows,
-        caller,
-        email: 'a@faults.test',
-        requestId,
-        now: Date.now(),
-      }),
-    ).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
+    await expect(verifyFaulty(db(), hubThrows, caller, requestId, Date.now())).rejects.toMatchObject({
+      code: 'INTERNAL_ERROR',
+    });
     expect(await balanceOf(caller.accountId)).toBe(5);
     expect(await ledgerOf(caller.accountId)).toEqual([
       { delta: 5, reason: 'signup_grant', reference: caller.accountId },
@@ -89,14 +96,7 @@ describe('single verification under faults', () => {
     const caller = await liveCaller();
     const broken = createDb(failingD1(env.DB, /^\s*UPDATE verifications SET email/));
     await expect(
-      verifyForCaller({
-        db: broken,
-        deps: hubAnswers,
-        caller,
-        email: 'a@faults.test',
-        requestId: `req_${crypto.randomUUID()}`,
-        now: Date.now(),
-      }),
+      verifyFaulty(broken, hubAnswers, caller, `req_${crypto.randomUUID()}`, Date.now()),
     ).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
     expect(await balanceOf(caller.accountId)).toBe(5);
     expect(await historyTotal(caller.accountId)).toBe(0);
@@ -110,9 +110,9 @@ describe('single verification under faults', () => {
     const broken = createDb(
       failingD1(env.DB, /^\s*(UPDATE verifications|INSERT INTO credit_ledger.*verify_refund)/s),
     );
-    await expect(
-      verifyForCaller({ db: broken, deps: hubAnswers, caller, email: 'a@faults.test', requestId, now }),
-    ).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
+    await expect(verifyFaulty(broken, hubAnswers, caller, requestId, now)).rejects.toMatchObject({
+      code: 'INTERNAL_ERROR',
+    });
     expect(await balanceOf(caller.accountId)).toBe(4);
 
     expect((await recover(now + 1000)).refundedVerifications).toBe(0); // still within its request's time
@@ -130,14 +130,7 @@ describe('single verification under faults', () => {
   it('an answered verification is never refunded by the sweep', async () => {
     const caller = await liveCaller();
     const now = Date.now();
-    const { result } = await verifyForCaller({
-      db: db(),
-      deps: hubAnswers,
-      caller,
-      email: 'a@faults.test',
-      requestId: `req_${crypto.randomUUID()}`,
-      now,
-    });
+    const { result } = await verifyFaulty(db(), hubAnswers, caller, `req_${crypto.randomUUID()}`, now);
     expect(result.subStatus).toBe('smtp_unavailable');
     await recover(now + UNANSWERED_VERIFICATION_MS + 1000);
     expect(await balanceOf(caller.accountId)).toBe(4);

@@ -1,4 +1,5 @@
-// A single verification for an API caller: charge (live keys), verify, record in history.
+// A single verification for an API caller: charge (live keys), verify — or answer the
+// account's live verdict again (docs/verdicts.md, "Cached answers") — and record in history.
 // Every charged request ends in exactly one of its result or its refund (docs/money.md):
 // the charge opens the history row in the same transaction, the answer closes it, and any
 // failure in between refunds it — here, or in the recovery sweep if the refund fails too.
@@ -10,12 +11,15 @@ import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
+  type HistoryAnswer,
   insertVerification,
   openChargedVerification,
   refundVerification,
 } from '../storage/history.ts';
 import { insufficientCredits } from './credits.ts';
+import type { DomainFactsStore } from './domain-facts.ts';
 import { sandboxVerify } from './sandbox.ts';
+import { cachedVerdict, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 
 /** docs/money.md: one credit whatever the answer, taken before any work is done. */
 const SINGLE_VERIFICATION_CREDITS = 1;
@@ -28,16 +32,33 @@ export interface SingleVerification {
 export async function verifyForCaller(input: {
   db: Db;
   deps: VerifyDeps;
+  /** The shared domain facts that `deps` reads and feeds. */
+  facts: DomainFactsStore;
   caller: Caller;
   email: string;
+  /** Verify now even when the account has a live verdict for the address (which this one replaces). */
+  fresh?: boolean;
   requestId: string;
   now: number;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
+  const key = verdictCacheKey(input.email);
+  const cached =
+    key && !input.fresh
+      ? await cachedVerdict({
+          db,
+          // Test keys' answers come from no DNS, so no domain fact bears on them.
+          facts: caller.mode === 'test' ? null : input.facts,
+          accountId: caller.accountId,
+          mode: caller.mode,
+          key,
+          now,
+        })
+      : null;
   if (caller.mode === 'test') {
-    const result = sandboxVerify(input.email, now);
+    const result = cached ?? sandboxVerify(input.email, now);
     await insertVerification(db, {
-      ...historyFields(result),
+      ...historyAnswer(result, key),
       id: requestId,
       accountId: caller.accountId,
       apiKeyId: caller.apiKeyId,
@@ -46,19 +67,22 @@ export async function verifyForCaller(input: {
     });
     return { result, creditsRemaining: caller.creditBalance };
   }
+  // A cached answer is charged as any answer is, and recorded in the same transaction.
   const creditsRemaining = await openChargedVerification(db, {
     id: requestId,
     accountId: caller.accountId,
     apiKeyId: caller.apiKeyId,
     amount: SINGLE_VERIFICATION_CREDITS,
     now,
+    ...(cached ? { answer: historyAnswer(cached, key) } : {}),
   });
   if (creditsRemaining === null) {
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
+  if (cached) return { result: cached, creditsRemaining };
   try {
     const { result } = await verifyAddress(input.deps, input.email);
-    if (!(await answerVerification(db, requestId, historyFields(result)))) {
+    if (!(await answerVerification(db, requestId, historyAnswer(result, key)))) {
       throw new Error(`verification ${requestId} was closed before its answer was recorded`);
     }
     return { result, creditsRemaining };
@@ -74,9 +98,10 @@ export async function verifyForCaller(input: {
   }
 }
 
-function historyFields(result: VerificationResult) {
+function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null): HistoryAnswer {
   return {
     email: result.email,
+    address: key?.address ?? null,
     status: result.status,
     subStatus: result.subStatus,
     score: result.score,

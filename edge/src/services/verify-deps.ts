@@ -3,7 +3,9 @@ import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
 import { DohClient } from '../dns/doh-client.ts';
-import { resolveMailRoute } from '../dns/mail-route.ts';
+import { resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
+import type { Db } from '../storage/db.ts';
+import { DomainFactsStore } from './domain-facts.ts';
 import { hubGateway } from './prober-gateway.ts';
 
 // One resolver per isolate and resolver list, so its TTL cache is shared by requests.
@@ -25,10 +27,22 @@ export function mailRouteResolver(config: Config): (domain: string) => Promise<D
   return (domain) => resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
 }
 
-export function verifyDepsOf(env: Env, config: Config): VerifyDeps {
+/** The shared domain facts, for one request or consumer batch, resolving over the deployment's DNS. */
+export function domainFactsOf(db: Db, config: Config): DomainFactsStore {
+  const doh = dohClientFor(config);
+  return new DomainFactsStore({
+    db,
+    resolveRoute: (domain) =>
+      resolveMailRouteWithTtl(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS }),
+    now: Date.now,
+  });
+}
+
+/** The pipeline's dependencies: the mail route from the domain facts, probes through the hub that feed them. */
+export function verifyDepsOf(env: Env, config: Config, facts: DomainFactsStore): VerifyDeps {
   return {
-    mailRoute: mailRouteResolver(config),
-    prober: config.SMTP_ENABLED ? hubGateway(env.PROBER_HUB, config.PROBER_REGION) : null,
+    mailRoute: (domain) => facts.mailRoute(domain),
+    prober: config.SMTP_ENABLED ? facts.probing(hubGateway(env.PROBER_HUB, config.PROBER_REGION)) : null,
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,
     timeoutMs: config.VERIFY_TIMEOUT_MS,

@@ -10,16 +10,36 @@ export async function insertVerification(db: Db, row: NewVerification): Promise<
   await db.insert(verifications).values(row);
 }
 
+/** A single verification's answer as its history row keeps it. */
+export interface HistoryAnswer {
+  email: string;
+  /** The verdict cache's key, or null when the answer is not to be answered again. */
+  address: string | null;
+  status: string;
+  subStatus: string;
+  score: number;
+  resultJson: string;
+}
+
 /**
- * Charges a single verification and opens its history row (no result yet), in one
- * transaction: either both happen or, when the balance does not cover `amount`, neither.
- * Returns the new balance, or null.
+ * Charges a single verification and opens its history row, in one transaction: either both
+ * happen or, when the balance does not cover `amount`, neither. The row is open (no result
+ * yet) unless the answer is already known (a cached verdict), in which case it is closed at
+ * once. Returns the new balance, or null.
  */
 export async function openChargedVerification(
   db: Db,
-  opening: { id: string; accountId: string; apiKeyId: string | null; amount: number; now: number },
+  opening: {
+    id: string;
+    accountId: string;
+    apiKeyId: string | null;
+    amount: number;
+    now: number;
+    answer?: HistoryAnswer;
+  },
 ): Promise<number | null> {
   const d1 = db.$client;
+  const { answer } = opening;
   const charge = debit({
     accountId: opening.accountId,
     amount: opening.amount,
@@ -32,27 +52,37 @@ export async function openChargedVerification(
     // Between the debit's two statements the balance is still the one before the charge.
     d1
       .prepare(
-        `INSERT INTO verifications (id, account_id, api_key_id, kind, created_at)
-         SELECT ?1, ?2, ?3, 'single', ?4 WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5`,
+        `INSERT INTO verifications (id, account_id, api_key_id, kind, created_at,
+           email, address, status, sub_status, score, result_json)
+         SELECT ?1, ?2, ?3, 'single', ?4, ?6, ?7, ?8, ?9, ?10, ?11
+         WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5`,
       )
-      .bind(opening.id, opening.accountId, opening.apiKeyId, opening.now, opening.amount),
+      .bind(
+        opening.id,
+        opening.accountId,
+        opening.apiKeyId,
+        opening.now,
+        opening.amount,
+        answer?.email ?? null,
+        answer?.address ?? null,
+        answer?.status ?? null,
+        answer?.subStatus ?? null,
+        answer?.score ?? null,
+        answer?.resultJson ?? null,
+      ),
     prepare(d1, charge.balance),
   ]);
   return update?.results[0]?.credit_balance ?? null;
 }
 
 /** Closes an open single verification with its result. Returns false if it was not open. */
-export async function answerVerification(
-  db: Db,
-  id: string,
-  answer: { email: string; status: string; subStatus: string; score: number; resultJson: string },
-): Promise<boolean> {
+export async function answerVerification(db: Db, id: string, answer: HistoryAnswer): Promise<boolean> {
   const outcome = await db.$client
     .prepare(
-      `UPDATE verifications SET email = ?2, status = ?3, sub_status = ?4, score = ?5, result_json = ?6
+      `UPDATE verifications SET email = ?2, address = ?3, status = ?4, sub_status = ?5, score = ?6, result_json = ?7
        WHERE id = ?1 AND kind = 'single' AND status IS NULL`,
     )
-    .bind(id, answer.email, answer.status, answer.subStatus, answer.score, answer.resultJson)
+    .bind(id, answer.email, answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
     .run();
   return outcome.meta.changes > 0;
 }
@@ -70,6 +100,27 @@ export async function refundVerification(db: Db, id: string, now: number): Promi
     d1.prepare(`DELETE FROM verifications WHERE id = ?1 AND kind = 'single' AND status IS NULL`).bind(id),
   ]);
   return (outcome.at(-1)?.meta.changes ?? 0) > 0;
+}
+
+/**
+ * The result of the account's latest answered single verification of `address` made with
+ * keys of `mode` since `since`, or null: the verdict cache's lookup (index
+ * `verifications_address`).
+ */
+export async function latestVerdict(
+  db: Db,
+  lookup: { accountId: string; mode: DataMode; address: string; since: number },
+): Promise<string | null> {
+  const row = await db.$client
+    .prepare(
+      `SELECT result_json AS resultJson FROM verifications
+       WHERE account_id = ?1 AND address = ?2 AND created_at >= ?3 AND status IS NOT NULL
+         AND ${dataModeSql(lookup.mode)}
+       ORDER BY created_at DESC LIMIT 1`,
+    )
+    .bind(lookup.accountId, lookup.address, lookup.since)
+    .first<{ resultJson: string | null }>();
+  return row?.resultJson ?? null;
 }
 
 /** Single verifications opened before `before` and never answered (their request died). */

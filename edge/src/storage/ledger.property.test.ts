@@ -7,6 +7,7 @@ import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { factsWorld } from '../../test/domain-facts.ts';
 import { db, newCaller } from '../../test/fixtures.ts';
 import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
@@ -77,6 +78,7 @@ async function run(steps: Step[]): Promise<string> {
       await verifyForCaller({
         db: db(),
         deps: deps(action.hubFails),
+        facts: factsWorld(MX).store(),
         caller,
         email: 'someone@ledger.test',
         requestId: `req_${crypto.randomUUID()}`,

@@ -68,6 +68,10 @@ export const verifications = sqliteTable(
     apiKeyId: text('api_key_id'),
     kind: text('kind', { enum: ['single', 'batch'] }).notNull(),
     email: text('email'),
+    // A single verification's address normalised (domain in lower-case A-labels, local part as
+    // given): the key of the account's verdict cache. Null for a batch entry and for an address
+    // the cache does not keep (docs/verdicts.md, "Cached answers").
+    address: text('address'),
     jobId: text('job_id'),
     status: text('status'),
     subStatus: text('sub_status'),
@@ -80,8 +84,40 @@ export const verifications = sqliteTable(
     index('verifications_created').on(table.createdAt),
     // Single verifications charged and not yet answered: the recovery sweep refunds stale ones.
     index('verifications_open').on(table.createdAt).where(sql`kind = 'single' AND status IS NULL`),
+    // The account's latest verdict for an address, for the verdict cache.
+    index('verifications_address')
+      .on(table.accountId, table.address, table.createdAt)
+      .where(sql`address IS NOT NULL`),
   ],
 );
+
+// ── Domain facts ───────────────────────────────────────────────────────────────────────
+// What rcpt learned about a domain, shared by every account, each fact with its own expiry
+// (docs/architecture.md, "Domain facts"). An expired fact is kept: the next answer is compared
+// with it, and `changed_at` moves only when a fact's answer changed, which retires every
+// cached verdict reached before.
+
+export const domainFacts = sqliteTable('domain_facts', {
+  domain: text('domain').primaryKey(),
+  // The mail route (a DnsOutcome, JSON) and when its DNS TTL runs out.
+  route: text('route'),
+  // What identifies the route for change detection: its kind and MX hosts, not their
+  // addresses, which large providers rotate on every answer.
+  routeKey: text('route_key'),
+  routeExpiresAt: integer('route_expires_at'),
+  // The mailbox provider family the route names (gmail, microsoft, …), or null.
+  provider: text('provider'),
+  // The reply to a made-up address (an SmtpReply, JSON), its reading (1 catch-all, 0 not),
+  // and when it is asked again.
+  catchAllReply: text('catch_all_reply'),
+  catchAll: integer('catch_all'),
+  catchAllExpiresAt: integer('catch_all_expires_at'),
+  // The mail tenant behind a security gateway (JSON), once detected.
+  tenant: text('tenant'),
+  tenantExpiresAt: integer('tenant_expires_at'),
+  changedAt: integer('changed_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+});
 
 export const proberTokens = sqliteTable('prober_tokens', {
   id: text('id').primaryKey(),

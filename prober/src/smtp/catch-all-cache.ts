@@ -1,12 +1,11 @@
 // The catch-all answer of each domain, kept across probes: a list of 10,000 addresses over 200
 // domains arrives as many probes per domain, and each would otherwise spend an RCPT for a
 // made-up address (one more rejection towards the server's error limits) to learn the same
-// thing. Whether a domain accepts every local part is a setting of its mail server that
-// changes rarely; an hour covers a whole batch job and its follow-ups, and bounds how long a
-// changed setting goes unnoticed.
+// thing. How long an answer holds and which answers are kept is the shared catch-all rule,
+// which the edge's domain facts follow too.
 import type { SmtpReply } from '@rcpt/shared/contract/prober';
+import { CATCH_ALL_TTL_MS, isLastingCatchAllReply } from '@rcpt/shared/verify/catch-all';
 
-export const CATCH_ALL_TTL_MS = 60 * 60_000;
 const MAX_DOMAINS = 100_000;
 
 export class CatchAllCache {
@@ -28,12 +27,9 @@ export class CatchAllCache {
     return null;
   }
 
-  /**
-   * Keeps a definitive answer (2xx: catch-all; 5xx: not). A 4xx (greylisting, a full queue)
-   * says nothing about the domain's setting and is not kept.
-   */
+  /** Keeps a lasting answer (2xx: catch-all; 5xx: not); a 4xx is about the moment and is not kept. */
   set(domain: string, reply: SmtpReply): void {
-    if (reply.code >= 400 && reply.code < 500) return;
+    if (!isLastingCatchAllReply(reply)) return;
     this.#answers.delete(domain);
     this.#answers.set(domain, { reply, at: this.#now() });
     if (this.#answers.size > MAX_DOMAINS) {

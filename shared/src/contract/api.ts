@@ -2,6 +2,7 @@
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
 import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
+import { UNKNOWN_VERDICT_LIFETIME_MS, VERDICT_LIFETIME_MS } from './verdict-lifetime.ts';
 
 /** Longest `email` string the API accepts at all; longer is a 400, not a verdict. */
 export const MAX_EMAIL_INPUT_LENGTH = 512;
@@ -60,8 +61,17 @@ export const Meta = z
       .enum(DNS_TYPES)
       .nullable()
       .describe('the record that routes mail: MX, implicit A/AAAA, or null MX'),
-    verifiedAt: z.iso.datetime(),
-    processingTimeMs: z.number().int().min(0),
+    verifiedAt: z.iso
+      .datetime()
+      .describe('when this verdict was reached; for a cached answer, its first time'),
+    processingTimeMs: z.number().int().min(0).describe('how long reaching the verdict took'),
+    cached: z
+      .boolean()
+      .describe(
+        "true: the account's earlier verdict for this address, still within its lifetime " +
+          `(${VERDICT_LIFETIME_MS / 3_600_000} hours; ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} minutes for \`unknown\`), ` +
+          'given again; false: reached for this request',
+      ),
   })
   .meta({ id: 'Meta' });
 export type Meta = z.infer<typeof Meta>;
@@ -123,10 +133,22 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
-export const VerifyRequest = z.strictObject({ email: EmailInput }).meta({
-  id: 'VerifyRequest',
-  example: { email: 'alice@example.com' },
-});
+export const VerifyRequest = z
+  .strictObject({
+    email: EmailInput,
+    fresh: z
+      .boolean()
+      .optional()
+      .describe(
+        'true: verify now even if the account has a recent verdict for this address, and keep the new one ' +
+          'for later calls. Default false: a recent verdict is answered again, marked `meta.cached`, and ' +
+          'charged like any other call.',
+      ),
+  })
+  .meta({
+    id: 'VerifyRequest',
+    example: { email: 'alice@example.com' },
+  });
 export type VerifyRequest = z.infer<typeof VerifyRequest>;
 
 export const VerifyResponse = z

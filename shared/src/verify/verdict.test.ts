@@ -569,6 +569,7 @@ describe('computeVerdict checks and meta', () => {
       dnsType: 'MX',
       verifiedAt: VERIFIED_AT,
       processingTimeMs: 813,
+      cached: false,
     });
     expect(result.checks).toEqual({
       syntax: true,

@@ -28,7 +28,7 @@ import {
   type VerificationResult,
   type VerificationStatus,
 } from '../contract/api.ts';
-import type { ProbeReport, SessionFailure } from '../contract/prober.ts';
+import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
@@ -166,8 +166,12 @@ export function failureSubStatus(failure: SessionFailure): SubStatus {
 
 /** true: a random address was accepted; false: it was rejected with a mailbox code; null: could not tell. */
 export function catchAllState(report: ProbeReport): boolean | null {
-  if (!report.catchAllReply) return null;
-  const classified = classifyReply(report.catchAllReply, 'rcpt');
+  return report.catchAllReply ? catchAllReading(report.catchAllReply) : null;
+}
+
+/** What the reply to a made-up address says of the domain, as `catchAllState` reads it. */
+export function catchAllReading(reply: SmtpReply): boolean | null {
+  const classified = classifyReply(reply, 'rcpt');
   if (classified.accepted) return true;
   if (classified.rejectsMailbox) return false;
   return null;
@@ -452,6 +456,8 @@ export function decideVerdict(given: VerdictInput): Verdict {
       dnsType: dnsTypeOf(dns),
       verifiedAt: isoInstant(input.verifiedAt),
       processingTimeMs: wholeMilliseconds(input.processingTimeMs),
+      // A verdict is reached fresh here; the account's verdict cache marks what it answers again.
+      cached: false,
     },
     riskFactors,
   };

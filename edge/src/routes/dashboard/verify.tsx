@@ -6,7 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
-import { verifyDepsOf } from '../../services/verify-deps.ts';
+import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
 import { readBalance } from '../../storage/credits.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
@@ -76,9 +76,11 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
       creditsRemaining = (await readBalance(db, caller.accountId)) ?? 0;
     } else {
       try {
+        const facts = domainFactsOf(db, c.get('config'));
         const verification = await verifyForCaller({
           db,
-          deps: verifyDepsOf(c.env, c.get('config')),
+          deps: verifyDepsOf(c.env, c.get('config'), facts),
+          facts,
           caller,
           email: parsed.data.email,
           requestId: c.get('requestId'),

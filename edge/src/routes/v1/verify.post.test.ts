@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hubOf, startFakeProber } from '../../../test/fake-prober.ts';
+import { hubOf, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
 
 interface BadRequest {
@@ -245,5 +245,42 @@ describe('POST /api/v1/verify charging', () => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(5);
     expect(statuses.filter((status) => status === 402)).toHaveLength(7);
     expect(await balanceOf(caller.accountId)).toBe(0);
+  });
+});
+
+describe('POST /api/v1/verify answers a repeated address from the account verdict cache', () => {
+  interface Answer {
+    creditsRemaining: number;
+    data: { status: string; subStatus: string; meta: { cached: boolean; verifiedAt: string } };
+  }
+
+  it('marks the cached answer, charges it, and verifies again on fresh: true; a replayed key is neither', async () => {
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    try {
+      const caller = await newCaller({ credits: 10 });
+      const email = `cache-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      const verify = async (json: unknown, headers: Record<string, string> = {}) => {
+        const response = await call('/api/v1/verify', { key: caller.apiKey, json, headers });
+        expect(response.status).toBe(200);
+        return { body: await response.json<Answer>(), replayed: response.headers.get('Idempotent-Replayed') };
+      };
+      const first = await verify({ email });
+      const second = await verify({ email }, { 'Idempotency-Key': 'k-1' });
+      const replay = await verify({ email }, { 'Idempotency-Key': 'k-1' });
+      const fresh = await verify({ email, fresh: true });
+
+      expect(first.body.data).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+      expect(second.body).toMatchObject({
+        creditsRemaining: 8,
+        data: { status: 'deliverable', meta: { cached: true } },
+      });
+      expect(second.body.data.meta.verifiedAt).toBe(first.body.data.meta.verifiedAt);
+      expect(replay).toEqual({ body: second.body, replayed: 'true' });
+      expect(fresh.body).toMatchObject({ creditsRemaining: 7, data: { meta: { cached: false } } });
+      expect(prober.probes.filter((probe) => probe.emails.includes(email))).toHaveLength(2);
+      expect(await balanceOf(caller.accountId)).toBe(7);
+    } finally {
+      prober.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { answerOnce } from '../../services/idempotency.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
-import { verifyDepsOf } from '../../services/verify-deps.ts';
+import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
 import { replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
@@ -21,7 +21,8 @@ const route = createRoute({
   summary: 'Verify one address',
   description:
     'Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. ' +
-    'Costs 1 credit whatever the status. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
+    "Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again " +
+    '(`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
     '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [jsonBody] as const,
@@ -52,8 +53,9 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
   // The alias without /api appears in one published usage example; it is not in the document.
   for (const definition of [route, { ...route, path: '/v1/verify', hide: true }]) {
     app.openapi(definition, async (c) => {
-      const { email } = c.req.valid('json');
+      const request = c.req.valid('json');
       const db = c.get('db');
+      const config = c.get('config');
       const caller = c.get('caller');
       const requestId = c.get('requestId');
       const now = Date.now();
@@ -63,16 +65,20 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
           accountId: caller.accountId,
           key: c.req.valid('header')['idempotency-key'],
           operation: 'verify',
-          input: { email },
+          // The parsed body: `fresh` absent and `fresh: false` are the same request.
+          input: { email: request.email, ...(request.fresh ? { fresh: true } : {}) },
           requestId,
           now,
         },
         async () => {
+          const facts = domainFactsOf(db, config);
           const { result, creditsRemaining } = await verifyForCaller({
             db,
-            deps: verifyDepsOf(c.env, c.get('config')),
+            deps: verifyDepsOf(c.env, config, facts),
+            facts,
             caller,
-            email,
+            email: request.email,
+            fresh: request.fresh ?? false,
             requestId,
             now,
           });

@@ -1,0 +1,223 @@
+// What rcpt knows about a domain, shared by every account (docs/architecture.md, "Domain
+// facts"): its mail route for as long as DNS allows (capped), the provider the route names, the
+// catch-all answer for as long as the shared catch-all rule keeps it, and the mail tenant behind
+// a security gateway. Verifications read the facts before asking DNS and record what a probe
+// learned; a cached verdict is answered again only while the facts it was reached on still hold.
+//
+// One instance serves one request (or one consumer batch): it reads each domain's row once.
+import type { ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import { CATCH_ALL_TTL_MS, isLastingCatchAllReply } from '@rcpt/shared/verify/catch-all';
+import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import { providerFamilyOf } from '@rcpt/shared/verify/providers';
+import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
+import { catchAllReading } from '@rcpt/shared/verify/verdict';
+import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
+import type { TimedMailRoute } from '../dns/mail-route.ts';
+import type { Db } from '../storage/db.ts';
+import {
+  type DomainFactsRow,
+  readDomainFacts,
+  recordCatchAll,
+  recordMailRoute,
+} from '../storage/domain-facts.ts';
+
+/** Longest a mail route is kept, whatever its DNS TTL: a moved MX is noticed within the hour. */
+export const MAIL_ROUTE_MAX_TTL_SECONDS = 3_600;
+
+/** A fact and when it is to be asked again. */
+export interface TimedFact<Value> {
+  value: Value;
+  expiresAt: number;
+}
+
+/** The mail tenant (Microsoft 365, Google Workspace) that a security gateway's domain delivers to. */
+export interface MailTenant {
+  provider: string;
+  /** The tenant's own inbound host, which answers per mailbox. */
+  inboundHost: string;
+}
+
+export interface DomainFacts {
+  domain: string;
+  route: TimedFact<DnsOutcome> | null;
+  /** The mailbox provider family the route names (gmail, microsoft, …). */
+  provider: string | null;
+  /** The reply to a made-up address of the domain. */
+  catchAll: TimedFact<SmtpReply> | null;
+  /** Filled once tenant detection records a tenant for a gateway's domain. */
+  tenant?: TimedFact<MailTenant> | null;
+  /** When a fact last changed its answer: verdicts reached before then no longer hold. */
+  changedAt: number;
+}
+
+export interface DomainFactsDeps {
+  db: Db;
+  /** Asks DNS for the domain's mail route and its TTL. */
+  resolveRoute: (domain: string) => Promise<TimedMailRoute>;
+  now: () => number;
+}
+
+export class DomainFactsStore {
+  readonly #deps: DomainFactsDeps;
+  readonly #read = new Map<string, Promise<DomainFacts | null>>();
+
+  constructor(deps: DomainFactsDeps) {
+    this.#deps = deps;
+  }
+
+  /** The domain's facts as stored (expired ones included), read once per instance. */
+  facts(domain: string): Promise<DomainFacts | null> {
+    let facts = this.#read.get(domain);
+    if (!facts) {
+      facts = readDomainFacts(this.#deps.db, domain).then((row) => (row ? factsOf(row) : null));
+      this.#read.set(domain, facts);
+    }
+    return facts;
+  }
+
+  /** The mail route: the kept one while its TTL lasts, else DNS's answer, kept for next time. */
+  async mailRoute(domain: string): Promise<DnsOutcome> {
+    const route = (await this.facts(domain))?.route;
+    if (route && route.expiresAt > this.#deps.now()) return route.value;
+    return this.#resolve(domain);
+  }
+
+  /**
+   * Whether a verdict reached at `verifiedAt` still agrees with the domain's facts. An expired
+   * route is asked of DNS again first, so a domain that moved its mail (or stopped existing)
+   * retires the verdicts reached on its old route.
+   */
+  async verdictHolds(domain: string, verifiedAt: number): Promise<boolean> {
+    const route = (await this.facts(domain))?.route;
+    if (!route || route.expiresAt <= this.#deps.now()) await this.#resolve(domain);
+    const facts = await this.facts(domain);
+    return facts !== null && facts.changedAt <= verifiedAt;
+  }
+
+  /** `gateway`, with each probe's catch-all answer recorded, or filled from the facts when the probe has none. */
+  probing(gateway: ProbeGateway): ProbeGateway {
+    return {
+      probe: async (request, deadlineMs) =>
+        this.observeProbe(request.domain, await gateway.probe(request, deadlineMs)),
+    };
+  }
+
+  /**
+   * Records a lasting catch-all answer the probe brought. A probe without one whose address was
+   * accepted gets the kept answer while it is fresh, as the prober fills it from its own memory:
+   * probers each keep their own, and the facts make them agree.
+   */
+  async observeProbe(domain: string, outcome: ProbeOutcome): Promise<ProbeOutcome> {
+    if (outcome.kind !== 'report') return outcome;
+    const { report } = outcome;
+    const facts = await this.facts(domain);
+    const now = this.#deps.now();
+    const kept = facts?.catchAll && facts.catchAll.expiresAt > now ? facts.catchAll.value : null;
+    const reply = report.catchAllReply;
+    if (reply === null) {
+      return kept && anyAccepted(report)
+        ? { kind: 'report', report: { ...report, catchAllReply: kept } }
+        : outcome;
+    }
+    const reading = catchAllReading(reply);
+    if (
+      isLastingCatchAllReply(reply) &&
+      reading !== null &&
+      (kept === null || catchAllReading(kept) !== reading)
+    ) {
+      const changedAt = await recordCatchAll(this.#deps.db, {
+        domain,
+        reply: JSON.stringify(reply),
+        catchAll: reading,
+        expiresAt: now + CATCH_ALL_TTL_MS,
+        now,
+      });
+      this.#update(domain, facts, {
+        catchAll: { value: reply, expiresAt: now + CATCH_ALL_TTL_MS },
+        changedAt,
+      });
+    }
+    return outcome;
+  }
+
+  async #resolve(domain: string): Promise<DnsOutcome> {
+    const { route, ttlSeconds } = await this.#deps.resolveRoute(domain);
+    const lifetimeSeconds = Math.min(ttlSeconds, MAIL_ROUTE_MAX_TTL_SECONDS);
+    if (!(lifetimeSeconds > 0)) return route;
+    const now = this.#deps.now();
+    const expiresAt = now + lifetimeSeconds * 1000;
+    const provider =
+      route.kind === 'mx'
+        ? providerFamilyOf(
+            domain,
+            route.mx.map((mx) => mx.host),
+          )
+        : null;
+    const changedAt = await recordMailRoute(this.#deps.db, {
+      domain,
+      route: JSON.stringify(route),
+      routeKey: routeKeyOf(route),
+      provider,
+      expiresAt,
+      now,
+    });
+    this.#update(domain, await this.facts(domain), {
+      route: { value: route, expiresAt },
+      provider,
+      changedAt,
+    });
+    return route;
+  }
+
+  #update(
+    domain: string,
+    facts: DomainFacts | null,
+    change: Partial<DomainFacts> & { changedAt: number },
+  ): void {
+    const base: DomainFacts = facts ?? {
+      domain,
+      route: null,
+      provider: null,
+      catchAll: null,
+      changedAt: change.changedAt,
+    };
+    this.#read.set(domain, Promise.resolve({ ...base, ...change }));
+  }
+}
+
+/**
+ * What identifies a route for change detection: its kind and hosts by preference. Addresses
+ * are left out: large providers rotate them on every answer, and a host's new address is the
+ * same mail route.
+ */
+function routeKeyOf(route: DnsOutcome): string {
+  if (route.kind !== 'mx' && route.kind !== 'unroutable') return route.kind;
+  const dnsType = route.kind === 'mx' ? route.dnsType : '';
+  return [route.kind, dnsType, ...route.mx.map((mx) => `${mx.preference} ${mx.host}`)].join('|');
+}
+
+function anyAccepted(report: ProbeReport): boolean {
+  return report.perAddress.some(
+    (outcome) => outcome.reply !== null && classifyReply(outcome.reply, 'rcpt').accepted,
+  );
+}
+
+function factsOf(row: DomainFactsRow): DomainFacts {
+  return {
+    domain: row.domain,
+    route:
+      row.route !== null && row.routeExpiresAt !== null
+        ? { value: JSON.parse(row.route) as DnsOutcome, expiresAt: row.routeExpiresAt }
+        : null,
+    provider: row.provider,
+    catchAll:
+      row.catchAllReply !== null && row.catchAllExpiresAt !== null
+        ? { value: JSON.parse(row.catchAllReply) as SmtpReply, expiresAt: row.catchAllExpiresAt }
+        : null,
+    tenant:
+      row.tenant !== null && row.tenantExpiresAt !== null
+        ? { value: JSON.parse(row.tenant) as MailTenant, expiresAt: row.tenantExpiresAt }
+        : null,
+    changedAt: row.changedAt,
+  };
+}

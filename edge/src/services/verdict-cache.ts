@@ -1,0 +1,60 @@
+// Each account's verdicts, answered again while they last (docs/verdicts.md, "Cached answers"):
+// the same address asked twice within a day gets the same answer. The store is the account's
+// history: every answered single verification is a row keyed by account and normalised
+// address, and the key's mode (test or live) picks which rows are seen. A verdict lasts its
+// status's lifetime from the moment it was reached — not from when it was last answered, so
+// answering it again never extends it — and only while the domain's facts it was reached on
+// still hold.
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import type { DataMode } from '../storage/api-keys.ts';
+import type { Db } from '../storage/db.ts';
+import { latestVerdict } from '../storage/history.ts';
+import type { DomainFactsStore } from './domain-facts.ts';
+
+export interface VerdictCacheKey {
+  /** Normalised: trimmed, the domain in lower-case A-labels, the local part as given (RFC 5321 §2.4). */
+  address: string;
+  domain: string;
+}
+
+/**
+ * The cache key of an address, or null for one whose verdict needs no DNS or SMTP (invalid
+ * syntax, an IP literal): those are reached locally in no time and never change.
+ */
+export function verdictCacheKey(email: string): VerdictCacheKey | null {
+  const syntax = checkSyntax(email);
+  return syntax.valid && !syntax.ipLiteral ? { address: syntax.email, domain: syntax.domain } : null;
+}
+
+/**
+ * The account's live verdict for `key`, marked cached, or null. `facts` is null for test keys,
+ * whose answers come from no DNS.
+ */
+export async function cachedVerdict(input: {
+  db: Db;
+  facts: DomainFactsStore | null;
+  accountId: string;
+  mode: DataMode;
+  key: VerdictCacheKey;
+  now: number;
+}): Promise<VerificationResult | null> {
+  const { facts, key, now } = input;
+  const [resultJson] = await Promise.all([
+    latestVerdict(input.db, {
+      accountId: input.accountId,
+      mode: input.mode,
+      address: key.address,
+      since: now - VERDICT_LIFETIME_MS,
+    }),
+    // Read beside the verdict, not after it: the answer needs both.
+    facts?.facts(key.domain),
+  ]);
+  if (resultJson === null) return null;
+  const result = JSON.parse(resultJson) as VerificationResult;
+  const verifiedAt = Date.parse(result.meta.verifiedAt);
+  if (!(now - verifiedAt < verdictLifetimeMs(result.status))) return null;
+  if (facts && !(await facts.verdictHolds(key.domain, verifiedAt))) return null;
+  return { ...result, meta: { ...result.meta, cached: true } };
+}

@@ -1,0 +1,78 @@
+// The domain facts table: one row per domain, each fact with its expiry. A write changes
+// `changed_at` only when it replaces a different answer of the same fact, in the same
+// statement, so concurrent writers cannot lose a change.
+import type { Db } from './db.ts';
+
+export interface DomainFactsRow {
+  domain: string;
+  route: string | null;
+  routeKey: string | null;
+  routeExpiresAt: number | null;
+  provider: string | null;
+  catchAllReply: string | null;
+  catchAll: number | null;
+  catchAllExpiresAt: number | null;
+  tenant: string | null;
+  tenantExpiresAt: number | null;
+  changedAt: number;
+  updatedAt: number;
+}
+
+export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
+  return db.$client
+    .prepare(
+      `SELECT domain, route, route_key AS routeKey, route_expires_at AS routeExpiresAt, provider,
+         catch_all_reply AS catchAllReply, catch_all AS catchAll, catch_all_expires_at AS catchAllExpiresAt,
+         tenant, tenant_expires_at AS tenantExpiresAt, changed_at AS changedAt, updated_at AS updatedAt
+       FROM domain_facts WHERE domain = ?1`,
+    )
+    .bind(domain)
+    .first<DomainFactsRow>();
+}
+
+/** Records a resolved mail route; a different `routeKey` than the one kept is a change. Returns `changed_at`. */
+export async function recordMailRoute(
+  db: Db,
+  fact: {
+    domain: string;
+    route: string;
+    routeKey: string;
+    provider: string | null;
+    expiresAt: number;
+    now: number;
+  },
+): Promise<number> {
+  const row = await db.$client
+    .prepare(
+      `INSERT INTO domain_facts (domain, route, route_key, route_expires_at, provider, changed_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+       ON CONFLICT (domain) DO UPDATE SET route = excluded.route, route_key = excluded.route_key,
+         route_expires_at = excluded.route_expires_at, provider = excluded.provider, updated_at = excluded.updated_at,
+         changed_at = CASE WHEN domain_facts.route_key IS NOT NULL AND domain_facts.route_key IS NOT excluded.route_key
+           THEN excluded.changed_at ELSE domain_facts.changed_at END
+       RETURNING changed_at AS changedAt`,
+    )
+    .bind(fact.domain, fact.route, fact.routeKey, fact.expiresAt, fact.provider, fact.now)
+    .first<{ changedAt: number }>();
+  return row?.changedAt ?? fact.now;
+}
+
+/** Records a catch-all answer; a different reading (catch-all or not) than the one kept is a change. Returns `changed_at`. */
+export async function recordCatchAll(
+  db: Db,
+  fact: { domain: string; reply: string; catchAll: boolean; expiresAt: number; now: number },
+): Promise<number> {
+  const row = await db.$client
+    .prepare(
+      `INSERT INTO domain_facts (domain, catch_all_reply, catch_all, catch_all_expires_at, changed_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+       ON CONFLICT (domain) DO UPDATE SET catch_all_reply = excluded.catch_all_reply, catch_all = excluded.catch_all,
+         catch_all_expires_at = excluded.catch_all_expires_at, updated_at = excluded.updated_at,
+         changed_at = CASE WHEN domain_facts.catch_all IS NOT NULL AND domain_facts.catch_all IS NOT excluded.catch_all
+           THEN excluded.changed_at ELSE domain_facts.changed_at END
+       RETURNING changed_at AS changedAt`,
+    )
+    .bind(fact.domain, fact.reply, fact.catchAll ? 1 : 0, fact.expiresAt, fact.now)
+    .first<{ changedAt: number }>();
+  return row?.changedAt ?? fact.now;
+}
