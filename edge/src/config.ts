@@ -21,6 +21,15 @@ const ConfigSchema = z.object({
   VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
   PROBER_REGION: z.string().min(1).default('default'),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
+  /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
+  SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+  // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
+  /** Rows a day (UTC) that jobs which charged nothing (sandbox, or only invalid rows) may store. */
+  QUOTA_FREE_ROWS_PER_DAY: z.coerce.number().int().min(0).default(20_000),
+  /** Jobs pending or processing at once. */
+  QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
+  /** Active (not revoked) API keys. */
+  QUOTA_API_KEYS: z.coerce.number().int().min(0).default(25),
   SMTP_ENABLED: booleanFlag.default(true),
   /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
   BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),

@@ -1,6 +1,8 @@
 // One suite run against every authenticated route: no key, bad key, revoked key, rate
 // limit, and (for charged routes) no credits.
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { configOf } from '../src/config.ts';
 import { createApiKey } from '../src/services/api-keys.ts';
 import { revokeApiKey } from '../src/storage/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
@@ -207,6 +209,7 @@ describe('a test key of the same account', () => {
       accountId: live.accountId,
       name: 'sandbox',
       mode: 'test',
+      maxActiveKeys: configOf(env).QUOTA_API_KEYS,
       now: Date.now(),
     });
     const liveJob = (

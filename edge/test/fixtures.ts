@@ -1,8 +1,12 @@
 // Test fixtures for edge tests: accounts and keys made through the real services, and a
 // client that calls the Worker's fetch handler like an HTTP client would.
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
+import { createApp } from '../src/app.ts';
+import { configOf } from '../src/config.ts';
 import { createApiKey } from '../src/services/api-keys.ts';
+import { quotasOf } from '../src/services/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
 
@@ -13,6 +17,8 @@ export interface TestCaller {
 }
 
 export const db = () => createDb(env.DB);
+/** The deployment's quotas, as the routes pass them to services. */
+export const quotas = () => quotasOf(configOf(env));
 
 export async function newCaller(
   options: { credits?: number; mode?: 'live' | 'test' } = {},
@@ -26,7 +32,13 @@ export async function newCaller(
     initialCredits: options.credits ?? 100,
     now,
   });
-  const key = await createApiKey(db(), { accountId, name: 'test key', mode: options.mode ?? 'live', now });
+  const key = await createApiKey(db(), {
+    accountId,
+    name: 'test key',
+    mode: options.mode ?? 'live',
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now,
+  });
   return { accountId, apiKey: key.secret, keyId: key.id };
 }
 
@@ -36,6 +48,19 @@ export interface CallOptions {
   json?: unknown;
   body?: BodyInit;
   headers?: Record<string, string>;
+  /** Worker vars for this call only, over wrangler.toml's (e.g. smaller quotas). */
+  vars?: Record<string, string>;
+}
+
+let appWithVars: ReturnType<typeof createApp> | null = null;
+
+/** The Worker's app run with `vars` over the test env: the deployment a test needs, per call. */
+async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
+  appWithVars ??= createApp();
+  const ctx = createExecutionContext();
+  const response = await appWithVars.fetch(request, { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
 }
 
 export async function call(path: string, options: CallOptions = {}): Promise<Response> {
@@ -47,9 +72,10 @@ export async function call(path: string, options: CallOptions = {}): Promise<Res
     if (!headers.has('content-type')) headers.set('content-type', 'application/json');
   }
   const method = options.method ?? (body ? 'POST' : 'GET');
-  const response = await exports.default.fetch(
-    new Request(`http://edge.test${path}`, { method, headers, body }),
-  );
+  const request = new Request(`http://edge.test${path}`, { method, headers, body });
+  const response = options.vars
+    ? await fetchWithVars(request, options.vars)
+    : await exports.default.fetch(request);
   await expectDocumented(method, path, response);
   return response;
 }

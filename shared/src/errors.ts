@@ -25,6 +25,10 @@ export const ERRORS = {
     message: 'This Idempotency-Key was already used with a different request.',
   },
   RATE_LIMITED: { httpStatus: 429, message: 'Too many requests; retry after the time in Retry-After.' },
+  QUOTA_EXCEEDED: {
+    httpStatus: 429,
+    message: 'An account quota is used up; `details` says which, its limit and when it resets.',
+  },
   INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
   SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },
 } as const satisfies Record<string, { httpStatus: number; message: string }>;
@@ -48,13 +52,19 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly httpStatus: number;
   readonly details: Record<string, unknown> | undefined;
+  /** When asking again can succeed, for `Retry-After` (RFC 9110 §10.2.3); undefined when unknown. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, options: { message?: string; details?: Record<string, unknown> } = {}) {
+  constructor(
+    code: ErrorCode,
+    options: { message?: string; details?: Record<string, unknown>; retryAfterSeconds?: number } = {},
+  ) {
     super(options.message ?? ERRORS[code].message);
     this.name = 'ApiError';
     this.code = code;
     this.httpStatus = ERRORS[code].httpStatus;
     this.details = options.details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

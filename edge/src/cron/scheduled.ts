@@ -13,7 +13,16 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
   const config = configOf(env);
   const db = createDb(env.DB);
   const tasks: [string, () => Promise<unknown>][] = [
-    ['retention', () => deleteExpired(db, now - config.RETENTION_DAYS * 86_400_000, now)],
+    [
+      'retention',
+      () =>
+        deleteExpired(
+          db,
+          now - config.RETENTION_DAYS * 86_400_000,
+          now,
+          now - config.SANDBOX_RETENTION_DAYS * 86_400_000,
+        ),
+    ],
     [
       'recovery',
       () =>

@@ -20,6 +20,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 
 export function respondWithError(c: Context<AppEnv>, error: ApiError): Response {
   const body = errorBody(error.code, c.get('requestId') ?? 'unknown', error.message, error.details);
+  if (error.retryAfterSeconds !== undefined) c.header('Retry-After', String(error.retryAfterSeconds));
   return c.json(body, error.httpStatus as ContentfulStatusCode);
 }
 

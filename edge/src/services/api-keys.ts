@@ -3,11 +3,12 @@ import type { Caller } from '../app-env.ts';
 import {
   type DataMode,
   findApiKeyByHash,
-  insertApiKey,
+  insertApiKeyWithin,
   LAST_USED_RESOLUTION_MS,
   touchApiKey,
 } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
+import { quotaExceeded } from './quotas.ts';
 
 /** The caller behind a key hash, or null for an unknown or revoked key. */
 export async function authenticateApiKey(
@@ -38,21 +39,35 @@ export interface CreatedApiKey {
   prefix: string;
 }
 
+/** A new key, unless the account already has `maxActiveKeys` active ones (429 QUOTA_EXCEEDED). */
 export async function createApiKey(
   db: Db,
-  input: { accountId: string; name: string; mode: 'live' | 'test'; now: number },
+  input: { accountId: string; name: string; mode: 'live' | 'test'; maxActiveKeys: number; now: number },
 ): Promise<CreatedApiKey> {
   const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
   const id = crypto.randomUUID();
-  await insertApiKey(db, {
-    id,
-    accountId: input.accountId,
-    name: input.name,
-    mode: input.mode,
-    keyHash: issued.hash,
-    prefix: issued.prefix,
-    createdAt: input.now,
-  });
+  const outcome = await insertApiKeyWithin(
+    db,
+    {
+      id,
+      accountId: input.accountId,
+      name: input.name,
+      mode: input.mode,
+      keyHash: issued.hash,
+      prefix: issued.prefix,
+      createdAt: input.now,
+    },
+    input.maxActiveKeys,
+  );
+  if (!outcome.inserted) {
+    throw quotaExceeded({
+      quota: 'api_keys',
+      limit: input.maxActiveKeys,
+      used: outcome.active,
+      requested: 1,
+      now: input.now,
+    });
+  }
   return { id, secret: issued.secret, prefix: issued.prefix };
 }
 

@@ -25,6 +25,7 @@ import type { ParsedUpload } from './batch-input.ts';
 import { groupByDomain, planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
 import { insufficientCredits } from './credits.ts';
+import { type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
 
 /**
@@ -65,6 +66,8 @@ export interface UploadInput {
   webhookUrl: string | null;
   /** The job's deadline in seconds after upload; default from its size. */
   maxWaitSeconds: number | null;
+  /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
+  quotas: Quotas;
   now: number;
 }
 
@@ -93,7 +96,10 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   const outlook = await queueOutlook(db, now - 24 * 3600_000);
   const maxWaitSeconds = input.maxWaitSeconds ?? defaultMaxWaitSeconds(counts.totalEmails);
   const deadlineAt = now + maxWaitSeconds * 1000;
-  const balance = await createJobWithCharge(
+  const charge = sandbox ? 0 : counts.totalEmails;
+  // Only a job that is still running after its upload holds a slot in flight.
+  const staysInFlight = !sandbox && counts.totalEmails > 0;
+  const creation = await createJobWithCharge(
     db,
     {
       id: jobId,
@@ -102,7 +108,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       name: input.name,
       source: input.source,
       ...counts,
-      charge: sandbox ? 0 : counts.totalEmails,
+      charge,
       csvHeaders: upload.headers,
       webhookUrl: input.webhookUrl,
       deadlineAt,
@@ -110,8 +116,35 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     },
     rows,
     addresses,
+    {
+      jobsInFlight: staysInFlight ? input.quotas.jobsInFlight : null,
+      freeRows: input.quotas.freeRowsPerDay,
+      freeRowsSince: utcDayStart(now),
+    },
   );
-  if (balance === null) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
+  if (!creation.created) {
+    const { usage } = creation;
+    if (!usage.creditsCover) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
+    if (!usage.inFlightFits) {
+      throw quotaExceeded({
+        quota: 'jobs_in_flight',
+        limit: input.quotas.jobsInFlight,
+        used: usage.jobsInFlight,
+        requested: 1,
+        now,
+      });
+    }
+    if (!usage.freeRowsFit) {
+      throw quotaExceeded({
+        quota: 'free_rows_per_day',
+        limit: input.quotas.freeRowsPerDay,
+        used: usage.freeRows,
+        requested: counts.totalRows,
+        now,
+      });
+    }
+    throw new Error(`job ${jobId} was not stored, and no condition says why`);
+  }
   if (!sandbox && plan.addresses.length > 0) {
     try {
       await enqueueBatchWork(
@@ -149,7 +182,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     estimatedTimeSeconds: sandbox
       ? 0
       : Math.min(maxWaitSeconds, Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond))),
-    creditsCharged: sandbox ? 0 : counts.totalEmails,
+    creditsCharged: charge,
   };
 }
 

@@ -17,7 +17,8 @@ export interface IdempotentAnswer {
  * Runs `run` once per idempotency key. `operation` and `input` identify the request (the
  * parsed body, so a retry that encodes the same request differently is still the same).
  * An answer of the API's own failure (5xx, after which the charge was refunded) is not
- * kept: the key is freed and a retry runs afresh.
+ * kept, nor a 429 (a quota: "not now", nothing done, as Stripe keeps no rate-limited answer):
+ * the key is freed and a retry runs afresh.
  */
 export async function answerOnce(
   db: Db,
@@ -44,7 +45,7 @@ export async function answerOnce(
   try {
     answer = { status: 200, body: await run() };
   } catch (error) {
-    if (error instanceof ApiError && error.httpStatus < 500) {
+    if (error instanceof ApiError && error.httpStatus < 500 && error.httpStatus !== 429) {
       const body = errorBody(error.code, request.requestId, error.message, error.details);
       await keepAnswer(db, { accountId, key, status: error.httpStatus, body });
     } else {

@@ -5,7 +5,7 @@ import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
 import { failingD1 } from '../../test/failing-d1.ts';
-import { balanceOf, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
@@ -160,6 +160,7 @@ describe('bulk upload under faults', () => {
       webhookUrl: null,
       // Past the lease, well before the deadline: the sweep enqueues rather than finishes.
       maxWaitSeconds: 3600,
+      quotas: quotas(),
       now,
     });
     expect(response).toMatchObject({ success: true, totalEmails: 2, creditsCharged: 2 });

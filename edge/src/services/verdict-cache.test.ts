@@ -5,7 +5,7 @@ import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway, VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { type FactsWorld, factsWorld } from '../../test/domain-facts.ts';
-import { balanceOf, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import type { Caller } from '../app-env.ts';
 import { listHistory } from '../storage/history.ts';
 import { createApiKey } from './api-keys.ts';
@@ -53,7 +53,14 @@ function newDomain(): string {
 
 async function callerOf(mode: 'live' | 'test', accountId?: string): Promise<Caller> {
   if (accountId) {
-    const key = await createApiKey(db(), { accountId, name: 'second key', mode, now: Date.now() });
+    const maxActiveKeys = quotas().apiKeys;
+    const key = await createApiKey(db(), {
+      accountId,
+      name: 'second key',
+      mode,
+      maxActiveKeys,
+      now: Date.now(),
+    });
     return { accountId, apiKeyId: key.id, mode, creditBalance: 0 };
   }
   const created = await newCaller({ credits: 20, mode });

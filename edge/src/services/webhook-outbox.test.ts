@@ -2,7 +2,7 @@
 // delivers what is pending, always under the same webhook-id; private targets are refused.
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { db, newCaller } from '../../test/fixtures.ts';
+import { db, newCaller, quotas } from '../../test/fixtures.ts';
 import { type Config, configOf } from '../config.ts';
 import { failJob, recordResults } from '../storage/jobs.ts';
 import { setAccountWebhook } from '../storage/webhooks.ts';
@@ -53,6 +53,7 @@ async function jobWithWebhook(webhookUrl: string | null, now: number) {
     name: null,
     webhookUrl,
     maxWaitSeconds: null,
+    quotas: quotas(),
     now,
   });
   const results = emails.map((email, idx) => addressResult(idx, sandboxVerify(email, now)));

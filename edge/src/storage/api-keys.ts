@@ -17,8 +17,37 @@ export function dataModeSql(mode: DataMode): string {
     : "(api_key_id IS NULL OR api_key_id IN (SELECT id FROM api_keys WHERE mode = 'live'))";
 }
 
-export async function insertApiKey(db: Db, key: typeof apiKeys.$inferInsert): Promise<void> {
-  await db.insert(apiKeys).values(key);
+export type NewApiKey = Pick<
+  typeof apiKeys.$inferInsert,
+  'id' | 'accountId' | 'name' | 'mode' | 'keyHash' | 'prefix' | 'createdAt'
+>;
+
+/**
+ * Inserts the key only while the account has fewer than `maxActive` active keys, the count
+ * and the insert in one transaction (so two concurrent creations cannot both take the last
+ * slot). Returns the number of active keys before the insert, and whether it happened.
+ */
+export async function insertApiKeyWithin(
+  db: Db,
+  key: NewApiKey,
+  maxActive: number,
+): Promise<{ inserted: boolean; active: number }> {
+  const d1 = db.$client;
+  const activeKeys = (account: string) =>
+    `SELECT COUNT(*) FROM api_keys WHERE account_id = ${account} AND revoked_at IS NULL`;
+  const [count, insert] = await d1.batch([
+    d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
+    d1
+      .prepare(
+        `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE (${activeKeys('?2')}) < ?8 RETURNING id`,
+      )
+      .bind(key.id, key.accountId, key.name, key.mode, key.keyHash, key.prefix, key.createdAt, maxActive),
+  ]);
+  return {
+    inserted: (insert?.results.length ?? 0) > 0,
+    active: (count?.results[0] as { active: number } | undefined)?.active ?? 0,
+  };
 }
 
 /** The key with this hash and its account's balance at lookup time, in one query. */

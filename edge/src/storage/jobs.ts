@@ -51,59 +51,108 @@ export interface NewJobAddress {
   result?: AddressResult;
 }
 
+/** The account's quotas a new job must fit in; a null limit is not checked for this job. */
+export interface JobQuotaLimits {
+  /** Most jobs pending or processing, this one included. */
+  jobsInFlight: number | null;
+  /** Most rows stored since `freeRowsSince` by jobs that charged nothing, this one included. */
+  freeRows: number | null;
+  freeRowsSince: number;
+}
+
+/** What the account had when the job was refused, and which of its conditions failed. */
+export interface AccountUsage {
+  creditBalance: number;
+  jobsInFlight: number;
+  freeRows: number;
+  creditsCover: boolean;
+  inFlightFits: boolean;
+  freeRowsFit: boolean;
+}
+
+export type JobCreation = { created: true; balance: number } | { created: false; usage: AccountUsage };
+
+// The job's conditions as SQL over the account's state, read once in the job's own batch (one
+// transaction): ?2 account, ?7 the job's rows, ?18 its charge, ?20 the in-flight limit,
+// ?21 the start of the free-row window, ?22 the free-row limit. The job insert requires all
+// three; the refused batch reports each, so the caller answers with the one that failed.
+const USAGE = {
+  creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
+  jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
+  freeRows: `(SELECT COALESCE(SUM(total_rows), 0) FROM jobs
+    WHERE account_id = ?2 AND credits_charged = 0 AND created_at >= ?21)`,
+};
+const CONDITIONS = {
+  creditsCover: `${USAGE.creditBalance} >= ?18`,
+  inFlightFits: `(?20 IS NULL OR ${USAGE.jobsInFlight} < ?20)`,
+  freeRowsFit: `(?22 IS NULL OR ?18 > 0 OR ${USAGE.freeRows} + ?7 <= ?22)`,
+};
+
 /**
  * Creates the job, its rows and addresses and its history entry, and charges it, all in one
- * transaction whose every statement is conditional on the balance covering the charge.
- * Returns the new balance, or null when it does not cover it (and nothing was written).
+ * transaction whose every statement is conditional on the job row, which is written only when
+ * the balance covers the charge and the job fits the account's quotas. So two concurrent
+ * uploads cannot both take the last credit or the last slot of a quota. When it does not fit,
+ * nothing is written and the account's usage says why.
  */
 export async function createJobWithCharge(
   db: Db,
   job: NewJob,
   rows: readonly NewJobRow[],
   addresses: readonly NewJobAddress[],
-): Promise<number | null> {
+  limits: JobQuotaLimits,
+): Promise<JobCreation> {
   const d1 = db.$client;
   const { charge } = job;
   const status = job.totalEmails === 0 ? 'completed' : 'processing';
-  const movement = debit({
-    accountId: job.accountId,
-    amount: charge,
-    reason: 'bulk_charge',
-    reference: job.id,
-    now: job.now,
-  });
-  // The debit's entry first and its balance update last: the job insert between them tests
-  // the same condition on the balance before the charge, and every other statement needs the job.
+  const jobExists = 'EXISTS (SELECT 1 FROM jobs WHERE id = ?4)';
+  const movement = debit(
+    { accountId: job.accountId, amount: charge, reason: 'bulk_charge', reference: job.id, now: job.now },
+    jobExists,
+  );
+  const jobParams = [
+    job.id,
+    job.accountId,
+    job.apiKeyId,
+    job.name,
+    status,
+    job.source,
+    job.totalRows,
+    job.totalEmails,
+    job.duplicateCount,
+    job.emptyRows,
+    job.invalidRows,
+    job.skippedRows,
+    job.csvHeaders ? JSON.stringify(job.csvHeaders) : null,
+    job.webhookUrl,
+    job.now,
+    status === 'completed' ? job.now : null,
+    status === 'completed' ? 1 : 0,
+    charge,
+    job.deadlineAt,
+    limits.jobsInFlight,
+    limits.freeRowsSince,
+    limits.freeRows,
+  ];
+  // The usage first, then the job (under its conditions), then the debit's entry and every
+  // other statement, each conditional on the job; the balance update last.
   const statements: D1PreparedStatement[] = [
-    prepare(d1, movement.entry),
+    d1
+      .prepare(
+        `SELECT ${USAGE.creditBalance} AS creditBalance, ${USAGE.jobsInFlight} AS jobsInFlight,
+           ${USAGE.freeRows} AS freeRows, ${CONDITIONS.creditsCover} AS creditsCover,
+           ${CONDITIONS.inFlightFits} AS inFlightFits, ${CONDITIONS.freeRowsFit} AS freeRowsFit`,
+      )
+      .bind(...jobParams),
     d1
       .prepare(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
            empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19
-         WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?18`,
+         WHERE ${CONDITIONS.creditsCover} AND ${CONDITIONS.inFlightFits} AND ${CONDITIONS.freeRowsFit}`,
       )
-      .bind(
-        job.id,
-        job.accountId,
-        job.apiKeyId,
-        job.name,
-        status,
-        job.source,
-        job.totalRows,
-        job.totalEmails,
-        job.duplicateCount,
-        job.emptyRows,
-        job.invalidRows,
-        job.skippedRows,
-        job.csvHeaders ? JSON.stringify(job.csvHeaders) : null,
-        job.webhookUrl,
-        job.now,
-        status === 'completed' ? job.now : null,
-        status === 'completed' ? 1 : 0,
-        charge,
-        job.deadlineAt,
-      ),
+      .bind(...jobParams),
+    prepare(d1, movement.entry),
   ];
   for (const chunk of jsonChunks(
     rows.map((row) => [
@@ -155,8 +204,22 @@ export async function createJobWithCharge(
       .bind(job.id, job.accountId, job.apiKeyId, job.now),
     prepare(d1, movement.balance),
   );
-  const results = await d1.batch<{ credit_balance: number }>(statements);
-  return results.at(-1)?.results[0]?.credit_balance ?? null;
+  const results = await d1.batch(statements);
+  const balance = (results.at(-1)?.results[0] as { credit_balance: number } | undefined)?.credit_balance;
+  if (balance !== undefined) return { created: true, balance };
+  const usage = results[0]?.results[0] as Record<keyof AccountUsage, number> | undefined;
+  if (!usage) throw new Error(`no usage read for job ${job.id}`);
+  return {
+    created: false,
+    usage: {
+      creditBalance: usage.creditBalance ?? 0,
+      jobsInFlight: usage.jobsInFlight,
+      freeRows: usage.freeRows,
+      creditsCover: usage.creditsCover === 1,
+      inFlightFits: usage.inFlightFits === 1,
+      freeRowsFit: usage.freeRowsFit === 1,
+    },
+  };
 }
 
 /** status, sub_status, catch_all, refundable, result_json: one address's result as stored. */

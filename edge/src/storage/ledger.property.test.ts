@@ -8,7 +8,7 @@ import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
-import { db, newCaller } from '../../test/fixtures.ts';
+import { db, newCaller, quotas } from '../../test/fixtures.ts';
 import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
@@ -98,6 +98,7 @@ async function run(steps: Step[]): Promise<string> {
         name: null,
         webhookUrl: null,
         maxWaitSeconds: null,
+        quotas: quotas(),
         now,
       }).catch(() => null); // 402
       if (response) jobs.push({ id: response.jobId, emails });

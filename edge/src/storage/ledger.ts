@@ -50,20 +50,26 @@ function movementParams(movement: CreditMovement): SqlValue[] {
   return [movement.accountId, movement.amount, movement.reason, movement.reference, movement.now];
 }
 
-/** Takes `amount` credits only if the balance covers it (`credit_balance >= amount`). */
-export function debit(movement: CreditMovement): LedgerPair {
+/**
+ * Takes `amount` credits only if the balance covers it (`credit_balance >= amount`) and
+ * `onlyIf` holds: an SQL condition of the caller's that may use `?1` (the account id) and
+ * `?4` (the reference), e.g. that the job it pays for was written earlier in the same batch.
+ */
+export function debit(movement: CreditMovement, onlyIf?: string): LedgerPair {
   const params = movementParams(movement);
+  const guard = onlyIf ? `AND (${onlyIf})` : '';
   return {
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
             SELECT id, -?2, credit_balance - ?2, ?3, ?4, ?5 FROM accounts
-            WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0`,
+            WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0 ${guard}`,
       params,
     },
     balance: {
       sql: `UPDATE accounts SET credit_balance = credit_balance - ?2
-            WHERE id = ?1 AND credit_balance >= ?2 RETURNING credit_balance`,
-      params: params.slice(0, 2),
+            WHERE id = ?1 AND credit_balance >= ?2 ${guard} RETURNING credit_balance`,
+      // SQLite numbers parameters up to the highest one used: the guard may use ?4.
+      params: onlyIf ? params.slice(0, 4) : params.slice(0, 2),
     },
   };
 }

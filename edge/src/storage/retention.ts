@@ -1,5 +1,7 @@
 // Lists, results and job data are deleted once the retention period (60 days by default)
-// has passed, in bounded chunks so that one run never holds the database for long.
+// has passed — sandbox (test-key) jobs and history sooner (7 days by default) — in bounded
+// chunks so that one run never holds the database for long.
+import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
 
@@ -15,8 +17,16 @@ export interface RetentionReport {
   idempotencyKeys: number;
 }
 
-/** Deletes jobs, history and deliveries created before `cutoff`, and sessions expired by `now`. */
-export async function deleteExpired(db: Db, cutoff: number, now: number): Promise<RetentionReport> {
+/**
+ * Deletes jobs, history and deliveries created before `cutoff`, test-mode jobs and history
+ * created before `sandboxCutoff`, and sessions expired by `now`.
+ */
+export async function deleteExpired(
+  db: Db,
+  cutoff: number,
+  now: number,
+  sandboxCutoff = cutoff,
+): Promise<RetentionReport> {
   const d1 = db.$client;
   const report: RetentionReport = {
     jobs: 0,
@@ -25,10 +35,12 @@ export async function deleteExpired(db: Db, cutoff: number, now: number): Promis
     sessions: 0,
     idempotencyKeys: 0,
   };
+  // ?1 the cutoff, ?2 the sandbox cutoff.
+  const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
   for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
     const { results } = await d1
-      .prepare('SELECT id FROM jobs WHERE created_at < ?1 LIMIT ?2')
-      .bind(cutoff, JOBS_PER_CHUNK)
+      .prepare(`SELECT id FROM jobs WHERE ${expiredSql} LIMIT ?3`)
+      .bind(cutoff, sandboxCutoff, JOBS_PER_CHUNK)
       .all<{ id: string }>();
     if (results.length === 0) break;
     const ids = JSON.stringify(results.map((row) => row.id));
@@ -39,8 +51,14 @@ export async function deleteExpired(db: Db, cutoff: number, now: number): Promis
     ]);
     report.jobs += results.length;
   }
-  report.verifications = await deleteInChunks(d1, 'verifications', cutoff);
-  report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', cutoff);
+  report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, cutoff, sandboxCutoff);
+  report.deliveries = await deleteInChunks(
+    d1,
+    'webhook_deliveries',
+    'created_at < ?1',
+    cutoff,
+    sandboxCutoff,
+  );
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = (
     await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
@@ -58,13 +76,15 @@ export async function deleteExpired(db: Db, cutoff: number, now: number): Promis
 async function deleteInChunks(
   d1: D1Database,
   table: 'verifications' | 'webhook_deliveries',
+  expiredSql: string,
   cutoff: number,
+  sandboxCutoff: number,
 ): Promise<number> {
   let deleted = 0;
   for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
     const result = await d1
-      .prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE created_at < ?1 LIMIT ?2)`)
-      .bind(cutoff, ROWS_PER_CHUNK)
+      .prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${expiredSql} LIMIT ?3)`)
+      .bind(cutoff, sandboxCutoff, ROWS_PER_CHUNK)
       .run();
     deleted += result.meta.changes;
     if (result.meta.changes < ROWS_PER_CHUNK) break;

@@ -174,6 +174,8 @@ export const jobs = sqliteTable(
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
     index('jobs_status').on(table.status, table.createdAt),
+    // The account's jobs in flight, counted by every upload against its quota.
+    index('jobs_in_flight').on(table.accountId).where(sql`status IN ('pending', 'processing')`),
   ],
 );
 

@@ -10,6 +10,7 @@ import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
+import { quotasOf } from '../../services/quotas.ts';
 import { readBalance } from '../../storage/credits.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';
@@ -20,6 +21,7 @@ const UPLOAD_ERRORS = new Set([
   'TOO_MANY_EMAILS',
   'PAYLOAD_TOO_LARGE',
   'INSUFFICIENT_CREDITS',
+  'QUOTA_EXCEEDED',
 ]);
 
 function BulkPage(props: {
@@ -130,6 +132,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
         name: name ?? null,
         webhookUrl: null,
         maxWaitSeconds: null,
+        quotas: quotasOf(c.get('config')),
         now: Date.now(),
       });
       return c.redirect(`/jobs/${created.jobId}`, 303);
@@ -142,6 +145,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
           : error.code === 'PAYLOAD_TOO_LARGE'
             ? `The file is larger than ${MAX_CSV_BYTES / 1024 / 1024} MB.`
             : error.message;
+      if (error.retryAfterSeconds !== undefined) c.header('Retry-After', String(error.retryAfterSeconds));
       return renderPage(
         c,
         <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>
@@ -153,7 +157,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
             emailColumn={emailColumn}
           />
         </Layout>,
-        error.httpStatus as 400 | 402 | 413,
+        error.httpStatus as 400 | 402 | 413 | 429,
       );
     }
   });

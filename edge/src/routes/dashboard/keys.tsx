@@ -6,6 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { createApiKey } from '../../services/api-keys.ts';
+import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
@@ -25,6 +26,8 @@ function KeysPage(props: {
   created?: CreatedKey | null;
   notice?: string | null;
   error?: string | null;
+  /** Why no key was created although the form was right (a quota). */
+  refusal?: string | null;
   name?: string;
 }) {
   return (
@@ -35,6 +38,7 @@ function KeysPage(props: {
         and use credits; test keys (<code>rk_test_…</code>) answer from the sandbox for free.
       </p>
       {props.notice ? <Notice kind="success">{props.notice}</Notice> : null}
+      {props.refusal ? <Notice kind="error">{props.refusal}</Notice> : null}
       {props.created ? <NewKeySecret created={props.created} /> : null}
       <section class="card" aria-labelledby="create-key-heading">
         <h2 id="create-key-heading">Create a key</h2>
@@ -202,9 +206,16 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           ? `Use at most ${MAX_KEY_NAME} characters.`
           : null;
     let created: CreatedKey | null = null;
+    let refusal: ApiError | null = null;
     if (!problem) {
-      const key = await createApiKey(db, { accountId, name, mode, now: Date.now() });
-      created = { name, secret: key.secret, mode };
+      try {
+        const maxActiveKeys = quotasOf(c.get('config')).apiKeys;
+        const key = await createApiKey(db, { accountId, name, mode, maxActiveKeys, now: Date.now() });
+        created = { name, secret: key.secret, mode };
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 'QUOTA_EXCEEDED')) throw error;
+        refusal = error;
+      }
     }
     const keys = await listApiKeys(db, accountId);
     return renderPage(
@@ -215,10 +226,11 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           created={created}
           error={problem}
-          name={problem ? name : ''}
+          refusal={refusal?.message ?? null}
+          name={problem || refusal ? name : ''}
         />
       </Layout>,
-      created ? 201 : 400,
+      created ? 201 : refusal ? 429 : 400,
     );
   });
 

@@ -7,6 +7,7 @@ import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, uniqueEmail } from '../../../test/cookie-client.ts';
+import { quotas } from '../../../test/fixtures.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
@@ -292,6 +293,7 @@ describe('job page', () => {
       name: 'running list',
       webhookUrl: null,
       maxWaitSeconds: null,
+      quotas: quotas(),
       now: Date.now(),
     });
     return created.jobId;
@@ -332,6 +334,7 @@ describe('job page', () => {
       name: 'sandbox list',
       webhookUrl: null,
       maxWaitSeconds: null,
+      quotas: quotas(),
       now: Date.now(),
     });
     return created.jobId;

@@ -14,6 +14,7 @@ import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { answerOnce } from '../../services/idempotency.ts';
+import { quotasOf } from '../../services/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
 import { replyWith } from '../idempotent-reply.ts';
 import {
@@ -54,7 +55,12 @@ const route = createRoute({
     'The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary ' +
     'answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until ' +
     'then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, ' +
-    'refunded when the provider deferred or blocked it.',
+    'refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs ' +
+    '(default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by ' +
+    'jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with ' +
+    '`details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null ' +
+    'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs ' +
+    'are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
@@ -81,6 +87,7 @@ const route = createRoute({
       ...JSON_BODY_ERRORS,
       'TOO_MANY_EMAILS',
       'INSUFFICIENT_CREDITS',
+      'QUOTA_EXCEEDED',
       'SERVICE_UNAVAILABLE',
       ...IDEMPOTENCY_ERRORS,
     ]),
@@ -218,6 +225,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           name: request.name,
           webhookUrl,
           maxWaitSeconds: request.maxWaitSeconds,
+          quotas: quotasOf(config),
           now,
         }),
     );

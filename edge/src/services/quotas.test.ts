@@ -1,0 +1,394 @@
+// Per-account quotas: free rows a day, jobs in flight, API keys. Each refusal is 429
+// QUOTA_EXCEEDED with its details, stores nothing and charges nothing; the check and the insert
+// are one transaction, so concurrent requests cannot both take the last slot.
+import { env } from 'cloudflare:workers';
+import { ApiError } from '@rcpt/shared/errors';
+import { describe, expect, it } from 'vitest';
+import { CookieClient, uniqueEmail } from '../../test/cookie-client.ts';
+import {
+  balanceOf,
+  type CallOptions,
+  call,
+  db,
+  ledgerOf,
+  newCaller,
+  quotas,
+  type TestCaller,
+} from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
+import { failJob } from '../storage/jobs.ts';
+import { deleteExpired } from '../storage/retention.ts';
+import { createApiKey } from './api-keys.ts';
+import { rowsFromJson } from './batch-input.ts';
+import { createBatchJob } from './batch-jobs.ts';
+import type { BatchMessage } from './batch-queue.ts';
+import type { Quotas } from './quotas.ts';
+
+const DAY = 86_400_000;
+/** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */
+const silentQueue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+
+interface QuotaBody {
+  code: string;
+  message: string;
+  details: { quota: string; limit: number; used: number; requested: number; resetAt: string | null };
+}
+
+async function count(sql: string, ...params: unknown[]): Promise<number> {
+  return (
+    (
+      await env.DB.prepare(sql)
+        .bind(...params)
+        .first<{ n: number }>()
+    )?.n ?? Number.NaN
+  );
+}
+
+const jobsOf = (accountId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
+const storedRowsOf = (accountId: string) =>
+  count(
+    'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
+    accountId,
+  );
+const historyOf = (accountId: string) =>
+  count('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
+
+/** Everything an account has stored and paid: a refusal must leave all of it as it was. */
+async function footprint(accountId: string) {
+  return {
+    jobs: await jobsOf(accountId),
+    rows: await storedRowsOf(accountId),
+    history: await historyOf(accountId),
+    balance: await balanceOf(accountId),
+    ledger: (await ledgerOf(accountId)).length,
+  };
+}
+
+function upload(caller: TestCaller, emails: string[], options: CallOptions = {}): Promise<Response> {
+  return call('/api/v1/bulk/upload', { key: caller.apiKey, json: { emails }, ...options });
+}
+
+function uploadMultipart(caller: TestCaller, csv: string, options: CallOptions = {}): Promise<Response> {
+  const form = new FormData();
+  form.set('file', new File([csv], 'list.csv', { type: 'text/csv' }));
+  return call('/api/v1/bulk/upload', { key: caller.apiKey, body: form, ...options });
+}
+
+/** A job created as the upload route creates it, with `quotas` and the clock at `now`. */
+function createJob(
+  caller: TestCaller,
+  mode: 'live' | 'test',
+  emails: string[],
+  options: { quotas?: Partial<Quotas>; now?: number } = {},
+) {
+  return createBatchJob({
+    db: db(),
+    queue: silentQueue,
+    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode, creditBalance: 0 },
+    upload: rowsFromJson(emails),
+    source: 'json',
+    name: null,
+    webhookUrl: null,
+    maxWaitSeconds: null,
+    quotas: { ...quotas(), ...options.quotas },
+    now: options.now ?? Date.now(),
+  });
+}
+
+/** The ApiError `promise` rejects with. */
+async function refusal(promise: Promise<unknown>): Promise<ApiError> {
+  const error = await promise.then(
+    () => null,
+    (reason: unknown) => reason,
+  );
+  if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
+  return error;
+}
+
+const newKey = (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
+  createApiKey(db(), {
+    accountId: caller.accountId,
+    name: 'k',
+    mode: 'live',
+    maxActiveKeys,
+    now: Date.now(),
+  });
+const activeKeysOf = (accountId: string) =>
+  count('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL', accountId);
+
+const rows = (n: number, prefix = 'x') =>
+  Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
+
+describe('the quotas have production defaults', () => {
+  it('20,000 free rows a day, 10 jobs in flight, 25 active keys, sandbox data kept 7 days', () => {
+    // wrangler.toml sets none of them: these are the code's defaults.
+    expect(quotas()).toEqual({ freeRowsPerDay: 20_000, jobsInFlight: 10, apiKeys: 25 });
+    expect(configOf(env).SANDBOX_RETENTION_DAYS).toBe(7);
+  });
+});
+
+describe('free rows a day (jobs that charged nothing)', () => {
+  const vars = { QUOTA_FREE_ROWS_PER_DAY: '5' };
+
+  it('refuses a sandbox upload past the limit with 429 QUOTA_EXCEEDED, resetAt and Retry-After; nothing stored', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    expect((await upload(caller, rows(3), { vars })).status).toBe(200);
+    const before = await footprint(caller.accountId);
+
+    const refused = await upload(caller, rows(3, 'y'), { vars });
+    const now = Date.now();
+    expect(refused.status).toBe(429);
+    const body = await refused.json<QuotaBody>();
+    const midnight = new Date(now - (now % DAY) + DAY).toISOString();
+    expect(body).toMatchObject({
+      success: false,
+      code: 'QUOTA_EXCEEDED',
+      details: { quota: 'free_rows_per_day', limit: 5, used: 3, requested: 3, resetAt: midnight },
+    });
+    expect(body.message).toContain('5 rows a day');
+    expect(body.message).toContain(midnight);
+    const retryAfter = Number(refused.headers.get('Retry-After'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(Math.abs(retryAfter - (Date.parse(midnight) - now) / 1000)).toBeLessThanOrEqual(5);
+    expect(await footprint(caller.accountId)).toEqual(before);
+
+    // What still fits is taken: 3 + 2 = 5.
+    expect((await upload(caller, rows(2, 'z'), { vars })).status).toBe(200);
+    expect(await storedRowsOf(caller.accountId)).toBe(5);
+  });
+
+  it('counts a live upload of only invalid rows, over JSON and multipart, and never a charged one', async () => {
+    const caller = await newCaller({ credits: 10 });
+    // Charged: stores 3 rows, none of them free.
+    expect((await upload(caller, ['a@nonexistent.test', 'not an address', ''], { vars })).status).toBe(200);
+    expect((await upload(caller, ['not an address', '', 'nor this'], { vars })).status).toBe(200);
+    const before = await footprint(caller.accountId);
+
+    const json = await upload(caller, ['still not', 'no', 'never'], { vars });
+    expect(json.status).toBe(429);
+    expect((await json.json<QuotaBody>()).details).toMatchObject({ quota: 'free_rows_per_day', used: 3 });
+    const multipart = await uploadMultipart(caller, 'email\nbroken\nalso broken\nagain\n', { vars });
+    expect(multipart.status).toBe(429);
+    expect((await multipart.json<QuotaBody>()).details).toMatchObject({
+      quota: 'free_rows_per_day',
+      used: 3,
+      requested: 3,
+    });
+    expect(await footprint(caller.accountId)).toEqual(before);
+  });
+
+  it('lets only one of several concurrent uploads take the last rows', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const answers = await Promise.all(
+      ['a', 'b', 'c', 'd'].map((prefix) => upload(caller, rows(3, prefix), { vars })),
+    );
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 429, 429, 429]);
+    expect(await jobsOf(caller.accountId)).toBe(1);
+    expect(await storedRowsOf(caller.accountId)).toBe(3);
+  });
+
+  it('resets at resetAt: midnight UTC', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const midnight = Date.UTC(2031, 4, 17);
+    const limits = { quotas: { freeRowsPerDay: 5 } };
+    await createJob(caller, 'test', rows(5), { ...limits, now: midnight - 2000 });
+
+    const refused = await refusal(
+      createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1000 }),
+    );
+    expect(refused.code).toBe('QUOTA_EXCEEDED');
+    expect(refused.details).toEqual({
+      quota: 'free_rows_per_day',
+      limit: 5,
+      used: 5,
+      requested: 1,
+      resetAt: '2031-05-17T00:00:00.000Z',
+    });
+    expect(refused.retryAfterSeconds).toBe(1);
+    // One millisecond before the reset: still today's quota.
+    await refusal(createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1 }));
+    // At resetAt, a new day's quota.
+    const next = await createJob(caller, 'test', rows(5, 'z'), { ...limits, now: midnight });
+    expect(next.success).toBe(true);
+    expect(await storedRowsOf(caller.accountId)).toBe(10);
+  });
+});
+
+describe('jobs in flight', () => {
+  it('refuses a live upload while the account has the limit in flight, over JSON and multipart; nothing charged', async () => {
+    const caller = await newCaller({ credits: 100 });
+    const running = [
+      await createJob(caller, 'live', ['a@nonexistent.test']),
+      await createJob(caller, 'live', ['b@nonexistent.test']),
+    ];
+    const vars = { QUOTA_JOBS_IN_FLIGHT: '2' };
+    const before = await footprint(caller.accountId);
+
+    const json = await upload(caller, ['c@nonexistent.test'], { vars });
+    expect(json.status).toBe(429);
+    expect(json.headers.get('Retry-After')).toBeNull();
+    const body = await json.json<QuotaBody>();
+    expect(body).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      details: { quota: 'jobs_in_flight', limit: 2, used: 2, requested: 1, resetAt: null },
+    });
+    expect(body.message).toContain('At most 2 lists');
+    const multipart = await uploadMultipart(caller, 'email\nc@nonexistent.test\n', { vars });
+    expect(multipart.status).toBe(429);
+    expect((await multipart.json<QuotaBody>()).details).toMatchObject({ quota: 'jobs_in_flight', used: 2 });
+    expect(await footprint(caller.accountId)).toEqual(before);
+
+    // A sandbox or an invalid-only list is finished at upload and holds no slot.
+    const sandbox = await createJob(caller, 'test', rows(2), { quotas: { jobsInFlight: 2 } });
+    expect(sandbox.success).toBe(true);
+    // A finished job frees its slot.
+    await failJob(db(), running[0]?.jobId ?? '', 'test', Date.now());
+    expect((await upload(caller, ['c@nonexistent.test'], { vars })).status).toBe(200);
+  });
+
+  it('lets only one of several concurrent uploads take the last slot, charged once', async () => {
+    const caller = await newCaller({ credits: 100 });
+    await createJob(caller, 'live', ['a@nonexistent.test']);
+    const outcomes = await Promise.allSettled(
+      ['b', 'c', 'd', 'e', 'f'].map((local) =>
+        createJob(caller, 'live', [`${local}@nonexistent.test`], { quotas: { jobsInFlight: 2 } }),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') expect((outcome.reason as ApiError).code).toBe('QUOTA_EXCEEDED');
+    }
+    expect(await jobsOf(caller.accountId)).toBe(2);
+    expect(await balanceOf(caller.accountId)).toBe(98);
+  });
+
+  it('answers 402, not 429, when the credits do not cover the list either', async () => {
+    const caller = await newCaller({ credits: 1 });
+    await createJob(caller, 'live', ['a@nonexistent.test']);
+    const response = await upload(caller, ['b@nonexistent.test'], { vars: { QUOTA_JOBS_IN_FLIGHT: '1' } });
+    expect(response.status).toBe(402);
+  });
+});
+
+describe('quotas and Idempotency-Key', () => {
+  const vars = { QUOTA_FREE_ROWS_PER_DAY: '6' };
+  const withKey = (key: string) => ({ vars, headers: { 'Idempotency-Key': key } });
+
+  it('a replayed upload is not counted twice', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const first = await upload(caller, rows(3), withKey('list-1'));
+    expect(first.status).toBe(200);
+    const replay = await upload(caller, rows(3), withKey('list-1'));
+    expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
+    expect((await replay.json<{ jobId: string }>()).jobId).toBe(
+      (await first.json<{ jobId: string }>()).jobId,
+    );
+    // 3 rows used, not 6: another 3-row list fits.
+    expect((await upload(caller, rows(3, 'y'), withKey('list-2'))).status).toBe(200);
+    const over = await upload(caller, rows(1, 'z'), withKey('list-3'));
+    expect(over.status).toBe(429);
+    expect((await over.json<QuotaBody>()).details).toMatchObject({ used: 6 });
+    expect(await jobsOf(caller.accountId)).toBe(2);
+  });
+
+  it('a refusal is not kept as the key’s answer: the same request runs once the quota allows it', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const running = await createJob(caller, 'live', ['a@nonexistent.test']);
+    const options = { vars: { QUOTA_JOBS_IN_FLIGHT: '1' }, headers: { 'Idempotency-Key': 'after-quota' } };
+    expect((await upload(caller, ['b@nonexistent.test'], options)).status).toBe(429);
+    await failJob(db(), running.jobId, 'test', Date.now());
+    const retry = await upload(caller, ['b@nonexistent.test'], options);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await jobsOf(caller.accountId)).toBe(2);
+  });
+});
+
+describe('active API keys', () => {
+  it('refuses a key past the limit with the details; revoking one makes room', async () => {
+    const caller = await newCaller();
+    const second = await newKey(caller, 2);
+    const refused = await refusal(newKey(caller, 2));
+    expect(refused.code).toBe('QUOTA_EXCEEDED');
+    expect(refused.httpStatus).toBe(429);
+    expect(refused.details).toEqual({ quota: 'api_keys', limit: 2, used: 2, requested: 1, resetAt: null });
+    expect(refused.retryAfterSeconds).toBeUndefined();
+    expect(await count('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?', caller.accountId)).toBe(2);
+    await env.DB.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').bind(Date.now(), second.id).run();
+    await newKey(caller, 2);
+    expect(await activeKeysOf(caller.accountId)).toBe(2);
+  });
+
+  it('lets only one of several concurrent creations take the last slot', async () => {
+    const caller = await newCaller();
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => newKey(caller, 2)));
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    expect(await activeKeysOf(caller.accountId)).toBe(2);
+  });
+});
+
+describe('the dashboard', () => {
+  async function signedIn(label: string): Promise<{ client: CookieClient; accountId: string }> {
+    const client = new CookieClient();
+    const email = uniqueEmail(label);
+    expect((await client.signUp(email)).status).toBe(303);
+    const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
+      .bind(email)
+      .first<{ id: string }>();
+    return { client, accountId: row?.id ?? '' };
+  }
+
+  it('says which quota stopped a key or a list, its limit and what to do', async () => {
+    const { client, accountId } = await signedIn('quotas');
+    const { apiKeys, jobsInFlight } = quotas();
+    const owner: TestCaller = { accountId, apiKey: '', keyId: '' };
+    while ((await activeKeysOf(accountId)) < apiKeys) await newKey(owner, apiKeys);
+    const key = await client.submit('/keys', '/keys', { name: 'one too many', mode: 'live' });
+    expect(key.status).toBe(429);
+    const keyPage = await key.text();
+    expect(keyPage).toContain(`at most ${apiKeys} active API keys; revoke one to create another.`);
+    // No new secret on the page.
+    expect(keyPage).not.toMatch(/value="rk_live_[A-Za-z0-9_-]{43}"/);
+
+    for (let i = 0; i < jobsInFlight; i++) await createJob(owner, 'live', [`n${i}@nonexistent.test`]);
+    const before = await footprint(accountId);
+    const form = new FormData();
+    form.set('file', new File(['email\nlast@nonexistent.test\n'], 'list.csv', { type: 'text/csv' }));
+    const list = await client.submit('/bulk', '/bulk', form);
+    expect(list.status).toBe(429);
+    expect(await list.text()).toContain(`At most ${jobsInFlight} lists can be in progress at once`);
+    expect(await footprint(accountId)).toEqual(before);
+  });
+});
+
+describe('sandbox jobs are kept 7 days, not 60', () => {
+  it('retention deletes a test-mode job and its history after the sandbox period, a live one only after its own', async () => {
+    const sandbox = await newCaller({ mode: 'test' });
+    const live = await newCaller({ credits: 10 });
+    const oldSandbox = await createJob(sandbox, 'test', rows(2));
+    const youngSandbox = await createJob(sandbox, 'test', rows(2, 'y'));
+    const oldLive = await createJob(live, 'live', ['not an address']);
+    const eightDaysAgo = Date.now() - 8 * DAY;
+    for (const jobId of [oldSandbox.jobId, oldLive.jobId]) {
+      await env.DB.batch([
+        env.DB.prepare('UPDATE jobs SET created_at = ? WHERE id = ?').bind(eightDaysAgo, jobId),
+        env.DB.prepare('UPDATE verifications SET created_at = ? WHERE job_id = ?').bind(eightDaysAgo, jobId),
+      ]);
+    }
+    const now = Date.now();
+    const config = configOf(env);
+    await deleteExpired(
+      db(),
+      now - config.RETENTION_DAYS * DAY,
+      now,
+      now - config.SANDBOX_RETENTION_DAYS * DAY,
+    );
+    const exists = (jobId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId);
+    expect(await exists(oldSandbox.jobId)).toBe(0);
+    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
+    expect(await count('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
+    expect(await exists(youngSandbox.jobId)).toBe(1);
+    expect(await exists(oldLive.jobId)).toBe(1);
+    expect(await count('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldLive.jobId)).toBe(1);
+  });
+});

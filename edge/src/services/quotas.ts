@@ -1,0 +1,74 @@
+// Per-account quotas (docs/operations.md): how much one account may store or hold at once, so
+// that free work — sandbox keys, lists with no valid address — cannot fill the database every
+// account shares. The limits are deployment config; each check runs in the same D1 transaction
+// as the insert it guards (storage/jobs.ts, storage/api-keys.ts), so two concurrent requests
+// cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing stored or charged.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Config } from '../config.ts';
+
+export type QuotaName = 'free_rows_per_day' | 'jobs_in_flight' | 'api_keys';
+
+export interface Quotas {
+  /** Rows a UTC day that jobs which charged nothing may store. */
+  freeRowsPerDay: number;
+  /** Jobs pending or processing at once. */
+  jobsInFlight: number;
+  /** Active (not revoked) API keys. */
+  apiKeys: number;
+}
+
+export function quotasOf(config: Config): Quotas {
+  return {
+    freeRowsPerDay: config.QUOTA_FREE_ROWS_PER_DAY,
+    jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
+    apiKeys: config.QUOTA_API_KEYS,
+  };
+}
+
+const DAY_MS = 86_400_000;
+
+/** The start of the UTC day of `now`: the free-row quota counts from there. */
+export function utcDayStart(now: number): number {
+  return now - (now % DAY_MS);
+}
+
+export interface QuotaRefusal {
+  quota: QuotaName;
+  limit: number;
+  /** What the account had used when the request was refused. */
+  used: number;
+  /** What the request would have added. */
+  requested: number;
+  now: number;
+}
+
+/** 429 QUOTA_EXCEEDED: which quota, its limit, what is used, and when it resets (null: when usage falls). */
+export function quotaExceeded(refusal: QuotaRefusal): ApiError {
+  const { quota, limit, used, requested, now } = refusal;
+  const resetAt = quota === 'free_rows_per_day' ? utcDayStart(now) + DAY_MS : null;
+  const resetAtIso = resetAt === null ? null : new Date(resetAt).toISOString();
+  return new ApiError('QUOTA_EXCEEDED', {
+    message: quotaMessage(refusal, resetAtIso),
+    details: { quota, limit, used, requested, resetAt: resetAtIso },
+    retryAfterSeconds: resetAt === null ? undefined : Math.max(1, Math.ceil((resetAt - now) / 1000)),
+  });
+}
+
+function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: string | null): string {
+  const count = (value: number) => value.toLocaleString('en-US');
+  switch (quota) {
+    case 'free_rows_per_day':
+      return (
+        `Lists that use no credits (test keys, or no valid address) may store ${count(limit)} rows a day; ` +
+        `${count(used)} are stored today and this list has ${count(requested)}. The quota resets at ${resetAt} ` +
+        '(midnight UTC).'
+      );
+    case 'jobs_in_flight':
+      return (
+        `At most ${count(limit)} lists can be in progress at once, and ${count(used)} are; upload this one ` +
+        'when one of them completes.'
+      );
+    case 'api_keys':
+      return `An account can have at most ${count(limit)} active API keys; revoke one to create another.`;
+  }
+}

@@ -1,0 +1,1 @@
+CREATE INDEX `jobs_in_flight` ON `jobs` (`account_id`) WHERE status IN ('pending', 'processing');
