@@ -1,6 +1,6 @@
 // For the dashboard's workerd tests: a client that keeps cookies the way a browser does and
 // calls the Worker's fetch handler, never following redirects (the tests look at them).
-import { exports } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 
 export interface SetCookie {
   name: string;
@@ -118,4 +118,17 @@ function randomGroup(): string {
 
 export function uniqueEmail(label: string): string {
   return `${label}-${crypto.randomUUID().slice(0, 8)}@example.com`;
+}
+
+/** A new account, signed up and signed in through the dashboard's forms, and its id. */
+export async function signedInAccount(label: string): Promise<{ client: CookieClient; accountId: string }> {
+  const client = new CookieClient();
+  const email = uniqueEmail(label);
+  const signedUp = await client.signUp(email);
+  if (signedUp.status !== 303) throw new Error(`sign-up answered ${signedUp.status}`);
+  const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
+    .bind(email)
+    .first<{ id: string }>();
+  if (!row) throw new Error(`no account for ${email}`);
+  return { client, accountId: row.id };
 }

@@ -4,7 +4,7 @@
 import { env } from 'cloudflare:workers';
 import { ApiError } from '@rcpt/shared/errors';
 import { describe, expect, it } from 'vitest';
-import { CookieClient, uniqueEmail } from '../../test/cookie-client.ts';
+import { signedInAccount } from '../../test/cookie-client.ts';
 import {
   balanceOf,
   type CallOptions,
@@ -328,18 +328,8 @@ describe('active API keys', () => {
 });
 
 describe('the dashboard', () => {
-  async function signedIn(label: string): Promise<{ client: CookieClient; accountId: string }> {
-    const client = new CookieClient();
-    const email = uniqueEmail(label);
-    expect((await client.signUp(email)).status).toBe(303);
-    const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
-      .bind(email)
-      .first<{ id: string }>();
-    return { client, accountId: row?.id ?? '' };
-  }
-
   it('says which quota stopped a key or a list, its limit and what to do', async () => {
-    const { client, accountId } = await signedIn('quotas');
+    const { client, accountId } = await signedInAccount('quotas');
     const { apiKeys, jobsInFlight } = quotas();
     const owner: TestCaller = { accountId, apiKey: '', keyId: '' };
     while ((await activeKeysOf(accountId)) < apiKeys) await newKey(owner, apiKeys);

@@ -6,23 +6,13 @@ import { env, exports } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { CookieClient, csrfFieldOf, uniqueEmail } from '../../../test/cookie-client.ts';
+import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
 import { quotas } from '../../../test/fixtures.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
 import { createDb } from '../../storage/db.ts';
 import { insertVerification } from '../../storage/history.ts';
-
-async function signedIn(label: string): Promise<{ client: CookieClient; accountId: string }> {
-  const client = new CookieClient();
-  const email = uniqueEmail(label);
-  expect((await client.signUp(email)).status).toBe(303);
-  const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
-    .bind(email)
-    .first<{ id: string }>();
-  return { client, accountId: row?.id ?? '' };
-}
 
 async function balanceOf(accountId: string): Promise<number> {
   const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
