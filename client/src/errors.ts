@@ -6,7 +6,7 @@ export type ErrorCode = components['schemas']['Error']['code'];
 
 /** The API answered with an error body (`{ success: false, code, message, requestId, details? }`). */
 export class RcptError extends Error {
-  override readonly name = 'RcptError';
+  override readonly name: string = 'RcptError';
   readonly status: number;
   readonly code: ErrorCode;
   /** Quote it to support: it names the request in rcpt's logs and ledger. */
@@ -25,6 +25,31 @@ export class RcptError extends Error {
     this.code = code;
     this.requestId = requestId;
     this.details = details;
+  }
+}
+
+export type QuotaName = 'free_rows_per_day' | 'jobs_in_flight' | 'api_keys';
+
+/**
+ * 429 `QUOTA_EXCEEDED`: an account quota is used up. Waiting a minute does not help: the daily
+ * quota frees at `resetAt`, the others when a job finishes or a key is revoked (`resetAt` null).
+ */
+export class RcptQuotaError extends RcptError {
+  override readonly name: string = 'RcptQuotaError';
+  readonly quota: QuotaName;
+  readonly limit: number;
+  readonly used: number;
+  /** What the refused request would have added (rows, a job, a key). */
+  readonly requested: number;
+  readonly resetAt: Date | null;
+
+  constructor(status: number, message: string, requestId: string | null, details: Record<string, unknown>) {
+    super(status, 'QUOTA_EXCEEDED', message, requestId, details);
+    this.quota = details.quota as QuotaName;
+    this.limit = Number(details.limit);
+    this.used = Number(details.used);
+    this.requested = Number(details.requested);
+    this.resetAt = typeof details.resetAt === 'string' ? new Date(details.resetAt) : null;
   }
 }
 
@@ -49,6 +74,9 @@ export function errorOf(response: Response, body: unknown): RcptError {
   const requestId = response.headers.get('x-request-id');
   const error = body as Partial<components['schemas']['Error']> | null | undefined;
   if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    if (error.code === 'QUOTA_EXCEEDED' && error.details) {
+      return new RcptQuotaError(response.status, error.message, error.requestId ?? requestId, error.details);
+    }
     return new RcptError(
       response.status,
       error.code,

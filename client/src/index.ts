@@ -11,5 +11,12 @@ export {
   type UploadResponse,
   type VerificationResult,
 } from './client.ts';
-export { type ErrorCode, RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
+export {
+  type ErrorCode,
+  type QuotaName,
+  RcptConnectionError,
+  RcptError,
+  RcptJobFailedError,
+  RcptQuotaError,
+} from './errors.ts';
 export type { components, paths } from './openapi.d.ts';

@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60.
          */
         post: {
             parameters: {
@@ -270,7 +270,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1254,7 +1254,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {

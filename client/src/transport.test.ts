@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { errorOf, RcptQuotaError } from './errors.ts';
 import { RetryingTransport } from './transport.ts';
 
 /** A server scripted answer by answer, recording every request it was sent. */
@@ -46,6 +47,47 @@ describe('the client transport', () => {
     expect(response.status).toBe(200);
     expect(sleeps).toEqual([7000]);
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('answers a 429 QUOTA_EXCEEDED at once: a quota frees at midnight or when a job finishes', async () => {
+    const refusal = {
+      success: false,
+      code: 'QUOTA_EXCEEDED',
+      message: 'At most 10 lists can be in progress at once.',
+      requestId: 'r-1',
+      details: { quota: 'jobs_in_flight', limit: 10, used: 10, requested: 1, resetAt: null },
+    };
+    const server = scriptedServer([
+      new Response(JSON.stringify(refusal), { status: 429, headers: { 'content-type': 'application/json' } }),
+      new Response('{"ok":true}', { status: 200 }),
+    ]);
+    const { transport, sleeps } = transportFor(server);
+    const response = await transport.fetch(post({ 'Idempotency-Key': 'k-quota' }));
+    expect(response.status).toBe(429);
+    expect(await response.json()).toEqual(refusal);
+    expect(sleeps).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+
+    const error = errorOf(response, refusal);
+    expect(error).toBeInstanceOf(RcptQuotaError);
+    expect(error).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      quota: 'jobs_in_flight',
+      limit: 10,
+      used: 10,
+      resetAt: null,
+    });
+    const daily = errorOf(response, {
+      ...refusal,
+      details: {
+        quota: 'free_rows_per_day',
+        limit: 5,
+        used: 5,
+        requested: 1,
+        resetAt: '2031-05-17T00:00:00.000Z',
+      },
+    }) as RcptQuotaError;
+    expect(daily.resetAt?.getTime()).toBe(Date.UTC(2031, 4, 17));
   });
 
   it('reads Retry-After as an HTTP date too', async () => {

@@ -1,7 +1,8 @@
 // The fetch the typed client runs on: it paces itself by the rate-limit headers, waits out a 429
 // for as long as `Retry-After` says, and retries network failures and 5xx answers with jittered
 // exponential backoff — but a POST only when it carries an `Idempotency-Key`, so that a retry can
-// never be charged twice.
+// never be charged twice. A 429 `QUOTA_EXCEEDED` is answered at once: an account quota frees at
+// midnight UTC or when a job finishes, not within a retry's wait.
 
 export interface TransportOptions {
   fetch: typeof fetch;
@@ -38,7 +39,10 @@ export class RetryingTransport {
         continue;
       }
       this.noteRateLimit(response);
-      const retryable = RETRYABLE_STATUSES.has(response.status) && (response.status === 429 || safeToRepeat);
+      const retryable =
+        RETRYABLE_STATUSES.has(response.status) &&
+        (response.status === 429 || safeToRepeat) &&
+        !(await isQuotaRefusal(response));
       if (!retryable || attempt >= this.options.maxRetries) return response;
       await response.body?.cancel();
       await this.options.sleep(retryAfterMs(response) ?? this.backoff(attempt));
@@ -61,6 +65,16 @@ export class RetryingTransport {
     const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt);
     return Math.round(ceiling / 2 + (this.options.random() * ceiling) / 2);
   }
+}
+
+/** A 429 whose body says an account quota, not the per-minute rate limit, refused the request. */
+async function isQuotaRefusal(response: Response): Promise<boolean> {
+  if (response.status !== 429) return false;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => null)) as { code?: unknown } | null;
+  return body?.code === 'QUOTA_EXCEEDED';
 }
 
 /** RFC 9110 §10.2.3: delay-seconds, or an HTTP date. */
