@@ -7,8 +7,9 @@ import {
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
-import { balanceOf, call, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import { balanceOf, call, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
+import { recordCatchAll, recordMailRoute } from '../storage/domain-facts.ts';
 import { consumeVerifyBatch } from './verify-batch.ts';
 
 /** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
@@ -177,6 +178,54 @@ describe('verify-batch consumer', () => {
     ]);
     expect(await balanceOf(caller.accountId)).toBe(9);
     prober.close();
+  });
+
+  it('takes the mail route and the catch-all answer from the domain facts every account shares', async () => {
+    // Facts another verification left: DNS does not know this domain, the facts do.
+    const domain = 'facts-only.test';
+    const now = Date.now();
+    const route = {
+      kind: 'mx',
+      dnsType: 'MX',
+      mx: [{ host: `mx.${domain}`, preference: 10, ips: ['127.0.0.2'] }],
+    };
+    await recordMailRoute(db(), {
+      domain,
+      route: JSON.stringify(route),
+      routeKey: `mx|MX|10 mx.${domain}`,
+      provider: null,
+      expiresAt: now + 3600_000,
+      now,
+    });
+    const accepted = { code: 250, enhanced: '2.1.5', text: 'OK' };
+    await recordCatchAll(db(), {
+      domain,
+      reply: JSON.stringify(accepted),
+      catchAll: true,
+      expiresAt: now + 3600_000,
+      now,
+    });
+    // A prober that has not tested a made-up address of the domain.
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK'));
+    try {
+      const caller = await newCaller({ credits: 10 });
+      const upload = await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: [`alice@${domain}`] },
+      });
+      const { jobId } = await upload.json<{ jobId: string }>();
+      await consume(await messagesOf(jobId));
+      await jobOnceSettled(caller.apiKey, jobId);
+      expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([[`alice@${domain}`, 'catch_all']]);
+      // The upload's own queue message may have been consumed as well: every probe used the facts' route.
+      const routes = prober.probes.filter((probe) => probe.domain === domain).map((probe) => probe.mx);
+      expect(routes.length).toBeGreaterThan(0);
+      expect(new Set(routes.map((mx) => mx.map((host) => host.host).join(' ')))).toEqual(
+        new Set([`mx.${domain}`]),
+      );
+    } finally {
+      prober.close();
+    }
   });
 
   it('skips messages of jobs that are no longer processing', async () => {

@@ -145,6 +145,15 @@ describe('single verification', () => {
     expect(html).toMatch(/Did you mean <strong>alice@gmail\.com<\/strong>\?/);
   });
 
+  it("says when a repeated address is answered from the account's earlier check, and charges it", async () => {
+    const { client, accountId } = await signedIn('verify-repeat');
+    const first = await (await client.submit('/verify', '/verify', { email: 'alice@gmial.com' })).text();
+    const second = await (await client.submit('/verify', '/verify', { email: 'alice@gmial.com' })).text();
+    expect(first).not.toContain('Answered from');
+    expect(second).toMatch(/Answered from<\/dt>\s*<dd>your check of \d{4}-/);
+    expect(await balanceOf(accountId)).toBe(98);
+  });
+
   it('asks for an address instead of charging for an empty one', async () => {
     const { client, accountId } = await signedIn('verify-empty');
     const response = await client.submit('/verify', '/verify', { email: '  ' });

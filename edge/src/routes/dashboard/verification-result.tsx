@@ -106,6 +106,14 @@ export function VerificationResultView(props: { result: VerificationResult }) {
             <dd>{result.toxicity} of 5</dd>
             <dt>Checked in</dt>
             <dd>{result.meta.processingTimeMs} ms</dd>
+            {result.meta.cached ? (
+              <>
+                <dt>Answered from</dt>
+                <dd>
+                  your check of {result.meta.verifiedAt} (a repeat within its lifetime is not asked again)
+                </dd>
+              </>
+            ) : null}
             {result.retryAfterSeconds !== undefined ? (
               <>
                 <dt>Retry after</dt>
