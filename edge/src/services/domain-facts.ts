@@ -75,6 +75,11 @@ export class DomainFactsStore {
     return facts;
   }
 
+  /** Takes the domain's row as read elsewhere (beside another read), instead of reading it again. */
+  know(domain: string, row: DomainFactsRow | null): void {
+    this.#read.set(domain, Promise.resolve(row ? factsOf(row) : null));
+  }
+
   /** The mail route: the kept one while its TTL lasts, else DNS's answer, kept for next time. */
   async mailRoute(domain: string): Promise<DnsOutcome> {
     const route = (await this.facts(domain))?.route;

@@ -10,7 +10,7 @@ import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/ve
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { DataMode } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
-import { latestVerdict } from '../storage/history.ts';
+import { latestVerdict, latestVerdictAndFacts } from '../storage/history.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 
 export interface VerdictCacheKey {
@@ -41,16 +41,21 @@ export async function cachedVerdict(input: {
   now: number;
 }): Promise<VerificationResult | null> {
   const { facts, key, now } = input;
-  const [resultJson] = await Promise.all([
-    latestVerdict(input.db, {
-      accountId: input.accountId,
-      mode: input.mode,
-      address: key.address,
-      since: now - VERDICT_LIFETIME_MS,
-    }),
-    // Read beside the verdict, not after it: the answer needs both.
-    facts?.facts(key.domain),
-  ]);
+  const lookup = {
+    accountId: input.accountId,
+    mode: input.mode,
+    address: key.address,
+    since: now - VERDICT_LIFETIME_MS,
+  };
+  let resultJson: string | null;
+  if (facts) {
+    // The answer needs both: one round trip to D1 instead of two.
+    const read = await latestVerdictAndFacts(input.db, lookup, key.domain);
+    facts.know(key.domain, read.facts);
+    resultJson = read.resultJson;
+  } else {
+    resultJson = await latestVerdict(input.db, lookup);
+  }
   if (resultJson === null) return null;
   const result = JSON.parse(resultJson) as VerificationResult;
   const verifiedAt = Date.parse(result.meta.verifiedAt);

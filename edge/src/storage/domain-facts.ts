@@ -19,6 +19,11 @@ export interface DomainFactsRow {
 }
 
 export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
+  return readDomainFactsStatement(db, domain).first<DomainFactsRow>();
+}
+
+/** The statement `readDomainFacts` runs, for a batch that needs the facts beside another read. */
+export function readDomainFactsStatement(db: Db, domain: string): D1PreparedStatement {
   return db.$client
     .prepare(
       `SELECT domain, route, route_key AS routeKey, route_expires_at AS routeExpiresAt, provider,
@@ -26,8 +31,7 @@ export async function readDomainFacts(db: Db, domain: string): Promise<DomainFac
          tenant, tenant_expires_at AS tenantExpiresAt, changed_at AS changedAt, updated_at AS updatedAt
        FROM domain_facts WHERE domain = ?1`,
     )
-    .bind(domain)
-    .first<DomainFactsRow>();
+    .bind(domain);
 }
 
 /** Records a resolved mail route; a different `routeKey` than the one kept is a change. Returns `changed_at`. */

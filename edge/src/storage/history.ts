@@ -1,6 +1,7 @@
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
+import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
 
@@ -107,20 +108,43 @@ export async function refundVerification(db: Db, id: string, now: number): Promi
  * keys of `mode` since `since`, or null: the verdict cache's lookup (index
  * `verifications_address`).
  */
-export async function latestVerdict(
+export async function latestVerdict(db: Db, lookup: VerdictLookup): Promise<string | null> {
+  const row = await latestVerdictStatement(db, lookup).first<{ resultJson: string | null }>();
+  return row?.resultJson ?? null;
+}
+
+/** `latestVerdict` and the domain's facts, in one round trip to D1. */
+export async function latestVerdictAndFacts(
   db: Db,
-  lookup: { accountId: string; mode: DataMode; address: string; since: number },
-): Promise<string | null> {
-  const row = await db.$client
+  lookup: VerdictLookup,
+  domain: string,
+): Promise<{ resultJson: string | null; facts: DomainFactsRow | null }> {
+  const [verdict, facts] = await db.$client.batch([
+    latestVerdictStatement(db, lookup),
+    readDomainFactsStatement(db, domain),
+  ]);
+  return {
+    resultJson: (verdict?.results[0] as { resultJson: string | null } | undefined)?.resultJson ?? null,
+    facts: (facts?.results[0] as DomainFactsRow | undefined) ?? null,
+  };
+}
+
+interface VerdictLookup {
+  accountId: string;
+  mode: DataMode;
+  address: string;
+  since: number;
+}
+
+function latestVerdictStatement(db: Db, lookup: VerdictLookup): D1PreparedStatement {
+  return db.$client
     .prepare(
       `SELECT result_json AS resultJson FROM verifications
        WHERE account_id = ?1 AND address = ?2 AND created_at >= ?3 AND status IS NOT NULL
          AND ${dataModeSql(lookup.mode)}
        ORDER BY created_at DESC LIMIT 1`,
     )
-    .bind(lookup.accountId, lookup.address, lookup.since)
-    .first<{ resultJson: string | null }>();
-  return row?.resultJson ?? null;
+    .bind(lookup.accountId, lookup.address, lookup.since);
 }
 
 /** Single verifications opened before `before` and never answered (their request died). */
