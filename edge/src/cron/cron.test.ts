@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { mailRouteResolver } from '../services/verify-deps.ts';
+import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
 
@@ -62,6 +63,23 @@ describe('retention', () => {
     expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
     expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
     expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
+  });
+});
+
+describe('domain facts retention', () => {
+  it('drops the facts of a domain nobody touched for a day, and keeps the others', async () => {
+    const now = Date.now();
+    const reply = JSON.stringify({ code: 250, enhanced: '2.1.5', text: 'OK' });
+    for (const [domain, at] of [
+      ['idle.facts.test', now - DAY - 1000],
+      ['busy.facts.test', now - DAY + 60_000],
+    ] as const) {
+      await recordCatchAll(db(), { domain, reply, catchAll: true, expiresAt: at + 3600_000, now: at });
+    }
+    const report = await deleteExpired(db(), now - 60 * DAY, now);
+    expect(report.domainFacts).toBeGreaterThanOrEqual(1);
+    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);
   });
 });
 

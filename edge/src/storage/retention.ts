@@ -1,6 +1,7 @@
 // Lists, results and job data are deleted once the retention period (60 days by default)
 // has passed — sandbox (test-key) jobs and history sooner (7 days by default) — in bounded
-// chunks so that one run never holds the database for long.
+// chunks so that one run never holds the database for long. Domain facts go once idle.
+import { VERDICT_LIFETIME_MS } from '@rcpt/shared/contract/verdict-lifetime';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
@@ -15,6 +16,7 @@ export interface RetentionReport {
   deliveries: number;
   sessions: number;
   idempotencyKeys: number;
+  domainFacts: number;
 }
 
 /**
@@ -34,6 +36,7 @@ export async function deleteExpired(
     deliveries: 0,
     sessions: 0,
     idempotencyKeys: 0,
+    domainFacts: 0,
   };
   // ?1 the cutoff, ?2 the sandbox cutoff.
   const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
@@ -62,6 +65,14 @@ export async function deleteExpired(
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = (
     await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
+  ).meta.changes;
+  // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
+  // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
+  report.domainFacts = (
+    await d1
+      .prepare('DELETE FROM domain_facts WHERE updated_at < ?1')
+      .bind(now - VERDICT_LIFETIME_MS)
+      .run()
   ).meta.changes;
   // Idempotency keys are kept 24 hours, whatever the retention period.
   report.idempotencyKeys = (

@@ -97,27 +97,32 @@ export const verifications = sqliteTable(
 // with it, and `changed_at` moves only when a fact's answer changed, which retires every
 // cached verdict reached before.
 
-export const domainFacts = sqliteTable('domain_facts', {
-  domain: text('domain').primaryKey(),
-  // The mail route (a DnsOutcome, JSON) and when its DNS TTL runs out.
-  route: text('route'),
-  // What identifies the route for change detection: its kind and MX hosts, not their
-  // addresses, which large providers rotate on every answer.
-  routeKey: text('route_key'),
-  routeExpiresAt: integer('route_expires_at'),
-  // The mailbox provider family the route names (gmail, microsoft, …), or null.
-  provider: text('provider'),
-  // The reply to a made-up address (an SmtpReply, JSON), its reading (1 catch-all, 0 not),
-  // and when it is asked again.
-  catchAllReply: text('catch_all_reply'),
-  catchAll: integer('catch_all'),
-  catchAllExpiresAt: integer('catch_all_expires_at'),
-  // The mail tenant behind a security gateway (JSON), once detected.
-  tenant: text('tenant'),
-  tenantExpiresAt: integer('tenant_expires_at'),
-  changedAt: integer('changed_at').notNull(),
-  updatedAt: integer('updated_at').notNull(),
-});
+export const domainFacts = sqliteTable(
+  'domain_facts',
+  {
+    domain: text('domain').primaryKey(),
+    // The mail route (a DnsOutcome, JSON) and when its DNS TTL runs out.
+    route: text('route'),
+    // What identifies the route for change detection: its kind and MX hosts, not their
+    // addresses, which large providers rotate on every answer.
+    routeKey: text('route_key'),
+    routeExpiresAt: integer('route_expires_at'),
+    // The mailbox provider family the route names (gmail, microsoft, …), or null.
+    provider: text('provider'),
+    // The reply to a made-up address (an SmtpReply, JSON), its reading (1 catch-all, 0 not),
+    // and when it is asked again.
+    catchAllReply: text('catch_all_reply'),
+    catchAll: integer('catch_all'),
+    catchAllExpiresAt: integer('catch_all_expires_at'),
+    // The mail tenant behind a security gateway (JSON), once detected.
+    tenant: text('tenant'),
+    tenantExpiresAt: integer('tenant_expires_at'),
+    changedAt: integer('changed_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  // Retention drops rows nobody has touched for a day.
+  (table) => [index('domain_facts_updated').on(table.updatedAt)],
+);
 
 export const proberTokens = sqliteTable('prober_tokens', {
   id: text('id').primaryKey(),

@@ -1,0 +1,1 @@
+CREATE INDEX `domain_facts_updated` ON `domain_facts` (`updated_at`);
