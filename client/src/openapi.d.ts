@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; each test-key answer is one row of the account's free rows a day (`QUOTA_FREE_ROWS_PER_DAY`, default 20,000, shared with free batch jobs): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`. Test-key history is kept 7 days.
          */
         post: {
             parameters: {
@@ -112,7 +112,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;

@@ -49,6 +49,7 @@ function verifyFaulty(database: Db, deps: VerifyDeps, caller: Caller, requestId:
     caller,
     email: 'a@faults.test',
     requestId,
+    quotas: quotas(),
     now,
   });
 }

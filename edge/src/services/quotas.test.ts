@@ -177,6 +177,23 @@ describe('free rows a day (jobs that charged nothing)', () => {
     expect(await footprint(caller.accountId)).toEqual(before);
   });
 
+  it('counts each test-key single verification as one row, shared with free jobs', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const verify = (email: string) => call('/api/v1/verify', { key: caller.apiKey, json: { email }, vars });
+    expect((await upload(caller, rows(3), { vars })).status).toBe(200);
+    expect((await verify('deliverable@example.test')).status).toBe(200);
+    expect((await verify('risky@example.test')).status).toBe(200);
+    const before = await footprint(caller.accountId);
+
+    const refused = await verify('unknown@example.test');
+    expect(refused.status).toBe(429);
+    const body = await refused.json<QuotaBody>();
+    expect(body.details).toMatchObject({ quota: 'free_rows_per_day', limit: 5, used: 5, requested: 1 });
+    expect(Number(refused.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect((await upload(caller, rows(1, 'y'), { vars })).status).toBe(429);
+    expect(await footprint(caller.accountId)).toEqual(before);
+  });
+
   it('lets only one of several concurrent uploads take the last rows', async () => {
     const caller = await newCaller({ mode: 'test' });
     const answers = await Promise.all(

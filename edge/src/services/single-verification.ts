@@ -12,12 +12,13 @@ import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
   type HistoryAnswer,
-  insertVerification,
+  insertFreeVerification,
   openChargedVerification,
   refundVerification,
 } from '../storage/history.ts';
 import { insufficientCredits } from './credits.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
+import { type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
 import { cachedVerdict, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 
@@ -39,6 +40,8 @@ export async function verifyForCaller(input: {
   /** Verify now even when the account has a live verdict for the address (which this one replaces). */
   fresh?: boolean;
   requestId: string;
+  /** The account's quotas: a test key's answers count against its free rows of the day. */
+  quotas: Quotas;
   now: number;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
@@ -57,14 +60,22 @@ export async function verifyForCaller(input: {
       : null;
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(input.email, now);
-    await insertVerification(db, {
-      ...historyAnswer(result, key),
-      id: requestId,
-      accountId: caller.accountId,
-      apiKeyId: caller.apiKeyId,
-      kind: 'single',
-      createdAt: now,
-    });
+    // Free, so its history row counts against the account's free rows of the day.
+    const limit = input.quotas.freeRowsPerDay;
+    const recorded = await insertFreeVerification(
+      db,
+      {
+        id: requestId,
+        accountId: caller.accountId,
+        apiKeyId: caller.apiKeyId,
+        now,
+        answer: historyAnswer(result, key),
+      },
+      { limit, since: utcDayStart(now) },
+    );
+    if (!recorded.inserted) {
+      throw quotaExceeded({ quota: 'free_rows_per_day', limit, used: recorded.used, requested: 1, now });
+    }
     return { result, creditsRemaining: caller.creditBalance };
   }
   // A cached answer is charged as any answer is, and recorded in the same transaction.

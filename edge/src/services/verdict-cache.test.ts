@@ -97,6 +97,7 @@ function scene(route: DnsOutcome) {
         email,
         fresh: options.fresh ?? false,
         requestId,
+        quotas: quotas(),
         now: clock,
       });
       return { ...answer, requestId };

@@ -2,6 +2,7 @@ import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
+import { freeRowsSinceSql } from './free-rows.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
 
@@ -9,6 +10,48 @@ export type NewVerification = typeof verifications.$inferInsert;
 
 export async function insertVerification(db: Db, row: NewVerification): Promise<void> {
   await db.insert(verifications).values(row);
+}
+
+/**
+ * Records a free (test-key) single verification with its answer, unless the account has already
+ * stored `quota.limit` free rows since `quota.since`: the count and the insert are one
+ * transaction. Returns whether it was recorded and the free rows counted before it.
+ */
+export async function insertFreeVerification(
+  db: Db,
+  row: { id: string; accountId: string; apiKeyId: string | null; now: number; answer: HistoryAnswer },
+  quota: { limit: number; since: number },
+): Promise<{ inserted: boolean; used: number }> {
+  const d1 = db.$client;
+  const { answer } = row;
+  const [usage, insert] = await d1.batch([
+    d1.prepare(`SELECT ${freeRowsSinceSql('?1', '?2')} AS used`).bind(row.accountId, quota.since),
+    d1
+      .prepare(
+        `INSERT INTO verifications (id, account_id, api_key_id, kind, email, address, status, sub_status, score,
+           result_json, created_at)
+         SELECT ?1, ?2, ?3, 'single', ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${freeRowsSinceSql('?2', '?11')} < ?12
+         RETURNING id`,
+      )
+      .bind(
+        row.id,
+        row.accountId,
+        row.apiKeyId,
+        answer.email,
+        answer.address,
+        answer.status,
+        answer.subStatus,
+        answer.score,
+        answer.resultJson,
+        row.now,
+        quota.since,
+        quota.limit,
+      ),
+  ]);
+  return {
+    inserted: (insert?.results.length ?? 0) > 0,
+    used: (usage?.results[0] as { used: number } | undefined)?.used ?? 0,
+  };
 }
 
 /** A single verification's answer as its history row keeps it. */

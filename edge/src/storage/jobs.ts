@@ -4,6 +4,7 @@
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
+import { freeRowsSinceSql } from './free-rows.ts';
 import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
 
@@ -79,8 +80,7 @@ export type JobCreation = { created: true; balance: number } | { created: false;
 const USAGE = {
   creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
   jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
-  freeRows: `(SELECT COALESCE(SUM(total_rows), 0) FROM jobs
-    WHERE account_id = ?2 AND credits_charged = 0 AND created_at >= ?21)`,
+  freeRows: freeRowsSinceSql('?2', '?21'),
 };
 const CONDITIONS = {
   creditsCover: `${USAGE.creditBalance} >= ?18`,

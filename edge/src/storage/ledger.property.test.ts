@@ -82,6 +82,7 @@ async function run(steps: Step[]): Promise<string> {
         caller,
         email: 'someone@ledger.test',
         requestId: `req_${crypto.randomUUID()}`,
+        quotas: quotas(),
         now,
       }).catch(() => undefined); // 402, or a failure after the charge (refunded)
     } else if (action.kind === 'upload') {

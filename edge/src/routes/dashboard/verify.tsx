@@ -5,6 +5,7 @@ import { type VerificationResult, VerifyRequest } from '@rcpt/shared/contract/ap
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
+import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
 import { readBalance } from '../../storage/credits.ts';
@@ -84,6 +85,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
           caller,
           email: parsed.data.email,
           requestId: c.get('requestId'),
+          quotas: quotasOf(c.get('config')),
           now: Date.now(),
         });
         result = verification.result;

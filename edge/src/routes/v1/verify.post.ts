@@ -3,6 +3,7 @@ import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/
 import type { AppEnv } from '../../app-env.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { answerOnce } from '../../services/idempotency.ts';
+import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
 import { replyWith } from '../idempotent-reply.ts';
@@ -23,7 +24,10 @@ const route = createRoute({
     'Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. ' +
     "Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again " +
     '(`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
-    '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP.',
+    '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; ' +
+    "each test-key answer is one row of the account's free rows a day (`QUOTA_FREE_ROWS_PER_DAY`, default 20,000, " +
+    'shared with free batch jobs): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`. ' +
+    'Test-key history is kept 7 days.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [jsonBody] as const,
   request: {
@@ -44,6 +48,7 @@ const route = createRoute({
       ...AUTHENTICATED_ERRORS,
       ...JSON_BODY_ERRORS,
       'INSUFFICIENT_CREDITS',
+      'QUOTA_EXCEEDED',
       ...IDEMPOTENCY_ERRORS,
     ]),
   },
@@ -80,6 +85,7 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
             email: request.email,
             fresh: request.fresh ?? false,
             requestId,
+            quotas: quotasOf(config),
             now,
           });
           return { success: true as const, data: result, creditsRemaining };
