@@ -63,25 +63,28 @@ export async function deleteExpired(
     sandboxCutoff,
   );
   // Dashboard sessions go when they expire, not after the retention period.
-  report.sessions = (
-    await d1.prepare('DELETE FROM sessions WHERE expires_at < ?1').bind(now).run()
-  ).meta.changes;
+  report.sessions = await deleteBefore(d1, 'sessions', 'expires_at', now);
   // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
   // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
-  report.domainFacts = (
-    await d1
-      .prepare('DELETE FROM domain_facts WHERE updated_at < ?1')
-      .bind(now - VERDICT_LIFETIME_MS)
-      .run()
-  ).meta.changes;
+  report.domainFacts = await deleteBefore(d1, 'domain_facts', 'updated_at', now - VERDICT_LIFETIME_MS);
   // Idempotency keys are kept 24 hours, whatever the retention period.
-  report.idempotencyKeys = (
-    await d1
-      .prepare('DELETE FROM idempotency_keys WHERE created_at < ?1')
-      .bind(now - IDEMPOTENCY_KEY_TTL_MS)
-      .run()
-  ).meta.changes;
+  report.idempotencyKeys = await deleteBefore(
+    d1,
+    'idempotency_keys',
+    'created_at',
+    now - IDEMPOTENCY_KEY_TTL_MS,
+  );
   return report;
+}
+
+/** Deletes the rows of a small table (or one indexed on `column`) whose `column` is before `before`. */
+async function deleteBefore(
+  d1: D1Database,
+  table: 'sessions' | 'domain_facts' | 'idempotency_keys',
+  column: 'expires_at' | 'updated_at' | 'created_at',
+  before: number,
+): Promise<number> {
+  return (await d1.prepare(`DELETE FROM ${table} WHERE ${column} < ?1`).bind(before).run()).meta.changes;
 }
 
 async function deleteInChunks(
