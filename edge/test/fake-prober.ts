@@ -5,6 +5,7 @@ import { env, exports } from 'cloudflare:workers';
 import { type ProbeMessage, type ProbeReport, ProberMessage } from '@rcpt/shared/contract/prober';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
+import { until } from './eventually.ts';
 import { db } from './fixtures.ts';
 
 export type Answer = (probe: ProbeMessage) => ProbeReport | 'ignore' | { error: string };
@@ -66,11 +67,11 @@ export async function startFakeProber(
   });
   const before = (await hubOf(region).status()).filter((prober) => prober.ready).length;
   ws.send(JSON.stringify({ type: 'hello', id: 'hello-1', version: 1, region, capacity, perMxConcurrency }));
-  // The hello is handled asynchronously by the hub: wait (bounded) until it is counted.
-  for (let tries = 0; tries < 200; tries++) {
-    if ((await hubOf(region).status()).filter((prober) => prober.ready).length > before) break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  // The hello is handled asynchronously by the hub: wait until it is counted.
+  await until(
+    async () => (await hubOf(region).status()).filter((prober) => prober.ready).length > before,
+    `a fake prober is ready in ${region}`,
+  );
   return {
     tokenId: token.id,
     probes,

@@ -2,6 +2,7 @@ import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../test/eventually.ts';
 import {
   connectProber,
   type FakeProber,
@@ -119,9 +120,7 @@ describe('ProberHub probes', () => {
     const busy = await startFakeProber('hub-busy', () => 'ignore', 1);
     const hub = hubOf('hub-busy');
     const holding = hub.probe(request, 5000);
-    for (let tries = 0; tries < 200 && (await hub.status())[0]?.inFlight !== 1; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(async () => (await hub.status())[0]?.inFlight === 1, 'the busy prober holds a probe');
     expect(await hub.probe(request, 600)).toEqual({
       kind: 'unavailable',
       message: 'no prober was free before the deadline',
@@ -145,13 +144,10 @@ describe('ProberHub probes', () => {
     const draining = await startFakeProber('hub-drain', (probe) => reportFor(probe, 250, null, 'OK'));
     draining.send({ type: 'drain', id: 'drain-1' });
     // The drain is processed before the next message on the same socket; a status read orders after it.
-    for (
-      let tries = 0;
-      tries < 200 && !(await hubOf('hub-drain').status()).every((prober) => prober.draining);
-      tries++
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(
+      async () => (await hubOf('hub-drain').status()).every((prober) => prober.draining),
+      'the prober is draining',
+    );
     expect(await hubOf('hub-drain').probe(request, 1000)).toMatchObject({ kind: 'unavailable' });
     expect(draining.probes).toHaveLength(0);
     draining.close();
@@ -169,15 +165,6 @@ function task(jobId: string, accountId: string, domain: string, mxHost: string, 
     addresses: Array.from({ length: count }, (_, idx) => ({ idx, email: `user${idx}@${domain}` })),
     dns: { kind: 'mx', dnsType: 'MX', mx: [{ host: mxHost, preference: 10, ips: ['127.0.0.2'] }] },
   };
-}
-
-/** Waits (bounded) until `condition` holds; polls because the hub works asynchronously. */
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let tries = 0; tries < 400; tries++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`timed out waiting until ${what}`);
 }
 
 /** Answers a held probe as every address accepted. */

@@ -6,6 +6,7 @@ import {
 } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { until, untilValue } from '../../test/eventually.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
@@ -50,28 +51,24 @@ async function subStatusesOf(jobId: string, apiKey: string): Promise<[string, st
 
 /** Waits until `count` addresses of the job have an answer, final or provisional. */
 async function untilAnswered(jobId: string, count: number): Promise<void> {
-  for (let tries = 0; tries < 500; tries++) {
+  await until(async () => {
     const row = await env.DB.prepare(
       'SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = ? AND sub_status IS NOT NULL',
     )
       .bind(jobId)
       .first<{ n: number }>();
-    if ((row?.n ?? 0) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`job ${jobId} has fewer than ${count} answers`);
+    return (row?.n ?? 0) >= count;
+  }, `job ${jobId} has ${count} answers`);
 }
 
 /** The job's status once it is no longer processing (polled: the hub records results in the background). */
 async function jobOnceSettled(key: string, jobId: string): Promise<Record<string, unknown>> {
-  for (let tries = 0; tries < 500; tries++) {
+  return untilValue(async () => {
     const { job } = await (await call(`/api/v1/bulk/status/${jobId}`, { key })).json<{
       job: Record<string, unknown>;
     }>();
-    if (job.status !== 'processing') return job;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`job ${jobId} is still processing`);
+    return job.status === 'processing' ? undefined : job;
+  }, `job ${jobId} is no longer processing`);
 }
 
 describe('verify-batch consumer', () => {
@@ -269,8 +266,10 @@ describe('verify-batch consumer', () => {
       env.DB.prepare('SELECT state, sub_status AS subStatus FROM job_addresses WHERE job_id = ? ORDER BY idx')
         .bind(jobId)
         .all<{ state: string; subStatus: string }>();
-    for (let tries = 0; tries < 500 && (await provisional()).results[1]?.subStatus !== 'greylisted'; tries++)
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(
+      async () => (await provisional()).results[1]?.subStatus === 'greylisted',
+      'the greylisted answer is recorded',
+    );
     expect((await provisional()).results).toEqual([
       { state: 'done', subStatus: 'accepted_email' },
       { state: 'queued', subStatus: 'greylisted' },

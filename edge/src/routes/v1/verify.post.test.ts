@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { until } from '../../../test/eventually.ts';
 import { hubOf, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
 
@@ -206,9 +207,10 @@ describe('POST /api/v1/verify charging', () => {
       },
       10_000,
     );
-    for (let tries = 0; tries < 200 && !(await hub.status()).some((prober) => prober.inFlight > 0); tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(
+      async () => (await hub.status()).some((prober) => prober.inFlight > 0),
+      'a probe is in flight',
+    );
     const caller = await newCaller({ credits: 3 });
     const response = await call('/api/v1/verify', {
       key: caller.apiKey,
