@@ -4,8 +4,8 @@
 import { env, exports } from 'cloudflare:workers';
 import { type ProbeMessage, type ProbeReport, ProberMessage } from '@rcpt/shared/contract/prober';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { until } from '../../test/eventually.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
-import { until } from './eventually.ts';
 import { db } from './fixtures.ts';
 
 export type Answer = (probe: ProbeMessage) => ProbeReport | 'ignore' | { error: string };

@@ -3,6 +3,7 @@
 // the clock. Servers where a default would make a test wait seconds get a shorter delay here;
 // the world's own servers keep the documented values (checked at the end).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { until } from '../eventually.ts';
 import { companyList } from './expected-verdicts.ts';
 import type { FakeMx, RunningMx } from './fake-mx.ts';
 import { startFastMx } from './fast-mx.ts';
@@ -39,15 +40,8 @@ async function transaction(mx: FakeMx): Promise<SmtpTestClient> {
   return client;
 }
 
-/** Waits for a server state that has no event of its own, bounded to 5 s. */
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 1000; attempt++) {
-    if (condition()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
+/** Waits for a server state that has no event of its own, within the test's time. */
+const waitFor = (condition: () => boolean, what: string) => until(condition, what, 15_000);
 
 const unknown = (index: number) => `RCPT TO:<nobody${index}@defended.test>`;
 

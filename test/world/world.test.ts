@@ -6,6 +6,7 @@ import { connect as connectTcp } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { until } from '../eventually.ts';
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
 import { type MailWorld, startWorld, ZONE } from './index.ts';
 import { type Reply, SmtpTestClient } from './smtp-test-client.ts';
@@ -38,14 +39,8 @@ async function rcptReply(mxName: string, recipient: string): Promise<string> {
   return reply!.last;
 }
 
-/** Waits for a state of a server that has no event of its own (a count), bounded to 5 s. */
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 1000; attempt++) {
-    if (condition()) return;
-    await delay(5);
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
+/** Waits for a state of a server that has no event of its own (a count), within the test's time. */
+const waitFor = (condition: () => boolean, what: string) => until(condition, what, 15_000);
 
 describe('fake MX servers', () => {
   test('greet with their host name and advertise PIPELINING and SIZE, but not SMTPUTF8 or STARTTLS on accept', async () => {

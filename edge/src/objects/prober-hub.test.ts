@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
-import { until } from '../../test/eventually.ts';
+import { until } from '../../../test/eventually.ts';
 import {
   connectProber,
   type FakeProber,

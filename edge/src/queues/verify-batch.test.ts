@@ -6,7 +6,7 @@ import {
 } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { until, untilValue } from '../../test/eventually.ts';
+import { until, untilValue } from '../../../test/eventually.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';

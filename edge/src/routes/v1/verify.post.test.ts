@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { until } from '../../../test/eventually.ts';
+import { until } from '../../../../test/eventually.ts';
 import { hubOf, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
 
