@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { meterCountsOf } from '../edge/src/meter-line.ts';
 import { DEV_ACCOUNT_ID, type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
@@ -43,6 +44,7 @@ const world = await startWorld({ greylistDelayMs: 60_000 });
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-batch-'));
 // The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
 const common = { ALLOW_PRIVATE_TARGETS: 'true' };
+/** The edge's output lines; the meter's are picked from them. */
 const meterLines: string[] = [];
 const stack = await startLocalStack({
   persistTo,
@@ -54,7 +56,7 @@ const stack = await startLocalStack({
     PER_MX_CONCURRENCY: String(PER_MX_SESSIONS),
   },
   onLog: (source, line) => {
-    if (source === 'edge' && line.includes('rcpt-meter ')) meterLines.push(line);
+    if (source === 'edge') meterLines.push(line);
   },
 });
 const figures: Figure[] = [];
@@ -62,9 +64,7 @@ const figures: Figure[] = [];
 function meterSince(start: number): Meter {
   const total = Object.fromEntries(Object.keys(PRICES).map((key) => [key, 0])) as Meter;
   for (const line of meterLines.slice(start)) {
-    const counts = JSON.parse(
-      line.slice(line.indexOf('rcpt-meter ') + 'rcpt-meter '.length),
-    ) as Partial<Meter>;
+    const counts = meterCountsOf(line) ?? {};
     for (const [key, value] of Object.entries(counts)) total[key as keyof Meter] += value ?? 0;
   }
   return total;

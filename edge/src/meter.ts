@@ -3,17 +3,9 @@
 // call and D1 statement logs one `rcpt-meter {…}` line that the benchmark adds up. Prices per
 // operation are in the README ("What a batch costs").
 
-export interface MeterCounts {
-  workerRequests?: number;
-  doRequests?: number;
-  /** Incoming WebSocket messages of a Durable Object (billed at 20 messages per request). */
-  doWebSocketMessages?: number;
-  queueWrites?: number;
-  queueReads?: number;
-  queueDeletes?: number;
-  d1RowsRead?: number;
-  d1RowsWritten?: number;
-}
+import { type MeterCounts, meterLine } from './meter-line.ts';
+
+export type { MeterCounts };
 
 let enabled = false;
 
@@ -23,7 +15,7 @@ export function meterFrom(env: { RCPT_METER?: string }): void {
 }
 
 export function meter(counts: MeterCounts): void {
-  if (enabled) console.log(`rcpt-meter ${JSON.stringify(counts)}`);
+  if (enabled) console.log(meterLine(counts));
 }
 
 /**

@@ -93,7 +93,8 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     // GET /__scheduled runs the cron (retention, recovery, webhook retries) on demand.
     '--test-scheduled',
     '--log-level',
-    'warn',
+    // The Worker's console.log lines (the cost meter's among them) show only at level log.
+    options.vars?.RCPT_METER === 'true' ? 'log' : 'warn',
     ...varArgs,
   ]);
   stopOnExit(edge, true);

@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { meterCountsOf } from '../../edge/src/meter-line.ts';
 import { executeSql } from '../../scripts/stack/d1.ts';
 import { type System, startSystem } from './harness.ts';
 
@@ -76,6 +77,8 @@ beforeAll(async () => {
     credits: 5000,
     vars: {
       SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))),
+      // The cost meter, as `npm run bench` runs it: its lines must reach the stack's output.
+      RCPT_METER: 'true',
     },
   });
 });
@@ -201,6 +204,22 @@ describe('batch verification end to end', () => {
     expect(results.slice(500).map((result) => result.subStatus)).toEqual(
       duplicates.map((email) => expected.get(email)),
     );
+
+    // Every kind of billable operation the job used was counted (the benchmark prices them).
+    const metered: Record<string, number> = {};
+    for (const counts of system.logs.map(meterCountsOf)) {
+      for (const [kind, count] of Object.entries(counts ?? {})) metered[kind] = (metered[kind] ?? 0) + count;
+    }
+    for (const kind of [
+      'workerRequests',
+      'doRequests',
+      'queueWrites',
+      'queueReads',
+      'd1RowsRead',
+      'd1RowsWritten',
+    ])
+      expect(metered[kind], kind).toBeGreaterThan(0);
+    expect(metered.d1RowsWritten).toBeGreaterThanOrEqual(495);
   });
 
   it('completes a job whose prober is killed mid-way, losing nothing and charging once', async () => {
