@@ -48,5 +48,7 @@ process.exit(rows.some((row) => row.name === 'failed') ? 1 : 0);
 
 function formatValue(value: number): string {
   if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
+  // Below 1 (a cost per 1,000 addresses, say) three significant digits, not two decimals.
+  if (value !== 0 && Math.abs(value) < 1) return String(Number(value.toPrecision(3)));
   return value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
 }
