@@ -25,6 +25,8 @@ export default defineProject(async () => {
             VERIFY_TIMEOUT_MS: '3000',
             // A fixed test key: 32 zero bytes.
             SECRETS_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+            // Confirmation links go to the console, where test/cookie-client.ts reads them.
+            EMAIL_SENDER: 'console',
           },
         },
       }),

@@ -3,6 +3,7 @@
 // `npm run demo` (`--demo`) also starts the fake mail world and points DNS and SMTP at it.
 import { createServer } from 'node:net';
 import { isWellFormedSecret } from '@rcpt/shared/secret-tokens';
+import { CONSOLE_LINK_LINE } from '../edge/src/services/confirmation-sender.ts';
 import { startLocalStack } from './stack/local-stack.ts';
 
 const demo = process.argv.includes('--demo');
@@ -73,7 +74,8 @@ const sample = world ? `alice@${world.domains.accept}` : 'alice@example.com';
 console.log(`
 rcpt is running.
 
-  Dashboard  ${stack.baseUrl}/   (sign up at ${stack.baseUrl}/signup: 100 free credits)
+  Dashboard  ${stack.baseUrl}/   (sign up at ${stack.baseUrl}/signup: its confirmation link is
+             printed below as "[edge] ${CONSOLE_LINK_LINE} …"; following it grants 100 free credits)
   API        ${stack.baseUrl}/api/v1/verify
   Reference  ${stack.baseUrl}/docs   (OpenAPI: ${stack.baseUrl}/openapi.json)
   API key    ${stack.apiKey}

@@ -5,42 +5,61 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
-const ConfigSchema = z.object({
-  DOH_URL: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((url) => url.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.url()).min(1)),
-  ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
-  MAIL_FROM: z.string().min(3),
-  HELO_NAME: z.string().min(1),
-  VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
-  PROBER_REGION: z.string().min(1).default('default'),
-  RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
-  /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
-  SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
-  // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
-  /** Rows a day (UTC) that jobs which charged nothing (sandbox, or only invalid rows) may store. */
-  QUOTA_FREE_ROWS_PER_DAY: z.coerce.number().int().min(0).default(20_000),
-  /** Jobs pending or processing at once. */
-  QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
-  /** Active (not revoked) API keys. */
-  QUOTA_API_KEYS: z.coerce.number().int().min(0).default(25),
-  SMTP_ENABLED: booleanFlag.default(true),
-  /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
-  BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),
-  BATCH_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
-  /** Lease after which queued batch work is enqueued again by the recovery sweep. */
-  BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
-  /** A job still processing after this long fails (with a reason) and is refunded. */
-  BATCH_MAX_HOURS: z.coerce.number().min(0.01).max(168).default(6),
-  /** AES-GCM key (base64, 32 bytes) sealing stored webhook secrets; a Worker secret in production. */
-  SECRETS_KEY: z.string().optional(),
-});
+/** An optional setting: unset and empty mean the same. */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((value) => value || undefined);
+
+const ConfigSchema = z
+  .object({
+    DOH_URL: z
+      .string()
+      .transform((value) =>
+        value
+          .split(',')
+          .map((url) => url.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.url()).min(1)),
+    ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
+    MAIL_FROM: z.string().min(3),
+    HELO_NAME: z.string().min(1),
+    VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
+    PROBER_REGION: z.string().min(1).default('default'),
+    RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
+    /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
+    SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+    // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
+    /** Rows a day (UTC) that jobs which charged nothing (sandbox, or only invalid rows) may store. */
+    QUOTA_FREE_ROWS_PER_DAY: z.coerce.number().int().min(0).default(20_000),
+    /** Jobs pending or processing at once. */
+    QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
+    /** Active (not revoked) API keys. */
+    QUOTA_API_KEYS: z.coerce.number().int().min(0).default(25),
+    SMTP_ENABLED: booleanFlag.default(true),
+    /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
+    BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),
+    BATCH_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+    /** Lease after which queued batch work is enqueued again by the recovery sweep. */
+    BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
+    /** A job still processing after this long fails (with a reason) and is refunded. */
+    BATCH_MAX_HOURS: z.coerce.number().min(0.01).max(168).default(6),
+    /** AES-GCM key (base64, 32 bytes) sealing stored webhook secrets; a Worker secret in production. */
+    SECRETS_KEY: z.string().optional(),
+    /** How sign-up confirmation links are sent: `console` for local development only. */
+    EMAIL_SENDER: z.enum(['console', 'cloudflare']).default('cloudflare'),
+    /** The From address of confirmation emails (`cloudflare` sender). */
+    EMAIL_FROM: optionalText,
+    /** Cloudflare Turnstile on the sign-up form: on when the site key is set (with its secret). */
+    TURNSTILE_SITE_KEY: optionalText,
+    TURNSTILE_SECRET_KEY: optionalText,
+    TURNSTILE_SITEVERIFY_URL: z.url().default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+  })
+  .refine((config) => !config.TURNSTILE_SITE_KEY || config.TURNSTILE_SECRET_KEY, {
+    message: 'TURNSTILE_SITE_KEY is set but the TURNSTILE_SECRET_KEY secret is not',
+    path: ['TURNSTILE_SECRET_KEY'],
+  });
 
 export type Config = z.infer<typeof ConfigSchema>;
 

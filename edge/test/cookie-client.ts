@@ -1,6 +1,37 @@
 // For the dashboard's workerd tests: a client that keeps cookies the way a browser does and
-// calls the Worker's fetch handler, never following redirects (the tests look at them).
+// calls the Worker's fetch handler, never following redirects (the tests look at them), and
+// an inbox that reads the confirmation links the console sender writes.
 import { env, exports } from 'cloudflare:workers';
+import { CONSOLE_LINK_LINE } from '../src/services/confirmation-sender.ts';
+
+/** Every confirmation link the console sender wrote in this isolate, by address, oldest first. */
+const sentLinks = new Map<string, string[]>();
+const consoleLog = console.log.bind(console);
+console.log = (...items: unknown[]) => {
+  const line = items.map(String).join(' ');
+  const match = line.startsWith(CONSOLE_LINK_LINE) ? /^.* (\S+@\S+): (\S+)$/.exec(line) : null;
+  // Recorded, not printed: the inbox is where the tests read them.
+  if (match?.[1] && match[2]) sentLinks.set(match[1], [...(sentLinks.get(match[1]) ?? []), match[2]]);
+  else consoleLog(...items);
+};
+
+/**
+ * The latest confirmation link sent to `email`, waiting for it: sign-up sends it after
+ * answering. `after` skips links already seen (a resend's new link).
+ */
+export async function confirmationLinkFor(email: string, after = 0): Promise<string> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const links = sentLinks.get(email.toLowerCase()) ?? [];
+    if (links.length > after) return links.at(-1) as string;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no confirmation link was sent to ${email}`);
+}
+
+/** How many confirmation links were sent to `email` so far. */
+export function confirmationLinkCount(email: string): number {
+  return sentLinks.get(email.toLowerCase())?.length ?? 0;
+}
 
 export interface SetCookie {
   name: string;
@@ -32,6 +63,9 @@ export function csrfFieldOf(html: string): string {
   return token;
 }
 
+/** A loopback origin, as in development: the console sender writes links for no other host. */
+export const DASHBOARD_ORIGIN = 'https://localhost';
+
 export class CookieClient {
   readonly cookies = new Map<string, string>();
 
@@ -52,7 +86,7 @@ export class CookieClient {
       headers.set('Cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));
     }
     const response = await exports.default.fetch(
-      new Request(`https://edge.test${path}`, { ...init, headers, redirect: 'manual' }),
+      new Request(`${DASHBOARD_ORIGIN}${path}`, { ...init, headers, redirect: 'manual' }),
     );
     for (const header of response.headers.getSetCookie()) {
       const cookie = parseSetCookie(header);
@@ -100,10 +134,17 @@ export class CookieClient {
     return this.submit('/signup', '/signup', { email, password });
   }
 
-  /** Sign-up as a person does it: the form, then sign-in from the welcome page. */
+  /**
+   * Sign-up as a person does it: the form, the emailed confirmation link, then sign-in from
+   * the welcome page (the account has its free credits).
+   */
   async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
+    const sentBefore = confirmationLinkCount(email);
     const registered = await this.register(email, password);
     if (registered.status !== 303) return registered;
+    const link = await confirmationLinkFor(email, sentBefore);
+    const confirmed = await this.get(new URL(link).pathname + new URL(link).search);
+    if (confirmed.status !== 303) return confirmed;
     return this.submit('/login?welcome=1', '/login', { email, password, next: '/?welcome=1' });
   }
 

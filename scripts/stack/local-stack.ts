@@ -74,10 +74,10 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);
   step('development account seeded; starting wrangler dev');
 
-  const varArgs = Object.entries(options.vars ?? {}).flatMap(([name, value]) => [
-    '--var',
-    `${name}:${value}`,
-  ]);
+  // Development defaults under the caller's vars: the persisted SECRETS_KEY (webhook secrets,
+  // confirmation links) and the console sender, which prints each sign-up's confirmation link.
+  const vars = { SECRETS_KEY: seeded.secretsKey, EMAIL_SENDER: 'console', ...options.vars };
+  const varArgs = Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]);
   const edge = spawnWrangler([
     'dev',
     '--local',
@@ -92,9 +92,11 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     '--show-interactive-dev-session=false',
     // GET /__scheduled runs the cron (retention, recovery, webhook retries) on demand.
     '--test-scheduled',
+    // `log`: the Worker's console at every level (the console sender's confirmation links and
+    // the cost meter's counts are console.log lines); wrangler's own line per request is
+    // dropped in pipeLines.
     '--log-level',
-    // The Worker's console.log lines (the cost meter's among them) show only at level log.
-    options.vars?.RCPT_METER === 'true' ? 'log' : 'warn',
+    'log',
     ...varArgs,
   ]);
   stopOnExit(edge, true);
@@ -328,9 +330,14 @@ function pipeLines(child: ChildProcess, source: 'edge' | 'prober', onLog: StackO
       buffered += chunk;
       const lines = buffered.split('\n');
       buffered = lines.pop() ?? '';
-      for (const line of lines) if (line.trim()) onLog?.(source, line);
+      for (const line of lines) if (line.trim() && !isWranglerInfo(line)) onLog?.(source, line);
     });
   }
+}
+
+/** wrangler dev's own info lines ("[wrangler:info] GET /healthz 200 OK (3ms)"), maybe coloured. */
+function isWranglerInfo(line: string): boolean {
+  return line.slice(0, 24).includes('[wrangler:info]');
 }
 
 /** Signals a process (its whole group when `group`) and resolves with its exit code. */

@@ -20,7 +20,8 @@ export function accountCreation(input: { id?: string; email?: string | null; cre
   const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
   return {
     id,
-    sql: `INSERT INTO accounts (id, email, credit_balance, created_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)});
+    // An operator's account needs no email confirmation: it is confirmed as it is made.
+    sql: `INSERT INTO accounts (id, email, credit_balance, created_at, email_confirmed_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)}, ${q(now)});
      ${movementSql(grant)}`,
   };
 }

@@ -49,7 +49,8 @@ export function isWellFormedSecret(secret: string): boolean {
   return kind !== null && /^[A-Za-z0-9_-]{43}$/.test(secret.slice(SECRET_KINDS[kind].length));
 }
 
-function toBase64Url(bytes: Uint8Array): string {
+/** RFC 4648 §5 base64url, without padding. */
+export function toBase64Url(bytes: Uint8Array): string {
   let binary = '';
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');

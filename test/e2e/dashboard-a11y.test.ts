@@ -150,8 +150,18 @@ describe('the dashboard is accessible', () => {
     await page.waitForURL((url) => url.pathname === '/');
   });
 
-  it('passes axe on the overview', async () => {
-    await expectAccessible('overview with the welcome notice');
+  it('passes axe on the overview with the confirmation banner, the page of a link sent again, and after confirming', async () => {
+    await expectAccessible('overview with the confirmation banner');
+    await page.getByRole('button', { name: 'Send the link again' }).click();
+    await page.getByText(`We sent a new link to ${email}`).waitFor();
+    await expectAccessible('confirmation link sent again');
+    await page.goto(await system.confirmationLink(email, 1));
+    await page.waitForURL('**/?email-confirmed=new');
+    expect(await page.getByTestId('credit-balance').textContent()).toBe('100');
+    await expectAccessible('overview after confirming');
+    await page.goto('/confirm-email?token=not-a-link');
+    await page.getByText('CONFIRMATION_LINK_INVALID').waitFor();
+    await expectAccessible('an invalid confirmation link');
   });
 
   it('passes axe on the keys page, the new secret and the revoke confirmation; the keyboard follows the layout', async () => {

@@ -48,20 +48,25 @@ async function sessionCookie() {
 }
 
 describe('the dashboard without JavaScript', () => {
-  it('signs up, is sent to sign in, and signs in with 100 credits', async () => {
+  it('signs up, confirms the email with the emailed link, and signs in with 100 credits', async () => {
     await page.goto('/signup');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.waitForURL('**/login?welcome=1');
-    expect(await page.getByRole('status').textContent()).toContain('sign in to start');
+    expect(await page.getByRole('status').textContent()).toContain('we sent it a confirmation link');
     expect(await sessionCookie()).toBeUndefined();
 
+    // Followed before signing in, as from a mail client: the login page says it worked.
+    await page.goto(await system.confirmationLink(email));
+    await page.waitForURL('**/login?email-confirmed=new');
+    expect(await page.getByRole('status').textContent()).toContain('Your email address is confirmed');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/?welcome=1');
+    await page.waitForURL((url) => url.pathname === '/');
     expect(await page.getByTestId('credit-balance').textContent()).toBe('100');
+    expect(await page.getByTestId('confirm-banner').count()).toBe(0);
     expect(await sessionCookie()).toMatchObject({ httpOnly: true, secure: true });
   });
 

@@ -78,7 +78,7 @@ describe('the dashboard in a browser', () => {
     }
   });
 
-  it('sends a signed-out visitor to the login page, and signs up with 100 credits', async () => {
+  it('sends a signed-out visitor to the login page, signs up, and gets 100 credits by following the emailed link', async () => {
     await page.goto('/');
     await expect.poll(() => new URL(page.url()).pathname).toBe('/login');
     await shoot('login');
@@ -93,7 +93,14 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL('**/?welcome=1');
+    // No credits before the email is confirmed; the banner says where the link went.
+    expect(await page.getByTestId('credit-balance').textContent()).toBe('0');
+    expect(await page.getByTestId('confirm-banner').textContent()).toContain(`We sent a link to ${email}`);
+    await shoot('unconfirmed-overview');
+    await page.goto(await system.confirmationLink(email));
+    await page.waitForURL('**/?email-confirmed=new');
     await expect.poll(() => page.getByTestId('credit-balance').textContent()).toBe('100');
+    expect(await page.getByTestId('confirm-banner').count()).toBe(0);
     const cookie = (await browser.context.cookies()).find((entry) => entry.name === '__Host-rcpt_session');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
   });

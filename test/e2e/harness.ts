@@ -3,6 +3,7 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.ts';
 import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type MailWorld, startWorld } from '../world/index.ts';
@@ -35,6 +36,11 @@ export interface System {
    * probes sent to it wait, so a job stays running for as long as a test looks at it.
    */
   holdProber(): () => void;
+  /**
+   * The confirmation link the console sender printed for `email` (the edge's output is the
+   * development inbox), waiting for it; `after` skips that many earlier links to it.
+   */
+  confirmationLink(email: string, after?: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -108,6 +114,14 @@ export async function startSystem(
       if (!prober) throw new Error('no prober is running');
       prober.kill('SIGSTOP');
       return () => prober.kill('SIGCONT');
+    },
+    async confirmationLink(email, after = 0) {
+      const prefix = `[edge] ${CONSOLE_LINK_LINE} ${email.toLowerCase()}: `;
+      for (;;) {
+        const links = logs.filter((line) => line.startsWith(prefix));
+        if (links.length > after) return (links.at(-1) as string).slice(prefix.length);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
     async close() {
       await stack.close();

@@ -5,12 +5,17 @@ import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { type ActiveSession, resumeSession, SESSION_COOKIE } from '../services/sessions.ts';
+import {
+  type ActiveSession,
+  type ResumedSession,
+  resumeSession,
+  SESSION_COOKIE,
+} from '../services/sessions.ts';
 
 export interface DashboardEnv {
   Bindings: AppEnv['Bindings'];
   Variables: AppEnv['Variables'] & {
-    session: ActiveSession | null;
+    session: ResumedSession | null;
     /** The `_csrf` value for this page's forms (see csrf.ts). */
     csrfToken: string;
   };

@@ -1,7 +1,7 @@
 // Dashboard sign-up, sign-in and password change. Sign-in answers the same way, after the
 // same work, whether the email is unknown or the password wrong (no account enumeration).
 import { ApiError } from '@rcpt/shared/errors';
-import { findAccount, findAccountByEmail, insertAccount } from '../storage/accounts.ts';
+import { findAccount, findAccountByEmail, insertUnconfirmedAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { deleteAccountSessions, setPasswordHash } from '../storage/sessions.ts';
 import {
@@ -12,7 +12,7 @@ import {
   verifyPassword,
 } from './passwords.ts';
 
-/** Every account starts with 100 free credits, no card (docs/money.md). */
+/** Every account gets 100 free credits, no card, once its email is confirmed (docs/money.md). */
 export const SIGNUP_CREDITS = 100;
 
 export const INVALID_CREDENTIALS = 'That email and password do not match an account.';
@@ -28,13 +28,14 @@ export function passwordProblem(password: string): string | null {
 }
 
 /**
- * Creates the account; null when the email is taken. The caller must answer both the same
- * way (no account enumeration), so a taken email costs the same password hashing too.
+ * Creates the account, unconfirmed and without credits (email-confirmation.ts grants them);
+ * null when the email is taken. The caller must answer both the same way (no account
+ * enumeration), so a taken email costs the same password hashing too.
  */
 export async function signUp(
   db: Db,
   input: { email: string; password: string; now: number },
-): Promise<string | null> {
+): Promise<{ accountId: string; email: string } | null> {
   const email = normaliseAccountEmail(input.email);
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
     throw new ApiError('VALIDATION_ERROR', { message: 'Enter a valid email address.' });
@@ -45,13 +46,13 @@ export async function signUp(
   if (await findAccountByEmail(db, email)) return null;
   const id = crypto.randomUUID();
   try {
-    await insertAccount(db, { id, email, passwordHash, initialCredits: SIGNUP_CREDITS, now: input.now });
+    await insertUnconfirmedAccount(db, { id, email, passwordHash, now: input.now });
   } catch (error) {
     // Two sign-ups of one email at once: the unique index lets one through.
     if (await findAccountByEmail(db, email)) return null;
     throw error;
   }
-  return id;
+  return { accountId: id, email };
 }
 
 /** The account id for these credentials, or null — after a full hash check either way. */

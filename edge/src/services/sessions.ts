@@ -25,6 +25,8 @@ export interface ActiveSession {
 /** A session resumed from its cookie, with the account's balance read in the same query. */
 export interface ResumedSession extends ActiveSession {
   creditBalance: number;
+  /** The account's email while it is not confirmed (no free credits yet); otherwise null. */
+  unconfirmedEmail: string | null;
 }
 
 export async function startSession(db: Db, accountId: string, now: number): Promise<ActiveSession> {
@@ -49,7 +51,14 @@ export async function resumeSession(
     expiresAt = Math.min(row.createdAt + ABSOLUTE_MS, now + IDLE_MS);
     await touchSession(db, tokenHash, now, expiresAt);
   }
-  return { token, tokenHash, accountId: row.accountId, expiresAt, creditBalance: row.creditBalance };
+  return {
+    token,
+    tokenHash,
+    accountId: row.accountId,
+    expiresAt,
+    creditBalance: row.creditBalance,
+    unconfirmedEmail: row.emailConfirmedAt === null ? row.email : null,
+  };
 }
 
 export async function endSession(db: Db, session: ActiveSession): Promise<void> {

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { credit } from './ledger.ts';
+import { credit, signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
 
 export interface NewAccount {
@@ -11,7 +11,10 @@ export interface NewAccount {
   now: number;
 }
 
-/** Creates an account with an empty balance and grants its opening credits, in one batch. */
+/**
+ * Creates a confirmed account (no confirmation to wait for: made by an operator or a test)
+ * with an empty balance and grants its opening credits, in one batch.
+ */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
   const grant = credit({
@@ -24,12 +27,49 @@ export async function insertAccount(db: Db, account: NewAccount): Promise<void> 
   await d1.batch([
     d1
       .prepare(
-        'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
+        `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
+         VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
       )
       .bind(account.id, account.email, account.passwordHash, account.now),
     prepare(d1, grant.entry),
     prepare(d1, grant.balance),
   ]);
+}
+
+/** A dashboard sign-up: no credits and no confirmation until the owner follows the emailed link. */
+export async function insertUnconfirmedAccount(
+  db: Db,
+  account: { id: string; email: string; passwordHash: string; now: number },
+): Promise<void> {
+  await db.$client
+    .prepare(
+      'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
+    )
+    .bind(account.id, account.email, account.passwordHash, account.now)
+    .run();
+}
+
+/**
+ * Confirms the account's email and grants its sign-up credits in one transaction, if the
+ * account still has this email and is not confirmed yet. The new balance when this call
+ * confirmed it; null when it was already confirmed (or is gone): nothing moved.
+ */
+export async function confirmAccountEmail(
+  db: Db,
+  confirmation: { accountId: string; email: string; credits: number; now: number },
+): Promise<number | null> {
+  const d1 = db.$client;
+  const grant = signupGrantOnConfirmation({
+    accountId: confirmation.accountId,
+    email: confirmation.email,
+    amount: confirmation.credits,
+    now: confirmation.now,
+  });
+  const [, balance] = await d1.batch<{ credit_balance: number }>([
+    prepare(d1, grant.entry),
+    prepare(d1, grant.balance),
+  ]);
+  return balance?.results[0]?.credit_balance ?? null;
 }
 
 export async function findAccount(db: Db, accountId: string) {

@@ -91,6 +91,37 @@ export function credit(movement: CreditMovement): LedgerPair {
 }
 
 /**
+ * The free credits of a dashboard sign-up, granted when its owner confirms the email address:
+ * one `signup_grant` row referencing the account, applied only while the account with this id
+ * and this email is unconfirmed. The balance statement also stamps `email_confirmed_at`, so a
+ * second confirmation (another click, a replay, a concurrent request) finds the account
+ * confirmed and moves nothing; the ledger's unique (reference, reason) index stops a second
+ * grant row in any case.
+ */
+export function signupGrantOnConfirmation(grant: {
+  accountId: string;
+  email: string;
+  amount: number;
+  now: number;
+}): LedgerPair {
+  const [accountId, amount, , , now] = movementParams({ ...grant, reason: 'signup_grant', reference: '' });
+  const params = [accountId, amount, grant.email, now] as SqlValue[];
+  const unconfirmed = 'id = ?1 AND email = ?3 AND email_confirmed_at IS NULL';
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT id, ?2, credit_balance + ?2, 'signup_grant', id, ?4 FROM accounts WHERE ${unconfirmed} AND ?2 > 0`,
+      params,
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance + ?2, email_confirmed_at = ?4
+            WHERE ${unconfirmed} RETURNING credit_balance`,
+      params,
+    },
+  };
+}
+
+/**
  * The refund of a batch job that has just finished (completed or failed) and is not yet
  * finalized: its `credits_refunded`, as one `bulk_refund` row referencing the job. Run it
  * before the statement that sets `finalized`, in the same batch; a replay finds the job

@@ -13,6 +13,9 @@ export const accounts = sqliteTable('accounts', {
   webhookUrl: text('webhook_url'),
   webhookSecret: text('webhook_secret'),
   createdAt: integer('created_at').notNull(),
+  // When the owner followed the confirmation link sent to `email` (docs/money.md): the free
+  // credits are granted in the same transaction. Null: not confirmed yet, no free credits.
+  emailConfirmedAt: integer('email_confirmed_at'),
 });
 
 export const apiKeys = sqliteTable(
@@ -51,10 +54,11 @@ export const creditLedger = sqliteTable(
   },
   (table) => [
     index('credit_ledger_account').on(table.accountId, table.createdAt),
-    // One charge and one refund per request or job: a replayed movement changes nothing.
+    // One charge and one refund per request or job, one sign-up grant per account: a
+    // replayed movement changes nothing.
     uniqueIndex('credit_ledger_once')
       .on(table.reference, table.reason)
-      .where(sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund')`),
+      .where(sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant')`),
   ],
 );
 

@@ -17,20 +17,28 @@ export async function insertSession(db: Db, session: SessionRow): Promise<void> 
     .run();
 }
 
-/** The live session with this hash and its account's balance at lookup time, in one query. */
+/** The account facts every dashboard page needs, read with the session. */
+export interface SessionAccount {
+  creditBalance: number;
+  email: string | null;
+  emailConfirmedAt: number | null;
+}
+
+/** The live session with this hash and its account's balance and confirmation, in one query. */
 export async function findLiveSession(
   db: Db,
   tokenHash: string,
   now: number,
-): Promise<(SessionRow & { creditBalance: number }) | null> {
+): Promise<(SessionRow & SessionAccount) | null> {
   return db.$client
     .prepare(
       `SELECT s.token_hash AS tokenHash, s.account_id AS accountId, s.created_at AS createdAt, s.expires_at AS expiresAt,
-         s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance
+         s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance, a.email AS email,
+         a.email_confirmed_at AS emailConfirmedAt
        FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?1 AND s.expires_at > ?2`,
     )
     .bind(tokenHash, now)
-    .first<SessionRow & { creditBalance: number }>();
+    .first<SessionRow & SessionAccount>();
 }
 
 export async function deleteSession(db: Db, tokenHash: string): Promise<void> {

@@ -4,10 +4,13 @@
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import { deleteCookie } from 'hono/cookie';
+import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
+import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
 import { INVALID_CREDENTIALS, SIGNUP_CREDITS, signIn, signUp } from '../../services/dashboard-accounts.ts';
 import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
+import { sendConfirmation } from '../../services/email-confirmation.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
@@ -67,7 +70,10 @@ function SignupPage(props: AuthFormState & { csrfToken: string }) {
     <Layout title="Create an account" signedIn={false} csrfToken={props.csrfToken}>
       <section class="auth-card" aria-labelledby="signup-heading">
         <h1 id="signup-heading">Create an account</h1>
-        <p>Every account starts with {SIGNUP_CREDITS} free credits. No card needed; credits do not expire.</p>
+        <p>
+          Every account gets {SIGNUP_CREDITS} free credits once its email address is confirmed. No card
+          needed; credits do not expire.
+        </p>
         {props.error ? <Notice kind="error">{props.error}</Notice> : null}
         <form method="post" action="/signup" class="stack">
           <CsrfField token={props.csrfToken} />
@@ -138,6 +144,14 @@ export async function admit(
   return admission.retryAfterSeconds;
 }
 
+/** The notice of the page a confirmation lands on (`?email-confirmed=` of / and /login). */
+export function confirmedNotice(value: string | undefined): string | null {
+  if (value === 'new')
+    return `Your email address is confirmed: your ${SIGNUP_CREDITS} free credits are ready.`;
+  if (value === 'already') return 'Your email address was already confirmed.';
+  return null;
+}
+
 export function tooManyAttempts(seconds: number): string {
   return `Too many attempts. Wait ${seconds} second${seconds === 1 ? '' : 's'} and try again.`;
 }
@@ -156,10 +170,11 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     if (c.get('session')) return c.redirect('/', 303);
     const welcome = c.req.query('welcome') === '1';
     const notice = welcome
-      ? `If this email was new to rcpt, its account is ready with ${SIGNUP_CREDITS} free credits: sign in to start.`
+      ? `If this email was new to rcpt, its account is ready and we sent it a confirmation link: ` +
+        `follow it to receive your ${SIGNUP_CREDITS} free credits. You can sign in now.`
       : c.req.query('signed-out') === '1'
         ? 'You are signed out.'
-        : null;
+        : confirmedNotice(c.req.query('email-confirmed'));
     return renderPage(
       c,
       <LoginPage
@@ -196,12 +211,28 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     const page = (error: string) => <SignupPage csrfToken={c.get('csrfToken')} email={email} error={error} />;
     const wait = await admit(c, 'signup', email);
     if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
+    const config = c.get('config');
+    const sender = confirmationSenderFor(config, c.env);
+    let created: Awaited<ReturnType<typeof signUp>>;
     try {
-      await signUp(c.get('db'), { email, password, now: Date.now() });
+      created = await signUp(c.get('db'), { email, password, now: Date.now() });
     } catch (error) {
       if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
         return renderPage(c, page(error.message), 400);
       throw error;
+    }
+    if (created) {
+      // After the answer, so that a new and a taken email take the same time to answer.
+      const { accountId, email: to } = created;
+      const origin = new URL(c.req.url).origin;
+      c.executionCtx.waitUntil(
+        sendConfirmation(
+          { secretsKey: config.SECRETS_KEY, sender },
+          { accountId, email: to, origin, now: Date.now() },
+        ).catch((error: unknown) =>
+          log.error('confirmation email not sent', { accountId, ...errorFields(error) }),
+        ),
+      );
     }
     // A new and a taken email get the same answer (no account enumeration): sign in next.
     return c.redirect('/login?welcome=1', 303);

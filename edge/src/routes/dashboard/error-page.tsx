@@ -17,6 +17,9 @@ const TITLES: Partial<Record<ErrorBody['code'], string>> = {
   PAYLOAD_TOO_LARGE: 'The file is too large',
   JOB_NOT_COMPLETED: 'Not ready yet',
   FORBIDDEN: 'Not allowed',
+  CONFIRMATION_LINK_INVALID: 'This link is not valid',
+  CONFIRMATION_LINK_EXPIRED: 'This link has expired',
+  CHALLENGE_FAILED: 'Check not passed',
 };
 
 export async function renderErrorPage(error: Error, c: Context<DashboardEnv>): Promise<Response> {

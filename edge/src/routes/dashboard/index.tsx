@@ -11,6 +11,7 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { registerAccountPage } from './account.tsx';
 import { registerAuthPages } from './auth.tsx';
 import { registerBulkPages } from './bulk.tsx';
+import { registerConfirmEmailPages } from './confirm-email.tsx';
 import { renderErrorPage } from './error-page.tsx';
 import { registerHistoryPage } from './history.tsx';
 import { registerJobPages } from './jobs.tsx';
@@ -30,6 +31,7 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
       : renderErrorPage(error, c),
   );
   registerAuthPages(dashboard);
+  registerConfirmEmailPages(dashboard);
   registerOverviewPage(dashboard);
   registerKeysPages(dashboard);
   registerVerifyPage(dashboard);

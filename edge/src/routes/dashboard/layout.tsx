@@ -6,6 +6,8 @@ import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
+import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
+import { CONFIRMATION_PATH } from '../../services/email-confirmation.ts';
 import { CsrfField } from './forms.tsx';
 
 export type NavSection = 'overview' | 'keys' | 'verify' | 'bulk' | 'history' | 'webhooks' | 'account';
@@ -28,6 +30,8 @@ export interface LayoutProps {
   csrfToken: string;
   /** Extra elements for <head> (e.g. the no-script refresh of a running job). */
   head?: Child;
+  /** The signed-in account's email while it is unconfirmed: every page then says so. */
+  unconfirmedEmail?: string | null | undefined;
   children?: Child;
 }
 
@@ -79,6 +83,9 @@ export function Layout(props: LayoutProps) {
           ) : null}
         </header>
         <main id="main" tabindex={-1}>
+          {props.signedIn && props.unconfirmedEmail ? (
+            <ConfirmationBanner email={props.unconfirmedEmail} csrfToken={props.csrfToken} />
+          ) : null}
           {props.children}
         </main>
         <footer class="site-footer">
@@ -91,9 +98,34 @@ export function Layout(props: LayoutProps) {
   );
 }
 
-/** Props of Layout that come from the request: who is signed in and the form token. */
-export function layoutContext(c: Context<DashboardEnv>): Pick<LayoutProps, 'signedIn' | 'csrfToken'> {
-  return { signedIn: Boolean(c.get('session')), csrfToken: c.get('csrfToken') ?? '' };
+/** Until the account's email is confirmed: where the link went, and a way to have it sent again. */
+function ConfirmationBanner(props: { email: string; csrfToken: string }) {
+  return (
+    <div class="notice notice-info confirm-banner" data-testid="confirm-banner">
+      <p>
+        <strong>Confirm your email address.</strong> We sent a link to {props.email}: follow it to receive
+        your {SIGNUP_CREDITS} free credits. Until then live requests have no credits to spend; test keys work.
+      </p>
+      <form method="post" action={`${CONFIRMATION_PATH}/resend`}>
+        <CsrfField token={props.csrfToken} />
+        <button type="submit" class="button-secondary">
+          Send the link again
+        </button>
+      </form>
+    </div>
+  );
+}
+
+/** Props of Layout that come from the request: who is signed in, the form token, the banner. */
+export function layoutContext(
+  c: Context<DashboardEnv>,
+): Pick<LayoutProps, 'signedIn' | 'csrfToken' | 'unconfirmedEmail'> {
+  const session = c.get('session');
+  return {
+    signedIn: Boolean(session),
+    csrfToken: c.get('csrfToken') ?? '',
+    unconfirmedEmail: session?.unconfirmedEmail ?? null,
+  };
 }
 
 export function renderPage(c: Context<DashboardEnv>, page: Child, status: ContentfulStatusCode = 200) {

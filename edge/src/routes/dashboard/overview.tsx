@@ -4,6 +4,7 @@
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { accountOverview, OVERVIEW_DAYS, type UsageDay } from '../../services/dashboard-overview.ts';
+import { confirmedNotice } from './auth.tsx';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -90,6 +91,7 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/', ...signedInPage, async (c) => {
     const overview = await accountOverview(c.get('db'), c.get('caller').accountId, Date.now());
     const welcome = c.req.query('welcome') === '1';
+    const confirmed = confirmedNotice(c.req.query('email-confirmed'));
     return renderPage(
       c,
       <Layout title="Overview" section="overview" {...layoutContext(c)}>
@@ -99,6 +101,7 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
             Welcome to rcpt. Create an API key to start verifying from your code.
           </Notice>
         ) : null}
+        {confirmed ? <Notice kind="success">{confirmed}</Notice> : null}
         <div class="cards">
           <section class="card" aria-labelledby="balance-heading">
             <h2 id="balance-heading">Credit balance</h2>

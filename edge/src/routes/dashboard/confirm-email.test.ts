@@ -1,0 +1,302 @@
+// Email confirmation before free credits, through the Worker's fetch handler: a sign-up has
+// no credits until its owner follows the emailed link; the link grants them exactly once,
+// and a tampered, expired or foreign link grants nothing. Then the senders themselves.
+
+import { env, exports } from 'cloudflare:workers';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  CookieClient,
+  confirmationLinkCount,
+  confirmationLinkFor,
+  DASHBOARD_ORIGIN,
+  uniqueEmail,
+} from '../../../test/cookie-client.ts';
+import { configOf } from '../../config.ts';
+import { createApiKey } from '../../services/api-keys.ts';
+import {
+  cloudflareEmailSender,
+  confirmationSenderFor,
+  consoleSender,
+  type EmailBinding,
+} from '../../services/confirmation-sender.ts';
+import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
+import {
+  CONFIRMATION_LINK_TTL_MS,
+  confirmationLink,
+  RESEND_LIMIT,
+} from '../../services/email-confirmation.ts';
+import { createDb } from '../../storage/db.ts';
+
+const PASSWORD = 'correct horse battery';
+
+interface AccountState {
+  id: string;
+  balance: number;
+  confirmedAt: number | null;
+  grants: number;
+}
+
+async function accountState(email: string): Promise<AccountState> {
+  const row = await env.DB.prepare(
+    `SELECT a.id, a.credit_balance AS balance, a.email_confirmed_at AS confirmedAt,
+       (SELECT COUNT(*) FROM credit_ledger l WHERE l.account_id = a.id AND l.reason = 'signup_grant') AS grants
+     FROM accounts a WHERE a.email = ?1`,
+  )
+    .bind(email)
+    .first<AccountState>();
+  if (!row) throw new Error(`no account ${email}`);
+  return row;
+}
+
+/** A new account, registered and signed in but not confirmed, and the link it was sent. */
+async function unconfirmed(label: string): Promise<{ client: CookieClient; email: string; link: string }> {
+  const client = new CookieClient();
+  const email = uniqueEmail(label);
+  expect((await client.register(email, PASSWORD)).status).toBe(303);
+  const link = await confirmationLinkFor(email);
+  expect((await client.logIn(email, PASSWORD)).status).toBe(303);
+  return { client, email, link };
+}
+
+/** The path and query of a link, as the browser requests it. */
+function pathOf(link: string): string {
+  const url = new URL(link);
+  return url.pathname + url.search;
+}
+
+function callVerify(key: string): Promise<Response> {
+  return exports.default.fetch(
+    new Request(`${DASHBOARD_ORIGIN}/api/v1/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-API-Key': key },
+      body: JSON.stringify({ email: 'deliverable@example.com' }),
+    }),
+  );
+}
+
+describe('before confirmation', () => {
+  it('a sign-up has no credits and no grant; live keys get 402, test keys work; every page shows the banner', async () => {
+    const { client, email, link } = await unconfirmed('before');
+    expect(link).toMatch(/^https:\/\/localhost\/confirm-email\?token=[0-9a-f-]{36}\.\d{13}\.[\w-]{43}$/);
+    const state = await accountState(email);
+    expect(state).toMatchObject({ balance: 0, confirmedAt: null, grants: 0 });
+
+    const db = createDb(env.DB);
+    const live = await createApiKey(db, {
+      accountId: state.id,
+      name: 'live',
+      mode: 'live',
+      maxActiveKeys: 25,
+      now: Date.now(),
+    });
+    const refused = await callVerify(live.secret);
+    expect(refused.status).toBe(402);
+    expect(await refused.json()).toMatchObject({ code: 'INSUFFICIENT_CREDITS' });
+    // Sandbox answers cost rcpt no DNS and no SMTP: an unconfirmed account may integrate.
+    const sandbox = await createApiKey(db, {
+      accountId: state.id,
+      name: 'test',
+      mode: 'test',
+      maxActiveKeys: 25,
+      now: Date.now(),
+    });
+    const answered = await callVerify(sandbox.secret);
+    expect(answered.status).toBe(200);
+    expect(await answered.json()).toMatchObject({ data: { status: 'deliverable' } });
+
+    for (const path of ['/', '/keys', '/account']) {
+      const html = await (await client.get(path)).text();
+      expect(html, path).toContain('data-testid="confirm-banner"');
+      expect(html, path).toContain(`We sent a link to ${email}`);
+    }
+    const overview = await (await client.get('/')).text();
+    expect(overview).toMatch(/data-testid="credit-balance">\s*0\s*</);
+  });
+});
+
+describe('following the link', () => {
+  it(`confirms the account and grants ${SIGNUP_CREDITS} credits with one ledger row; the banner goes`, async () => {
+    const { client, email, link } = await unconfirmed('confirm');
+    const confirmed = await client.get(pathOf(link));
+    expect(confirmed.status).toBe(303);
+    expect(confirmed.headers.get('location')).toBe('/?email-confirmed=new');
+    const state = await accountState(email);
+    expect(state).toMatchObject({ balance: SIGNUP_CREDITS, grants: 1 });
+    expect(state.confirmedAt).toEqual(expect.any(Number));
+    const ledger = await env.DB.prepare(
+      'SELECT delta, balance_after, reason, reference FROM credit_ledger WHERE account_id = ?1',
+    )
+      .bind(state.id)
+      .all();
+    expect(ledger.results).toEqual([
+      { delta: SIGNUP_CREDITS, balance_after: SIGNUP_CREDITS, reason: 'signup_grant', reference: state.id },
+    ]);
+    const overview = await (await client.get('/?email-confirmed=new')).text();
+    expect(overview).not.toContain('data-testid="confirm-banner"');
+    expect(overview).toContain('Your email address is confirmed');
+    expect(overview).toMatch(new RegExp(`data-testid="credit-balance">\\s*${SIGNUP_CREDITS}\\s*<`));
+  });
+
+  it('grants once however often the link is followed: again, signed out, and many at once', async () => {
+    const { client, email, link } = await unconfirmed('twice');
+    const first = await client.get(pathOf(link));
+    expect(first.headers.get('location')).toBe('/?email-confirmed=new');
+    const again = await client.get(pathOf(link));
+    expect(again.status).toBe(303);
+    expect(again.headers.get('location')).toBe('/?email-confirmed=already');
+    const signedOut = await new CookieClient().get(pathOf(link));
+    expect(signedOut.headers.get('location')).toBe('/login?email-confirmed=already');
+    expect(await accountState(email)).toMatchObject({ balance: SIGNUP_CREDITS, grants: 1 });
+  });
+
+  it('grants once when the same link arrives many times at once', async () => {
+    const { email, link } = await unconfirmed('concurrent');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => new CookieClient().get(pathOf(link))));
+    const landings = answers.map((answer) => answer.headers.get('location'));
+    expect(landings.filter((location) => location === '/login?email-confirmed=new')).toHaveLength(1);
+    expect(landings.filter((location) => location === '/login?email-confirmed=already')).toHaveLength(7);
+    expect(await accountState(email)).toMatchObject({ balance: SIGNUP_CREDITS, grants: 1 });
+  });
+
+  it('refuses a tampered, foreign or malformed link with 400 CONFIRMATION_LINK_INVALID, granting nothing', async () => {
+    const { email, link } = await unconfirmed('tamper');
+    const other = await unconfirmed('tamper-other');
+    const token = new URL(link).searchParams.get('token') ?? '';
+    const [accountId = '', expiry = '', mac = ''] = token.split('.');
+    const [otherId = '', otherExpiry = '', otherMac = ''] = (
+      new URL(other.link).searchParams.get('token') ?? ''
+    ).split('.');
+    const flipped = `${mac.slice(0, 10)}${mac[10] === 'A' ? 'B' : 'A'}${mac.slice(11)}`;
+    const secretsKey = configOf(env).SECRETS_KEY;
+    // A link correctly signed, but for another address of this account.
+    const otherAddress = await confirmationLink(secretsKey, {
+      accountId,
+      email: `someone-else-${email}`,
+      origin: DASHBOARD_ORIGIN,
+      now: Date.now(),
+    });
+    const forged = [
+      `${accountId}.${expiry}.${flipped}`, // the MAC altered
+      `${accountId}.${Number(expiry) + 86_400_000}.${mac}`, // the expiry pushed back
+      `${otherId}.${expiry}.${mac}`, // this MAC on the other account
+      `${accountId}.${otherExpiry}.${otherMac}`, // the other account's MAC on this one
+      new URL(otherAddress.link).searchParams.get('token') ?? '',
+      `${crypto.randomUUID()}.${expiry}.${mac}`, // no such account
+      'not-a-token',
+      '',
+    ];
+    for (const candidate of forged) {
+      const answer = await new CookieClient().get(`/confirm-email?token=${encodeURIComponent(candidate)}`);
+      expect(answer.status, candidate).toBe(400);
+      expect(answer.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await answer.text()).toContain('CONFIRMATION_LINK_INVALID');
+    }
+    expect(await accountState(email)).toMatchObject({ balance: 0, confirmedAt: null, grants: 0 });
+    expect(await accountState(other.email)).toMatchObject({ balance: 0, confirmedAt: null, grants: 0 });
+  });
+
+  it('refuses an expired link with 410 CONFIRMATION_LINK_EXPIRED, granting nothing; a new one works', async () => {
+    const { client, email } = await unconfirmed('expired');
+    const { id } = await accountState(email);
+    const old = await confirmationLink(configOf(env).SECRETS_KEY, {
+      accountId: id,
+      email,
+      origin: DASHBOARD_ORIGIN,
+      now: Date.now() - CONFIRMATION_LINK_TTL_MS - 1000,
+    });
+    const answer = await client.get(pathOf(old.link));
+    expect(answer.status).toBe(410);
+    expect(await answer.text()).toContain('CONFIRMATION_LINK_EXPIRED');
+    expect(await accountState(email)).toMatchObject({ balance: 0, confirmedAt: null, grants: 0 });
+
+    const sent = confirmationLinkCount(email);
+    expect((await client.submit('/', '/confirm-email/resend', {})).status).toBe(200);
+    const fresh = await confirmationLinkFor(email, sent);
+    expect((await client.get(pathOf(fresh))).headers.get('location')).toBe('/?email-confirmed=new');
+    expect(await accountState(email)).toMatchObject({ balance: SIGNUP_CREDITS, grants: 1 });
+  });
+});
+
+describe('sending the link again', () => {
+  it(`sends a new link ${RESEND_LIMIT.perAccount} times an hour, then 429 with Retry-After`, async () => {
+    const { client, email } = await unconfirmed('resend');
+    for (let attempt = 0; attempt < RESEND_LIMIT.perAccount; attempt++) {
+      const sent = confirmationLinkCount(email);
+      const answer = await client.submit('/', '/confirm-email/resend', {});
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toContain(`We sent a new link to ${email}`);
+      await confirmationLinkFor(email, sent);
+    }
+    const sent = confirmationLinkCount(email);
+    const limited = await client.submit('/', '/confirm-email/resend', {});
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThan(60);
+    expect(confirmationLinkCount(email)).toBe(sent);
+  });
+
+  it('sends nothing for a confirmed account, and needs a session and the form token', async () => {
+    const client = new CookieClient();
+    const email = uniqueEmail('resend-confirmed');
+    expect((await client.signUp(email, PASSWORD)).status).toBe(303);
+    const sent = confirmationLinkCount(email);
+    const answer = await client.submit('/', '/confirm-email/resend', {});
+    expect(answer.headers.get('location')).toBe('/?email-confirmed=already');
+    expect((await client.post('/confirm-email/resend', {})).status).toBe(403);
+    const signedOut = await new CookieClient().post('/confirm-email/resend', {});
+    expect(signedOut.headers.get('location')).toBe('/login');
+    expect(confirmationLinkCount(email)).toBe(sent);
+  });
+});
+
+describe('senders', () => {
+  const email = { to: 'dana@example.com', expiresAt: Date.now() + CONFIRMATION_LINK_TTL_MS };
+
+  it('the console sender writes the link as one line, for a loopback host only', async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, 'log').mockImplementation((line: string) => void lines.push(line));
+    try {
+      await consoleSender.send({ ...email, link: 'http://127.0.0.1:8787/confirm-email?token=t' });
+      await expect(
+        consoleSender.send({ ...email, link: 'https://rcpt.example/confirm-email?token=t' }),
+      ).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toEqual([
+      'rcpt: confirm the email of the new account dana@example.com: http://127.0.0.1:8787/confirm-email?token=t',
+    ]);
+  });
+
+  it('the Cloudflare sender hands the message to the send_email binding and logs nothing', async () => {
+    const messages: Parameters<EmailBinding['send']>[0][] = [];
+    const binding: EmailBinding = {
+      send: async (message) => {
+        messages.push(message);
+        return { messageId: 'm1' };
+      },
+    };
+    const logged = vi.spyOn(console, 'log');
+    const link = 'https://rcpt.example/confirm-email?token=secret-bearing';
+    try {
+      await cloudflareEmailSender(binding, 'accounts@rcpt.example').send({ ...email, link });
+      expect(logged).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({
+      from: 'accounts@rcpt.example',
+      to: 'dana@example.com',
+      subject: 'Confirm your email address for rcpt',
+    });
+    expect(messages[0]?.text).toContain(link);
+    expect(messages[0]?.text).toContain('24 hours');
+  });
+
+  it('a deployment with the Cloudflare sender but no binding refuses to send (503), never falls back to the console', () => {
+    const config = { ...configOf(env), EMAIL_SENDER: 'cloudflare' as const, EMAIL_FROM: 'a@rcpt.example' };
+    expect(() => confirmationSenderFor(config, env)).toThrow(/EMAIL binding/);
+    const sender = confirmationSenderFor(config, { ...env, EMAIL: { send: async () => ({}) } } as Env);
+    expect(sender).not.toBe(consoleSender);
+  });
+});

@@ -1,0 +1,141 @@
+// Email confirmation of dashboard sign-ups (docs/money.md): the free credits are granted only
+// to an account whose owner followed the link sent to its address.
+//
+// The link is `/confirm-email?token=<account id>.<expiry ms>.<MAC>`, the MAC an HMAC-SHA256
+// (RFC 2104) over the account id, the account's email and the expiry, under a key derived
+// from the deployment's SECRETS_KEY with HKDF (RFC 5869) for this use alone. So a link is
+// bound to one account and one address, cannot be altered or forged, and ends after
+// CONFIRMATION_LINK_TTL_MS. It is good once: the confirmation and the grant are one
+// conditional transaction (storage/ledger.ts), and any later use finds the account confirmed.
+
+import { ApiError } from '@rcpt/shared/errors';
+import { toBase64Url } from '@rcpt/shared/secret-tokens';
+import type { KeyLimiter } from '../objects/key-limiter.ts';
+import { confirmAccountEmail, findAccount } from '../storage/accounts.ts';
+import type { Db } from '../storage/db.ts';
+import type { ConfirmationSender } from './confirmation-sender.ts';
+import { SIGNUP_CREDITS } from './dashboard-accounts.ts';
+import { fromBase64 } from './secret-box.ts';
+
+export const CONFIRMATION_LINK_TTL_MS = 24 * 3_600_000;
+export const CONFIRMATION_PATH = '/confirm-email';
+/** Links sent again on request, per account: enough for a lost message, too few to spam with. */
+export const RESEND_LIMIT = { perAccount: 3, windowMs: 3_600_000 } as const;
+
+export type ConfirmationOutcome =
+  | { kind: 'confirmed'; creditBalance: number }
+  | { kind: 'already-confirmed' }
+  | { kind: 'expired' }
+  | { kind: 'invalid' };
+
+const keys = new Map<string, Promise<CryptoKey>>();
+
+function linkKey(secretsKey: string | undefined): Promise<CryptoKey> {
+  if (!secretsKey) {
+    throw new ApiError('SERVICE_UNAVAILABLE', {
+      message: 'Sign-up is not configured on this deployment (SECRETS_KEY).',
+    });
+  }
+  let key = keys.get(secretsKey);
+  if (!key) {
+    key = crypto.subtle.importKey('raw', fromBase64(secretsKey), 'HKDF', false, ['deriveKey']).then((base) =>
+      crypto.subtle.deriveKey(
+        {
+          name: 'HKDF',
+          hash: 'SHA-256',
+          salt: new Uint8Array(0),
+          info: new TextEncoder().encode('rcpt email confirmation link v1'),
+        },
+        base,
+        { name: 'HMAC', hash: 'SHA-256', length: 256 },
+        false,
+        ['sign'],
+      ),
+    );
+    keys.set(secretsKey, key);
+  }
+  return key;
+}
+
+async function linkMac(secretsKey: string | undefined, accountId: string, email: string, expiresAt: number) {
+  const signed = new TextEncoder().encode(`${accountId}\n${email}\n${expiresAt}`);
+  return new Uint8Array(await crypto.subtle.sign('HMAC', await linkKey(secretsKey), signed));
+}
+
+/** The confirmation link of this account and address, good until `now + CONFIRMATION_LINK_TTL_MS`. */
+export async function confirmationLink(
+  secretsKey: string | undefined,
+  input: { accountId: string; email: string; origin: string; now: number },
+): Promise<{ link: string; expiresAt: number }> {
+  const expiresAt = input.now + CONFIRMATION_LINK_TTL_MS;
+  const mac = toBase64Url(await linkMac(secretsKey, input.accountId, input.email, expiresAt));
+  const token = `${input.accountId}.${expiresAt}.${mac}`;
+  return { link: `${input.origin}${CONFIRMATION_PATH}?token=${token}`, expiresAt };
+}
+
+/** Sends the confirmation link of a new (or still unconfirmed) account. */
+export async function sendConfirmation(
+  deps: { secretsKey: string | undefined; sender: ConfirmationSender },
+  input: { accountId: string; email: string; origin: string; now: number },
+): Promise<void> {
+  const { link, expiresAt } = await confirmationLink(deps.secretsKey, input);
+  await deps.sender.send({ to: input.email, link, expiresAt });
+}
+
+/**
+ * Follows a confirmation link: checks its MAC in constant time against the account's current
+ * email, then its expiry, then confirms and grants the free credits once.
+ */
+export async function confirmEmail(
+  deps: { db: Db; secretsKey: string | undefined },
+  token: string,
+  now: number,
+): Promise<ConfirmationOutcome> {
+  const match = /^([0-9a-f-]{36})\.(\d{13})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!match) return { kind: 'invalid' };
+  const [, accountId = '', expiry = '', presented = ''] = match;
+  const account = await findAccount(deps.db, accountId);
+  // The MAC is computed even for an unknown account, so both take the same work.
+  const expected = await linkMac(deps.secretsKey, accountId, account?.email ?? '', Number(expiry));
+  const actual = fromBase64(presented.replace(/-/g, '+').replace(/_/g, '/'));
+  const valid = actual.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(actual, expected);
+  if (!valid || !account?.email) return { kind: 'invalid' };
+  if (account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
+  if (Number(expiry) <= now) return { kind: 'expired' };
+  const creditBalance = await confirmAccountEmail(deps.db, {
+    accountId,
+    email: account.email,
+    credits: SIGNUP_CREDITS,
+    now,
+  });
+  return creditBalance === null ? { kind: 'already-confirmed' } : { kind: 'confirmed', creditBalance };
+}
+
+export type ResendOutcome =
+  | { kind: 'sent'; to: string }
+  | { kind: 'already-confirmed' }
+  | { kind: 'limited'; retryAfterSeconds: number };
+
+/** Sends the link again to a signed-in, unconfirmed account, RESEND_LIMIT times an hour at most. */
+export async function resendConfirmation(
+  deps: {
+    db: Db;
+    limiters: DurableObjectNamespace<KeyLimiter>;
+    secretsKey: string | undefined;
+    sender: ConfirmationSender;
+  },
+  input: { accountId: string; origin: string; now: number },
+): Promise<ResendOutcome> {
+  const account = await findAccount(deps.db, input.accountId);
+  if (!account?.email || account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
+  const limiter = deps.limiters.get(deps.limiters.idFromName(`confirmation-resend:account:${account.id}`));
+  const decision = await limiter.hit(RESEND_LIMIT.perAccount, RESEND_LIMIT.windowMs);
+  if (!decision.allowed) return { kind: 'limited', retryAfterSeconds: decision.resetSeconds };
+  await sendConfirmation(deps, {
+    accountId: account.id,
+    email: account.email,
+    origin: input.origin,
+    now: input.now,
+  });
+  return { kind: 'sent', to: account.email };
+}
