@@ -3,6 +3,7 @@
 // an inbox that reads the confirmation links the console sender writes.
 import { env, exports } from 'cloudflare:workers';
 import { CONSOLE_LINK_LINE } from '../src/services/confirmation-sender.ts';
+import { fetchWithVars } from './fixtures.ts';
 
 /** Every confirmation link the console sender wrote in this isolate, by address, oldest first. */
 const sentLinks = new Map<string, string[]>();
@@ -75,8 +76,15 @@ export class CookieClient {
    */
   readonly ip: string;
 
-  constructor(ip = `2001:db8:${randomGroup()}:${randomGroup()}::1`) {
+  /** Worker vars over the test env for every request of this client (a deployment's options). */
+  readonly vars: Record<string, string> | null;
+
+  constructor(
+    ip = `2001:db8:${randomGroup()}:${randomGroup()}::1`,
+    vars: Record<string, string> | null = null,
+  ) {
     this.ip = ip;
+    this.vars = vars;
   }
 
   async request(path: string, init: RequestInit = {}): Promise<Response> {
@@ -85,9 +93,10 @@ export class CookieClient {
     if (this.cookies.size > 0) {
       headers.set('Cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));
     }
-    const response = await exports.default.fetch(
-      new Request(`${DASHBOARD_ORIGIN}${path}`, { ...init, headers, redirect: 'manual' }),
-    );
+    const request = new Request(`${DASHBOARD_ORIGIN}${path}`, { ...init, headers, redirect: 'manual' });
+    const response = this.vars
+      ? await fetchWithVars(request, this.vars)
+      : await exports.default.fetch(request);
     for (const header of response.headers.getSetCookie()) {
       const cookie = parseSetCookie(header);
       const expires = cookie.attributes.get('expires');

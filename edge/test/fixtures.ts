@@ -55,7 +55,7 @@ export interface CallOptions {
 let appWithVars: ReturnType<typeof createApp> | null = null;
 
 /** The Worker's app run with `vars` over the test env: the deployment a test needs, per call. */
-async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
+export async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
   appWithVars ??= createApp();
   const ctx = createExecutionContext();
   const response = await appWithVars.fetch(request, { ...env, ...vars }, ctx);

@@ -3,20 +3,27 @@
 // /app.js and their look in /app.css. Static assets get the same headers from public/_headers.
 import { createMiddleware } from 'hono/factory';
 
-export const DASHBOARD_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
+/** The dashboard's CSP; `thirdParty` (a page with a Turnstile widget) may add script and frame origins. */
+export function dashboardCsp(thirdParty: { scripts?: string[]; frames?: string[] } = {}): string {
+  return [
+    "default-src 'self'",
+    ["script-src 'self'", ...(thirdParty.scripts ?? [])].join(' '),
+    "style-src 'self'",
+    "img-src 'self' data:",
+    ...(thirdParty.frames?.length ? [`frame-src ${thirdParty.frames.join(' ')}`] : []),
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+export const DASHBOARD_CSP = dashboardCsp();
 
 export const securityHeaders = createMiddleware(async (c, next) => {
   await next();
   const headers = c.res.headers;
-  headers.set('Content-Security-Policy', DASHBOARD_CSP);
+  // A page that needs more (the sign-up form with Turnstile) set its own, built by dashboardCsp.
+  if (!headers.has('Content-Security-Policy')) headers.set('Content-Security-Policy', DASHBOARD_CSP);
   headers.set('X-Frame-Options', 'DENY');
   headers.set('Referrer-Policy', 'same-origin');
   headers.set('X-Content-Type-Options', 'nosniff');

@@ -6,6 +6,7 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie } from 'hono/cookie';
 import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
+import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
 import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
 import { INVALID_CREDENTIALS, SIGNUP_CREDITS, signIn, signUp } from '../../services/dashboard-accounts.ts';
@@ -13,6 +14,13 @@ import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-
 import { sendConfirmation } from '../../services/email-confirmation.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
+import {
+  TURNSTILE_FIELD,
+  TURNSTILE_ORIGIN,
+  TURNSTILE_SCRIPT,
+  turnstilePasses,
+  turnstileSiteKey,
+} from '../../services/turnstile.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
@@ -65,7 +73,7 @@ function LoginPage(props: AuthFormState & { csrfToken: string; notice?: string |
   );
 }
 
-function SignupPage(props: AuthFormState & { csrfToken: string }) {
+function SignupPage(props: AuthFormState & { csrfToken: string; turnstileSiteKey: string | null }) {
   return (
     <Layout title="Create an account" signedIn={false} csrfToken={props.csrfToken}>
       <section class="auth-card" aria-labelledby="signup-heading">
@@ -96,6 +104,12 @@ function SignupPage(props: AuthFormState & { csrfToken: string }) {
             minlength={MIN_PASSWORD_LENGTH}
             hint={`At least ${MIN_PASSWORD_LENGTH} characters.`}
           />
+          {props.turnstileSiteKey ? (
+            <>
+              <div class="cf-turnstile" data-sitekey={props.turnstileSiteKey} />
+              <script src={TURNSTILE_SCRIPT} async defer />
+            </>
+          ) : null}
           <button type="submit" class="button">
             Create account
           </button>
@@ -126,6 +140,23 @@ export function safeNext(raw: string | undefined): string {
   }
   if (resolved.origin !== base || !/^\/(?![/\\])/.test(resolved.pathname)) return '/';
   return `${resolved.pathname}${resolved.search}${resolved.hash}`;
+}
+
+const TURNSTILE_FAILED =
+  'We could not confirm that a person sent this form. Complete the check above the button and try again.';
+
+/**
+ * The Turnstile site key when the deployment turned the check on, after giving the page the CSP
+ * its widget needs (its script and its frame come from Cloudflare's challenge origin).
+ */
+function signupTurnstile(c: Context<DashboardEnv>): string | null {
+  const siteKey = turnstileSiteKey(c.get('config'));
+  if (siteKey)
+    c.header(
+      'Content-Security-Policy',
+      dashboardCsp({ scripts: [TURNSTILE_ORIGIN], frames: [TURNSTILE_ORIGIN] }),
+    );
+  return siteKey;
 }
 
 export function clientIp(c: Context<DashboardEnv>): string {
@@ -202,16 +233,28 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
 
   dashboard.get('/signup', ...signedOutPage, (c) => {
     if (c.get('session')) return c.redirect('/', 303);
-    return renderPage(c, <SignupPage csrfToken={c.get('csrfToken')} />);
+    const siteKey = signupTurnstile(c);
+    return renderPage(c, <SignupPage csrfToken={c.get('csrfToken')} turnstileSiteKey={siteKey} />);
   });
 
   dashboard.post('/signup', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
     const password = await formText(c, 'password');
-    const page = (error: string) => <SignupPage csrfToken={c.get('csrfToken')} email={email} error={error} />;
+    const siteKey = signupTurnstile(c);
+    const page = (error: string) => (
+      <SignupPage csrfToken={c.get('csrfToken')} email={email} error={error} turnstileSiteKey={siteKey} />
+    );
     const wait = await admit(c, 'signup', email);
     if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
     const config = c.get('config');
+    if (
+      !(await turnstilePasses(
+        config,
+        await formText(c, TURNSTILE_FIELD),
+        c.req.header('cf-connecting-ip') ?? null,
+      ))
+    )
+      return renderPage(c, page(TURNSTILE_FAILED), 400);
     const sender = confirmationSenderFor(config, c.env);
     let created: Awaited<ReturnType<typeof signUp>>;
     try {
