@@ -279,7 +279,11 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
  * its load (minutes on a busy two-core runner), and the caller's own limit (a test hook's
  * timeout, Ctrl-C) decides when to give up.
  */
-async function waitUntil(what: string, child: ChildProcess, ready: () => Promise<boolean>): Promise<void> {
+export async function waitUntil(
+  what: string,
+  child: ChildProcess,
+  ready: () => Promise<boolean>,
+): Promise<void> {
   let exited: number | null = null;
   child.once('exit', (code) => {
     exited = code ?? -1;
