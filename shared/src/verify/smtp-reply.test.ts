@@ -985,6 +985,47 @@ describe('classifyReply properties', () => {
     );
   });
 
+  it('reads a reply the same whatever address it names: a mailbox called spam@ or blocked.user@ is not a policy', () => {
+    const postfixUnknown = (address: string) =>
+      classifyReply(
+        {
+          code: 550,
+          enhanced: '5.1.1',
+          text: `<${address}>: Recipient address rejected: User unknown in local recipient table`,
+        },
+        'rcpt',
+      );
+    const plain = postfixUnknown('alice@example.com');
+    expect(plain.subStatus).toBe('mailbox_not_found');
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...POLICY_WORDS, 'disabled', 'inactive', 'suspended').chain(randomCase),
+        fc.constantFrom('', '.team', '-desk', '+tag'),
+        fc.constantFrom('example.com', 'spam-filter.example', 'policy.example.org'),
+        (word, suffix, domain) => {
+          const named = postfixUnknown(`${word.replaceAll(' ', '.')}${suffix}@${domain}`);
+          expect({ subStatus: named.subStatus, rule: named.rule }).toEqual({
+            subStatus: plain.subStatus,
+            rule: plain.rule,
+          });
+        },
+      ),
+    );
+  });
+
+  it('gives the same reply the same class, frozen so that no reader can change it for the others', () => {
+    const reply = {
+      code: 450,
+      enhanced: '4.2.0',
+      text: '<bob@example.com>: Recipient address rejected: Greylisted',
+    };
+    const first = classifyReply(reply, 'rcpt');
+    expect(classifyReply({ ...reply, text: reply.text.replace('bob', 'carol') }, 'rcpt')).toBe(first);
+    expect(first.subStatus).toBe('greylisted');
+    expect(Object.isFrozen(first) && Object.isFrozen(first.policy)).toBe(true);
+    expect(classifyReply(reply, 'mail')).not.toBe(first);
+  });
+
   it('is total: any reply at any stage gets a known rule, accepted iff 2xx, and never undeliverable for 4xx or before RCPT', () => {
     const ruleIds = new Set(REPLY_RULES.map((rule) => rule.id));
     fc.assert(

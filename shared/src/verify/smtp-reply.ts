@@ -463,9 +463,34 @@ function statedDelaySeconds(text: string): number | undefined {
   return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
 }
 
+// The address a reply names ("<jane@example.com>: Recipient address rejected") says nothing
+// about the reply's meaning, and its words must not match a rule (a mailbox called spam@ or
+// user.disabled@): rules read the text with every address in it replaced by an empty `<>`.
+const ADDRESS_IN_TEXT = /<?[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+>?/g;
+const ADDRESS_TOKEN = '<>';
+
+/**
+ * Classes of replies already read. A batch reads the same replies thousands of times (each
+ * probe's catch-all reply once per address, the same "user unknown" for each address), and a
+ * reply's class depends only on its stage, code and text with the addresses masked. Bounded:
+ * the oldest entry is dropped when it is full.
+ */
+const CLASSIFIED = new Map<string, ReplyClass>();
+const CLASSIFIED_LIMIT = 2_048;
+
 /** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
 export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
-  const text = reply.text.replace(/\s+/g, ' ').trim();
+  const text = reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN).replace(/\s+/g, ' ').trim();
+  const key = `${stage}\n${reply.code}\n${reply.enhanced ?? ''}\n${text}`;
+  const known = CLASSIFIED.get(key);
+  if (known) return known;
+  const classified = classifyText(reply, text, stage);
+  if (CLASSIFIED.size >= CLASSIFIED_LIMIT) CLASSIFIED.delete(CLASSIFIED.keys().next().value as string);
+  CLASSIFIED.set(key, classified);
+  return classified;
+}
+
+function classifyText(reply: SmtpReply, text: string, stage: ReplyStage): ReplyClass {
   const enhanced = enhancedCodeOf(reply);
   const matched = COMPILED_RULES.find(
     ({ rule, enhanced: enhancedPattern }) =>
@@ -490,11 +515,12 @@ export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
       (policy.retry === 'greylist' ? DEFAULT_GREYLIST_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) policy.retryAfterSeconds = retryAfterSeconds;
   }
-  return {
+  // Shared by every caller that reads the same reply: frozen, so none can change it for the others.
+  return Object.freeze({
     subStatus: rule.subStatus,
     accepted: rule.subStatus === 'accepted_email',
     rejectsMailbox: SUB_STATUSES[rule.subStatus] === 'undeliverable',
-    policy,
+    policy: Object.freeze(policy),
     rule: rule.id,
-  };
+  });
 }
