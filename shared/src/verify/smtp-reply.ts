@@ -481,20 +481,20 @@ const CLASSIFIED_LIMIT = 2_048;
 /** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
 export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
   const text = reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN).replace(/\s+/g, ' ').trim();
-  const key = `${stage}\n${reply.code}\n${reply.enhanced ?? ''}\n${text}`;
+  const enhanced = enhancedCodeOf(reply);
+  const key = `${stage}\n${reply.code}\n${enhanced ?? ''}\n${text}`;
   const known = CLASSIFIED.get(key);
   if (known) return known;
-  const classified = classifyText(reply, text, stage);
+  const classified = classifyText(reply.code, enhanced, text, stage);
   if (CLASSIFIED.size >= CLASSIFIED_LIMIT) CLASSIFIED.delete(CLASSIFIED.keys().next().value as string);
   CLASSIFIED.set(key, classified);
   return classified;
 }
 
-function classifyText(reply: SmtpReply, text: string, stage: ReplyStage): ReplyClass {
-  const enhanced = enhancedCodeOf(reply);
+function classifyText(code: number, enhanced: string | null, text: string, stage: ReplyStage): ReplyClass {
   const matched = COMPILED_RULES.find(
     ({ rule, enhanced: enhancedPattern }) =>
-      codeMatches(rule.code, reply.code) &&
+      codeMatches(rule.code, code) &&
       (!rule.stage || rule.stage.includes(stage)) &&
       (!enhancedPattern || (enhanced !== null && enhancedPattern.test(enhanced))) &&
       (!rule.text || rule.text.test(text)),
@@ -503,7 +503,7 @@ function classifyText(reply: SmtpReply, text: string, stage: ReplyStage): ReplyC
   const rule: ReplyRule = matched?.rule ?? { id: 'unclassifiable', subStatus: 'invalid_smtp_response' };
   const table = policyOf(rule.subStatus);
   // RFC 5321 §4.2.1: only a 4yz reply is transient; a 5yz one is the server's final answer.
-  const temporary = reply.code >= 400 && reply.code < 500;
+  const temporary = code >= 400 && code < 500;
   const policy: OutcomePolicy = {
     retry: temporary ? (rule.retry ?? table.retry) : 'none',
     refundable: table.refundable,
