@@ -114,6 +114,12 @@ export class ProberHub extends DurableObject<Env> {
   /** Probers whose link closed: their socket may still be listed while its close is handled. */
   #gone = new Set<string>();
   #settling: SettledTask[] = [];
+  /**
+   * Each link's attachment as last written: the scheduler reads every link's on each probe it
+   * starts or ends, and deserialising it each time was a tenth of the hub's work. After a
+   * hibernation the map is empty and each attachment is read back once.
+   */
+  #attachments = new WeakMap<WebSocket, ProberAttachment>();
   #settleTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -131,7 +137,7 @@ export class ProberHub extends DurableObject<Env> {
     const { 0: client, 1: server } = new WebSocketPair();
     const proberId = crypto.randomUUID();
     this.ctx.acceptWebSocket(server, [proberId]);
-    server.serializeAttachment({
+    this.#attach(server, {
       proberId,
       tokenId,
       region,
@@ -156,14 +162,12 @@ export class ProberHub extends DurableObject<Env> {
   /** Closes the link of every prober whose token is revoked (or gone); returns how many. */
   async dropRevokedProbers(): Promise<number> {
     const sockets = this.ctx.getWebSockets();
-    const tokenIds = [
-      ...new Set(sockets.map((ws) => (ws.deserializeAttachment() as ProberAttachment).tokenId)),
-    ];
+    const tokenIds = [...new Set(sockets.map((ws) => this.#attachmentOf(ws).tokenId))];
     if (tokenIds.length === 0) return 0;
     const live = await liveProberTokenIds(createDb(this.env.DB), tokenIds);
     let dropped = 0;
     for (const ws of sockets) {
-      if (live.has((ws.deserializeAttachment() as ProberAttachment).tokenId)) continue;
+      if (live.has(this.#attachmentOf(ws).tokenId)) continue;
       this.#forget(ws);
       ws.close(TOKEN_REVOKED_CLOSE_CODE, 'token revoked');
       dropped++;
@@ -173,7 +177,7 @@ export class ProberHub extends DurableObject<Env> {
 
   override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
     meter({ doWebSocketMessages: 1 });
-    const attachment = ws.deserializeAttachment() as ProberAttachment;
+    const attachment = this.#attachmentOf(ws);
     let parsed: ProberMessage;
     try {
       const result = ProberMessage.safeParse(
@@ -196,7 +200,7 @@ export class ProberHub extends DurableObject<Env> {
           ws.close(4003, `this token is for region ${attachment.region}`);
           return;
         }
-        ws.serializeAttachment({
+        this.#attach(ws, {
           ...attachment,
           ready: true,
           capacity: Math.min(parsed.capacity, MAX_PROBER_CAPACITY),
@@ -215,7 +219,7 @@ export class ProberHub extends DurableObject<Env> {
         this.#resend(parsed.id);
         return;
       case 'drain':
-        ws.serializeAttachment({ ...attachment, draining: true });
+        this.#attach(ws, { ...attachment, draining: true });
         this.#pump();
         return;
       case 'pong':
@@ -304,7 +308,7 @@ export class ProberHub extends DurableObject<Env> {
   /** Connected probers, for operators and tests. */
   status(): ProberStatus[] {
     return this.ctx.getWebSockets().map((ws) => {
-      const attachment = ws.deserializeAttachment() as ProberAttachment;
+      const attachment = this.#attachmentOf(ws);
       return {
         proberId: attachment.proberId,
         region: attachment.region,
@@ -323,6 +327,21 @@ export class ProberHub extends DurableObject<Env> {
     let batch = 0;
     for (const lane of this.#batch.values()) batch += lane.length;
     return { single: this.#single.length, batch, running: this.#running.size };
+  }
+
+  #attachmentOf(ws: WebSocket): ProberAttachment {
+    let attachment = this.#attachments.get(ws);
+    if (!attachment) {
+      attachment = ws.deserializeAttachment() as ProberAttachment;
+      this.#attachments.set(ws, attachment);
+    }
+    return attachment;
+  }
+
+  /** Stores a link's attachment with the socket (it outlives a hibernation) and in memory. */
+  #attach(ws: WebSocket, attachment: ProberAttachment): void {
+    ws.serializeAttachment(attachment);
+    this.#attachments.set(ws, attachment);
   }
 
   // ── scheduling ───────────────────────────────────────────────────────────────────────
@@ -473,7 +492,7 @@ export class ProberHub extends DurableObject<Env> {
   #readyProbers(): ReadyProber[] {
     const ready: ReadyProber[] = [];
     for (const ws of this.ctx.getWebSockets()) {
-      const attachment = ws.deserializeAttachment() as ProberAttachment;
+      const attachment = this.#attachmentOf(ws);
       if (attachment.ready && !attachment.draining && !this.#gone.has(attachment.proberId))
         ready.push({ ws, attachment });
     }
@@ -511,7 +530,7 @@ export class ProberHub extends DurableObject<Env> {
   }
 
   #forget(ws: WebSocket): void {
-    const { proberId } = ws.deserializeAttachment() as ProberAttachment;
+    const { proberId } = this.#attachmentOf(ws);
     this.#gone.add(proberId);
     // Its probes go to another prober (or, with none left, back to their schedule).
     for (const [id, running] of [...this.#running]) {

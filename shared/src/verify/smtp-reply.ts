@@ -480,7 +480,8 @@ const CLASSIFIED_LIMIT = 2_048;
 
 /** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
 export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
-  const text = reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN).replace(/\s+/g, ' ').trim();
+  const named = reply.text.includes('@') ? reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : reply.text;
+  const text = named.replace(/\s+/g, ' ').trim();
   const enhanced = enhancedCodeOf(reply);
   const key = `${stage}\n${reply.code}\n${enhanced ?? ''}\n${text}`;
   const known = CLASSIFIED.get(key);
