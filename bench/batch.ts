@@ -20,6 +20,7 @@ import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
+import { busiestShare, treeCpuSeconds } from './process-tree.ts';
 import type { Figure } from './run.ts';
 
 /** Workers Paid prices in USD per unit, as published on developers.cloudflare.com (README). */
@@ -143,6 +144,7 @@ try {
   for (const mx of world.companyMx) mx.resetStats();
   const meterStart = meterLines.length;
   const list = companyList({ count: ADDRESSES, domains: 200 });
+  const edgeCpuBefore = treeCpuSeconds(stack.edge.pid ?? 0);
   const during: number[] = [];
   const duringEmpty: number[] = [];
   let running = true;
@@ -159,6 +161,7 @@ try {
     batchKey,
     list.map((entry) => entry.address),
   );
+  const edgeCpuAfter = treeCpuSeconds(stack.edge.pid ?? 0);
   running = false;
   await calls;
   // Let the last meter lines of the run arrive.
@@ -195,6 +198,13 @@ try {
     },
     { name: 'empty request, idle, p50 (local runtime floor)', value: p50(idleEmpty), unit: 'ms' },
     { name: 'empty request while the 10k job runs, p50', value: p50(duringEmpty), unit: 'ms' },
+    {
+      // The Worker, both Durable Objects and the local D1 run in one single-threaded workerd:
+      // near 100 %, every request waits its turn behind the job's work (a local limit).
+      name: 'busiest edge process during the 10k job (one core = 100)',
+      value: 100 * busiestShare(edgeCpuBefore, edgeCpuAfter, big.seconds),
+      unit: '%',
+    },
   );
 
   const perThousand = (count: number) => (count / ADDRESSES) * 1000;
