@@ -2,17 +2,17 @@
 // answers the DoH stub and the UDP server give for a zone, without a socket or a clock. A
 // silent name fails at once as a timeout would.
 import dnsPacket from 'dns-packet';
-import type { DnsLookup, LookupOutcome, MxRecord } from '../../shared/src/dns/lookup.ts';
+import type { DnsLookup, LookupOutcome, MxRecord, TenantLookup } from '../../shared/src/dns/lookup.ts';
 import { answerQuery, namesThatExist } from '../world/dns-answer.ts';
 import type { ZoneEntry } from '../world/zone.ts';
 
 const RCODE_NXDOMAIN = 3;
 
-export function zoneLookup(zone: Readonly<Record<string, ZoneEntry>>): DnsLookup {
+export function zoneLookup(zone: Readonly<Record<string, ZoneEntry>>): DnsLookup & TenantLookup {
   const existingNames = namesThatExist(zone);
   function ask<Record>(
     name: string,
-    type: 'MX' | 'A' | 'AAAA',
+    type: 'MX' | 'A' | 'AAAA' | 'TXT' | 'CNAME',
     recordOf: (answer: dnsPacket.Answer) => Record | null,
   ): Promise<LookupOutcome<Record>> {
     const query = dnsPacket.encode({
@@ -47,5 +47,16 @@ export function zoneLookup(zone: Readonly<Record<string, ZoneEntry>>): DnsLookup
       ),
     a: (host) => ask(host, 'A', address),
     aaaa: (host) => ask(host, 'AAAA', address),
+    // dns-packet gives a TXT record's character-strings as buffers; RFC 7208 §3.3 joins them.
+    txt: (name) =>
+      ask(name, 'TXT', (answer) =>
+        answer.type === 'TXT'
+          ? (Array.isArray(answer.data) ? answer.data : [answer.data]).map((part) => part.toString()).join('')
+          : null,
+      ),
+    cname: (name) =>
+      ask(name, 'CNAME', (answer) =>
+        answer.type === 'CNAME' && typeof answer.data === 'string' ? answer.data : null,
+      ),
   };
 }

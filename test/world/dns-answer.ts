@@ -112,6 +112,9 @@ function recordsOf(entry: ZoneEntry, type: string, name: string): dnsPacket.Answ
       return (entry.AAAA ?? []).map((ip) => ({ ...common, type: 'AAAA', data: ip }));
     case 'TXT':
       return (entry.TXT ?? []).map((text) => ({ ...common, type: 'TXT', data: text }));
+    // Asked for CNAME itself, a resolver answers the alias without following it (RFC 1034 §3.6.2).
+    case 'CNAME':
+      return entry.CNAME === undefined ? [] : [{ ...common, type: 'CNAME', data: entry.CNAME }];
     default:
       return [];
   }

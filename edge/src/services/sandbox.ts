@@ -38,7 +38,14 @@ export function sandboxVerify(email: string, now: number): VerificationResult {
   const syntax = checkSyntax(email);
   const verifiedAt = new Date(now).toISOString();
   if (!syntax.valid || syntax.ipLiteral)
-    return assessAddress({ email, dns: null, probe: { kind: 'skipped' }, verifiedAt, processingTimeMs: 0 });
+    return assessAddress({
+      email,
+      dns: null,
+      probe: { kind: 'skipped' },
+      sandbox: true,
+      verifiedAt,
+      processingTimeMs: 0,
+    });
   const magic = SANDBOX_ADDRESSES[syntax.localPart.toLowerCase()];
   const dns: DnsOutcome = {
     kind: 'mx',
@@ -50,7 +57,7 @@ export function sandboxVerify(email: string, now: number): VerificationResult {
     probe = magic.rcpt
       ? { kind: 'report', report: sandboxReport(syntax.email, magic.rcpt, magic.catchAll) }
       : { kind: 'timeout' };
-  return assessAddress({ email, dns, probe, verifiedAt, processingTimeMs: 0 });
+  return assessAddress({ email, dns, probe, sandbox: true, verifiedAt, processingTimeMs: 0 });
 }
 
 function sandboxReport(email: string, rcpt: SmtpReply, catchAll: SmtpReply | undefined): ProbeReport {

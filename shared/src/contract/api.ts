@@ -51,6 +51,9 @@ export type Checks = z.infer<typeof Checks>;
 
 export const DNS_TYPES = ['MX', 'A', 'AAAA', 'NULL_MX'] as const;
 
+/** How a verdict's SMTP answer was reached (Meta.verifiedVia). */
+export const VERIFIED_VIA = ['mx', 'tenant', 'sandbox'] as const;
+
 export const Meta = z
   .object({
     domain: z.string().describe('the domain in A-label (punycode) form'),
@@ -65,6 +68,14 @@ export const Meta = z
       .datetime()
       .describe('when this verdict was reached; for a cached answer, its first time'),
     processingTimeMs: z.number().int().min(0).describe('how long reaching the verdict took'),
+    verifiedVia: z
+      .enum(VERIFIED_VIA)
+      .nullable()
+      .describe(
+        "how the SMTP answer was reached: `mx`, the domain's mail server; `tenant`, the Microsoft 365 or " +
+          'Google Workspace tenant behind a security gateway that accepts every address (the gateway ' +
+          "stays `checks.isCatchAll`); `sandbox`, a test key's fixed answer; null, no SMTP answer was used",
+      ),
     cached: z
       .boolean()
       .describe(

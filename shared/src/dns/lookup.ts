@@ -34,3 +34,13 @@ export interface DnsLookup {
   /** IPv6 addresses, RFC 5952 text. */
   aaaa(host: string): Promise<LookupOutcome<string>>;
 }
+
+/**
+ * The questions tenant detection asks besides a host's addresses: a name's TXT records (each
+ * record's character-strings joined, as RFC 7208 §3.3 reads them) and the target of a name's
+ * CNAME record (RFC 1034 §3.6.2), not followed.
+ */
+export interface TenantLookup extends Pick<DnsLookup, 'a' | 'aaaa'> {
+  txt(name: string): Promise<LookupOutcome<string>>;
+  cname(name: string): Promise<LookupOutcome<string>>;
+}

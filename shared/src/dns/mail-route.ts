@@ -80,6 +80,18 @@ export async function mailRoute(
 }
 
 /**
+ * The route through one named host, resolved and filtered as an MX host is (special-purpose
+ * addresses, RFC 6890): how a mail tenant's own inbound host is reached behind its gateway.
+ */
+export async function hostRoute(
+  host: string,
+  lookup: Pick<DnsLookup, 'a' | 'aaaa'>,
+  options: MailRouteOptions,
+): Promise<DnsOutcome> {
+  return routeThrough([await addressesOf(normaliseName(host), 0, lookup)], 'MX', options);
+}
+
+/**
  * The outcome for resolved hosts, best first. Special-purpose addresses (RFC 6890) are dropped
  * unless allowed, and hosts left without addresses with them. A host whose lookups failed is
  * skipped as a sender skips an MX it cannot resolve, as long as another host is left; with none
@@ -127,7 +139,11 @@ function withinContract(host: MxTarget): MxTarget {
  * A and AAAA of `host`, asked together; IPv4 first, as most MX hosts and probers prefer it.
  * Whatever one of them found is used even when the other failed, as MTAs do.
  */
-async function addressesOf(host: string, preference: number, lookup: DnsLookup): Promise<HostAddresses> {
+async function addressesOf(
+  host: string,
+  preference: number,
+  lookup: Pick<DnsLookup, 'a' | 'aaaa'>,
+): Promise<HostAddresses> {
   const [ipv4, ipv6] = await Promise.all([lookup.a(host), lookup.aaaa(host)]);
   const ips: string[] = [];
   let failure: FailedLookup | null = null;

@@ -2,7 +2,7 @@
 // (syntax, lists with the MX hosts, typo) and the verdict, in the one order every caller
 // needs — single verification, the batch consumer, the sandbox, upload planning, the CLI.
 import type { VerificationResult } from '../contract/api.ts';
-import type { DnsOutcome, ListFacts, ProbeOutcome } from './inputs.ts';
+import type { DnsOutcome, ListFacts, ProbeOutcome, TenantProbe } from './inputs.ts';
 import { lookupLists } from './lists.ts';
 import { providerFamilyOf } from './providers.ts';
 import { checkSyntax } from './syntax.ts';
@@ -21,6 +21,10 @@ export interface Assessment {
   /** The mail route, or null when it was not resolved (invalid syntax, IP literal). */
   dns: DnsOutcome | null;
   probe: ProbeOutcome;
+  /** The tenant behind a catch-all gateway MX and its probe, when one was asked. */
+  tenant?: TenantProbe | null;
+  /** A test key's fixed answer. */
+  sandbox?: boolean;
   verifiedAt: string;
   processingTimeMs: number;
 }
@@ -47,6 +51,8 @@ export function assessVerdict(assessment: Assessment): Verdict {
     typo: syntax.valid && !syntax.ipLiteral ? suggestTypo(syntax.domain) : null,
     dns: assessment.dns,
     probe: assessment.probe,
+    tenant: assessment.tenant ?? null,
+    sandbox: assessment.sandbox ?? false,
     verifiedAt: assessment.verifiedAt,
     processingTimeMs: assessment.processingTimeMs,
   });

@@ -22,6 +22,17 @@ export type ProbeOutcome =
   | { kind: 'timeout' } // the time budget ran out waiting for the prober
   | { kind: 'skipped' }; // not attempted: syntax or DNS already decided
 
+/**
+ * The mail tenant behind the domain's catch-all security gateway and what a probe of its own
+ * inbound host gave (shared/src/dns/mail-tenant.ts finds it).
+ */
+export interface TenantProbe {
+  /** The provider registry id of the tenant's provider (microsoft, google). */
+  provider: string;
+  inboundHost: string;
+  probe: ProbeOutcome;
+}
+
 /** `checkSyntax`'s answer. The domain is lower-cased and in A-label (punycode) form. */
 export type SyntaxResult =
   | {

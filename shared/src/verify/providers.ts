@@ -52,11 +52,33 @@ export interface ReplyQuirk extends ReplyRule {
 export interface GatewayFacts {
   /**
    * Ids of the mailbox providers whose tenants commonly sit behind this gateway (Microsoft 365,
-   * Google Workspace). The gateway takes every RCPT for its customers' domains, so the answer
-   * it gives is the gateway's; the tenant behind it, found from DNS, answers per mailbox. Not
-   * looked up yet: the field says where such a lookup would ask.
+   * Google Workspace), in the order tenant detection tries them. The gateway takes every RCPT
+   * for its customers' domains, so the answer it gives is the gateway's; the tenant behind it,
+   * found from DNS by each provider's `tenant` signals (shared/src/dns/mail-tenant.ts), answers
+   * per mailbox.
    */
   readonly fronts: readonly string[];
+}
+
+/**
+ * How a domain shows, in its own DNS, that it has a tenant at a mailbox provider, and where that
+ * tenant takes mail directly. Each list is matched case-insensitively.
+ */
+export interface TenantSignals {
+  /** `include:` targets of the domain's SPF record (RFC 7208 §5.2) that only the provider's customers publish. */
+  readonly spfIncludes: readonly string[];
+  /** Prefixes of the TXT records the provider has a customer publish to prove the domain is theirs. */
+  readonly verificationTxtPrefixes: readonly string[];
+  /** Where `autodiscover.<domain>` points (a CNAME) for the provider's customers. */
+  readonly autodiscoverTargets: readonly string[];
+  /**
+   * The tenant's own inbound host: one `host` for every customer, or the domain with each '.'
+   * turned into `replaceDotsWith`, followed by `suffix` (a host that exists only while the
+   * provider serves the domain, so detection confirms it resolves before using it).
+   */
+  readonly inbound:
+    | { readonly kind: 'fixed'; readonly host: string }
+    | { readonly kind: 'from_domain'; readonly replaceDotsWith: string; readonly suffix: string };
 }
 
 export interface MailProvider {
@@ -84,6 +106,8 @@ export interface MailProvider {
   readonly replyQuirks?: readonly ReplyQuirk[];
   /** Set for a security gateway in front of other providers' tenants; absent for a mailbox provider. */
   readonly gateway?: GatewayFacts;
+  /** Set for a mailbox provider whose customers' tenants can be found from their DNS behind a gateway. */
+  readonly tenant?: TenantSignals;
 }
 
 const TEMPORARY = [400, 499] as const;
@@ -104,6 +128,15 @@ export const PROVIDERS: readonly MailProvider[] = [
     // Gmail and Google Workspace MX hosts rate-limit with 421 4.7.28 when one client opens many
     // sessions; 20 at once across all of them keeps a prober clear of it.
     politeness: { maxSessions: 20 },
+    // Google Workspace: SPF "v=spf1 include:_spf.google.com ~all" (support.google.com/a/answer/33786),
+    // domain verification "google-site-verification=…" TXT (support.google.com/a/answer/183895),
+    // inbound mail at aspmx.l.google.com for every customer domain (support.google.com/a/answer/140034).
+    tenant: {
+      spfIncludes: ['_spf.google.com'],
+      verificationTxtPrefixes: ['google-site-verification='],
+      autodiscoverTargets: [],
+      inbound: { kind: 'fixed', host: 'aspmx.l.google.com' },
+    },
     replyQuirks: [
       // Gmail 4.2.1: this recipient is receiving mail faster than Gmail will accept it.
       {
@@ -129,6 +162,17 @@ export const PROVIDERS: readonly MailProvider[] = [
     // (Outlook.com), mx1.hotmail.com
     mxSuffixes: ['outlook.com', 'hotmail.com'],
     rcpt: 'verifiable',
+    // Microsoft 365 (learn.microsoft.com/microsoft-365/admin/get-help-with-domains/create-dns-records-at-any-dns-hosting-provider):
+    // the verification TXT "MS=ms<digits>", SPF "v=spf1 include:spf.protection.outlook.com -all",
+    // the CNAME autodiscover.<domain> → autodiscover.outlook.com, and the MX
+    // <domain with '.' → '-'>.mail.protection.outlook.com, which Exchange Online Protection
+    // answers for the tenant's verified domains only.
+    tenant: {
+      spfIncludes: ['spf.protection.outlook.com'],
+      verificationTxtPrefixes: ['ms=ms'],
+      autodiscoverTargets: ['autodiscover.outlook.com'],
+      inbound: { kind: 'from_domain', replaceDotsWith: '-', suffix: 'mail.protection.outlook.com' },
+    },
     replyQuirks: [
       // Microsoft: "451 4.7.500 Server busy. Please try again later from [ip]. (S77714)".
       {

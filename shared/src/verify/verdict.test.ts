@@ -569,6 +569,7 @@ describe('computeVerdict checks and meta', () => {
       dnsType: 'MX',
       verifiedAt: VERIFIED_AT,
       processingTimeMs: 813,
+      verifiedVia: 'mx',
       cached: false,
     });
     expect(result.checks).toEqual({
@@ -1129,5 +1130,122 @@ describe('a typo domain that the disposable lists carry', () => {
     });
     expect(result).toMatchObject({ subStatus: 'possible_typo', checks: { isDisposable: false } });
     expect(result.riskFactors).toContain(RISK_FACTORS.typoSquatting);
+  });
+});
+
+describe('a catch-all security gateway and the tenant behind it', () => {
+  const GATEWAY: DnsOutcome = {
+    kind: 'mx',
+    dnsType: 'MX',
+    mx: [{ host: 'mx0a-1.pphosted.com', preference: 10, ips: ['192.0.2.9'] }],
+  };
+  const email = 'alice@example.com';
+  const TENANT_HOST = 'example-com.mail.protection.outlook.com';
+  // Microsoft 365's reply for a recipient not in the tenant (smtp-reply.corpus.ts, lhost-office365-13).
+  const NOT_FOUND: SmtpReply = {
+    code: 550,
+    enhanced: '5.1.10',
+    text: 'RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+  };
+  const RELAY_DENIED: SmtpReply = {
+    code: 550,
+    enhanced: '5.7.64',
+    text: 'TenantAttribution; Relay Access Denied',
+  };
+  const tenant = (
+    reply: SmtpReply | null,
+    catchAll: SmtpReply | null = USER_UNKNOWN,
+    failure: SessionFailure | null = null,
+  ) => ({
+    provider: 'microsoft',
+    inboundHost: TENANT_HOST,
+    probe: rcpt(email, reply, catchAll, failure),
+  });
+  const behindGateway = (overrides: Partial<VerdictInput>) =>
+    computeVerdict(
+      verdictInput(email, { dns: GATEWAY, probe: rcpt(email, ACCEPTED, ACCEPTED), ...overrides }),
+    );
+
+  it.each<[string, Partial<VerdictInput>, Record<string, unknown>]>([
+    [
+      'the tenant accepts the mailbox and refuses a made-up one: deliverable, the gateway still catch-all',
+      { tenant: tenant(ACCEPTED) },
+      {
+        status: 'deliverable',
+        subStatus: 'accepted_email',
+        isDeliverable: true,
+        checks: { smtpValid: true, isCatchAll: true },
+        meta: { verifiedVia: 'tenant' },
+        riskFactors: [],
+      },
+    ],
+    [
+      'the tenant does not know the mailbox: undeliverable',
+      { tenant: tenant(NOT_FOUND) },
+      {
+        status: 'undeliverable',
+        subStatus: 'mailbox_not_found',
+        isDeliverable: false,
+        checks: { smtpValid: false, isCatchAll: true },
+        meta: { verifiedVia: 'tenant' },
+      },
+    ],
+    [
+      'the tenant refuses the check (relay denied): the gateway answer stands',
+      { tenant: tenant(RELAY_DENIED) },
+      { status: 'risky', subStatus: 'catch_all', checks: { isCatchAll: true }, meta: { verifiedVia: 'mx' } },
+    ],
+    [
+      'the tenant accepts everything too: the gateway answer stands',
+      { tenant: tenant(ACCEPTED, ACCEPTED) },
+      { status: 'risky', subStatus: 'catch_all', meta: { verifiedVia: 'mx' } },
+    ],
+    [
+      'the tenant accepts, but its made-up address was not asked: the gateway answer stands',
+      { tenant: tenant(ACCEPTED, null) },
+      { status: 'risky', subStatus: 'catch_all', meta: { verifiedVia: 'mx' } },
+    ],
+    [
+      'the tenant could not be reached: the gateway answer stands',
+      { tenant: { provider: 'microsoft', inboundHost: TENANT_HOST, probe: { kind: 'timeout' } } },
+      { status: 'risky', subStatus: 'catch_all', isDeliverable: false, meta: { verifiedVia: 'mx' } },
+    ],
+    [
+      'no tenant found',
+      { tenant: null },
+      {
+        status: 'risky',
+        subStatus: 'catch_all',
+        riskFactors: [RISK_FACTORS.catchAll],
+        meta: { verifiedVia: 'mx' },
+      },
+    ],
+    [
+      'a gateway that is not catch-all keeps its own answer, whatever a tenant says',
+      { probe: rcpt(email, ACCEPTED, USER_UNKNOWN), tenant: tenant(NOT_FOUND) },
+      { status: 'deliverable', checks: { isCatchAll: false }, meta: { verifiedVia: 'mx' } },
+    ],
+    [
+      'a role address the tenant accepts is role_based',
+      {
+        email: 'info@example.com',
+        syntax: validSyntax('info@example.com'),
+        lists: ROLE,
+        probe: rcpt('info@example.com', ACCEPTED, ACCEPTED),
+        tenant: { ...tenant(null), probe: rcpt('info@example.com', ACCEPTED, USER_UNKNOWN) },
+      },
+      { status: 'risky', subStatus: 'role_based', isDeliverable: true, meta: { verifiedVia: 'tenant' } },
+    ],
+  ])('%s', (_name, overrides, expected) => {
+    const result = behindGateway(overrides);
+    expect(result).toMatchObject(expected);
+    expect(VerificationResult.parse(result)).toEqual(result);
+  });
+
+  it('says verifiedVia null when no SMTP answer was used, and sandbox for a test key', () => {
+    expect(computeVerdict(verdictInput(email)).meta.verifiedVia).toBeNull();
+    expect(
+      computeVerdict(verdictInput(email, { sandbox: true, probe: rcpt(email, ACCEPTED) })).meta.verifiedVia,
+    ).toBe('sandbox');
   });
 });

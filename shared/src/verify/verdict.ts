@@ -19,6 +19,12 @@
 //         possible_spamtrap › toxic › disposable › possible_typo — since the domain is known to
 //         receive mail and the address is risky whatever its mailbox says; otherwise the SMTP
 //         reason stands (unknown/…). A role address needs an accepting mailbox to be role_based.
+//   A catch-all security gateway (Proofpoint, Mimecast, …) in front of a Microsoft 365 or Google
+//   Workspace tenant: when the gateway accepted the address and its made-up one, the tenant's own
+//   inbound host decides in its place if it gave a mailbox answer (accepted while refusing a
+//   made-up address, or a mailbox code); `isCatchAll` stays true, for the gateway, and
+//   `meta.verifiedVia` says `tenant`. A tenant that refused the check, or none, leaves 3b's
+//   catch_all.
 //   A typo domain that the disposable lists carry is a typo, not disposable (see decideVerdict).
 import {
   Meta,
@@ -30,7 +36,7 @@ import {
 } from '../contract/api.ts';
 import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
-import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult } from './inputs.ts';
+import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
 import { classifyReply, type ReplyStage } from './smtp-reply.ts';
 
@@ -43,6 +49,10 @@ export interface VerdictInput {
   /** null: not resolved (invalid syntax or IP literal). */
   dns: DnsOutcome | null;
   probe: ProbeOutcome;
+  /** The tenant behind a catch-all gateway MX and its probe, when one was asked. */
+  tenant?: TenantProbe | null;
+  /** A test key's fixed answer (edge/src/services/sandbox.ts): `meta.verifiedVia` says so. */
+  sandbox?: boolean;
   /** ISO 8601 instant. */
   verifiedAt: string;
   processingTimeMs: number;
@@ -177,6 +187,27 @@ export function catchAllReading(reply: SmtpReply): boolean | null {
   return null;
 }
 
+/**
+ * Whether the probe's MX accepted one of `addresses` and a made-up address too: the answer a
+ * tenant behind a security gateway may replace (verifyAddress asks the tenant only then).
+ */
+export function acceptedByCatchAll(report: ProbeReport, addresses: readonly string[]): boolean {
+  return catchAllState(report) === true && answerFor(report, addresses).accepted;
+}
+
+/** The tenant's answer for `addresses` when it is a mailbox answer that can replace a catch-all gateway's. */
+function tenantAnswer(
+  tenant: TenantProbe | null | undefined,
+  addresses: readonly string[],
+): SmtpAnswer | null {
+  if (tenant?.probe.kind !== 'report') return null;
+  const answer = answerFor(tenant.probe.report, addresses);
+  if (answer.rejectsMailbox) return answer;
+  // An acceptance tells only while the tenant refuses a made-up address of the domain.
+  if (answer.accepted && catchAllState(tenant.probe.report) === false) return answer;
+  return null;
+}
+
 function splitAddress(email: string): { localPart: string; domain: string } {
   const at = email.lastIndexOf('@');
   if (at < 0) return { localPart: email, domain: '' };
@@ -210,6 +241,8 @@ interface Decision {
   mailboxAccepted: boolean;
   greylisted: boolean;
   mxHost: string | null;
+  /** Whose SMTP answer decided; null when none was used. */
+  verifiedVia: 'mx' | 'tenant' | null;
   /** What a batch does with this answer. */
   policy: OutcomePolicy;
 }
@@ -227,6 +260,7 @@ function settled(
     mailboxAccepted: false,
     greylisted: false,
     mxHost,
+    verifiedVia: null,
     policy: policyOf(subStatus),
   };
 }
@@ -289,18 +323,26 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
   let answer = NO_ANSWER;
   let isCatchAll: boolean | null = null;
   let mxHost = firstMxHost(dns);
+  let verifiedVia: Decision['verifiedVia'] = null;
   if (probe.kind === 'report') {
     const addresses = [input.email.trim(), syntax.email];
     answer = answerFor(probe.report, addresses);
     isCatchAll = catchAllState(probe.report);
     mxHost = probe.report.session.mxHost ?? mxHost;
+    verifiedVia = 'mx';
+    const fromTenant = answer.accepted && isCatchAll === true ? tenantAnswer(input.tenant, addresses) : null;
+    if (fromTenant) {
+      answer = fromTenant;
+      verifiedVia = 'tenant';
+    }
   } else if (probe.kind === 'timeout') {
     answer = noReply('smtp_timeout');
   }
 
-  const base = { isCatchAll, mxHost, greylisted: answer.subStatus === 'greylisted' };
+  const base = { isCatchAll, mxHost, verifiedVia, greylisted: answer.subStatus === 'greylisted' };
   if (answer.accepted) {
-    const subStatus = acceptedSubStatus(input, facts, isCatchAll);
+    // The tenant confirmed the mailbox: the gateway's catch-all no longer hides it.
+    const subStatus = acceptedSubStatus(input, facts, verifiedVia === 'tenant' ? false : isCatchAll);
     return {
       ...base,
       status: SUB_STATUSES[subStatus],
@@ -350,7 +392,7 @@ function riskFactorsOf(input: VerdictInput, facts: AddressFacts, decision: Decis
   const factors: string[] = [];
   if (facts.spamtrapLike) factors.push(RISK_FACTORS.spamtrap);
   if (lists.isRoleBased) factors.push(RISK_FACTORS.roleBased);
-  if (decision.isCatchAll === true) factors.push(RISK_FACTORS.catchAll);
+  if (decision.isCatchAll === true && decision.verifiedVia !== 'tenant') factors.push(RISK_FACTORS.catchAll);
   if (lists.isDisposable) factors.push(RISK_FACTORS.disposable);
   if (lists.isFreeProvider) factors.push(RISK_FACTORS.freeProvider);
   if (syntax.valid && syntax.quotedLocalPart) factors.push(RISK_FACTORS.quotedLocalPart);
@@ -419,7 +461,7 @@ export function decideVerdict(given: VerdictInput): Verdict {
   const riskFactors = riskFactorsOf(input, facts, decision);
   const isDeliverable =
     decision.mailboxAccepted &&
-    decision.isCatchAll !== true &&
+    (decision.isCatchAll !== true || decision.verifiedVia === 'tenant') &&
     (decision.subStatus === 'accepted_email' || decision.subStatus === 'role_based');
   const result: VerificationResult = {
     email: input.email.trim(),
@@ -456,6 +498,7 @@ export function decideVerdict(given: VerdictInput): Verdict {
       dnsType: dnsTypeOf(dns),
       verifiedAt: isoInstant(input.verifiedAt),
       processingTimeMs: wholeMilliseconds(input.processingTimeMs),
+      verifiedVia: input.sandbox ? 'sandbox' : decision.verifiedVia,
       // A verdict is reached fresh here; the account's verdict cache marks what it answers again.
       cached: false,
     },

@@ -84,3 +84,86 @@ describe('verifyAddress', () => {
     expect(verification.probe).toEqual({ kind: 'skipped' });
   });
 });
+
+describe('verifyAddress behind a security gateway', () => {
+  const GATEWAY_ROUTE: DnsOutcome = {
+    kind: 'mx',
+    dnsType: 'MX',
+    mx: [{ host: 'mx0a-1.pphosted.com', preference: 10, ips: ['93.184.215.11'] }],
+  };
+  const TENANT_MX = [
+    { host: 'example-com.mail.protection.outlook.com', preference: 0, ips: ['93.184.215.12'] },
+  ];
+  const ACCEPTED = { code: 250, enhanced: '2.1.5', text: 'Recipient ok' };
+  const UNKNOWN = {
+    code: 550,
+    enhanced: '5.1.10',
+    text: 'RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+  };
+  const session = { mxHost: null, mxIp: null, tls: false, tlsError: null, smtputf8: false, durationMs: 5 };
+  const answer = (reply: typeof ACCEPTED, catchAll: typeof ACCEPTED | null): ProbeOutcome => ({
+    kind: 'report',
+    report: {
+      perAddress: [{ email: 'alice@example.com', reply, failure: null }],
+      catchAllReply: catchAll,
+      session,
+    },
+  });
+
+  function tenantDeps(tenantAnswer: ProbeOutcome) {
+    const detected: string[] = [];
+    const prober = recordingProber(tenantAnswer);
+    return {
+      detected,
+      prober,
+      tenants: {
+        detect: async (domain: string, mxHosts: readonly string[]) => {
+          detected.push(`${domain} via ${mxHosts.join(',')}`);
+          return {
+            kind: 'tenant' as const,
+            tenant: { provider: 'microsoft', inboundHost: TENANT_MX[0]?.host ?? '' },
+            signal: 'SPF include:spf.protection.outlook.com',
+            mx: TENANT_MX,
+          };
+        },
+        prober,
+      },
+    };
+  }
+
+  it('asks the tenant when the gateway accepts everything, and its answer decides', async () => {
+    const { tenants, prober, detected } = tenantDeps(answer(UNKNOWN, UNKNOWN));
+    const verification = await verifyAddress(
+      depsWith({
+        mailRoute: async () => GATEWAY_ROUTE,
+        prober: recordingProber(answer(ACCEPTED, ACCEPTED)),
+        tenants,
+      }),
+      'alice@example.com',
+    );
+    expect(detected).toEqual(['example.com via mx0a-1.pphosted.com']);
+    expect(prober.asked.map(([request]) => request.mx)).toEqual([TENANT_MX]);
+    expect(verification.tenant).toMatchObject({ provider: 'microsoft', probe: { kind: 'report' } });
+    expect(verification.result).toMatchObject({
+      status: 'undeliverable',
+      subStatus: 'mailbox_not_found',
+      checks: { isCatchAll: true },
+      meta: { verifiedVia: 'tenant' },
+    });
+  });
+
+  it.each<[string, DnsOutcome, ProbeOutcome]>([
+    ['the gateway is not catch-all', GATEWAY_ROUTE, answer(ACCEPTED, UNKNOWN)],
+    ['the gateway refused the address', GATEWAY_ROUTE, answer(UNKNOWN, ACCEPTED)],
+    ['the catch-all MX is no gateway', ROUTE, answer(ACCEPTED, ACCEPTED)],
+  ])('does not look for a tenant when %s', async (_case, route, gatewayAnswer) => {
+    const { tenants, prober, detected } = tenantDeps(answer(ACCEPTED, UNKNOWN));
+    const verification = await verifyAddress(
+      depsWith({ mailRoute: async () => route, prober: recordingProber(gatewayAnswer), tenants }),
+      'alice@example.com',
+    );
+    expect(detected).toEqual([]);
+    expect(prober.asked).toEqual([]);
+    expect(verification.result.meta.verifiedVia).toBe('mx');
+  });
+});

@@ -4,19 +4,34 @@
 // from this machine) give the same verdict for the same world.
 import type { VerificationResult } from '../contract/api.ts';
 import type { ProbeRequest } from '../contract/prober.ts';
+import { gatewayOf, type TenantDetection } from '../dns/mail-tenant.ts';
 import { assessAddress } from './assess.ts';
-import type { DnsOutcome, ProbeOutcome } from './inputs.ts';
+import type { DnsOutcome, ProbeOutcome, TenantProbe } from './inputs.ts';
 import { checkSyntax } from './syntax.ts';
+import { acceptedByCatchAll } from './verdict.ts';
 
 /** Something that can run an SMTP probe within a deadline (the ProberHub, the prober's engine, a test double). */
 export interface ProbeGateway {
   probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome>;
 }
 
+/** How the tenant behind a catch-all security gateway is found and asked (docs/verdicts.md). */
+export interface TenantDeps {
+  /** The tenant behind the gateway MX of `domain`, whose MX hosts are `mxHosts`. */
+  detect(domain: string, mxHosts: readonly string[]): Promise<TenantDetection>;
+  /**
+   * Probes the tenant's inbound host. Its answers are the tenant's, not the domain's MX's: they
+   * must not be recorded as the domain's catch-all answer.
+   */
+  prober: ProbeGateway;
+}
+
 export interface VerifyDeps {
   /** The domain's mail route: `mailRoute` over the caller's DNS. */
   mailRoute: (domain: string) => Promise<DnsOutcome>;
   prober: ProbeGateway | null; // null: SMTP disabled for this deployment
+  /** Asks the tenant behind a catch-all gateway MX; absent or null: the gateway's answer stands. */
+  tenants?: TenantDeps | null;
   mailFrom: string;
   helo: string;
   /** The whole verification's budget, DNS and SMTP. */
@@ -31,7 +46,14 @@ export interface Verification {
   result: VerificationResult;
   dns: DnsOutcome | null;
   probe: ProbeOutcome;
+  /** What tenant detection found, when the MX was a gateway that accepted every address. */
+  tenantDetection: TenantDetection | null;
+  /** The tenant's probe, when one was found. */
+  tenant: TenantProbe | null;
 }
+
+// The prober contract's least timeoutMs: a probe with less left is not asked.
+const MIN_PROBE_MS = 100;
 
 export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Verification> {
   const now = deps.now ?? Date.now;
@@ -39,6 +61,8 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
   const syntax = checkSyntax(email);
   let dns: DnsOutcome | null = null;
   let probe: ProbeOutcome = { kind: 'skipped' };
+  let tenantDetection: TenantDetection | null = null;
+  let tenant: TenantProbe | null = null;
 
   if (syntax.valid && !syntax.ipLiteral) {
     dns = await deps.mailRoute(syntax.domain);
@@ -47,18 +71,35 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
       if (!deps.prober) probe = { kind: 'unavailable', message: 'SMTP probing is disabled' };
       else if (remainingMs <= 0) probe = { kind: 'timeout' };
       else {
-        probe = await deps.prober.probe(
-          {
-            emails: [syntax.email],
-            domain: syntax.domain,
-            mx: dns.mx,
-            mailFrom: deps.mailFrom,
-            helo: deps.helo,
-            timeoutMs: remainingMs,
-            transcript: deps.transcript ?? false,
-          },
-          remainingMs,
-        );
+        const request: ProbeRequest = {
+          emails: [syntax.email],
+          domain: syntax.domain,
+          mx: dns.mx,
+          mailFrom: deps.mailFrom,
+          helo: deps.helo,
+          timeoutMs: remainingMs,
+          transcript: deps.transcript ?? false,
+        };
+        probe = await deps.prober.probe(request, remainingMs);
+        // A security gateway that accepted the address and a made-up one too: ask the tenant
+        // behind it, within what is left of the budget.
+        const mxHosts = dns.mx.map((mx) => mx.host);
+        if (
+          deps.tenants &&
+          probe.kind === 'report' &&
+          gatewayOf(syntax.domain, mxHosts) &&
+          acceptedByCatchAll(probe.report, [syntax.email])
+        ) {
+          tenantDetection = await deps.tenants.detect(syntax.domain, mxHosts);
+          const leftMs = deps.timeoutMs - (now() - startedAt);
+          if (tenantDetection.kind === 'tenant' && leftMs >= MIN_PROBE_MS) {
+            const { tenant: found, mx } = tenantDetection;
+            tenant = {
+              ...found,
+              probe: await deps.tenants.prober.probe({ ...request, mx, timeoutMs: leftMs }, leftMs),
+            };
+          }
+        }
       }
     }
   }
@@ -67,8 +108,9 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
     email,
     dns,
     probe,
+    tenant,
     verifiedAt: new Date(now()).toISOString(),
     processingTimeMs: Math.max(0, now() - startedAt),
   });
-  return { result, dns, probe };
+  return { result, dns, probe, tenantDetection, tenant };
 }
