@@ -1,5 +1,6 @@
 // Domain facts for tests that drive the verification services directly: a DNS that answers
-// a route the test sets (and counts its questions), on a clock the test moves.
+// a route and a tenant the test sets (and counts its questions), on a clock the test moves.
+import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { DomainFactsStore } from '../src/services/domain-facts.ts';
 import { db } from './fixtures.ts';
@@ -10,6 +11,11 @@ export interface FactsWorld {
   ttlSeconds: number;
   /** Every domain DNS was asked about, in order. */
   resolutions: string[];
+  /** What tenant detection finds now (default: no tenant), and the domains it was asked for. */
+  tenant: TenantDetection;
+  detections: string[];
+  /** The route of a kept tenant's inbound host (default: the host resolves to 192.0.2.30). */
+  hostRoute: (host: string) => DnsOutcome;
   now: () => number;
   /** A store for one request, as the routes make one per request. */
   store(): DomainFactsStore;
@@ -20,6 +26,9 @@ export function factsWorld(route: DnsOutcome, now: () => number = Date.now, ttlS
     route,
     ttlSeconds,
     resolutions: [],
+    tenant: { kind: 'none', why: 'no tenant signal' },
+    detections: [],
+    hostRoute: (host) => ({ kind: 'mx', dnsType: 'MX', mx: [{ host, preference: 0, ips: ['192.0.2.30'] }] }),
     now,
     store: () =>
       new DomainFactsStore({
@@ -29,6 +38,11 @@ export function factsWorld(route: DnsOutcome, now: () => number = Date.now, ttlS
           world.resolutions.push(domain);
           return { route: world.route, ttlSeconds: world.ttlSeconds };
         },
+        detectTenant: async (domain) => {
+          world.detections.push(domain);
+          return world.tenant;
+        },
+        resolveHost: async (host) => world.hostRoute(host),
       }),
   };
   return world;

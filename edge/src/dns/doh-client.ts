@@ -6,7 +6,7 @@ import { Buffer } from 'node:buffer';
 import dnsPacket from 'dns-packet';
 import { TtlCache } from './ttl-cache.ts';
 
-export type DnsRecordType = 'MX' | 'A' | 'AAAA' | 'TXT';
+export type DnsRecordType = 'MX' | 'A' | 'AAAA' | 'TXT' | 'CNAME';
 
 export type DnsRecord =
   /** `exchange` is lower-case without the trailing dot; '' is the root, as in a null MX (RFC 7505). */
@@ -14,7 +14,9 @@ export type DnsRecord =
   | { type: 'A'; name: string; ttl: number; address: string }
   | { type: 'AAAA'; name: string; ttl: number; address: string }
   /** The character-strings of the record joined, as RFC 7208 §3.3 reads them. */
-  | { type: 'TXT'; name: string; ttl: number; text: string };
+  | { type: 'TXT'; name: string; ttl: number; text: string }
+  /** Asked for itself, an alias (RFC 1034 §3.6.2); `target` is lower-case without the trailing dot. */
+  | { type: 'CNAME'; name: string; ttl: number; target: string };
 
 export type DnsRecordOf<Type extends DnsRecordType> = Extract<DnsRecord, { type: Type }>;
 
@@ -277,6 +279,10 @@ function recordOf<Type extends DnsRecordType>(answer: dnsPacket.Answer, type: Ty
       record = { type: 'TXT', name, ttl, text };
       break;
     }
+    case 'CNAME':
+      if (typeof answer.data !== 'string') throw new TypeError('alias is not text');
+      record = { type: 'CNAME', name, ttl, target: answer.data.toLowerCase().replace(/\.$/, '') };
+      break;
     default:
       return [];
   }

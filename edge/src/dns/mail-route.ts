@@ -1,6 +1,6 @@
 // The edge's mail route: the shared algorithm (RFC 5321 §5.1, RFC 7505) asking its questions
 // over DNS over HTTPS.
-import type { DnsFailureKind, DnsLookup, LookupOutcome } from '@rcpt/shared/dns/lookup';
+import type { DnsFailureKind, DnsLookup, LookupOutcome, TenantLookup } from '@rcpt/shared/dns/lookup';
 import { mailRoute } from '@rcpt/shared/dns/mail-route';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import {
@@ -41,9 +41,15 @@ export async function resolveMailRouteWithTtl(domain: string, deps: MailRouteDep
   return { route, ttlSeconds: route.kind === 'error' || !Number.isFinite(ttlSeconds) ? 0 : ttlSeconds };
 }
 
-/** The mail route's questions, asked through `doh` (and its TTL cache); `onTtl` hears each answer's TTL (0 for a failure). */
-export function dohLookup(doh: DohClient, onTtl: (ttlSeconds: number) => void = () => {}): DnsLookup {
-  const ask = async <Type extends 'MX' | 'A' | 'AAAA'>(name: string, type: Type) => {
+/**
+ * The mail route's and tenant detection's questions, asked through `doh` (and its TTL cache);
+ * `onTtl` hears each answer's TTL (0 for a failure).
+ */
+export function dohLookup(
+  doh: DohClient,
+  onTtl: (ttlSeconds: number) => void = () => {},
+): DnsLookup & TenantLookup {
+  const ask = async <Type extends 'MX' | 'A' | 'AAAA' | 'TXT' | 'CNAME'>(name: string, type: Type) => {
     const answer = await doh.query(name, type);
     onTtl(isDnsFailure(answer) ? 0 : answer.ttl);
     return answer;
@@ -53,6 +59,8 @@ export function dohLookup(doh: DohClient, onTtl: (ttlSeconds: number) => void = 
       outcomeOf(await ask(domain, 'MX'), ({ preference, exchange }) => ({ preference, exchange })),
     a: async (host) => outcomeOf(await ask(host, 'A'), ({ address }) => address),
     aaaa: async (host) => outcomeOf(await ask(host, 'AAAA'), ({ address }) => address),
+    txt: async (name) => outcomeOf(await ask(name, 'TXT'), ({ text }) => text),
+    cname: async (name) => outcomeOf(await ask(name, 'CNAME'), ({ target }) => target),
   };
 }
 
@@ -64,7 +72,7 @@ const FAILURE_KINDS: Readonly<Record<Exclude<DnsFailureCode, 'BAD_NAME'>, DnsFai
   BAD_RESPONSE: 'bad_response',
 };
 
-function outcomeOf<Type extends 'MX' | 'A' | 'AAAA', Record>(
+function outcomeOf<Type extends 'MX' | 'A' | 'AAAA' | 'TXT' | 'CNAME', Record>(
   answer: DnsAnswer<Type>,
   recordOf: (record: DnsRecordOf<Type>) => Record,
 ): LookupOutcome<Record> {

@@ -6,6 +6,7 @@
 //
 // One instance serves one request (or one consumer batch): it reads each domain's row once.
 import type { ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import { type MailTenant, TENANT_TTL_MS, type TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import { CATCH_ALL_TTL_MS, isLastingCatchAllReply } from '@rcpt/shared/verify/catch-all';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import { providerFamilyOf } from '@rcpt/shared/verify/providers';
@@ -19,6 +20,7 @@ import {
   readDomainFacts,
   recordCatchAll,
   recordMailRoute,
+  recordTenant,
 } from '../storage/domain-facts.ts';
 
 /** Longest a mail route is kept, whatever its DNS TTL: a moved MX is noticed within the hour. */
@@ -30,12 +32,10 @@ export interface TimedFact<Value> {
   expiresAt: number;
 }
 
-/** The mail tenant (Microsoft 365, Google Workspace) that a security gateway's domain delivers to. */
-export interface MailTenant {
-  provider: string;
-  /** The tenant's own inbound host, which answers per mailbox. */
-  inboundHost: string;
-}
+/** A kept tenant detection: the tenant and the signal that named it, or why there is none. */
+export type KeptTenant =
+  | { kind: 'tenant'; tenant: MailTenant; signal: string }
+  | { kind: 'none'; why: string };
 
 export interface DomainFacts {
   domain: string;
@@ -44,8 +44,8 @@ export interface DomainFacts {
   provider: string | null;
   /** The reply to a made-up address of the domain. */
   catchAll: TimedFact<SmtpReply> | null;
-  /** Filled once tenant detection records a tenant for a gateway's domain. */
-  tenant?: TimedFact<MailTenant> | null;
+  /** What tenant detection found behind the domain's gateway MX, once it was asked. */
+  tenant?: TimedFact<KeptTenant> | null;
   /** When a fact last changed its answer: verdicts reached before then no longer hold. */
   changedAt: number;
 }
@@ -54,6 +54,10 @@ export interface DomainFactsDeps {
   db: Db;
   /** Asks DNS for the domain's mail route and its TTL. */
   resolveRoute: (domain: string) => Promise<TimedMailRoute>;
+  /** Asks DNS for the tenant behind the domain's gateway MX (shared/src/dns/mail-tenant.ts). */
+  detectTenant: (domain: string, mxHosts: readonly string[]) => Promise<TenantDetection>;
+  /** Asks DNS for the addresses of a kept tenant's inbound host. */
+  resolveHost: (host: string) => Promise<DnsOutcome>;
   now: () => number;
 }
 
@@ -145,6 +149,38 @@ export class DomainFactsStore {
     return outcome;
   }
 
+  /**
+   * The tenant behind the gateway MX of `domain`: the kept detection while it lasts (its inbound
+   * host's addresses asked again, through the DNS cache), else DNS's answer, kept for
+   * TENANT_TTL_MS unless a lookup failed.
+   */
+  async tenant(domain: string, mxHosts: readonly string[]): Promise<TenantDetection> {
+    const kept = (await this.facts(domain))?.tenant;
+    if (kept && kept.expiresAt > this.#deps.now()) {
+      if (kept.value.kind === 'none') return kept.value;
+      const route = await this.#deps.resolveHost(kept.value.tenant.inboundHost);
+      if (route.kind === 'mx') return { ...kept.value, mx: route.mx };
+      if (route.kind === 'error') return { kind: 'error', message: route.message };
+      // The kept host no longer resolves: the tenant moved; ask again.
+    }
+    const detection = await this.#deps.detectTenant(domain, mxHosts);
+    if (detection.kind === 'error') return detection;
+    const value: KeptTenant =
+      detection.kind === 'tenant'
+        ? { kind: 'tenant', tenant: detection.tenant, signal: detection.signal }
+        : detection;
+    const now = this.#deps.now();
+    const expiresAt = now + TENANT_TTL_MS;
+    const changedAt = await recordTenant(this.#deps.db, {
+      domain,
+      tenant: JSON.stringify(value),
+      expiresAt,
+      now,
+    });
+    this.#update(domain, await this.facts(domain), { tenant: { value, expiresAt }, changedAt });
+    return detection;
+  }
+
   async #resolve(domain: string): Promise<DnsOutcome> {
     const { route, ttlSeconds } = await this.#deps.resolveRoute(domain);
     const lifetimeSeconds = Math.min(ttlSeconds, MAIL_ROUTE_MAX_TTL_SECONDS);
@@ -221,7 +257,7 @@ function factsOf(row: DomainFactsRow): DomainFacts {
         : null,
     tenant:
       row.tenant !== null && row.tenantExpiresAt !== null
-        ? { value: JSON.parse(row.tenant) as MailTenant, expiresAt: row.tenantExpiresAt }
+        ? { value: JSON.parse(row.tenant) as KeptTenant, expiresAt: row.tenantExpiresAt }
         : null,
     changedAt: row.changedAt,
   };

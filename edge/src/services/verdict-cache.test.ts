@@ -1,6 +1,7 @@
 // Stable answers on the real local D1: each account's verdicts answered again while they last,
 // charged like any answer, and the domain facts every account shares. The clock is the test's.
 import type { ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
+import { TENANT_TTL_MS } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway, VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
@@ -72,9 +73,11 @@ function scene(route: DnsOutcome) {
   let clock = Date.parse('2026-11-23T10:00:00Z');
   const world: FactsWorld = factsWorld(route, () => clock);
   const prober = new ScriptedProber();
+  const tenantProber = new ScriptedProber();
   const deps = (facts: DomainFactsStore): VerifyDeps => ({
     mailRoute: (domain) => facts.mailRoute(domain),
     prober: facts.probing(prober),
+    tenants: { detect: (domain, mxHosts) => facts.tenant(domain, mxHosts), prober: tenantProber },
     mailFrom: 'verify@rcpt.test',
     helo: 'rcpt.test',
     timeoutMs: 3000,
@@ -83,6 +86,7 @@ function scene(route: DnsOutcome) {
   return {
     world,
     prober,
+    tenantProber,
     advance: (ms: number) => {
       clock += ms;
     },
@@ -242,5 +246,85 @@ describe('the account verdict cache', () => {
     expect(moved.result).toMatchObject({ meta: { cached: false, mxHost: `mx2.${domain}` } });
     expect(world.resolutions).toHaveLength(3);
     expect(prober.probes.map((probe) => probe.mx[0]?.host)).toEqual([`mx1.${domain}`, `mx2.${domain}`]);
+  });
+});
+
+describe('the tenant behind a catch-all gateway, in the domain facts', () => {
+  /** A domain behind Proofpoint whose gateway accepts every address. */
+  function gatewayScene() {
+    const domain = newDomain();
+    const inboundHost = `${domain.replaceAll('.', '-')}.mail.protection.outlook.com`;
+    const current = scene(routeVia(`mx0a-${domain.split('.')[0]}.pphosted.com`));
+    current.prober.catchAll = ACCEPTED;
+    current.world.tenant = {
+      kind: 'tenant',
+      tenant: { provider: 'microsoft', inboundHost },
+      signal: 'SPF include:spf.protection.outlook.com',
+      mx: [{ host: inboundHost, preference: 0, ips: ['192.0.2.30'] }],
+    };
+    return { ...current, domain, inboundHost };
+  }
+
+  it("asks the tenant's inbound host, whose answer decides, and keeps the tenant for its TTL", async () => {
+    const { domain, inboundHost, world, prober, tenantProber, verify, advance } = gatewayScene();
+    tenantProber.rcpt = NO_SUCH_USER;
+    const caller = await callerOf('live');
+    const first = await verify(caller, `alice@${domain}`);
+    expect(first.result).toMatchObject({
+      status: 'undeliverable',
+      subStatus: 'mailbox_not_found',
+      checks: { isCatchAll: true },
+      meta: { verifiedVia: 'tenant' },
+    });
+    expect(tenantProber.probes.map((request) => request.mx[0]?.host)).toEqual([inboundHost]);
+
+    advance(TENANT_TTL_MS - 1);
+    await verify(caller, `alice@${domain}`, { fresh: true });
+    expect(world.detections).toEqual([domain]);
+    expect(tenantProber.probes).toHaveLength(2);
+
+    advance(1);
+    await verify(caller, `alice@${domain}`, { fresh: true });
+    expect(world.detections).toEqual([domain, domain]);
+    // The gateway was asked each time; the domain's catch-all fact is the gateway's, never the tenant's.
+    expect(prober.probes).toHaveLength(3);
+    expect((await world.store().facts(domain))?.catchAll?.value).toEqual(ACCEPTED);
+  });
+
+  it('keeps "no tenant" too, and the gateway answer stands', async () => {
+    const { domain, world, tenantProber, verify } = gatewayScene();
+    world.tenant = { kind: 'none', why: 'no microsoft or google tenant signal in SPF, TXT or autodiscover' };
+    const caller = await callerOf('live');
+    const first = await verify(caller, `alice@${domain}`);
+    await verify(caller, `bob@${domain}`);
+    expect(first.result).toMatchObject({
+      status: 'risky',
+      subStatus: 'catch_all',
+      meta: { verifiedVia: 'mx' },
+    });
+    expect(world.detections).toEqual([domain]);
+    expect(tenantProber.probes).toEqual([]);
+  });
+
+  it('does not keep a detection whose DNS failed', async () => {
+    const { domain, world, verify } = gatewayScene();
+    world.tenant = { kind: 'error', message: 'TXT lookup failed (servfail)' };
+    const caller = await callerOf('live');
+    await verify(caller, `alice@${domain}`);
+    await verify(caller, `bob@${domain}`);
+    expect(world.detections).toEqual([domain, domain]);
+    expect((await world.store().facts(domain))?.tenant ?? null).toBeNull();
+  });
+
+  it('detects again when the kept inbound host no longer resolves', async () => {
+    const { domain, world, tenantProber, verify } = gatewayScene();
+    const caller = await callerOf('live');
+    await verify(caller, `alice@${domain}`);
+    world.hostRoute = () => ({ kind: 'nxdomain' });
+    world.tenant = { kind: 'none', why: 'the tenant moved away' };
+    const second = await verify(caller, `bob@${domain}`);
+    expect(world.detections).toEqual([domain, domain]);
+    expect(tenantProber.probes).toHaveLength(1);
+    expect(second.result).toMatchObject({ subStatus: 'catch_all', meta: { verifiedVia: 'mx' } });
   });
 });

@@ -1,9 +1,11 @@
 // Wires the verification pipeline's dependencies from the deployment's bindings and config.
+import { hostRoute } from '@rcpt/shared/dns/mail-route';
+import { detectTenant } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
 import { DohClient } from '../dns/doh-client.ts';
-import { resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
+import { dohLookup, resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
 import type { Db } from '../storage/db.ts';
 import { DomainFactsStore } from './domain-facts.ts';
 import { hubGateway } from './prober-gateway.ts';
@@ -30,19 +32,28 @@ export function mailRouteResolver(config: Config): (domain: string) => Promise<D
 /** The shared domain facts, for one request or consumer batch, resolving over the deployment's DNS. */
 export function domainFactsOf(db: Db, config: Config): DomainFactsStore {
   const doh = dohClientFor(config);
+  const options = { allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS };
   return new DomainFactsStore({
     db,
-    resolveRoute: (domain) =>
-      resolveMailRouteWithTtl(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS }),
+    resolveRoute: (domain) => resolveMailRouteWithTtl(domain, { doh, ...options }),
+    // Asked only for a gateway MX that accepted every address: a TXT lookup, the inbound host's
+    // A and AAAA, and autodiscover only when the TXT records name no tenant (a few subrequests).
+    detectTenant: (domain, mxHosts) => detectTenant(domain, mxHosts, dohLookup(doh), options),
+    resolveHost: (host) => hostRoute(host, dohLookup(doh), options),
     now: Date.now,
   });
 }
 
 /** The pipeline's dependencies: the mail route from the domain facts, probes through the hub that feed them. */
 export function verifyDepsOf(env: Env, config: Config, facts: DomainFactsStore): VerifyDeps {
+  const hub = hubGateway(env.PROBER_HUB, config.PROBER_REGION);
   return {
     mailRoute: (domain) => facts.mailRoute(domain),
-    prober: config.SMTP_ENABLED ? facts.probing(hubGateway(env.PROBER_HUB, config.PROBER_REGION)) : null,
+    prober: config.SMTP_ENABLED ? facts.probing(hub) : null,
+    // The tenant's answers go straight to the verdict: they are not the domain's catch-all fact.
+    tenants: config.SMTP_ENABLED
+      ? { detect: (domain, mxHosts) => facts.tenant(domain, mxHosts), prober: hub }
+      : null,
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,
     timeoutMs: config.VERIFY_TIMEOUT_MS,

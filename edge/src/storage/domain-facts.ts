@@ -80,3 +80,26 @@ export async function recordCatchAll(
     .first<{ changedAt: number }>();
   return row?.changedAt ?? fact.now;
 }
+
+/**
+ * Records a tenant detection (JSON: the tenant, or that there is none); a different one than the
+ * one kept is a change, since verdicts reached through a tenant rest on it. Returns `changed_at`.
+ */
+export async function recordTenant(
+  db: Db,
+  fact: { domain: string; tenant: string; expiresAt: number; now: number },
+): Promise<number> {
+  const row = await db.$client
+    .prepare(
+      `INSERT INTO domain_facts (domain, tenant, tenant_expires_at, changed_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?4)
+       ON CONFLICT (domain) DO UPDATE SET tenant = excluded.tenant, tenant_expires_at = excluded.tenant_expires_at,
+         updated_at = excluded.updated_at,
+         changed_at = CASE WHEN domain_facts.tenant IS NOT NULL AND domain_facts.tenant IS NOT excluded.tenant
+           THEN excluded.changed_at ELSE domain_facts.changed_at END
+       RETURNING changed_at AS changedAt`,
+    )
+    .bind(fact.domain, fact.tenant, fact.expiresAt, fact.now)
+    .first<{ changedAt: number }>();
+  return row?.changedAt ?? fact.now;
+}

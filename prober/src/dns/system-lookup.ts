@@ -2,7 +2,7 @@
 // `rcpt-prober verify`: the same algorithm the edge runs over DNS over HTTPS, so both find the
 // same route for the same DNS.
 import { Resolver } from 'node:dns/promises';
-import type { DnsFailureKind, DnsLookup, LookupOutcome } from '@rcpt/shared/dns/lookup';
+import type { DnsFailureKind, DnsLookup, LookupOutcome, TenantLookup } from '@rcpt/shared/dns/lookup';
 
 export interface SystemLookupOptions {
   /** Resolvers (`ip`, `ip:port`, `[ipv6]:port`); empty means the system's own (/etc/resolv.conf). */
@@ -13,7 +13,11 @@ export interface SystemLookupOptions {
   tries?: number;
 }
 
-export function systemLookup({ servers, timeoutMs = 5_000, tries = 2 }: SystemLookupOptions): DnsLookup {
+export function systemLookup({
+  servers,
+  timeoutMs = 5_000,
+  tries = 2,
+}: SystemLookupOptions): DnsLookup & TenantLookup {
   const resolver = new Resolver({ timeout: timeoutMs, tries });
   if (servers.length > 0) resolver.setServers([...servers]);
   return {
@@ -28,6 +32,9 @@ export function systemLookup({ servers, timeoutMs = 5_000, tries = 2 }: SystemLo
       ),
     a: (host) => ask(() => resolver.resolve4(host)),
     aaaa: (host) => ask(() => resolver.resolve6(host)),
+    // RFC 7208 §3.3: a TXT record's character-strings are read joined.
+    txt: (name) => ask(async () => (await resolver.resolveTxt(name)).map((strings) => strings.join(''))),
+    cname: (name) => ask(() => resolver.resolveCname(name)),
   };
 }
 
