@@ -79,6 +79,27 @@ describe('rcpt-prober verify', PROCESS_TIMEOUT, () => {
     });
   });
 
+  it('says which tenant behind a catch-all gateway answered, and how it was found', async () => {
+    const { code, stdout } = await verify([`nobody@${world.domains.gateway}`]);
+    expect(stdout).toMatch(/^nobody@gatewayed\.test: undeliverable \/ mailbox_not_found/);
+    expect(stdout).toContain('catch-all yes');
+    expect(stdout).toContain('verified via tenant');
+    expect(stdout).toContain(
+      'tenant microsoft at gatewayed-test.mail.protection.outlook.com (SPF include:spf.protection.outlook.com)',
+    );
+    expect(stdout).toMatch(
+      /tenant RCPT nobody@gatewayed\.test: 550 5\.1\.10 RESOLVER\.ADR\.RecipientNotFound/,
+    );
+    expect(code).toBe(1);
+  });
+
+  it('says why no tenant was found behind a catch-all gateway', async () => {
+    const { code, stdout } = await verify([`alice@${world.domains.gatewayNoTenant}`]);
+    expect(stdout).toMatch(/^alice@untenanted\.test: risky \/ catch_all/);
+    expect(stdout).toContain('no tenant behind the gateway: no microsoft or google tenant signal');
+    expect(code).toBe(3);
+  });
+
   it('exits 2 on a usage or configuration error', async () => {
     expect((await verify([])).code).toBe(2);
     const badFlag = await verify(['alice@accept.test', '--loud']);
@@ -95,11 +116,13 @@ describe(
     // (vitest's maxConcurrency).
     it.concurrent.each(EXPECTED_VERDICTS)(
       '$address: $status / $subStatus',
-      async ({ address, status, subStatus }) => {
+      async ({ address, status, subStatus, verifiedVia, isCatchAll }) => {
         const { stdout, stderr } = await verify([address, '--json', '--timeout-ms', '8000']);
         expect(stderr).toBe('');
         const { result } = JSON.parse(stdout);
         expect({ status: result.status, subStatus: result.subStatus }).toEqual({ status, subStatus });
+        if (verifiedVia !== undefined) expect(result.meta.verifiedVia).toBe(verifiedVia);
+        if (isCatchAll !== undefined) expect(result.checks.isCatchAll).toBe(isCatchAll);
       },
     );
   },

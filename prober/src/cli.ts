@@ -6,8 +6,9 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import { mailRoute } from '@rcpt/shared/dns/mail-route';
-import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { verifyAddress } from '@rcpt/shared/verify/verify-address';
+import { detectTenant, type TenantDetection } from '@rcpt/shared/dns/mail-tenant';
+import type { ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import { type ProbeGateway, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import { ConfigError, loadConfig } from './config.ts';
 import { systemLookup } from './dns/system-lookup.ts';
 import { createEngine, run } from './main.ts';
@@ -108,18 +109,22 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
 
   // The API's own sequence (syntax, route, probe within the budget, assessment), with this
   // machine's resolver and SMTP in place of DNS over HTTPS and the ProberHub.
-  const { result, dns, probe } = await verifyAddress(
+  const prober: ProbeGateway = {
+    async probe(request): Promise<ProbeOutcome> {
+      try {
+        return { kind: 'report', report: await engine.probe(request) };
+      } catch (error) {
+        return { kind: 'unavailable', message: error instanceof Error ? error.message : String(error) };
+      }
+    },
+  };
+  const routeOptions = { allowPrivateTargets: config.allowPrivateTargets };
+  const { result, dns, probe, tenantDetection, tenant } = await verifyAddress(
     {
-      mailRoute: (domain) => mailRoute(domain, lookup, { allowPrivateTargets: config.allowPrivateTargets }),
-      prober: {
-        async probe(request): Promise<ProbeOutcome> {
-          try {
-            return { kind: 'report', report: await engine.probe(request) };
-          } catch (error) {
-            return { kind: 'unavailable', message: error instanceof Error ? error.message : String(error) };
-          }
-        },
-      },
+      mailRoute: (domain) => mailRoute(domain, lookup, routeOptions),
+      prober,
+      // The tenant behind a catch-all gateway, found as the edge finds it (docs/verdicts.md).
+      tenants: { detect: (domain, mxHosts) => detectTenant(domain, mxHosts, lookup, routeOptions), prober },
       // No edge to choose them: the null sender (RFC 5321 §4.5.5) unless MAIL_FROM says
       // otherwise, and this machine's name unless HELO_NAME does.
       mailFrom: config.mailFrom ?? '',
@@ -133,9 +138,17 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
 
   if (values.json) {
     const shownReport = report && !values.transcript ? withoutTranscript(report) : report;
-    console.log(JSON.stringify({ result, dns, probe: shownReport }, null, 2));
+    const shownTenant =
+      tenant?.probe.kind === 'report' && !values.transcript
+        ? { ...tenant, probe: { ...tenant.probe, report: withoutTranscript(tenant.probe.report) } }
+        : tenant;
+    console.log(
+      JSON.stringify({ result, dns, probe: shownReport, tenantDetection, tenant: shownTenant }, null, 2),
+    );
   } else {
     console.log(describeResult(result, report, probe, values.transcript === true));
+    const tenantLines = describeTenant(tenantDetection, tenant);
+    if (tenantLines.length > 0) console.log(tenantLines.join('\n'));
   }
   return EXIT_CODES[result.status];
 }
@@ -175,6 +188,7 @@ function describeResult(
     `  ${result.reason}`,
     `  deliverable ${yesNo(result.isDeliverable)}   smtp ${yesNo(result.checks.smtpValid)}   catch-all ${yesNo(result.checks.isCatchAll)}`,
     `  disposable ${yesNo(result.checks.isDisposable)}   role ${yesNo(result.checks.isRoleBased)}   free ${yesNo(result.checks.isFreeProvider)}`,
+    `  verified via ${result.meta.verifiedVia ?? 'no SMTP answer'}`,
   ];
   if (result.checks.hasTypo) {
     const typo = result.checks.hasTypo;
@@ -211,6 +225,30 @@ function describeResult(
     for (const line of transcript) lines.push(`  ${line}`);
   }
   return lines.join('\n');
+}
+
+/** What tenant detection found behind a catch-all gateway, and what the tenant answered. */
+function describeTenant(detection: TenantDetection | null, tenant: TenantProbe | null): string[] {
+  if (!detection) return [];
+  if (detection.kind === 'none') return [`  no tenant behind the gateway: ${detection.why}`];
+  if (detection.kind === 'error') return [`  tenant detection failed: ${detection.message}`];
+  const lines = [
+    `  tenant ${detection.tenant.provider} at ${detection.tenant.inboundHost} (${detection.signal})`,
+  ];
+  if (tenant?.probe.kind === 'report') {
+    for (const address of tenant.probe.report.perAddress) {
+      if (address.reply) lines.push(`  tenant RCPT ${address.email}: ${formatReply(address.reply)}`);
+      if (address.failure)
+        lines.push(
+          `  tenant ${address.failure.kind} at ${address.failure.stage}: ${address.failure.message}`,
+        );
+    }
+    const catchAll = tenant.probe.report.catchAllReply;
+    if (catchAll) lines.push(`  tenant RCPT <random>: ${formatReply(catchAll)}`);
+  } else if (tenant) {
+    lines.push(`  tenant not asked: ${tenant.probe.kind}`);
+  }
+  return lines;
 }
 
 function formatReply(reply: { code: number; enhanced: string | null; text: string }): string {

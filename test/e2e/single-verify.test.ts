@@ -31,7 +31,13 @@ interface VerifyBody {
       isDisposable: boolean;
       hasTypo: { suggested: string } | null;
     };
-    meta: { mxHost: string | null; dnsType: string | null; cached: boolean; verifiedAt: string };
+    meta: {
+      mxHost: string | null;
+      dnsType: string | null;
+      cached: boolean;
+      verifiedAt: string;
+      verifiedVia: string | null;
+    };
     retryAfterSeconds?: number;
   };
 }
@@ -76,6 +82,8 @@ describe('single verification end to end', () => {
       status: expected.status,
       subStatus: expected.subStatus,
     });
+    if (expected.verifiedVia !== undefined) expect(data.meta.verifiedVia).toBe(expected.verifiedVia);
+    if (expected.isCatchAll !== undefined) expect(data.checks.isCatchAll).toBe(expected.isCatchAll);
   });
 
   // What the answer carries besides the verdict, for the addresses where it tells something.

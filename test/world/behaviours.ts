@@ -46,7 +46,10 @@ export type SmtpBehaviourName =
   | 'tlsrequired'
   | 'connlimit'
   | 'fallbackSecondary'
-  | 'utf8';
+  | 'utf8'
+  | 'gateway'
+  | 'tenant'
+  | 'tenantRelayDenied';
 
 /** Postfix's answer (after the 550) for a local part it does not know. */
 export function userUnknownText(address: string): string {
@@ -108,6 +111,32 @@ export function createBehaviours(options: {
     connlimit: { ...checksMailboxes, maxSessions: 3 },
     fallbackSecondary: checksMailboxes,
     utf8: { tls: 'none', smtputf8: true, rcpt: () => null },
+    // A security gateway takes every recipient of its customers' domains and sorts them out
+    // after it has the message (docs/verdicts.md, "Catch-alls behind security gateways").
+    gateway: { tls: 'offered', smtputf8: false, rcpt: () => null },
+    // Exchange Online's answer for a recipient that is not in the tenant's directory.
+    tenant: {
+      tls: 'offered',
+      smtputf8: false,
+      rcpt: (address) =>
+        mailboxExists(address)
+          ? null
+          : smtpReply(
+              550,
+              '5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+            ),
+    },
+    // Exchange Online with a connector that takes the domain's mail from its gateway only
+    // ("Relay Access Denied" to anyone else, learn.microsoft.com, NDR 5.7.64).
+    tenantRelayDenied: {
+      tls: 'offered',
+      smtputf8: false,
+      rcpt: () =>
+        smtpReply(
+          550,
+          '5.7.64 TenantAttribution; Relay Access Denied [SN1NAM02FT012.eop-nam02.prod.protection.outlook.com]',
+        ),
+    },
   };
 }
 

@@ -9,6 +9,9 @@ export interface ExpectedVerdict {
   subStatus: string;
   /** What the world does that leads there. */
   because: string;
+  /** `meta.verifiedVia` and `checks.isCatchAll`, where the row is about them. */
+  verifiedVia?: 'mx' | 'tenant';
+  isCatchAll?: boolean;
 }
 
 export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
@@ -167,6 +170,38 @@ export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
     status: 'undeliverable',
     subStatus: 'possible_typo',
     because: 'NXDOMAIN, and a typo of gmail.com',
+  },
+  {
+    address: `alice@${DOMAINS.gateway}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'the Proofpoint MX takes every RCPT; the Microsoft 365 tenant (SPF, MS=ms TXT) answers 250',
+    verifiedVia: 'tenant',
+    isCatchAll: true,
+  },
+  {
+    address: `nobody@${DOMAINS.gateway}`,
+    status: 'undeliverable',
+    subStatus: 'mailbox_not_found',
+    because: 'the gateway takes it; the tenant answers 550 5.1.10 RecipientNotFound',
+    verifiedVia: 'tenant',
+    isCatchAll: true,
+  },
+  {
+    address: `alice@${DOMAINS.gatewayNoTenant}`,
+    status: 'risky',
+    subStatus: 'catch_all',
+    because: 'the gateway takes every RCPT and DNS names no tenant behind it',
+    verifiedVia: 'mx',
+    isCatchAll: true,
+  },
+  {
+    address: `alice@${DOMAINS.gatewayTenantRefuses}`,
+    status: 'risky',
+    subStatus: 'catch_all',
+    because: 'the gateway takes every RCPT; the tenant answers 550 5.7.64 Relay Access Denied',
+    verifiedVia: 'mx',
+    isCatchAll: true,
   },
 ];
 

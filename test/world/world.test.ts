@@ -96,6 +96,7 @@ describe('fake MX servers', () => {
         'exchange',
         'fallbackSecondary',
         'full',
+        'gateway',
         'greylist',
         'onercpt',
         'policy',
@@ -104,6 +105,8 @@ describe('fake MX servers', () => {
         'slowgreylist',
         'starttls',
         'tarpit',
+        'tenant',
+        'tenantRelayDenied',
         'tlsrequired',
         'utf8',
       ].sort(),
@@ -133,6 +136,25 @@ describe('fake MX servers', () => {
 
   test('catchall accepts any recipient', async () => {
     expect(await rcptReply('catchall', 'x7f3k9q2@catchall.test')).toBe('250 Accepted');
+  });
+
+  test('the security gateway accepts any recipient of the domains behind it', async () => {
+    const replies = await rcptReplies('gateway', ['x7f3k9q2@gatewayed.test', 'nobody@untenanted.test']);
+    expect(replies.map((reply) => reply.code)).toEqual([250, 250]);
+  });
+
+  test("the tenant answers per mailbox, with Exchange Online's words for an unknown one", async () => {
+    const [known, unknown] = await rcptReplies('tenant', ['alice@gatewayed.test', 'nobody@gatewayed.test']);
+    expect(known?.code).toBe(250);
+    expect(unknown?.last).toBe(
+      '550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+    );
+  });
+
+  test('the other tenant refuses a client that bypassed the gateway', async () => {
+    expect(await rcptReply('tenantRelayDenied', 'alice@tenantrefuses.test')).toMatch(
+      /^550 5\.7\.64 TenantAttribution; Relay Access Denied/,
+    );
   });
 
   test('full answers 552 5.2.2 for mailboxes and 550 5.1.1 for the rest', async () => {
@@ -400,6 +422,18 @@ describe.each(['GET', 'POST'] as const)('DoH stub over %s', (method) => {
     expect(answer.rcode).toBe('NOERROR');
     expect(answer.answers).toEqual([
       { type: 'MX', name: 'accept.test', ttl: 300, data: { preference: 10, exchange: 'mx.accept.test' } },
+    ]);
+  });
+
+  test("a gateway domain's tenant signals: SPF include and verification TXT, autodiscover CNAME", async () => {
+    const txt = await resolve(method, 'gatewayed.test', 'TXT');
+    expect(txt.answers.map((record) => String(record.data))).toEqual([
+      'v=spf1 include:spf.protection.outlook.com -all',
+      'MS=ms48213377',
+    ]);
+    const cname = await resolve(method, 'autodiscover.gatewayed.test', 'CNAME');
+    expect(cname.answers).toEqual([
+      { type: 'CNAME', name: 'autodiscover.gatewayed.test', ttl: 300, data: 'autodiscover.outlook.com' },
     ]);
   });
 

@@ -54,6 +54,11 @@ export const MX_IPS = {
   exchange: '127.0.0.27',
   onercpt: '127.0.0.28',
   slowgreylist: '127.0.0.29',
+  // A security gateway (Proofpoint) in front of Microsoft 365 tenants, and two tenants' own
+  // inbound hosts: one that answers per mailbox, one that refuses mail that bypassed the gateway.
+  gateway: '127.0.0.30',
+  tenant: '127.0.0.31',
+  tenantRelayDenied: '127.0.0.32',
 } as const;
 
 /** Host name of each fake MX, as its domain's MX record names it and its greeting announces it. */
@@ -78,6 +83,12 @@ export const MX_HOSTS = {
   exchange: 'mx.exchange.test',
   onercpt: 'mx.onercpt.test',
   slowgreylist: 'mx.slowgreylist.test',
+  // Proofpoint names a customer's hosts mx0a-<id>.pphosted.com; Microsoft 365 a tenant domain's
+  // inbound host <domain with '.' → '-'>.mail.protection.outlook.com. Only the world's DNS
+  // answers for these names.
+  gateway: 'mx0a-00123401.pphosted.com',
+  tenant: 'gatewayed-test.mail.protection.outlook.com',
+  tenantRelayDenied: 'tenantrefuses-test.mail.protection.outlook.com',
 } as const satisfies Record<keyof typeof MX_IPS, string>;
 
 /** Behaviour name → the domain to use for it. The bulk domains are `bulk-01.test` onwards. */
@@ -107,6 +118,11 @@ export const DOMAINS = {
   nxdomain: 'nonexistent.test',
   // A typo of gmail.com that does not exist in the world.
   typo: 'gmial.com',
+  // Behind the gateway: a Microsoft 365 tenant that answers per mailbox; no tenant signal in
+  // DNS at all; a tenant that refuses a client bypassing the gateway.
+  gateway: 'gatewayed.test',
+  gatewayNoTenant: 'untenanted.test',
+  gatewayTenantRefuses: 'tenantrefuses.test',
 } as const;
 
 /** The domains of the defended servers, by server name. */
@@ -164,6 +180,25 @@ export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
   // The name exists but has no route for mail at all.
   [DOMAINS.nomail]: { TXT: ['v=spf1 -all'] },
   [DOMAINS.servfail]: { servfail: true },
+  // Microsoft 365's records (learn.microsoft.com, "Add DNS records to connect your domain"):
+  // the SPF include and the MS=ms… verification TXT, the autodiscover CNAME; the MX goes to
+  // the gateway instead of the tenant's own host.
+  [DOMAINS.gateway]: {
+    MX: [{ preference: 10, exchange: MX_HOSTS.gateway }],
+    TXT: ['v=spf1 include:spf.protection.outlook.com -all', 'MS=ms48213377'],
+  },
+  [`autodiscover.${DOMAINS.gateway}`]: { CNAME: 'autodiscover.outlook.com' },
+  [MX_HOSTS.gateway]: { A: [MX_IPS.gateway] },
+  [MX_HOSTS.tenant]: { A: [MX_IPS.tenant] },
+  [DOMAINS.gatewayNoTenant]: {
+    MX: [{ preference: 10, exchange: MX_HOSTS.gateway }],
+    TXT: ['v=spf1 include:_spf.pphosted.com -all'],
+  },
+  [DOMAINS.gatewayTenantRefuses]: {
+    MX: [{ preference: 10, exchange: MX_HOSTS.gateway }],
+    TXT: ['v=spf1 include:spf.protection.outlook.com -all'],
+  },
+  [MX_HOSTS.tenantRelayDenied]: { A: [MX_IPS.tenantRelayDenied] },
 });
 
 /** The bulk domains of a world serving `count` of them: bulk-01.test … bulk-99.test, bulk-100.test … */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { RunningMx } from '../../../test/world/fake-mx.ts';
 import { startFastMx } from '../../../test/world/fast-mx.ts';
 import { companyList, type MailWorld, POSTFIX_DEFAULTS, startWorld } from '../../../test/world/index.ts';
-import { companyHosts } from '../../../test/world/zone.ts';
+import { companyHosts, MX_HOSTS } from '../../../test/world/zone.ts';
 import { MxThrottle } from '../throttle/mx-throttle.ts';
 import { CatchAllCache } from './catch-all-cache.ts';
 import { type ProbeDeps, probe } from './probe.ts';
@@ -185,6 +185,26 @@ describe('the catch-all test', () => {
     // alice, the random address, bob: no second random address.
     expect(mx.received()).toHaveLength(3);
     expect(mx.received()[2]).toBe(`bob@${domain}`);
+  });
+
+  test('is kept apart for a security gateway and the tenant behind it, which answer it differently', async () => {
+    const throttle = new MxThrottle();
+    const cache = new CatchAllCache();
+    const domain = world.domains.gateway!;
+    const probeVia = (name: 'gateway' | 'tenant', email: string) =>
+      probe(
+        {
+          ...request(domain, [email], world.mx[name]!.ip),
+          mx: [{ host: MX_HOSTS[name], preference: 10, ips: [world.mx[name]!.ip] }],
+        },
+        deps(throttle, { catchAllCache: cache }),
+      );
+    const gateway = await probeVia('gateway', `alice@${domain}`);
+    const tenant = await probeVia('tenant', `alice@${domain}`);
+    const gatewayAgain = await probeVia('gateway', `bob@${domain}`);
+    expect(gateway.catchAllReply?.code).toBe(250);
+    expect(tenant.catchAllReply?.code).toBe(550);
+    expect(gatewayAgain.catchAllReply?.code).toBe(250);
   });
 
   test('a 4xx answer is not kept, and an entry expires after its TTL', () => {

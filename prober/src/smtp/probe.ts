@@ -99,6 +99,8 @@ interface ProbeRun {
   request: ProbeRequest;
   deps: ProbeDeps;
   asciiDomain: string;
+  /** Where the domain's catch-all answer is kept in the cache (`catchAllKeyOf`). */
+  catchAllKey: string;
   /** Addresses waiting to be asked; a session takes them a group at a time and gives back what it could not ask. */
   pending: ProbedAddress[];
   provider: MailProvider | null;
@@ -139,6 +141,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     pending: [],
     provider: null,
     asciiDomain: toAsciiDomain(request.domain),
+    catchAllKey: catchAllKeyOf(request, deps.providers ?? PROVIDER_REGISTRY),
     facts: { mxHost: null, mxIp: null, tls: false, tlsError: null, smtputf8: false, durationMs: 0 },
     catchAllReply: null,
     catchAll: { state: 'untested', attempts: 0 },
@@ -158,7 +161,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
       }
     }
     if (run.catchAllReply === null && run.accepted) {
-      run.catchAllReply = deps.catchAllCache?.get(run.asciiDomain) ?? null;
+      run.catchAllReply = deps.catchAllCache?.get(run.catchAllKey) ?? null;
     }
     const session: SessionFacts = { ...run.facts, durationMs: Math.max(0, Math.round(now() - startedAt)) };
     if (run.transcript) session.transcript = run.transcript.lines;
@@ -179,7 +182,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     if (typeof address === 'string') outcome.failure = guardFailure(address);
     else run.pending.push({ outcome, ...address, cutShort: 0 });
   }
-  if (deps.catchAllCache?.get(run.asciiDomain)) run.catchAll.state = 'answered';
+  if (deps.catchAllCache?.get(run.catchAllKey)) run.catchAll.state = 'answered';
   if (run.pending.length === 0) return report();
 
   const providers = deps.providers ?? PROVIDER_REGISTRY;
@@ -526,7 +529,7 @@ function takeReplies(
     if (index < offset) {
       run.catchAllReply = reply;
       run.catchAll.state = 'answered';
-      deps.catchAllCache?.set(run.asciiDomain, reply);
+      deps.catchAllCache?.set(run.catchAllKey, reply);
       return;
     }
     const address = group[index - offset];
@@ -672,6 +675,21 @@ function candidatesOf(
 }
 
 /** The RCPT form of `email`, or why it cannot be asked about. */
+/**
+ * The catch-all cache key of a probe: the domain, and for a domain whose MX is a known
+ * provider's, that provider. A security gateway and the tenant behind it (docs/verdicts.md,
+ * "Catch-alls behind security gateways") answer the same domain's made-up address differently:
+ * the gateway takes it, the tenant refuses it.
+ */
+function catchAllKeyOf(request: ProbeRequest, providers: ProviderRegistry): string {
+  const domain = toAsciiDomain(request.domain);
+  const match = providers.find(
+    request.domain,
+    request.mx.map((mx) => mx.host),
+  );
+  return match?.by === 'mx' ? `${domain} via ${match.provider.id}` : domain;
+}
+
 function addressOf(email: string, asciiDomain: string): Omit<ProbedAddress, 'outcome' | 'cutShort'> | string {
   const refusal = wireTextRefusal(email, 'the address');
   if (refusal) return refusal;
