@@ -1247,6 +1247,11 @@ export interface components {
             verifiedAt: string;
             /** @description how long reaching the verdict took */
             processingTimeMs: number;
+            /**
+             * @description how the SMTP answer was reached: `mx`, the domain's mail server; `tenant`, the Microsoft 365 or Google Workspace tenant behind a security gateway that accepts every address (the gateway stays `checks.isCatchAll`); `sandbox`, a test key's fixed answer; null, no SMTP answer was used
+             * @enum {string|null}
+             */
+            verifiedVia: "mx" | "tenant" | "sandbox" | null;
             /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`), given again; false: reached for this request */
             cached: boolean;
         };
