@@ -256,6 +256,42 @@ describe('batch verification end to end', () => {
     );
     expect(ledger).toEqual([{ reason: 'bulk_charge', delta: -305 }]);
   });
+
+  it('answers the addresses behind a catch-all security gateway through the tenant behind it', async () => {
+    const { gateway, gatewayNoTenant, gatewayTenantRefuses } = system.world.domains;
+    // The job's webhook says when it is done; it is signed with the account's secret.
+    await createWebhookSecret();
+    // docs/verdicts.md, "Catch-alls behind security gateways": [subStatus, verifiedVia].
+    const expected: Record<string, [string, string]> = {
+      [`alice@${gateway}`]: ['accepted_email', 'tenant'],
+      [`bob@${gateway}`]: ['accepted_email', 'tenant'],
+      [`nobody@${gateway}`]: ['mailbox_not_found', 'tenant'],
+      [`someone@${gateway}`]: ['mailbox_not_found', 'tenant'],
+      [`alice@${gatewayNoTenant}`]: ['catch_all', 'mx'],
+      [`alice@${gatewayTenantRefuses}`]: ['catch_all', 'mx'],
+    };
+    const { jobId } = await json<{ jobId: string }>(
+      await system.api('/api/v1/bulk/upload', {
+        json: { emails: Object.keys(expected), webhookUrl: await webhookUrl() },
+      }),
+    );
+    await receiver.next(jobId);
+    const { results } = await json<{
+      results: {
+        email: string;
+        subStatus: string;
+        checks: { isCatchAll: boolean | null };
+        meta: { verifiedVia: string };
+      }[];
+    }>(await system.api(`/api/v1/bulk/results/${jobId}`));
+    expect(
+      Object.fromEntries(
+        results.map((result) => [result.email, [result.subStatus, result.meta.verifiedVia]]),
+      ),
+    ).toEqual(expected);
+    // The gateway accepts every address: each stays catch-all, whoever decided.
+    expect(results.map((result) => result.checks.isCatchAll)).toEqual(results.map(() => true));
+  });
 });
 
 async function webhookUrl(): Promise<string> {

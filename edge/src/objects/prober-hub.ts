@@ -17,12 +17,15 @@ import {
   type ProbeRequest,
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
+import { gatewayOf } from '@rcpt/shared/dns/mail-tenant';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import { acceptedByCatchAll } from '@rcpt/shared/verify/verdict';
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
 import { verifyQueueOf } from '../services/batch-queue.ts';
 import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
+import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 
@@ -297,7 +300,7 @@ export class ProberHub extends DurableObject<Env> {
         deadlineAt: task.deadlineAt,
         resends: 0,
         passedOver: new Set(),
-        finish: (outcome) => this.#settleLater({ task, probe: outcome }),
+        finish: (outcome) => this.#afterBatchProbe(task, request, outcome),
       };
       this.#queueBatch(probe, 'back');
     }
@@ -504,6 +507,55 @@ export class ProberHub extends DurableObject<Env> {
   }
 
   // ── batch results ────────────────────────────────────────────────────────────────────
+
+  /**
+   * A batch probe's answer: settled, unless the MX is a security gateway that accepted an
+   * address and a made-up one — then the tenant behind it, found from DNS through the domain
+   * facts, is probed for the same addresses first, and both answers are settled together
+   * (docs/verdicts.md, "Catch-alls behind security gateways").
+   */
+  #afterBatchProbe(task: BatchTask, request: ProbeRequest, outcome: ProbeOutcome): void {
+    const mxHosts = request.mx.map((mx) => mx.host);
+    const report = outcome.kind === 'report' ? outcome.report : null;
+    if (
+      !report ||
+      !gatewayOf(task.domain, mxHosts) ||
+      !task.addresses.some((address) => acceptedByCatchAll(report, [address.email]))
+    ) {
+      this.#settleLater({ task, probe: outcome });
+      return;
+    }
+    const asked = (async () => {
+      const facts = domainFactsOf(createDb(this.env.DB), configOf(this.env));
+      const detection = await facts.tenant(task.domain, mxHosts);
+      if (detection.kind !== 'tenant') return this.#settleLater({ task, probe: outcome });
+      const tenantRequest: ProbeRequest = { ...request, mx: detection.mx };
+      this.#queueBatch(
+        {
+          lane: 'batch',
+          accountId: task.accountId,
+          mxKey: mxKeyOf(tenantRequest),
+          request: tenantRequest,
+          deadlineAt: task.deadlineAt,
+          resends: 0,
+          passedOver: new Set(),
+          finish: (tenantOutcome) =>
+            this.#settleLater({
+              task,
+              probe: outcome,
+              tenant: { ...detection.tenant, probe: tenantOutcome },
+            }),
+        },
+        'front',
+      );
+      this.#pump();
+    })().catch((error: unknown) => {
+      // The gateway's own answer still stands.
+      log.error('tenant detection failed', errorFields(error));
+      this.#settleLater({ task, probe: outcome });
+    });
+    this.ctx.waitUntil(asked);
+  }
 
   /** Gathers finished batch probes for a moment, so that their writes share D1 calls. */
   #settleLater(settled: SettledTask): void {

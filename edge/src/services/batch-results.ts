@@ -5,7 +5,7 @@
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { policyOf } from '@rcpt/shared/contract/sub-statuses';
 import { assessVerdict } from '@rcpt/shared/verify/assess';
-import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
 import {
@@ -38,6 +38,8 @@ export interface BatchTask {
 export interface SettledTask {
   task: BatchTask;
   probe: ProbeOutcome;
+  /** The tenant behind the domain's catch-all gateway MX and its probe, when one was asked. */
+  tenant?: TenantProbe;
   /** No retry whatever the answer (SMTP is disabled for the deployment). */
   final?: boolean;
 }
@@ -65,7 +67,7 @@ export async function settleBatchWork(
   // What the probes learned of their domains goes into the facts every account shares, and a
   // probe without a catch-all answer gets the kept one (docs/architecture.md, "Domain facts").
   const facts = domainFactsOf(deps.db, deps.config);
-  for (const { task, probe: answered, final } of settled) {
+  for (const { task, probe: answered, tenant, final } of settled) {
     const probe = await facts.observeProbe(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [] };
     byJob.set(task.jobId, writes);
@@ -75,6 +77,7 @@ export async function settleBatchWork(
         email: address.email,
         dns: task.dns,
         probe,
+        tenant: tenant ?? null,
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
