@@ -98,6 +98,15 @@ describe('single verification end to end', () => {
     ],
     [`nobody@${DOMAINS.accept}`, { isDeliverable: false, checks: { smtpValid: false } }],
     [`anyone@${DOMAINS.catchall}`, { isDeliverable: false, checks: { isCatchAll: true } }],
+    [
+      `alice@${DOMAINS.gateway}`,
+      {
+        isDeliverable: true,
+        checks: { smtpValid: true, isCatchAll: true },
+        meta: { verifiedVia: 'tenant', mxHost: 'mx0a-00123401.pphosted.com', provider: 'proofpoint' },
+      },
+    ],
+    [`alice@${DOMAINS.gatewayNoTenant}`, { isDeliverable: false, meta: { verifiedVia: 'mx' } }],
     [`alice@${DOMAINS.greylist}`, { retryAfterSeconds: expect.any(Number) }],
     [`alice@${DOMAINS.nullmx}`, { meta: { dnsType: 'NULL_MX' } }],
     [`alice@${DOMAINS.typo}`, { checks: { hasTypo: { suggested: 'gmail.com' } } }],
