@@ -6,6 +6,7 @@ import {
   type Job,
   MAX_MAX_WAIT_SECONDS,
   type OriginalCsvData,
+  storedVerificationResult,
   type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
@@ -264,7 +265,7 @@ export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery
   const results = rows.map((row) => {
     if (!row.resultJson) throw new Error(`row ${row.row} of job ${job.id} has no result`);
     // A duplicate shares its address's verdict but shows the address as its row had it.
-    return { ...(JSON.parse(row.resultJson) as VerificationResult), email: row.input };
+    return { ...storedVerificationResult(row.resultJson), email: row.input };
   });
   const headers = job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null;
   return {

@@ -2,7 +2,7 @@
 // the consumer for what DNS decided): verdicts; final answers recorded once, completing and
 // refunding the job with its last one; temporary answers asked again on their own schedule,
 // or final when the job's deadline would come first. docs/architecture.md, "Batch".
-import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
 import { policyOf } from '@rcpt/shared/contract/sub-statuses';
 import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
@@ -146,7 +146,7 @@ export async function finishAtDeadline(
   const finals = await Promise.all(
     unfinished.map(async (address): Promise<AddressResult> => {
       if (address.resultJson) {
-        const result = JSON.parse(address.resultJson) as VerificationResult;
+        const result = storedVerificationResult(address.resultJson);
         return addressResult(address.idx, result, policyOf(result.subStatus).refundable);
       }
       let route = routes.get(address.domain);

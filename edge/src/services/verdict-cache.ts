@@ -5,7 +5,7 @@
 // status's lifetime from the moment it was reached — not from when it was last answered, so
 // answering it again never extends it — and only while the domain's facts it was reached on
 // still hold.
-import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
 import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { DataMode } from '../storage/api-keys.ts';
@@ -57,7 +57,7 @@ export async function cachedVerdict(input: {
     resultJson = await latestVerdict(input.db, lookup);
   }
   if (resultJson === null) return null;
-  const result = JSON.parse(resultJson) as VerificationResult;
+  const result = storedVerificationResult(resultJson);
   const verifiedAt = Date.parse(result.meta.verifiedAt);
   if (!(now - verifiedAt < verdictLifetimeMs(result.status))) return null;
   if (facts && !(await facts.verdictHolds(key.domain, verifiedAt))) return null;

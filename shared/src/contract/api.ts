@@ -114,6 +114,17 @@ export const VerificationResult = z
   .meta({ id: 'VerificationResult' });
 export type VerificationResult = z.infer<typeof VerificationResult>;
 
+/**
+ * A result as it was stored (history, a job's rows), for answering again. Results stored before
+ * `meta.verifiedVia` existed say null: how their SMTP answer was reached was not recorded.
+ */
+export function storedVerificationResult(json: string): VerificationResult {
+  const result = JSON.parse(json) as VerificationResult;
+  return result.meta.verifiedVia === undefined
+    ? { ...result, meta: { ...result.meta, verifiedVia: null } }
+    : result;
+}
+
 // An address as sent, single or in a batch. Control characters are refused before trimming,
 // so a CRLF can never be smuggled at an end (nor reach an SMTP command line).
 const RawEmailInput = z

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SUB_STATUSES, type SubStatus, type TypoSuggestion, VerificationResult } from '../contract/api.ts';
+import {
+  SUB_STATUSES,
+  type SubStatus,
+  storedVerificationResult,
+  type TypoSuggestion,
+  VerificationResult,
+} from '../contract/api.ts';
 import {
   type AddressOutcome,
   type ProbeReport,
@@ -1247,5 +1253,14 @@ describe('a catch-all security gateway and the tenant behind it', () => {
     expect(
       computeVerdict(verdictInput(email, { sandbox: true, probe: rcpt(email, ACCEPTED) })).meta.verifiedVia,
     ).toBe('sandbox');
+  });
+
+  it('reads a result stored before verifiedVia existed as null, and a newer one as it was', () => {
+    const result = behindGateway({ tenant: tenant(ACCEPTED) });
+    const { verifiedVia: _verifiedVia, ...olderMeta } = result.meta;
+    const older = storedVerificationResult(JSON.stringify({ ...result, meta: olderMeta }));
+    expect(older.meta.verifiedVia).toBeNull();
+    expect(VerificationResult.parse(older)).toEqual(older);
+    expect(storedVerificationResult(JSON.stringify(result))).toEqual(result);
   });
 });
