@@ -166,7 +166,9 @@ export const PROVIDERS: readonly MailProvider[] = [
     // the verification TXT "MS=ms<digits>", SPF "v=spf1 include:spf.protection.outlook.com -all",
     // the CNAME autodiscover.<domain> → autodiscover.outlook.com, and the MX
     // <domain with '.' → '-'>.mail.protection.outlook.com, which Exchange Online Protection
-    // answers for the tenant's verified domains only.
+    // answers for the tenant's verified domains only. Domains provisioned on the newer
+    // <domain>-<tld>.<id>.mx.microsoft names (for DNSSEC, since 2024) carry an id the domain's DNS
+    // does not show: unless the older name resolves too, no tenant is found for them.
     tenant: {
       spfIncludes: ['spf.protection.outlook.com'],
       verificationTxtPrefixes: ['ms=ms'],
