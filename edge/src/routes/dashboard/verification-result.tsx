@@ -44,6 +44,12 @@ export function VerificationResultView(props: { result: VerificationResult }) {
         <span class="substatus">{readableSubStatus(result.subStatus)}</span>
       </p>
       <p>{result.reason}</p>
+      {result.meta.verifiedVia === 'tenant' ? (
+        <p class="muted" role="note">
+          The domain's security gateway accepts every address; this answer came from the Microsoft 365 or
+          Google Workspace tenant behind it.
+        </p>
+      ) : null}
       {typo ? (
         <p class="typo" role="note">
           Did you mean{' '}
