@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours, free of charge; each round that changes a verdict updates the completed job and sends `job.updated`.
          */
         post: {
             parameters: {
@@ -160,6 +160,8 @@ export interface paths {
                     webhookUrl?: string;
                     /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
                     maxWaitSeconds?: number;
+                    /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+                    recheck?: "true" | "false";
                 };
                 header?: {
                     /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
@@ -178,6 +180,11 @@ export interface paths {
                         webhookUrl?: string;
                         /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
                         maxWaitSeconds?: number;
+                        /**
+                         * @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked.
+                         * @enum {string}
+                         */
+                        recheck?: "true" | "false";
                         /**
                          * Format: binary
                          * @description the CSV file
@@ -594,7 +601,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account: balance and usage */
+        /** The account: balance, settings and usage */
         get: {
             parameters: {
                 query?: never;
@@ -651,6 +658,120 @@ export interface paths {
             };
         };
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the account's defaults
+         * @description `recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist follow-up; see `recheck` of `POST /api/v1/bulk/upload`). A field left out keeps its value. Live keys only.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AccountSettingsRequest"];
+                };
+            };
+            responses: {
+                /** @description The settings as they now are. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AccountSettingsResponse"];
+                    };
+                };
+                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNSUPPORTED_MEDIA_TYPE`: The Content-Type of the request is not supported. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         post?: never;
         delete?: never;
         options?: never;
@@ -1164,34 +1285,34 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final |
-             *     | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes |
+             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no | no |
+             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes | no |
              * @enum {string}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error";
@@ -1306,6 +1427,8 @@ export interface components {
             webhookUrl?: string;
             /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
             maxWaitSeconds?: number;
+            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+            recheck?: boolean;
         };
         BulkStatusResponse: {
             /** @enum {boolean} */
@@ -1339,6 +1462,18 @@ export interface components {
             creditsCharged: number;
             creditsRefunded: number;
             failureReason: string | null;
+            /** @description whether temporary answers are asked again after completion (see `recheck` of the upload) */
+            recheck: boolean;
+            /**
+             * Format: date-time
+             * @description when a recheck last changed a verdict of this job; null until one does
+             */
+            recheckedAt: string | null;
+            /**
+             * Format: date-time
+             * @description when the next recheck round starts; null when none is planned
+             */
+            nextRecheckAt: string | null;
         };
         BounceEstimate: {
             percent: number;
@@ -1380,6 +1515,7 @@ export interface components {
                 creditsRemaining: number;
                 /** Format: date-time */
                 createdAt: string;
+                settings: components["schemas"]["AccountSettings"];
                 usage: {
                     singleVerifications: number;
                     batchJobs: number;
@@ -1387,6 +1523,24 @@ export interface components {
                     creditsRefunded: number;
                 };
             };
+        };
+        AccountSettings: {
+            /** @description the default of an upload's `recheck` when it does not say (greylist follow-up) */
+            recheck: boolean;
+        };
+        AccountSettingsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            settings: components["schemas"]["AccountSettings"];
+        };
+        /**
+         * @example {
+         *       "recheck": true
+         *     }
+         */
+        AccountSettingsRequest: {
+            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+            recheck?: boolean;
         };
         HistoryResponse: {
             /** @enum {boolean} */
@@ -1407,34 +1561,34 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final |
-             *     | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes |
+             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no | no |
+             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes | no |
              * @enum {string|null}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | null;
@@ -1472,6 +1626,18 @@ export interface components {
                 creditsCharged: number;
                 creditsRefunded: number;
                 failureReason: string | null;
+                /** @description whether temporary answers are asked again after completion (see `recheck` of the upload) */
+                recheck: boolean;
+                /**
+                 * Format: date-time
+                 * @description when a recheck last changed a verdict of this job; null until one does
+                 */
+                recheckedAt: string | null;
+                /**
+                 * Format: date-time
+                 * @description when the next recheck round starts; null when none is planned
+                 */
+                nextRecheckAt: string | null;
             };
         };
         WebhookSettingsResponse: {

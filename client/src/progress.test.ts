@@ -22,6 +22,9 @@ function job(processed: number, total = 10_000): Job {
     creditsCharged: total,
     creditsRefunded: 0,
     failureReason: null,
+    recheck: false,
+    recheckedAt: null,
+    nextRecheckAt: null,
   };
 }
 

@@ -11,6 +11,7 @@ import { registerApiReference } from './routes/api-reference.ts';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
+import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
 import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
 import { registerBulkStatus } from './routes/v1/bulk-status.get.ts';
@@ -67,6 +68,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerBulkResults(app);
   registerBulkJobs(app);
   registerAccount(app);
+  app.use('/api/v1/account/settings', liveKeyOnly);
+  registerAccountSettings(app);
   registerHistory(app);
   app.use('/api/v1/webhooks', liveKeyOnly);
   app.use('/api/v1/webhooks/*', liveKeyOnly);

@@ -45,6 +45,37 @@ const ConfigSchema = z
     BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
     /** A job still processing after this long fails (with a reason) and is refunded. */
     BATCH_MAX_HOURS: z.coerce.number().min(0.01).max(168).default(6),
+    /**
+     * Greylist follow-up (docs/architecture.md): when a job with `recheck` asks its temporary
+     * answers again, in seconds after the job completed, one round each: 15 min, 1 h, 4 h, 12 h.
+     */
+    RECHECK_SCHEDULE_SECONDS: z
+      .string()
+      .default('900,3600,14400,43200')
+      .transform((value) =>
+        value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean)
+          .map(Number),
+      )
+      .pipe(
+        z
+          .array(
+            z
+              .number()
+              .int()
+              .min(1)
+              .max(7 * 86_400),
+          )
+          .max(12)
+          .refine(
+            (delays) => delays.every((delay, index) => index === 0 || delay > (delays[index - 1] ?? 0)),
+            {
+              message: 'must be increasing',
+            },
+          ),
+      ),
     /** AES-GCM key (base64, 32 bytes) sealing stored webhook secrets; a Worker secret in production. */
     SECRETS_KEY: z.string().optional(),
     /** How sign-up confirmation links are sent: `console` for local development only. */

@@ -48,6 +48,14 @@ const ROUTES: AuthenticatedRoute[] = [
   { name: 'account', method: 'GET', path: '/api/v1/account', charged: false },
   { name: 'history', method: 'GET', path: '/api/v1/history', charged: false },
   {
+    name: 'account settings',
+    method: 'PUT',
+    path: '/api/v1/account/settings',
+    json: { recheck: true },
+    charged: false,
+    liveKeyOnly: true,
+  },
+  {
     name: 'webhook settings',
     method: 'PUT',
     path: '/api/v1/webhooks',

@@ -7,6 +7,7 @@ import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
 import { ADDRESSES_PER_MESSAGE } from '../services/batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from '../services/batch-queue.ts';
+import { type RecheckRecovery, recoverRechecks } from '../services/batch-recheck.ts';
 import { finishAtDeadline } from '../services/batch-results.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
 import type { Db } from '../storage/db.ts';
@@ -32,6 +33,7 @@ export interface RecoveryReport {
   failedJobs: number;
   refundedVerifications: number;
   finishedAtDeadline: number;
+  rechecks: RecheckRecovery;
 }
 
 export async function recoverStuckJobs(
@@ -96,7 +98,9 @@ export async function recoverStuckJobs(
     );
   }
   await enqueueBatchWork(queue, messages);
+  const rechecks = await recoverRechecks({ db, queue, config, inBackground }, now);
   return {
+    rechecks,
     requeued: stale.length,
     failedJobs,
     refundedVerifications,

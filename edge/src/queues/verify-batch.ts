@@ -2,10 +2,13 @@
 // route once per message (one domain each, from the shared domain facts), then what DNS
 // decided is recorded at once and the rest is handed to the ProberHub in one call, which
 // probes it and records each answer as it comes (so a slow domain holds up nobody). Deadline
-// messages finish their job. A replayed message changes nothing: writes are once-only upserts.
+// messages finish their job; recheck messages start a completed job's follow-up round, whose
+// work then comes through here like any other (docs/architecture.md, "Greylist follow-up").
+// A replayed message changes nothing: writes are once-only upserts.
 import { configOf } from '../config.ts';
 import { defaultDeadlineAt } from '../services/batch-jobs.ts';
 import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
+import { startRecheckRound } from '../services/batch-recheck.ts';
 import {
   type BatchTask,
   finishAtDeadline,
@@ -16,6 +19,7 @@ import {
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { processingJobs } from '../storage/jobs.ts';
+import { recheckingJobs } from '../storage/rechecks.ts';
 
 export async function consumeVerifyBatch(
   batch: MessageBatch<BatchMessage>,
@@ -30,13 +34,29 @@ export async function consumeVerifyBatch(
     config,
     inBackground: (task) => ctx.waitUntil(task),
   };
-  const live = await processingJobs(db, [...new Set(batch.messages.map((message) => message.body.jobId))]);
+  const jobIds = [...new Set(batch.messages.map((message) => message.body.jobId))];
+  const live = await processingJobs(db, jobIds);
+  const rechecking = batch.messages.some(
+    ({ body }) => body.kind !== 'deadline' && body.kind !== 'recheck' && body.recheckRound !== undefined,
+  )
+    ? await recheckingJobs(db, jobIds)
+    : new Map();
   // Routes from the domain facts every account shares, resolved over DNS when they expired.
   const facts = domainFactsOf(db, config);
   const resolveRoute = (domain: string) => facts.mailRoute(domain);
 
   const work: { body: WorkMessage; accountId: string; deadlineAt: number }[] = [];
   for (const { body } of batch.messages) {
+    if (body.kind === 'recheck') {
+      await startRecheckRound(deps, body, Date.now());
+      continue;
+    }
+    if (body.kind !== 'deadline' && body.recheckRound !== undefined) {
+      // A round's work: only while that round runs (a late one changes nothing).
+      const round = rechecking.get(body.jobId);
+      if (round) work.push({ body, accountId: round.accountId, deadlineAt: round.roundEndsAt });
+      continue;
+    }
     const job = live.get(body.jobId);
     if (!job) continue; // completed, failed or deleted: nothing left to do
     if (body.kind === 'deadline') {
@@ -58,6 +78,7 @@ export async function consumeVerifyBatch(
       deadlineAt,
       attempt: body.attempt,
       ...(body.retry ? { retry: body.retry } : {}),
+      ...(body.recheckRound !== undefined ? { recheckRound: body.recheckRound } : {}),
       addresses: body.addresses,
       dns: await resolveRoute(body.domain),
     })),

@@ -67,6 +67,8 @@ export interface UploadInput {
   webhookUrl: string | null;
   /** The job's deadline in seconds after upload; default from its size. */
   maxWaitSeconds: number | null;
+  /** Greylist follow-up after completion; null or absent: the account's setting. */
+  recheck?: boolean | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
   now: number;
@@ -113,6 +115,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       csvHeaders: upload.headers,
       webhookUrl: input.webhookUrl,
       deadlineAt,
+      // Sandbox answers are made up at once: nothing to ask again.
+      recheck: sandbox ? false : (input.recheck ?? null),
       now,
     },
     rows,
@@ -221,6 +225,9 @@ export function jobView(job: JobRow): Job {
     creditsCharged: job.creditsCharged,
     creditsRefunded: job.creditsRefunded,
     failureReason: job.failureReason,
+    recheck: job.recheck === 1,
+    recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
+    nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
   };
 }
 

@@ -11,6 +11,8 @@ export interface WorkMessage {
   attempt: number;
   /** Set on a retry: the schedule of the answer being retried, and how many retries it had. */
   retry?: RetryState;
+  /** Set on a recheck round's work (greylist follow-up): the round's number. */
+  recheckRound?: number;
   addresses: { idx: number; email: string }[];
 }
 
@@ -20,7 +22,22 @@ export interface DeadlineMessage {
   jobId: string;
 }
 
-export type BatchMessage = WorkMessage | DeadlineMessage;
+/**
+ * Starts a completed job's recheck round `round + 1` at `dueAt` (greylist follow-up). Sent
+ * delayed; a delay longer than Queues allows arrives early and is sent on again.
+ */
+export interface RecheckMessage {
+  kind: 'recheck';
+  jobId: string;
+  /** Rounds the job had started when this one was planned. */
+  round: number;
+  dueAt: number;
+}
+
+export type BatchMessage = WorkMessage | DeadlineMessage | RecheckMessage;
+
+/** The longest delay of a queue message: 12 hours (Cloudflare Queues, "Batching, Retries and Delays"). */
+export const MAX_QUEUE_DELAY_SECONDS = 43_200;
 
 /**
  * The verify-batch producer binding with its message type: `wrangler types` declares queue
@@ -40,6 +57,8 @@ export async function enqueueBatchWork(
   messages: readonly BatchMessage[],
   delaySeconds = 0,
 ): Promise<void> {
+  if (delaySeconds > MAX_QUEUE_DELAY_SECONDS)
+    throw new Error(`a queue delay of ${delaySeconds} s exceeds ${MAX_QUEUE_DELAY_SECONDS} s`);
   let batch: MessageSendRequest<BatchMessage>[] = [];
   let bytes = 0;
   for (const body of messages) {

@@ -3,7 +3,7 @@
 // refunding the job with its last one; temporary answers asked again on their own schedule,
 // or final when the job's deadline would come first. docs/architecture.md, "Batch".
 import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
-import { policyOf } from '@rcpt/shared/contract/sub-statuses';
+import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
 import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
@@ -14,8 +14,10 @@ import {
   recordResults,
   unfinishedAddresses,
 } from '../storage/jobs.ts';
+import type { RecheckAnswer } from '../storage/rechecks.ts';
 import { addressResult } from './batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';
+import { recheckAnswerOf, recordRecheck, sendRecheckMessage } from './batch-recheck.ts';
 import { nextAttemptAt, type RetryState, retryPaceOf } from './batch-retry.ts';
 import { domainFactsOf } from './verify-deps.ts';
 import { deliverJobWebhook } from './webhooks.ts';
@@ -31,6 +33,8 @@ export interface BatchTask {
   deadlineAt: number;
   attempt: number;
   retry?: RetryState;
+  /** A recheck round's work (greylist follow-up): its answers go to the round, never retried. */
+  recheckRound?: number;
   addresses: { idx: number; email: string }[];
   dns: DnsOutcome;
 }
@@ -55,6 +59,7 @@ interface JobWrites {
   finals: AddressResult[];
   provisional: AddressResult[];
   retries: { message: WorkMessage; delaySeconds: number }[];
+  rechecks: RecheckAnswer[];
 }
 
 /** Records what the probes of `settled` answered; see the file comment. */
@@ -69,7 +74,7 @@ export async function settleBatchWork(
   const facts = domainFactsOf(deps.db, deps.config);
   for (const { task, probe: answered, tenant, final } of settled) {
     const probe = await facts.observeProbe(task.domain, answered);
-    const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [] };
+    const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
     for (const address of task.addresses) {
@@ -81,6 +86,10 @@ export async function settleBatchWork(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
+      if (task.recheckRound !== undefined) {
+        writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));
+        continue;
+      }
       const pace =
         final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS
           ? null
@@ -100,7 +109,7 @@ export async function settleBatchWork(
         : null;
       const stored = addressResult(address.idx, result, policy.refundable);
       if (at === null || !pace) {
-        writes.finals.push(stored);
+        writes.finals.push({ ...stored, recheckable: !final && isRecheckable(result.subStatus, policy) });
         continue;
       }
       writes.provisional.push(stored);
@@ -129,6 +138,7 @@ export async function settleBatchWork(
       await enqueueBatchWork(deps.queue, [message], delaySeconds);
     }
     if (writes.finals.length > 0) await recordFinals(deps, jobId, writes.finals, now);
+    if (writes.rechecks.length > 0) await recordRecheck(deps, jobId, writes.rechecks, now);
   }
 }
 
@@ -146,8 +156,13 @@ export async function finishAtDeadline(
   const finals = await Promise.all(
     unfinished.map(async (address): Promise<AddressResult> => {
       if (address.resultJson) {
+        // A provisional answer is a temporary one: it was to be asked again.
         const result = storedVerificationResult(address.resultJson);
-        return addressResult(address.idx, result, policyOf(result.subStatus).refundable);
+        const policy = policyOf(result.subStatus);
+        return {
+          ...addressResult(address.idx, result, policy.refundable),
+          recheckable: isRecheckable(result.subStatus, policy),
+        };
       }
       let route = routes.get(address.domain);
       if (!route) {
@@ -161,7 +176,10 @@ export async function finishAtDeadline(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
-      return addressResult(address.idx, result, policy.refundable);
+      return {
+        ...addressResult(address.idx, result, policy.refundable),
+        recheckable: isRecheckable(result.subStatus, policy),
+      };
     }),
   );
   await recordFinals(deps, jobId, finals, now);
@@ -173,6 +191,17 @@ async function recordFinals(
   finals: readonly AddressResult[],
   now: number,
 ): Promise<void> {
-  const { completed } = await recordResults(deps.db, jobId, finals, now);
-  if (completed) deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
+  const firstRecheckSeconds = deps.config.RECHECK_SCHEDULE_SECONDS[0];
+  const { completed, recheckDueAt } = await recordResults(
+    deps.db,
+    jobId,
+    finals,
+    now,
+    firstRecheckSeconds === undefined ? null : firstRecheckSeconds * 1000,
+  );
+  if (!completed) return;
+  deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
+  // Greylist follow-up: the first round's message; the cron sends it if this one is lost.
+  if (recheckDueAt !== null)
+    await sendRecheckMessage(deps.queue, { kind: 'recheck', jobId, round: 0, dueAt: recheckDueAt }, now);
 }

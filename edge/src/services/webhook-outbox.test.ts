@@ -74,13 +74,13 @@ describe('webhook outbox', () => {
     const now = Date.now();
     const { jobId, results } = await jobWithWebhook(null, now);
     expect(await deliveriesOf(jobId)).toEqual([]);
-    expect(await recordResults(db(), jobId, results, now)).toEqual({ completed: true });
+    expect(await recordResults(db(), jobId, results, now)).toEqual({ completed: true, recheckDueAt: null });
     const eventId = `msg_${jobId.replaceAll('-', '')}_completed`;
     expect(await deliveriesOf(jobId)).toEqual([
       { id: eventId, state: 'pending', attempts: 0, lastError: null, type: 'job.completed' },
     ]);
     // A replayed write completes nothing and records no second event.
-    expect(await recordResults(db(), jobId, results, now)).toEqual({ completed: false });
+    expect(await recordResults(db(), jobId, results, now)).toEqual({ completed: false, recheckDueAt: null });
     expect(await deliveriesOf(jobId)).toHaveLength(1);
 
     const sent = receiveWebhooks('hooks.rcpt.test', [503, 200]);

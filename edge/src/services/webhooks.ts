@@ -192,9 +192,10 @@ async function attemptDelivery(
 }
 
 /**
- * The bytes the event carries: a job event's payload is built from the finished job at its
- * first attempt and kept (its timestamp is when the job finished), so retries send the same.
- * Null when the job is gone (deleted by retention before delivery).
+ * The bytes the event carries: a job event's payload is built from the job at its first
+ * attempt and kept (its timestamp is when the job finished, or the recheck round closed), so
+ * retries send the same. A `job.updated` event (greylist follow-up) also says how many
+ * verdicts its round changed. Null when the job is gone (deleted by retention before delivery).
  */
 async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string | null> {
   if (delivery.payload !== '' || delivery.jobId === null) return delivery.payload;
@@ -203,7 +204,10 @@ async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string |
   const payload = JSON.stringify({
     type: delivery.eventType,
     timestamp: new Date(delivery.createdAt).toISOString(),
-    data: { job: jobView(job) },
+    data: {
+      job: jobView(job),
+      ...(delivery.eventType === 'job.updated' ? { changedAddresses: job.recheckChanges } : {}),
+    },
   });
   return fixDeliveryPayload(db, delivery.id, payload);
 }

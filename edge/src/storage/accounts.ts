@@ -100,3 +100,18 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
     .first<AccountUsage>();
   return row ?? { singleVerifications: 0, batchJobs: 0, creditsSpent: 0, creditsRefunded: 0 };
 }
+
+/** The account's settings that apply when a request does not say (AccountSettings in the API). */
+export async function updateAccountSettings(
+  db: Db,
+  accountId: string,
+  settings: { recheck?: boolean },
+): Promise<{ recheck: boolean } | null> {
+  const row = await db.$client
+    .prepare(
+      'UPDATE accounts SET recheck_default = COALESCE(?2, recheck_default) WHERE id = ?1 RETURNING recheck_default AS recheck',
+    )
+    .bind(accountId, settings.recheck === undefined ? null : settings.recheck ? 1 : 0)
+    .first<{ recheck: number }>();
+  return row ? { recheck: row.recheck === 1 } : null;
+}

@@ -33,6 +33,8 @@ export interface NewJob {
   webhookUrl: string | null;
   /** When the job completes at the latest (ms since the epoch). */
   deadlineAt: number;
+  /** Greylist follow-up after completion; null: the account's default. */
+  recheck: boolean | null;
   now: number;
 }
 
@@ -153,6 +155,11 @@ export async function createJobWithCharge(
       )
       .bind(...jobParams),
     prepare(d1, movement.entry),
+    d1
+      .prepare(
+        'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
+      )
+      .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
   ];
   for (const chunk of jsonChunks(
     rows.map((row) => [
@@ -193,7 +200,7 @@ export async function createJobWithCharge(
         .bind(job.id, chunk, job.now),
     );
   }
-  if (answered) statements.push(...completionStatements(d1, job.id, job.now));
+  if (answered) statements.push(...completionStatements(d1, job.id, job.now, null));
   // The job's entry in the account history, with the job.
   statements.push(
     d1
@@ -306,64 +313,91 @@ export interface AddressResult {
   catchAll: boolean | null;
   refundable: boolean;
   resultJson: string;
+  /** A final answer a job with `recheck` asks again later (isRecheckable in the policy table). */
+  recheckable?: boolean;
 }
 
 /**
  * Records final results (each address once: a replay changes nothing), recomputes the
  * job's counters from its addresses, and — in the same transaction — completes the job
- * and refunds it once every address is done. Returns the job if this call completed it.
+ * and refunds it once every address is done. Returns whether this call completed it, and
+ * when its first recheck round is due (a job with `recheck` and recheckable answers).
  */
 export async function recordResults(
   db: Db,
   jobId: string,
   results: readonly AddressResult[],
   now: number,
-): Promise<{ completed: boolean }> {
+  firstRecheckAfterMs: number | null = null,
+): Promise<{ completed: boolean; recheckDueAt: number | null }> {
   const d1 = db.$client;
   const statements: D1PreparedStatement[] = [];
-  for (const chunk of jsonChunks(results.map((result) => [result.idx, ...resultColumns(result)]))) {
+  for (const chunk of jsonChunks(
+    results.map((result) => [result.idx, ...resultColumns(result), result.recheckable ? 1 : 0]),
+  )) {
     statements.push(
       d1
         .prepare(
-          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
-           SELECT ?1, j.value->>0, '', '', 'done', 0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json, recheck)
+           SELECT ?1, j.value->>0, '', '', 'done', 0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5,
+             CASE WHEN j.value->>6 = 1 AND (SELECT recheck FROM jobs WHERE id = ?1) = 1 THEN 'due' END
            FROM json_each(?2) j WHERE true
            ON CONFLICT (job_id, idx) DO UPDATE SET state = 'done', status = excluded.status, sub_status = excluded.sub_status,
-             catch_all = excluded.catch_all, refundable = excluded.refundable, result_json = excluded.result_json
+             catch_all = excluded.catch_all, refundable = excluded.refundable, result_json = excluded.result_json,
+             recheck = excluded.recheck
            WHERE job_addresses.state != 'done'`,
         )
         .bind(jobId, chunk),
     );
   }
-  statements.push(...completionStatements(d1, jobId, now));
-  const outcome = await d1.batch<{ id: string }>(statements);
-  return { completed: (outcome.at(-1)?.results.length ?? 0) > 0 };
+  statements.push(...completionStatements(d1, jobId, now, firstRecheckAfterMs));
+  const outcome = await d1.batch<{ id: string; recheckDueAt: number | null }>(statements);
+  const finalized = outcome.at(-1)?.results[0];
+  return { completed: finalized !== undefined, recheckDueAt: finalized?.recheckDueAt ?? null };
+}
+
+/** The job's verdict counters recomputed from its answered addresses. */
+export function countersStatement(d1: D1Database, jobId: string, condition: string): D1PreparedStatement {
+  return d1
+    .prepare(
+      `UPDATE jobs SET (processed_emails, deliverable_count, undeliverable_count, risky_count, unknown_count,
+           catch_all_count, refundable_count) =
+         (SELECT COUNT(*), COALESCE(SUM(status = 'deliverable'), 0), COALESCE(SUM(status = 'undeliverable'), 0),
+            COALESCE(SUM(status = 'risky'), 0), COALESCE(SUM(status = 'unknown'), 0), COALESCE(SUM(catch_all = 1), 0),
+            COALESCE(SUM(refundable), 0)
+          FROM job_addresses WHERE job_id = ?1 AND state = 'done')
+       WHERE id = ?1 AND ${condition}`,
+    )
+    .bind(jobId);
 }
 
 /**
- * Counters from the addresses, then the once-only completion: status, refund ledger row,
- * balance and the `finalized` flag, all conditional on the flag so a replay does nothing.
- * The last statement returns the job id only in the transaction that finalized it.
+ * Counters from the addresses, then the once-only completion: status, the first recheck
+ * round's time (a job with `recheck` and answers to ask again), refund ledger row, balance and
+ * the `finalized` flag, all conditional on the flag so a replay does nothing. The last
+ * statement returns the job id only in the transaction that finalized it.
  */
-function completionStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
+function completionStatements(
+  d1: D1Database,
+  jobId: string,
+  now: number,
+  firstRecheckAfterMs: number | null,
+): D1PreparedStatement[] {
   return [
-    d1
-      .prepare(
-        `UPDATE jobs SET (processed_emails, deliverable_count, undeliverable_count, risky_count, unknown_count,
-             catch_all_count, refundable_count) =
-           (SELECT COUNT(*), COALESCE(SUM(status = 'deliverable'), 0), COALESCE(SUM(status = 'undeliverable'), 0),
-              COALESCE(SUM(status = 'risky'), 0), COALESCE(SUM(status = 'unknown'), 0), COALESCE(SUM(catch_all = 1), 0),
-              COALESCE(SUM(refundable), 0)
-            FROM job_addresses WHERE job_id = ?1 AND state = 'done')
-         WHERE id = ?1 AND finalized = 0`,
-      )
-      .bind(jobId),
+    countersStatement(d1, jobId, 'finalized = 0'),
     d1
       .prepare(
         `UPDATE jobs SET status = 'completed', completed_at = ?2, credits_refunded = refundable_count
          WHERE id = ?1 AND status = 'processing' AND finalized = 0 AND processed_emails >= total_emails`,
       )
       .bind(jobId, now),
+    d1
+      .prepare(
+        `UPDATE jobs SET recheck_due_at = completed_at + ?2
+         WHERE id = ?1 AND ?2 IS NOT NULL AND recheck = 1 AND status = 'completed' AND finalized = 0
+           AND EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'due')`,
+      )
+      .bind(jobId, firstRecheckAfterMs),
     ...finalizeStatements(d1, jobId, now),
   ];
 }
@@ -399,7 +433,8 @@ function finalizeStatements(d1: D1Database, jobId: string, now: number): D1Prepa
     jobEventStatement(d1, jobId, now),
     d1
       .prepare(
-        `UPDATE jobs SET finalized = 1 WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0 RETURNING id`,
+        `UPDATE jobs SET finalized = 1 WHERE id = ?1 AND status IN ('completed', 'failed') AND finalized = 0
+         RETURNING id, recheck_due_at AS recheckDueAt`,
       )
       .bind(jobId),
   ];

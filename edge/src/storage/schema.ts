@@ -16,6 +16,9 @@ export const accounts = sqliteTable('accounts', {
   // When the owner followed the confirmation link sent to `email` (docs/money.md): the free
   // credits are granted in the same transaction. Null: not confirmed yet, no free credits.
   emailConfirmedAt: integer('email_confirmed_at'),
+  // Whether the account's jobs ask temporary answers again over the next hours when the
+  // upload does not say (`recheck`, docs/architecture.md "Greylist follow-up"). 1: yes.
+  recheckDefault: integer('recheck_default').notNull().default(0),
 });
 
 export const apiKeys = sqliteTable(
@@ -179,10 +182,23 @@ export const jobs = sqliteTable(
     completedAt: integer('completed_at'),
     // The job completes by then: what is still temporary becomes `unknown` (docs/verdicts.md).
     deadlineAt: integer('deadline_at'),
+    // Greylist follow-up (docs/architecture.md): 1 when the completed job asks its recheckable
+    // answers again. Rounds are numbered from 1; `recheck_round` is how many started. A round
+    // is running while `recheck_round_ends_at` is set; the next starts at `recheck_due_at`
+    // (null: no more). `rechecked_at` is when a round last changed a verdict, and
+    // `recheck_changes` how many that round changed.
+    recheck: integer('recheck').notNull().default(0),
+    recheckRound: integer('recheck_round').notNull().default(0),
+    recheckDueAt: integer('recheck_due_at'),
+    recheckRoundEndsAt: integer('recheck_round_ends_at'),
+    recheckedAt: integer('rechecked_at'),
+    recheckChanges: integer('recheck_changes').notNull().default(0),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
     index('jobs_status').on(table.status, table.createdAt),
+    // Follow-up rounds due or overdue, for the recovery sweep when a queue message was lost.
+    index('jobs_recheck_due').on(table.recheckDueAt).where(sql`recheck_due_at IS NOT NULL`),
     // The account's jobs in flight, counted by every upload against its quota.
     index('jobs_in_flight').on(table.accountId).where(sql`status IN ('pending', 'processing')`),
   ],
@@ -218,6 +234,11 @@ export const jobAddresses = sqliteTable(
     catchAll: integer('catch_all'),
     refundable: integer('refundable').notNull().default(0),
     resultJson: text('result_json'),
+    // Greylist follow-up: 'due' — a recheckable final answer, asked again in the next round;
+    // 'asking' — asked in the running round, no answer yet; null — nothing to ask.
+    recheck: text('recheck', { enum: ['due', 'asking'] }),
+    // The round in which a recheck last changed this address's verdict.
+    changedInRound: integer('changed_in_round'),
   },
   (table) => [
     primaryKey({ columns: [table.jobId, table.idx] }),

@@ -198,6 +198,18 @@ export const MaxWaitSeconds = z.coerce
       'plus 1 second per 25 addresses.',
   );
 
+const RECHECK_DESCRIPTION =
+  'Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the ' +
+  "subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never " +
+  'a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job ' +
+  'completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, ' +
+  'with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes ' +
+  "deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. " +
+  'Test-key jobs are never rechecked.';
+
+/** `recheck` as a query or multipart form field, beside a CSV file. */
+export const RecheckField = z.enum(['true', 'false']).describe(RECHECK_DESCRIPTION);
+
 export const BulkUploadJsonRequest = z
   .strictObject({
     // An empty item is kept (it is counted in emptyRows); a control character is refused.
@@ -205,6 +217,7 @@ export const BulkUploadJsonRequest = z
     name: z.string().max(200).optional(),
     webhookUrl: z.url().max(2048).optional(),
     maxWaitSeconds: MaxWaitSeconds.optional(),
+    recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
   })
   .meta({ id: 'BulkUploadRequest', example: { emails: ['alice@example.com', 'bob@example.org'] } });
 export type BulkUploadJsonRequest = z.infer<typeof BulkUploadJsonRequest>;
@@ -263,6 +276,17 @@ export const Job = z
     creditsCharged: z.number().int(),
     creditsRefunded: z.number().int(),
     failureReason: z.string().nullable(),
+    recheck: z
+      .boolean()
+      .describe('whether temporary answers are asked again after completion (see `recheck` of the upload)'),
+    recheckedAt: z.iso
+      .datetime()
+      .nullable()
+      .describe('when a recheck last changed a verdict of this job; null until one does'),
+    nextRecheckAt: z.iso
+      .datetime()
+      .nullable()
+      .describe('when the next recheck round starts; null when none is planned'),
   })
   .meta({ id: 'Job' });
 export type Job = z.infer<typeof Job>;
@@ -326,6 +350,23 @@ export const BulkJobsResponse = z
   .object({ success: z.literal(true), jobs: z.array(Job), pagination: Pagination })
   .meta({ id: 'BulkJobsResponse' });
 
+export const AccountSettings = z
+  .object({
+    recheck: z
+      .boolean()
+      .describe("the default of an upload's `recheck` when it does not say (greylist follow-up)"),
+  })
+  .meta({ id: 'AccountSettings' });
+export type AccountSettings = z.infer<typeof AccountSettings>;
+
+export const AccountSettingsRequest = z
+  .strictObject({ recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION) })
+  .meta({ id: 'AccountSettingsRequest', example: { recheck: true } });
+
+export const AccountSettingsResponse = z
+  .object({ success: z.literal(true), settings: AccountSettings })
+  .meta({ id: 'AccountSettingsResponse' });
+
 export const AccountResponse = z
   .object({
     success: z.literal(true),
@@ -334,6 +375,7 @@ export const AccountResponse = z
       email: z.string().nullable(),
       creditsRemaining: z.number().int(),
       createdAt: z.iso.datetime(),
+      settings: AccountSettings,
       usage: z.object({
         singleVerifications: z.number().int(),
         batchJobs: z.number().int(),

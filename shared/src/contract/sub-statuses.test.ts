@@ -2,7 +2,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SubStatus } from './api.ts';
-import { SUB_STATUS_TABLE, SUB_STATUSES, type SubStatusRow, subStatusMarkdown } from './sub-statuses.ts';
+import {
+  isRecheckable,
+  SUB_STATUS_TABLE,
+  SUB_STATUSES,
+  type SubStatusRow,
+  subStatusMarkdown,
+} from './sub-statuses.ts';
 
 const rows = Object.entries(SUB_STATUS_TABLE) as [string, SubStatusRow][];
 
@@ -41,6 +47,29 @@ describe('SUB_STATUS_TABLE', () => {
         'smtp_unavailable',
       ].sort(),
     );
+  });
+
+  it('rechecks later only temporary unknown answers, never a mailbox answer, a timeout or a final one', () => {
+    const rechecked = rows.filter(([, row]) => row.recheckable).map(([subStatus]) => subStatus);
+    expect(rechecked.sort()).toEqual(
+      [
+        'antispam_blocked',
+        'dns_error',
+        'forcible_disconnect',
+        'greylisted',
+        'mail_server_temporary_error',
+        'smtp_connection_failed',
+        'smtp_unavailable',
+      ].sort(),
+    );
+    for (const [, row] of rows)
+      if (row.recheckable) expect([row.status, row.retry !== 'none']).toEqual(['unknown', true]);
+  });
+
+  it('never rechecks a permanent reply: the answer must have been temporary', () => {
+    expect(isRecheckable('antispam_blocked', { retry: 'throttle', refundable: true })).toBe(true);
+    expect(isRecheckable('antispam_blocked', { retry: 'none', refundable: true })).toBe(false);
+    expect(isRecheckable('smtp_timeout', { retry: 'transient', refundable: false })).toBe(false);
   });
 
   it('says plainly in the reason when rcpt itself could not run the check', () => {

@@ -4,6 +4,10 @@
 // verdict, the batch consumer, the single call, the OpenAPI description and the README's
 // subStatus table (a test compares the README with `subStatusMarkdown()`).
 //
+// Follow-up (docs/architecture.md, "Greylist follow-up"): a job uploaded with `recheck` asks
+// again, over the next hours, the addresses whose final answer is `recheckable` — only when
+// that answer was temporary (a 4xx or no answer), never a permanent (5xx) reply.
+//
 // Money (docs/money.md): a single call costs one credit whatever it answers. In a batch, an
 // address is refunded when rcpt got no answer about the mailbox because the provider blocked
 // or deferred verification, refuses verification traffic, or rcpt itself could not run the
@@ -36,9 +40,14 @@ export interface SubStatusRow {
   retry: RetrySchedule;
   /** A batch refunds the address when this is its final answer. */
   refundable: boolean;
+  /**
+   * A job with `recheck` asks again, over the next hours, an address whose final answer this
+   * is (when the answer was temporary): the answer may change once the server lets rcpt in.
+   */
+  recheckable: boolean;
 }
 
-const FINAL = { retry: 'none', refundable: false } as const;
+const FINAL = { retry: 'none', refundable: false, recheckable: false } as const;
 
 /** The vocabulary (docs/verdicts.md). Keys are the API's `subStatus` values. */
 export const SUB_STATUS_TABLE = {
@@ -107,12 +116,14 @@ export const SUB_STATUS_TABLE = {
     reason: 'The mail server asked to try again later (greylisting).',
     retry: 'greylist',
     refundable: true,
+    recheckable: true,
   },
   mail_server_temporary_error: {
     status: 'unknown',
     reason: 'The mail server reported a temporary error.',
     retry: 'transient',
     refundable: true,
+    recheckable: true,
   },
   // A temporary block (4xx) is asked again slowly; a permanent one (5xx) never is, since a
   // reply's own class decides that (RFC 5321 §4.2.1).
@@ -121,12 +132,14 @@ export const SUB_STATUS_TABLE = {
     reason: 'The mail server refused the check under its anti-spam policy, so the mailbox was not verified.',
     retry: 'throttle',
     refundable: true,
+    recheckable: true,
   },
   provider_unverifiable: {
     status: 'unknown',
     reason: 'The mailbox cannot be verified: its mail server, or the form of the address, does not allow it.',
     retry: 'none',
     refundable: true,
+    recheckable: false,
   },
 
   // The server did not answer in time or at all: asked again, charged (an answer may never come).
@@ -135,18 +148,21 @@ export const SUB_STATUS_TABLE = {
     reason: 'The mail server did not answer in time.',
     retry: 'transient',
     refundable: false,
+    recheckable: false,
   },
   smtp_connection_failed: {
     status: 'unknown',
     reason: 'No connection could be made to the mail server.',
     retry: 'transient',
     refundable: false,
+    recheckable: true,
   },
   forcible_disconnect: {
     status: 'unknown',
     reason: 'The mail server closed the connection before answering.',
     retry: 'transient',
     refundable: false,
+    recheckable: true,
   },
   invalid_smtp_response: {
     status: 'unknown',
@@ -161,6 +177,7 @@ export const SUB_STATUS_TABLE = {
       'rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified.',
     retry: 'transient',
     refundable: true,
+    recheckable: true,
   },
   dns_error: {
     status: 'unknown',
@@ -168,12 +185,14 @@ export const SUB_STATUS_TABLE = {
       "rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed).",
     retry: 'transient',
     refundable: true,
+    recheckable: true,
   },
   internal_error: {
     status: 'unknown',
     reason: 'rcpt could not run the check because of an internal error.',
     retry: 'none',
     refundable: true,
+    recheckable: false,
   },
 } as const satisfies Record<string, SubStatusRow>;
 
@@ -192,6 +211,16 @@ export interface OutcomePolicy {
   refundable: boolean;
 }
 
+/**
+ * Whether a job with `recheck` asks this final answer again later: the table says the
+ * subStatus is worth it and the answer was temporary (`retry` was not `none`: a 4xx reply, or
+ * no answer). A permanent (5xx) reply is never asked again (RFC 5321 §4.2.1).
+ */
+export function isRecheckable(subStatus: SubStatus, policy: OutcomePolicy): boolean {
+  const row: SubStatusRow = SUB_STATUS_TABLE[subStatus];
+  return row.recheckable && policy.retry !== 'none';
+}
+
 /** The policy of a subStatus as the table gives it, before anything a reply adds. */
 export function policyOf(subStatus: SubStatus): OutcomePolicy {
   const row: SubStatusRow = SUB_STATUS_TABLE[subStatus];
@@ -205,12 +234,14 @@ function yesNo(value: boolean): string {
 /** The table as Markdown: the README's subStatus section and the OpenAPI description. */
 export function subStatusMarkdown(): string {
   const lines = [
-    '| subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final |',
-    '| --- | --- | --- | --- | --- |',
+    '| subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |',
+    '| --- | --- | --- | --- | --- | --- |',
   ];
   for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {
     const retry = row.retry === 'none' ? 'no' : row.retry;
-    lines.push(`| \`${subStatus}\` | ${row.status} | ${row.reason} | ${retry} | ${yesNo(row.refundable)} |`);
+    lines.push(
+      `| \`${subStatus}\` | ${row.status} | ${row.reason} | ${retry} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} |`,
+    );
   }
   return lines.join('\n');
 }

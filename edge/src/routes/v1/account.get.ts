@@ -8,7 +8,7 @@ const route = createRoute({
   method: 'get',
   path: '/api/v1/account',
   tags: ['Account'],
-  summary: 'The account: balance and usage',
+  summary: 'The account: balance, settings and usage',
   security: [{ ApiKeyAuth: [] }],
   responses: {
     200: {
@@ -36,6 +36,7 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
           email: account.email,
           creditsRemaining: account.creditBalance,
           createdAt: new Date(account.createdAt).toISOString(),
+          settings: { recheck: account.recheckDefault === 1 },
           usage,
         },
       },

@@ -5,6 +5,7 @@ import {
   IdempotencyHeaders,
   MAX_BATCH_EMAILS,
   MaxWaitSeconds,
+  RecheckField,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
@@ -38,6 +39,7 @@ const CsvOptions = z.object({
   name: z.string().max(200).optional(),
   webhookUrl: z.string().max(2048).optional(),
   maxWaitSeconds: MaxWaitSeconds.optional(),
+  recheck: RecheckField.optional(),
 });
 
 const route = createRoute({
@@ -60,7 +62,9 @@ const route = createRoute({
     'jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with ' +
     '`details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null ' +
     'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs ' +
-    'are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60.',
+    "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
+    'setting), addresses whose final answer is temporary are asked again over the next hours, free of charge; ' +
+    'each round that changes a verdict updates the completed job and sends `job.updated`.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
@@ -100,6 +104,7 @@ interface UploadRequest {
   name: string | null;
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
+  recheck: boolean | null;
 }
 
 async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
@@ -136,6 +141,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
       name: parsed.data.name ?? null,
       webhookUrl: parsed.data.webhookUrl ?? null,
       maxWaitSeconds: parsed.data.maxWaitSeconds ?? null,
+      recheck: parsed.data.recheck ?? null,
     };
   }
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
@@ -148,6 +154,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
       name: form.get('name') ?? c.req.query('name'),
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
       maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
+      recheck: form.get('recheck') ?? c.req.query('recheck'),
     });
     return {
       upload: await rowsFromCsv(file.stream(), options.emailColumn),
@@ -180,11 +187,13 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): {
   name: string | null;
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
+  recheck: boolean | null;
 } {
   return {
     name: options.name ?? null,
     webhookUrl: options.webhookUrl ?? null,
     maxWaitSeconds: options.maxWaitSeconds ?? null,
+    recheck: options.recheck === undefined ? null : options.recheck === 'true',
   };
 }
 
@@ -225,6 +234,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           name: request.name,
           webhookUrl,
           maxWaitSeconds: request.maxWaitSeconds,
+          recheck: request.recheck,
           quotas: quotasOf(config),
           now,
         }),

@@ -1,0 +1,318 @@
+// Greylist follow-up: a completed job with `recheck` asks its temporary answers again in
+// rounds; a round that changes a verdict updates the job (still completed), costs nothing and
+// writes one job.updated event; replays, lost messages and lost probes change nothing twice.
+import { env } from 'cloudflare:workers';
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
+import { findJobById, recordResults } from '../storage/jobs.ts';
+import { setAccountWebhook } from '../storage/webhooks.ts';
+import { changeAccountSettings } from './account-settings.ts';
+import { rowsFromJson } from './batch-input.ts';
+import { addressResult, createBatchJob, jobView, readJobResults } from './batch-jobs.ts';
+import type { BatchMessage, RecheckMessage, WorkMessage } from './batch-queue.ts';
+import { recheckAnswerOf, recordRecheck, recoverRechecks, startRecheckRound } from './batch-recheck.ts';
+import type { SettleDeps } from './batch-results.ts';
+import { sandboxVerify } from './sandbox.ts';
+import { rotateWebhookSecret } from './webhooks.ts';
+
+const FIRST_ROUND_MS = 900_000;
+
+afterEach(() => vi.restoreAllMocks());
+
+/** Deps whose queue records what is sent and whose background work can be awaited. */
+function recordingDeps() {
+  const sent: BatchMessage[] = [];
+  const background: Promise<unknown>[] = [];
+  const queue = {
+    send: async (body: BatchMessage) => {
+      sent.push(body);
+    },
+    sendBatch: async (batch: MessageSendRequest<BatchMessage>[]) => {
+      sent.push(...batch.map((message) => message.body));
+    },
+  } as unknown as Queue<BatchMessage>;
+  const deps: SettleDeps = {
+    db: db(),
+    queue,
+    config: configOf(env),
+    inBackground: (task) => background.push(task),
+  };
+  return { deps, sent, settled: () => Promise.all(background.splice(0)) };
+}
+
+/** Webhook calls to hooks.rcpt.test, answered 200 and recorded. */
+function receiveWebhooks(): { id: string | null; body: string }[] {
+  const received: { id: string | null; body: string }[] = [];
+  const passThrough = globalThis.fetch.bind(globalThis);
+  vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+    const request = new Request(input, init);
+    if (new URL(request.url).hostname !== 'hooks.rcpt.test') return passThrough(input, init);
+    received.push({ id: request.headers.get('webhook-id'), body: await request.text() });
+    return new Response(null, { status: 200 });
+  });
+  return received;
+}
+
+function answered(email: string, as: string, now: number): VerificationResult {
+  return { ...sandboxVerify(`${as}@recheck.test`, now), email };
+}
+
+async function recheckJob(options: { recheck?: boolean; now: number; webhook?: boolean }) {
+  const caller = await newCaller({ credits: 10 });
+  if (options.webhook) {
+    await rotateWebhookSecret(db(), caller.accountId, configOf(env).SECRETS_KEY);
+    await setAccountWebhook(db(), caller.accountId, { webhookUrl: 'https://hooks.rcpt.test/account' });
+  }
+  const emails = ['alice@recheck.test', 'bob@recheck.test'];
+  const { deps } = recordingDeps();
+  const { jobId } = await createBatchJob({
+    db: db(),
+    queue: deps.queue,
+    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 10 },
+    upload: rowsFromJson(emails),
+    source: 'json',
+    name: null,
+    webhookUrl: null,
+    maxWaitSeconds: null,
+    ...(options.recheck === undefined ? {} : { recheck: options.recheck }),
+    quotas: quotas(),
+    now: options.now,
+  });
+  return { jobId, accountId: caller.accountId };
+}
+
+/** alice deliverable; bob greylisted (recheckable unless said otherwise) — the job completes. */
+async function complete(jobId: string, now: number, bobRecheckable = true) {
+  return recordResults(
+    db(),
+    jobId,
+    [
+      addressResult(0, answered('alice@recheck.test', 'deliverable', now)),
+      {
+        ...addressResult(1, answered('bob@recheck.test', 'greylisted', now), true),
+        recheckable: bobRecheckable,
+      },
+    ],
+    now,
+    FIRST_ROUND_MS,
+  );
+}
+
+async function view(jobId: string) {
+  const job = await findJobById(db(), jobId);
+  if (!job) throw new Error('no job');
+  return jobView(job);
+}
+
+async function eventsOf(jobId: string) {
+  const { results } = await env.DB.prepare(
+    'SELECT id, event_type AS type FROM webhook_deliveries WHERE job_id = ? ORDER BY created_at, id',
+  )
+    .bind(jobId)
+    .all<{ id: string; type: string }>();
+  return results;
+}
+
+async function recheckStateOf(jobId: string, idx: number): Promise<string | null> {
+  const row = await env.DB.prepare('SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = ?')
+    .bind(jobId, idx)
+    .first<{ recheck: string | null }>();
+  return row?.recheck ?? null;
+}
+
+describe('greylist follow-up', () => {
+  it('asks a greylisted answer again after completion and turns it deliverable: once, free, one job.updated', async () => {
+    const received = receiveWebhooks();
+    const now = Date.now();
+    const { jobId, accountId } = await recheckJob({ recheck: true, now, webhook: true });
+    const completion = await complete(jobId, now);
+    expect(completion).toEqual({ completed: true, recheckDueAt: now + FIRST_ROUND_MS });
+    expect(await view(jobId)).toMatchObject({
+      status: 'completed',
+      recheck: true,
+      recheckedAt: null,
+      nextRecheckAt: new Date(now + FIRST_ROUND_MS).toISOString(),
+      deliverableCount: 1,
+      unknownCount: 1,
+      creditsRefunded: 1,
+    });
+    expect(await balanceOf(accountId)).toBe(9);
+
+    // The round's message: its work goes out marked with the round, and the next is planned.
+    const { deps, sent, settled } = recordingDeps();
+    const message: RecheckMessage = { kind: 'recheck', jobId, round: 0, dueAt: now + FIRST_ROUND_MS };
+    const started = now + FIRST_ROUND_MS;
+    await startRecheckRound(deps, message, started);
+    const work = sent.filter(
+      (body): body is WorkMessage => body.kind !== 'recheck' && body.kind !== 'deadline',
+    );
+    expect(work).toEqual([
+      {
+        kind: 'work',
+        jobId,
+        domain: 'recheck.test',
+        attempt: 0,
+        recheckRound: 1,
+        addresses: [{ idx: 1, email: 'bob@recheck.test' }],
+      },
+    ]);
+    const secondRound = configOf(env).RECHECK_SCHEDULE_SECONDS[1] ?? 0;
+    expect(sent.filter((body) => body.kind === 'recheck')).toEqual([
+      { kind: 'recheck', jobId, round: 1, dueAt: now + secondRound * 1000 },
+    ]);
+    // A replayed message claims nothing.
+    sent.length = 0;
+    await startRecheckRound(deps, message, started + 1);
+    expect(sent).toEqual([]);
+
+    const later = started + 5_000;
+    const accepted = answered('bob@recheck.test', 'deliverable', later);
+    const answer = recheckAnswerOf(1, accepted, { retry: 'none', refundable: false });
+    await recordRecheck(deps, jobId, [answer], later);
+    await settled();
+    const updated = await view(jobId);
+    expect(updated).toMatchObject({
+      status: 'completed',
+      recheckedAt: new Date(later).toISOString(),
+      nextRecheckAt: null,
+      processedEmails: 2,
+      deliverableCount: 2,
+      unknownCount: 0,
+      creditsCharged: 2,
+      creditsRefunded: 1,
+    });
+    const results = await readJobResults(db(), (await findJobById(db(), jobId)) ?? never(), {
+      offset: 0,
+      limit: 10,
+    });
+    expect(results.results.map((result) => [result.email, result.status])).toEqual([
+      ['alice@recheck.test', 'deliverable'],
+      ['bob@recheck.test', 'deliverable'],
+    ]);
+    // Free: the charge and the refund at completion, nothing since.
+    expect(await balanceOf(accountId)).toBe(9);
+    expect((await ledgerOf(accountId)).filter((entry) => entry.reference === jobId)).toEqual([
+      { delta: -2, reason: 'bulk_charge', reference: jobId },
+      { delta: 1, reason: 'bulk_refund', reference: jobId },
+    ]);
+    const eventId = `msg_${jobId.replaceAll('-', '')}_updated_1`;
+    expect((await eventsOf(jobId)).map((event) => event.type)).toEqual(['job.completed', 'job.updated']);
+    const event = received.find((delivery) => delivery.id === eventId);
+    expect(JSON.parse(event?.body ?? '{}')).toMatchObject({
+      type: 'job.updated',
+      data: {
+        changedAddresses: 1,
+        job: { id: jobId, status: 'completed', deliverableCount: 2, unknownCount: 0 },
+      },
+    });
+
+    // The same answer again (a replayed probe) changes nothing and sends nothing.
+    await recordRecheck(deps, jobId, [answer], later + 1_000);
+    await settled();
+    expect(await view(jobId)).toEqual(updated);
+    expect(await eventsOf(jobId)).toHaveLength(2);
+  });
+
+  it('never plans a recheck for a job without it, nor for a permanent answer; the account default applies', async () => {
+    const now = Date.now();
+    const off = await recheckJob({ now });
+    expect(await complete(off.jobId, now)).toEqual({ completed: true, recheckDueAt: null });
+    expect(await view(off.jobId)).toMatchObject({ recheck: false, nextRecheckAt: null });
+    expect(await recheckStateOf(off.jobId, 1)).toBeNull();
+
+    const permanent = await recheckJob({ recheck: true, now });
+    expect(await complete(permanent.jobId, now, false)).toEqual({ completed: true, recheckDueAt: null });
+    expect(await recheckStateOf(permanent.jobId, 1)).toBeNull();
+
+    const caller = await newCaller();
+    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({ recheck: true });
+    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true });
+    const { deps } = recordingDeps();
+    const upload = (recheck?: boolean) =>
+      createBatchJob({
+        db: db(),
+        queue: deps.queue,
+        caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 100 },
+        upload: rowsFromJson(['carol@recheck.test']),
+        source: 'json',
+        name: null,
+        webhookUrl: null,
+        maxWaitSeconds: null,
+        ...(recheck === undefined ? {} : { recheck }),
+        quotas: quotas(),
+        now,
+      });
+    expect((await view((await upload()).jobId)).recheck).toBe(true);
+    expect((await view((await upload(false)).jobId)).recheck).toBe(false);
+    // Sandbox answers are made up: never asked again.
+    const sandbox = await createBatchJob({
+      db: db(),
+      queue: deps.queue,
+      caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'test', creditBalance: 100 },
+      upload: rowsFromJson(['greylisted@recheck.test']),
+      source: 'json',
+      name: null,
+      webhookUrl: null,
+      maxWaitSeconds: null,
+      recheck: true,
+      quotas: quotas(),
+      now,
+    });
+    expect(await view(sandbox.jobId)).toMatchObject({
+      status: 'completed',
+      recheck: false,
+      nextRecheckAt: null,
+    });
+  });
+
+  it('starts a round whose message was lost, closes a round whose answers never came, and asks again later', async () => {
+    const now = Date.now();
+    const { jobId } = await recheckJob({ recheck: true, now, webhook: true });
+    await complete(jobId, now);
+    const { deps, sent } = recordingDeps();
+    const due = now + FIRST_ROUND_MS;
+    // Before its time plus the grace the cron leaves the queue, nothing is sent again.
+    await recoverRechecks(deps, due);
+    expect(sent.filter((body) => body.jobId === jobId)).toEqual([]);
+    const report = await recoverRechecks(deps, due + 61_000);
+    expect(report.restartedRounds).toBeGreaterThanOrEqual(1);
+    const resent = sent.find((body) => body.kind === 'recheck' && body.jobId === jobId);
+    expect(resent).toEqual({ kind: 'recheck', jobId, round: 0, dueAt: due });
+    sent.length = 0;
+    await startRecheckRound(deps, resent as RecheckMessage, due + 61_000);
+    expect(await recheckStateOf(jobId, 1)).toBe('asking');
+    expect((await view(jobId)).nextRecheckAt).not.toBeNull();
+
+    // A temporary answer again: nothing changes, and bob is due for the next round.
+    const again = recheckAnswerOf(1, answered('bob@recheck.test', 'greylisted', due), {
+      retry: 'greylist',
+      refundable: true,
+    });
+    expect(again).toEqual({ idx: 1, verdict: null, askAgain: true });
+    // No answer comes: past the round's end the cron closes it with nothing changed.
+    const afterRound = due + 61_000 + 24 * 3600_000;
+    await recoverRechecks(deps, afterRound);
+    expect(await recheckStateOf(jobId, 1)).toBe('due');
+    expect(await view(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
+    expect((await eventsOf(jobId)).map((event) => event.type)).toEqual(['job.completed']);
+    // A late answer of the closed round is not taken.
+    await recordRecheck(
+      deps,
+      jobId,
+      [
+        recheckAnswerOf(1, answered('bob@recheck.test', 'deliverable', afterRound), {
+          retry: 'none',
+          refundable: false,
+        }),
+      ],
+      afterRound,
+    );
+    expect(await view(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
+  });
+});
+
+function never(): never {
+  throw new Error('no job');
+}

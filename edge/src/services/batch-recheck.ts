@@ -1,0 +1,156 @@
+// Greylist follow-up (docs/architecture.md): a completed job with `recheck` asks its
+// recheckable answers (the policy table's `recheckable`, and only temporary answers) again in
+// rounds at RECHECK_SCHEDULE_SECONDS after completion. A round is a delayed queue message that
+// claims the round once, then ordinary work messages through the consumer and the hub; its
+// answers are recorded as they come, and the round that changed a verdict writes one
+// `job.updated` event as it closes. Rechecks are free: nothing here moves credits
+// (docs/money.md). Lost messages and lost probes are recovered by the cron.
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
+import type { Db } from '../storage/db.ts';
+import { findJobById } from '../storage/jobs.ts';
+import {
+  claimRecheckRound,
+  closeExpiredRounds,
+  findDueRechecks,
+  type RecheckAnswer,
+  recordRecheckAnswers,
+} from '../storage/rechecks.ts';
+import { ADDRESSES_PER_MESSAGE, addressResult, defaultMaxWaitSeconds } from './batch-jobs.ts';
+import { groupByDomain } from './batch-plan.ts';
+import {
+  type BatchMessage,
+  enqueueBatchWork,
+  MAX_QUEUE_DELAY_SECONDS,
+  type RecheckMessage,
+} from './batch-queue.ts';
+import type { SettleDeps } from './batch-results.ts';
+import { deliverJobWebhook } from './webhooks.ts';
+
+/** How long after its time a round is started by the cron rather than its own message. */
+const RECHECK_SWEEP_GRACE_MS = 60_000;
+
+/** Sends the message that starts a round at its time, at most Queues' longest delay ahead. */
+export async function sendRecheckMessage(
+  queue: Queue<BatchMessage>,
+  message: RecheckMessage,
+  now: number,
+): Promise<void> {
+  const delaySeconds = Math.min(
+    MAX_QUEUE_DELAY_SECONDS,
+    Math.max(0, Math.ceil((message.dueAt - now) / 1000)),
+  );
+  await enqueueBatchWork(queue, [message], delaySeconds);
+}
+
+/**
+ * A round's message: sent on if it arrived early (a delay past Queues' limit), else the round
+ * is claimed — once, whatever the replays — and its addresses are sent to the consumer as
+ * ordinary work of one domain each, marked with the round; the next round is planned.
+ */
+export async function startRecheckRound(
+  deps: SettleDeps,
+  message: RecheckMessage,
+  now: number,
+): Promise<void> {
+  if (message.dueAt > now + 1000) {
+    await sendRecheckMessage(deps.queue, message, now);
+    return;
+  }
+  const job = await findJobById(deps.db, message.jobId);
+  if (!job?.completedAt) return;
+  const nextAfterSeconds = deps.config.RECHECK_SCHEDULE_SECONDS[message.round + 1];
+  const started = await claimRecheckRound(deps.db, {
+    jobId: job.id,
+    round: message.round,
+    now,
+    // Probes of the round get the time a job of this size gets before its deadline.
+    endsAt: now + defaultMaxWaitSeconds(job.totalEmails) * 1000,
+    nextAfterMs: nextAfterSeconds === undefined ? null : nextAfterSeconds * 1000,
+  });
+  if (!started) return;
+  if (nextAfterSeconds !== undefined) {
+    await sendRecheckMessage(
+      deps.queue,
+      {
+        kind: 'recheck',
+        jobId: job.id,
+        round: started.round,
+        dueAt: job.completedAt + nextAfterSeconds * 1000,
+      },
+      now,
+    );
+  }
+  if (started.addresses.length === 0) {
+    await recordRecheckAnswers(deps.db, job.id, [], now);
+    return;
+  }
+  await enqueueBatchWork(
+    deps.queue,
+    groupByDomain(started.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
+      kind: 'work',
+      jobId: job.id,
+      domain: group[0]?.domain ?? '',
+      attempt: 0,
+      recheckRound: started.round,
+      addresses: group.map(({ idx, email }) => ({ idx, email })),
+    })),
+  );
+}
+
+/**
+ * What a recheck makes of an answer: a known verdict (deliverable, undeliverable, risky)
+ * replaces the address's `unknown`; another temporary answer leaves it as it was and asks again
+ * next round; a permanent one (no retry) leaves it and asks no more.
+ */
+export function recheckAnswerOf(
+  idx: number,
+  result: VerificationResult,
+  policy: OutcomePolicy,
+): RecheckAnswer {
+  const known = result.status !== 'unknown';
+  return {
+    idx,
+    verdict: known ? addressResult(idx, result, false) : null,
+    askAgain: !known && policy.retry !== 'none',
+  };
+}
+
+/** Records a round's answers for one job; a round closed with changes sends its event now. */
+export async function recordRecheck(
+  deps: SettleDeps,
+  jobId: string,
+  answers: readonly RecheckAnswer[],
+  now: number,
+): Promise<void> {
+  const closed = await recordRecheckAnswers(deps.db, jobId, answers, now);
+  if (closed && closed.changes > 0) deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
+}
+
+export interface RecheckRecovery {
+  /** Rounds past their end closed with changed verdicts (their events are sent). */
+  closedWithChanges: number;
+  restartedRounds: number;
+}
+
+/**
+ * The cron's part: rounds past their end close (what they still ask is due next round), and
+ * rounds whose message was lost are started again by sending it anew (the claim keeps it once).
+ */
+export async function recoverRechecks(
+  deps: Pick<SettleDeps, 'db' | 'queue' | 'config' | 'inBackground'>,
+  now: number,
+): Promise<RecheckRecovery> {
+  const db: Db = deps.db;
+  const closed = await closeExpiredRounds(db, now, 100);
+  for (const jobId of closed) deps.inBackground(deliverJobWebhook(db, jobId, deps.config, now));
+  const due = await findDueRechecks(db, now - RECHECK_SWEEP_GRACE_MS, 100);
+  for (const job of due) {
+    await sendRecheckMessage(
+      deps.queue,
+      { kind: 'recheck', jobId: job.id, round: job.round, dueAt: job.dueAt },
+      now,
+    );
+  }
+  return { closedWithChanges: closed.length, restartedRounds: due.length };
+}
