@@ -1,12 +1,11 @@
 // Batch verification through the whole system: upload → queue by domain → hub → prober →
 // results, with greylisting asked again on its schedule, a prober killed mid-job, refunds, and
 // a signed webhook.
-import { createServer, type Server } from 'node:http';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meterCountsOf } from '../../edge/src/meter-line.ts';
 import { executeSql } from '../../scripts/stack/d1.ts';
 import { type System, startSystem } from './harness.ts';
+import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
 let receiver: WebhookReceiver;
@@ -25,48 +24,6 @@ interface Job {
   creditsRefunded: number;
   completedAt: string | null;
   bounceEstimate: { percent: number; level: string } | null;
-}
-
-interface Delivery {
-  headers: Record<string, string>;
-  body: string;
-}
-
-class WebhookReceiver {
-  readonly deliveries: Delivery[] = [];
-  #waiters: ((delivery: Delivery) => void)[] = [];
-  readonly server: Server;
-
-  constructor() {
-    this.server = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        const delivery = { headers: request.headers as Record<string, string>, body };
-        this.deliveries.push(delivery);
-        response.writeHead(204).end();
-        for (const waiter of this.#waiters.splice(0)) waiter(delivery);
-      });
-    });
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    if (!address || typeof address === 'string') throw new Error('no address');
-    return `http://127.0.0.1:${address.port}/hooks`;
-  }
-
-  /** The delivery about this job, as soon as it arrives. */
-  async next(jobId: string): Promise<Delivery> {
-    for (;;) {
-      const found = this.deliveries.find((delivery) => delivery.body.includes(jobId));
-      if (found) return found;
-      await new Promise<Delivery>((resolve) => this.#waiters.push(resolve));
-    }
-  }
 }
 
 beforeAll(async () => {
@@ -167,11 +124,7 @@ describe('batch verification end to end', () => {
     if (early.status !== 200) expect(await early.json()).toMatchObject({ code: 'JOB_NOT_COMPLETED' });
 
     const delivery = await receiver.next(uploaded.jobId);
-    const event = new Webhook(secret).verify(delivery.body, {
-      'webhook-id': delivery.headers['webhook-id'] ?? '',
-      'webhook-timestamp': delivery.headers['webhook-timestamp'] ?? '',
-      'webhook-signature': delivery.headers['webhook-signature'] ?? '',
-    }) as { type: string; data: { job: Job } };
+    const event = verifiedEvent<{ type: string; data: { job: Job } }>(secret, delivery);
     expect(event.type).toBe('job.completed');
 
     const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${uploaded.jobId}`));
@@ -295,7 +248,5 @@ describe('batch verification end to end', () => {
 });
 
 async function webhookUrl(): Promise<string> {
-  const address = receiver.server.address();
-  if (!address || typeof address === 'string') throw new Error('receiver not listening');
-  return `http://127.0.0.1:${address.port}/hooks`;
+  return receiver.url();
 }

@@ -45,9 +45,20 @@ export interface System {
 }
 
 export async function startSystem(
-  options: { greylistDelayMs?: number; vars?: Record<string, string>; credits?: number } = {},
+  options: {
+    greylistDelayMs?: number;
+    /** How long the `slowgreylist` server defers a new triplet (the world's default: postgrey's 300 s). */
+    slowGreylistDelayMs?: number;
+    vars?: Record<string, string>;
+    credits?: number;
+  } = {},
 ): Promise<System> {
-  const world = await startWorld({ greylistDelayMs: options.greylistDelayMs ?? 60_000 });
+  const world = await startWorld({
+    greylistDelayMs: options.greylistDelayMs ?? 60_000,
+    ...(options.slowGreylistDelayMs === undefined
+      ? {}
+      : { slowGreylistDelayMs: options.slowGreylistDelayMs }),
+  });
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-'));
   const logs: string[] = [];
   // The edge's and the prober's output, also kept on disk as it arrives: when a hook times out

@@ -82,8 +82,9 @@ async function renderWebhooks(
     <Layout title="Webhooks" section="webhooks" {...layoutContext(c)}>
       <h1>Webhooks</h1>
       <p>
-        rcpt posts <code>job.completed</code> and <code>job.failed</code> events, signed per Standard Webhooks
-        (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>), and retries
+        rcpt posts <code>job.completed</code> and <code>job.failed</code> events, and <code>job.updated</code>{' '}
+        when a recheck round changes a job&apos;s verdicts, signed per Standard Webhooks (
+        <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>), and retries
         failed deliveries with backoff.
       </p>
       {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}

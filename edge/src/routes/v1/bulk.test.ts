@@ -441,3 +441,87 @@ describe('GET /api/v1/history', () => {
     expect(onlyBatches.history).toHaveLength(2);
   });
 });
+
+describe('recheck (greylist follow-up) on upload and as the account default', () => {
+  async function recheckOf(key: string, jobId: string): Promise<unknown> {
+    const response = await call(`/api/v1/bulk/status/${jobId}`, { key });
+    const { job } = await response.json<{ job: { recheck: boolean; recheckedAt: string | null } }>();
+    expect(job.recheckedAt).toBeNull();
+    return job.recheck;
+  }
+
+  it('refuses a value that is not a boolean, in JSON, the query or the form, charging nothing', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const json = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['alice@nonexistent.test'], recheck: 'yes' },
+    });
+    expect(json.status).toBe(400);
+    expect(await json.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    const query = await uploadCsv(caller.apiKey, 'email\nalice@nonexistent.test\n', '?recheck=maybe');
+    expect(query.status).toBe(400);
+    expect(await query.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    const form = new FormData();
+    form.set('file', new Blob(['email\nalice@nonexistent.test\n'], { type: 'text/csv' }), 'list.csv');
+    form.set('recheck', '1');
+    const multipart = await call('/api/v1/bulk/upload', { key: caller.apiKey, body: form });
+    expect(multipart.status).toBe(400);
+    expect(await balanceOf(caller.accountId)).toBe(10);
+    expect((await ledgerOf(caller.accountId)).filter((entry) => entry.reason === 'bulk_charge')).toEqual([]);
+  });
+
+  it('takes recheck from JSON, the query and the form, else from the account setting', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const account = async () =>
+      (
+        await (
+          await call('/api/v1/account', { key: caller.apiKey })
+        ).json<{ account: { settings: unknown } }>()
+      ).account.settings;
+    expect(await account()).toEqual({ recheck: false });
+    const jobOf = async (response: Response) => {
+      expect(response.status).toBe(200);
+      return recheckOf(caller.apiKey, (await response.json<UploadBody>()).jobId);
+    };
+    expect(await jobOf(await upload(caller.apiKey, ['a@nonexistent.test']))).toBe(false);
+    expect(
+      await jobOf(
+        await call('/api/v1/bulk/upload', {
+          key: caller.apiKey,
+          json: { emails: ['b@nonexistent.test'], recheck: true },
+        }),
+      ),
+    ).toBe(true);
+    expect(await jobOf(await uploadCsv(caller.apiKey, 'email\nc@nonexistent.test\n', '?recheck=true'))).toBe(
+      true,
+    );
+    const form = new FormData();
+    form.set('file', new Blob(['email\nd@nonexistent.test\n'], { type: 'text/csv' }), 'list.csv');
+    form.set('recheck', 'true');
+    expect(await jobOf(await call('/api/v1/bulk/upload', { key: caller.apiKey, body: form }))).toBe(true);
+
+    const bad = await call('/api/v1/account/settings', {
+      key: caller.apiKey,
+      method: 'PUT',
+      json: { recheck: 'on' },
+    });
+    expect(bad.status).toBe(400);
+    const set = await call('/api/v1/account/settings', {
+      key: caller.apiKey,
+      method: 'PUT',
+      json: { recheck: true },
+    });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toEqual({ success: true, settings: { recheck: true } });
+    expect(await account()).toEqual({ recheck: true });
+    expect(await jobOf(await upload(caller.apiKey, ['e@nonexistent.test']))).toBe(true);
+    expect(
+      await jobOf(
+        await call('/api/v1/bulk/upload', {
+          key: caller.apiKey,
+          json: { emails: ['f@nonexistent.test'], recheck: false },
+        }),
+      ),
+    ).toBe(false);
+  });
+});

@@ -1,0 +1,179 @@
+// Greylist follow-up end to end (issue 13): a job with `recheck` against a server that
+// greylists for longer than the job may wait ends `unknown / greylisted` at its deadline;
+// a later round, once the server lets the triplet through, turns it deliverable — the job
+// stays completed with `recheckedAt`, nothing is charged, and a signed `job.updated` arrives.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeSql } from '../../scripts/stack/d1.ts';
+import { type System, startSystem } from './harness.ts';
+import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
+
+let system: System;
+let receiver: WebhookReceiver;
+
+/** The slow greylisting server lets a triplet through after this long (postgrey waits 300 s). */
+const SLOW_GREYLIST_MS = 25_000;
+/**
+ * Rounds 10 s and 40 s after completion: the first comes while the server still defers (the
+ * address stays unknown and nothing is sent), the second after it lets the triplet through.
+ */
+const RECHECK_SCHEDULE_SECONDS = '10,40';
+
+interface Job {
+  id: string;
+  status: string;
+  processedEmails: number;
+  deliverableCount: number;
+  unknownCount: number;
+  creditsCharged: number;
+  creditsRefunded: number;
+  recheck: boolean;
+  recheckedAt: string | null;
+  nextRecheckAt: string | null;
+  deadlineAt: string | null;
+}
+
+beforeAll(async () => {
+  receiver = new WebhookReceiver();
+  await receiver.listen();
+  system = await startSystem({
+    slowGreylistDelayMs: SLOW_GREYLIST_MS,
+    vars: {
+      SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(9))),
+      RECHECK_SCHEDULE_SECONDS,
+    },
+  });
+});
+
+afterAll(async () => {
+  await system?.close();
+  receiver?.server.close();
+});
+
+async function json<T>(response: Response): Promise<T> {
+  expect(response.status, await response.clone().text()).toBe(200);
+  return response.json() as Promise<T>;
+}
+
+function balance(): number {
+  const [rows] = executeSql(
+    system.stack.d1,
+    `SELECT credit_balance FROM accounts WHERE id = '${system.stack.accountId}'`,
+  );
+  return Number(rows?.[0]?.credit_balance);
+}
+
+async function statusOf(jobId: string): Promise<Job> {
+  return (await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job;
+}
+
+async function verdicts(jobId: string): Promise<string[]> {
+  const { results } = await json<{ results: { email: string; status: string; subStatus: string }[] }>(
+    await system.api(`/api/v1/bulk/results/${jobId}`),
+  );
+  return results.map((result) => `${result.email} ${result.status}/${result.subStatus}`);
+}
+
+describe('greylist follow-up', () => {
+  it('refuses a recheck that is not a boolean, charging nothing', async () => {
+    const before = balance();
+    const bad = await system.api('/api/v1/bulk/upload', {
+      json: { emails: [`alice@${system.world.domains.accept}`], recheck: 'yes' },
+    });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    const form = new FormData();
+    form.set(
+      'file',
+      new Blob([`email\nalice@${system.world.domains.accept}\n`], { type: 'text/csv' }),
+      'l.csv',
+    );
+    form.set('recheck', 'sometimes');
+    const badCsv = await system.api('/api/v1/bulk/upload', { body: form });
+    expect(badCsv.status).toBe(400);
+    expect(await badCsv.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect(balance()).toBe(before);
+  });
+
+  it('turns a greylisted address deliverable after the job completed, free, with a signed job.updated', async () => {
+    const { secret } = await json<{ secret: string }>(
+      await system.api('/api/v1/webhooks/secret', { method: 'POST' }),
+    );
+    const slow = `user1@${system.world.defendedDomains.slowgreylist}`;
+    const accepted = `alice@${system.world.domains.accept}`;
+    const before = balance();
+    const { jobId } = await json<{ jobId: string; creditsCharged: number }>(
+      await system.api('/api/v1/bulk/upload', {
+        json: { emails: [accepted, slow], recheck: true, maxWaitSeconds: 30, webhookUrl: receiver.url() },
+      }),
+    );
+
+    // By its deadline the server still defers: unknown / greylisted, refunded per the policy table.
+    const completedEvent = verifiedEvent<{ type: string; data: { job: Job } }>(
+      secret,
+      await receiver.next(jobId, 'job.completed'),
+    );
+    expect(completedEvent.data.job).toMatchObject({ status: 'completed', recheck: true, recheckedAt: null });
+    expect(completedEvent.data.job.nextRecheckAt).not.toBeNull();
+    const completed = await statusOf(jobId);
+    expect(completed).toMatchObject({
+      status: 'completed',
+      deliverableCount: 1,
+      unknownCount: 1,
+      creditsCharged: 2,
+      creditsRefunded: 1,
+      recheck: true,
+      recheckedAt: null,
+    });
+    expect(await verdicts(jobId)).toEqual([
+      `${accepted} deliverable/accepted_email`,
+      `${slow} unknown/greylisted`,
+    ]);
+    expect(balance()).toBe(before - 1);
+
+    // A later round gets through: one job.updated, signed, for the round that changed it.
+    const delivery = await receiver.next(jobId, 'job.updated');
+    const updatedEvent = verifiedEvent<{ type: string; data: { job: Job; changedAddresses: number } }>(
+      secret,
+      delivery,
+    );
+    expect(updatedEvent.type).toBe('job.updated');
+    expect(updatedEvent.data.changedAddresses).toBe(1);
+    expect(updatedEvent.data.job).toMatchObject({
+      id: jobId,
+      status: 'completed',
+      deliverableCount: 2,
+      unknownCount: 0,
+    });
+    // The first round came while the server still deferred: it changed nothing and sent nothing.
+    expect(delivery.headers['webhook-id']).toBe(`msg_${jobId.replaceAll('-', '')}_updated_2`);
+    expect(receiver.deliveries.filter((each) => each.body.includes('"job.updated"'))).toHaveLength(1);
+
+    const updated = await statusOf(jobId);
+    expect(updated).toMatchObject({
+      status: 'completed',
+      processedEmails: 2,
+      deliverableCount: 2,
+      unknownCount: 0,
+      creditsCharged: 2,
+      creditsRefunded: 1,
+      nextRecheckAt: null,
+    });
+    expect(Date.parse(updated.recheckedAt ?? '')).toBeGreaterThan(Date.parse(completed.deadlineAt ?? ''));
+    expect(await verdicts(jobId)).toEqual([
+      `${accepted} deliverable/accepted_email`,
+      `${slow} deliverable/accepted_email`,
+    ]);
+    const csv = await (await system.api(`/api/v1/bulk/results/${jobId}?format=csv`)).text();
+    expect(csv.split('\r\n')[2]?.startsWith(`${slow},deliverable,accepted_email,`)).toBe(true);
+    // Free: the charge and the refund at completion; the recheck moved no credit.
+    expect(balance()).toBe(before - 1);
+    const [ledger] = executeSql(
+      system.stack.d1,
+      `SELECT reason, delta FROM credit_ledger WHERE reference = '${jobId}' ORDER BY id`,
+    );
+    expect(ledger).toEqual([
+      { reason: 'bulk_charge', delta: -2 },
+      { reason: 'bulk_refund', delta: 1 },
+    ]);
+  });
+});
