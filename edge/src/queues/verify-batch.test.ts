@@ -41,6 +41,23 @@ async function consume(messages: BatchMessage[]): Promise<void> {
   expect(result.ackAll).toBe(true);
 }
 
+/** A mail route in the shared domain facts, so the consumer needs no DNS for `domain`. */
+async function recordAcceptRoute(domain: string): Promise<void> {
+  const now = Date.now();
+  await recordMailRoute(db(), {
+    domain,
+    route: JSON.stringify({
+      kind: 'mx',
+      dnsType: 'MX',
+      mx: [{ host: `mx.${domain}`, preference: 10, ips: ['127.0.0.2'] }],
+    }),
+    routeKey: `mx|MX|10 mx.${domain}`,
+    provider: null,
+    expiresAt: now + 3600_000,
+    now,
+  });
+}
+
 /** Each result of a completed job as [email, subStatus], in upload order. */
 async function subStatusesOf(jobId: string, apiKey: string): Promise<[string, string][]> {
   const body = await (await call(`/api/v1/bulk/results/${jobId}`, { key: apiKey })).json<{
@@ -72,6 +89,83 @@ async function jobOnceSettled(key: string, jobId: string): Promise<Record<string
 }
 
 describe('verify-batch consumer', () => {
+  it('asks a greylisted answer again in a recheck round after completion: deliverable, free, only its own round', async () => {
+    let greylisting = true;
+    const prober = await startFakeProber('default', (probe) =>
+      greylisting && probe.emails.some((email) => email.startsWith('bob'))
+        ? reportFor(
+            probe,
+            450,
+            '4.2.0',
+            'Recipient address rejected: Greylisted, see http://postgrey.example/',
+            450,
+          )
+        : reportFor(probe, 250, '2.1.5', 'OK', 550),
+    );
+    await recordAcceptRoute('recheck-accept.test');
+    await recordAcceptRoute('recheck-grey.test');
+    const caller = await newCaller({ credits: 10 });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: {
+        emails: ['alice@recheck-accept.test', 'bob@recheck-grey.test'],
+        recheck: true,
+        maxWaitSeconds: 30,
+      },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    // The greylist pace's first retry would not finish by the 30 s deadline: final at once.
+    await consume(await messagesOf(jobId));
+    expect(await jobOnceSettled(caller.apiKey, jobId)).toMatchObject({
+      status: 'completed',
+      deliverableCount: 1,
+      unknownCount: 1,
+      creditsRefunded: 1,
+      recheck: true,
+      recheckedAt: null,
+    });
+    expect(await balanceOf(caller.accountId)).toBe(9);
+
+    // The round's time has come (the schedule counts from completion), and the server lets bob in.
+    greylisting = false;
+    await env.DB.prepare('UPDATE jobs SET recheck_due_at = ?2 WHERE id = ?1')
+      .bind(jobId, Date.now() - 1)
+      .run();
+    await consume([{ kind: 'recheck', jobId, round: 0, dueAt: Date.now() - 1 }]);
+    // Work of another round (a late or replayed message) is not probed.
+    const before = prober.probes.length;
+    const bob = { idx: 1, email: 'bob@recheck-grey.test' };
+    await consume([
+      { kind: 'work', jobId, domain: 'recheck-grey.test', attempt: 0, recheckRound: 7, addresses: [bob] },
+    ]);
+    expect(prober.probes.length).toBe(before);
+    await consume([
+      { kind: 'work', jobId, domain: 'recheck-grey.test', attempt: 0, recheckRound: 1, addresses: [bob] },
+    ]);
+    const updated = await untilValue(async () => {
+      const { job } = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+        job: Record<string, unknown>;
+      }>();
+      return job.recheckedAt ? job : undefined;
+    }, `job ${jobId} was rechecked`);
+    expect(updated).toMatchObject({
+      status: 'completed',
+      deliverableCount: 2,
+      unknownCount: 0,
+      creditsRefunded: 1,
+    });
+    expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([
+      ['alice@recheck-accept.test', 'accepted_email'],
+      ['bob@recheck-grey.test', 'accepted_email'],
+    ]);
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reference === jobId)).toEqual([
+      { delta: -2, reason: 'bulk_charge', reference: jobId },
+      { delta: 1, reason: 'bulk_refund', reference: jobId },
+    ]);
+    prober.close();
+  });
+
   it('writes verdicts, completes the job, refunds policy blocks once, and ignores a replay', async () => {
     const prober = await startFakeProber('default', (probe) => {
       const local = probe.emails[0]?.split('@')[0] ?? '';

@@ -52,9 +52,10 @@ export async function consumeVerifyBatch(
       continue;
     }
     if (body.kind !== 'deadline' && body.recheckRound !== undefined) {
-      // A round's work: only while that round runs (a late one changes nothing).
+      // A round's work: only while that round runs (a late or replayed one probes nothing).
       const round = rechecking.get(body.jobId);
-      if (round) work.push({ body, accountId: round.accountId, deadlineAt: round.roundEndsAt });
+      if (round?.round === body.recheckRound)
+        work.push({ body, accountId: round.accountId, deadlineAt: round.roundEndsAt });
       continue;
     }
     const job = live.get(body.jobId);

@@ -191,7 +191,8 @@ async function recordFinals(
   finals: readonly AddressResult[],
   now: number,
 ): Promise<void> {
-  const firstRecheckSeconds = deps.config.RECHECK_SCHEDULE_SECONDS[0];
+  // With SMTP disabled for the deployment, asking again could only answer the same.
+  const firstRecheckSeconds = deps.config.SMTP_ENABLED ? deps.config.RECHECK_SCHEDULE_SECONDS[0] : undefined;
   const { completed, recheckDueAt } = await recordResults(
     deps.db,
     jobId,

@@ -171,6 +171,8 @@ export async function findDueRechecks(
 export interface RecheckingJob {
   id: string;
   accountId: string;
+  /** The running round's number. */
+  round: number;
   /** When the running round ends: its probes' deadline. */
   roundEndsAt: number;
 }
@@ -179,7 +181,7 @@ export interface RecheckingJob {
 export async function recheckingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, RecheckingJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, recheck_round_ends_at AS roundEndsAt FROM jobs
+      `SELECT id, account_id AS accountId, recheck_round AS round, recheck_round_ends_at AS roundEndsAt FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'completed' AND recheck_round_ends_at IS NOT NULL`,
     )
     .bind(JSON.stringify(jobIds))

@@ -1,10 +1,11 @@
 /** @jsxImportSource hono/jsx */
-// Account (`/account`): who is signed in, the password change (which ends every other
-// session and gives this one a new token), and sign-out.
+// Account (`/account`): who is signed in, the account's defaults (greylist follow-up), the
+// password change (which ends every other session and gives this one a new token), and sign-out.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { type DashboardEnv, sessionOf, setSessionCookie } from '../../middleware/session.ts';
+import { changeAccountSettings } from '../../services/account-settings.ts';
 import { changePassword } from '../../services/dashboard-accounts.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
@@ -38,6 +39,24 @@ async function renderAccount(
           <dt>Credits</dt>
           <dd>{account?.creditBalance ?? 0}</dd>
         </dl>
+      </section>
+      <section class="card" aria-labelledby="recheck-heading">
+        <h2 id="recheck-heading">Greylist follow-up</h2>
+        <p>
+          Lists whose upload does not say otherwise ask addresses that ended greylisted or temporarily refused
+          again over the next hours, free of charge; a changed verdict updates the job and sends{' '}
+          <code>job.updated</code>.
+        </p>
+        <form method="post" action="/account/settings" class="stack">
+          <CsrfField token={csrfToken} />
+          <label class="checkbox">
+            <input type="checkbox" name="recheck" value="true" checked={account?.recheckDefault === 1} />{' '}
+            Recheck temporary answers of my lists
+          </label>
+          <button type="submit" class="button button-secondary">
+            Save
+          </button>
+        </form>
       </section>
       <section class="card" aria-labelledby="password-heading">
         <h2 id="password-heading">Change password</h2>
@@ -94,9 +113,20 @@ export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/account', ...signedInPage, (c) =>
     renderAccount(c, {
       notice:
-        c.req.query('password-changed') === '1' ? 'Password changed. Other sessions are signed out.' : null,
+        c.req.query('password-changed') === '1'
+          ? 'Password changed. Other sessions are signed out.'
+          : c.req.query('settings-saved') === '1'
+            ? 'Settings saved.'
+            : null,
     }),
   );
+
+  dashboard.post('/account/settings', ...signedInPage, async (c) => {
+    // An unchecked box is absent from the form (HTML, "Constructing the entry list").
+    const recheck = (await formText(c, 'recheck')) === 'true';
+    await changeAccountSettings(c.get('db'), sessionOf(c).accountId, { recheck });
+    return c.redirect('/account?settings-saved=1', 303);
+  });
 
   dashboard.post('/account/password', ...spendingPage, async (c) => {
     const db = c.get('db');

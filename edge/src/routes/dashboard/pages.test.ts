@@ -605,3 +605,28 @@ describe('signed-out visitors', () => {
     expect(response.headers.get('location')).toMatch(/^\/login/);
   });
 });
+
+describe('account settings', () => {
+  it('turns the greylist follow-up default on and off with a checkbox', async () => {
+    const { client, accountId } = await signedIn('recheck-default');
+    const recheckDefault = async () =>
+      (
+        await env.DB.prepare('SELECT recheck_default AS value FROM accounts WHERE id = ?1')
+          .bind(accountId)
+          .first<{ value: number }>()
+      )?.value;
+    expect(await (await client.get('/account')).text()).toMatch(
+      /<input type="checkbox" name="recheck" value="true"\/?>/,
+    );
+    const on = await client.submit('/account', '/account/settings', { recheck: 'true' });
+    expect(on.status).toBe(303);
+    expect(on.headers.get('location')).toBe('/account?settings-saved=1');
+    expect(await recheckDefault()).toBe(1);
+    const page = await (await client.get('/account?settings-saved=1')).text();
+    expect(page).toContain('Settings saved.');
+    expect(page).toMatch(/name="recheck" value="true" checked/);
+    // An unchecked box is not in the form: the default goes off.
+    expect((await client.submit('/account', '/account/settings', {})).status).toBe(303);
+    expect(await recheckDefault()).toBe(0);
+  });
+});
