@@ -11,12 +11,12 @@ let system: System;
 let receiver: WebhookReceiver;
 
 /** The slow greylisting server lets a triplet through after this long (postgrey waits 300 s). */
-const SLOW_GREYLIST_MS = 25_000;
+const SLOW_GREYLIST_MS = 30_000;
 /**
- * Rounds 10 s and 40 s after completion: the first comes while the server still defers (the
+ * Rounds 5 s and 45 s after completion: the first comes while the server still defers (the
  * address stays unknown and nothing is sent), the second after it lets the triplet through.
  */
-const RECHECK_SCHEDULE_SECONDS = '10,40';
+const RECHECK_SCHEDULE_SECONDS = '5,45';
 
 interface Job {
   id: string;

@@ -434,6 +434,20 @@ function JobPage(props: JobReportProps) {
             answered by then is reported unknown, and refunded when the provider deferred it.
           </p>
         ) : null}
+        {job.recheckedAt !== null || job.nextRecheckAt !== null ? (
+          <p class="muted" data-job-recheck>
+            {job.recheckedAt !== null ? (
+              <>
+                Greylist follow-up changed verdicts at <Timestamp at={row.recheckedAt} />.{' '}
+              </>
+            ) : null}
+            {job.nextRecheckAt !== null ? (
+              <>
+                Temporary answers are asked again at <Timestamp at={row.recheckDueAt} />, free of charge.
+              </>
+            ) : null}
+          </p>
+        ) : null}
         <dl class="counts">
           {COUNTS.map((count) => (
             <div class={`count count-${count.field}`}>

@@ -9,10 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
 import { quotas } from '../../../test/fixtures.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
-import { createBatchJob } from '../../services/batch-jobs.ts';
+import { addressResult, createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
+import { sandboxVerify } from '../../services/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { insertVerification } from '../../storage/history.ts';
+import { recordResults } from '../../storage/jobs.ts';
 
 async function balanceOf(accountId: string): Promise<number> {
   const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
@@ -319,6 +321,27 @@ describe('job page', () => {
     expect(early.status).toBe(400);
     expect(early.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await early.text()).toContain('JOB_NOT_COMPLETED');
+  });
+
+  it('says when a completed job with recheck asks its temporary answers again', async () => {
+    const { client, accountId } = await signedIn('job-recheck');
+    const jobId = await processingJob(accountId);
+    const now = Date.now();
+    await env.DB.prepare('UPDATE jobs SET recheck = 1 WHERE id = ?1').bind(jobId).run();
+    const greylisted = { ...sandboxVerify('greylisted@recheck.test', now), email: 'alice@nonexistent.test' };
+    const accepted = { ...sandboxVerify('deliverable@recheck.test', now), email: 'bob@nonexistent.test' };
+    const { recheckDueAt } = await recordResults(
+      createDb(env.DB),
+      jobId,
+      [{ ...addressResult(0, greylisted, true), recheckable: true }, addressResult(1, accepted)],
+      now,
+      900_000,
+    );
+    expect(recheckDueAt).toBe(now + 900_000);
+    const page = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(page).toContain('data-job-state="completed"');
+    expect(page).toContain('Temporary answers are asked again at');
+    expect(page).toContain(`datetime="${new Date(now + 900_000).toISOString()}"`);
   });
 
   /** A job of a test key: the sandbox answers every address at once, so it is completed. */
