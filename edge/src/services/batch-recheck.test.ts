@@ -24,6 +24,7 @@ afterEach(() => vi.restoreAllMocks());
 /** Deps whose queue records what is sent and whose background work can be awaited. */
 function recordingDeps() {
   const sent: BatchMessage[] = [];
+  const delays: (number | undefined)[] = [];
   const background: Promise<unknown>[] = [];
   const queue = {
     send: async (body: BatchMessage) => {
@@ -31,6 +32,7 @@ function recordingDeps() {
     },
     sendBatch: async (batch: MessageSendRequest<BatchMessage>[]) => {
       sent.push(...batch.map((message) => message.body));
+      delays.push(...batch.map((message) => message.delaySeconds));
     },
   } as unknown as Queue<BatchMessage>;
   const deps: SettleDeps = {
@@ -39,7 +41,7 @@ function recordingDeps() {
     config: configOf(env),
     inBackground: (task) => background.push(task),
   };
-  return { deps, sent, settled: () => Promise.all(background.splice(0)) };
+  return { deps, sent, delays, settled: () => Promise.all(background.splice(0)) };
 }
 
 /** Webhook calls to hooks.rcpt.test, answered 200 and recorded. */
@@ -265,6 +267,18 @@ describe('greylist follow-up', () => {
       recheck: false,
       nextRecheckAt: null,
     });
+  });
+
+  it('sends a round more than 12 hours ahead on in steps Queues allows, and starts nothing early', async () => {
+    const now = Date.now();
+    const { jobId } = await recheckJob({ recheck: true, now });
+    await complete(jobId, now);
+    const { deps, sent, delays } = recordingDeps();
+    const message: RecheckMessage = { kind: 'recheck', jobId, round: 0, dueAt: now + 20 * 3600_000 };
+    await startRecheckRound(deps, message, now);
+    expect(sent).toEqual([message]);
+    expect(delays).toEqual([43_200]);
+    expect(await recheckStateOf(jobId, 1)).toBe('due');
   });
 
   it('starts a round whose message was lost, closes a round whose answers never came, and asks again later', async () => {

@@ -7,7 +7,6 @@
 // (docs/money.md). Lost messages and lost probes are recovered by the cron.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
-import type { Db } from '../storage/db.ts';
 import { findJobById } from '../storage/jobs.ts';
 import {
   claimRecheckRound,
@@ -137,11 +136,8 @@ export interface RecheckRecovery {
  * The cron's part: rounds past their end close (what they still ask is due next round), and
  * rounds whose message was lost are started again by sending it anew (the claim keeps it once).
  */
-export async function recoverRechecks(
-  deps: Pick<SettleDeps, 'db' | 'queue' | 'config' | 'inBackground'>,
-  now: number,
-): Promise<RecheckRecovery> {
-  const db: Db = deps.db;
+export async function recoverRechecks(deps: SettleDeps, now: number): Promise<RecheckRecovery> {
+  const { db } = deps;
   const closed = await closeExpiredRounds(db, now, 100);
   for (const jobId of closed) deps.inBackground(deliverJobWebhook(db, jobId, deps.config, now));
   const due = await findDueRechecks(db, now - RECHECK_SWEEP_GRACE_MS, 100);
