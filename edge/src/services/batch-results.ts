@@ -2,7 +2,7 @@
 // the consumer for what DNS decided): verdicts; final answers recorded once, completing and
 // refunding the job with its last one; temporary answers asked again on their own schedule,
 // or final when the job's deadline would come first. docs/architecture.md, "Batch".
-import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
+import { storedVerificationResult } from '@rcpt/shared/contract/api';
 import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
 import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
