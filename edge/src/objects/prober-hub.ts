@@ -357,14 +357,21 @@ export class ProberHub extends DurableObject<Env> {
       return;
     }
     const now = Date.now();
+    // Hosts found at their limit in this pass stay there until it ends (it only starts probes):
+    // a long lane of one busy host's probes is skipped without hashing each one again.
+    const fullHosts = new Set<string>();
     const pick = (probe: HubProbe): ReadyProber | null => {
+      if (fullHosts.has(probe.mxKey)) return null;
       // Every prober passed it over once: start the round again (resends are bounded).
       const target =
         affineProber(probers, probe.mxKey, probe.passedOver) ?? affineProber(probers, probe.mxKey, new Set());
       if (!target) return null;
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
-      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) return null;
+      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) {
+        fullHosts.add(probe.mxKey);
+        return null;
+      }
       return target;
     };
     for (let index = 0; index < this.#single.length; ) {
