@@ -243,6 +243,9 @@ export const jobAddresses = sqliteTable(
   (table) => [
     primaryKey({ columns: [table.jobId, table.idx] }),
     index('job_addresses_state').on(table.jobId, table.state, table.enqueuedAt),
+    // The few addresses a follow-up round asks again: found without reading the job's others
+    // (every settled probe checks whether its job has any).
+    index('job_addresses_recheck').on(table.jobId, table.recheck).where(sql`recheck IS NOT NULL`),
   ],
 );
 

@@ -1,0 +1,1 @@
+CREATE INDEX `job_addresses_recheck` ON `job_addresses` (`job_id`,`recheck`) WHERE recheck IS NOT NULL;
