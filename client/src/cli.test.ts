@@ -30,6 +30,8 @@ describe('rcpt command line', () => {
       [['verify'], { RCPT_API_KEY: 'k' }, /expected: rcpt verify <email>/],
       [['clean', 'list.csv', '--only', 'valid'], { RCPT_API_KEY: 'k' }, /--only takes statuses/],
       [['verify', 'a@b.test', '--bogus'], { RCPT_API_KEY: 'k' }, /Unknown option '--bogus'/],
+      [['clean', 'list.csv', '--max-wait', '2m'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
+      [['clean', 'list.csv', '--max-wait', '90.5'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
     ];
     for (const [argv, env, message] of cases) {
       const run = io(env);

@@ -22,6 +22,9 @@ Options:
   -o, --output <file>       clean: where to write the cleaned CSV (default: standard output)
       --only <statuses>     clean: keep only rows of these statuses, e.g. deliverable,risky
       --column <name|index> clean: the email column (default: found from the header)
+      --max-wait <seconds>  clean: finish the job within this many seconds (default: the API's)
+      --recheck             clean: ask greylisted and other temporary answers again over the
+                            next hours, free (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
@@ -73,6 +76,7 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
     case 'clean': {
       const path = single(operands, 'clean <list.csv>');
       const only = parseStatuses(values.only);
+      const maxWaitSeconds = parseMaxWait(values['max-wait']);
       const progress = json ? null : progressWriter(io.stderr);
       const { upload, job } = await rcpt.cleanList(
         {
@@ -80,7 +84,12 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
           filename: basename(path),
           emailColumn: values.column,
         },
-        { name: basename(path), onProgress: (update) => progress?.update(update) },
+        {
+          name: basename(path),
+          maxWaitSeconds,
+          recheck: values.recheck,
+          onProgress: (update) => progress?.update(update),
+        },
       );
       progress?.done();
       const csv = await rcpt.resultsCsv(job.id, { only });
@@ -139,6 +148,8 @@ function parseCommandLine(argv: readonly string[]) {
         output: { type: 'string', short: 'o' },
         only: { type: 'string' },
         column: { type: 'string' },
+        'max-wait': { type: 'string' },
+        recheck: { type: 'boolean' },
         fresh: { type: 'boolean' },
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
@@ -163,6 +174,15 @@ function parseStatuses(list: string | undefined): Status[] | undefined {
   if (unknown.length > 0 || statuses.length === 0)
     throw new UsageError(`--only takes statuses from ${STATUSES.join(', ')}; got "${list}"`);
   return statuses as Status[];
+}
+
+/** Whole seconds; the API checks their range (a 400 VALIDATION_ERROR, nothing charged). */
+function parseMaxWait(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isInteger(seconds))
+    throw new UsageError(`--max-wait takes whole seconds; got "${value}"`);
+  return seconds;
 }
 
 function describe(result: VerificationResult): string {

@@ -31,6 +31,10 @@ export type ListInput = readonly string[] | { csv: string | Blob; filename?: str
 export interface UploadOptions {
   name?: string;
   webhookUrl?: string;
+  /** The job completes by this many seconds after the upload (30 to 10,800; the API's default when absent). */
+  maxWaitSeconds?: number;
+  /** Ask temporary answers again over the next hours (greylist follow-up); the account's setting when absent. */
+  recheck?: boolean;
   /** Sent as `Idempotency-Key`; one is generated per call when absent, and reused by its retries. */
   idempotencyKey?: string;
 }
@@ -94,7 +98,12 @@ export class Rcpt {
   /** Creates a job from a list; its unique valid addresses are charged once. */
   async upload(list: ListInput, options: UploadOptions = {}): Promise<UploadResponse> {
     const headers = { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() };
-    const query = { name: options.name, webhookUrl: options.webhookUrl };
+    const query = {
+      name: options.name,
+      webhookUrl: options.webhookUrl,
+      maxWaitSeconds: options.maxWaitSeconds,
+      recheck: options.recheck,
+    };
     if (isAddressList(list)) {
       const { data } = await this.call(
         this.api.POST('/api/v1/bulk/upload', { body: { emails: [...list], ...query }, headers }),
@@ -105,7 +114,8 @@ export class Rcpt {
     const file = list.csv instanceof Blob ? list.csv : new Blob([list.csv], { type: 'text/csv' });
     form.set('file', file, list.filename ?? 'list.csv');
     if (list.emailColumn !== undefined) form.set('emailColumn', list.emailColumn);
-    for (const [field, value] of Object.entries(query)) if (value !== undefined) form.set(field, value);
+    for (const [field, value] of Object.entries(query))
+      if (value !== undefined) form.set(field, String(value));
     const { data } = await this.call(
       this.api.POST('/api/v1/bulk/upload', {
         // The generated type describes the form's fields; the body sent is the FormData itself.

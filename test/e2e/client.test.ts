@@ -120,9 +120,26 @@ describe('the rcpt command', () => {
     });
 
     const kept = join(scratch, 'deliverable.csv');
-    const subset = await rcpt(['clean', input, '-o', kept, '--only', 'deliverable', '--json']);
+    const subset = await rcpt([
+      'clean',
+      input,
+      '-o',
+      kept,
+      '--only',
+      'deliverable',
+      '--json',
+      '--max-wait',
+      '900',
+      '--recheck',
+    ]);
     expect(subset.code, subset.stderr).toBe(0);
-    expect(JSON.parse(subset.stdout)).toMatchObject({ only: ['deliverable'], creditsCharged: 9_980 });
+    const summary = JSON.parse(subset.stdout);
+    expect(summary).toMatchObject({ only: ['deliverable'], creditsCharged: 9_980 });
+    // The job was asked for with the command's deadline and follow-up.
+    const client = new Rcpt({ apiKey: system.stack.apiKey, baseUrl: system.stack.baseUrl });
+    const job = await client.job(summary.jobId);
+    expect(job.recheck).toBe(true);
+    expect(Date.parse(job.deadlineAt ?? '') - Date.parse(job.createdAt)).toBe(900_000);
     const keptRows = (parse(readFileSync(kept, 'utf8')) as string[][]).slice(1);
     expect(keptRows.map((row) => row[1])).toEqual(
       table
