@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyList, type ExpectedVerdict } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/index.ts';
-import { type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -30,13 +30,8 @@ interface Job {
   deadlineAt: string | null;
 }
 
-async function json<T>(response: Response): Promise<T> {
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json() as Promise<T>;
-}
-
 async function upload(emails: string[], extra: Record<string, unknown> = {}): Promise<string> {
-  const { jobId } = await json<{ jobId: string }>(
+  const { jobId } = await okJson<{ jobId: string }>(
     await system.api('/api/v1/bulk/upload', { json: { emails, ...extra } }),
   );
   return jobId;
@@ -45,7 +40,7 @@ async function upload(emails: string[], extra: Record<string, unknown> = {}): Pr
 /** The job once it is no longer processing, polled as a client would: once a second, within the key's rate limit. */
 async function settled(jobId: string): Promise<Job> {
   for (let tries = 0; tries < 900; tries++) {
-    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    const { job } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
     if (job.status !== 'processing') return job;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
@@ -55,7 +50,7 @@ async function settled(jobId: string): Promise<Job> {
 async function subStatuses(jobId: string): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   for (let offset = 0; ; offset += 100) {
-    const page = await json<{ results: { email: string; subStatus: string }[] }>(
+    const page = await okJson<{ results: { email: string; subStatus: string }[] }>(
       await system.api(`/api/v1/bulk/results/${jobId}?offset=${offset}&limit=100`),
     );
     for (const result of page.results) found.set(result.email, result.subStatus);
@@ -129,9 +124,9 @@ describe('batch against defended mail servers', () => {
   it('answers a single call made while a 10,000-address job runs', async () => {
     const list = companyList({ count: 10_000, domains: 200 });
     const jobId = await upload(list.map((entry) => entry.address));
-    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    const { job } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
     expect(job.status).toBe('processing');
-    const single = await json<{ data: { subStatus: string } }>(
+    const single = await okJson<{ data: { subStatus: string } }>(
       await system.api('/api/v1/verify', { json: { email: `alice@${DOMAINS.accept}` } }),
     );
     expect(single.data.subStatus).toBe('accepted_email');

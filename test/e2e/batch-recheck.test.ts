@@ -4,7 +4,7 @@
 // stays completed with `recheckedAt`, nothing is charged, and a signed `job.updated` arrives.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeSql } from '../../scripts/stack/d1.ts';
-import { type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem } from './harness.ts';
 import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -49,11 +49,6 @@ afterAll(async () => {
   receiver?.server.close();
 });
 
-async function json<T>(response: Response): Promise<T> {
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json() as Promise<T>;
-}
-
 function balance(): number {
   const [rows] = executeSql(
     system.stack.d1,
@@ -63,11 +58,11 @@ function balance(): number {
 }
 
 async function statusOf(jobId: string): Promise<Job> {
-  return (await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job;
+  return (await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job;
 }
 
 async function verdicts(jobId: string): Promise<string[]> {
-  const { results } = await json<{ results: { email: string; status: string; subStatus: string }[] }>(
+  const { results } = await okJson<{ results: { email: string; status: string; subStatus: string }[] }>(
     await system.api(`/api/v1/bulk/results/${jobId}`),
   );
   return results.map((result) => `${result.email} ${result.status}/${result.subStatus}`);
@@ -95,13 +90,13 @@ describe('greylist follow-up', () => {
   });
 
   it('turns a greylisted address deliverable after the job completed, free, with a signed job.updated', async () => {
-    const { secret } = await json<{ secret: string }>(
+    const { secret } = await okJson<{ secret: string }>(
       await system.api('/api/v1/webhooks/secret', { method: 'POST' }),
     );
     const slow = `user1@${system.world.defendedDomains.slowgreylist}`;
     const accepted = `alice@${system.world.domains.accept}`;
     const before = balance();
-    const { jobId } = await json<{ jobId: string; creditsCharged: number }>(
+    const { jobId } = await okJson<{ jobId: string; creditsCharged: number }>(
       await system.api('/api/v1/bulk/upload', {
         json: { emails: [accepted, slow], recheck: true, maxWaitSeconds: 30, webhookUrl: receiver.url() },
       }),

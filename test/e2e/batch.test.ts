@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meterCountsOf } from '../../edge/src/meter-line.ts';
 import { executeSql } from '../../scripts/stack/d1.ts';
-import { type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem } from './harness.ts';
 import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -45,13 +45,8 @@ afterAll(async () => {
   receiver?.server.close();
 });
 
-async function json<T>(response: Response): Promise<T> {
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json() as Promise<T>;
-}
-
 async function createWebhookSecret(): Promise<string> {
-  const { secret } = await json<{ secret: string }>(
+  const { secret } = await okJson<{ secret: string }>(
     await system.api('/api/v1/webhooks/secret', { method: 'POST' }),
   );
   expect(secret).toMatch(/^whsec_/);
@@ -101,7 +96,7 @@ describe('batch verification end to end', () => {
     const { emails, expected } = mixedList();
     const duplicates = [emails[1] ?? '', emails[2] ?? ''];
     const before = balance();
-    const uploaded = await json<{
+    const uploaded = await okJson<{
       jobId: string;
       totalEmails: number;
       duplicateCount: number;
@@ -127,7 +122,7 @@ describe('batch verification end to end', () => {
     const event = verifiedEvent<{ type: string; data: { job: Job } }>(secret, delivery);
     expect(event.type).toBe('job.completed');
 
-    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${uploaded.jobId}`));
+    const { job } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${uploaded.jobId}`));
     // Catch-all: the 20 catch-all addresses and the 12 on mailinator.com, a disposable domain that accepts anything.
     expect(job).toMatchObject({
       status: 'completed',
@@ -143,7 +138,7 @@ describe('batch verification end to end', () => {
     expect(job.bounceEstimate?.percent).toBeGreaterThan(0);
     expect(event.data.job.status).toBe('completed');
 
-    const { results } = await json<{ results: { email: string; subStatus: string }[] }>(
+    const { results } = await okJson<{ results: { email: string; subStatus: string }[] }>(
       await system.api(`/api/v1/bulk/results/${uploaded.jobId}`),
     );
     expect(results).toHaveLength(502);
@@ -184,18 +179,18 @@ describe('batch verification end to end', () => {
       ...Array.from({ length: 5 }, (_, index) => `userlate${index}@${system.world.domains.greylist}`),
     ];
     // The account's default webhook says when the job is done.
-    await json(await system.api('/api/v1/webhooks', { method: 'PUT', json: { url: await webhookUrl() } }));
+    await okJson(await system.api('/api/v1/webhooks', { method: 'PUT', json: { url: await webhookUrl() } }));
     const before = balance();
-    const { jobId } = await json<{ jobId: string }>(
+    const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', { json: { emails } }),
     );
     await system.stack.stopProber('SIGKILL');
-    const { job: stalled } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    const { job: stalled } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
     expect(stalled.status).toBe('processing');
     await system.stack.startProber();
 
     await receiver.next(jobId);
-    const { job } = await json<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
+    const { job } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
     expect(job).toMatchObject({
       status: 'completed',
       processedEmails: 305,
@@ -223,13 +218,13 @@ describe('batch verification end to end', () => {
       [`alice@${gatewayNoTenant}`]: ['catch_all', 'mx'],
       [`alice@${gatewayTenantRefuses}`]: ['catch_all', 'mx'],
     };
-    const { jobId } = await json<{ jobId: string }>(
+    const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', {
         json: { emails: Object.keys(expected), webhookUrl: await webhookUrl() },
       }),
     );
     await receiver.next(jobId);
-    const { results } = await json<{
+    const { results } = await okJson<{
       results: {
         email: string;
         subStatus: string;

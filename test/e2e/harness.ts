@@ -3,6 +3,7 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.ts';
 import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
@@ -140,4 +141,10 @@ export async function startSystem(
       rmSync(persistTo, { recursive: true, force: true });
     },
   };
+}
+
+/** The body of a 200 answer; any other status fails the test with the body as its message. */
+export async function okJson<T>(response: Response): Promise<T> {
+  expect(response.status, await response.clone().text()).toBe(200);
+  return response.json() as Promise<T>;
 }

@@ -4,7 +4,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPECTED_VERDICTS } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/zone.ts';
-import { type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -43,9 +43,7 @@ interface VerifyBody {
 }
 
 async function verify(email: string, options: { fresh?: boolean } = {}): Promise<VerifyBody> {
-  const response = await system.api('/api/v1/verify', { json: { email, ...options } });
-  expect(response.status, await response.clone().text()).toBe(200);
-  return response.json() as Promise<VerifyBody>;
+  return okJson<VerifyBody>(await system.api('/api/v1/verify', { json: { email, ...options } }));
 }
 
 describe('single verification end to end', () => {
