@@ -71,6 +71,7 @@ export async function consumeVerifyBatch(
     });
   }
 
+  await facts.prefetch(work.map(({ body }) => body.domain));
   const tasks: BatchTask[] = await Promise.all(
     work.map(async ({ body, accountId, deadlineAt }) => ({
       jobId: body.jobId,

@@ -72,6 +72,7 @@ export async function settleBatchWork(
   // What the probes learned of their domains goes into the facts every account shares, and a
   // probe without a catch-all answer gets the kept one (docs/architecture.md, "Domain facts").
   const facts = domainFactsOf(deps.db, deps.config);
+  await facts.prefetch(settled.map(({ task }) => task.domain));
   for (const { task, probe: answered, tenant, final } of settled) {
     const probe = await facts.observeProbe(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
