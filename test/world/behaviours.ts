@@ -37,6 +37,7 @@ export type SmtpBehaviourName =
   | 'accept'
   | 'catchall'
   | 'greylist'
+  | 'greylistMilter'
   | 'full'
   | 'disabled'
   | 'rbl'
@@ -75,6 +76,7 @@ export function createBehaviours(options: {
     accept: checksMailboxes,
     catchall: { tls: 'none', smtputf8: false, rcpt: () => null },
     greylist: greylisting(options.greylistDelayMs),
+    greylistMilter: milterGreylisting(options.greylistDelayMs),
     full: {
       tls: 'none',
       smtputf8: false,
@@ -158,6 +160,37 @@ function greylisting(delayMs: number): MxBehaviour {
   };
 }
 
+/**
+ * milter-greylist in front of Sendmail, with its documented defaults (greylist.conf(5): reply
+ * code "451", extended code "4.7.1", message "Greylisting in action, please come back in %R",
+ * %R being the time left as HH:MM:SS): the same triplet rule as postgrey, in other words.
+ */
+function milterGreylisting(delayMs: number): MxBehaviour {
+  const greylist = new Greylist(delayMs);
+  return {
+    tls: 'none',
+    smtputf8: false,
+    rcpt(address, session) {
+      const mailFrom = session.envelope.mailFrom;
+      const remainingMs = greylist.remainingMs(
+        session.remoteAddress,
+        mailFrom ? mailFrom.address : '',
+        address,
+      );
+      return remainingMs === null
+        ? mailboxRule(address)
+        : smtpReply(451, `4.7.1 Greylisting in action, please come back in ${clockTime(remainingMs)}`);
+    },
+  };
+}
+
+/** A duration as HH:MM:SS, rounded up to the second. */
+function clockTime(ms: number): string {
+  const total = Math.ceil(ms / 1000);
+  const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  return parts.map((part) => String(part).padStart(2, '0')).join(':');
+}
+
 /** postgrey's triplet memory: who was first seen when. */
 export class Greylist {
   readonly #delayMs: number;
@@ -167,13 +200,25 @@ export class Greylist {
     this.#delayMs = delayMs;
   }
 
-  /** The 450 text (after the code) while the triplet is still greylisted, or null once it passes. */
-  check(client: string, sender: string, address: string): string | null {
+  /**
+   * How long the triplet is still held back (its first attempt starts the clock), or null
+   * once the delay has passed: from then on it is let through.
+   */
+  remainingMs(client: string, sender: string, address: string): number | null {
     const triplet = `${client}\n${sender.toLowerCase()}\n${address.toLowerCase()}`;
     const now = performance.now();
     const seen = this.#firstSeen.get(triplet);
-    if (seen === undefined) this.#firstSeen.set(triplet, now);
-    if (seen !== undefined && now - seen >= this.#delayMs) return null;
+    if (seen === undefined) {
+      this.#firstSeen.set(triplet, now);
+      return this.#delayMs;
+    }
+    const waited = now - seen;
+    return waited >= this.#delayMs ? null : this.#delayMs - waited;
+  }
+
+  /** postgrey's 450 text (after the code) while the triplet is still greylisted, or null once it passes. */
+  check(client: string, sender: string, address: string): string | null {
+    if (this.remainingMs(client, sender, address) === null) return null;
     const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
     return `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`;
   }

@@ -46,6 +46,12 @@ export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
     because: 'RCPT 450 4.2.0 until the greylist delay passed (a batch retry then gets deliverable)',
   },
   {
+    address: `alice@${DOMAINS.greylistMilter}`,
+    status: 'unknown',
+    subStatus: 'greylisted',
+    because: 'RCPT 451 4.7.1 "Greylisting in action" until the delay passed (milter-greylist\'s wording)',
+  },
+  {
     address: `alice@${DOMAINS.full}`,
     status: 'risky',
     subStatus: 'mailbox_full',

@@ -98,6 +98,7 @@ describe('fake MX servers', () => {
         'full',
         'gateway',
         'greylist',
+        'greylistMilter',
         'onercpt',
         'policy',
         'postfix',
@@ -214,6 +215,18 @@ describe('fake MX servers', () => {
     await client.command('RSET');
     await client.command('MAIL FROM:<other@rcpt.test>');
     expect((await client.command('RCPT TO:<alice@greylist.test>')).code).toBe(450);
+    await client.quit();
+  });
+
+  test('greylistMilter defers a new triplet as milter-greylist does: 451 4.7.1 with the time left', async () => {
+    const client = await SmtpTestClient.greeted(world.mx.greylistMilter!.ip, world.smtpPort);
+    await client.command('EHLO probe.rcpt.test');
+    await client.command('MAIL FROM:<probe@rcpt.test>');
+    const first = await client.command('RCPT TO:<alice@greylist451.test>');
+    const deferredAt = performance.now();
+    expect(first.last).toMatch(/^451 4\.7\.1 Greylisting in action, please come back in 00:00:0\d$/);
+    await delay(Math.ceil(deferredAt + GREYLIST_DELAY_MS - performance.now()) + 1);
+    expect((await client.command('RCPT TO:<alice@greylist451.test>')).last).toBe('250 Accepted');
     await client.quit();
   });
 

@@ -59,6 +59,8 @@ export const MX_IPS = {
   gateway: '127.0.0.30',
   tenant: '127.0.0.31',
   tenantRelayDenied: '127.0.0.32',
+  // Greylisting as milter-greylist answers it (451 4.7.1) rather than postgrey (450 4.2.0).
+  greylistMilter: '127.0.0.33',
 } as const;
 
 /** Host name of each fake MX, as its domain's MX record names it and its greeting announces it. */
@@ -89,6 +91,7 @@ export const MX_HOSTS = {
   gateway: 'mx0a-00123401.pphosted.com',
   tenant: 'gatewayed-test.mail.protection.outlook.com',
   tenantRelayDenied: 'tenantrefuses-test.mail.protection.outlook.com',
+  greylistMilter: 'mx.greylist451.test',
 } as const satisfies Record<keyof typeof MX_IPS, string>;
 
 /** Behaviour name → the domain to use for it. The bulk domains are `bulk-01.test` onwards. */
@@ -96,6 +99,7 @@ export const DOMAINS = {
   accept: 'accept.test',
   catchall: 'catchall.test',
   greylist: 'greylist.test',
+  greylistMilter: 'greylist451.test',
   full: 'full.test',
   disabled: 'disabled.test',
   rbl: 'rbl.test',
@@ -146,6 +150,7 @@ export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
   ...mailDomain(DOMAINS.accept, MX_HOSTS.accept, MX_IPS.accept),
   ...mailDomain(DOMAINS.catchall, MX_HOSTS.catchall, MX_IPS.catchall),
   ...mailDomain(DOMAINS.greylist, MX_HOSTS.greylist, MX_IPS.greylist),
+  ...mailDomain(DOMAINS.greylistMilter, MX_HOSTS.greylistMilter, MX_IPS.greylistMilter),
   ...mailDomain(DOMAINS.full, MX_HOSTS.full, MX_IPS.full),
   ...mailDomain(DOMAINS.disabled, MX_HOSTS.disabled, MX_IPS.disabled),
   ...mailDomain(DOMAINS.rbl, MX_HOSTS.rbl, MX_IPS.rbl),

@@ -106,6 +106,7 @@ describe('the behaviours of the mail world', () => {
 
   test.each([
     ['greylist', '450 4.2.0'],
+    ['greylistMilter', '451 4.7.1'],
     ['full', '552 5.2.2'],
     ['disabled', '550 5.2.1'],
     ['rbl', '554 5.7.1'],
@@ -120,7 +121,8 @@ describe('the behaviours of the mail world', () => {
       expect(outcomes(report)).toEqual([expected]);
       expect(report.catchAllReply).toBeNull();
       expect(server.received()).toEqual([`alice@${world.domains[behaviour]}`]);
-      // Greylisting (4.2.0) and permanent refusals are no reason to stay away from the host.
+      // Greylisting (postgrey's 450 4.2.0, milter-greylist's 451 4.7.1) and permanent refusals
+      // are no reason to stay away from the host: the reply table says so (asksClientToSlowDown).
       expect(throttle.backoffs()).toEqual([]);
     },
   );
@@ -654,7 +656,7 @@ describe('session handling', () => {
     ]);
   });
 
-  test('a 4.7.x deferral at RCPT backs the host off; the next probe is throttled without connecting', async () => {
+  test('a rate-limit deferral at RCPT (450 4.7.1 … too many) backs the host off; the next probe is throttled without connecting', async () => {
     const { port, connections } = await scriptedServer(
       afterEhlo(dialogue(() => '450 4.7.1 Try again later, too many probes')),
     );

@@ -25,6 +25,7 @@ import {
   type ProviderRegistry,
   rcptTells,
 } from '@rcpt/shared/verify/providers';
+import { asksClientToSlowDown, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
 import { HostBackoffError, type MxThrottle, type ReleaseSlot } from '../throttle/mx-throttle.ts';
 import type { CatchAllCache } from './catch-all-cache.ts';
 import { guardFailure, targetIpRefusal, wireTextRefusal } from './guards.ts';
@@ -465,7 +466,10 @@ async function askRecipients(
         // Postfix's smtpd_hard_error_limit: "421 4.7.0 … Error: too many errors" and the end.
         deps.throttle.noteHangupAfterErrors(ip, tally.errors);
         tally.strained = true;
-      } else if (outcome.failure.reply && isHostPushback(outcome.failure.reply)) {
+      } else if (
+        outcome.failure.reply &&
+        asksClientToSlowDown(outcome.failure.reply, replyStageOf(outcome.failure.stage))
+      ) {
         tally.pushback = outcome.failure.reply;
       }
       break;
@@ -514,7 +518,7 @@ function takeReplies(
       deps.throttle.noteSlowAfterErrors(ip, tally.errors);
     }
     if (rejected) tally.errors++;
-    if (isHostPushback(reply)) tally.pushback ??= reply;
+    if (asksClientToSlowDown(reply, 'rcpt')) tally.pushback ??= reply;
     if (progressed && isTooManyRecipients(reply)) {
       if (!recipientLimitSeen) deps.throttle.noteRecipientLimit(ip, acceptedInTransaction);
       recipientLimitSeen = true;
@@ -552,7 +556,7 @@ function takeReplies(
 
 /** A session that ended before any RCPT reply: back off if the host asked for it, then fall back or finish. */
 function endBeforeRcpt(run: ProbeRun, host: HostRun, failure: SessionFailure): void {
-  if (failure.reply && isHostPushback(failure.reply)) {
+  if (failure.reply && asksClientToSlowDown(failure.reply, replyStageOf(failure.stage))) {
     run.deps.throttle.backoff(host.candidate.ip, describeReply(failure.reply));
   }
   if (isWorthAnotherHost(failure)) {
@@ -582,14 +586,6 @@ function isHangup(failure: SessionFailure): boolean {
 function isWorthAnotherHost(failure: SessionFailure): boolean {
   if (failure.kind === 'rejected') return failure.reply?.code === 421;
   return failure.kind !== 'target_refused' && failure.kind !== 'smtputf8_unsupported';
-}
-
-/** 421, or a 4.7.x temporary refusal (RFC 3463 §3.8: security or policy status): the host wants fewer probes. */
-function isHostPushback(reply: SmtpReply): boolean {
-  return (
-    reply.code === 421 ||
-    (reply.code >= 400 && reply.code < 500 && (reply.enhanced?.startsWith('4.7.') ?? false))
-  );
 }
 
 function isTooManyRecipients(reply: SmtpReply): boolean {

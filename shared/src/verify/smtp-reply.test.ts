@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
 import {
+  asksClientToSlowDown,
   classifyReply,
   isFinalReplyLine,
   POLICY_WORDS,
@@ -730,6 +731,14 @@ const REAL_REPLIES: RealReply[] = [
     retryAfterSeconds: 300,
   },
   {
+    source: 'milter-greylist (Sendmail), its default reply naming the time left as HH:MM:SS',
+    lines: ['451 4.7.1 Greylisting in action, please come back in 00:04:59'],
+    stage: 'rcpt',
+    subStatus: 'greylisted',
+    rule: 'greylisted-text',
+    retryAfterSeconds: 299,
+  },
+  {
     source: 'Greylister naming its delay',
     lines: ['451 Greylisted, please try again in 180 seconds'],
     stage: 'rcpt',
@@ -903,6 +912,43 @@ describe('classifyReply stage and code rules', () => {
       'antispam_blocked',
       { retry: 'throttle', refundable: true },
     ]);
+  });
+
+  // The prober backs a host off on exactly these replies (prober/src/smtp/probe.ts); what a
+  // reply means is decided here, once.
+  it.each([
+    [421, '4.7.0', 'Service not available, closing transmission channel', 'banner', true],
+    [421, '4.7.0', 'mx.example.test Error: too many errors', 'rcpt', true],
+    [
+      421,
+      null,
+      'Too many concurrent SMTP connections from this IP address; please try again later.',
+      'banner',
+      true,
+    ],
+    [450, '4.7.1', 'Client host rejected: too many recipients, slow down', 'rcpt', true],
+    [451, '4.7.0', 'Temporary server error. Please try again later. PRX4', 'rcpt', true],
+    [
+      451,
+      '4.7.1',
+      'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org',
+      'rcpt',
+      true,
+    ],
+    [451, '4.7.1', 'try again later', 'rcpt', false],
+    [451, '4.7.1', 'Greylisting in action, please come back in 00:05:00', 'rcpt', false],
+    [
+      450,
+      '4.2.0',
+      '<a@example.test>: Recipient address rejected: Greylisted, see http://postgrey.example/',
+      'rcpt',
+      false,
+    ],
+    [451, '4.3.0', 'Temporary local problem', 'rcpt', false],
+    [550, '5.7.1', 'Service unavailable; client host blocked', 'rcpt', false],
+    [550, '5.1.1', 'User unknown', 'rcpt', false],
+  ] as const)('asks the client to slow down: %i %s %s (%s) → %s', (code, enhanced, text, stage, expected) => {
+    expect(asksClientToSlowDown({ code, enhanced, text }, stage)).toBe(expected);
   });
 
   it('caps a stated delay at one day', () => {

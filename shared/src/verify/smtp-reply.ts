@@ -1,6 +1,6 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
-import type { SmtpReply } from '../contract/prober.ts';
+import type { SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, type RetrySchedule } from '../contract/sub-statuses.ts';
 import { providerReplyRules } from './providers.ts';
 
@@ -75,6 +75,23 @@ export interface ReplyClass {
   policy: OutcomePolicy;
   /** Id of the table row that matched, for transcripts and tests. */
   rule: string;
+}
+
+// A refusal before MAIL (connect, STARTTLS, the guard) is read like one at the nearest SMTP
+// step, so that mailbox rows, which are RCPT-only, never apply to it.
+const REPLY_STAGES: Record<SessionFailure['stage'], ReplyStage> = {
+  connect: 'banner',
+  banner: 'banner',
+  guard: 'banner',
+  ehlo: 'ehlo',
+  starttls: 'ehlo',
+  mail: 'mail',
+  rcpt: 'rcpt',
+};
+
+/** The step whose rows read a reply that ended a session at `stage`. */
+export function replyStageOf(stage: SessionFailure['stage']): ReplyStage {
+  return REPLY_STAGES[stage];
 }
 
 type CodeMatch = number | readonly [min: number, max: number];
@@ -285,13 +302,6 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   { id: 'greylisted-text', code: TEMPORARY, text: /gr[ae]y[- ]?list/i, subStatus: 'greylisted' },
   // Postgrey's code is 450 4.2.0; others answer 451 4.2.0 without the word.
   { id: 'greylisted-4.2.0', code: [450, 451], enhanced: '4.2.0', subStatus: 'greylisted' },
-  {
-    id: 'greylisted-4.7.1-try-later',
-    code: [450, 451],
-    enhanced: '4.7.1',
-    text: /try (again )?later|come back later|retry later|try again in/i,
-    subStatus: 'greylisted',
-  },
   // RFC 5321 §3.8: 421 closes the channel; servers send it to clients that connect too often.
   {
     id: 'throttled-connections',
@@ -304,9 +314,19 @@ export const REPLY_RULES: readonly ReplyRule[] = [
   {
     id: 'throttled-rate',
     code: TEMPORARY,
-    text: /rate.?limit|throttl|too many (messages|mails|requests|recipients|commands|rcpt)|slow down/i,
+    text: /rate.?limit|throttl|too many (messages|mails|requests|recipients|commands|rcpts?|probes|connections)|slow down/i,
     subStatus: 'mail_server_temporary_error',
     retry: 'throttle',
+  },
+  // "451 4.7.1 Please try again later" with no word of a rate: how Exim's greylistd and many
+  // greylisters defer a new triplet. After the rate rows, so "try again later, too many …"
+  // reads as throttling.
+  {
+    id: 'greylisted-4.7.1-try-later',
+    code: [450, 451],
+    enhanced: '4.7.1',
+    text: /try (again )?later|come back later|retry later|try again in/i,
+    subStatus: 'greylisted',
   },
 
   // 6. Mailbox state, answered to our RCPT.
@@ -424,6 +444,8 @@ export const REPLY_RULES: readonly ReplyRule[] = [
 const DEFAULT_GREYLIST_SECONDS = 300;
 const MAX_RETRY_AFTER_SECONDS = 86_400;
 const RETRY_DELAY = /\b(?:in|after|for|wait)\s+(\d{1,6})\s*(seconds?|secs?|s|minutes?|mins?|m)\b/i;
+// milter-greylist's "please come back in 00:04:59" (greylist.conf(5): %R is the time left).
+const RETRY_CLOCK = /\b(?:in|after|for|wait)\s+(\d{1,2}):([0-5]\d):([0-5]\d)\b/i;
 // qmail puts the enhanced code at the end: "550 sorry, no mailbox here by that name. (#5.1.1)";
 // others lead with it: "550 #5.1.0 Address rejected.".
 const TRAILING_ENHANCED = /#([245]\.\d{1,3}\.\d{1,3})\b/;
@@ -456,6 +478,11 @@ function enhancedCodeOf(reply: SmtpReply): string | null {
 }
 
 function statedDelaySeconds(text: string): number | undefined {
+  const clock = RETRY_CLOCK.exec(text);
+  if (clock) {
+    const [hours, minutes, seconds] = clock.slice(1).map(Number) as [number, number, number];
+    return Math.min(Math.max(1, hours * 3600 + minutes * 60 + seconds), MAX_RETRY_AFTER_SECONDS);
+  }
   const match = RETRY_DELAY.exec(text);
   if (!match) return undefined;
   const amount = Number(match[1]);
@@ -524,4 +551,14 @@ function classifyText(code: number, enhanced: string | null, text: string, stage
     policy: Object.freeze(policy),
     rule: rule.id,
   });
+}
+
+/**
+ * Whether a reply asks rcpt's client to send less (its retry schedule is `throttle`: a 421, a
+ * rate limit, a temporary policy refusal), so that the prober leaves the host alone for a
+ * while. The table decides it, like every other meaning of a reply: greylisting (RFC 6647)
+ * defers one sender/recipient triplet, not the client, and is not a reason to back off.
+ */
+export function asksClientToSlowDown(reply: SmtpReply, stage: ReplyStage): boolean {
+  return classifyReply(reply, stage).policy.retry === 'throttle';
 }

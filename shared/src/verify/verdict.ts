@@ -38,7 +38,7 @@ import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
-import { classifyReply, type ReplyStage } from './smtp-reply.ts';
+import { classifyReply, replyStageOf } from './smtp-reply.ts';
 
 export interface VerdictInput {
   /** The address as given, trimmed. */
@@ -135,18 +135,6 @@ const FAILURE_SUB_STATUSES: Record<Exclude<SessionFailure['kind'], 'rejected'>, 
   throttled: 'mail_server_temporary_error',
 };
 
-// A refusal before MAIL (connect, STARTTLS, the guard) is classified like one at the nearest
-// SMTP step, so that mailbox rows, which are RCPT-only, never apply to it.
-const REPLY_STAGES: Record<SessionFailure['stage'], ReplyStage> = {
-  connect: 'banner',
-  banner: 'banner',
-  guard: 'banner',
-  ehlo: 'ehlo',
-  starttls: 'ehlo',
-  mail: 'mail',
-  rcpt: 'rcpt',
-};
-
 function failureAnswer(failure: SessionFailure): SmtpAnswer {
   if (failure.kind === 'throttled') {
     // The prober is backing off the host on its own: ask again on the slow schedule.
@@ -158,7 +146,7 @@ function failureAnswer(failure: SessionFailure): SmtpAnswer {
   if (failure.kind !== 'rejected') return noReply(FAILURE_SUB_STATUSES[failure.kind]);
   // A refusal reported without its reply breaks the prober contract: our fault, not the server's.
   if (!failure.reply) return noReply('internal_error');
-  const classified = classifyReply(failure.reply, REPLY_STAGES[failure.stage]);
+  const classified = classifyReply(failure.reply, replyStageOf(failure.stage));
   // A "refusal" whose reply is 2xx contradicts itself.
   if (classified.accepted) return noReply('invalid_smtp_response');
   return {
