@@ -68,7 +68,7 @@ export class ProberMetrics {
     });
     new Gauge({
       name: 'rcpt_host_backoffs',
-      help: 'MX hosts in backoff now (after 421 or 4.7.x replies)',
+      help: 'MX hosts in backoff now (after replies that ask the client to slow down)',
       registers,
       collect() {
         this.set(sources.hostBackoffs());
