@@ -1,7 +1,44 @@
+// The reply table held to real reply texts and the meaning their sources give them: the corpus
+// is data, in shared/corpus/smtp-replies.json (its README says where each row comes from).
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import corpus from '../../corpus/smtp-replies.json' with { type: 'json' };
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
-import { type CorpusReply, REPLY_CORPUS, type ReplyMeaning } from './smtp-reply.corpus.ts';
 import { classifyReply } from './smtp-reply.ts';
+
+/** What a source says a reply means (shared/corpus/README.md). */
+const ReplyMeaning = z.enum([
+  'mailbox_unknown',
+  'mailbox_disabled',
+  'mailbox_full',
+  'policy',
+  'sender_rejected',
+  'content',
+  'rate_limit',
+  'relay_denied',
+  'greylist',
+  'temporary',
+  'server_full',
+  'message_size',
+  'protocol',
+  'ambiguous',
+]);
+type ReplyMeaning = z.infer<typeof ReplyMeaning>;
+
+const CorpusReply = z.strictObject({
+  code: z.number().int().min(200).max(599),
+  enhanced: z
+    .string()
+    .regex(/^[245]\.\d{1,3}\.\d{1,3}$/)
+    .nullable(),
+  text: z.string().min(1),
+  meaning: ReplyMeaning,
+  label: z.string().optional(),
+  source: z.string(),
+});
+type CorpusReply = z.infer<typeof CorpusReply>;
+
+const REPLY_CORPUS: readonly CorpusReply[] = z.array(CorpusReply).parse(corpus);
 
 const MAILBOX_BAD: readonly SubStatus[] = ['mailbox_not_found', 'mailbox_disabled'];
 

@@ -1147,7 +1147,7 @@ describe('a catch-all security gateway and the tenant behind it', () => {
   };
   const email = 'alice@example.com';
   const TENANT_HOST = 'example-com.mail.protection.outlook.com';
-  // Microsoft 365's reply for a recipient not in the tenant (smtp-reply.corpus.ts, lhost-office365-13).
+  // Microsoft 365's reply for a recipient not in the tenant (shared/corpus/smtp-replies.json, lhost-office365-13).
   const NOT_FOUND: SmtpReply = {
     code: 550,
     enhanced: '5.1.10',
