@@ -8,7 +8,7 @@
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
 // - a prober that drops or refuses a probe gets it re-sent elsewhere; waiting for a prober
-//   never ends as a charged timeout (docs/architecture.md, "Batch").
+//   never ends as a charged timeout (docs/architecture.md, "A batch").
 
 import { DurableObject } from 'cloudflare:workers';
 import {

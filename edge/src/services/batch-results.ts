@@ -1,7 +1,7 @@
 // What happens to a batch probe's answer, wherever it lands (the hub as each probe finishes,
 // the consumer for what DNS decided): verdicts; final answers recorded once, completing and
 // refunding the job with its last one; temporary answers asked again on their own schedule,
-// or final when the job's deadline would come first. docs/architecture.md, "Batch".
+// or final when the job's deadline would come first. docs/architecture.md, "A batch".
 import { storedVerificationResult } from '@rcpt/shared/contract/api';
 import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
 import { assessVerdict } from '@rcpt/shared/verify/assess';
