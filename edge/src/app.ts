@@ -7,7 +7,7 @@ import { apiKeyAuth, liveKeyOnly } from './middleware/auth.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
-import { registerApiReference } from './routes/api-reference.ts';
+import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
@@ -25,6 +25,21 @@ import { registerWebhookTest } from './routes/v1/webhooks-test.post.ts';
 import { createDb } from './storage/db.ts';
 
 export const API_VERSION = '1.0.1';
+
+/** The OpenAPI document's frame: /openapi.json and /docs are both made from it and the routes. */
+const OPENAPI_DOCUMENT = {
+  openapi: '3.0.3',
+  info: {
+    title: 'rcpt email verification API',
+    version: API_VERSION,
+    description:
+      'Verifies email addresses: syntax, DNS, an SMTP mailbox probe, and disposable, role, free-provider, ' +
+      'catch-all and typo detection. Every operation needs an API key in `X-API-Key`; 100 requests per ' +
+      'minute per key. Errors are JSON with a stable `code`.',
+  },
+  servers: [{ url: '/', description: 'this deployment' }],
+  security: [{ ApiKeyAuth: [] }],
+};
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -81,20 +96,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerDashboard(app);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.doc('/openapi.json', {
-    openapi: '3.0.3',
-    info: {
-      title: 'rcpt email verification API',
-      version: API_VERSION,
-      description:
-        'Verifies email addresses: syntax, DNS, an SMTP mailbox probe, and disposable, role, free-provider, ' +
-        'catch-all and typo detection. Every operation needs an API key in `X-API-Key`; 100 requests per ' +
-        'minute per key. Errors are JSON with a stable `code`.',
-    },
-    servers: [{ url: '/', description: 'this deployment' }],
-    security: [{ ApiKeyAuth: [] }],
-  });
-  registerApiReference(app);
+  app.doc('/openapi.json', OPENAPI_DOCUMENT);
+  registerApiReference(app, OPENAPI_DOCUMENT);
 
   app.notFound(notFoundHandler((path) => allowedMethods(app, path)));
   return app;

@@ -210,6 +210,8 @@ describe('the dashboard is accessible', () => {
     const phoneStops = await tabThrough(15);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
     expect(outOfVisualOrder(phoneStops.slice(11))).toEqual([]);
+    // The eight nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
+    expect(new Set(phoneStops.slice(3, 11).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
