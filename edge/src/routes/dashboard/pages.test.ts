@@ -131,6 +131,12 @@ describe('single verification', () => {
     expect(html).toContain('invalid syntax');
     expect(html).toMatch(/<meter id="result-score"[^>]*value="\d+"/);
     expect(html).toMatch(/data-testid="credits-remaining">99</);
+    // The domain of an address that is not one was never looked up: no check but syntax ran.
+    expect(html).toMatch(/Valid syntax<\/th><td><span class="check check-bad">no</);
+    for (const label of ['Domain accepts mail \\(MX\\)', 'Mailbox accepted \\(SMTP\\)', 'Disposable provider']) {
+      expect(html).toMatch(new RegExp(`${label}</th><td><span class="check check-unknown">not checked<`));
+    }
+    expect(html).toContain('an address with invalid syntax is a check too');
     expect(await balanceOf(accountId)).toBe(99);
 
     const history = await (await client.get('/history?kind=single&status=undeliverable')).text();
@@ -145,6 +151,15 @@ describe('single verification', () => {
     const html = await (await client.submit('/verify', '/verify', { email: 'alice@gmial.com' })).text();
     expect(html).toContain('possible typo');
     expect(html).toMatch(/Did you mean <strong>alice@gmail\.com<\/strong>\?/);
+    // One click verifies the suggestion: a form of its own that posts it.
+    const suggestion = /<form method="post" action="\/verify"[^>]*>(.*?)<\/form>/gs;
+    const forms = [...html.matchAll(suggestion)].map((match) => match[1] ?? '');
+    const oneClick = forms.find((form) => form.includes('name="email" value="alice@gmail.com"'));
+    expect(oneClick).toMatch(/type="hidden" name="email" value="alice@gmail\.com"/);
+    expect(oneClick).toContain('Verify alice@gmail.com (1 credit)');
+    // gmial.com is on disposable lists because it catches mistyped mail: the check says so too.
+    expect(html).toContain('Domain is on disposable-address lists');
+    expect(html).toMatch(/Disposable provider<\/th><td><span class="check check-bad">listed, as a likely typo domain</);
   });
 
   it("says when a repeated address is answered from the account's earlier check, and charges it", async () => {

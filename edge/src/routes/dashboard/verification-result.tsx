@@ -2,6 +2,8 @@
 // A VerificationResult as people read it: the verdict, the score, each check, the risk
 // factors and a typo suggestion. Colour is never the only signal: every badge has its word.
 import type { Checks, VerificationResult, VerificationStatus } from '@rcpt/shared/contract/api';
+import { RISK_FACTORS } from '@rcpt/shared/verify/verdict';
+import { CsrfField } from './forms.tsx';
 
 export function StatusBadge(props: {
   status: VerificationStatus | 'processing' | 'completed' | 'failed' | 'pending';
@@ -24,14 +26,46 @@ const CHECKS: { key: keyof Omit<Checks, 'hasTypo'>; label: string; trueIsGood: b
   { key: 'isFreeProvider', label: 'Free mail provider', trueIsGood: true },
 ];
 
-function CheckAnswer(props: { value: boolean | null; trueIsGood: boolean }) {
-  if (props.value === null) return <span class="check check-unknown">unknown</span>;
-  const good = props.value === props.trueIsGood;
+type CheckKey = (typeof CHECKS)[number]['key'];
+
+/**
+ * What the page says of one check. A check that never ran says so ("not checked": the domain
+ * of an address with invalid syntax was never looked up), and the disposable row agrees with
+ * the risk factor when a typo domain is on the disposable lists (docs/verdicts.md).
+ */
+function checkAnswer(
+  result: VerificationResult,
+  key: CheckKey,
+): { text: string; tone: 'good' | 'bad' | 'neutral' | 'unknown' } {
+  const { checks } = result;
+  const check = CHECKS.find((row) => row.key === key);
+  if (key !== 'syntax' && !checks.syntax) return { text: 'not checked', tone: 'unknown' };
+  if (key === 'mxRecords' && result.subStatus === 'dns_error') return { text: 'unknown', tone: 'unknown' };
+  if ((key === 'smtpValid' || key === 'isCatchAll') && checks[key] === null && !checks.mxRecords) {
+    return { text: 'not checked', tone: 'unknown' };
+  }
+  if (key === 'isDisposable' && result.riskFactors.includes(RISK_FACTORS.typoSquatting)) {
+    return { text: 'listed, as a likely typo domain', tone: 'bad' };
+  }
+  const value = checks[key];
+  if (value === null) return { text: 'unknown', tone: 'unknown' };
   // A free provider is neither good nor bad: show it neutrally.
-  return <span class={`check ${good ? 'check-good' : 'check-bad'}`}>{props.value ? 'yes' : 'no'}</span>;
+  if (key === 'isFreeProvider') return { text: value ? 'yes' : 'no', tone: 'neutral' };
+  return { text: value ? 'yes' : 'no', tone: value === check?.trueIsGood ? 'good' : 'bad' };
 }
 
-export function VerificationResultView(props: { result: VerificationResult }) {
+const TONE_CLASS = {
+  good: 'check check-good',
+  bad: 'check check-bad',
+  neutral: 'check',
+  unknown: 'check check-unknown',
+};
+
+/**
+ * One result. With `csrfToken` (the verify page), a typo suggestion is a button that verifies
+ * the suggested address at once.
+ */
+export function VerificationResultView(props: { result: VerificationResult; csrfToken?: string }) {
   const { result } = props;
   const typo = result.checks.hasTypo;
   return (
@@ -51,16 +85,27 @@ export function VerificationResultView(props: { result: VerificationResult }) {
         </p>
       ) : null}
       {typo ? (
-        <p class="typo" role="note">
-          Did you mean{' '}
-          <strong>
-            {result.meta.localPart}@{typo.suggested}
-          </strong>
-          ?{' '}
-          <span class="muted">
-            ({Math.round(typo.confidence * 100)}% confidence that {typo.original} is a typo)
-          </span>
-        </p>
+        <div class="typo" role="note">
+          <p>
+            Did you mean{' '}
+            <strong>
+              {result.meta.localPart}@{typo.suggested}
+            </strong>
+            ?{' '}
+            <span class="muted">
+              ({Math.round(typo.confidence * 100)}% confidence that {typo.original} is a typo)
+            </span>
+          </p>
+          {props.csrfToken !== undefined ? (
+            <form method="post" action="/verify" data-busy-label="Checking…">
+              <CsrfField token={props.csrfToken} />
+              <input type="hidden" name="email" value={`${result.meta.localPart}@${typo.suggested}`} />
+              <button type="submit" class="button-secondary">
+                Verify {result.meta.localPart}@{typo.suggested} (1 credit)
+              </button>
+            </form>
+          ) : null}
+        </div>
       ) : null}
       <div class="score">
         <label for="result-score">Score</label>
@@ -74,18 +119,17 @@ export function VerificationResultView(props: { result: VerificationResult }) {
           <h3>Checks</h3>
           <table class="data-table checks">
             <tbody>
-              {CHECKS.map((check) => (
-                <tr>
-                  <th scope="row">{check.label}</th>
-                  <td>
-                    {check.key === 'isFreeProvider' ? (
-                      <span class="check">{result.checks.isFreeProvider ? 'yes' : 'no'}</span>
-                    ) : (
-                      <CheckAnswer value={result.checks[check.key]} trueIsGood={check.trueIsGood} />
-                    )}
-                  </td>
-                </tr>
-              ))}
+              {CHECKS.map((check) => {
+                const answer = checkAnswer(result, check.key);
+                return (
+                  <tr>
+                    <th scope="row">{check.label}</th>
+                    <td>
+                      <span class={TONE_CLASS[answer.tone]}>{answer.text}</span>
+                    </td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>

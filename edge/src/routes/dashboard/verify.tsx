@@ -24,7 +24,8 @@ function VerifyForm(props: {
     <section class="card" aria-labelledby="verify-heading">
       <h1 id="verify-heading">Verify an address</h1>
       <p>
-        One credit per check, whatever the answer. You have{' '}
+        One credit per check, whatever the answer: an address with invalid syntax is a check too (only in a
+        list are invalid rows free). You have{' '}
         <strong data-testid="credits-remaining">{props.creditsRemaining}</strong> credits.
       </p>
       <form method="post" action="/verify" class="inline-form" data-busy-label="Checking…">
@@ -112,7 +113,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
         {status === 402 ? (
           <Notice kind="error">Not enough credits: each check uses one, and you have none left.</Notice>
         ) : null}
-        {result ? <VerificationResultView result={result} /> : null}
+        {result ? <VerificationResultView result={result} csrfToken={c.get('csrfToken')} /> : null}
       </Layout>,
       status,
     );
