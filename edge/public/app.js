@@ -264,9 +264,21 @@
           ]),
         );
       }
+      // A column without a single address (the wrong one picked) has nothing to verify.
+      const noAddresses = counts.totalEmails === 0;
+      if (noAddresses) {
+        const column = headers[counts.emailColumn] || 'this column';
+        children.push(
+          element('p', { class: 'notice notice-error', role: 'alert', 'data-preview-empty': '' }, [
+            `The column “${column}” holds no email addresses: pick the column that does.`,
+          ]),
+        );
+      }
       preview.replaceChildren(...children);
-      submit.disabled = !affordable || counts.totalEmails + counts.invalidRows + counts.emptyRows === 0;
-      submit.textContent = `Confirm: verify ${counts.totalEmails} address${counts.totalEmails === 1 ? '' : 'es'} for ${counts.creditsRequired} credit${counts.creditsRequired === 1 ? '' : 's'}`;
+      submit.disabled = !affordable || noAddresses;
+      submit.textContent = noAddresses
+        ? 'No addresses to verify'
+        : `Confirm: verify ${counts.totalEmails} address${counts.totalEmails === 1 ? '' : 'es'} for ${counts.creditsRequired} credit${counts.creditsRequired === 1 ? '' : 's'}`;
     }
   }
 

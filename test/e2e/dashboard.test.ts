@@ -248,6 +248,21 @@ describe('the dashboard in a browser', () => {
     );
     await shoot('bulk-preview');
 
+    // Picking a column without addresses says so and leaves nothing to confirm.
+    const picker = page.getByLabel('Email column', { exact: true });
+    const repicked = () => page.waitForResponse((response) => response.url().endsWith('/bulk/preview'));
+    let answered = repicked();
+    await picker.selectOption({ label: 'company' });
+    await answered;
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toBe('The column “company” holds no email addresses: pick the column that does.');
+    expect(await page.getByRole('button', { name: 'No addresses to verify' }).isDisabled()).toBe(true);
+    answered = repicked();
+    await picker.selectOption({ label: 'email' });
+    await answered;
+    await expect.poll(() => count('unique')).toBe('4');
+
     // The prober is held until the running job page has been seen, however slow the page is.
     const releaseProber = system.holdProber();
     try {

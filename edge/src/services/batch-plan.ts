@@ -2,6 +2,7 @@
 // unreadable (skipped) or an address; duplicates of an address share its verification.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { assessAddress } from '@rcpt/shared/verify/assess';
+import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { UploadRow } from './batch-input.ts';
 
@@ -36,6 +37,15 @@ export interface BatchPlan {
   counts: BatchCounts;
 }
 
+type ValidSyntax = Extract<SyntaxResult, { valid: true }>;
+
+/** The address a row holds, to verify (and charge), or null: unreadable, empty or invalid. */
+export function addressOfRow(uploadRow: UploadRow): ValidSyntax | null {
+  if (uploadRow.unreadable) return null;
+  const syntax = checkSyntax(uploadRow.input.trim());
+  return syntax.valid ? syntax : null;
+}
+
 export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchPlan {
   const verifiedAt = new Date(now).toISOString();
   const indexByEmail = new Map<string, number>();
@@ -52,9 +62,9 @@ export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchP
 
   uploadRows.forEach((uploadRow, row) => {
     const input = uploadRow.input.trim();
-    const syntax = checkSyntax(input);
+    const syntax = addressOfRow(uploadRow);
     const base = { row, input, cells: uploadRow.cells };
-    if (uploadRow.unreadable || input === '' || !syntax.valid) {
+    if (syntax === null) {
       if (uploadRow.unreadable) counts.skippedRows++;
       else if (input === '') counts.emptyRows++;
       else counts.invalidRows++;

@@ -8,6 +8,7 @@ import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
+import { addressOfRow } from '../../services/batch-plan.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { quotasOf } from '../../services/quotas.ts';
@@ -123,6 +124,14 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
     const name = await optionalText(c, 'name');
     try {
       const upload = await rowsFromCsv(await uploadedFile(c), emailColumn);
+      // A column picked by hand without a single address in it (the wrong one) would be a job of
+      // invalid rows only: say so instead of creating it.
+      if (emailColumn !== undefined && !upload.rows.some((row) => addressOfRow(row) !== null)) {
+        const column = upload.headers?.[upload.emailColumn ?? -1] ?? emailColumn;
+        throw new ApiError('VALIDATION_ERROR', {
+          message: `The column “${column}” holds no email addresses: pick the column that does.`,
+        });
+      }
       const created = await createBatchJob({
         db,
         queue: verifyQueueOf(c.env),

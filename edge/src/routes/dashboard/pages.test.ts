@@ -133,7 +133,11 @@ describe('single verification', () => {
     expect(html).toMatch(/data-testid="credits-remaining">99</);
     // The domain of an address that is not one was never looked up: no check but syntax ran.
     expect(html).toMatch(/Valid syntax<\/th><td><span class="check check-bad">no</);
-    for (const label of ['Domain accepts mail \\(MX\\)', 'Mailbox accepted \\(SMTP\\)', 'Disposable provider']) {
+    for (const label of [
+      'Domain accepts mail \\(MX\\)',
+      'Mailbox accepted \\(SMTP\\)',
+      'Disposable provider',
+    ]) {
       expect(html).toMatch(new RegExp(`${label}</th><td><span class="check check-unknown">not checked<`));
     }
     expect(html).toContain('an address with invalid syntax is a check too');
@@ -159,7 +163,9 @@ describe('single verification', () => {
     expect(oneClick).toContain('Verify alice@gmail.com (1 credit)');
     // gmial.com is on disposable lists because it catches mistyped mail: the check says so too.
     expect(html).toContain('Domain is on disposable-address lists');
-    expect(html).toMatch(/Disposable provider<\/th><td><span class="check check-bad">listed, as a likely typo domain</);
+    expect(html).toMatch(
+      /Disposable provider<\/th><td><span class="check check-bad">listed, as a likely typo domain</,
+    );
   });
 
   it("says when a repeated address is answered from the account's earlier check, and charges it", async () => {
@@ -281,6 +287,21 @@ describe('bulk upload', () => {
     expect(body.results.map((result) => result.email)).toEqual(['', 'not an address']);
     expect(body.originalCsvData.headers).toEqual(['name', 'email']);
     expect(await balanceOf(accountId)).toBe(100);
+  });
+
+  it('refuses a column picked by hand that holds no address, and says which', async () => {
+    const { client, accountId } = await signedIn('bulk-wrong-column');
+    const preview = await client.submit('/bulk', '/bulk/preview', csvForm(csv, { emailColumn: 'name' }));
+    expect(await preview.json()).toMatchObject({ preview: { totalEmails: 0, creditsRequired: 0 } });
+    const response = await client.submit('/bulk', '/bulk', csvForm(csv, { emailColumn: 'name' }));
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain(
+      'The column “name” holds no email addresses: pick the column that does.',
+    );
+    const jobs = await env.DB.prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
+      .bind(accountId)
+      .first<{ n: number }>();
+    expect(jobs?.n).toBe(0);
   });
 
   it('re-renders the form with the reason when a list cannot be taken', async () => {
