@@ -1,9 +1,8 @@
 // `rcpt`: verify an address, clean a list, look at jobs and the account, from a terminal or a
 // script. Exit codes are part of the interface (see client/README.md): 0 done, 1 the API refused
 // the request, 2 usage error, 3 no answer from the API, 4 the job failed.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type CleanSummary, cleanCsvFile } from './clean-csv-file.ts';
 import { Rcpt, STATUSES, type Status, type VerificationResult } from './client.ts';
 import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
 import { formatCount, progressWriter } from './progress.ts';
@@ -75,41 +74,17 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
     }
     case 'clean': {
       const path = single(operands, 'clean <list.csv>');
-      const only = parseStatuses(values.only);
-      const maxWaitSeconds = parseMaxWait(values['max-wait']);
       const progress = json ? null : progressWriter(io.stderr);
-      const { upload, job } = await rcpt.cleanList(
-        {
-          csv: new Blob([readFileSync(path)], { type: 'text/csv' }),
-          filename: basename(path),
-          emailColumn: values.column,
-        },
-        {
-          name: basename(path),
-          maxWaitSeconds,
-          recheck: values.recheck,
-          onProgress: (update) => progress?.update(update),
-        },
-      );
+      const { csv, summary } = await cleanCsvFile(rcpt, path, {
+        emailColumn: values.column,
+        output: values.output || undefined,
+        only: parseStatuses(values.only),
+        maxWaitSeconds: parseMaxWait(values['max-wait']),
+        recheck: values.recheck,
+        onProgress: (update) => progress?.update(update),
+      });
       progress?.done();
-      const csv = await rcpt.resultsCsv(job.id, { only });
-      if (values.output) writeFileSync(values.output, csv);
-      else io.stdout.write(csv);
-      const summary = {
-        jobId: job.id,
-        output: values.output ?? null,
-        only: only ?? null,
-        totalEmails: job.totalEmails,
-        duplicateCount: upload.duplicateCount,
-        invalidRows: upload.invalidRows,
-        emptyRows: upload.emptyRows,
-        deliverable: job.deliverableCount,
-        risky: job.riskyCount,
-        unknown: job.unknownCount,
-        undeliverable: job.undeliverableCount,
-        creditsCharged: job.creditsCharged,
-        creditsRefunded: job.creditsRefunded,
-      };
+      if (!values.output) io.stdout.write(csv);
       (values.output ? io.stdout : io.stderr).write(
         json ? `${JSON.stringify(summary)}\n` : cleanSummary(summary),
       );
@@ -197,18 +172,7 @@ function describe(result: VerificationResult): string {
   return `${lines.join('\n')}\n`;
 }
 
-function cleanSummary(summary: {
-  jobId: string;
-  output: string | null;
-  only: Status[] | null;
-  totalEmails: number;
-  deliverable: number;
-  risky: number;
-  unknown: number;
-  undeliverable: number;
-  creditsCharged: number;
-  creditsRefunded: number;
-}): string {
+function cleanSummary(summary: CleanSummary): string {
   const kept = summary.only ? ` (rows kept: ${summary.only.join(', ')})` : '';
   return [
     `job ${summary.jobId}: ${formatCount(summary.totalEmails)} unique addresses — ` +

@@ -1,26 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { type ScriptedServer, scriptedServer } from '../test/scripted-api.ts';
 import { errorOf, RcptQuotaError } from './errors.ts';
 import { RetryingTransport } from './transport.ts';
 
-/** A server scripted answer by answer, recording every request it was sent. */
-function scriptedServer(answers: (Response | Error)[]) {
-  const requests: { method: string; idempotencyKey: string | null; body: string }[] = [];
-  const fetch = async (request: Request | string | URL): Promise<Response> => {
-    const sent = request as Request;
-    requests.push({
-      method: sent.method,
-      idempotencyKey: sent.headers.get('idempotency-key'),
-      body: await sent.text(),
-    });
-    const answer = answers.shift();
-    if (!answer) throw new Error('the script ran out of answers');
-    if (answer instanceof Error) throw answer;
-    return answer;
-  };
-  return { fetch: fetch as typeof globalThis.fetch, requests };
-}
-
-function transportFor(server: ReturnType<typeof scriptedServer>, maxRetries = 3) {
+function transportFor(server: ScriptedServer, maxRetries = 3) {
   const sleeps: number[] = [];
   const transport = new RetryingTransport({
     fetch: server.fetch,
