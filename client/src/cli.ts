@@ -16,6 +16,8 @@ Commands:
   clean <list.csv>          verify a CSV list and write it back with verdict columns
   jobs                      list your batch jobs, newest first
   account                   show your balance and usage
+  mcp                       serve the tools verify_email, clean_csv and get_job to an AI
+                            assistant over the Model Context Protocol (stdin/stdout)
 
 Options:
   -o, --output <file>       clean: where to write the cleaned CSV (default: standard output)
@@ -107,6 +109,13 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
           ? `${JSON.stringify(account)}\n`
           : `${account.email ?? account.id}\ncredits: ${formatCount(account.creditsRemaining)}\n`,
       );
+      return EXIT.done;
+    }
+    case 'mcp': {
+      if (operands.length > 0) throw new UsageError('expected: rcpt mcp');
+      // Loaded only here: the MCP SDK is not needed by the other commands.
+      const { serveMcpOnStdio } = await import('./mcp.ts');
+      await serveMcpOnStdio(rcpt, { baseUrl, log: (line) => io.stderr.write(`${line}\n`) });
       return EXIT.done;
     }
     default:

@@ -1,0 +1,405 @@
+// `rcpt mcp` as an MCP client runs it: its own process on stdio, driven by the SDK's Client,
+// against the scripted fake of the API served on 127.0.0.1.
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../test/eventually.ts';
+import {
+  jsonAnswer,
+  type ScriptedServer,
+  type ServedApi,
+  scriptedServer,
+  serveOverHttp,
+} from '../test/scripted-api.ts';
+import { type Job, STATUSES, type VerificationResult } from './client.ts';
+
+const RCPT_BIN = new URL('../bin/rcpt.js', import.meta.url).pathname;
+const API_KEY = 'rk_live_mcp_test_secret_0123456789abcdef';
+const JOB_ID = '6d1f9c1e-4f0a-4a57-9d8e-2b8f5e0c7a11';
+
+const alice: VerificationResult = {
+  email: 'alice@example.com',
+  status: 'deliverable',
+  subStatus: 'accepted_email',
+  reason: 'The mail server accepted the address.',
+  score: 97,
+  isDeliverable: true,
+  toxicity: 0,
+  checks: {
+    syntax: true,
+    mxRecords: true,
+    smtpValid: true,
+    isDisposable: false,
+    isRoleBased: false,
+    isFreeProvider: false,
+    isCatchAll: false,
+    hasTypo: null,
+  },
+  meta: {
+    domain: 'example.com',
+    localPart: 'alice',
+    mxHost: 'mx.example.com',
+    provider: null,
+    dnsType: 'MX',
+    verifiedAt: '2026-11-26T10:00:00.000Z',
+    processingTimeMs: 412,
+    verifiedVia: 'mx',
+    cached: false,
+  },
+  riskFactors: [],
+};
+
+function job(overrides: Partial<Job> = {}): Job {
+  return {
+    id: JOB_ID,
+    name: 'list.csv',
+    status: 'completed',
+    progress: 100,
+    totalEmails: 2,
+    processedEmails: 2,
+    deliverableCount: 1,
+    undeliverableCount: 1,
+    riskyCount: 0,
+    unknownCount: 0,
+    catchAllCount: 0,
+    createdAt: '2026-11-26T10:00:00.000Z',
+    completedAt: '2026-11-26T10:00:09.000Z',
+    deadlineAt: '2026-11-26T10:10:00.000Z',
+    bounceEstimate: { percent: 50, level: 'high', basis: '1 of 2 addresses undeliverable' },
+    creditsCharged: 2,
+    creditsRefunded: 0,
+    failureReason: null,
+    recheck: true,
+    recheckedAt: null,
+    nextRecheckAt: '2026-11-26T10:15:09.000Z',
+    ...overrides,
+  };
+}
+
+function refusal(status: number, code: string, message: string, details?: Record<string, unknown>) {
+  return jsonAnswer(status, { success: false, code, message, requestId: `req-${code}`, details });
+}
+
+const uploaded = () =>
+  jsonAnswer(200, {
+    success: true,
+    jobId: JOB_ID,
+    totalEmails: 2,
+    duplicateCount: 1,
+    skippedRows: 0,
+    emptyRows: 0,
+    invalidRows: 0,
+    estimatedTimeSeconds: 20,
+    creditsCharged: 2,
+  });
+
+const CLEANED_CSV =
+  'name,email,rcpt_status,rcpt_sub_status,rcpt_score,rcpt_is_deliverable,rcpt_reason,rcpt_is_catch_all,rcpt_suggestion\r\n' +
+  'Alice,alice@example.com,deliverable,accepted_email,97,true,The mail server accepted the address.,false,\r\n' +
+  'Alice again,alice@example.com,deliverable,accepted_email,97,true,The mail server accepted the address.,false,\r\n';
+
+const csvAnswer = () => new Response(CLEANED_CSV, { status: 200, headers: { 'content-type': 'text/csv' } });
+
+let api: ScriptedServer = scriptedServer([]);
+let served: ServedApi;
+let scratch: string;
+let transport: StdioClientTransport;
+let client: Client;
+let stderr = '';
+const protocolErrors: Error[] = [];
+
+beforeAll(async () => {
+  served = await serveOverHttp((request) => api.fetch(request));
+  scratch = realpathSync(mkdtempSync(join(tmpdir(), 'rcpt-mcp-')));
+  transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [RCPT_BIN, 'mcp'],
+    env: { RCPT_API_KEY: API_KEY, RCPT_BASE_URL: served.baseUrl },
+    cwd: scratch,
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  client = new Client({ name: 'rcpt-mcp-test', version: '1.0.0' });
+  client.onerror = (error) => protocolErrors.push(error);
+  await client.connect(transport);
+}, 60_000);
+
+afterEach(() => {
+  expect(served.problems.splice(0)).toEqual([]);
+  expect(api.unanswered).toBe(0);
+});
+
+afterAll(async () => {
+  await client?.close();
+  await served?.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Calls a tool with a fresh script of the API's answers. */
+async function call(
+  name: string,
+  args: Record<string, unknown>,
+  answers: (Response | Error)[],
+  onprogress?: (progress: Progress) => void,
+): Promise<CallToolResult> {
+  api = scriptedServer(answers);
+  return (await client.callTool({ name, arguments: args }, undefined, { onprogress })) as CallToolResult;
+}
+
+function textOf(result: CallToolResult): string {
+  const [first] = result.content;
+  return first?.type === 'text' ? first.text : '';
+}
+
+describe('rcpt mcp', { timeout: 30_000 }, () => {
+  it('lists verify_email, clean_csv and get_job with their input schemas', async () => {
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    expect([...byName.keys()].sort()).toEqual(['clean_csv', 'get_job', 'verify_email']);
+
+    const verify = byName.get('verify_email')!;
+    expect(verify.inputSchema.required).toEqual(['email']);
+    expect(verify.inputSchema.properties).toMatchObject({
+      email: { type: 'string' },
+      fresh: { type: 'boolean' },
+    });
+
+    const clean = byName.get('clean_csv')!;
+    expect(clean.inputSchema.required).toEqual(['path']);
+    expect(Object.keys(clean.inputSchema.properties ?? {}).sort()).toEqual(
+      ['emailColumn', 'maxWaitSeconds', 'only', 'output', 'path', 'recheck'].sort(),
+    );
+    // The deadline's bounds are the API's own (client/openapi.json), so a model is told the truth.
+    const upload = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'));
+    const { minimum, maximum } = upload.components.schemas.BulkUploadRequest.properties.maxWaitSeconds;
+    expect(clean.inputSchema.properties).toMatchObject({
+      only: { type: 'array', items: { enum: [...STATUSES] } },
+      maxWaitSeconds: { type: 'integer', minimum, maximum },
+      recheck: { type: 'boolean' },
+    });
+
+    const getJob = byName.get('get_job')!;
+    expect(getJob.inputSchema.required).toEqual(['jobId']);
+    expect(getJob.annotations?.readOnlyHint).toBe(true);
+    expect(verify.annotations?.readOnlyHint).toBe(false);
+    for (const tool of tools) expect(tool.description?.length).toBeGreaterThan(40);
+  });
+
+  it('verify_email answers the API verdict, sent with the configured key to the configured API', async () => {
+    const result = await call('verify_email', { email: 'alice@example.com', fresh: true }, [
+      jsonAnswer(200, { success: true, data: alice, creditsRemaining: 41 }),
+    ]);
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ ...alice, creditsRemaining: 41 });
+    expect(JSON.parse(textOf(result))).toEqual({ ...alice, creditsRemaining: 41 });
+
+    expect(api.requests).toHaveLength(1);
+    const [sent] = api.requests;
+    expect(sent).toMatchObject({ method: 'POST', path: '/api/v1/verify', apiKey: API_KEY });
+    expect(sent?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(sent?.body ?? '')).toEqual({ email: 'alice@example.com', fresh: true });
+  });
+
+  it('answers API refusals as tool errors with their code, and goes on serving', async () => {
+    const cases: [string, Record<string, unknown>, Response, string][] = [
+      [
+        'verify_email',
+        { email: 'alice@example.com' },
+        refusal(402, 'INSUFFICIENT_CREDITS', 'Not enough credits: 1 needed, 0 left.'),
+        'INSUFFICIENT_CREDITS',
+      ],
+      [
+        'get_job',
+        { jobId: JOB_ID },
+        refusal(401, 'INVALID_API_KEY', 'The API key is not valid.'),
+        'INVALID_API_KEY',
+      ],
+      [
+        'get_job',
+        { jobId: 'job-7' },
+        refusal(400, 'VALIDATION_ERROR', 'jobId: Invalid UUID', { field: 'jobId' }),
+        'VALIDATION_ERROR',
+      ],
+      [
+        'verify_email',
+        { email: 'bob@example.com' },
+        refusal(429, 'QUOTA_EXCEEDED', 'The free rows of the day are used up.', {
+          quota: 'free_rows_per_day',
+          limit: 100,
+          used: 100,
+          requested: 1,
+          resetAt: '2026-11-27T00:00:00.000Z',
+        }),
+        'QUOTA_EXCEEDED',
+      ],
+    ];
+    for (const [tool, args, answer, code] of cases) {
+      const result = await call(tool, args, [answer]);
+      expect(result.isError, `${tool} → ${code}`).toBe(true);
+      expect(textOf(result)).toMatch(new RegExp(`^${code}: .+ \\(HTTP \\d{3}, request req-${code}\\)$`));
+      expect(result.structuredContent).toMatchObject({ error: { code, requestId: `req-${code}` } });
+      expect(api.requests).toHaveLength(1);
+    }
+
+    const mistyped = await call('verify_email', { email: 42 }, []);
+    expect(mistyped.isError).toBe(true);
+    expect(textOf(mistyped)).toMatch(/Invalid arguments for tool verify_email/);
+    expect(api.requests).toHaveLength(0);
+
+    const after = await call('verify_email', { email: 'alice@example.com' }, [
+      jsonAnswer(200, { success: true, data: alice, creditsRemaining: 40 }),
+    ]);
+    expect(after.isError).toBeFalsy();
+    expect(after.structuredContent).toMatchObject({ status: 'deliverable', creditsRemaining: 40 });
+  });
+
+  it('clean_csv uploads the file, notifies progress, writes the cleaned CSV where asked and sums it up', async () => {
+    const list =
+      'name,email\r\nAlice,alice@example.com\r\nBob,nobody@example.org\r\nAlice again,alice@example.com\r\n';
+    writeFileSync(join(scratch, 'list.csv'), list);
+    const progress: Progress[] = [];
+    const result = await call(
+      'clean_csv',
+      {
+        path: 'list.csv',
+        output: 'send.csv',
+        emailColumn: 'email',
+        only: ['deliverable', 'risky'],
+        maxWaitSeconds: 600,
+        recheck: true,
+      },
+      [
+        uploaded(),
+        // Two polls see the same address done: MCP progress must increase, so one notification.
+        ...[1, 2].map(() =>
+          jsonAnswer(200, {
+            success: true,
+            job: job({
+              status: 'processing',
+              progress: 50,
+              processedEmails: 1,
+              undeliverableCount: 0,
+              completedAt: null,
+              bounceEstimate: null,
+              nextRecheckAt: null,
+            }),
+          }),
+        ),
+        jsonAnswer(200, { success: true, job: job() }),
+        csvAnswer(),
+      ],
+      (update) => progress.push(update),
+    );
+
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(readFileSync(join(scratch, 'send.csv'), 'utf8')).toBe(CLEANED_CSV);
+    expect(result.structuredContent).toEqual({
+      jobId: JOB_ID,
+      output: join(scratch, 'send.csv'),
+      only: ['deliverable', 'risky'],
+      totalEmails: 2,
+      duplicateCount: 1,
+      invalidRows: 0,
+      emptyRows: 0,
+      deliverable: 1,
+      risky: 0,
+      unknown: 0,
+      undeliverable: 1,
+      creditsCharged: 2,
+      creditsRefunded: 0,
+    });
+    expect(progress.map(({ progress, total }) => ({ progress, total }))).toEqual([
+      { progress: 1, total: 2 },
+      { progress: 2, total: 2 },
+    ]);
+    expect(progress[1]?.message).toMatch(/^completed\s+100%/);
+
+    expect(api.requests.map(({ method, path }) => `${method} ${path}`)).toEqual([
+      'POST /api/v1/bulk/upload',
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+      `GET /api/v1/bulk/results/${JOB_ID}?format=csv&status=deliverable%2Crisky`,
+    ]);
+    const [upload] = api.requests;
+    const form = await new Response(upload?.body, {
+      headers: { 'content-type': upload?.contentType ?? '' },
+    }).formData();
+    const file = form.get('file') as File;
+    expect(file.name).toBe('list.csv');
+    expect(await file.text()).toBe(list);
+    expect(
+      Object.fromEntries(
+        ['emailColumn', 'name', 'maxWaitSeconds', 'recheck'].map((field) => [field, form.get(field)]),
+      ),
+    ).toEqual({ emailColumn: 'email', name: 'list.csv', maxWaitSeconds: '600', recheck: 'true' });
+  });
+
+  it('clean_csv writes beside the input by default, and reports what it cannot do as tool errors', async () => {
+    const input = join(scratch, 'customers.csv');
+    writeFileSync(input, 'email\r\nalice@example.com\r\n');
+    const written = await call('clean_csv', { path: input }, [
+      uploaded(),
+      jsonAnswer(200, { success: true, job: job() }),
+      csvAnswer(),
+    ]);
+    expect(written.isError, textOf(written)).toBeFalsy();
+    expect(written.structuredContent).toMatchObject({
+      output: join(scratch, 'customers.cleaned.csv'),
+      only: null,
+    });
+    expect(readFileSync(join(scratch, 'customers.cleaned.csv'), 'utf8')).toBe(CLEANED_CSV);
+
+    const missing = await call('clean_csv', { path: 'no-such-list.csv' }, []);
+    expect(missing.isError).toBe(true);
+    expect(missing.structuredContent).toMatchObject({ error: { code: 'INVALID_INPUT' } });
+    expect(textOf(missing)).toContain('no-such-list.csv');
+
+    const overwrite = await call('clean_csv', { path: input, output: 'customers.csv' }, []);
+    expect(overwrite.isError).toBe(true);
+    expect(textOf(overwrite)).toMatch(/output must not be the input file/);
+
+    const failed = await call('clean_csv', { path: input }, [
+      uploaded(),
+      jsonAnswer(200, {
+        success: true,
+        job: job({ status: 'failed', failureReason: 'the list could not be read', completedAt: null }),
+      }),
+    ]);
+    expect(failed.isError).toBe(true);
+    expect(failed.structuredContent).toMatchObject({
+      error: { code: 'JOB_FAILED', job: { id: JOB_ID, failureReason: 'the list could not be read' } },
+    });
+  });
+
+  it('get_job answers the job with its status and counts', async () => {
+    const running = job({ status: 'processing', progress: 50, processedEmails: 1, completedAt: null });
+    const result = await call('get_job', { jobId: JOB_ID }, [
+      jsonAnswer(200, { success: true, job: running }),
+    ]);
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual(running);
+    expect(api.requests.map(({ method, path }) => `${method} ${path}`)).toEqual([
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+    ]);
+  });
+
+  it('stops when the client closes its stdin, having written only the protocol to stdout and never the key', async () => {
+    await client.close();
+    await until(
+      () => stderr.includes('rcpt mcp: stdin closed, stopped'),
+      'the server logged its stop',
+      20_000,
+    );
+    expect(stderr).toContain(`rcpt mcp: serving on stdio for ${served.baseUrl}`);
+    expect(stderr).toContain('INSUFFICIENT_CREDITS');
+    expect(stderr).not.toContain(API_KEY);
+    expect(protocolErrors).toEqual([]);
+  });
+});
