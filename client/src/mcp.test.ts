@@ -80,8 +80,14 @@ function job(overrides: Partial<Job> = {}): Job {
   };
 }
 
-function refusal(status: number, code: string, message: string, details?: Record<string, unknown>) {
-  return jsonAnswer(status, { success: false, code, message, requestId: `req-${code}`, details });
+function refusal(
+  status: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
+  return jsonAnswer(status, { success: false, code, message, requestId: `req-${code}`, details }, headers);
 }
 
 const uploaded = () =>
@@ -207,44 +213,59 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
   });
 
   it('answers API refusals as tool errors with their code, and goes on serving', async () => {
-    const cases: [string, Record<string, unknown>, Response, string][] = [
+    writeFileSync(join(scratch, 'queued.csv'), 'email\r\nalice@example.com\r\n');
+    const cases: [string, Record<string, unknown>, Response[], string][] = [
       [
         'verify_email',
         { email: 'alice@example.com' },
-        refusal(402, 'INSUFFICIENT_CREDITS', 'Not enough credits: 1 needed, 0 left.'),
+        [refusal(402, 'INSUFFICIENT_CREDITS', 'Not enough credits for this request.')],
         'INSUFFICIENT_CREDITS',
       ],
       [
         'get_job',
         { jobId: JOB_ID },
-        refusal(401, 'INVALID_API_KEY', 'The API key is not valid.'),
+        [refusal(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked.')],
         'INVALID_API_KEY',
       ],
       [
         'get_job',
         { jobId: 'job-7' },
-        refusal(400, 'VALIDATION_ERROR', 'jobId: Invalid UUID', { field: 'jobId' }),
+        [refusal(400, 'VALIDATION_ERROR', 'The request is malformed or a field is invalid.')],
         'VALIDATION_ERROR',
       ],
       [
-        'verify_email',
-        { email: 'bob@example.com' },
-        refusal(429, 'QUOTA_EXCEEDED', 'The free rows of the day are used up.', {
-          quota: 'free_rows_per_day',
-          limit: 100,
-          used: 100,
-          requested: 1,
-          resetAt: '2026-11-27T00:00:00.000Z',
-        }),
+        'clean_csv',
+        { path: 'queued.csv' },
+        [
+          refusal(
+            429,
+            'QUOTA_EXCEEDED',
+            'At most 10 lists can be in progress at once, and 10 are; upload this one when one of them completes.',
+            { quota: 'jobs_in_flight', limit: 10, used: 10, requested: 1, resetAt: null },
+          ),
+        ],
         'QUOTA_EXCEEDED',
       ],
+      [
+        'verify_email',
+        { email: 'alice@example.com' },
+        // The per-minute limit is waited out (Retry-After) and retried; past the client's five
+        // retries the sixth refusal is the tool's answer.
+        Array.from({ length: 6 }, () =>
+          refusal(429, 'RATE_LIMITED', 'Too many requests; retry after the time in Retry-After.', undefined, {
+            'retry-after': '0',
+          }),
+        ),
+        'RATE_LIMITED',
+      ],
     ];
-    for (const [tool, args, answer, code] of cases) {
-      const result = await call(tool, args, [answer]);
+    for (const [tool, args, answers, code] of cases) {
+      const sent = answers.length;
+      const result = await call(tool, args, answers);
       expect(result.isError, `${tool} → ${code}`).toBe(true);
       expect(textOf(result)).toMatch(new RegExp(`^${code}: .+ \\(HTTP \\d{3}, request req-${code}\\)$`));
       expect(result.structuredContent).toMatchObject({ error: { code, requestId: `req-${code}` } });
-      expect(api.requests).toHaveLength(1);
+      expect(api.requests).toHaveLength(sent);
     }
 
     const mistyped = await call('verify_email', { email: 42 }, []);
