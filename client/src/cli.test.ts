@@ -34,6 +34,8 @@ describe('rcpt command line', () => {
       [['clean', 'list.csv', '--max-wait', '90.5'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
       [['mcp'], {}, /no API key/],
       [['mcp', 'list.csv'], { RCPT_API_KEY: 'k' }, /expected: rcpt mcp/],
+      [['mcp'], { RCPT_API_KEY: 'k', RCPT_BASE_URL: 'rcpt.example' }, /base URL must be an http\(s\) URL/],
+      [['verify', 'a@b.test', '--base-url', 'ftp://x'], { RCPT_API_KEY: 'k' }, /base URL must be/],
     ];
     for (const [argv, env, message] of cases) {
       const run = io(env);

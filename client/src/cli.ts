@@ -64,6 +64,8 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const apiKey = values['api-key'] ?? io.env.RCPT_API_KEY;
   if (!apiKey) throw new UsageError('no API key: set RCPT_API_KEY or pass --api-key');
   const baseUrl = values['base-url'] ?? io.env.RCPT_BASE_URL ?? 'http://127.0.0.1:8787';
+  if (!/^https?:$/.test(URL.parse(baseUrl)?.protocol ?? ''))
+    throw new UsageError(`the base URL must be an http(s) URL; got "${baseUrl}"`);
   const rcpt = io.client ? io.client({ apiKey, baseUrl }) : new Rcpt({ apiKey, baseUrl });
   const json = values.json === true;
 
