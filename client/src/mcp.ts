@@ -94,13 +94,13 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
           .max(10_800)
           .optional()
           .describe(
-            "The job's deadline in seconds: addresses still without a final answer then (greylisting, slow servers) are reported unknown, and refunded when the provider deferred them. Default: 180 seconds plus 1 second per 25 addresses.",
+            "The job's deadline in seconds: addresses still without a final answer then (greylisting, slow servers) are reported unknown, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses.",
           ),
         recheck: z
           .boolean()
           .optional()
           .describe(
-            "true: ask greylisted and other temporary answers again over the next hours, free; the job's results then change (read them with get_job). Default: the account's setting.",
+            "true: ask greylisted and other temporary answers again over the next hours, free; the job's counts then change (get_job shows them). Default: the account's setting.",
           ),
       },
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
