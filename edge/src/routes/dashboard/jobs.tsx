@@ -201,6 +201,7 @@ function ListHealth(props: { job: Job }) {
               unknown: job.unknownCount,
             }}
             catchAll={job.catchAllCount}
+            unit="addresses"
             empty="No address was verified."
           />
         </div>

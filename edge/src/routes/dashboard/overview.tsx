@@ -131,7 +131,11 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
         </section>
         <section class="card" aria-labelledby="mix-heading">
           <h2 id="mix-heading">Verdict mix, last {OVERVIEW_DAYS} days</h2>
-          <VerdictMix mix={overview.mix} empty={`No verdicts in the last ${OVERVIEW_DAYS} days yet.`} />
+          <VerdictMix
+            mix={overview.mix}
+            unit="addresses"
+            empty={`No verdicts in the last ${OVERVIEW_DAYS} days yet.`}
+          />
         </section>
       </Layout>,
     );

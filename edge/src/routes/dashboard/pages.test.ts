@@ -436,7 +436,9 @@ describe('job page', () => {
     // The mix bar: deliverable, undeliverable, the risky rest and the catch-all share, unknown.
     const segments = [...page.matchAll(/<rect class="mix-([\w-]+)"/g)].map((match) => match[1]);
     expect(segments).toEqual(['deliverable', 'undeliverable', 'risky', 'catch-all', 'unknown']);
-    expect(page).toMatch(/<span class="badge">catch-all<\/span> 1 /);
+    // The legend is the same segments: risky counted once, the catch-all share out of it.
+    expect(page).toMatch(/<span class="badge badge-risky">risky, other<\/span> 1 address/);
+    expect(page).toMatch(/<span class="badge badge-catch-all">catch-all \(risky\)<\/span> 1 address/);
     const { percent, level } = status.job.bounceEstimate;
     expect(page).toContain(`<span class="big-number">${percent}%</span>`);
     expect(page).toContain(`<span class="badge badge-bounce-${level}">${level}</span>`);
