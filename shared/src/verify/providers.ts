@@ -81,6 +81,20 @@ export interface TenantSignals {
     | { readonly kind: 'from_domain'; readonly replaceDotsWith: string; readonly suffix: string };
 }
 
+/**
+ * How the provider reads the local part of its own addresses (docs/money.md, "Free credits"):
+ * which spellings reach one mailbox.
+ */
+export interface LocalPartRules {
+  /** Dots in the local part are ignored: `j.smith` and `jsmith` are one mailbox. */
+  readonly ignoresDots?: boolean;
+  /**
+   * The sub-address separator (RFC 5233 §1, "user+detail"): what follows it reaches the same
+   * mailbox. Null: the provider has none. Default (no entry, or not set): `+`.
+   */
+  readonly subaddressSeparator?: string | null;
+}
+
 export interface MailProvider {
   /** Stable key: the prober's session pool, its metrics' `provider` label, logs. */
   readonly id: string;
@@ -108,6 +122,8 @@ export interface MailProvider {
   readonly gateway?: GatewayFacts;
   /** Set for a mailbox provider whose customers' tenants can be found from their DNS behind a gateway. */
   readonly tenant?: TenantSignals;
+  /** How the provider's own domains read a local part; absent: the defaults of `LocalPartRules`. */
+  readonly localPart?: LocalPartRules;
 }
 
 const TEMPORARY = [400, 499] as const;
@@ -125,6 +141,10 @@ export const PROVIDERS: readonly MailProvider[] = [
     // gmail-smtp-in.l.google.com, aspmx.l.google.com, smtp.google.com, aspmx2.googlemail.com
     mxSuffixes: ['google.com', 'googlemail.com'],
     rcpt: 'verifiable',
+    // Gmail ignores dots in the local part of gmail.com addresses ("Dots don't matter in Gmail
+    // addresses", support.google.com/mail/answer/7436150); a Google Workspace domain's dots do
+    // matter, which is why this applies to the provider's own domains only.
+    localPart: { ignoresDots: true, subaddressSeparator: '+' },
     // Gmail and Google Workspace MX hosts rate-limit with 421 4.7.28 when one client opens many
     // sessions; 20 at once across all of them keeps a prober clear of it.
     politeness: { maxSessions: 20 },
@@ -162,6 +182,8 @@ export const PROVIDERS: readonly MailProvider[] = [
     // (Outlook.com), mx1.hotmail.com
     mxSuffixes: ['outlook.com', 'hotmail.com'],
     rcpt: 'verifiable',
+    // Plus addressing (learn.microsoft.com/exchange/recipients-in-exchange-online/plus-addressing-in-exchange-online).
+    localPart: { subaddressSeparator: '+' },
     // Microsoft 365 (learn.microsoft.com/microsoft-365/admin/get-help-with-domains/create-dns-records-at-any-dns-hosting-provider):
     // the verification TXT "MS=ms<digits>", SPF "v=spf1 include:spf.protection.outlook.com -all",
     // the CNAME autodiscover.<domain> → autodiscover.outlook.com, and the MX

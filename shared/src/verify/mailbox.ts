@@ -1,0 +1,35 @@
+// The mailbox an address reaches, as one string: what rcpt counts once however the address is
+// spelt (docs/money.md, "Free credits": one grant per mailbox; one budget of confirmation
+// emails per mailbox). Every spelling that the provider delivers to the same inbox gives the
+// same string; the rules per provider are data in the registry (providers.ts, `localPart`).
+import { PROVIDER_REGISTRY, type ProviderRegistry } from './providers.ts';
+
+/** The separator of a sub-address when the registry says nothing (RFC 5233 §1: "user+detail"). */
+export const DEFAULT_SUBADDRESS_SEPARATOR = '+';
+
+/**
+ * `address`'s mailbox: the domain in lower case without a final dot, the local part in lower
+ * case (every large provider reads it so, although RFC 5321 §2.4 lets a server tell cases
+ * apart; counting two spellings as one mailbox only ever errs towards fewer grants), cut at
+ * the provider's sub-address separator, and without dots where the provider ignores them.
+ * A string with no `@` is only trimmed and lower-cased.
+ */
+export function normaliseMailbox(address: string, registry: ProviderRegistry = PROVIDER_REGISTRY): string {
+  const trimmed = address.trim().toLowerCase();
+  const at = trimmed.lastIndexOf('@');
+  if (at < 0) return trimmed;
+  const domain = trimmed.slice(at + 1).replace(/\.$/, '');
+  let localPart = trimmed.slice(0, at);
+  // Only the provider's own domains: a hosted domain (Google Workspace) keeps its own rules.
+  const match = registry.find(domain);
+  const rules = match?.by === 'domain' ? match.provider.localPart : undefined;
+  const separator =
+    rules?.subaddressSeparator === undefined ? DEFAULT_SUBADDRESS_SEPARATOR : rules.subaddressSeparator;
+  if (separator) {
+    const cut = localPart.indexOf(separator);
+    // "+tag@…" has no user part to keep: it stays as it is.
+    if (cut > 0) localPart = localPart.slice(0, cut);
+  }
+  if (rules?.ignoresDots) localPart = localPart.replaceAll('.', '') || localPart;
+  return `${localPart}@${domain}`;
+}
