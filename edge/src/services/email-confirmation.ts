@@ -7,9 +7,12 @@
 // bound to one account and one address, cannot be altered or forged, and ends after
 // CONFIRMATION_LINK_TTL_MS. It is good once: the confirmation and the grant are one
 // conditional transaction (storage/ledger.ts), and any later use finds the account confirmed.
+// The credits go once per mailbox (shared/src/verify/mailbox.ts): a second account of
+// `me+2@example.com` is confirmed without them.
 
 import { ApiError } from '@rcpt/shared/errors';
 import { toBase64Url } from '@rcpt/shared/secret-tokens';
+import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
 import type { KeyLimiter } from '../objects/key-limiter.ts';
 import { confirmAccountEmail, findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
@@ -23,7 +26,8 @@ export const CONFIRMATION_PATH = '/confirm-email';
 export const RESEND_LIMIT = { perAccount: 3, windowMs: 3_600_000 } as const;
 
 export type ConfirmationOutcome =
-  | { kind: 'confirmed'; creditBalance: number }
+  /** `granted`: false when the mailbox had its free credits with another account already. */
+  | { kind: 'confirmed'; creditBalance: number; granted: boolean }
   | { kind: 'already-confirmed' }
   | { kind: 'expired' }
   | { kind: 'invalid' };
@@ -102,13 +106,14 @@ export async function confirmEmail(
   if (!valid || !account?.email) return { kind: 'invalid' };
   if (account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
   if (Number(expiry) <= now) return { kind: 'expired' };
-  const creditBalance = await confirmAccountEmail(deps.db, {
+  const confirmed = await confirmAccountEmail(deps.db, {
     accountId,
     email: account.email,
+    mailbox: normaliseMailbox(account.email),
     credits: SIGNUP_CREDITS,
     now,
   });
-  return creditBalance === null ? { kind: 'already-confirmed' } : { kind: 'confirmed', creditBalance };
+  return confirmed === null ? { kind: 'already-confirmed' } : { kind: 'confirmed', ...confirmed };
 }
 
 export type ResendOutcome =

@@ -51,25 +51,29 @@ export async function insertUnconfirmedAccount(
 
 /**
  * Confirms the account's email and grants its sign-up credits in one transaction, if the
- * account still has this email and is not confirmed yet. The new balance when this call
- * confirmed it; null when it was already confirmed (or is gone): nothing moved.
+ * account still has this email and is not confirmed yet, and no other account has had the
+ * grant of the same mailbox (ledger.ts `signupGrantOnConfirmation`). Null when it was already
+ * confirmed (or is gone): nothing moved.
  */
 export async function confirmAccountEmail(
   db: Db,
-  confirmation: { accountId: string; email: string; credits: number; now: number },
-): Promise<number | null> {
+  confirmation: { accountId: string; email: string; mailbox: string; credits: number; now: number },
+): Promise<{ creditBalance: number; granted: boolean } | null> {
   const d1 = db.$client;
   const grant = signupGrantOnConfirmation({
     accountId: confirmation.accountId,
     email: confirmation.email,
+    mailbox: confirmation.mailbox,
     amount: confirmation.credits,
     now: confirmation.now,
   });
-  const [, balance] = await d1.batch<{ credit_balance: number }>([
+  const [, , balance] = await d1.batch<{ credit_balance: number; granted: number }>([
+    prepare(d1, grant.claim),
     prepare(d1, grant.entry),
     prepare(d1, grant.balance),
   ]);
-  return balance?.results[0]?.credit_balance ?? null;
+  const row = balance?.results[0];
+  return row ? { creditBalance: row.credit_balance, granted: row.granted === 1 } : null;
 }
 
 export async function findAccount(db: Db, accountId: string) {

@@ -90,32 +90,54 @@ export function credit(movement: CreditMovement): LedgerPair {
   };
 }
 
+/** The statements of a sign-up grant: `claim` runs first, then the ledger pair, in one batch. */
+export interface SignupGrant extends LedgerPair {
+  claim: SqlStatement;
+}
+
 /**
- * The free credits of a dashboard sign-up, granted when its owner confirms the email address:
- * one `signup_grant` row referencing the account, applied only while the account with this id
- * and this email is unconfirmed. The balance statement also stamps `email_confirmed_at`, so a
- * second confirmation (another click, a replay, a concurrent request) finds the account
+ * The free credits of a dashboard sign-up, granted when its owner confirms the email address,
+ * once per mailbox across all accounts (docs/money.md, "Free credits"). Applies only while the
+ * account with this id and this email is unconfirmed:
+ * - `claim` records `mailbox` (shared `normaliseMailbox` of the email) for this account, unless
+ *   another account holds it already (its primary key decides, in the same transaction);
+ * - `entry` writes one `signup_grant` row referencing the account, only if this account holds
+ *   the mailbox;
+ * - `balance` stamps `email_confirmed_at` and adds the credits only if this account holds the
+ *   mailbox. Unlike other pairs it returns a row whenever it confirmed the account:
+ *   `credit_balance` and `granted` (1: the credits were added, 0: the mailbox had had its grant).
+ * A second confirmation (another click, a replay, a concurrent request) finds the account
  * confirmed and moves nothing; the ledger's unique (reference, reason) index stops a second
  * grant row in any case.
  */
 export function signupGrantOnConfirmation(grant: {
   accountId: string;
   email: string;
+  mailbox: string;
   amount: number;
   now: number;
-}): LedgerPair {
+}): SignupGrant {
   const [accountId, amount, , , now] = movementParams({ ...grant, reason: 'signup_grant', reference: '' });
-  const params = [accountId, amount, grant.email, now] as SqlValue[];
+  const params = [accountId, amount, grant.email, now, grant.mailbox] as SqlValue[];
   const unconfirmed = 'id = ?1 AND email = ?3 AND email_confirmed_at IS NULL';
+  const holds = 'EXISTS (SELECT 1 FROM signup_grant_mailboxes WHERE mailbox = ?5 AND account_id = ?1)';
   return {
+    claim: {
+      sql: `INSERT INTO signup_grant_mailboxes (mailbox, account_id, granted_at)
+            SELECT ?5, id, ?4 FROM accounts WHERE ${unconfirmed} AND ?2 > 0
+            ON CONFLICT (mailbox) DO NOTHING`,
+      params,
+    },
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
-            SELECT id, ?2, credit_balance + ?2, 'signup_grant', id, ?4 FROM accounts WHERE ${unconfirmed} AND ?2 > 0`,
+            SELECT id, ?2, credit_balance + ?2, 'signup_grant', id, ?4 FROM accounts
+            WHERE ${unconfirmed} AND ?2 > 0 AND ${holds}`,
       params,
     },
     balance: {
-      sql: `UPDATE accounts SET credit_balance = credit_balance + ?2, email_confirmed_at = ?4
-            WHERE ${unconfirmed} RETURNING credit_balance`,
+      sql: `UPDATE accounts SET credit_balance = credit_balance + (CASE WHEN ${holds} THEN ?2 ELSE 0 END),
+              email_confirmed_at = ?4
+            WHERE ${unconfirmed} RETURNING credit_balance, ${holds} AS granted`,
       params,
     },
   };

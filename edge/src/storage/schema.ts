@@ -21,6 +21,20 @@ export const accounts = sqliteTable('accounts', {
   recheckDefault: integer('recheck_default').notNull().default(0),
 });
 
+/**
+ * The mailboxes that received free sign-up credits, one row each (docs/money.md, "Free
+ * credits"): `mailbox` is the address normalised by shared `normaliseMailbox`, so `me+2@…` and
+ * `m.e@gmail.com` are the mailbox of `me@…`. The grant claims the row in the same transaction;
+ * the primary key lets one account only ever hold it.
+ */
+export const signupGrantMailboxes = sqliteTable('signup_grant_mailboxes', {
+  mailbox: text('mailbox').primaryKey(),
+  accountId: text('account_id')
+    .notNull()
+    .references(() => accounts.id),
+  grantedAt: integer('granted_at').notNull(),
+});
+
 export const apiKeys = sqliteTable(
   'api_keys',
   {

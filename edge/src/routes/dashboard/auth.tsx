@@ -179,6 +179,12 @@ export async function admit(
 export function confirmedNotice(value: string | undefined): string | null {
   if (value === 'new')
     return `Your email address is confirmed: your ${SIGNUP_CREDITS} free credits are ready.`;
+  if (value === 'no-credits')
+    return (
+      `Your email address is confirmed. It received no free credits: they go once per mailbox, and ` +
+      `this mailbox already had them with another rcpt account (an address with a +tag, or dots in ` +
+      `a Gmail address, reaches the same mailbox).`
+    );
   if (value === 'already') return 'Your email address was already confirmed.';
   return null;
 }

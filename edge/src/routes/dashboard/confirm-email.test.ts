@@ -217,6 +217,68 @@ describe('following the link', () => {
   });
 });
 
+describe('free credits once per mailbox', () => {
+  /** Registers, signs in and confirms `email`; the landing of the link. */
+  async function confirmNew(email: string): Promise<{ client: CookieClient; landing: string | null }> {
+    const client = new CookieClient();
+    expect((await client.register(email, PASSWORD)).status).toBe(303);
+    const link = await confirmationLinkFor(email);
+    expect((await client.logIn(email, PASSWORD)).status).toBe(303);
+    const confirmed = await client.get(pathOf(link));
+    expect(confirmed.status).toBe(303);
+    return { client, landing: confirmed.headers.get('location') };
+  }
+
+  it('a second account of the same mailbox (+tag) is confirmed without free credits, and the page says so', async () => {
+    const user = `farm-${crypto.randomUUID().slice(0, 8)}`;
+    const first = await confirmNew(`${user}@example.com`);
+    expect(first.landing).toBe('/?email-confirmed=new');
+    const second = await confirmNew(`${user}+2@example.com`);
+    expect(second.landing).toBe('/?email-confirmed=no-credits');
+    expect(await accountState(`${user}@example.com`)).toMatchObject({ balance: SIGNUP_CREDITS, grants: 1 });
+    const other = await accountState(`${user}+2@example.com`);
+    expect(other).toMatchObject({ balance: 0, grants: 0 });
+    expect(other.confirmedAt).toEqual(expect.any(Number));
+    const overview = await (await second.client.get('/?email-confirmed=no-credits')).text();
+    expect(overview).not.toContain('data-testid="confirm-banner"');
+    expect(overview).toContain('It received no free credits: they go once per mailbox');
+    expect(overview).toMatch(/data-testid="credit-balance">\s*0\s*</);
+    const claimed = await env.DB.prepare('SELECT account_id FROM signup_grant_mailboxes WHERE mailbox = ?1')
+      .bind(`${user}@example.com`)
+      .all<{ account_id: string }>();
+    expect(claimed.results).toEqual([{ account_id: (await accountState(`${user}@example.com`)).id }]);
+  });
+
+  it('counts a Gmail address without its dots: the dotted spelling of a granted mailbox gets nothing', async () => {
+    const user = `farm${crypto.randomUUID().slice(0, 8)}`;
+    expect((await confirmNew(`${user}@gmail.com`)).landing).toBe('/?email-confirmed=new');
+    const dotted = `${user.slice(0, 2)}.${user.slice(2)}+x@gmail.com`;
+    expect((await confirmNew(dotted)).landing).toBe('/?email-confirmed=no-credits');
+    expect(await accountState(dotted)).toMatchObject({ balance: 0, grants: 0 });
+    // Elsewhere dots matter: another mailbox, its own grant.
+    const elsewhere = `${user.slice(0, 2)}.${user.slice(2)}@example.com`;
+    expect((await confirmNew(elsewhere)).landing).toBe('/?email-confirmed=new');
+  });
+
+  it('grants one of many accounts of one mailbox confirming at once, in SQL', async () => {
+    const user = `race-${crypto.randomUUID().slice(0, 8)}`;
+    const emails = Array.from({ length: 6 }, (_, index) => `${user}+${index}@example.com`);
+    const links: string[] = [];
+    for (const email of emails) {
+      expect((await new CookieClient().register(email, PASSWORD)).status).toBe(303);
+      links.push(await confirmationLinkFor(email));
+    }
+    const answers = await Promise.all(links.map((link) => new CookieClient().get(pathOf(link))));
+    const landings = answers.map((answer) => answer.headers.get('location'));
+    expect(landings.filter((location) => location === '/login?email-confirmed=new')).toHaveLength(1);
+    expect(landings.filter((location) => location === '/login?email-confirmed=no-credits')).toHaveLength(5);
+    const states = await Promise.all(emails.map(accountState));
+    expect(states.reduce((sum, state) => sum + state.grants, 0)).toBe(1);
+    expect(states.reduce((sum, state) => sum + state.balance, 0)).toBe(SIGNUP_CREDITS);
+    expect(states.every((state) => state.confirmedAt !== null)).toBe(true);
+  });
+});
+
 describe('sending the link again', () => {
   it(`sends a new link ${RESEND_LIMIT.perAccount} times an hour, then 429 with Retry-After`, async () => {
     const { client, email } = await unconfirmed('resend');

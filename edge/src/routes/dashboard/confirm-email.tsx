@@ -30,7 +30,8 @@ export function registerConfirmEmailPages(dashboard: Hono<DashboardEnv>): void {
     if (outcome.kind === 'invalid') throw new ApiError('CONFIRMATION_LINK_INVALID');
     if (outcome.kind === 'expired') throw new ApiError('CONFIRMATION_LINK_EXPIRED');
     const landing = c.get('session') ? '/' : '/login';
-    return c.redirect(`${landing}?email-confirmed=${outcome.kind === 'confirmed' ? 'new' : 'already'}`, 303);
+    const result = outcome.kind === 'already-confirmed' ? 'already' : outcome.granted ? 'new' : 'no-credits';
+    return c.redirect(`${landing}?email-confirmed=${result}`, 303);
   });
 
   dashboard.post(`${CONFIRMATION_PATH}/resend`, ...signedInPage, async (c) => {
