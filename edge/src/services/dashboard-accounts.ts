@@ -27,6 +27,13 @@ export function passwordProblem(password: string): string | null {
   return null;
 }
 
+/** What is wrong with a sign-up form, or null. */
+export function signUpProblem(input: { email: string; password: string }): string | null {
+  const email = normaliseAccountEmail(input.email);
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) return 'Enter a valid email address.';
+  return passwordProblem(input.password);
+}
+
 /**
  * Creates the account, unconfirmed and without credits (email-confirmation.ts grants them);
  * null when the email is taken. The caller must answer both the same way (no account
@@ -37,10 +44,7 @@ export async function signUp(
   input: { email: string; password: string; now: number },
 ): Promise<{ accountId: string; email: string } | null> {
   const email = normaliseAccountEmail(input.email);
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
-    throw new ApiError('VALIDATION_ERROR', { message: 'Enter a valid email address.' });
-  }
-  const problem = passwordProblem(input.password);
+  const problem = signUpProblem(input);
   if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
   const passwordHash = await hashPassword(input.password);
   if (await findAccountByEmail(db, email)) return null;

@@ -22,8 +22,44 @@ import { fromBase64 } from './secret-box.ts';
 
 export const CONFIRMATION_LINK_TTL_MS = 24 * 3_600_000;
 export const CONFIRMATION_PATH = '/confirm-email';
-/** Links sent again on request, per account: enough for a lost message, too few to spam with. */
-export const RESEND_LIMIT = { perAccount: 3, windowMs: 3_600_000 } as const;
+/**
+ * Confirmation emails one mailbox (shared `normaliseMailbox`) receives, whichever path sends
+ * them (a sign-up, a signed-in "send it again"), per window: enough for a lost message, too few
+ * to mail-bomb an inbox through rcpt, however its address is spelt.
+ */
+export const CONFIRMATION_MAIL_LIMITS = [
+  { limit: 3, windowMs: 3_600_000 },
+  { limit: 6, windowMs: 86_400_000 },
+] as const;
+
+export type MailAdmission = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/**
+ * Counts one confirmation email to `email`'s mailbox, or says how long to wait. A sign-up
+ * counts whether or not the address has an account already, so the answer tells nothing about
+ * accounts. The longest window is counted first, so a refusal of the day spends no hour.
+ */
+export async function admitConfirmationMail(
+  limiters: DurableObjectNamespace<KeyLimiter>,
+  email: string,
+): Promise<MailAdmission> {
+  const mailbox = normaliseMailbox(email);
+  for (const { limit, windowMs } of [...CONFIRMATION_MAIL_LIMITS].reverse()) {
+    const limiter = limiters.get(limiters.idFromName(`confirmation-mail:${windowMs}:${mailbox}`));
+    const decision = await limiter.hit(limit, windowMs);
+    if (!decision.allowed) return { allowed: false, retryAfterSeconds: decision.resetSeconds };
+  }
+  return { allowed: true };
+}
+
+/** The sentence of a refused confirmation email, the same for a sign-up and a resend. */
+export function confirmationMailLimited(retryAfterSeconds: number): string {
+  const minutes = Math.ceil(retryAfterSeconds / 60);
+  return (
+    `rcpt has sent as many confirmation emails to this mailbox as it will for now. ` +
+    `Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`
+  );
+}
 
 export type ConfirmationOutcome =
   /** `granted`: false when the mailbox had its free credits with another account already. */
@@ -121,7 +157,7 @@ export type ResendOutcome =
   | { kind: 'already-confirmed' }
   | { kind: 'limited'; retryAfterSeconds: number };
 
-/** Sends the link again to a signed-in, unconfirmed account, RESEND_LIMIT times an hour at most. */
+/** Sends the link again to a signed-in, unconfirmed account, within CONFIRMATION_MAIL_LIMITS. */
 export async function resendConfirmation(
   deps: {
     db: Db;
@@ -133,9 +169,8 @@ export async function resendConfirmation(
 ): Promise<ResendOutcome> {
   const account = await findAccount(deps.db, input.accountId);
   if (!account?.email || account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
-  const limiter = deps.limiters.get(deps.limiters.idFromName(`confirmation-resend:account:${account.id}`));
-  const decision = await limiter.hit(RESEND_LIMIT.perAccount, RESEND_LIMIT.windowMs);
-  if (!decision.allowed) return { kind: 'limited', retryAfterSeconds: decision.resetSeconds };
+  const admission = await admitConfirmationMail(deps.limiters, account.email);
+  if (!admission.allowed) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
   await sendConfirmation(deps, {
     accountId: account.id,
     email: account.email,

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Sign-up, sign-in and sign-out. A new session token at every sign-in (no fixation); one
-// answer for an unknown email and a wrong password; attempts limited per IP and per email.
-import { ApiError } from '@rcpt/shared/errors';
+// answer for an unknown email and a wrong password; attempts limited per IP and per email, and
+// confirmation emails per mailbox (services/email-confirmation.ts).
 import type { Context, Hono } from 'hono';
 import { deleteCookie } from 'hono/cookie';
 import { errorFields, log } from '../../logger.ts';
@@ -9,9 +9,19 @@ import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
 import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
-import { INVALID_CREDENTIALS, SIGNUP_CREDITS, signIn, signUp } from '../../services/dashboard-accounts.ts';
+import {
+  INVALID_CREDENTIALS,
+  SIGNUP_CREDITS,
+  signIn,
+  signUp,
+  signUpProblem,
+} from '../../services/dashboard-accounts.ts';
 import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
-import { sendConfirmation } from '../../services/email-confirmation.ts';
+import {
+  admitConfirmationMail,
+  confirmationMailLimited,
+  sendConfirmation,
+} from '../../services/email-confirmation.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
 import {
@@ -262,14 +272,15 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     )
       return renderPage(c, page(TURNSTILE_FAILED), 400);
     const sender = confirmationSenderFor(config, c.env);
-    let created: Awaited<ReturnType<typeof signUp>>;
-    try {
-      created = await signUp(c.get('db'), { email, password, now: Date.now() });
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
-        return renderPage(c, page(error.message), 400);
-      throw error;
+    const problem = signUpProblem({ email, password });
+    if (problem) return renderPage(c, page(problem), 400);
+    // Counted for a taken address too, so the answer tells nothing about which exist.
+    const mail = await admitConfirmationMail(c.env.KEY_LIMITER, email);
+    if (!mail.allowed) {
+      c.header('Retry-After', String(mail.retryAfterSeconds));
+      return renderPage(c, page(confirmationMailLimited(mail.retryAfterSeconds)), 429);
     }
+    const created = await signUp(c.get('db'), { email, password, now: Date.now() });
     if (created) {
       // After the answer, so that a new and a taken email take the same time to answer.
       const { accountId, email: to } = created;

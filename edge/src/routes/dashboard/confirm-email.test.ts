@@ -22,12 +22,13 @@ import {
 import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
 import {
   CONFIRMATION_LINK_TTL_MS,
+  CONFIRMATION_MAIL_LIMITS,
   confirmationLink,
-  RESEND_LIMIT,
 } from '../../services/email-confirmation.ts';
 import { createDb } from '../../storage/db.ts';
 
 const PASSWORD = 'correct horse battery';
+const [HOURLY] = CONFIRMATION_MAIL_LIMITS;
 
 interface AccountState {
   id: string;
@@ -262,7 +263,8 @@ describe('free credits once per mailbox', () => {
 
   it('grants one of many accounts of one mailbox confirming at once, in SQL', async () => {
     const user = `race-${crypto.randomUUID().slice(0, 8)}`;
-    const emails = Array.from({ length: 6 }, (_, index) => `${user}+${index}@example.com`);
+    // As many accounts as the mailbox may be sent links for in an hour.
+    const emails = Array.from({ length: HOURLY.limit }, (_, index) => `${user}+${index}@example.com`);
     const links: string[] = [];
     for (const email of emails) {
       expect((await new CookieClient().register(email, PASSWORD)).status).toBe(303);
@@ -271,7 +273,9 @@ describe('free credits once per mailbox', () => {
     const answers = await Promise.all(links.map((link) => new CookieClient().get(pathOf(link))));
     const landings = answers.map((answer) => answer.headers.get('location'));
     expect(landings.filter((location) => location === '/login?email-confirmed=new')).toHaveLength(1);
-    expect(landings.filter((location) => location === '/login?email-confirmed=no-credits')).toHaveLength(5);
+    expect(landings.filter((location) => location === '/login?email-confirmed=no-credits')).toHaveLength(
+      HOURLY.limit - 1,
+    );
     const states = await Promise.all(emails.map(accountState));
     expect(states.reduce((sum, state) => sum + state.grants, 0)).toBe(1);
     expect(states.reduce((sum, state) => sum + state.balance, 0)).toBe(SIGNUP_CREDITS);
@@ -280,9 +284,9 @@ describe('free credits once per mailbox', () => {
 });
 
 describe('sending the link again', () => {
-  it(`sends a new link ${RESEND_LIMIT.perAccount} times an hour, then 429 with Retry-After`, async () => {
+  it(`sends a new link until the mailbox has had ${HOURLY.limit} in the hour (the sign-up's counts), then 429 with Retry-After`, async () => {
     const { client, email } = await unconfirmed('resend');
-    for (let attempt = 0; attempt < RESEND_LIMIT.perAccount; attempt++) {
+    for (let attempt = 1; attempt < HOURLY.limit; attempt++) {
       const sent = confirmationLinkCount(email);
       const answer = await client.submit('/', '/confirm-email/resend', {});
       expect(answer.status).toBe(200);
@@ -293,6 +297,7 @@ describe('sending the link again', () => {
     const limited = await client.submit('/', '/confirm-email/resend', {});
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThan(60);
+    expect(await limited.text()).toContain('rcpt has sent as many confirmation emails to this mailbox');
     expect(confirmationLinkCount(email)).toBe(sent);
   });
 
@@ -307,6 +312,48 @@ describe('sending the link again', () => {
     const signedOut = await new CookieClient().post('/confirm-email/resend', {});
     expect(signedOut.headers.get('location')).toBe('/login');
     expect(confirmationLinkCount(email)).toBe(sent);
+  });
+});
+
+describe('confirmation emails per mailbox', () => {
+  it(`sends at most ${HOURLY.limit} an hour to one mailbox however it is spelt, from any network; past that a new and a taken address get the same 429`, async () => {
+    const user = `bomb-${crypto.randomUUID().slice(0, 8)}`;
+    for (let tag = 1; tag <= HOURLY.limit; tag++) {
+      const email = `${user}+${tag}@example.com`;
+      expect((await new CookieClient().register(email, PASSWORD)).status).toBe(303);
+      await confirmationLinkFor(email);
+    }
+    const fresh = `${user}+new@example.com`;
+    const taken = `${user}+1@example.com`;
+    const answers = [];
+    for (const email of [fresh, taken]) {
+      const answer = await new CookieClient().register(email, PASSWORD);
+      expect(answer.status, email).toBe(429);
+      expect(Number(answer.headers.get('Retry-After'))).toBeGreaterThan(60);
+      answers.push(
+        (await answer.text()).replaceAll(email, 'EMAIL').replace(/name="_csrf" value="[^"]+"/, ''),
+      );
+    }
+    expect(answers[0]).toContain('rcpt has sent as many confirmation emails to this mailbox');
+    expect(answers[0]).toBe(answers[1]);
+    // Nothing was created or sent for the refused sign-up.
+    const created = await env.DB.prepare('SELECT COUNT(*) AS n FROM accounts WHERE email = ?1')
+      .bind(fresh)
+      .first<{ n: number }>();
+    expect(created?.n).toBe(0);
+    expect(confirmationLinkCount(fresh)).toBe(0);
+    expect(confirmationLinkCount(taken)).toBe(1);
+
+    // The owner of one of those accounts cannot have it sent again either: one mailbox, one budget.
+    const client = new CookieClient();
+    expect((await client.logIn(`${user}+2@example.com`, PASSWORD)).status).toBe(303);
+    expect((await client.submit('/', '/confirm-email/resend', {})).status).toBe(429);
+    expect(confirmationLinkCount(`${user}+2@example.com`)).toBe(1);
+
+    // Another mailbox is not held up.
+    const other = `${user}-other@example.com`;
+    expect((await new CookieClient().register(other, PASSWORD)).status).toBe(303);
+    await confirmationLinkFor(other);
   });
 });
 

@@ -11,10 +11,10 @@ import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
 import {
   CONFIRMATION_LINK_TTL_MS,
   CONFIRMATION_PATH,
+  confirmationMailLimited,
   confirmEmail,
   resendConfirmation,
 } from '../../services/email-confirmation.ts';
-import { tooManyAttempts } from './auth.tsx';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -57,7 +57,7 @@ export function registerConfirmEmailPages(dashboard: Hono<DashboardEnv>): void {
             earlier link works too while it lasts.
           </Notice>
         ) : (
-          <Notice kind="error">{tooManyAttempts(outcome.retryAfterSeconds)}</Notice>
+          <Notice kind="error">{confirmationMailLimited(outcome.retryAfterSeconds)}</Notice>
         )}
         <p>
           <a href="/">Back to the overview</a>
