@@ -929,7 +929,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. */
+                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1031,7 +1031,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. */
+                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1129,7 +1129,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. */
+                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1380,7 +1380,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "CHALLENGE_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {

@@ -15,6 +15,12 @@ export const ERRORS = {
   INSUFFICIENT_CREDITS: { httpStatus: 402, message: 'Not enough credits for this request.' },
   FORBIDDEN: { httpStatus: 403, message: 'This action is not allowed.' },
   CSRF_FAILED: { httpStatus: 403, message: 'The form has expired; reload the page and try again.' },
+  EMAIL_NOT_CONFIRMED: {
+    httpStatus: 403,
+    message:
+      "Live keys and webhook settings need the account's email address confirmed: follow the link rcpt " +
+      'emailed, or have it sent again from the dashboard. Test keys work meanwhile.',
+  },
   CHALLENGE_FAILED: {
     httpStatus: 403,
     message: 'The check that a person is signing up did not pass; complete it and submit the form again.',

@@ -8,6 +8,7 @@ import {
   touchApiKey,
 } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
+import { requireConfirmedEmail } from './email-confirmation.ts';
 import { quotaExceeded } from './quotas.ts';
 
 /** The caller behind a key hash, or null for an unknown or revoked key. */
@@ -39,11 +40,15 @@ export interface CreatedApiKey {
   prefix: string;
 }
 
-/** A new key, unless the account already has `maxActiveKeys` active ones (429 QUOTA_EXCEEDED). */
+/**
+ * A new key, unless the account already has `maxActiveKeys` active ones (429 QUOTA_EXCEEDED). A
+ * live key needs the account's email confirmed (403 EMAIL_NOT_CONFIRMED); a test key does not.
+ */
 export async function createApiKey(
   db: Db,
   input: { accountId: string; name: string; mode: 'live' | 'test'; maxActiveKeys: number; now: number },
 ): Promise<CreatedApiKey> {
+  if (input.mode === 'live') await requireConfirmedEmail(db, input.accountId);
   const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
   const id = crypto.randomUUID();
   const outcome = await insertApiKeyWithin(

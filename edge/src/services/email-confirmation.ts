@@ -152,6 +152,17 @@ export async function confirmEmail(
   return confirmed === null ? { kind: 'already-confirmed' } : { kind: 'confirmed', ...confirmed };
 }
 
+/**
+ * Throws 403 EMAIL_NOT_CONFIRMED unless the account's email is confirmed: what live keys and
+ * webhook settings need (docs/money.md, "Free credits"), so that an address nobody owns cannot
+ * spend credits or send webhooks. Confirmation is never undone, so a check before the write is
+ * enough.
+ */
+export async function requireConfirmedEmail(db: Db, accountId: string): Promise<void> {
+  const account = await findAccount(db, accountId);
+  if (account?.emailConfirmedAt == null) throw new ApiError('EMAIL_NOT_CONFIRMED');
+}
+
 export type ResendOutcome =
   | { kind: 'sent'; to: string }
   | { kind: 'already-confirmed' }

@@ -19,6 +19,7 @@ import {
   type WebhookDeliveryRow,
 } from '../storage/webhooks.ts';
 import { jobView } from './batch-jobs.ts';
+import { requireConfirmedEmail } from './email-confirmation.ts';
 import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
 import { dohClientFor } from './verify-deps.ts';
 
@@ -58,12 +59,29 @@ export function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): s
   throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must use https.' });
 }
 
+/**
+ * Sets (or, with null, removes) the account's default webhook URL; the stored URL. Like every
+ * webhook setting it needs the account's email confirmed (403 EMAIL_NOT_CONFIRMED).
+ */
+export async function setDefaultWebhookUrl(
+  db: Db,
+  accountId: string,
+  url: string | null,
+  allowPrivateTargets: boolean,
+): Promise<string | null> {
+  const webhookUrl = url === null ? null : validateWebhookUrl(url, allowPrivateTargets);
+  await requireConfirmedEmail(db, accountId);
+  await setAccountWebhook(db, accountId, { webhookUrl });
+  return webhookUrl;
+}
+
 /** A new signing secret for the account; the previous one stops working. Shown once. */
 export async function rotateWebhookSecret(
   db: Db,
   accountId: string,
   secretsKey: string | undefined,
 ): Promise<string> {
+  await requireConfirmedEmail(db, accountId);
   const secret = `${SECRET_PREFIX}${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
   await setAccountWebhook(db, accountId, { webhookSecret: await seal(secretsKey, secret) });
   return secret;
@@ -106,6 +124,7 @@ export async function sendTestEvent(
   config: Config,
   now: number,
 ): Promise<WebhookDeliveryRow> {
+  await requireConfirmedEmail(db, accountId);
   const account = await findAccount(db, accountId);
   if (!account?.webhookUrl)
     throw new ApiError('VALIDATION_ERROR', { message: 'Set a default webhook URL first.' });

@@ -3,6 +3,7 @@
 // and a tampered, expired or foreign link grants nothing. Then the senders themselves.
 
 import { env, exports } from 'cloudflare:workers';
+import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it, vi } from 'vitest';
 import {
   CookieClient,
@@ -25,6 +26,7 @@ import {
   CONFIRMATION_MAIL_LIMITS,
   confirmationLink,
 } from '../../services/email-confirmation.ts';
+import { insertApiKeyWithin } from '../../storage/api-keys.ts';
 import { createDb } from '../../storage/db.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -75,6 +77,36 @@ function callVerify(key: string): Promise<Response> {
   );
 }
 
+/** A live key made outside the dashboard (as `npm run admin -- key create` does), its secret. */
+async function operatorLiveKey(accountId: string): Promise<string> {
+  const issued = await issueSecret('liveKey');
+  const outcome = await insertApiKeyWithin(
+    createDb(env.DB),
+    {
+      id: crypto.randomUUID(),
+      accountId,
+      name: 'operator',
+      mode: 'live',
+      keyHash: issued.hash,
+      prefix: issued.prefix,
+      createdAt: Date.now(),
+    },
+    25,
+  );
+  expect(outcome.inserted).toBe(true);
+  return issued.secret;
+}
+
+function callApi(key: string, method: string, path: string, body?: unknown): Promise<Response> {
+  return exports.default.fetch(
+    new Request(`${DASHBOARD_ORIGIN}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', 'X-API-Key': key },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }),
+  );
+}
+
 describe('before confirmation', () => {
   it('a sign-up has no credits and no grant; live keys get 402, test keys work; every page shows the banner', async () => {
     const { client, email, link } = await unconfirmed('before');
@@ -83,14 +115,9 @@ describe('before confirmation', () => {
     expect(state).toMatchObject({ balance: 0, confirmedAt: null, grants: 0 });
 
     const db = createDb(env.DB);
-    const live = await createApiKey(db, {
-      accountId: state.id,
-      name: 'live',
-      mode: 'live',
-      maxActiveKeys: 25,
-      now: Date.now(),
-    });
-    const refused = await callVerify(live.secret);
+    // A live key of an unconfirmed account exists only if an operator made it.
+    const live = await operatorLiveKey(state.id);
+    const refused = await callVerify(live);
     expect(refused.status).toBe(402);
     expect(await refused.json()).toMatchObject({ code: 'INSUFFICIENT_CREDITS' });
     // Sandbox answers cost rcpt no DNS and no SMTP: an unconfirmed account may integrate.
@@ -112,6 +139,100 @@ describe('before confirmation', () => {
     }
     const overview = await (await client.get('/')).text();
     expect(overview).toMatch(/data-testid="credit-balance">\s*0\s*</);
+  });
+});
+
+describe('live keys and webhook settings need a confirmed email', () => {
+  async function webhookState(accountId: string) {
+    return env.DB.prepare(
+      `SELECT webhook_url AS url, webhook_secret AS secret,
+         (SELECT COUNT(*) FROM webhook_deliveries WHERE account_id = ?1) AS deliveries
+       FROM accounts WHERE id = ?1`,
+    )
+      .bind(accountId)
+      .first();
+  }
+
+  it('the dashboard explains it and refuses with 403; test keys are made; after confirming, all of it works', async () => {
+    const { client, email, link } = await unconfirmed('gate-dashboard');
+    const { id } = await accountState(email);
+    const keysPage = await (await client.get('/keys')).text();
+    expect(keysPage).toContain('data-testid="live-key-needs-confirmation"');
+    expect(keysPage).toContain(
+      `Live keys need a confirmed email address: follow the link we sent to ${email}`,
+    );
+    expect(keysPage).toMatch(/<input type="radio" name="mode" value="live" disabled=""/);
+
+    const live = await client.submit('/keys', '/keys', { name: 'prod', mode: 'live' });
+    expect(live.status).toBe(403);
+    expect(await live.text()).toContain(
+      'Live keys and webhook settings need the account&#39;s email address confirmed',
+    );
+    const test = await client.submit('/keys', '/keys', { name: 'sandbox', mode: 'test' });
+    expect(test.status).toBe(201);
+    expect(await test.text()).toContain('rk_test_');
+    const modes = await env.DB.prepare('SELECT mode FROM api_keys WHERE account_id = ?1').bind(id).all();
+    expect(modes.results).toEqual([{ mode: 'test' }]);
+
+    const hooksPage = await (await client.get('/webhooks')).text();
+    expect(hooksPage).toContain(
+      `Webhooks can be set up once your email address is confirmed: follow the link we sent to ${email}`,
+    );
+    for (const [action, fields] of [
+      ['/webhooks/url', { url: 'https://hooks.rcpt.test/unconfirmed' }],
+      ['/webhooks/secret', {}],
+      ['/webhooks/test', {}],
+    ] as const) {
+      const answer = await client.submit('/webhooks', action, fields);
+      expect(answer.status, action).toBe(403);
+      expect(await answer.text(), action).toContain(
+        'webhook settings need the account&#39;s email address confirmed',
+      );
+    }
+    expect(await webhookState(id)).toEqual({ url: null, secret: null, deliveries: 0 });
+
+    expect((await client.get(pathOf(link))).status).toBe(303);
+    expect((await client.submit('/keys', '/keys', { name: 'prod', mode: 'live' })).status).toBe(201);
+    expect(await (await client.get('/keys')).text()).not.toContain('live-key-needs-confirmation');
+    expect(
+      (await client.submit('/webhooks', '/webhooks/url', { url: 'https://hooks.rcpt.test/confirmed' }))
+        .status,
+    ).toBe(303);
+    expect((await client.submit('/webhooks', '/webhooks/secret', {})).status).toBe(200);
+  });
+
+  it('the API answers 403 EMAIL_NOT_CONFIRMED to webhook settings from a live key of an unconfirmed account', async () => {
+    const { email, link } = await unconfirmed('gate-api');
+    const { id } = await accountState(email);
+    const key = await operatorLiveKey(id);
+    for (const [method, path, body] of [
+      ['PUT', '/api/v1/webhooks', { url: 'https://hooks.rcpt.test/unconfirmed' }],
+      ['POST', '/api/v1/webhooks/secret', undefined],
+      ['POST', '/api/v1/webhooks/test', undefined],
+    ] as const) {
+      const answer = await callApi(key, method, path, body);
+      expect(answer.status, path).toBe(403);
+      expect(await answer.json(), path).toMatchObject({
+        success: false,
+        code: 'EMAIL_NOT_CONFIRMED',
+        message: expect.stringContaining('confirmed'),
+      });
+    }
+    expect(await webhookState(id)).toEqual({ url: null, secret: null, deliveries: 0 });
+    await expect(
+      createApiKey(createDb(env.DB), {
+        accountId: id,
+        name: 'live',
+        mode: 'live',
+        maxActiveKeys: 25,
+        now: Date.now(),
+      }),
+    ).rejects.toMatchObject({ code: 'EMAIL_NOT_CONFIRMED' });
+
+    expect((await new CookieClient().get(pathOf(link))).status).toBe(303);
+    const set = await callApi(key, 'PUT', '/api/v1/webhooks', { url: 'https://hooks.rcpt.test/confirmed' });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toMatchObject({ url: 'https://hooks.rcpt.test/confirmed' });
   });
 });
 

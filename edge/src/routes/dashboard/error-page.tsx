@@ -20,6 +20,7 @@ const TITLES: Partial<Record<ErrorBody['code'], string>> = {
   CONFIRMATION_LINK_INVALID: 'This link is not valid',
   CONFIRMATION_LINK_EXPIRED: 'This link has expired',
   CHALLENGE_FAILED: 'Check not passed',
+  EMAIL_NOT_CONFIRMED: 'Confirm your email address first',
 };
 
 export async function renderErrorPage(error: Error, c: Context<DashboardEnv>): Promise<Response> {

@@ -4,6 +4,7 @@
 // on the API's very next request (the API looks keys up on every call).
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { createApiKey } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
@@ -29,6 +30,8 @@ function KeysPage(props: {
   /** Why no key was created although the form was right (a quota). */
   refusal?: string | null;
   name?: string;
+  /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
+  unconfirmedEmail?: string | null;
 }) {
   return (
     <>
@@ -57,11 +60,26 @@ function KeysPage(props: {
           <fieldset class="choices">
             <legend>Mode</legend>
             <label>
-              <input type="radio" name="mode" value="live" checked /> Live: real verifications, 1 credit each
+              <input
+                type="radio"
+                name="mode"
+                value="live"
+                checked={!props.unconfirmedEmail}
+                disabled={Boolean(props.unconfirmedEmail)}
+                aria-describedby={props.unconfirmedEmail ? 'live-key-needs-confirmation' : undefined}
+              />{' '}
+              Live: real verifications, 1 credit each
             </label>
             <label>
-              <input type="radio" name="mode" value="test" /> Test: sandbox answers, free
+              <input type="radio" name="mode" value="test" checked={Boolean(props.unconfirmedEmail)} /> Test:
+              sandbox answers, free
             </label>
+            {props.unconfirmedEmail ? (
+              <p class="hint" id="live-key-needs-confirmation" data-testid="live-key-needs-confirmation">
+                Live keys need a confirmed email address: follow the link we sent to {props.unconfirmedEmail}.
+                Test keys work meanwhile.
+              </p>
+            ) : null}
           </fieldset>
           <button type="submit" class="button">
             Create key
@@ -189,7 +207,12 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     return renderPage(
       c,
       <Layout title="API keys" section="keys" {...layoutContext(c)}>
-        <KeysPage keys={keys} csrfToken={c.get('csrfToken')} notice={notice} />
+        <KeysPage
+          keys={keys}
+          csrfToken={c.get('csrfToken')}
+          notice={notice}
+          unconfirmedEmail={layoutContext(c).unconfirmedEmail}
+        />
       </Layout>,
     );
   });
@@ -213,7 +236,13 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
         const key = await createApiKey(db, { accountId, name, mode, maxActiveKeys, now: Date.now() });
         created = { name, secret: key.secret, mode };
       } catch (error) {
-        if (!(error instanceof ApiError && error.code === 'QUOTA_EXCEEDED')) throw error;
+        if (
+          !(
+            error instanceof ApiError &&
+            (error.code === 'QUOTA_EXCEEDED' || error.code === 'EMAIL_NOT_CONFIRMED')
+          )
+        )
+          throw error;
         refusal = error;
       }
     }
@@ -228,9 +257,10 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           error={problem}
           refusal={refusal?.message ?? null}
           name={problem || refusal ? name : ''}
+          unconfirmedEmail={layoutContext(c).unconfirmedEmail}
         />
       </Layout>,
-      created ? 201 : refusal ? 429 : 400,
+      created ? 201 : refusal ? (refusal.httpStatus as ContentfulStatusCode) : 400,
     );
   });
 

@@ -5,9 +5,9 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { rotateWebhookSecret, sendTestEvent, validateWebhookUrl } from '../../services/webhooks.ts';
+import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from '../../services/webhooks.ts';
 import { findAccount } from '../../storage/accounts.ts';
-import { listDeliveries, setAccountWebhook, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
+import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -77,6 +77,8 @@ async function renderWebhooks(
   ]);
   const csrfToken = c.get('csrfToken');
   const hasSecret = Boolean(account?.webhookSecret);
+  // Webhook settings need a confirmed email (EMAIL_NOT_CONFIRMED): say so, and offer no button.
+  const { unconfirmedEmail } = layoutContext(c);
   return renderPage(
     c,
     <Layout title="Webhooks" section="webhooks" {...layoutContext(c)}>
@@ -87,6 +89,12 @@ async function renderWebhooks(
         <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>), and retries
         failed deliveries with backoff.
       </p>
+      {unconfirmedEmail ? (
+        <Notice kind="info">
+          Webhooks can be set up once your email address is confirmed: follow the link we sent to{' '}
+          {unconfirmedEmail}.
+        </Notice>
+      ) : null}
       {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
       {state.error ? <Notice kind="error">{state.error}</Notice> : null}
       <section class="card" aria-labelledby="webhook-url-heading">
@@ -104,7 +112,7 @@ async function renderWebhooks(
             hint="https only. Leave empty to remove it; a job's own webhookUrl still applies."
             error={state.urlError}
           />
-          <button type="submit" class="button">
+          <button type="submit" class="button" disabled={Boolean(unconfirmedEmail)}>
             Save URL
           </button>
         </form>
@@ -152,7 +160,11 @@ async function renderWebhooks(
               secret stops working at once
             </label>
           ) : null}
-          <button type="submit" class={hasSecret ? 'button button-danger' : 'button'}>
+          <button
+            type="submit"
+            class={hasSecret ? 'button button-danger' : 'button'}
+            disabled={Boolean(unconfirmedEmail)}
+          >
             {hasSecret ? 'Rotate secret' : 'Create secret'}
           </button>
         </form>
@@ -164,7 +176,7 @@ async function renderWebhooks(
           <p>
             Sends a signed <code>webhook.test</code> event to the default URL now.
           </p>
-          <button type="submit" class="button button-secondary">
+          <button type="submit" class="button button-secondary" disabled={Boolean(unconfirmedEmail)}>
             Send test event
           </button>
         </form>
@@ -182,11 +194,13 @@ async function renderWebhooks(
   );
 }
 
-/** The message of an expected failure (bad input, no SECRETS_KEY), or rethrows. */
+/** The message of an expected failure (bad input, no SECRETS_KEY, an unconfirmed email), or rethrows. */
 function expectedProblem(error: unknown): ApiError {
   if (
     error instanceof ApiError &&
-    (error.code === 'VALIDATION_ERROR' || error.code === 'SERVICE_UNAVAILABLE')
+    (error.code === 'VALIDATION_ERROR' ||
+      error.code === 'SERVICE_UNAVAILABLE' ||
+      error.code === 'EMAIL_NOT_CONFIRMED')
   )
     return error;
   throw error;
@@ -199,13 +213,21 @@ export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
 
   dashboard.post('/webhooks/url', ...signedInPage, async (c) => {
     const raw = (await formText(c, 'url')).trim();
-    let webhookUrl: string | null = null;
     try {
-      webhookUrl = raw === '' ? null : validateWebhookUrl(raw, c.get('config').ALLOW_PRIVATE_TARGETS);
+      await setDefaultWebhookUrl(
+        c.get('db'),
+        c.get('caller').accountId,
+        raw === '' ? null : raw,
+        c.get('config').ALLOW_PRIVATE_TARGETS,
+      );
     } catch (error) {
-      return renderWebhooks(c, { urlError: expectedProblem(error).message, urlInput: raw }, 400);
+      const problem = expectedProblem(error);
+      return renderWebhooks(
+        c,
+        { urlError: problem.message, urlInput: raw },
+        problem.httpStatus as ContentfulStatusCode,
+      );
     }
-    await setAccountWebhook(c.get('db'), c.get('caller').accountId, { webhookUrl });
     return c.redirect('/webhooks?saved=1', 303);
   });
 

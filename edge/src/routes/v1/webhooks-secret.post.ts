@@ -19,7 +19,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookSecretResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'SERVICE_UNAVAILABLE']),
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'EMAIL_NOT_CONFIRMED', 'SERVICE_UNAVAILABLE']),
   },
 });
 

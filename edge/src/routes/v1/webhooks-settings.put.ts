@@ -2,9 +2,8 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSettingsRequest, WebhookSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
-import { validateWebhookUrl } from '../../services/webhooks.ts';
+import { setDefaultWebhookUrl } from '../../services/webhooks.ts';
 import { findAccount } from '../../storage/accounts.ts';
-import { setAccountWebhook } from '../../storage/webhooks.ts';
 import {
   AUTHENTICATED_ERRORS,
   errorResponses,
@@ -29,7 +28,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookSettingsResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', ...JSON_BODY_ERRORS]),
+    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'EMAIL_NOT_CONFIRMED', ...JSON_BODY_ERRORS]),
   },
 });
 
@@ -37,8 +36,12 @@ export function registerWebhookSettings(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { url } = c.req.valid('json');
     const { accountId } = c.get('caller');
-    const webhookUrl = url === null ? null : validateWebhookUrl(url, c.get('config').ALLOW_PRIVATE_TARGETS);
-    await setAccountWebhook(c.get('db'), accountId, { webhookUrl });
+    const webhookUrl = await setDefaultWebhookUrl(
+      c.get('db'),
+      accountId,
+      url,
+      c.get('config').ALLOW_PRIVATE_TARGETS,
+    );
     const account = await findAccount(c.get('db'), accountId);
     return c.json(
       { success: true as const, url: webhookUrl, hasSecret: Boolean(account?.webhookSecret) },

@@ -17,7 +17,13 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookTestResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE']),
+    ...errorResponses([
+      ...AUTHENTICATED_ERRORS,
+      'FORBIDDEN',
+      'EMAIL_NOT_CONFIRMED',
+      'VALIDATION_ERROR',
+      'SERVICE_UNAVAILABLE',
+    ]),
   },
 });
 
