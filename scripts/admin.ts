@@ -1,7 +1,9 @@
 // Operator commands: `npm run admin -- <command> [options]`. Local D1 by default; --remote
 // for the deployed database. Secrets are printed once and never stored.
 import { parseArgs } from 'node:util';
+import { checkProductionSettings } from '../edge/src/production-check.ts';
 import type { D1Target } from './stack/d1.ts';
+import { deploymentSettings } from './stack/deployment.ts';
 import {
   createAccount,
   createApiKey,
@@ -17,7 +19,9 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
   key create --account ID [--name N] [--test]     create an API key; prints the secret once
   key revoke --key ID|PREFIX                      revoke an API key at once
   prober-token create [--region R] [--name N]     create a prober token; prints it once
-  prober-token revoke --token ID|PREFIX           revoke a prober token`;
+  prober-token revoke --token ID|PREFIX           revoke a prober token
+  check [--config FILE] [--env NAME]              check the edge's production set-up (docs/operations.md);
+                                                  with --remote, its secrets too; exits 1 when one is missing`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,6 +38,8 @@ const { values, positionals } = parseArgs({
     key: { type: 'string' },
     token: { type: 'string' },
     region: { type: 'string', default: 'default' },
+    config: { type: 'string' },
+    env: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -106,6 +112,27 @@ async function main(): Promise<void> {
       const count = revokeCredential(target, 'prober_tokens', required('token', values.token));
       if (count === 0) fail('no such live token');
       return report({ revoked: count }, ['token revoked']);
+    }
+    case 'check': {
+      const findings = checkProductionSettings(
+        deploymentSettings({
+          remote: values.remote,
+          ...(values.config ? { configPath: values.config } : {}),
+          ...(values.env ? { env: values.env } : {}),
+        }),
+      );
+      const missing = findings.filter((finding) => finding.state === 'missing');
+      const label = { ok: 'ok', missing: 'MISSING', unchecked: 'unchecked' } as const;
+      report({ ok: missing.length === 0, findings }, [
+        ...findings.map(
+          (finding) => `${label[finding.state].padEnd(10)}${finding.setting}: ${finding.message}`,
+        ),
+        missing.length === 0
+          ? 'the production set-up of docs/operations.md is complete'
+          : `${missing.length} missing from the production set-up of docs/operations.md`,
+      ]);
+      if (missing.length > 0) process.exitCode = 1;
+      return;
     }
     default:
       fail(command ? `unknown command "${command}"` : 'a command is required');
