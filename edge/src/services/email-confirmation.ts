@@ -37,14 +37,15 @@ export type MailAdmission = { allowed: true } | { allowed: false; retryAfterSeco
 /**
  * Counts one confirmation email to `email`'s mailbox, or says how long to wait. A sign-up
  * counts whether or not the address has an account already, so the answer tells nothing about
- * accounts. The longest window is counted first, so a refusal of the day spends no hour.
+ * accounts. The shortest window is counted first: an attempt it refuses spends none of the
+ * day's allowance, so hammering within the hour cannot use up the owner's day.
  */
 export async function admitConfirmationMail(
   limiters: DurableObjectNamespace<KeyLimiter>,
   email: string,
 ): Promise<MailAdmission> {
   const mailbox = normaliseMailbox(email);
-  for (const { limit, windowMs } of [...CONFIRMATION_MAIL_LIMITS].reverse()) {
+  for (const { limit, windowMs } of CONFIRMATION_MAIL_LIMITS) {
     const limiter = limiters.get(limiters.idFromName(`confirmation-mail:${windowMs}:${mailbox}`));
     const decision = await limiter.hit(limit, windowMs);
     if (!decision.allowed) return { allowed: false, retryAfterSeconds: decision.resetSeconds };

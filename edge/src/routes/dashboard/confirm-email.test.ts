@@ -478,6 +478,33 @@ describe('confirmation emails per mailbox', () => {
   });
 });
 
+describe('confirmation emails per mailbox over a day', () => {
+  const [, DAILY] = CONFIRMATION_MAIL_LIMITS;
+  const dayLimiter = (mailbox: string) =>
+    env.KEY_LIMITER.get(env.KEY_LIMITER.idFromName(`confirmation-mail:${DAILY.windowMs}:${mailbox}`));
+
+  it(`refuses past ${DAILY.limit} a day even in a fresh hour, with a Retry-After beyond the hour`, async () => {
+    const user = `daily-${crypto.randomUUID().slice(0, 8)}`;
+    // The day's earlier hours: as many emails as the day allows.
+    for (let sent = 0; sent < DAILY.limit; sent++)
+      expect((await dayLimiter(`${user}@example.com`).hit(DAILY.limit, DAILY.windowMs)).allowed).toBe(true);
+    const answer = await new CookieClient().register(`${user}+late@example.com`, PASSWORD);
+    expect(answer.status).toBe(429);
+    expect(Number(answer.headers.get('Retry-After'))).toBeGreaterThan(HOURLY.windowMs / 1000);
+    expect(confirmationLinkCount(`${user}+late@example.com`)).toBe(0);
+  });
+
+  it("attempts refused within the hour spend none of the day's allowance", async () => {
+    const user = `hammer-${crypto.randomUUID().slice(0, 8)}`;
+    for (let tag = 0; tag < HOURLY.limit + 5; tag++) {
+      const answer = await new CookieClient().register(`${user}+${tag}@example.com`, PASSWORD);
+      expect(answer.status).toBe(tag < HOURLY.limit ? 303 : 429);
+    }
+    const probe = await dayLimiter(`${user}@example.com`).hit(DAILY.limit, DAILY.windowMs);
+    expect(probe).toMatchObject({ allowed: true, remaining: DAILY.limit - HOURLY.limit - 1 });
+  });
+});
+
 describe('senders', () => {
   const email = { to: 'dana@example.com', expiresAt: Date.now() + CONFIRMATION_LINK_TTL_MS };
 

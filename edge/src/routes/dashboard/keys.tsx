@@ -27,7 +27,7 @@ function KeysPage(props: {
   created?: CreatedKey | null;
   notice?: string | null;
   error?: string | null;
-  /** Why no key was created although the form was right (a quota). */
+  /** Why no key was created although the form was right (a quota, a live key before confirmation). */
   refusal?: string | null;
   name?: string;
   /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
