@@ -150,11 +150,19 @@ describe('the dashboard is accessible', () => {
     await page.waitForURL((url) => url.pathname === '/');
   });
 
-  it('passes axe on the overview with the confirmation banner, the page of a link sent again, and after confirming', async () => {
+  it('passes axe on the overview with the confirmation banner, the page of a link sent again, keys and webhooks before confirming, and after confirming', async () => {
     await expectAccessible('overview with the confirmation banner');
     await page.getByRole('button', { name: 'Send the link again' }).click();
     await page.getByText(`We sent a new link to ${email}`).waitFor();
     await expectAccessible('confirmation link sent again');
+    // Before confirming, live keys and webhooks wait: the pages say why, accessibly.
+    await page.goto('/keys');
+    expect(await page.getByRole('radio', { name: /^Live/ }).isDisabled()).toBe(true);
+    expect(await page.getByRole('radio', { name: /^Test/ }).isChecked()).toBe(true);
+    await expectAccessible('keys before confirming');
+    await page.goto('/webhooks');
+    expect(await page.getByRole('button', { name: 'Save URL' }).isDisabled()).toBe(true);
+    await expectAccessible('webhooks before confirming');
     await page.goto(await system.confirmationLink(email, 1));
     await page.waitForURL('**/?email-confirmed=new');
     expect(await page.getByTestId('credit-balance').textContent()).toBe('100');
