@@ -1,7 +1,7 @@
 // Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
 // through wrangler so they work on the local D1 and, with `remote`, on a deployed one.
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import { credit, type LedgerPair } from '../../edge/src/storage/ledger.ts';
+import { claimSignupMailbox, credit, type LedgerPair } from '../../edge/src/storage/ledger.ts';
 import { type D1Target, executeSql, inlineStatement, sqlLiteral as q } from './d1.ts';
 
 export interface IssuedCredential {
@@ -18,10 +18,15 @@ export function accountCreation(input: { id?: string; email?: string | null; cre
   const id = input.id ?? crypto.randomUUID();
   const now = Date.now();
   const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
+  // Its mailbox has had its free credits (docs/money.md), unless another account had them first.
+  const claim = claimSignupMailbox({ accountId: id, email: input.email ?? null, amount: input.credits, now })
+    .map((statement) => `${inlineStatement(statement)};`)
+    .join('\n');
   return {
     id,
     // An operator's account needs no email confirmation: it is confirmed as it is made.
     sql: `INSERT INTO accounts (id, email, credit_balance, created_at, email_confirmed_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)}, ${q(now)});
+     ${claim}
      ${movementSql(grant)}`,
   };
 }

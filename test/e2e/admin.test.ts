@@ -85,6 +85,9 @@ describe('npm run admin', () => {
       { reason: 'signup_grant', delta: 10 },
       { reason: 'grant', delta: 5 },
     ]);
+    // Its mailbox has had its free credits: a sign-up of ops+1@example.com gets none.
+    const [claimed] = executeSql({ persistTo }, 'SELECT mailbox, account_id FROM signup_grant_mailboxes');
+    expect(claimed).toEqual([{ mailbox: 'ops@example.com', account_id: accountId }]);
   });
 
   it('exits 2 with the usage for an unknown command, a missing option or a bad number', async () => {

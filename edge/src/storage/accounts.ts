@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { credit, signupGrantOnConfirmation } from './ledger.ts';
+import { claimSignupMailbox, credit, signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
 
 export interface NewAccount {
@@ -13,7 +13,8 @@ export interface NewAccount {
 
 /**
  * Creates a confirmed account (no confirmation to wait for: made by an operator or a test)
- * with an empty balance and grants its opening credits, in one batch.
+ * with an empty balance and grants its opening credits, in one batch; with an email and
+ * credits, it claims the email's mailbox as ledger.ts `claimSignupMailbox` says.
  */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
@@ -31,6 +32,12 @@ export async function insertAccount(db: Db, account: NewAccount): Promise<void> 
          VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
       )
       .bind(account.id, account.email, account.passwordHash, account.now),
+    ...claimSignupMailbox({
+      accountId: account.id,
+      email: account.email,
+      amount: account.initialCredits,
+      now: account.now,
+    }).map((claim) => prepare(d1, claim)),
     prepare(d1, grant.entry),
     prepare(d1, grant.balance),
   ]);

@@ -5,6 +5,8 @@
 // statements into its batch, and the operator scripts run the very same SQL through wrangler.
 // A balance is never read, changed in code and written back.
 
+import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
+
 export type SqlValue = string | number | null;
 
 /** One SQL statement with `?N` parameters. */
@@ -88,6 +90,29 @@ export function credit(movement: CreditMovement): LedgerPair {
       params: params.slice(0, 2),
     },
   };
+}
+
+/**
+ * For an account made with its opening credits (by an operator, or a test): the statement that
+ * records its email's mailbox as having had its free credits, unless another account holds it
+ * already (the operator's grant applies either way), so that a later sign-up of the same
+ * mailbox gets none. None without an email or credits. Run after the account's insert, in the
+ * same batch.
+ */
+export function claimSignupMailbox(claim: {
+  accountId: string;
+  email: string | null;
+  amount: number;
+  now: number;
+}): SqlStatement[] {
+  if (!claim.email || claim.amount <= 0) return [];
+  return [
+    {
+      sql: `INSERT INTO signup_grant_mailboxes (mailbox, account_id, granted_at) VALUES (?1, ?2, ?3)
+            ON CONFLICT (mailbox) DO NOTHING`,
+      params: [normaliseMailbox(claim.email), claim.accountId, claim.now],
+    },
+  ];
 }
 
 /** The statements of a sign-up grant: `claim` runs first, then the ledger pair, in one batch. */

@@ -26,6 +26,7 @@ import {
   CONFIRMATION_MAIL_LIMITS,
   confirmationLink,
 } from '../../services/email-confirmation.ts';
+import { insertAccount } from '../../storage/accounts.ts';
 import { insertApiKeyWithin } from '../../storage/api-keys.ts';
 import { createDb } from '../../storage/db.ts';
 
@@ -380,6 +381,25 @@ describe('free credits once per mailbox', () => {
     // Elsewhere dots matter: another mailbox, its own grant.
     const elsewhere = `${user.slice(0, 2)}.${user.slice(2)}@example.com`;
     expect((await confirmNew(elsewhere)).landing).toBe('/?email-confirmed=new');
+  });
+
+  it("an operator's account with credits holds its mailbox: a sign-up of it gets none, the operator's grant stands", async () => {
+    const user = `ops-${crypto.randomUUID().slice(0, 8)}`;
+    const operatorAccount = crypto.randomUUID();
+    await insertAccount(createDb(env.DB), {
+      id: operatorAccount,
+      email: `${user}@example.com`,
+      passwordHash: null,
+      initialCredits: 500,
+      now: Date.now(),
+    });
+    expect((await confirmNew(`${user}+signup@example.com`)).landing).toBe('/?email-confirmed=no-credits');
+    expect(await accountState(`${user}+signup@example.com`)).toMatchObject({ balance: 0, grants: 0 });
+    expect(await accountState(`${user}@example.com`)).toMatchObject({
+      id: operatorAccount,
+      balance: 500,
+      grants: 1,
+    });
   });
 
   it('grants one of many accounts of one mailbox confirming at once, in SQL', async () => {
