@@ -1,9 +1,11 @@
 // The ledger invariant under random interleavings of everything that moves money, on the real
 // local D1: single verifications (some failing after the charge), uploads, result writes
 // (partial, replayed, and abandoned halfway as by a consumer that throws after enqueueing its
-// retries), recovery sweeps and job failures.
+// retries), recovery sweeps and job failures; and sign-up grants of accounts that share a
+// mailbox, confirmed in any order and at once.
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
+import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +19,7 @@ import { addressResult, createBatchJob } from '../services/batch-jobs.ts';
 import type { BatchMessage } from '../services/batch-queue.ts';
 import { sandboxVerify } from '../services/sandbox.ts';
 import { verifyForCaller } from '../services/single-verification.ts';
+import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
 import { failJob, recordResults } from './jobs.ts';
 
 const MX: DnsOutcome = {
@@ -211,5 +214,87 @@ describe('the credit ledger', () => {
       { numRuns: 12 },
     );
     // A few seconds on an idle machine; the margin is for a loaded one.
+  }, 60_000);
+
+  it('grants each mailbox its free credits once, however many accounts of it confirm, in any order or at once', async () => {
+    const spellings = (user: string) => [
+      `${user}@gmail.com`,
+      `${user.slice(0, 2)}.${user.slice(2)}@gmail.com`,
+      `${user}+a@gmail.com`,
+      `${user}+b@googlemail.com`,
+      `${user}@example.com`,
+      `${user}+c@example.com`,
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.nat(5), { minLength: 1, maxLength: 6 }),
+        fc.uniqueArray(fc.nat(5), { maxLength: 6 }),
+        fc.array(fc.nat(2), { minLength: 12, maxLength: 12 }),
+        async (firstUser, secondUser, waves) => {
+          const users = [`a${crypto.randomUUID().slice(0, 8)}`, `b${crypto.randomUUID().slice(0, 8)}`];
+          const emails = [
+            ...firstUser.map((index) => spellings(users[0] ?? '')[index] ?? ''),
+            ...secondUser.map((index) => spellings(users[1] ?? '')[index] ?? ''),
+          ];
+          const now = Date.now();
+          const accounts = await Promise.all(
+            emails.map(async (email) => {
+              const id = crypto.randomUUID();
+              await insertUnconfirmedAccount(db(), { id, email, passwordHash: 'unused', now });
+              return { id, email };
+            }),
+          );
+          // Each wave confirms its accounts at once; the waves run one after another.
+          for (const wave of [0, 1, 2]) {
+            await Promise.all(
+              accounts
+                .filter((_, index) => waves[index] === wave)
+                .map((account) =>
+                  confirmAccountEmail(db(), {
+                    accountId: account.id,
+                    email: account.email,
+                    mailbox: normaliseMailbox(account.email),
+                    credits: 100,
+                    now,
+                  }),
+                ),
+            );
+          }
+          const states = await Promise.all(
+            accounts.map(async (account) => {
+              const [state] = await rows<{
+                balance: number;
+                ledger: number;
+                grants: number;
+                confirmed: number;
+              }>(
+                `SELECT a.credit_balance AS balance, a.email_confirmed_at IS NOT NULL AS confirmed,
+                   (SELECT COALESCE(SUM(delta), 0) FROM credit_ledger WHERE account_id = a.id) AS ledger,
+                   (SELECT COUNT(*) FROM credit_ledger WHERE account_id = a.id AND reason = 'signup_grant') AS grants
+                 FROM accounts a WHERE a.id = ?1`,
+                account.id,
+              );
+              if (!state) throw new Error(`no account ${account.id}`);
+              return { mailbox: normaliseMailbox(account.email), ...state };
+            }),
+          );
+          for (const state of states) {
+            expect(state.balance).toBe(state.ledger);
+            expect(state.balance).toBe(state.grants * 100);
+          }
+          const mailboxes = new Set(states.map((state) => state.mailbox));
+          for (const mailbox of mailboxes) {
+            const ofMailbox = states.filter((state) => state.mailbox === mailbox);
+            // Confirmed ones (wave 0–2 covers every account): exactly one grant per mailbox.
+            expect(ofMailbox.every((state) => state.confirmed === 1)).toBe(true);
+            expect(
+              ofMailbox.reduce((sum, state) => sum + state.grants, 0),
+              mailbox,
+            ).toBe(1);
+          }
+        },
+      ),
+      { numRuns: 10 },
+    );
   }, 60_000);
 });
