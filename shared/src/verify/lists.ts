@@ -12,6 +12,7 @@ import { disposableEmailBlocklist } from 'disposable-email-domains-js';
 import mailchecker from 'mailchecker';
 import { getPublicSuffix } from 'tldts';
 import type { ListFacts } from './inputs.ts';
+import { subaddressUser } from './subaddress.ts';
 
 /** The list facts; the provider is the provider registry's (providers.ts). */
 export type ListMatches = Omit<ListFacts, 'provider'>;
@@ -219,9 +220,7 @@ export function isRoleLocalPart(localPart: string): boolean {
   let name = localPart;
   // A quoted local part ("info"@…) names the same mailbox as the unquoted one.
   if (name.length >= 2 && name.startsWith('"') && name.endsWith('"')) name = name.slice(1, -1);
-  const plus = name.indexOf('+');
-  if (plus >= 0) name = name.slice(0, plus);
-  name = name.toLowerCase();
+  name = subaddressUser(name).toLowerCase();
   return ROLE_LOCAL_PARTS.has(name) || ROLE_LOCAL_PARTS.has(name.replace(ROLE_SEPARATORS, ''));
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { normaliseMailbox } from './mailbox.ts';
 import { createProviderRegistry, type MailProvider } from './providers.ts';
+import { subaddressUser } from './subaddress.ts';
 
 describe('normaliseMailbox', () => {
   it.each<[string, string]>([
@@ -47,5 +48,20 @@ describe('normaliseMailbox', () => {
     expect(normaliseMailbox('a.b-c+d@dash.example', registry)).toBe('a.b@dash.example');
     expect(normaliseMailbox('a.b+c@none.example', registry)).toBe('a.b+c@none.example');
     expect(normaliseMailbox('a.b+c@dots.example', registry)).toBe('ab@dots.example');
+  });
+});
+
+describe('subaddressUser', () => {
+  it.each<[string, string | null | undefined, string]>([
+    ['ken+sieve', undefined, 'ken'], // RFC 5233's own example
+    ['ken+a+b', '+', 'ken'],
+    ['ken-sieve', '-', 'ken'],
+    ['ken+sieve', null, 'ken+sieve'],
+    ['+sieve', '+', '+sieve'],
+    ['ken', '+', 'ken'],
+  ])('%s with %s → %s', (localPart, separator, user) => {
+    expect(separator === undefined ? subaddressUser(localPart) : subaddressUser(localPart, separator)).toBe(
+      user,
+    );
   });
 });

@@ -3,9 +3,7 @@
 // emails per mailbox). Every spelling that the provider delivers to the same inbox gives the
 // same string; the rules per provider are data in the registry (providers.ts, `localPart`).
 import { PROVIDER_REGISTRY, type ProviderRegistry } from './providers.ts';
-
-/** The separator of a sub-address when the registry says nothing (RFC 5233 §1: "user+detail"). */
-export const DEFAULT_SUBADDRESS_SEPARATOR = '+';
+import { DEFAULT_SUBADDRESS_SEPARATOR, subaddressUser } from './subaddress.ts';
 
 /**
  * `address`'s mailbox: the domain in lower case without a final dot, the local part in lower
@@ -23,13 +21,10 @@ export function normaliseMailbox(address: string, registry: ProviderRegistry = P
   // Only the provider's own domains: a hosted domain (Google Workspace) keeps its own rules.
   const match = registry.find(domain);
   const rules = match?.by === 'domain' ? match.provider.localPart : undefined;
-  const separator =
-    rules?.subaddressSeparator === undefined ? DEFAULT_SUBADDRESS_SEPARATOR : rules.subaddressSeparator;
-  if (separator) {
-    const cut = localPart.indexOf(separator);
-    // "+tag@…" has no user part to keep: it stays as it is.
-    if (cut > 0) localPart = localPart.slice(0, cut);
-  }
+  localPart = subaddressUser(
+    localPart,
+    rules?.subaddressSeparator === undefined ? DEFAULT_SUBADDRESS_SEPARATOR : rules.subaddressSeparator,
+  );
   if (rules?.ignoresDots) localPart = localPart.replaceAll('.', '') || localPart;
   return `${localPart}@${domain}`;
 }

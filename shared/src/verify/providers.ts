@@ -89,8 +89,8 @@ export interface LocalPartRules {
   /** Dots in the local part are ignored: `j.smith` and `jsmith` are one mailbox. */
   readonly ignoresDots?: boolean;
   /**
-   * The sub-address separator (RFC 5233 §1, "user+detail"): what follows it reaches the same
-   * mailbox. Null: the provider has none. Default (no entry, or not set): `+`.
+   * The sub-address separator (RFC 5233: "ken+sieve" reaches the mailbox of "ken"): what follows
+   * it reaches the same mailbox. Null: the provider has none. Default (not set): `+`.
    */
   readonly subaddressSeparator?: string | null;
 }

@@ -39,6 +39,7 @@ import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
 import { classifyReply, replyStageOf } from './smtp-reply.ts';
+import { subaddressUser } from './subaddress.ts';
 
 export interface VerdictInput {
   /** The address as given, trimmed. */
@@ -86,7 +87,7 @@ const COMPLAINT_DESKS = new Set(['abuse', 'postmaster', 'spam', 'noc', 'security
 const TOXIC_THRESHOLD = 4;
 
 function localPartName(localPart: string): string {
-  return (localPart.toLowerCase().split('+')[0] ?? '').replace(/^"|"$/g, '');
+  return subaddressUser(localPart.toLowerCase().replace(/^"|"$/g, ''));
 }
 
 function looksLikeSpamtrap(localPart: string): boolean {
