@@ -7,10 +7,10 @@ import { DEFAULT_SUBADDRESS_SEPARATOR, subaddressUser } from './subaddress.ts';
 
 /**
  * `address`'s mailbox: the domain in lower case without a final dot, the local part in lower
- * case (every large provider reads it so, although RFC 5321 §2.4 lets a server tell cases
- * apart; counting two spellings as one mailbox only ever errs towards fewer grants), cut at
- * the provider's sub-address separator, and without dots where the provider ignores them.
- * A string with no `@` is only trimmed and lower-cased.
+ * case too (RFC 5321 §2.4 lets a server tell cases apart, but counting two spellings as one
+ * mailbox only errs towards fewer grants and fewer emails), cut at the provider's sub-address
+ * separator, and without dots where the provider ignores them. A string with no `@` is only
+ * trimmed and lower-cased.
  */
 export function normaliseMailbox(address: string, registry: ProviderRegistry = PROVIDER_REGISTRY): string {
   const trimmed = address.trim().toLowerCase();
@@ -18,7 +18,8 @@ export function normaliseMailbox(address: string, registry: ProviderRegistry = P
   if (at < 0) return trimmed;
   const domain = trimmed.slice(at + 1).replace(/\.$/, '');
   let localPart = trimmed.slice(0, at);
-  // Only the provider's own domains: a hosted domain (Google Workspace) keeps its own rules.
+  // By the domain alone (no MX): a provider's rules hold for its own domains, not for the
+  // domains it hosts (a Google Workspace domain's dots matter).
   const match = registry.find(domain);
   const rules = match?.by === 'domain' ? match.provider.localPart : undefined;
   localPart = subaddressUser(
