@@ -316,13 +316,25 @@ export function resultsToCsv(page: ResultsPage): string {
   return `${lines.map((cells) => cells.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
 
+// Where a spreadsheet may start a cell with a formula (OWASP, CSV Injection,
+// https://owasp.org/www-community/attacks/CSV_Injection): the start of the value, when its
+// first character is =, +, -, @, tab, CR or LF, and every field separator of any spreadsheet
+// (`,` `;` tab) or line break followed by =, +, -, or @, so that a spreadsheet splitting on
+// another separator than ours finds no formula inside the cell either (tab, CR and LF after a
+// separator are separators themselves, checked for what follows them). Spaces and quotes in
+// between are skipped: a spreadsheet trims the one and reads the other as a quoted field's start.
+const FORMULA_AFTER_SEPARATOR = /[,;\t\r\n][ "]*(?=[=+\-@])/g;
+const FORMULA_AT_START = /^[ "]*(?=[=+\-@\t\r\n])/;
+
 /**
- * One CSV cell, quoted when needed (RFC 4180). A cell a spreadsheet would run as a formula
- * (starting with =, +, -, @, tab or CR) is prefixed with an apostrophe (OWASP CSV injection).
+ * One CSV cell, safe in every spreadsheet (OWASP CSV Injection): each place above gets an
+ * apostrophe before the formula character, so the spreadsheet reads text, and the cell is always
+ * quoted, with its quotes doubled (RFC 4180 §2.6, §2.7), so its separators and line breaks stay
+ * inside it.
  */
 export function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+  const neutralised = value.replace(FORMULA_AFTER_SEPARATOR, "$&'").replace(FORMULA_AT_START, "$&'");
+  return `"${neutralised.replaceAll('"', '""')}"`;
 }
 
 export function notFoundJob(): ApiError {
