@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { until } from '../../../test/eventually.ts';
 import {
   connectProber,
@@ -138,6 +138,44 @@ describe('ProberHub probes', () => {
     expect(working.probes).toHaveLength(1);
     refusing.close();
     working.close();
+  });
+
+  it('refuses and logs a result or an error for a probe sent to another prober', async () => {
+    const warnings = vi.spyOn(console, 'warn');
+    const region = 'hub-own-probes';
+    const probers = [
+      await startFakeProber(region, () => 'ignore'),
+      await startFakeProber(region, () => 'ignore'),
+    ];
+    const asked = hubOf(region).probe(request, 5000);
+    await until(() => probers.some((prober) => prober.probes.length === 1), 'the probe is out');
+    const holder = probers.find((prober) => prober.probes.length === 1) as FakeProber;
+    const other = probers.find((prober) => prober !== holder) as FakeProber;
+    const probe = holder.probes[0] as ProbeMessage;
+    // The other prober claims the probe: an accepted address on a catch-all domain, then a refusal.
+    other.send({ type: 'result', id: probe.id, ...reportFor(probe, 250, '2.1.5', 'OK', 250) });
+    other.send({ type: 'error', id: probe.id, message: 'over capacity' });
+    await until(
+      () => warnings.mock.calls.filter(([line]) => String(line).includes(probe.id)).length === 2,
+      'both answers are logged',
+    );
+    const logged = warnings.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
+    expect(logged.filter((line) => line.probeId === probe.id)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'prober answered a probe it was not given',
+        answer: 'result',
+      }),
+      expect.objectContaining({ msg: 'prober answered a probe it was not given', answer: 'error' }),
+    ]);
+    // Neither answer settled or moved the probe: it is still out at its prober, which answers it.
+    expect((await hubOf(region).backlog()).running).toBe(1);
+    expect(other.probes).toHaveLength(0);
+    holder.send({ type: 'result', id: probe.id, ...reportFor(probe, 550, '5.1.1', 'No such user') });
+    const outcome = await asked;
+    expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.code).toBe(550);
+    for (const prober of probers) prober.close();
+    warnings.mockRestore();
   });
 
   it('does not send work to a draining prober', async () => {

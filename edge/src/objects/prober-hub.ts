@@ -214,12 +214,12 @@ export class ProberHub extends DurableObject<Env> {
       }
       case 'result': {
         const { type: _type, id, ...report } = parsed;
-        this.#end(id, { kind: 'report', report });
+        if (this.#answersOwnProbe(attachment, id, 'result')) this.#end(id, { kind: 'report', report });
         return;
       }
       case 'error':
         // Over capacity or draining: another prober (or this one later) gets it.
-        this.#resend(parsed.id);
+        if (this.#answersOwnProbe(attachment, parsed.id, 'error')) this.#resend(parsed.id);
         return;
       case 'drain':
         this.#attach(ws, { ...attachment, draining: true });
@@ -432,6 +432,24 @@ export class ProberHub extends DurableObject<Env> {
     } catch {
       this.#resend(id);
     }
+  }
+
+  /**
+   * Whether probe `id` is out at the prober of this link. An answer for a probe sent to another
+   * prober is refused and logged: a result writes the domain's catch-all fact every account
+   * shares, so a prober speaks only for what it was asked. An answer for no running probe (one
+   * already settled, late or twice) is dropped as before.
+   */
+  #answersOwnProbe(attachment: ProberAttachment, id: string, kind: 'result' | 'error'): boolean {
+    const running = this.#running.get(id);
+    if (!running || running.proberId === attachment.proberId) return running !== undefined;
+    log.warn('prober answered a probe it was not given', {
+      proberId: attachment.proberId,
+      tokenId: attachment.tokenId,
+      probeId: id,
+      answer: kind,
+    });
+    return false;
   }
 
   /** A probe that came back with its outcome; its prober's and host's slots are free again. */
