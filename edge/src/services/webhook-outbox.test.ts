@@ -2,15 +2,15 @@
 // delivers what is pending, always under the same webhook-id; private targets are refused.
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { db, newCaller, quotas } from '../../test/fixtures.ts';
+import { call, db, newCaller, quotas } from '../../test/fixtures.ts';
 import { type Config, configOf } from '../config.ts';
 import { failJob, recordResults } from '../storage/jobs.ts';
-import { setAccountWebhook } from '../storage/webhooks.ts';
+import { dueDeliveries, insertDelivery, setAccountWebhook } from '../storage/webhooks.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { addressResult, createBatchJob } from './batch-jobs.ts';
 import type { BatchMessage } from './batch-queue.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { retryDueDeliveries, rotateWebhookSecret } from './webhooks.ts';
+import { RETRIES_PER_ACCOUNT, retryDueDeliveries, rotateWebhookSecret } from './webhooks.ts';
 
 const MINUTE = 60_000;
 const silentQueue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
@@ -122,5 +122,79 @@ describe('webhook outbox', () => {
     expect(delivery?.lastError, delivery?.lastError ?? '').toMatch(
       /mx\.accept\.test resolves to a private or reserved address \(127\.0\.0\.10\)/,
     );
+  });
+});
+
+/** An account with a webhook secret and `url` as its default webhook URL. */
+async function accountWithWebhook(url: string) {
+  const caller = await newCaller({ credits: 10 });
+  await rotateWebhookSecret(db(), caller.accountId, configOf(env).SECRETS_KEY);
+  await setAccountWebhook(db(), caller.accountId, { webhookUrl: url });
+  return caller;
+}
+
+/** `count` job events of the account, due since `now - 1000`, created in order from `createdFrom`. */
+async function dueEvents(accountId: string, url: string, count: number, createdFrom: number, now: number) {
+  const ids: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const id = `msg_${accountId.replaceAll('-', '')}_${String(index).padStart(3, '0')}`;
+    ids.push(id);
+    await insertDelivery(db(), {
+      id,
+      accountId,
+      jobId: null,
+      eventType: 'job.completed',
+      url,
+      payload: JSON.stringify({ type: 'job.completed', data: { index } }),
+      state: 'pending',
+      attempts: 1,
+      nextAttemptAt: now - 1000,
+      createdAt: createdFrom + index,
+    });
+  }
+  return ids;
+}
+
+describe('webhook retries', () => {
+  // hooks.rcpt.test is not in the test world's DNS: the private-target guard is off here.
+  const open = (): Config => ({ ...configOf(env), ALLOW_PRIVATE_TARGETS: true });
+
+  it("take each account's oldest few per run, in order, so one account's backlog delays nobody else", async () => {
+    const now = Date.now();
+    const flood = await accountWithWebhook('https://hooks.rcpt.test/flood');
+    const quiet = await accountWithWebhook('https://hooks.rcpt.test/quiet');
+    // Sixty events of one account, all older than the other account's one.
+    const floodIds = await dueEvents(flood.accountId, 'https://hooks.rcpt.test/flood', 60, now - 60_000, now);
+    const [quietId] = await dueEvents(quiet.accountId, 'https://hooks.rcpt.test/quiet', 1, now - 1000, now);
+    const sent = receiveWebhooks('hooks.rcpt.test', []);
+    const sentOf = (path: string) => sent.filter((call) => call.url.endsWith(path)).map((call) => call.id);
+
+    await retryDueDeliveries(db(), open(), now);
+    expect(sentOf('/quiet')).toEqual([quietId]);
+    // The flooding account's oldest, one after another in the order they were created.
+    expect(sentOf('/flood')).toEqual(floodIds.slice(0, RETRIES_PER_ACCOUNT));
+
+    await retryDueDeliveries(db(), open(), now);
+    expect(sentOf('/quiet')).toEqual([quietId]);
+    expect(sentOf('/flood')).toEqual(floodIds.slice(0, 2 * RETRIES_PER_ACCOUNT));
+  });
+
+  it('sends a test event once, while the caller waits, and never retries it', async () => {
+    const caller = await accountWithWebhook('https://hooks.rcpt.test/test-event');
+    const sent = receiveWebhooks('hooks.rcpt.test', [503, 503]);
+    const response = await call('/api/v1/webhooks/test', { key: caller.apiKey, method: 'POST' });
+    expect(response.status).toBe(200);
+    const { delivery } = await response.json<{ delivery: Record<string, unknown> }>();
+    expect(delivery).toMatchObject({
+      eventType: 'webhook.test',
+      state: 'failed',
+      attempts: 1,
+      lastStatus: 503,
+      nextAttemptAt: null,
+    });
+    expect(sent.filter((call) => call.url.endsWith('/test-event'))).toHaveLength(1);
+    // However late the cron runs, it finds nothing of this account to send again.
+    const due = await dueDeliveries(db(), Date.now() + 86_400_000, { perAccount: 1000, limit: 1000 });
+    expect(due.filter((row) => row.accountId === caller.accountId)).toEqual([]);
   });
 });

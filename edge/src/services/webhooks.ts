@@ -1,7 +1,8 @@
 // Webhooks signed per Standard Webhooks: `webhook-id`, `webhook-timestamp` and
 // `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with a
-// per-account `whsec_` secret shown once and stored sealed. Failed deliveries are retried
-// with exponential backoff by the cron; every attempt is visible to the account.
+// per-account `whsec_` secret shown once and stored sealed. Failed job events are retried
+// with exponential backoff by the cron, fairly across accounts; a test event is sent once, to
+// the caller who waits for it. Every attempt is visible to the account.
 import { ApiError } from '@rcpt/shared/errors';
 import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../config.ts';
@@ -25,6 +26,13 @@ import { dohClientFor } from './verify-deps.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 const FIRST_RETRY_SECONDS = 30;
+/**
+ * A cron run's share of retries: at most this many due deliveries of one account, oldest first,
+ * and this many in all, so that one account's failing endpoint (or its backlog) delays nobody else.
+ */
+export const RETRIES_PER_ACCOUNT = 5;
+export const RETRIES_PER_RUN = 50;
+const TEST_EVENT = 'webhook.test';
 const DELIVERY_TIMEOUT_MS = 10_000;
 const SECRET_PREFIX = 'whsec_';
 
@@ -117,7 +125,10 @@ export async function deliverJobWebhook(db: Db, jobId: string, config: Config, n
   await Promise.all(pending.map((delivery) => attemptDelivery(db, delivery, config, now)));
 }
 
-/** A test event to the account's default URL, delivered like any other. */
+/**
+ * A test event to the account's default URL, attempted once while the caller waits and never
+ * retried: its answer is the test (a flood of tests must not become a flood of retries).
+ */
 export async function sendTestEvent(
   db: Db,
   accountId: string,
@@ -134,14 +145,15 @@ export async function sendTestEvent(
     id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
     accountId,
     jobId: null,
-    eventType: 'webhook.test',
+    eventType: TEST_EVENT,
     url: account.webhookUrl,
-    payload: JSON.stringify({ type: 'webhook.test', timestamp: new Date(now).toISOString(), data: {} }),
+    payload: JSON.stringify({ type: TEST_EVENT, timestamp: new Date(now).toISOString(), data: {} }),
     state: 'pending',
     attempts: 0,
     lastStatus: null,
     lastError: null,
-    nextAttemptAt: now,
+    // Never due for the cron: this request makes its only attempt.
+    nextAttemptAt: null,
     createdAt: now,
     deliveredAt: null,
   };
@@ -149,10 +161,26 @@ export async function sendTestEvent(
   return attemptDelivery(db, delivery, config, now);
 }
 
+/**
+ * The cron's retries: each account's share of due deliveries (dueDeliveries), accounts side by
+ * side, each account's one after another in creation order. Returns how many were attempted.
+ */
 export async function retryDueDeliveries(db: Db, config: Config, now: number): Promise<number> {
-  const due = await dueDeliveries(db, now, 50);
-  await Promise.all(due.map((delivery) => attemptDelivery(db, delivery, config, now)));
+  const due = await dueDeliveries(db, now, { perAccount: RETRIES_PER_ACCOUNT, limit: RETRIES_PER_RUN });
+  const byAccount = new Map<string, WebhookDeliveryRow[]>();
+  for (const delivery of due)
+    byAccount.set(delivery.accountId, [...(byAccount.get(delivery.accountId) ?? []), delivery]);
+  await Promise.all(
+    [...byAccount.values()].map(async (deliveries) => {
+      for (const delivery of deliveries) await attemptDelivery(db, delivery, config, now);
+    }),
+  );
   return due.length;
+}
+
+/** How many attempts an event gets: a test event one, a job event WEBHOOK_MAX_ATTEMPTS. */
+function maxAttemptsOf(eventType: string): number {
+  return eventType === TEST_EVENT ? 1 : WEBHOOK_MAX_ATTEMPTS;
 }
 
 async function attemptDelivery(
@@ -195,7 +223,11 @@ async function attemptDelivery(
   }
   const delivered = status !== null && status >= 200 && status < 300;
   const attempts = delivery.attempts + 1;
-  const state = delivered ? 'delivered' : attempts >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
+  const state = delivered
+    ? 'delivered'
+    : attempts >= maxAttemptsOf(delivery.eventType)
+      ? 'failed'
+      : 'pending';
   const nextAttemptAt = state === 'pending' ? now + FIRST_RETRY_SECONDS * 1000 * 2 ** (attempts - 1) : null;
   await recordAttempt(db, delivery.id, { state, status, error, nextAttemptAt, now });
   return {

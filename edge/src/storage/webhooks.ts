@@ -47,11 +47,30 @@ export async function fixDeliveryPayload(db: Db, id: string, payload: string): P
   return row?.payload ?? payload;
 }
 
-export async function dueDeliveries(db: Db, now: number, limit: number): Promise<WebhookDeliveryRow[]> {
-  return db.query.webhookDeliveries.findMany({
-    where: (table, { and, eq, lte }) => and(eq(table.state, 'pending'), lte(table.nextAttemptAt, now)),
-    limit,
-  });
+/**
+ * Due deliveries, fair across accounts: each account's oldest `perAccount` (by creation), taken
+ * round by round — every account's first, then every account's second … — up to `limit`, so one
+ * account's backlog cannot fill a run. Each account's come in creation order.
+ */
+export async function dueDeliveries(
+  db: Db,
+  now: number,
+  share: { perAccount: number; limit: number },
+): Promise<WebhookDeliveryRow[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT id, account_id AS accountId, job_id AS jobId, event_type AS eventType, url, payload, state,
+         attempts, last_status AS lastStatus, last_error AS lastError, next_attempt_at AS nextAttemptAt,
+         created_at AS createdAt, delivered_at AS deliveredAt
+       FROM (
+         SELECT *, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY created_at, id) AS turn
+         FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?1
+       )
+       WHERE turn <= ?2 ORDER BY turn, created_at, id LIMIT ?3`,
+    )
+    .bind(now, share.perAccount, share.limit)
+    .all<WebhookDeliveryRow>();
+  return results;
 }
 
 export async function listDeliveries(

@@ -10,10 +10,13 @@ const route = createRoute({
   path: '/api/v1/webhooks/test',
   tags: ['Webhooks'],
   summary: 'Send a test event to the default URL',
+  description:
+    'Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the ' +
+    'delivery and that one attempt. A test event is never retried (job events are).',
   security: [{ ApiKeyAuth: [] }],
   responses: {
     200: {
-      description: 'The delivery and its first attempt.',
+      description: 'The delivery and its only attempt.',
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookTestResponse } },
     },
