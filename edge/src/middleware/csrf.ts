@@ -10,7 +10,13 @@ import { csrfTokenFor, isValidCsrfToken } from '../services/sessions.ts';
 import { readBoundedForm } from './json-body.ts';
 import type { DashboardEnv } from './session.ts';
 
-export const PRE_SESSION_CSRF_COOKIE = 'rcpt_csrf';
+/**
+ * `__Host-`, like the session cookie: browsers take it only Secure, with Path=/ and no Domain
+ * (RFC 6265bis §4.1.3.2), so a sibling subdomain or a plain-http page cannot plant a token of
+ * its choosing and pass the double-submit check. Browsers count http://localhost as secure, so
+ * `wrangler dev` keeps it.
+ */
+export const PRE_SESSION_CSRF_COOKIE = '__Host-rcpt_csrf';
 export const CSRF_FIELD = '_csrf';
 export const CSRF_HEADER = 'X-CSRF-Token';
 
@@ -19,7 +25,7 @@ const FORM_TYPES = /^(multipart\/form-data|application\/x-www-form-urlencoded)\s
 /**
  * Verifies the token of a POST (form field `_csrf` or the X-CSRF-Token header) and gives the
  * page the token its own forms must carry. `session`: bound to the signed-in session;
- * `pre-session`: bound to the rcpt_csrf cookie, which a GET sets when missing.
+ * `pre-session`: bound to the pre-session cookie, which a GET sets when missing.
  */
 export function csrfProtection(binding: 'session' | 'pre-session') {
   return createMiddleware<DashboardEnv>(async (c, next) => {

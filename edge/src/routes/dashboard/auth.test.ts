@@ -283,6 +283,29 @@ describe('CSRF', () => {
     expect(keys).toContain('No keys yet.');
   });
 
+  it('binds sign-in and sign-up to a __Host- pre-session cookie: Secure, Path=/, host-only, HttpOnly', async () => {
+    for (const page of ['/login', '/signup']) {
+      const response = await new CookieClient().get(page);
+      const header = response.headers.getSetCookie().find((line) => line.startsWith('__Host-rcpt_csrf='));
+      expect(header, page).toBeDefined();
+      const cookie = parseSetCookie(header ?? '');
+      // RFC 6265bis §4.1.3.2: neither a sibling subdomain nor a plain-http page can plant it.
+      expect(cookie.attributes.has('secure')).toBe(true);
+      expect(cookie.attributes.get('path')).toBe('/');
+      expect(cookie.attributes.has('domain')).toBe(false);
+      expect(cookie.attributes.has('httponly')).toBe(true);
+    }
+    // A cookie without the prefix (planted by a sibling subdomain) binds no form.
+    const planted = new CookieClient();
+    const token = csrfFieldOf(await (await planted.get('/login')).text());
+    const value = planted.cookies.get(PRE_SESSION_CSRF_COOKIE) ?? '';
+    planted.cookies.delete(PRE_SESSION_CSRF_COOKIE);
+    planted.cookies.set('rcpt_csrf', value);
+    expect(
+      (await planted.post('/login', { _csrf: token, email: 'x@example.com', password: PASSWORD })).status,
+    ).toBe(403);
+  });
+
   it('403 for a sign-in without the pre-session cookie, or with a token of another one', async () => {
     const { email } = await signedIn('csrf-login');
     const bare = new CookieClient();
