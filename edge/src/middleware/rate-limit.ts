@@ -1,8 +1,10 @@
-// 100 requests per minute per API key (README, "Using the API"), counted by the key's KeyLimiter object.
+// 100 requests per minute per API key (README, "Using the API"), counted by the key's KeyLimiter
+// object; and the dashboard's account changes, counted per account (dashboard-sign-in-limits.ts).
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { RATE_LIMIT, RATE_WINDOW_MS } from '../objects/key-limiter.ts';
+import { admitAccountChange } from '../services/dashboard-sign-in-limits.ts';
 
 export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const { apiKeyId, accountId } = c.get('caller');
@@ -16,6 +18,18 @@ export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
   if (!decision.allowed) {
     c.header('Retry-After', String(decision.resetSeconds));
     throw new ApiError('RATE_LIMITED', { details: { retryAfterSeconds: decision.resetSeconds } });
+  }
+  await next();
+});
+
+/** A dashboard form that changes the signed-in account: 429 past ACCOUNT_CHANGE_LIMITS. */
+export const accountChangeRateLimit = createMiddleware<AppEnv>(async (c, next) => {
+  const admission = await admitAccountChange(c.env.KEY_LIMITER, c.get('caller').accountId);
+  if (!admission.allowed) {
+    throw new ApiError('RATE_LIMITED', {
+      details: { retryAfterSeconds: admission.retryAfterSeconds },
+      retryAfterSeconds: admission.retryAfterSeconds,
+    });
   }
   await next();
 });

@@ -1,6 +1,8 @@
-// Brakes on password guessing and sign-up floods: attempts per client network and per account
-// email, each counted by its own KeyLimiter object. The network is checked first so that a
-// flood from one network does not also use up its victims' per-email allowance.
+// Brakes on the dashboard's forms, each subject counted by its own KeyLimiter object: password
+// guessing and sign-up floods per client network and per account email (the network is checked
+// first so that a flood from one network does not also use up its victims' per-email
+// allowance), and changes to a signed-in account (keys, webhook URL and secret, settings) per
+// account, each of which writes to D1.
 //
 // The network of a sign-in or a password check is the address itself for IPv4 and its /64
 // for IPv6 (one customer's allocation, client-network.ts): a wider IPv4 key would let one
@@ -12,6 +14,8 @@ import { normaliseAccountEmail } from './dashboard-accounts.ts';
 
 export const SIGN_IN_LIMITS = { perIp: 10, perEmail: 5, windowMs: 60_000 } as const;
 export const SIGN_UP_LIMITS = { perNetwork: 10, windowMs: 3_600_000 } as const;
+/** Key creation and revocation, webhook URL and secret, settings: together, per account. */
+export const ACCOUNT_CHANGE_LIMITS = { perAccount: 10, windowMs: 60_000 } as const;
 
 /** `password`: the current password checked by a password change, a guess like any other. */
 export type SignInAction = 'login' | 'signup' | 'password';
@@ -40,6 +44,27 @@ export async function admitSignInAttempt(
       { limit: SIGN_IN_LIMITS.perEmail, windowMs: SIGN_IN_LIMITS.windowMs },
     ],
   ];
+  return admitEach(limiters, subjects);
+}
+
+/** A signed-in account's change of its keys, webhook or settings (ACCOUNT_CHANGE_LIMITS). */
+export async function admitAccountChange(
+  limiters: DurableObjectNamespace<KeyLimiter>,
+  accountId: string,
+): Promise<SignInAdmission> {
+  return admitEach(limiters, [
+    [
+      `dashboard-change:account:${accountId}`,
+      { limit: ACCOUNT_CHANGE_LIMITS.perAccount, windowMs: ACCOUNT_CHANGE_LIMITS.windowMs },
+    ],
+  ]);
+}
+
+/** Counts the attempt against each subject in turn; the first one full refuses it. */
+async function admitEach(
+  limiters: DurableObjectNamespace<KeyLimiter>,
+  subjects: readonly [string, { limit: number; windowMs: number }][],
+): Promise<SignInAdmission> {
   for (const [subject, { limit, windowMs }] of subjects) {
     const decision = await limiters.get(limiters.idFromName(subject)).hit(limit, windowMs);
     if (!decision.allowed) return { allowed: false, retryAfterSeconds: decision.resetSeconds };

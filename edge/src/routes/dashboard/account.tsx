@@ -12,7 +12,7 @@ import { endSession, startSession } from '../../services/sessions.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { admit, tooManyAttempts } from './auth.tsx';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
-import { signedInPage, spendingPage } from './guards.ts';
+import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 async function renderAccount(
@@ -121,7 +121,7 @@ export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
     }),
   );
 
-  dashboard.post('/account/settings', ...signedInPage, async (c) => {
+  dashboard.post('/account/settings', ...changingPage, async (c) => {
     // An unchecked box is absent from the form (HTML, "Constructing the entry list").
     const recheck = (await formText(c, 'recheck')) === 'true';
     await changeAccountSettings(c.get('db'), sessionOf(c).accountId, { recheck });

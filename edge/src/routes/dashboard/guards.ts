@@ -1,7 +1,7 @@
 // The middleware each kind of dashboard route runs, in order: headers first (so that even an
 // error page carries them), then the session, then the CSRF check of a POST.
 import { csrfProtection } from '../../middleware/csrf.ts';
-import { apiKeyRateLimit } from '../../middleware/rate-limit.ts';
+import { accountChangeRateLimit, apiKeyRateLimit } from '../../middleware/rate-limit.ts';
 import { securityHeaders } from '../../middleware/security-headers.ts';
 import { loadSession, requireSessionJson, requireSessionPage } from '../../middleware/session.ts';
 
@@ -19,6 +19,12 @@ export const signedInPage = [
  * apart from its keys, so a session is no way around it.
  */
 export const spendingPage = [...signedInPage, apiKeyRateLimit] as const;
+
+/**
+ * Forms that change the account (keys, webhook URL and secret, settings): each writes to the
+ * database every account shares, so an account gets a few a minute (ACCOUNT_CHANGE_LIMITS).
+ */
+export const changingPage = [...signedInPage, accountChangeRateLimit] as const;
 
 /** JSON endpoints called by the pages' scripts (401 JSON without a session). */
 export const signedInJson = [

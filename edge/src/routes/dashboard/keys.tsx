@@ -10,7 +10,7 @@ import { createApiKey } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
-import { signedInPage } from './guards.ts';
+import { changingPage, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 const MAX_KEY_NAME = 100;
@@ -217,7 +217,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     );
   });
 
-  dashboard.post('/keys', ...signedInPage, async (c) => {
+  dashboard.post('/keys', ...changingPage, async (c) => {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const name = (await formText(c, 'name')).trim();
@@ -274,7 +274,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     );
   });
 
-  dashboard.post('/keys/:id/revoke', ...signedInPage, async (c) => {
+  dashboard.post('/keys/:id/revoke', ...changingPage, async (c) => {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const apiKey = await findLiveKey(db, accountId, c.req.param('id'));

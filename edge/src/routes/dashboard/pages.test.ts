@@ -11,6 +11,7 @@ import { quotas } from '../../../test/fixtures.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { addressResult, createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
+import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
 import { sandboxVerify } from '../../services/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { insertVerification } from '../../storage/history.ts';
@@ -642,11 +643,11 @@ describe('webhooks', () => {
     const test = await client.submit('/webhooks', '/webhooks/test', {});
     expect(test.status).toBe(200);
     const html = await test.text();
-    expect(html).toContain('Test event not delivered (HTTP 404); it will be retried.');
+    expect(html).toContain('Test event not delivered (HTTP 404). A test event is sent once, never retried.');
     expect(html).toContain('<code>webhook.test</code>');
     const row = /<tr>(?:(?!<\/tr>).)*webhook\.test(?:(?!<\/tr>).)*<\/tr>/.exec(html)?.[0] ?? '';
     const cells = [...row.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((cell) => cell[1]?.replace(/<[^>]+>/g, ''));
-    expect(cells.slice(1)).toEqual(['webhook.test', hookUrl, 'pending', '404', '1']);
+    expect(cells.slice(1)).toEqual(['webhook.test', hookUrl, 'failed', '404', '1']);
   });
 });
 
@@ -664,6 +665,54 @@ describe('signed-out visitors', () => {
     const response = await new CookieClient().get(path);
     expect(response.status).toBe(303);
     expect(response.headers.get('location')).toMatch(/^\/login/);
+  });
+});
+
+describe('account changes', () => {
+  it(`limits the forms that change the account to ${ACCOUNT_CHANGE_LIMITS.perAccount} a minute per account, changing nothing past it`, async () => {
+    const { client, accountId } = await signedIn('change-limit');
+    const token = csrfFieldOf(await (await client.get('/keys')).text());
+    const newKey = (index: number) =>
+      client.post('/keys', { _csrf: token, name: `key ${index}`, mode: 'test' });
+    const activeKeys = async () =>
+      (
+        await env.DB.prepare(
+          'SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1 AND revoked_at IS NULL',
+        )
+          .bind(accountId)
+          .first<{ n: number }>()
+      )?.n;
+    const keysBefore = (await activeKeys()) ?? 0;
+    for (let index = 0; index < ACCOUNT_CHANGE_LIMITS.perAccount; index++)
+      expect((await newKey(index)).status).toBe(201);
+    const limited = await newKey(ACCOUNT_CHANGE_LIMITS.perAccount);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect(await limited.text()).toContain('Too many attempts');
+    // Every form that changes the account shares the count.
+    const [keyId] = (
+      await env.DB.prepare('SELECT id FROM api_keys WHERE account_id = ?1')
+        .bind(accountId)
+        .all<{ id: string }>()
+    ).results.map((row) => row.id);
+    for (const [action, fields] of [
+      ['/webhooks/url', { url: 'https://hooks.example.com/rcpt' }],
+      ['/webhooks/secret', { confirm: 'yes' }],
+      ['/account/settings', { recheck: 'true' }],
+      [`/keys/${keyId}/revoke`, {}],
+    ] as const) {
+      expect((await client.post(action, { _csrf: token, ...fields })).status, action).toBe(429);
+    }
+    const account = await env.DB.prepare(
+      'SELECT webhook_url AS url, webhook_secret AS secret, recheck_default AS recheck FROM accounts WHERE id = ?1',
+    )
+      .bind(accountId)
+      .first();
+    expect(account).toEqual({ url: null, secret: null, recheck: 0 });
+    expect(await activeKeys()).toBe(keysBefore + ACCOUNT_CHANGE_LIMITS.perAccount);
+    // Another account has its own count.
+    const { client: other } = await signedIn('change-limit-other');
+    await createKey(other, 'unaffected', 'test');
   });
 });
 

@@ -9,7 +9,7 @@ import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from '../../
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
-import { signedInPage, spendingPage } from './guards.ts';
+import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 const RECENT_DELIVERIES = 20;
@@ -211,7 +211,7 @@ export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
     renderWebhooks(c, { notice: c.req.query('saved') === '1' ? 'Webhook URL saved.' : null }),
   );
 
-  dashboard.post('/webhooks/url', ...signedInPage, async (c) => {
+  dashboard.post('/webhooks/url', ...changingPage, async (c) => {
     const raw = (await formText(c, 'url')).trim();
     try {
       await setDefaultWebhookUrl(
@@ -231,7 +231,7 @@ export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
     return c.redirect('/webhooks?saved=1', 303);
   });
 
-  dashboard.post('/webhooks/secret', ...signedInPage, async (c) => {
+  dashboard.post('/webhooks/secret', ...changingPage, async (c) => {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const account = await findAccount(db, accountId);
@@ -262,7 +262,7 @@ export function registerWebhooksPage(dashboard: Hono<DashboardEnv>): void {
       return delivery.state === 'delivered'
         ? renderWebhooks(c, { notice: `Test event delivered: HTTP ${delivery.lastStatus}.` })
         : renderWebhooks(c, {
-            error: `Test event not delivered (${delivery.lastStatus ? `HTTP ${delivery.lastStatus}` : (delivery.lastError ?? 'no answer')}); it will be retried.`,
+            error: `Test event not delivered (${delivery.lastStatus ? `HTTP ${delivery.lastStatus}` : (delivery.lastError ?? 'no answer')}). A test event is sent once, never retried.`,
           });
     } catch (error) {
       const problem = expectedProblem(error);
