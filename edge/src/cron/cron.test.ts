@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { mailRouteResolver } from '../services/verify-deps.ts';
+import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
-import { deleteExpired } from '../storage/retention.ts';
+import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
 
 const DAY = 86_400_000;
@@ -63,6 +64,78 @@ describe('retention', () => {
     expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
     expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
     expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
+  });
+});
+
+/** `d1`, noting the SQL and the rows changed of every statement run on its own. */
+function recordingD1(d1: D1Database, runs: { sql: string; changes: number }[]): D1Database {
+  return new Proxy(d1, {
+    get(target, property) {
+      if (property === 'prepare') {
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          return new Proxy(statement, {
+            get(prepared, name) {
+              if (name !== 'bind') return Reflect.get(prepared, name).bind(prepared);
+              return (...values: unknown[]) => {
+                const bound = prepared.bind(...values);
+                return new Proxy(bound, {
+                  get(boundStatement, method) {
+                    if (method !== 'run') return Reflect.get(boundStatement, method).bind(boundStatement);
+                    return async () => {
+                      const result = await boundStatement.run();
+                      runs.push({ sql, changes: result.meta.changes });
+                      return result;
+                    };
+                  },
+                });
+              };
+            },
+          });
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe('retention of a large job', () => {
+  it(`deletes a job of thousands of rows with statements of ${ROWS_PER_STATEMENT} rows at most, the job last`, async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const jobId = await uploadSandboxJob(caller.apiKey);
+    // 2,500 more rows and addresses, as a large upload leaves them.
+    for (const insert of [
+      "INSERT INTO job_rows (job_id, row, input) SELECT ?1, 100 + value, 'x' FROM json_each(?2)",
+      "INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at) SELECT ?1, 100 + value, 'x@x.test', 'x.test', 'done', 0 FROM json_each(?2)",
+    ]) {
+      await env.DB.prepare(insert)
+        .bind(jobId, JSON.stringify(Array.from({ length: 2500 }, (_, index) => index)))
+        .run();
+    }
+    await env.DB.prepare('UPDATE jobs SET created_at = ? WHERE id = ?')
+      .bind(Date.now() - 61 * DAY, jobId)
+      .run();
+    const runs: { sql: string; changes: number }[] = [];
+    const report = await deleteExpired(
+      createDb(recordingD1(env.DB, runs)),
+      Date.now() - 60 * DAY,
+      Date.now(),
+    );
+    expect(report.jobs).toBeGreaterThanOrEqual(1);
+    for (const table of ['job_rows', 'job_addresses']) {
+      expect(await count(`SELECT COUNT(*) AS n FROM ${table} WHERE job_id = ?`, jobId)).toBe(0);
+      const deletes = runs.filter((run) => run.sql.startsWith(`DELETE FROM ${table} `));
+      expect(deletes.reduce((sum, run) => sum + run.changes, 0)).toBeGreaterThan(2500);
+      expect(deletes.length).toBeGreaterThanOrEqual(3);
+    }
+    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId)).toBe(0);
+    // No statement of the run removed more than its share.
+    expect(
+      runs.filter((run) => run.sql.startsWith('DELETE')).every((run) => run.changes <= ROWS_PER_STATEMENT),
+    ).toBe(true);
+    const jobDeletes = runs.map((run) => run.sql.split(' ')[2]);
+    expect(jobDeletes.lastIndexOf('jobs')).toBeGreaterThan(jobDeletes.lastIndexOf('job_rows'));
   });
 });
 

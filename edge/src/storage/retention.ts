@@ -1,13 +1,18 @@
 // Lists, results and job data are deleted once the retention period (60 days by default)
 // has passed — sandbox (test-key) jobs and history sooner (7 days by default) — in bounded
-// chunks so that one run never holds the database for long. Domain facts go once idle.
+// statements (ROWS_PER_STATEMENT rows each, a bounded number per run) so that no statement and
+// no run holds the database for long. Domain facts go once idle.
 import { VERDICT_LIFETIME_MS } from '@rcpt/shared/contract/verdict-lifetime';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
 
 const JOBS_PER_CHUNK = 20;
-const ROWS_PER_CHUNK = 1000;
+/** Most rows one DELETE removes: a statement's work stays small whatever a job's size (10,000 rows). */
+export const ROWS_PER_STATEMENT = 1000;
+/** Most DELETEs of job data in one run (200,000 rows at most); what is left goes in the next run. */
+const MAX_JOB_STATEMENTS = 200;
+/** Most DELETEs of history or of deliveries in one run. */
 const MAX_CHUNKS = 50;
 
 export interface RetentionReport {
@@ -40,68 +45,90 @@ export async function deleteExpired(
   };
   // ?1 the cutoff, ?2 the sandbox cutoff.
   const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
-  for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
+  report.jobs = await deleteExpiredJobs(d1, expiredSql, cutoff, sandboxCutoff);
+  report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, cutoff, sandboxCutoff);
+  report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', 'created_at < ?1', cutoff);
+  // Dashboard sessions go when they expire, not after the retention period.
+  report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
+  // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
+  // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
+  report.domainFacts = await deleteInChunks(d1, 'domain_facts', 'updated_at < ?1', now - VERDICT_LIFETIME_MS);
+  // Idempotency keys are kept 24 hours, whatever the retention period.
+  report.idempotencyKeys = await deleteInChunks(
+    d1,
+    'idempotency_keys',
+    'created_at < ?1',
+    now - IDEMPOTENCY_KEY_TTL_MS,
+  );
+  return report;
+}
+
+/**
+ * Deletes expired jobs, each statement at most ROWS_PER_STATEMENT rows of one table, and at most
+ * MAX_JOB_STATEMENTS of them in a run; returns how many jobs went. A job's rows and addresses go
+ * first and the job itself last: a run that stops half-way leaves the job in place, found
+ * expired again by the next run.
+ */
+async function deleteExpiredJobs(
+  d1: D1Database,
+  expiredSql: string,
+  cutoff: number,
+  sandboxCutoff: number,
+): Promise<number> {
+  let jobs = 0;
+  let statements = 0;
+  while (statements < MAX_JOB_STATEMENTS) {
     const { results } = await d1
       .prepare(`SELECT id FROM jobs WHERE ${expiredSql} LIMIT ?3`)
       .bind(cutoff, sandboxCutoff, JOBS_PER_CHUNK)
       .all<{ id: string }>();
     if (results.length === 0) break;
     const ids = JSON.stringify(results.map((row) => row.id));
-    await d1.batch([
-      d1.prepare('DELETE FROM job_rows WHERE job_id IN (SELECT value FROM json_each(?1))').bind(ids),
-      d1.prepare('DELETE FROM job_addresses WHERE job_id IN (SELECT value FROM json_each(?1))').bind(ids),
-      d1.prepare('DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))').bind(ids),
-    ]);
-    report.jobs += results.length;
+    for (const table of ['job_rows', 'job_addresses'] as const) {
+      let deleted = ROWS_PER_STATEMENT;
+      while (deleted === ROWS_PER_STATEMENT) {
+        if (statements++ >= MAX_JOB_STATEMENTS) return jobs;
+        deleted = (
+          await d1
+            .prepare(
+              `DELETE FROM ${table} WHERE rowid IN
+                 (SELECT rowid FROM ${table} WHERE job_id IN (SELECT value FROM json_each(?1)) LIMIT ?2)`,
+            )
+            .bind(ids, ROWS_PER_STATEMENT)
+            .run()
+        ).meta.changes;
+      }
+    }
+    statements++;
+    await d1.prepare('DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))').bind(ids).run();
+    jobs += results.length;
   }
-  report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, cutoff, sandboxCutoff);
-  report.deliveries = await deleteInChunks(
-    d1,
-    'webhook_deliveries',
-    'created_at < ?1',
-    cutoff,
-    sandboxCutoff,
-  );
-  // Dashboard sessions go when they expire, not after the retention period.
-  report.sessions = await deleteBefore(d1, 'sessions', 'expires_at', now);
-  // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
-  // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
-  report.domainFacts = await deleteBefore(d1, 'domain_facts', 'updated_at', now - VERDICT_LIFETIME_MS);
-  // Idempotency keys are kept 24 hours, whatever the retention period.
-  report.idempotencyKeys = await deleteBefore(
-    d1,
-    'idempotency_keys',
-    'created_at',
-    now - IDEMPOTENCY_KEY_TTL_MS,
-  );
-  return report;
+  return jobs;
 }
 
-/** Deletes the rows of a small table (or one indexed on `column`) whose `column` is before `before`. */
-async function deleteBefore(
-  d1: D1Database,
-  table: 'sessions' | 'domain_facts' | 'idempotency_keys',
-  column: 'expires_at' | 'updated_at' | 'created_at',
-  before: number,
-): Promise<number> {
-  return (await d1.prepare(`DELETE FROM ${table} WHERE ${column} < ?1`).bind(before).run()).meta.changes;
-}
-
+/**
+ * Deletes the rows of `table` that match `where` (bound to `binds`), ROWS_PER_STATEMENT per
+ * statement and MAX_CHUNKS statements per run at most.
+ */
 async function deleteInChunks(
   d1: D1Database,
-  table: 'verifications' | 'webhook_deliveries',
-  expiredSql: string,
-  cutoff: number,
-  sandboxCutoff: number,
+  table: 'verifications' | 'webhook_deliveries' | 'sessions' | 'domain_facts' | 'idempotency_keys',
+  where: string,
+  ...binds: number[]
 ): Promise<number> {
   let deleted = 0;
   for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
-    const result = await d1
-      .prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${expiredSql} LIMIT ?3)`)
-      .bind(cutoff, sandboxCutoff, ROWS_PER_CHUNK)
-      .run();
-    deleted += result.meta.changes;
-    if (result.meta.changes < ROWS_PER_CHUNK) break;
+    const { changes } = (
+      await d1
+        .prepare(
+          `DELETE FROM ${table} WHERE rowid IN
+             (SELECT rowid FROM ${table} WHERE ${where} LIMIT ${ROWS_PER_STATEMENT})`,
+        )
+        .bind(...binds)
+        .run()
+    ).meta;
+    deleted += changes;
+    if (changes < ROWS_PER_STATEMENT) break;
   }
   return deleted;
 }
