@@ -37,6 +37,12 @@ const ConfigSchema = z
     QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
     /** Active (not revoked) API keys. */
     QUOTA_API_KEYS: z.coerce.number().int().min(0).default(25),
+    /**
+     * Requests to the internet one invocation may make: the Workers plan's subrequest limit
+     * (https://developers.cloudflare.com/workers/platform/limits/#subrequests): 50 on Workers
+     * Free, 10,000 on Workers Paid (the default here), more where `[limits] subrequests` raises it.
+     */
+    SUBREQUEST_LIMIT: z.coerce.number().int().min(10).default(10_000),
     SMTP_ENABLED: booleanFlag.default(true),
     /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
     BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),

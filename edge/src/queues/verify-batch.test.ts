@@ -5,13 +5,16 @@ import {
   waitOnExecutionContext,
 } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
-import { balanceOf, call, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
+import { rowsFromJson } from '../services/batch-input.ts';
+import { createBatchJob } from '../services/batch-jobs.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
 import { recordCatchAll, recordMailRoute } from '../storage/domain-facts.ts';
-import { consumeVerifyBatch } from './verify-batch.ts';
+import { consumeVerifyBatch, dohBudgetOf, routeFetchesAtMost } from './verify-batch.ts';
 
 /** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
 async function messagesOf(jobId: string): Promise<WorkMessage[]> {
@@ -398,5 +401,86 @@ describe('verify-batch consumer', () => {
       expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
     }
     expect(await balanceOf(caller.accountId)).toBe(10);
+  });
+});
+
+describe('verify-batch consumer within the subrequest limit', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('resolves only the routes that fit in its share of the plan limit, and puts the rest back on the queue', async () => {
+    const run = crypto.randomUUID().slice(0, 8);
+    // 100 domains of one job, none in the facts or the DNS cache: each needs DoH (NXDOMAIN here).
+    const emails = Array.from({ length: 100 }, (_, index) => `user@d${index}-${run}.budget.test`);
+    const caller = await newCaller({ credits: 100 });
+    const silent = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+    const { jobId } = await createBatchJob({
+      db: db(),
+      queue: silent,
+      caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 100 },
+      upload: rowsFromJson(emails),
+      source: 'json',
+      name: null,
+      webhookUrl: null,
+      maxWaitSeconds: null,
+      quotas: quotas(),
+      now: Date.now(),
+    });
+    const dohOrigin = new URL(env.DOH_URL).origin;
+    let dohFetches = 0;
+    const passThrough = globalThis.fetch.bind(globalThis);
+    vi.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (url.startsWith(dohOrigin)) dohFetches++;
+      return passThrough(input, init);
+    });
+    const requeued: BatchMessage[] = [];
+    const queue = {
+      send: async () => {},
+      sendBatch: async (batch: { body: BatchMessage }[]) =>
+        void requeued.push(...batch.map(({ body }) => body)),
+    } as unknown as Queue<BatchMessage>;
+    // A plan of 100 subrequests: DoH may take 80 of them, and a route up to 21 (MX, then A and
+    // AAAA of up to 10 hosts), so one invocation resolves routes only while 21 fetches are left.
+    const plan = { ...env, SUBREQUEST_LIMIT: '100', VERIFY_QUEUE: queue };
+    const budget = dohBudgetOf(configOf(plan));
+    expect(budget).toBe(80);
+    expect(routeFetchesAtMost(configOf(plan))).toBe(21);
+
+    let messages: BatchMessage[] = await messagesOf(jobId);
+    const invocations: { fetches: number; resolved: number; requeued: number }[] = [];
+    while (messages.length > 0 && invocations.length < 10) {
+      dohFetches = 0;
+      requeued.length = 0;
+      const batch = createMessageBatch<BatchMessage>(
+        'verify-batch',
+        messages.map((body, index) => ({ id: `b${index}`, timestamp: new Date(), attempts: 1, body })),
+      );
+      const ctx = createExecutionContext();
+      await consumeVerifyBatch(batch, plan, ctx);
+      await waitOnExecutionContext(ctx);
+      expect((await getQueueResult(batch, ctx)).ackAll).toBe(true);
+      invocations.push({
+        fetches: dohFetches,
+        resolved: messages.length - requeued.length,
+        requeued: requeued.length,
+      });
+      // What went back is work not done, unchanged.
+      for (const message of requeued) expect(messages).toContainEqual(message);
+      messages = [...requeued];
+    }
+    // Each NXDOMAIN took one fetch: the first invocation resolved routes while 21 were left
+    // (60 of them), the next one the other 40. Neither went past its 80.
+    expect(invocations).toEqual([
+      { fetches: 60, resolved: 60, requeued: 40 },
+      { fetches: 40, resolved: 40, requeued: 0 },
+    ]);
+    for (const { fetches } of invocations) expect(fetches).toBeLessThanOrEqual(budget);
+    await untilAnswered(jobId, 100);
+    const { results } = await env.DB.prepare(
+      'SELECT DISTINCT sub_status AS subStatus FROM job_addresses WHERE job_id = ?',
+    )
+      .bind(jobId)
+      .all<{ subStatus: string }>();
+    expect(results).toEqual([{ subStatus: 'invalid_domain' }]);
   });
 });

@@ -4,8 +4,13 @@
 // probes it and records each answer as it comes (so a slow domain holds up nobody). Deadline
 // messages finish their job; recheck messages start a completed job's follow-up round, whose
 // work then comes through here like any other (docs/architecture.md, "Greylist follow-up").
+// DNS stays within the plan's subrequest limit (docs/operations.md, "Subrequests"): work whose
+// route does not fit in this invocation goes back on the queue for the next.
 // A replayed message changes nothing: writes are once-only upserts.
-import { configOf } from '../config.ts';
+import { MAX_MX_HOSTS } from '@rcpt/shared/dns/mail-route';
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
+import { type Config, configOf } from '../config.ts';
+import { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { defaultDeadlineAt } from '../services/batch-jobs.ts';
 import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
 import { startRecheckRound } from '../services/batch-recheck.ts';
@@ -16,6 +21,7 @@ import {
   type SettledTask,
   settleBatchWork,
 } from '../services/batch-results.ts';
+import type { DomainFactsStore } from '../services/domain-facts.ts';
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { processingJobs } from '../storage/jobs.ts';
@@ -41,8 +47,10 @@ export async function consumeVerifyBatch(
   )
     ? await recheckingJobs(db, jobIds)
     : new Map();
-  // Routes from the domain facts every account shares, resolved over DNS when they expired.
-  const facts = domainFactsOf(db, config);
+  // Routes from the domain facts every account shares, resolved over DNS when they expired,
+  // every DoH fetch counted against this invocation's share of the plan's subrequest limit.
+  const budget = new SubrequestBudget(dohBudgetOf(config));
+  const facts = domainFactsOf(db, config, budget);
   const resolveRoute = (domain: string) => facts.mailRoute(domain);
 
   const work: { body: WorkMessage; accountId: string; deadlineAt: number }[] = [];
@@ -72,19 +80,32 @@ export async function consumeVerifyBatch(
   }
 
   await facts.prefetch(work.map(({ body }) => body.domain));
-  const tasks: BatchTask[] = await Promise.all(
-    work.map(async ({ body, accountId, deadlineAt }) => ({
-      jobId: body.jobId,
-      accountId,
-      domain: body.domain,
-      deadlineAt,
-      attempt: body.attempt,
-      ...(body.retry ? { retry: body.retry } : {}),
-      ...(body.recheckRound !== undefined ? { recheckRound: body.recheckRound } : {}),
-      addresses: body.addresses,
-      dns: await resolveRoute(body.domain),
-    })),
+  const routes = await routesWithin(
+    budget,
+    facts,
+    work.map(({ body }) => body.domain),
+    routeFetchesAtMost(config),
   );
+  // Work whose route did not fit in this invocation goes back on the queue, as it was.
+  const postponed = work.filter(({ body }) => !routes.has(body.domain));
+  if (postponed.length > 0) await deps.queue.sendBatch(postponed.map(({ body }) => ({ body })));
+  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt }) => {
+    const dns = routes.get(body.domain);
+    if (!dns) return [];
+    return [
+      {
+        jobId: body.jobId,
+        accountId,
+        domain: body.domain,
+        deadlineAt,
+        attempt: body.attempt,
+        ...(body.retry ? { retry: body.retry } : {}),
+        ...(body.recheckRound !== undefined ? { recheckRound: body.recheckRound } : {}),
+        addresses: body.addresses,
+        dns,
+      },
+    ];
+  });
   const decided: SettledTask[] = [];
   const toProbe: BatchTask[] = [];
   for (const task of tasks) {
@@ -107,4 +128,50 @@ export async function consumeVerifyBatch(
   }
   await settleBatchWork(deps, decided, Date.now());
   batch.ackAll();
+}
+
+/**
+ * The DoH fetches one invocation may make: most of the plan's subrequest limit. The rest is left
+ * for the webhook deliveries of the jobs it completes and, on Workers Paid, where they count as
+ * well, for its D1, Durable Object and Queue calls (a few per message).
+ */
+export function dohBudgetOf(config: Config): number {
+  return Math.floor(config.SUBREQUEST_LIMIT * 0.8);
+}
+
+/**
+ * The most DoH fetches one mail route can take: its MX lookup and the A and AAAA lookups of each
+ * of its hosts (at most MAX_MX_HOSTS), each asked of every resolver of DOH_URL in turn when the
+ * earlier ones fail.
+ */
+export function routeFetchesAtMost(config: Config): number {
+  return (1 + 2 * MAX_MX_HOSTS) * config.DOH_URL.length;
+}
+
+/**
+ * The routes of `domains` that fit in `budget`: the kept ones, then the others resolved in waves,
+ * each wave as many routes as the budget left covers at their worst (`routeCost` each), so the
+ * invocation never fetches past it. A route that is not in the answer is for a later invocation.
+ */
+async function routesWithin(
+  budget: SubrequestBudget,
+  facts: DomainFactsStore,
+  domains: readonly string[],
+  routeCost: number,
+): Promise<Map<string, DnsOutcome>> {
+  const routes = new Map<string, DnsOutcome>();
+  const cold: string[] = [];
+  for (const domain of new Set(domains)) {
+    if (await facts.routeKept(domain)) routes.set(domain, await facts.mailRoute(domain));
+    else cold.push(domain);
+  }
+  while (cold.length > 0) {
+    let wave = cold.splice(0, Math.floor(budget.left / routeCost));
+    // A route dearer than the whole budget (many resolvers, a small plan) still gets its turn,
+    // alone: the budget stops its fetches past the limit.
+    if (wave.length === 0 && budget.left === budget.limit) wave = cold.splice(0, 1);
+    if (wave.length === 0) break;
+    await Promise.all(wave.map(async (domain) => routes.set(domain, await facts.mailRoute(domain))));
+  }
+  return routes;
 }

@@ -106,10 +106,16 @@ export class DomainFactsStore {
     this.#read.set(domain, Promise.resolve(row ? factsOf(row) : null));
   }
 
+  /** Whether the kept mail route still holds, so that `mailRoute` asks no DNS. */
+  async routeKept(domain: string): Promise<boolean> {
+    const route = (await this.facts(domain))?.route;
+    return route !== undefined && route !== null && route.expiresAt > this.#deps.now();
+  }
+
   /** The mail route: the kept one while its TTL lasts, else DNS's answer, kept for next time. */
   async mailRoute(domain: string): Promise<DnsOutcome> {
     const route = (await this.facts(domain))?.route;
-    if (route && route.expiresAt > this.#deps.now()) return route.value;
+    if (route && (await this.routeKept(domain))) return route.value;
     return this.#resolve(domain);
   }
 

@@ -4,20 +4,31 @@ import { detectTenant } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
-import { DohClient } from '../dns/doh-client.ts';
+import { type DnsAnswer, DohClient } from '../dns/doh-client.ts';
 import { dohLookup, resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
+import type { SubrequestBudget } from '../dns/subrequest-budget.ts';
+import { TtlCache } from '../dns/ttl-cache.ts';
 import type { Db } from '../storage/db.ts';
 import { DomainFactsStore } from './domain-facts.ts';
 import { hubGateway } from './prober-gateway.ts';
 
-// One resolver per isolate and resolver list, so its TTL cache is shared by requests.
+// One resolver per isolate and resolver list, so its TTL cache is shared by requests; an
+// invocation that counts its subrequests gets its own client on the same cache.
 const resolvers = new Map<string, DohClient>();
+const answerCaches = new Map<string, TtlCache<DnsAnswer>>();
 
-export function dohClientFor(config: Config): DohClient {
+/** The deployment's DoH client; with `budget`, one whose fetches count against it. */
+export function dohClientFor(config: Config, budget?: SubrequestBudget): DohClient {
   const key = config.DOH_URL.join(',');
+  let cache = answerCaches.get(key);
+  if (!cache) {
+    cache = new TtlCache<DnsAnswer>();
+    answerCaches.set(key, cache);
+  }
+  if (budget) return new DohClient({ urls: config.DOH_URL, cache, fetch: budget.fetch });
   let client = resolvers.get(key);
   if (!client) {
-    client = new DohClient({ urls: config.DOH_URL });
+    client = new DohClient({ urls: config.DOH_URL, cache });
     resolvers.set(key, client);
   }
   return client;
@@ -29,9 +40,12 @@ export function mailRouteResolver(config: Config): (domain: string) => Promise<D
   return (domain) => resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
 }
 
-/** The shared domain facts, for one request or consumer batch, resolving over the deployment's DNS. */
-export function domainFactsOf(db: Db, config: Config): DomainFactsStore {
-  const doh = dohClientFor(config);
+/**
+ * The shared domain facts, for one request or consumer batch, resolving over the deployment's
+ * DNS (with `budget`, each DoH fetch counted against it).
+ */
+export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget): DomainFactsStore {
+  const doh = dohClientFor(config, budget);
   const options = { allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS };
   return new DomainFactsStore({
     db,
