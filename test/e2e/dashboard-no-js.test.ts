@@ -50,6 +50,15 @@ async function sessionCookie() {
 describe('the dashboard without JavaScript', () => {
   it('signs up, confirms the email with the emailed link, and signs in with 100 credits', async () => {
     await page.goto('/signup');
+    // The form is bound to a __Host- cookie, which the browser keeps over http://127.0.0.1 (a
+    // secure context) and sends back with the form.
+    expect(
+      (await browser.context.cookies()).find((cookie) => cookie.name === '__Host-rcpt_csrf'),
+    ).toMatchObject({
+      secure: true,
+      path: '/',
+      httpOnly: true,
+    });
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
