@@ -1084,7 +1084,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a test event to the default URL */
+        /**
+         * Send a test event to the default URL
+         * @description Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the delivery and that one attempt. A test event is never retried (job events are).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1094,7 +1097,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The delivery and its first attempt. */
+                /** @description The delivery and its only attempt. */
                 200: {
                     headers: {
                         /** @description Requests allowed per 60 s window for this key (100). */
