@@ -14,8 +14,9 @@ const route = createRoute({
   description:
     'Results in the original upload order (a duplicate appears at each of its positions with the same verdict), ' +
     'paginated with `offset`/`limit` and filtered by verdict with `status`. `originalCsvData` holds the uploaded header and each row by position, aligned ' +
-    'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; cells a ' +
-    'spreadsheet would run as formulas are prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
+    'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell ' +
+    "is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is " +
+    'prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
   security: [{ ApiKeyAuth: [] }],
   request: { params: JobIdParam, query: BulkResultsQuery },
   responses: {
