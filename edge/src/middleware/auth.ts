@@ -27,7 +27,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
 export const liveKeyOnly = createMiddleware<AppEnv>(async (c, next) => {
   if (c.get('caller').mode !== 'live') {
     throw new ApiError('FORBIDDEN', {
-      message: 'Webhook settings need a live key (rk_live_…) or the dashboard.',
+      message: "The account's settings and webhooks need a live key (rk_live_…) or the dashboard.",
     });
   }
   await next();

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookTestResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { liveKeyOnly } from '../../middleware/auth.ts';
 import { sendTestEvent } from '../../services/webhooks.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
@@ -14,6 +15,7 @@ const route = createRoute({
     'Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the ' +
     'delivery and that one attempt. A test event is never retried (job events are).',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [liveKeyOnly] as const,
   responses: {
     200: {
       description: 'The delivery and its only attempt.',
