@@ -67,12 +67,14 @@ export function VerdictMix(props: VerdictMixProps) {
   return (
     <div class="mix">
       <svg viewBox="0 0 100 6" preserveAspectRatio="none" class="mix-bar" aria-hidden="true">
-        {segments.map((segment) => {
-          const width = (segment.count / total) * 100;
-          const rect = <rect class={`mix-${segment.name}`} x={offset} y={0} width={width} height={6} />;
-          offset += width;
-          return rect;
-        })}
+        {segments
+          .filter((segment) => segment.count > 0)
+          .map((segment) => {
+            const width = (segment.count / total) * 100;
+            const rect = <rect class={`mix-${segment.name}`} x={offset} y={0} width={width} height={6} />;
+            offset += width;
+            return rect;
+          })}
       </svg>
       <ul class="mix-legend">
         {segments.map((segment) => (
