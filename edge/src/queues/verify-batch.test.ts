@@ -92,7 +92,7 @@ async function jobOnceSettled(key: string, jobId: string): Promise<Record<string
 }
 
 describe('verify-batch consumer', () => {
-  it('asks a greylisted answer again in a recheck round after completion: deliverable, free, only its own round', async () => {
+  it('asks a greylisted answer again in a recheck round after completion: deliverable, charged then, only its own round', async () => {
     let greylisting = true;
     const prober = await startFakeProber('default', (probe) =>
       greylisting && probe.emails.some((email) => email.startsWith('bob'))
@@ -155,16 +155,19 @@ describe('verify-batch consumer', () => {
       status: 'completed',
       deliverableCount: 2,
       unknownCount: 0,
+      creditsCharged: 3,
       creditsRefunded: 1,
     });
     expect(await subStatusesOf(jobId, caller.apiKey)).toEqual([
       ['alice@recheck-accept.test', 'accepted_email'],
       ['bob@recheck-grey.test', 'accepted_email'],
     ]);
-    expect(await balanceOf(caller.accountId)).toBe(9);
-    expect((await ledgerOf(caller.accountId)).filter((row) => row.reference === jobId)).toEqual([
+    // bob was refunded at completion; his known answer is charged now (docs/money.md).
+    expect(await balanceOf(caller.accountId)).toBe(8);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reference.startsWith(jobId))).toEqual([
       { delta: -2, reason: 'bulk_charge', reference: jobId },
       { delta: 1, reason: 'bulk_refund', reference: jobId },
+      { delta: -1, reason: 'recheck_charge', reference: `${jobId}:round-1` },
     ]);
     prober.close();
   });

@@ -1,6 +1,7 @@
 // Greylist follow-up: a completed job with `recheck` asks its temporary answers again in
-// rounds; a round that changes a verdict updates the job (still completed), costs nothing and
-// writes one job.updated event; replays, lost messages and lost probes change nothing twice.
+// rounds; a round that changes a verdict updates the job (still completed), charges the refunded
+// addresses it answered as far as the balance covers, and writes one job.updated event;
+// replays, lost messages and lost probes change nothing twice.
 import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -125,7 +126,7 @@ async function recheckStateOf(jobId: string, idx: number): Promise<string | null
 }
 
 describe('greylist follow-up', () => {
-  it('asks a greylisted answer again after completion and turns it deliverable: once, free, one job.updated', async () => {
+  it('asks a greylisted answer again after completion and turns it deliverable: once, charged then, one job.updated', async () => {
     const received = receiveWebhooks();
     const now = Date.now();
     const { jobId, accountId } = await recheckJob({ recheck: true, now, webhook: true });
@@ -182,7 +183,7 @@ describe('greylist follow-up', () => {
       processedEmails: 2,
       deliverableCount: 2,
       unknownCount: 0,
-      creditsCharged: 2,
+      creditsCharged: 3,
       creditsRefunded: 1,
     });
     const results = await readJobResults(db(), (await findJobById(db(), jobId)) ?? never(), {
@@ -193,11 +194,13 @@ describe('greylist follow-up', () => {
       ['alice@recheck.test', 'deliverable'],
       ['bob@recheck.test', 'deliverable'],
     ]);
-    // Free: the charge and the refund at completion, nothing since.
-    expect(await balanceOf(accountId)).toBe(9);
-    expect((await ledgerOf(accountId)).filter((entry) => entry.reference === jobId)).toEqual([
+    // Refunded at completion, known now: charged now, in a row that names the job and the round —
+    // a refund never turns a known verdict into zero credits (docs/money.md).
+    expect(await balanceOf(accountId)).toBe(8);
+    expect((await ledgerOf(accountId)).filter((entry) => entry.reference.startsWith(jobId))).toEqual([
       { delta: -2, reason: 'bulk_charge', reference: jobId },
       { delta: 1, reason: 'bulk_refund', reference: jobId },
+      { delta: -1, reason: 'recheck_charge', reference: `${jobId}:round-1` },
     ]);
     const eventId = `msg_${jobId.replaceAll('-', '')}_updated_1`;
     expect((await eventsOf(jobId)).map((event) => event.type)).toEqual(['job.completed', 'job.updated']);
@@ -210,11 +213,78 @@ describe('greylist follow-up', () => {
       },
     });
 
-    // The same answer again (a replayed probe) changes nothing and sends nothing.
+    // The same answer again (a replayed probe) changes nothing, charges nothing, sends nothing.
     await recordRecheck(deps, jobId, [answer], later + 1_000);
     await settled();
     expect(await view(jobId)).toEqual(updated);
     expect(await eventsOf(jobId)).toHaveLength(2);
+    expect(await balanceOf(accountId)).toBe(8);
+  });
+
+  it('charges refunded addresses a round answers only as far as the balance covers; the rest waits, never below zero', async () => {
+    const now = Date.now();
+    const caller = await newCaller({ credits: 5 });
+    const { deps, settled } = recordingDeps();
+    const upload = (emails: string[]) =>
+      createBatchJob({
+        db: db(),
+        queue: deps.queue,
+        caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 5 },
+        upload: rowsFromJson(emails),
+        source: 'json',
+        name: null,
+        webhookUrl: null,
+        maxWaitSeconds: null,
+        recheck: true,
+        quotas: quotas(),
+        now,
+      });
+    const emails = ['ann@recheck.test', 'ben@recheck.test', 'cat@recheck.test', 'dan@recheck.test'];
+    const { jobId } = await upload(emails);
+    // ann deliverable; ben mailbox_not_found; cat and dan greylisted, refunded at completion.
+    await recordResults(
+      db(),
+      jobId,
+      [
+        addressResult(0, answered(emails[0] ?? '', 'deliverable', now)),
+        addressResult(1, answered(emails[1] ?? '', 'undeliverable', now)),
+        { ...addressResult(2, answered(emails[2] ?? '', 'greylisted', now), true), recheckable: true },
+        { ...addressResult(3, answered(emails[3] ?? '', 'greylisted', now), true), recheckable: true },
+      ],
+      now,
+      FIRST_ROUND_MS,
+    );
+    expect(await balanceOf(caller.accountId)).toBe(3);
+    await upload(['eve@elsewhere.test', 'fay@elsewhere.test']);
+    expect(await balanceOf(caller.accountId)).toBe(1);
+
+    const round = async (number: number, at: number) => {
+      await startRecheckRound(deps, { kind: 'recheck', jobId, round: number - 1, dueAt: at }, at);
+      const known = [2, 3].map((idx) =>
+        recheckAnswerOf(idx, answered(emails[idx] ?? '', 'deliverable', at), {
+          retry: 'none',
+          refundable: false,
+        }),
+      );
+      await recordRecheck(deps, jobId, known, at);
+      await settled();
+    };
+    const first = now + FIRST_ROUND_MS;
+    await round(1, first);
+    // One credit left: cat (the lower index) is answered and charged; dan keeps its answer, due again.
+    expect(await balanceOf(caller.accountId)).toBe(0);
+    expect(await recheckStateOf(jobId, 2)).toBeNull();
+    expect(await recheckStateOf(jobId, 3)).toBe('due');
+    expect(await view(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
+    const secondAt = now + (configOf(env).RECHECK_SCHEDULE_SECONDS[1] ?? 0) * 1000;
+    await round(2, secondAt);
+    // Nothing left to pay with: dan's answer is not taken, and the balance stays at zero.
+    expect(await balanceOf(caller.accountId)).toBe(0);
+    expect(await recheckStateOf(jobId, 3)).toBe('due');
+    expect(await view(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
+    expect((await ledgerOf(caller.accountId)).filter((entry) => entry.reason === 'recheck_charge')).toEqual([
+      { delta: -1, reason: 'recheck_charge', reference: `${jobId}:round-1` },
+    ]);
   });
 
   it('never plans a recheck for a job without it, nor for a permanent answer; the account default applies', async () => {

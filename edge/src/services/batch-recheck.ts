@@ -3,8 +3,9 @@
 // rounds at RECHECK_SCHEDULE_SECONDS after completion. A round is a delayed queue message that
 // claims the round once, then ordinary work messages through the consumer and the hub; its
 // answers are recorded as they come, and the round that changed a verdict writes one
-// `job.updated` event as it closes. Rechecks are free: nothing here moves credits
-// (docs/money.md). Lost messages and lost probes are recovered by the cron.
+// `job.updated` event as it closes. An address refunded at completion that a round answers
+// with a known verdict is charged then, as far as the balance covers (docs/money.md; the
+// statements are in storage/rechecks.ts). Lost messages and lost probes are recovered by the cron.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
 import { findJobById } from '../storage/jobs.ts';

@@ -104,7 +104,7 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
       `SELECT
          (SELECT COUNT(*) FROM verifications WHERE account_id = ?1 AND kind = 'single') AS singleVerifications,
          (SELECT COUNT(*) FROM jobs WHERE account_id = ?1) AS batchJobs,
-         (SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND reason IN ('verify', 'bulk_charge')) AS creditsSpent,
+         (SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND reason IN ('verify', 'bulk_charge', 'recheck_charge')) AS creditsSpent,
          (SELECT COALESCE(SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND reason IN ('verify_refund', 'bulk_refund')) AS creditsRefunded`,
     )
     .bind(accountId)

@@ -1,8 +1,9 @@
 // The ledger invariant under random interleavings of everything that moves money, on the real
 // local D1: single verifications (some failing after the charge), uploads, result writes
 // (partial, replayed, and abandoned halfway as by a consumer that throws after enqueueing its
-// retries), recovery sweeps and job failures; and sign-up grants of accounts that share a
-// mailbox, confirmed in any order and at once.
+// retries), recovery sweeps, job failures and greylist follow-up rounds (which charge the
+// refunded addresses they answer, as far as the balance covers); and sign-up grants of accounts
+// that share a mailbox, confirmed in any order and at once.
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
@@ -17,6 +18,7 @@ import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.t
 import { rowsFromJson } from '../services/batch-input.ts';
 import { addressResult, createBatchJob } from '../services/batch-jobs.ts';
 import type { BatchMessage } from '../services/batch-queue.ts';
+import { recheckAnswerOf, recordRecheck, startRecheckRound } from '../services/batch-recheck.ts';
 import { sandboxVerify } from '../services/sandbox.ts';
 import { verifyForCaller } from '../services/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
@@ -50,6 +52,7 @@ type Step =
   | { kind: 'upload'; size: number }
   | { kind: 'record'; job: number; picks: number[]; refundable: boolean; replay: boolean }
   | { kind: 'fail'; job: number }
+  | { kind: 'recheck'; job: number; known: boolean[]; replay: boolean }
   | { kind: 'recover'; minutesLater: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -63,6 +66,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     replay: fc.boolean(),
   }),
   fc.record({ kind: fc.constant('fail' as const), job: fc.nat(4) }),
+  fc.record({
+    kind: fc.constant('recheck' as const),
+    job: fc.nat(4),
+    known: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+    replay: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('recover' as const), minutesLater: fc.integer({ min: 0, max: 48 * 60 }) }),
 );
 
@@ -102,10 +111,42 @@ async function run(steps: Step[]): Promise<string> {
         name: null,
         webhookUrl: null,
         maxWaitSeconds: null,
+        recheck: true,
         quotas: quotas(),
         now,
       }).catch(() => null); // 402
       if (response) jobs.push({ id: response.jobId, emails });
+    } else if (action.kind === 'recheck') {
+      const job = jobs[action.job % Math.max(1, jobs.length)];
+      if (!job) continue;
+      const [state] = await rows<{ round: number; dueAt: number | null }>(
+        'SELECT recheck_round AS round, recheck_due_at AS dueAt FROM jobs WHERE id = ?1',
+        job.id,
+      );
+      if (state?.dueAt == null) continue;
+      const settleDeps = { db: db(), queue, config: configOf(env), inBackground: () => undefined };
+      await startRecheckRound(
+        settleDeps,
+        { kind: 'recheck', jobId: job.id, round: state.round, dueAt: state.dueAt },
+        state.dueAt,
+      );
+      const asking = await rows<{ idx: number }>(
+        "SELECT idx FROM job_addresses WHERE job_id = ?1 AND recheck = 'asking'",
+        job.id,
+      );
+      const answers = asking.map(({ idx }) =>
+        action.known[idx % 5]
+          ? recheckAnswerOf(idx, sandboxVerify('deliverable@ledger.test', now), {
+              retry: 'none',
+              refundable: false,
+            })
+          : recheckAnswerOf(idx, sandboxVerify('greylisted@ledger.test', now), {
+              retry: 'greylist',
+              refundable: true,
+            }),
+      );
+      await recordRecheck(settleDeps, job.id, answers, state.dueAt);
+      if (action.replay) await recordRecheck(settleDeps, job.id, answers, state.dueAt);
     } else if (action.kind === 'record' || action.kind === 'fail') {
       const job = jobs[action.job % Math.max(1, jobs.length)];
       if (!job) continue;
@@ -114,12 +155,16 @@ async function run(steps: Step[]): Promise<string> {
         continue;
       }
       const idxs = [...new Set(action.picks.map((pick) => pick % job.emails.length))];
-      const results = idxs.map((idx) =>
-        addressResult(idx, sandboxVerify(job.emails[idx] ?? '', now), action.refundable && idx % 2 === 0),
-      );
-      await recordResults(db(), job.id, results, now);
+      const results = idxs.map((idx) => {
+        const refundable = action.refundable && idx % 2 === 0;
+        return {
+          ...addressResult(idx, sandboxVerify(job.emails[idx] ?? '', now), refundable),
+          recheckable: refundable,
+        };
+      });
+      await recordResults(db(), job.id, results, now, 60_000);
       // A queue redelivery of the same message.
-      if (action.replay) await recordResults(db(), job.id, results, now);
+      if (action.replay) await recordResults(db(), job.id, results, now, 60_000);
     } else {
       const config = configOf(env);
       const later = now + action.minutesLater * 60_000 + UNANSWERED_VERIFICATION_MS;
@@ -156,7 +201,7 @@ async function checkInvariants(accountId: string): Promise<void> {
   // No job charged, completed or refunded twice; a refund never exceeds its charge.
   const movements = await rows<{ reference: string; reason: string; n: number; total: number }>(
     `SELECT reference, reason, COUNT(*) AS n, SUM(delta) AS total FROM credit_ledger
-     WHERE account_id = ?1 AND reason != 'signup_grant' GROUP BY reference, reason`,
+     WHERE account_id = ?1 AND reason NOT IN ('signup_grant', 'recheck_charge') GROUP BY reference, reason`,
     accountId,
   );
   for (const movement of movements) expect(movement.n, `${movement.reason} ${movement.reference}`).toBe(1);
@@ -180,7 +225,20 @@ async function checkInvariants(accountId: string): Promise<void> {
   for (const job of jobs) {
     const charge = movements.find((m) => m.reference === job.id && m.reason === 'bulk_charge');
     const refund = movements.find((m) => m.reference === job.id && m.reason === 'bulk_refund');
-    expect(-(charge?.total ?? 0)).toBe(job.charged);
+    // What follow-up rounds charged: rows naming the job and the round.
+    const [rechecked] = await rows<{ total: number; rows: number; rounds: number }>(
+      `SELECT COALESCE(-SUM(delta), 0) AS total, COUNT(*) AS rows, COUNT(DISTINCT reference) AS rounds
+       FROM credit_ledger WHERE account_id = ?1 AND reason = 'recheck_charge' AND reference LIKE ?2 || ':round-%'`,
+      accountId,
+      job.id,
+    );
+    expect(-(charge?.total ?? 0) + (rechecked?.total ?? 0)).toBe(job.charged);
+    // A known verdict is never free: every answer a round took for a refunded address was paid.
+    const [unpaid] = await rows<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = ?1 AND changed_in_round IS NOT NULL AND refundable = 1',
+      job.id,
+    );
+    expect(unpaid?.n).toBe(0);
     expect(refund?.total ?? 0).toBe(job.finalized ? job.refunded : 0);
     expect(job.refunded).toBeLessThanOrEqual(job.charged);
     expect(job.finalized === 1).toBe(job.status === 'completed' || job.status === 'failed');
@@ -211,7 +269,29 @@ describe('the credit ledger', () => {
         const accountId = await run([...steps, { kind: 'recover', minutesLater: 48 * 60 }]);
         await checkInvariants(accountId);
       }),
-      { numRuns: 12 },
+      {
+        numRuns: 12,
+        // Follow-up rounds on a job whose refunded answers turn known: with credits left, and
+        // after a second upload took them all.
+        examples: [
+          [
+            [
+              { kind: 'upload', size: 4 },
+              { kind: 'record', job: 0, picks: [0, 1, 2, 3], refundable: true, replay: false },
+              { kind: 'recheck', job: 0, known: [true, true, true, true, true], replay: true },
+            ],
+          ],
+          [
+            [
+              { kind: 'upload', size: 5 },
+              { kind: 'record', job: 0, picks: [0, 1, 2, 3, 4], refundable: true, replay: false },
+              { kind: 'upload', size: 5 },
+              { kind: 'recheck', job: 0, known: [false, true, true, true, true], replay: false },
+              { kind: 'recheck', job: 0, known: [true, true, true, true, true], replay: false },
+            ],
+          ],
+        ],
+      },
     );
     // A few seconds on an idle machine; the margin is for a loaded one.
   }, 60_000);

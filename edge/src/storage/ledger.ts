@@ -21,7 +21,8 @@ export type LedgerReason =
   | 'verify'
   | 'verify_refund'
   | 'bulk_charge'
-  | 'bulk_refund';
+  | 'bulk_refund'
+  | 'recheck_charge';
 
 export interface CreditMovement {
   accountId: string;
@@ -215,6 +216,34 @@ export function refundUnansweredVerification(verificationId: string, now: number
       sql: `UPDATE accounts SET credit_balance = credit_balance + (SELECT amount FROM (${charged}))
             WHERE id = (SELECT account_id FROM (${charged})) RETURNING credit_balance`,
       params: [verificationId],
+    },
+  };
+}
+
+/**
+ * The charge of a greylist follow-up's answers (docs/money.md, "Batch"): one credit for each of
+ * the job's addresses marked `charging` — refunded at completion, now answered with a known
+ * verdict, as many as the balance covers (the marking statement's LIMIT) — as one
+ * `recheck_charge` row whose reference names the job and its running round
+ * (`<jobId>:round-<n>`). Run it after the statement that marks them and before the one that
+ * records their answers (which clears the mark), in the same batch. Statements placed between
+ * `entry` and `balance` still see the balance before the charge.
+ */
+export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair {
+  const charging = "(SELECT COUNT(*) FROM job_addresses WHERE job_id = ?1 AND recheck = 'charging')";
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, -${charging}, a.credit_balance - ${charging}, 'recheck_charge', j.id || ':round-' || j.recheck_round, ?2
+            FROM jobs j JOIN accounts a ON a.id = j.account_id
+            WHERE j.id = ?1 AND ${charging} > 0 AND a.credit_balance >= ${charging}`,
+      params: [jobId, now],
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance - ${charging}
+            WHERE id = (SELECT account_id FROM jobs WHERE id = ?1) AND ${charging} > 0 AND credit_balance >= ${charging}
+            RETURNING credit_balance`,
+      params: [jobId],
     },
   };
 }

@@ -3,10 +3,13 @@
 // number), its addresses move from 'due' to 'asking', each answer is recorded once (only while
 // its address is 'asking'), and the round closes in the transaction that records its last
 // answer — or at its end time by the recovery sweep — writing one `job.updated` event when it
-// changed a verdict. No statement here touches the ledger: rechecks are free (docs/money.md).
+// changed a verdict. An address refunded at completion that a round answers with a known verdict
+// is charged then, in the transaction that records it, as far as the balance covers
+// (docs/money.md, "Batch"); one the balance does not cover keeps its answer and is due again.
 
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
 import { type AddressResult, countersStatement } from './jobs.ts';
+import { chargeRecheckedAddresses } from './ledger.ts';
 
 export interface RecheckAddress {
   idx: number;
@@ -76,9 +79,12 @@ export interface ClosedRound {
 
 /**
  * Records a round's answers (once each: only while the address is 'asking'). A new verdict
- * replaces the address's (its refund flag stays what the job's refund counted); the job's
- * counters follow, and the round closes with its last answer. Returns the round if this call
- * closed it.
+ * replaces the address's; one for an address the completion refunded is charged first, one
+ * credit each, lowest index first, as many as the balance covers — those are marked
+ * `charging`, charged (`chargeRecheckedAddresses`, which also adds them to the job's
+ * `credits_charged`) and recorded as paid (refundable 0). A known answer the balance did not
+ * cover leaves the address as it was and due for the next round. The job's counters follow,
+ * and the round closes with its last answer. Returns the round if this call closed it.
  */
 export async function recordRecheckAnswers(
   db: Db,
@@ -99,11 +105,37 @@ export async function recordRecheckAnswers(
   );
   // SET expressions read the row as it was before the update (SQLite, "UPDATE"), so the
   // change test compares the old verdict with the new one.
-  const replaces = 'excluded.result_json IS NOT NULL';
+  // A known answer replaces the verdict of an address that is paid for: never refunded, or
+  // charged in this batch.
+  const known = 'excluded.result_json IS NOT NULL';
+  const replaces = `${known} AND (job_addresses.refundable = 0 OR job_addresses.recheck = 'charging')`;
   const changed = `${replaces} AND (excluded.status IS NOT job_addresses.status OR excluded.sub_status IS NOT job_addresses.sub_status)`;
   const replaced = (column: string) =>
     `${column} = CASE WHEN ${replaces} THEN excluded.${column} ELSE job_addresses.${column} END`;
+  const charge = chargeRecheckedAddresses(jobId, now);
+  const charging = "(SELECT COUNT(*) FROM job_addresses WHERE job_id = ?1 AND recheck = 'charging')";
   const outcome = await d1.batch([
+    // Refunded addresses answered with a known verdict, lowest index first, as many as the
+    // balance covers (the balance is still the one before the charge).
+    d1
+      .prepare(
+        `UPDATE job_addresses SET recheck = 'charging'
+         WHERE job_id = ?1 AND idx IN (
+           SELECT a.idx FROM job_addresses a JOIN json_each(?2) j ON a.idx = j.value->>0
+           WHERE a.job_id = ?1 AND a.recheck = 'asking' AND a.refundable = 1 AND j.value->>4 IS NOT NULL
+           ORDER BY a.idx
+           LIMIT (SELECT a.credit_balance FROM accounts a JOIN jobs j ON j.account_id = a.id WHERE j.id = ?1))`,
+      )
+      .bind(jobId, rows),
+    prepare(d1, charge.entry),
+    d1
+      .prepare(
+        `UPDATE jobs SET credits_charged = credits_charged + ${charging}
+         WHERE id = ?1 AND ${charging} > 0
+           AND (SELECT credit_balance FROM accounts WHERE id = jobs.account_id) >= ${charging}`,
+      )
+      .bind(jobId),
+    prepare(d1, charge.balance),
     d1
       .prepare(
         `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, result_json, recheck)
@@ -113,8 +145,10 @@ export async function recordRecheckAnswers(
            ${replaced('catch_all')}, ${replaced('result_json')},
            changed_in_round = CASE WHEN ${changed} THEN (SELECT recheck_round FROM jobs WHERE id = ?1)
              ELSE job_addresses.changed_in_round END,
-           recheck = excluded.recheck
-         WHERE job_addresses.recheck = 'asking'`,
+           refundable = CASE WHEN job_addresses.recheck = 'charging' THEN 0 ELSE job_addresses.refundable END,
+           -- a known answer the balance did not cover: asked again next round
+           recheck = CASE WHEN ${known} AND NOT (${replaces}) THEN 'due' ELSE excluded.recheck END
+         WHERE job_addresses.recheck IN ('asking', 'charging')`,
       )
       .bind(jobId, rows),
     countersStatement(d1, jobId, "status = 'completed'"),

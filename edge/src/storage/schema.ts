@@ -246,11 +246,14 @@ export const jobAddresses = sqliteTable(
     status: text('status'),
     subStatus: text('sub_status'),
     catchAll: integer('catch_all'),
+    // 1: the final answer is refundable (refunded at completion), until a follow-up round's
+    // known answer is charged (docs/money.md).
     refundable: integer('refundable').notNull().default(0),
     resultJson: text('result_json'),
     // Greylist follow-up: 'due' — a recheckable final answer, asked again in the next round;
-    // 'asking' — asked in the running round, no answer yet; null — nothing to ask.
-    recheck: text('recheck', { enum: ['due', 'asking'] }),
+    // 'asking' — asked in the running round, no answer yet; 'charging' — within the one
+    // transaction that records a paid answer only; null — nothing to ask.
+    recheck: text('recheck', { enum: ['due', 'asking', 'charging'] }),
     // The round in which a recheck last changed this address's verdict.
     changedInRound: integer('changed_in_round'),
   },

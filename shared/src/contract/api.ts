@@ -203,8 +203,10 @@ const RECHECK_DESCRIPTION =
   "subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never " +
   'a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job ' +
   'completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, ' +
-  'with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes ' +
-  "deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. " +
+  'with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at ' +
+  'completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit ' +
+  'then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest ' +
+  "waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. " +
   'Test-key jobs are never rechecked.';
 
 /** `recheck` as a query or multipart form field, beside a CSV file. */

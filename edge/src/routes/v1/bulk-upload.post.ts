@@ -63,8 +63,9 @@ const route = createRoute({
     '`details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null ' +
     'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs ' +
     "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
-    'setting), addresses whose final answer is temporary are asked again over the next hours, free of charge; ' +
-    'each round that changes a verdict updates the completed job and sends `job.updated`.',
+    'setting), addresses whose final answer is temporary are asked again over the next hours; a refunded ' +
+    'address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), ' +
+    'and each round that changes a verdict updates the completed job and sends `job.updated`.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
