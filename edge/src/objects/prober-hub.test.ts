@@ -103,23 +103,38 @@ describe('ProberHub probes', () => {
     prober.close();
   });
 
-  it('answers unavailable at once when no prober is connected', async () => {
-    expect(await hubOf('hub-empty').probe(request, 3000)).toEqual({
+  it('waits its budget for a prober to link, and answers unavailable when none does', async () => {
+    expect(await hubOf('hub-empty').probe(request, 300)).toEqual({
       kind: 'unavailable',
-      message: 'no prober connected',
+      message: 'no prober connected before the deadline',
     });
   });
 
-  it('times out when the prober never answers', async () => {
+  it('is answered by a prober that links while it waits (no answer given up early)', async () => {
+    const hub = hubOf('hub-late');
+    const waiting = hub.probe(request, 5000);
+    await until(async () => (await hub.backlog()).single === 1, 'the probe waits in the hub');
+    const prober = await startFakeProber('hub-late', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    const outcome = await waiting;
+    expect(outcome.kind).toBe('report');
+    expect(prober.probes).toHaveLength(1);
+    prober.close();
+  });
+
+  it("answers unavailable (rcpt's failure), not a mail server timeout, when the prober never answers", async () => {
     const prober = await startFakeProber('hub-silent', () => 'ignore');
-    expect(await hubOf('hub-silent').probe(request, 600)).toEqual({ kind: 'timeout' });
+    expect(await hubOf('hub-silent').probe(request, 600)).toEqual({
+      kind: 'unavailable',
+      message: 'the prober did not answer in time',
+    });
     prober.close();
   });
 
   it("answers unavailable, not timeout, when no prober was free before the deadline (rcpt's failure)", async () => {
     const busy = await startFakeProber('hub-busy', () => 'ignore', 1);
     const hub = hubOf('hub-busy');
-    const holding = hub.probe(request, 5000);
+    // Long enough to outlast the second call; once the prober leaves, it waits out the rest.
+    const holding = hub.probe(request, 2000);
     await until(async () => (await hub.status())[0]?.inFlight === 1, 'the busy prober holds a probe');
     expect(await hub.probe(request, 600)).toEqual({
       kind: 'unavailable',

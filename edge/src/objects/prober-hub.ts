@@ -240,11 +240,13 @@ export class ProberHub extends DurableObject<Env> {
     this.#forget(ws);
   }
 
-  /** One probe for a caller who waits (single verification): served before batch work. */
+  /**
+   * One probe for a caller who waits (single verification): served before batch work. With no
+   * prober linked yet it waits too, within its budget: a prober that links (or frees up) in
+   * time answers it, and only one that never does makes it rcpt's own failure.
+   */
   probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
     meter({ doRequests: 1 });
-    if (!this.#hasReadyProber())
-      return Promise.resolve({ kind: 'unavailable', message: 'no prober connected' });
     return new Promise<ProbeOutcome>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
@@ -266,7 +268,12 @@ export class ProberHub extends DurableObject<Env> {
       // Still waiting for a prober at the deadline: rcpt's own failure, said as such.
       const expiry = setTimeout(() => {
         if (this.#unqueue(probe))
-          probe.finish({ kind: 'unavailable', message: 'no prober was free before the deadline' });
+          probe.finish({
+            kind: 'unavailable',
+            message: this.#hasReadyProber()
+              ? 'no prober was free before the deadline'
+              : 'no prober connected before the deadline',
+          });
       }, deadlineMs);
       this.#single.push(probe);
       this.#pump();
@@ -353,7 +360,7 @@ export class ProberHub extends DurableObject<Env> {
   #pump(): void {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
-      this.#failWaiting('no prober connected');
+      this.#failWaitingBatch('no prober connected');
       return;
     }
     const now = Date.now();
@@ -423,7 +430,7 @@ export class ProberHub extends DurableObject<Env> {
       // The prober must answer before our deadline: give it a little less than we have.
       timeoutMs: Math.max(100, Math.min(probe.request.timeoutMs, budgetMs - DEADLINE_MARGIN_MS)),
     };
-    const timer = setTimeout(() => this.#end(id, silentProber(probe)), Math.max(budgetMs, 100));
+    const timer = setTimeout(() => this.#end(id, silentProber()), Math.max(budgetMs, 100));
     this.#running.set(id, { probe, proberId, timer });
     this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
     this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
@@ -508,9 +515,12 @@ export class ProberHub extends DurableObject<Env> {
     return true;
   }
 
-  /** With no prober left, nothing waits on the hub: batch work goes back to its schedule. */
-  #failWaiting(message: string): void {
-    const waiting = [...this.#single.splice(0)];
+  /**
+   * With no prober left, batch work goes back to its schedule (its retries and deadline own
+   * it); single calls keep waiting until their own deadline, for a prober that links.
+   */
+  #failWaitingBatch(message: string): void {
+    const waiting: HubProbe[] = [];
     for (const lane of this.#batch.values()) waiting.push(...lane);
     this.#batch.clear();
     this.#accounts = [];
@@ -662,11 +672,10 @@ function decrement(counts: Map<string, number>, key: string): void {
 }
 
 /**
- * The prober gave no answer by the deadline, though it had its own timeout set before it.
- * A single call reports the timeout; batch work is rcpt's failure, asked again, never charged.
+ * The prober gave no answer by the deadline, though it had its own timeout set before it, so a
+ * mail server's slowness would have come back as its report: this is rcpt's own failure
+ * (`smtp_unavailable`), asked again in a batch, never kept as a single call's verdict.
  */
-function silentProber(probe: HubProbe): ProbeOutcome {
-  return probe.lane === 'single'
-    ? { kind: 'timeout' }
-    : { kind: 'unavailable', message: 'the prober did not answer' };
+function silentProber(): ProbeOutcome {
+  return { kind: 'unavailable', message: 'the prober did not answer in time' };
 }

@@ -212,7 +212,9 @@ export class DomainFactsStore {
   async #resolve(domain: string): Promise<DnsOutcome> {
     const { route, ttlSeconds } = await this.#deps.resolveRoute(domain);
     const lifetimeSeconds = Math.min(ttlSeconds, MAIL_ROUTE_MAX_TTL_SECONDS);
-    if (!(lifetimeSeconds > 0)) return route;
+    // A failed lookup is rcpt's failure (`dns_error`, remembered `never` in the policy table):
+    // it says nothing about the domain, whatever TTL came with it.
+    if (route.kind === 'error' || !(lifetimeSeconds > 0)) return route;
     const now = this.#deps.now();
     const expiresAt = now + lifetimeSeconds * 1000;
     const provider =

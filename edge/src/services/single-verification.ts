@@ -20,7 +20,7 @@ import { insufficientCredits } from './credits.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 import { type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { cachedVerdict, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
+import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 
 /** docs/money.md: one credit whatever the answer, taken before any work is done. */
 const SINGLE_VERIFICATION_CREDITS = 1;
@@ -112,7 +112,7 @@ export async function verifyForCaller(input: {
 function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null): HistoryAnswer {
   return {
     email: result.email,
-    address: key?.address ?? null,
+    address: keptUnder(key, result)?.address ?? null,
     status: result.status,
     subStatus: result.subStatus,
     score: result.score,

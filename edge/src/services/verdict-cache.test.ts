@@ -16,15 +16,24 @@ import { verifyForCaller } from './single-verification.ts';
 const ACCEPTED: SmtpReply = { code: 250, enhanced: '2.1.5', text: 'OK' };
 const NO_SUCH_USER: SmtpReply = { code: 550, enhanced: '5.1.1', text: 'No such user' };
 const GREYLISTED: SmtpReply = { code: 450, enhanced: '4.2.0', text: 'Greylisted, try again later' };
+const GREYLISTED_FOR_90_S: SmtpReply = {
+  code: 450,
+  enhanced: '4.2.0',
+  text: 'Greylisted, please try again in 90 seconds',
+};
+const TEMPORARY_ERROR: SmtpReply = { code: 451, enhanced: '4.3.0', text: 'Temporary lookup failure' };
 
 /** A prober that answers every address with `rcpt` (and the made-up one with `catchAll`), and counts its probes. */
 class ScriptedProber implements ProbeGateway {
   rcpt: SmtpReply = ACCEPTED;
   catchAll: SmtpReply | null = NO_SUCH_USER;
+  /** rcpt's own failure: no prober answered (the hub's `unavailable`). */
+  down = false;
   readonly probes: ProbeRequest[] = [];
 
   async probe(request: ProbeRequest): Promise<ProbeOutcome> {
     this.probes.push(request);
+    if (this.down) return { kind: 'unavailable', message: 'no prober connected before the deadline' };
     return {
       kind: 'report',
       report: {
@@ -160,7 +169,7 @@ describe('the account verdict cache', () => {
     const domain = newDomain();
     const { prober, verify, advance } = scene(routeVia(`mx.${domain}`));
     const caller = await callerOf('live');
-    prober.rcpt = GREYLISTED;
+    prober.rcpt = TEMPORARY_ERROR;
     expect((await verify(caller, `carol@${domain}`)).result.status).toBe('unknown');
     expect((await verify(caller, `dave@${domain}`)).result.status).toBe('unknown');
     advance(9 * 60_000);
@@ -177,6 +186,72 @@ describe('the account verdict cache', () => {
     advance(1);
     expect((await verify(caller, `carol@${domain}`)).result.meta.cached).toBe(false);
     expect(prober.probes).toHaveLength(4);
+  });
+
+  it("keeps a greylisting answer only until the server's retry point, so a retry as told is asked anew", async () => {
+    const domain = newDomain();
+    const { prober, verify, advance } = scene(routeVia(`mx.${domain}`));
+    const caller = await callerOf('live');
+    prober.rcpt = GREYLISTED_FOR_90_S;
+    const first = await verify(caller, `erin@${domain}`);
+    expect(first.result).toMatchObject({ subStatus: 'greylisted', retryAfterSeconds: 90 });
+    advance(89_000);
+    expect((await verify(caller, `erin@${domain}`)).result.meta.cached).toBe(true);
+    advance(1_000);
+    prober.rcpt = ACCEPTED;
+    const retried = await verify(caller, `erin@${domain}`);
+    expect(retried.result).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    // Without a named delay, the usual greylisting delay rcpt knows (postgrey's 300 s).
+    prober.rcpt = GREYLISTED;
+    expect((await verify(caller, `frank@${domain}`)).result.retryAfterSeconds).toBe(300);
+    advance(299_000);
+    expect((await verify(caller, `frank@${domain}`)).result.meta.cached).toBe(true);
+    advance(1_000);
+    expect((await verify(caller, `frank@${domain}`)).result.meta.cached).toBe(false);
+    expect(prober.probes).toHaveLength(4);
+  });
+
+  it("never keeps rcpt's own failure: a repeat asks again, charged, and gets the real answer", async () => {
+    const domain = newDomain();
+    const { prober, verify, advance } = scene(routeVia(`mx.${domain}`));
+    const caller = await callerOf('live');
+    prober.down = true;
+    const failed = await verify(caller, `gina@${domain}`);
+    expect(failed.result).toMatchObject({ status: 'unknown', subStatus: 'smtp_unavailable' });
+    advance(1_000);
+    const again = await verify(caller, `gina@${domain}`);
+    expect(again.result).toMatchObject({ subStatus: 'smtp_unavailable', meta: { cached: false } });
+    prober.down = false;
+    advance(1_000);
+    const real = await verify(caller, `gina@${domain}`);
+    expect(real.result).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    expect(prober.probes).toHaveLength(3);
+    // SPEC: one credit per call whatever it returns.
+    expect(await balanceOf(caller.accountId)).toBe(17);
+    // A failure with `fresh` does not displace a verdict still within its lifetime.
+    prober.down = true;
+    advance(1_000);
+    expect((await verify(caller, `gina@${domain}`, { fresh: true })).result.subStatus).toBe(
+      'smtp_unavailable',
+    );
+    const kept = await verify(caller, `gina@${domain}`);
+    expect(kept.result).toMatchObject({ status: 'deliverable', meta: { cached: true } });
+    expect(kept.result.meta.verifiedAt).toBe(real.result.meta.verifiedAt);
+  });
+
+  it('never keeps a resolver failure: neither the verdict nor the route, and DNS is asked again', async () => {
+    const domain = newDomain();
+    const { world, prober, verify, advance } = scene({ kind: 'error', message: 'SERVFAIL' });
+    const caller = await callerOf('live');
+    const failed = await verify(caller, `hal@${domain}`);
+    expect(failed.result).toMatchObject({ status: 'unknown', subStatus: 'dns_error' });
+    expect(await world.store().facts(domain)).toBeNull();
+    world.route = routeVia(`mx.${domain}`);
+    advance(1_000);
+    const real = await verify(caller, `hal@${domain}`);
+    expect(real.result).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    expect(world.resolutions).toEqual([domain, domain]);
+    expect(prober.probes).toHaveLength(1);
   });
 
   it('keeps test-mode and live-mode verdicts apart', async () => {

@@ -29,6 +29,15 @@ export function verdictCacheKey(email: string): VerdictCacheKey | null {
 }
 
 /**
+ * The key under which `result` is kept, or null when it is not kept: the policy table says how
+ * long each answer is remembered, and rcpt's own failures are not (a repeat asks again, and an
+ * earlier verdict still within its lifetime stays the one answered).
+ */
+export function keptUnder(key: VerdictCacheKey | null, result: VerificationResult): VerdictCacheKey | null {
+  return key && verdictLifetimeMs(result) > 0 ? key : null;
+}
+
+/**
  * The account's live verdict for `key`, marked cached, or null. `facts` is null for test keys,
  * whose answers come from no DNS.
  */
@@ -59,7 +68,7 @@ export async function cachedVerdict(input: {
   if (resultJson === null) return null;
   const result = storedVerificationResult(resultJson);
   const verifiedAt = Date.parse(result.meta.verifiedAt);
-  if (!(now - verifiedAt < verdictLifetimeMs(result.status))) return null;
+  if (!(now - verifiedAt < verdictLifetimeMs(result))) return null;
   if (facts && !(await facts.verdictHolds(key.domain, verifiedAt))) return null;
   return { ...result, meta: { ...result.meta, cached: true } };
 }

@@ -80,8 +80,9 @@ export const Meta = z
       .boolean()
       .describe(
         "true: the account's earlier verdict for this address, still within its lifetime " +
-          `(${VERDICT_LIFETIME_MS / 3_600_000} hours; ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} minutes for \`unknown\`), ` +
-          'given again; false: reached for this request',
+          `(${VERDICT_LIFETIME_MS / 3_600_000} hours; ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} minutes for \`unknown\`, ` +
+          "a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, " +
+          '`dns_error`, `internal_error` — not at all), given again; false: reached for this request',
       ),
   })
   .meta({ id: 'Meta' });

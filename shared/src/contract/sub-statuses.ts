@@ -2,7 +2,11 @@
 // result gives as its `reason`, and what a batch does with it — ask again (and on which
 // schedule) and refund it when it is the final answer. Every caller reads this table: the
 // verdict, the batch consumer, the single call, the OpenAPI description and the README's
-// subStatus table (a test compares the README with `subStatusMarkdown()`).
+// subStatus table (a test compares the README with `subStatusMarkdown()`), and docs/money.md's
+// table of every charge, refund and recheck rule (compared with `moneyMarkdown()`).
+//
+// Memory (docs/verdicts.md, "Cached answers"): `remembered` says how long a single call's answer
+// is answered again from the account's verdict cache; rcpt's own failures are never kept.
 //
 // Follow-up (docs/architecture.md, "Greylist follow-up"): a job uploaded with `recheck` asks
 // again, over the next hours, the addresses whose final answer is `recheckable` — only when
@@ -13,6 +17,10 @@
 // or deferred verification, refuses verification traffic, or rcpt itself could not run the
 // check (its resolver, its probers). A mailbox answer, a DNS fact about the domain and a
 // local finding are never refunded.
+
+/** How long a single call's answer is answered again (`remembered`), in milliseconds. */
+export const VERDICT_LIFETIME_MS = 24 * 60 * 60_000;
+export const UNKNOWN_VERDICT_LIFETIME_MS = 10 * 60_000;
 
 /** The four statuses of a result, best first. */
 export const VERIFICATION_STATUSES = ['deliverable', 'undeliverable', 'risky', 'unknown'] as const;
@@ -32,6 +40,22 @@ type Status = (typeof VERIFICATION_STATUSES)[number];
 export const RETRY_SCHEDULES = ['greylist', 'throttle', 'transient', 'none'] as const;
 export type RetrySchedule = (typeof RETRY_SCHEDULES)[number];
 
+/**
+ * How long a single call's answer is kept — answered again from the account's verdict cache
+ * (docs/verdicts.md, "Cached answers"), counted from when it was reached:
+ * - `day`: an answer about the mailbox or the domain: what makes repeated calls agree;
+ * - `minutes`: the mail server gave no usable answer; the next attempt may well tell, so it
+ *   is kept only long enough to absorb a burst of retries;
+ * - `until_retry`: the server said when to ask again (greylisting): kept until then — the
+ *   delay it named, or the one rcpt knows for it (`retryAfterSeconds`) — so a caller who
+ *   retries as told is asked anew;
+ * - `never`: rcpt's own failure (no prober, its resolver, an internal error) says nothing about
+ *   the address: not kept, a repeat asks again. Nothing from it goes into the domain facts
+ *   either (a route whose lookup failed is not kept, an unavailable probe reports nothing).
+ */
+export const REMEMBERED = ['day', 'minutes', 'until_retry', 'never'] as const;
+export type Remembered = (typeof REMEMBERED)[number];
+
 export interface SubStatusRow {
   status: Status;
   /** One plain-English sentence: the result's `reason`. */
@@ -45,9 +69,11 @@ export interface SubStatusRow {
    * is (when the answer was temporary): the answer may change once the server lets rcpt in.
    */
   recheckable: boolean;
+  /** How long a single call's answer is answered again from the account's verdict cache. */
+  remembered: Remembered;
 }
 
-const FINAL = { retry: 'none', refundable: false, recheckable: false } as const;
+const FINAL = { retry: 'none', refundable: false, recheckable: false, remembered: 'day' } as const;
 
 /** The vocabulary (docs/verdicts.md). Keys are the API's `subStatus` values. */
 export const SUB_STATUS_TABLE = {
@@ -117,6 +143,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'greylist',
     refundable: true,
     recheckable: true,
+    remembered: 'until_retry',
   },
   mail_server_temporary_error: {
     status: 'unknown',
@@ -124,6 +151,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: true,
     recheckable: true,
+    remembered: 'minutes',
   },
   // A temporary block (4xx) is asked again slowly; a permanent one (5xx) never is, since a
   // reply's own class decides that (RFC 5321 §4.2.1).
@@ -133,6 +161,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'throttle',
     refundable: true,
     recheckable: true,
+    remembered: 'minutes',
   },
   provider_unverifiable: {
     status: 'unknown',
@@ -140,6 +169,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'none',
     refundable: true,
     recheckable: false,
+    remembered: 'minutes',
   },
 
   // The server did not answer in time or at all: asked again, charged (an answer may never come).
@@ -149,6 +179,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: false,
     recheckable: false,
+    remembered: 'minutes',
   },
   smtp_connection_failed: {
     status: 'unknown',
@@ -156,6 +187,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: false,
     recheckable: true,
+    remembered: 'minutes',
   },
   forcible_disconnect: {
     status: 'unknown',
@@ -163,14 +195,16 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: false,
     recheckable: true,
+    remembered: 'minutes',
   },
   invalid_smtp_response: {
     status: 'unknown',
     reason: 'The mail server answered outside the SMTP protocol.',
     ...FINAL,
+    remembered: 'minutes',
   },
 
-  // rcpt's own failures: never the customer's cost.
+  // rcpt's own failures: never the customer's cost in a batch, and never remembered.
   smtp_unavailable: {
     status: 'unknown',
     reason:
@@ -178,6 +212,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: true,
     recheckable: true,
+    remembered: 'never',
   },
   dns_error: {
     status: 'unknown',
@@ -186,6 +221,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'transient',
     refundable: true,
     recheckable: true,
+    remembered: 'never',
   },
   internal_error: {
     status: 'unknown',
@@ -193,6 +229,7 @@ export const SUB_STATUS_TABLE = {
     retry: 'none',
     refundable: true,
     recheckable: false,
+    remembered: 'never',
   },
 } as const satisfies Record<string, SubStatusRow>;
 
@@ -231,16 +268,46 @@ function yesNo(value: boolean): string {
   return value ? 'yes' : 'no';
 }
 
+const REMEMBERED_TEXT: Record<Remembered, string> = {
+  day: `${VERDICT_LIFETIME_MS / 3_600_000} h`,
+  minutes: `${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} min`,
+  until_retry: `until its \`retryAfterSeconds\` (at most ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} min)`,
+  never: 'not kept: a repeat asks again',
+};
+
+/**
+ * Every charge, refund and recheck rule per subStatus, as Markdown: docs/money.md prints it
+ * (a test compares the two).
+ */
+export function moneyMarkdown(): string {
+  const lines = [
+    '| subStatus | status | single call: charged | single call: answered again from the verdict cache | batch: charged at upload | batch: refunded when final | batch: asked again after completion (`recheck`) | a follow-up round answers a refunded address with it |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {
+    const roundAnswer =
+      row.status === 'unknown'
+        ? 'free; still refunded'
+        : '1 credit (`recheck_charge`), if the balance covers it; else left for the next round';
+    // An invalid row is answered at upload and is not among the unique valid addresses charged.
+    const atUpload = subStatus === 'invalid_syntax' ? 'free' : '1 credit';
+    lines.push(
+      `| \`${subStatus}\` | ${row.status} | 1 credit | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
 /** The table as Markdown: the README's subStatus section and the OpenAPI description. */
 export function subStatusMarkdown(): string {
   const lines = [
-    '| subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {
     const retry = row.retry === 'none' ? 'no' : row.retry;
     lines.push(
-      `| \`${subStatus}\` | ${row.status} | ${row.reason} | ${retry} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} |`,
+      `| \`${subStatus}\` | ${row.status} | ${row.reason} | ${REMEMBERED_TEXT[row.remembered]} | ${retry} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} |`,
     );
   }
   return lines.join('\n');
