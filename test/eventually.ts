@@ -14,17 +14,21 @@ export async function until(
   await untilValue(async () => ((await condition()) ? true : undefined), what, limitMs);
 }
 
-/** Resolves with the first value `probe` gives that is not undefined. */
+/**
+ * Resolves with the first value `probe` gives that is not undefined. `intervalMs` spaces the
+ * probes, for one that costs a rate-limited API call.
+ */
 export async function untilValue<T>(
   probe: () => Promise<T | undefined>,
   what: string,
   limitMs = LIMIT_MS,
+  intervalMs = INTERVAL_MS,
 ): Promise<T> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

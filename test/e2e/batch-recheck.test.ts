@@ -1,7 +1,8 @@
 // Greylist follow-up end to end (issue 13): a job with `recheck` against a server that
 // greylists for longer than the job may wait ends `unknown / greylisted` at its deadline;
 // a later round, once the server lets the triplet through, turns it deliverable — the job
-// stays completed with `recheckedAt`, nothing is charged, and a signed `job.updated` arrives.
+// stays completed with `recheckedAt`, the address refunded at completion is charged then
+// (docs/money.md), and a signed `job.updated` arrives.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeSql } from '../../scripts/stack/d1.ts';
 import { okJson, type System, startSystem } from './harness.ts';
@@ -89,7 +90,7 @@ describe('greylist follow-up', () => {
     expect(balance()).toBe(before);
   });
 
-  it('turns a greylisted address deliverable after the job completed, free, with a signed job.updated', async () => {
+  it('turns a greylisted address deliverable after the job completed, charged then, with a signed job.updated', async () => {
     const { secret } = await okJson<{ secret: string }>(
       await system.api('/api/v1/webhooks/secret', { method: 'POST' }),
     );
@@ -149,7 +150,7 @@ describe('greylist follow-up', () => {
       processedEmails: 2,
       deliverableCount: 2,
       unknownCount: 0,
-      creditsCharged: 2,
+      creditsCharged: 3,
       creditsRefunded: 1,
       nextRecheckAt: null,
     });
@@ -160,15 +161,17 @@ describe('greylist follow-up', () => {
     ]);
     const csv = await (await system.api(`/api/v1/bulk/results/${jobId}?format=csv`)).text();
     expect(csv.split('\r\n')[2]?.startsWith(`${slow},deliverable,accepted_email,`)).toBe(true);
-    // Free: the charge and the refund at completion; the recheck moved no credit.
-    expect(balance()).toBe(before - 1);
+    // The charge and the refund at completion, then the known answer charged by its round: a
+    // refund never turns a verdict into zero credits.
+    expect(balance()).toBe(before - 2);
     const [ledger] = executeSql(
       system.stack.d1,
-      `SELECT reason, delta FROM credit_ledger WHERE reference = '${jobId}' ORDER BY id`,
+      `SELECT reason, delta, reference FROM credit_ledger WHERE reference LIKE '${jobId}%' ORDER BY id`,
     );
     expect(ledger).toEqual([
-      { reason: 'bulk_charge', delta: -2 },
-      { reason: 'bulk_refund', delta: 1 },
+      { reason: 'bulk_charge', delta: -2, reference: jobId },
+      { reason: 'bulk_refund', delta: 1, reference: jobId },
+      { reason: 'recheck_charge', delta: -1, reference: `${jobId}:round-2` },
     ]);
   });
 });

@@ -52,6 +52,8 @@ export async function startSystem(
     slowGreylistDelayMs?: number;
     vars?: Record<string, string>;
     credits?: number;
+    /** Link the prober at start (default); false: a test links it with `stack.startProber()`. */
+    startProber?: boolean;
   } = {},
 ): Promise<System> {
   const world = await startWorld({
@@ -84,6 +86,7 @@ export async function startSystem(
         appendFileSync(logFile, `[${source}] ${line}\n`);
       },
       devCredits: options.credits ?? 100,
+      startProber: options.startProber ?? true,
     });
   } catch (error) {
     await world.close();

@@ -121,19 +121,43 @@ describe('single verification end to end', () => {
     expect(second.creditsRemaining).toBe(first.creditsRemaining - 1);
   });
 
-  it('answers smtp_unavailable, still 200, when no prober is connected', async () => {
+  it("answers smtp_unavailable, still 200, when no prober links in time, and never keeps rcpt's own failure", async () => {
+    const email = `carol@${system.world.domains.accept}`;
     await system.stack.stopProber();
+    let failed: VerifyBody;
+    let again: VerifyBody;
     try {
-      const { data } = await verify(`carol@${system.world.domains.accept}`);
-      expect(data).toMatchObject({ status: 'unknown', subStatus: 'smtp_unavailable' });
-      expect(data.checks.smtpValid).toBeNull();
+      failed = await verify(email);
+      expect(failed.data).toMatchObject({ status: 'unknown', subStatus: 'smtp_unavailable' });
+      expect(failed.data.checks.smtpValid).toBeNull();
+      // Not the account's answer: the repeat asks again (and fails again: still no prober).
+      again = await verify(email);
+      expect(again.data).toMatchObject({ subStatus: 'smtp_unavailable', meta: { cached: false } });
     } finally {
       await system.stack.startProber();
     }
-    // The unknown is the account's answer for minutes; `fresh` asks again now.
-    expect((await verify(`carol@${system.world.domains.accept}`)).data.meta.cached).toBe(true);
-    const { data } = await verify(`carol@${system.world.domains.accept}`, { fresh: true });
-    expect(data.status).toBe('deliverable');
+    // Once a prober is linked, the next call is a real answer, not the failure from the cache.
+    const real = await verify(email);
+    expect(real.data).toMatchObject({ status: 'deliverable', meta: { cached: false } });
+    // SPEC §1: each call costs its credit, whatever it returned.
+    expect(again.creditsRemaining).toBe(failed.creditsRemaining - 1);
+    expect(real.creditsRemaining).toBe(again.creditsRemaining - 1);
+    // The real answer is the one kept.
+    expect((await verify(email)).data).toMatchObject({ status: 'deliverable', meta: { cached: true } });
+  });
+
+  it("answers a call made before the prober linked once it links, within the call's budget", async () => {
+    const email = `user-late@${system.world.domains.accept}`;
+    await system.stack.stopProber();
+    const asked = verify(email);
+    // The call waits in the hub; the prober links a moment later (its process start and hello).
+    await system.stack.startProber();
+    const { data } = await asked;
+    expect(data).toMatchObject({
+      status: 'deliverable',
+      subStatus: 'accepted_email',
+      meta: { cached: false },
+    });
   });
 
   it('answers a repeated address from the verdict cache, marked and charged, without asking the server; fresh asks again', async () => {

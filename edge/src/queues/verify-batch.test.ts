@@ -343,7 +343,7 @@ describe('verify-batch consumer', () => {
     ).toEqual(before);
   });
 
-  it('asks a greylisted address again, and at the deadline makes its last answer final and refunds it', async () => {
+  it('asks a greylisted address again, and at the deadline makes its last answer final, refunds it and plans its follow-up', async () => {
     const prober = await startFakeProber('default', (probe) =>
       probe.domain === 'greylist.test'
         ? reportFor(
@@ -357,7 +357,7 @@ describe('verify-batch consumer', () => {
     const caller = await newCaller({ credits: 10 });
     const upload = await call('/api/v1/bulk/upload', {
       key: caller.apiKey,
-      json: { emails: ['alice@accept.test', 'bob@greylist.test'], maxWaitSeconds: 300 },
+      json: { emails: ['alice@accept.test', 'bob@greylist.test'], maxWaitSeconds: 300, recheck: true },
     });
     const { jobId } = await upload.json<{ jobId: string }>();
     await consume(await messagesOf(jobId));
@@ -383,8 +383,15 @@ describe('verify-batch consumer', () => {
       unknownCount: 1,
       creditsCharged: 2,
       creditsRefunded: 1,
+      recheck: true,
     });
     expect(typeof job.deadlineAt).toBe('string');
+    // The deadline's final answer is recheckable: the follow-up is planned in the same transaction.
+    expect(typeof job.nextRecheckAt).toBe('string');
+    const bob = await env.DB.prepare('SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = 1')
+      .bind(jobId)
+      .first<{ recheck: string | null }>();
+    expect(bob?.recheck).toBe('due');
     const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
       results: { subStatus: string }[];
     }>();
