@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours, free of charge; each round that changes a verdict updates the completed job and sends `job.updated`.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`.
          */
         post: {
             parameters: {
@@ -160,7 +160,7 @@ export interface paths {
                     webhookUrl?: string;
                     /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
                     maxWaitSeconds?: number;
-                    /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+                    /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
                     recheck?: "true" | "false";
                 };
                 header?: {
@@ -181,7 +181,7 @@ export interface paths {
                         /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
                         maxWaitSeconds?: number;
                         /**
-                         * @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked.
+                         * @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked.
                          * @enum {string}
                          */
                         recheck?: "true" | "false";
@@ -1288,34 +1288,34 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
-             *     | --- | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no | yes |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes | no |
+             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | 24 h | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | 24 h | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | 24 h | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | 24 h | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | 24 h | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | 24 h | no | no | no |
+             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | 24 h | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | 24 h | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | 24 h | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | 24 h | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | 24 h | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | transient | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | transient | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error";
@@ -1376,7 +1376,7 @@ export interface components {
              * @enum {string|null}
              */
             verifiedVia: "mx" | "tenant" | "sandbox" | null;
-            /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`), given again; false: reached for this request */
+            /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`, a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, `dns_error`, `internal_error` — not at all), given again; false: reached for this request */
             cached: boolean;
         };
         Error: {
@@ -1430,7 +1430,7 @@ export interface components {
             webhookUrl?: string;
             /** @description The job's deadline, in seconds after upload (30 to 10,800). Addresses whose mail server has not given a final answer by then (greylisting, tarpit, refused or failing connections) are reported `unknown` with the reason as subStatus, and refunded when the provider blocked or deferred them. Default: 180 seconds plus 1 second per 25 addresses. */
             maxWaitSeconds?: number;
-            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
             recheck?: boolean;
         };
         BulkStatusResponse: {
@@ -1542,7 +1542,7 @@ export interface components {
          *     }
          */
         AccountSettingsRequest: {
-            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Rechecks are free; a refunded address that becomes deliverable is not charged. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
+            /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
             recheck?: boolean;
         };
         HistoryResponse: {
@@ -1564,34 +1564,34 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
-             *     | --- | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | no | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | no | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | no | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | no | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | no | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | no | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | no | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | no | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | no | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | no | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | no | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | no | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | no | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | no | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | no | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | transient | yes | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | throttle | yes | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | transient | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | transient | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | transient | no | yes |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | transient | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | transient | yes | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | no | yes | no |
+             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | 24 h | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | 24 h | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | 24 h | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | 24 h | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | 24 h | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | 24 h | no | no | no |
+             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | 24 h | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | 24 h | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | 24 h | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | 24 h | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | 24 h | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | transient | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | transient | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | null;
