@@ -25,7 +25,8 @@ Options:
       --column <name|index> clean: the email column (default: found from the header)
       --max-wait <seconds>  clean: finish the job within this many seconds (default: the API's)
       --recheck             clean: ask greylisted and other temporary answers again over the
-                            next hours, free (default: your account's setting)
+                            next hours; a refunded address that then gets an answer is charged
+                            (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY

@@ -444,7 +444,8 @@ function JobPage(props: JobReportProps) {
             ) : null}
             {job.nextRecheckAt !== null ? (
               <>
-                Temporary answers are asked again at <Timestamp at={row.recheckDueAt} />, free of charge.
+                Temporary answers are asked again at <Timestamp at={row.recheckDueAt} />; a refunded address
+                that then gets an answer costs its credit again.
               </>
             ) : null}
           </p>
