@@ -81,8 +81,8 @@ export interface ClosedRound {
  * Records a round's answers (once each: only while the address is 'asking'). A new verdict
  * replaces the address's; one for an address the completion refunded is charged first, one
  * credit each, lowest index first, as many as the balance covers — those are marked
- * `charging`, charged (`chargeRecheckedAddresses`, which also adds them to the job's
- * `credits_charged`) and recorded as paid (refundable 0). A known answer the balance did not
+ * `charging`, charged (`chargeRecheckedAddresses`), added to the job's `credits_charged` and
+ * recorded as paid (refundable 0). A known answer the balance did not
  * cover leaves the address as it was and due for the next round. The job's counters follow,
  * and the round closes with its last answer. Returns the round if this call closed it.
  */
