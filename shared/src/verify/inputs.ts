@@ -19,7 +19,10 @@ export type DnsOutcome =
 export type ProbeOutcome =
   | { kind: 'report'; report: ProbeReport }
   | { kind: 'unavailable'; message: string } // no prober connected, or SMTP disabled
-  | { kind: 'timeout' } // the time budget ran out waiting for the prober
+  // The mail server took the whole budget (the sandbox's stand-in for a tarpit). rcpt's own
+  // lateness — no prober in time, a prober that did not answer, the budget spent on DNS — is
+  // `unavailable`: it says nothing about the server and is never kept as a verdict.
+  | { kind: 'timeout' }
   | { kind: 'skipped' }; // not attempted: syntax or DNS already decided
 
 /**

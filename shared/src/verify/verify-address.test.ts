@@ -62,7 +62,7 @@ describe('verifyAddress', () => {
     [
       'the budget spent on DNS',
       { timeoutMs: 1, prober: recordingProber({ kind: 'skipped' }) },
-      { kind: 'timeout' },
+      { kind: 'unavailable', message: 'no time was left for the SMTP check' },
     ],
   ])('does not probe with %s', async (_case, overrides, probe) => {
     const verification = await verifyAddress(depsWith(overrides), 'alice@example.com');

@@ -69,7 +69,10 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
     if (dns.kind === 'mx') {
       const remainingMs = deps.timeoutMs - (now() - startedAt);
       if (!deps.prober) probe = { kind: 'unavailable', message: 'SMTP probing is disabled' };
-      else if (remainingMs <= 0) probe = { kind: 'timeout' };
+      // The budget went on DNS: rcpt did not get to run the SMTP check, which says nothing of
+      // the mail server (`smtp_unavailable`, never kept as a verdict; docs/verdicts.md).
+      else if (remainingMs <= 0)
+        probe = { kind: 'unavailable', message: 'no time was left for the SMTP check' };
       else {
         const request: ProbeRequest = {
           emails: [syntax.email],
