@@ -1313,7 +1313,7 @@ export interface components {
              *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
              *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
              *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
              *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
@@ -1589,7 +1589,7 @@ export interface components {
              *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
              *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
              *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
              *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}

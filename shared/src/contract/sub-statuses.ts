@@ -208,7 +208,7 @@ export const SUB_STATUS_TABLE = {
   smtp_unavailable: {
     status: 'unknown',
     reason:
-      'rcpt could not run the SMTP check (no prober was available in time), so the mailbox was not verified.',
+      'rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified.',
     retry: 'transient',
     refundable: true,
     recheckable: true,
