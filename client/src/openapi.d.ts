@@ -1462,7 +1462,9 @@ export interface components {
              */
             deadlineAt: string | null;
             bounceEstimate: components["schemas"]["BounceEstimate"];
+            /** @description credits taken for the job: its unique valid addresses at upload, plus one for each refunded address a greylist follow-up round later answered */
             creditsCharged: number;
+            /** @description credits given back when the job completed or failed */
             creditsRefunded: number;
             failureReason: string | null;
             /** @description whether temporary answers are asked again after completion (see `recheck` of the upload) */
@@ -1626,7 +1628,9 @@ export interface components {
                  */
                 deadlineAt: string | null;
                 bounceEstimate: components["schemas"]["BounceEstimate"];
+                /** @description credits taken for the job: its unique valid addresses at upload, plus one for each refunded address a greylist follow-up round later answered */
                 creditsCharged: number;
+                /** @description credits given back when the job completed or failed */
                 creditsRefunded: number;
                 failureReason: string | null;
                 /** @description whether temporary answers are asked again after completion (see `recheck` of the upload) */

@@ -276,8 +276,14 @@ export const Job = z
       .nullable()
       .describe('the job completes by then: what is still temporary becomes `unknown` (see maxWaitSeconds)'),
     bounceEstimate: BounceEstimate.nullable(),
-    creditsCharged: z.number().int(),
-    creditsRefunded: z.number().int(),
+    creditsCharged: z
+      .number()
+      .int()
+      .describe(
+        'credits taken for the job: its unique valid addresses at upload, plus one for each refunded address a ' +
+          'greylist follow-up round later answered',
+      ),
+    creditsRefunded: z.number().int().describe('credits given back when the job completed or failed'),
     failureReason: z.string().nullable(),
     recheck: z
       .boolean()
