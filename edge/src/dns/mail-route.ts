@@ -30,7 +30,8 @@ export interface TimedMailRoute {
 
 /**
  * `resolveMailRoute`, with the route's TTL. 0 when any lookup failed, even one the route could
- * do without (a host skipped for now): such a route is not the domain's lasting answer.
+ * do without (a host skipped for now): such a route is not the domain's lasting answer. (An
+ * `error` route is never kept whatever its TTL: the domain facts' rule.)
  */
 export async function resolveMailRouteWithTtl(domain: string, deps: MailRouteDeps): Promise<TimedMailRoute> {
   let ttlSeconds = Number.POSITIVE_INFINITY;
@@ -38,7 +39,7 @@ export async function resolveMailRouteWithTtl(domain: string, deps: MailRouteDep
     ttlSeconds = Math.min(ttlSeconds, ttl);
   });
   const route = await mailRoute(domain, lookup, { allowPrivateTargets: deps.allowPrivateTargets });
-  return { route, ttlSeconds: route.kind === 'error' || !Number.isFinite(ttlSeconds) ? 0 : ttlSeconds };
+  return { route, ttlSeconds: Number.isFinite(ttlSeconds) ? ttlSeconds : 0 };
 }
 
 /**
