@@ -28,7 +28,7 @@ export class RcptError extends Error {
   }
 }
 
-export type QuotaName = 'free_rows_per_day' | 'jobs_in_flight' | 'api_keys';
+export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
 
 /**
  * 429 `QUOTA_EXCEEDED`: an account quota is used up. Waiting a minute does not help: the daily

@@ -63,7 +63,7 @@ describe('the client transport', () => {
     const daily = errorOf(response, {
       ...refusal,
       details: {
-        quota: 'free_rows_per_day',
+        quota: 'storage_bytes_per_day',
         limit: 5,
         used: 5,
         requested: 1,

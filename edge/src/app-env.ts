@@ -18,5 +18,7 @@ export interface AppEnv {
     config: Config;
     db: Db;
     caller: Caller;
+    /** SHA-256 of a JSON body read by `jsonBody`, when the request carries an Idempotency-Key. */
+    bodyDigest: string;
   };
 }

@@ -31,8 +31,8 @@ const ConfigSchema = z
     /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
     SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
     // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
-    /** Rows a day (UTC) that jobs which charged nothing (sandbox, or only invalid rows) may store. */
-    QUOTA_FREE_ROWS_PER_DAY: z.coerce.number().int().min(0).default(20_000),
+    /** Bytes a day (UTC) an account may write: every stored row counts (docs/money.md). */
+    QUOTA_STORAGE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(100_000_000),
     /** Jobs pending or processing at once. */
     QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
     /** Active (not revoked) API keys. */

@@ -45,7 +45,10 @@ export const ERRORS = {
   RATE_LIMITED: { httpStatus: 429, message: 'Too many requests; retry after the time in Retry-After.' },
   QUOTA_EXCEEDED: {
     httpStatus: 429,
-    message: 'An account quota is used up; `details` says which, its limit and when it resets.',
+    message:
+      'An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list ' +
+      'rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), ' +
+      '`jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets.',
   },
   INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
   SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },

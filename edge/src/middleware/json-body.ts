@@ -4,6 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { MAX_CSV_BYTES } from '../services/batch-input.ts';
+import { digestOf } from '../services/idempotency.ts';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** Largest form body read (a CSV upload of MAX_CSV_BYTES plus the multipart framing). */
@@ -20,7 +21,7 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
   if (!isJsonContentType(c.req.header('content-type'))) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', { message: 'Send the body as application/json.' });
   }
-  await readBoundedBody(c.req.raw, MAX_JSON_BODY_BYTES, (bytes) => {
+  const digest = await readBoundedBody(c.req.raw, MAX_JSON_BODY_BYTES, (bytes) => {
     let text: string;
     try {
       text = strictUtf8.decode(bytes);
@@ -39,7 +40,10 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     }
     // Later readers (the zod validator) get the parsed value from Hono's body cache.
     c.req.bodyCache.json = Promise.resolve(parsed);
+    // The raw bytes identify a request sent with an Idempotency-Key (services/idempotency.ts).
+    return c.req.header('idempotency-key') === undefined ? null : digestOf(bytes);
   });
+  if (digest !== null) c.set('bodyDigest', await digest);
   await next();
 });
 
@@ -48,7 +52,7 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
  * (the Content-Length header is checked first, but a chunked body is counted as it streams).
  */
 export async function readBoundedBody<T>(
-  request: Request,
+  request: { headers: Headers; body: ReadableStream<Uint8Array> | null },
   limit: number,
   use: (bytes: Uint8Array) => T,
 ): Promise<T> {
@@ -81,7 +85,10 @@ export async function readBoundedBody<T>(
  * Reads a multipart or URL-encoded form within MAX_FORM_BYTES (413 past it, even when the
  * body is chunked and declares no length): `Request.formData()` alone would buffer any size.
  */
-export async function readBoundedForm(request: Request): Promise<FormData> {
+export async function readBoundedForm(request: {
+  headers: Headers;
+  body: ReadableStream<Uint8Array> | null;
+}): Promise<FormData> {
   const contentType = request.headers.get('content-type') ?? '';
   return readBoundedBody(request, MAX_FORM_BYTES, (bytes) =>
     new Response(bytes, { headers: { 'content-type': contentType } }).formData().catch(() => {

@@ -2,8 +2,11 @@
 // delimiter and email column found, each row's original cells kept for the results.
 //
 // A CSV file is parsed as it streams in and reading stops as soon as the file is known to be
-// too big (bytes, rows or columns): a Worker isolate has 128 MB, and an array per row of a
-// 1.5 MB file of one-character lines is already most of it.
+// too big (bytes, rows, columns or cells): a Worker isolate has 128 MB (Cloudflare Workers
+// limits), and an array per row of a 1.5 MB file of one-character lines is already most of it.
+// Past the first rows (which choose the header and the email column) a row is kept as its
+// address and one JSON string of its cells — the form it is stored in — not as an array of
+// strings, whose per-cell headers would cost several times the file.
 import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
@@ -12,12 +15,19 @@ import { checkSyntax } from '@rcpt/shared/verify/syntax';
 export const MAX_CSV_BYTES = 10 * 1024 * 1024;
 /** Most columns a CSV row may have (400 above): enough for any export, bounded in memory. */
 export const MAX_CSV_COLUMNS = 1_000;
+/**
+ * Most cells in a file (400 above): 10,000 rows of 100 columns. Without it a file of empty
+ * cells (10,000 rows × 1,000 commas) would pass the column check and store 30 MB of `""`.
+ */
+export const MAX_CSV_CELLS = 1_000_000;
+/** Rows read before the header and the email column are chosen. */
+const SAMPLE_ROWS = 50;
 
 export interface UploadRow {
   /** The address cell as uploaded ('' when the row has none). */
   input: string;
-  /** The row's cells, for CSV uploads. */
-  cells: string[] | null;
+  /** The row's cells as a JSON array, for CSV uploads. */
+  cellsJson: string | null;
   /** The row could not be read (its email column is missing). */
   unreadable: boolean;
 }
@@ -30,7 +40,7 @@ export interface ParsedUpload {
 
 export function rowsFromJson(emails: readonly string[]): ParsedUpload {
   return {
-    rows: emails.map((input) => ({ input, cells: null, unreadable: false })),
+    rows: emails.map((input) => ({ input, cellsJson: null, unreadable: false })),
     headers: null,
     emailColumn: null,
   };
@@ -43,34 +53,73 @@ const DELIMITERS = [',', ';', '\t'] as const;
  * Parses a CSV file as it streams. `emailColumn` is a header name (case-insensitive) or a
  * 0-based column position; without it the column is the one named like "email", else the one
  * holding the most addresses in the first rows. 413 past MAX_CSV_BYTES, 400 TOO_MANY_EMAILS
- * past MAX_BATCH_EMAILS data rows, both without reading the rest.
+ * past MAX_BATCH_EMAILS data rows, 400 past MAX_CSV_COLUMNS or MAX_CSV_CELLS, each without
+ * reading the rest.
  */
 export async function rowsFromCsv(
   source: ReadableStream<Uint8Array> | Uint8Array,
   emailColumn?: string,
 ): Promise<ParsedUpload> {
-  const records = await readRecords(source instanceof Uint8Array ? new Blob([source]).stream() : source);
-  if (records.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The file has no rows.' });
-
-  const first = records[0] ?? [];
-  const hasHeader =
-    looksLikeHeader(first, records[1]) || (emailColumn !== undefined && !/^\d+$/.test(emailColumn));
-  const dataRows = hasHeader ? records.slice(1) : records;
-  if (dataRows.length > MAX_BATCH_EMAILS) throw tooManyRows();
+  // The first record and the sample after it, as arrays, until the column is chosen.
+  const sample: string[][] = [];
+  const state: { chosen: ChosenColumn | null } = { chosen: null };
+  const rows: UploadRow[] = [];
   let width = 0;
-  for (const record of records) width = Math.max(width, record.length);
-  const headers = hasHeader
+  let cells = 0;
+  const choose = (): ChosenColumn => {
+    const first = sample[0] ?? [];
+    const hasHeader =
+      looksLikeHeader(first, sample[1]) || (emailColumn !== undefined && !/^\d+$/.test(emailColumn));
+    const dataRows = hasHeader ? sample.slice(1) : sample;
+    const column = chooseEmailColumn(
+      headersOf(first, hasHeader, width),
+      hasHeader,
+      dataRows,
+      emailColumn,
+      false,
+    );
+    for (const record of dataRows) rows.push(uploadRow(record, column));
+    sample.length = 0;
+    return { hasHeader, column, first };
+  };
+  await readRecords(source instanceof Uint8Array ? new Blob([source]).stream() : source, (record) => {
+    width = Math.max(width, record.length);
+    cells += record.length;
+    if (cells > MAX_CSV_CELLS) throw tooManyCells();
+    if (state.chosen) {
+      rows.push(uploadRow(record, state.chosen.column));
+      if (rows.length > MAX_BATCH_EMAILS) throw tooManyRows();
+      return;
+    }
+    sample.push(record);
+    if (sample.length > SAMPLE_ROWS) state.chosen = choose();
+  });
+  if (!state.chosen && sample.length === 0) {
+    throw new ApiError('VALIDATION_ERROR', { message: 'The file has no rows.' });
+  }
+  const { hasHeader, column, first } = state.chosen ?? choose();
+  if (rows.length > MAX_BATCH_EMAILS) throw tooManyRows();
+  const headers = headersOf(first, hasHeader, width);
+  // A position is checked against the widest row of the whole file, known only now.
+  chooseEmailColumn(headers, hasHeader, [], emailColumn, true);
+  return { headers, emailColumn: column, rows };
+}
+
+interface ChosenColumn {
+  hasHeader: boolean;
+  column: number;
+  first: string[];
+}
+
+function uploadRow(cells: string[], column: number): UploadRow {
+  const cell = cells[column];
+  return { input: (cell ?? '').trim(), cellsJson: JSON.stringify(cells), unreadable: cell === undefined };
+}
+
+function headersOf(first: string[], hasHeader: boolean, width: number): string[] {
+  return hasHeader
     ? Array.from({ length: width }, (_, column) => first[column]?.trim() || `column_${column + 1}`)
     : Array.from({ length: width }, (_, column) => `column_${column + 1}`);
-  const column = chooseEmailColumn(headers, hasHeader, dataRows, emailColumn);
-  return {
-    headers,
-    emailColumn: column,
-    rows: dataRows.map((cells) => {
-      const cell = cells[column];
-      return { input: (cell ?? '').trim(), cells, unreadable: cell === undefined };
-    }),
-  };
 }
 
 function tooManyRows(): ApiError {
@@ -80,25 +129,31 @@ function tooManyRows(): ApiError {
   });
 }
 
+function tooManyCells(): ApiError {
+  return new ApiError('VALIDATION_ERROR', {
+    message: `A file holds at most ${MAX_CSV_CELLS.toLocaleString('en-US')} cells (rows × columns).`,
+    details: { maxCells: MAX_CSV_CELLS },
+  });
+}
+
 /**
- * The file's non-blank records, read chunk by chunk. At most one header row plus
- * MAX_BATCH_EMAILS data rows are ever held: the record after those ends the read.
+ * Hands the file's non-blank records to `take`, read chunk by chunk; `take` throws to stop
+ * reading (the rest of the file is not read).
  */
-async function readRecords(stream: ReadableStream<Uint8Array>): Promise<string[][]> {
+async function readRecords(
+  stream: ReadableStream<Uint8Array>,
+  take: (record: string[]) => void,
+): Promise<void> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }); // drops a BOM
-  const records: string[][] = [];
   let parser: CsvParser | null = null;
   // Text read before the first line is complete: the delimiter is chosen from that line.
   const head = new FirstLine();
   let bytes = 0;
   const reader = stream.getReader();
-  const take = (parsed: string[][]) => {
+  const takeAll = (parsed: string[][]) => {
     for (const record of parsed) {
       // A line of only delimiters is as empty as a blank line.
-      if (!record.some((cell) => cell.trim() !== '')) continue;
-      records.push(record);
-      // One row more than a header and a full batch: too many, whatever the header says.
-      if (records.length > MAX_BATCH_EMAILS + 1) throw tooManyRows();
+      if (record.some((cell) => cell.trim() !== '')) take(record);
     }
   };
   try {
@@ -121,10 +176,10 @@ async function readRecords(stream: ReadableStream<Uint8Array>): Promise<string[]
         parser = new CsvParser(detectDelimiter(firstLine ?? head.text));
         text = head.text;
       }
-      take(parser.push(text));
+      takeAll(parser.push(text));
       if (done) {
-        take(parser.end());
-        return records;
+        takeAll(parser.end());
+        return;
       }
     }
   } catch (error) {
@@ -283,16 +338,21 @@ function looksLikeHeader(first: string[], second: string[] | undefined): boolean
   return !firstHasAddress && secondHasAddress;
 }
 
+/**
+ * The email column. A position beyond the sample's columns may exist further down the file:
+ * it is refused only when `wholeFile` (the headers then span the widest row of the file).
+ */
 function chooseEmailColumn(
   headers: string[],
   hasHeader: boolean,
   rows: string[][],
   requested: string | undefined,
+  wholeFile: boolean,
 ): number {
   if (requested !== undefined && requested !== '') {
     if (/^\d+$/.test(requested)) {
       const position = Number(requested);
-      if (position >= headers.length) {
+      if (wholeFile && position >= headers.length) {
         throw new ApiError('VALIDATION_ERROR', {
           message: `emailColumn ${position} is beyond the file's ${headers.length} columns (positions start at 0).`,
         });

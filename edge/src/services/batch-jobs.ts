@@ -19,6 +19,7 @@ import {
   createJobWithCharge,
   type JobRow,
   queueOutlook,
+  type ResultRow,
   type ResultRowsQuery,
   readResultRows,
 } from '../storage/jobs.ts';
@@ -85,7 +86,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     input: row.input,
     addressIdx: row.addressIdx,
     resultJson: row.result ? JSON.stringify(row.result) : null,
-    cells: row.cells,
+    cellsJson: row.cellsJson,
   }));
   // Test keys answer every address at once from the sandbox, free of charge.
   const addresses = sandbox
@@ -123,8 +124,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     addresses,
     {
       jobsInFlight: staysInFlight ? input.quotas.jobsInFlight : null,
-      freeRows: input.quotas.freeRowsPerDay,
-      freeRowsSince: utcDayStart(now),
+      storageBytes: input.quotas.storageBytesPerDay,
+      storageDay: utcDayStart(now),
     },
   );
   if (!creation.created) {
@@ -139,12 +140,12 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
         now,
       });
     }
-    if (!usage.freeRowsFit) {
+    if (!usage.storageFits) {
       throw quotaExceeded({
-        quota: 'free_rows_per_day',
-        limit: input.quotas.freeRowsPerDay,
-        used: usage.freeRows,
-        requested: counts.totalRows,
+        quota: 'storage_bytes_per_day',
+        limit: input.quotas.storageBytesPerDay,
+        used: usage.storageBytes,
+        requested: usage.jobBytes,
         now,
       });
     }
@@ -259,24 +260,31 @@ export interface ResultsPage {
   total: number;
 }
 
-export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery): Promise<ResultsPage> {
+function assertCompleted(job: JobRow): void {
   if (job.status !== 'completed') {
     throw new ApiError('JOB_NOT_COMPLETED', {
       details: { status: job.status, progress: jobView(job).progress },
     });
   }
+}
+
+/** A stored row's result: a duplicate shares its address's verdict but shows the address as its row had it. */
+function rowResult(jobId: string, row: ResultRow): VerificationResult {
+  if (!row.resultJson) throw new Error(`row ${row.row} of job ${jobId} has no result`);
+  return { ...storedVerificationResult(row.resultJson), email: row.input };
+}
+
+const csvHeadersOf = (job: JobRow) => (job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null);
+
+export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery): Promise<ResultsPage> {
+  assertCompleted(job);
   const [rows, total] = await Promise.all([
     readResultRows(db, job.id, query),
     query.statuses || query.search ? countResultRows(db, job.id, query) : job.totalRows,
   ]);
-  const results = rows.map((row) => {
-    if (!row.resultJson) throw new Error(`row ${row.row} of job ${job.id} has no result`);
-    // A duplicate shares its address's verdict but shows the address as its row had it.
-    return { ...storedVerificationResult(row.resultJson), email: row.input };
-  });
-  const headers = job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null;
+  const headers = csvHeadersOf(job);
   return {
-    results,
+    results: rows.map((row) => rowResult(job.id, row)),
     originalCsvData: headers
       ? { headers, rows: rows.map((row) => (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : [])) }
       : null,
@@ -294,26 +302,62 @@ const VERDICT_COLUMNS = [
   'rcpt_suggestion',
 ];
 
-/** The results as CSV: the original columns (or `email`) followed by the verdict columns. */
-export function resultsToCsv(page: ResultsPage): string {
-  const original = page.originalCsvData;
-  const header = [...(original ? original.headers : ['email']), ...VERDICT_COLUMNS];
-  const lines = [header];
-  page.results.forEach((result, index) => {
-    const cells = original ? [...(original.rows[index] ?? [])] : [result.email];
-    while (original && cells.length < original.headers.length) cells.push('');
-    lines.push([
-      ...cells,
-      result.status,
-      result.subStatus,
-      String(result.score),
-      String(result.isDeliverable),
-      result.reason,
-      result.checks.isCatchAll === null ? '' : String(result.checks.isCatchAll),
-      result.checks.hasTypo?.suggested ?? '',
-    ]);
-  });
-  return `${lines.map((cells) => cells.map(csvCell).join(',')).join('\r\n')}\r\n`;
+/** Rows read from D1 per page of a CSV export: at most a few MB of results and cells at once. */
+const EXPORT_PAGE_ROWS = 500;
+
+/**
+ * The results as CSV — the original columns (or `email`) followed by the verdict columns —
+ * streamed: rows are read from D1 a page at a time as the client reads, so an export of any
+ * size holds one page in memory (a Worker isolate has 128 MB). 400 JOB_NOT_COMPLETED is thrown
+ * before the first byte.
+ */
+export function resultsCsvStream(db: Db, job: JobRow, query: ResultRowsQuery): ReadableStream<Uint8Array> {
+  assertCompleted(job);
+  const headers = csvHeadersOf(job);
+  const encoder = new TextEncoder();
+  const end = query.offset + query.limit;
+  let offset = query.offset;
+  let headerSent = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (!headerSent) {
+          headerSent = true;
+          controller.enqueue(encoder.encode(csvLine([...(headers ?? ['email']), ...VERDICT_COLUMNS])));
+          return;
+        }
+        const limit = Math.min(EXPORT_PAGE_ROWS, end - offset);
+        const rows = limit > 0 ? await readResultRows(db, job.id, { ...query, offset, limit }) : [];
+        if (rows.length === 0) {
+          controller.close();
+          return;
+        }
+        offset += rows.length;
+        controller.enqueue(encoder.encode(rows.map((row) => csvLine(csvRow(job.id, row, headers))).join('')));
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string[] {
+  const result = rowResult(jobId, row);
+  const cells = headers ? (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : []) : [result.email];
+  while (headers && cells.length < headers.length) cells.push('');
+  return [
+    ...cells,
+    result.status,
+    result.subStatus,
+    String(result.score),
+    String(result.isDeliverable),
+    result.reason,
+    result.checks.isCatchAll === null ? '' : String(result.checks.isCatchAll),
+    result.checks.hasTypo?.suggested ?? '',
+  ];
+}
+
+function csvLine(cells: string[]): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
 }
 
 // Where a spreadsheet may start a cell with a formula (OWASP, CSV Injection,

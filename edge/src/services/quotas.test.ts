@@ -1,4 +1,4 @@
-// Per-account quotas: free rows a day, jobs in flight, API keys. Each refusal is 429
+// Per-account quotas: the storage budget a day, jobs in flight, API keys. Each refusal is 429
 // QUOTA_EXCEEDED with its details, stores nothing and charges nothing; the check and the insert
 // are one transaction, so concurrent requests cannot both take the last slot.
 import { env } from 'cloudflare:workers';
@@ -120,22 +120,31 @@ const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
 
 describe('the quotas have production defaults', () => {
-  it('20,000 free rows a day, 10 jobs in flight, 25 active keys, sandbox data kept 7 days', () => {
+  it('100 MB a day, 10 jobs in flight, 25 active keys, sandbox data kept 7 days', () => {
     // wrangler.toml sets none of them: these are the code's defaults.
-    expect(quotas()).toEqual({ freeRowsPerDay: 20_000, jobsInFlight: 10, apiKeys: 25 });
+    expect(quotas()).toEqual({ storageBytesPerDay: 100_000_000, jobsInFlight: 10, apiKeys: 25 });
     expect(configOf(env).SANDBOX_RETENTION_DAYS).toBe(7);
   });
 });
 
-describe('free rows a day (jobs that charged nothing)', () => {
-  const vars = { QUOTA_FREE_ROWS_PER_DAY: '5' };
+/** The bytes the account's writes counted today and before (storage_days). */
+const storageUsedBy = (accountId: string) =>
+  count('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
+const budget = (bytes: number) => ({ QUOTA_STORAGE_BYTES_PER_DAY: String(bytes) });
 
-  it('refuses a sandbox upload past the limit with 429 QUOTA_EXCEEDED, resetAt and Retry-After; nothing stored', async () => {
-    const caller = await newCaller({ mode: 'test' });
-    expect((await upload(caller, rows(3), { vars })).status).toBe(200);
+describe('the storage budget: bytes a day, counted by every write path', () => {
+  it('counts a charged list by its bytes, cells included, though its only address is refunded', async () => {
+    // An IP literal is valid syntax, charged, answered without DNS or SMTP and refunded: the 1 KB
+    // cells beside it would be stored for nothing if only charged work (or rows) counted.
+    const caller = await newCaller({ credits: 10 });
+    const note = 'n'.repeat(1_000);
+    const csv = `email,note\na@[192.0.2.1],${note}\n${Array.from({ length: 99 }, (_, i) => `not an address ${i},${note}`).join('\n')}\n`;
+    expect((await uploadMultipart(caller, csv)).status).toBe(200);
+    const used = await storageUsedBy(caller.accountId);
+    expect(used).toBeGreaterThan(100 * 1_000);
     const before = await footprint(caller.accountId);
 
-    const refused = await upload(caller, rows(3, 'y'), { vars });
+    const refused = await uploadMultipart(caller, csv, { vars: budget(used + 50_000) });
     const now = Date.now();
     expect(refused.status).toBe(429);
     const body = await refused.json<QuotaBody>();
@@ -143,59 +152,90 @@ describe('free rows a day (jobs that charged nothing)', () => {
     expect(body).toMatchObject({
       success: false,
       code: 'QUOTA_EXCEEDED',
-      details: { quota: 'free_rows_per_day', limit: 5, used: 3, requested: 3, resetAt: midnight },
+      details: { quota: 'storage_bytes_per_day', limit: used + 50_000, used, resetAt: midnight },
     });
-    expect(body.message).toContain('5 rows a day');
+    expect(body.details.requested).toBeGreaterThan(100 * 1_000);
     expect(body.message).toContain(midnight);
     const retryAfter = Number(refused.headers.get('Retry-After'));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(Math.abs(retryAfter - (Date.parse(midnight) - now) / 1000)).toBeLessThanOrEqual(5);
+    // Nothing stored, nothing charged, nothing counted.
     expect(await footprint(caller.accountId)).toEqual(before);
-
-    // What still fits is taken: 3 + 2 = 5.
-    expect((await upload(caller, rows(2, 'z'), { vars })).status).toBe(200);
-    expect(await storedRowsOf(caller.accountId)).toBe(5);
+    expect(await storageUsedBy(caller.accountId)).toBe(used);
   });
 
-  it('counts a live upload of only invalid rows, over JSON and multipart, and never a charged one', async () => {
-    const caller = await newCaller({ credits: 10 });
-    // Charged: stores 3 rows, none of them free.
-    expect((await upload(caller, ['a@nonexistent.test', 'not an address', ''], { vars })).status).toBe(200);
-    expect((await upload(caller, ['not an address', '', 'nor this'], { vars })).status).toBe(200);
-    const before = await footprint(caller.accountId);
-
-    const json = await upload(caller, ['still not', 'no', 'never'], { vars });
-    expect(json.status).toBe(429);
-    expect((await json.json<QuotaBody>()).details).toMatchObject({ quota: 'free_rows_per_day', used: 3 });
-    const multipart = await uploadMultipart(caller, 'email\nbroken\nalso broken\nagain\n', { vars });
-    expect(multipart.status).toBe(429);
-    expect((await multipart.json<QuotaBody>()).details).toMatchObject({
-      quota: 'free_rows_per_day',
-      used: 3,
-      requested: 3,
-    });
-    expect(await footprint(caller.accountId)).toEqual(before);
-  });
-
-  it('counts each test-key single verification as one row, shared with free jobs', async () => {
+  it('counts sandbox lists and test-key single verifications in the same budget', async () => {
     const caller = await newCaller({ mode: 'test' });
-    const verify = (email: string) => call('/api/v1/verify', { key: caller.apiKey, json: { email }, vars });
-    expect((await upload(caller, rows(3), { vars })).status).toBe(200);
+    const verify = (email: string, vars?: Record<string, string>) =>
+      call('/api/v1/verify', { key: caller.apiKey, json: { email }, ...(vars ? { vars } : {}) });
+    expect((await upload(caller, rows(3))).status).toBe(200);
+    const afterList = await storageUsedBy(caller.accountId);
+    expect(afterList).toBeGreaterThan(0);
     expect((await verify('deliverable@example.test')).status).toBe(200);
-    expect((await verify('risky@example.test')).status).toBe(200);
+    const afterCall = await storageUsedBy(caller.accountId);
+    expect(afterCall).toBeGreaterThan(afterList);
+    const account = await call('/api/v1/account', { key: caller.apiKey });
+    expect(
+      (await account.json<{ account: { usage: { storage: unknown } } }>()).account.usage.storage,
+    ).toMatchObject({ usedBytesToday: afterCall, limitBytesPerDay: 100_000_000 });
     const before = await footprint(caller.accountId);
 
-    const refused = await verify('unknown@example.test');
+    const refused = await verify('risky@example.test', budget(afterCall));
     expect(refused.status).toBe(429);
-    const body = await refused.json<QuotaBody>();
-    expect(body.details).toMatchObject({ quota: 'free_rows_per_day', limit: 5, used: 5, requested: 1 });
-    expect(Number(refused.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
-    expect((await upload(caller, rows(1, 'y'), { vars })).status).toBe(429);
+    expect((await refused.json<QuotaBody>()).details).toMatchObject({
+      quota: 'storage_bytes_per_day',
+      limit: afterCall,
+      used: afterCall,
+    });
+    expect((await upload(caller, rows(1, 'y'), { vars: budget(afterCall) })).status).toBe(429);
     expect(await footprint(caller.accountId)).toEqual(before);
   });
 
-  it('lets only one of several concurrent uploads take the last rows', async () => {
+  it('refuses a charged single verification past the budget before charging it', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const verify = (vars?: Record<string, string>) =>
+      call('/api/v1/verify', {
+        key: caller.apiKey,
+        json: { email: 'not an address' },
+        ...(vars ? { vars } : {}),
+      });
+    expect((await verify()).status).toBe(200);
+    const used = await storageUsedBy(caller.accountId);
+    expect(used).toBeGreaterThan(0);
+    const refused = await verify(budget(used));
+    expect(refused.status).toBe(429);
+    expect((await refused.json<QuotaBody>()).details).toMatchObject({ quota: 'storage_bytes_per_day', used });
+    expect(await balanceOf(caller.accountId)).toBe(4);
+    expect(await historyOf(caller.accountId)).toBe(1);
+  });
+
+  it('counts the answers kept under Idempotency-Keys', async () => {
     const caller = await newCaller({ mode: 'test' });
+    const verify = (key: string) =>
+      call('/api/v1/verify', {
+        key: caller.apiKey,
+        json: { email: 'deliverable@example.test' },
+        headers: { 'Idempotency-Key': key },
+      });
+    expect((await verify('plain')).status).toBe(200);
+    const oneCall = await storageUsedBy(caller.accountId);
+    const kept = await count(
+      'SELECT LENGTH(response_body) AS n FROM idempotency_keys WHERE account_id = ?',
+      caller.accountId,
+    );
+    expect(kept).toBeGreaterThan(100);
+    // Replays store nothing and count nothing.
+    expect((await verify('plain')).headers.get('Idempotent-Replayed')).toBe('true');
+    expect(await storageUsedBy(caller.accountId)).toBe(oneCall);
+    // The history row and the kept answer: more than the answer's bytes alone.
+    expect(oneCall).toBeGreaterThan(2 * kept);
+  });
+
+  it('lets only one of several concurrent uploads take the last bytes', async () => {
+    const probe = await newCaller({ mode: 'test' });
+    expect((await upload(probe, rows(3, 'p'))).status).toBe(200);
+    const oneList = await storageUsedBy(probe.accountId);
+    const caller = await newCaller({ mode: 'test' });
+    const vars = budget(Math.round(oneList * 1.5));
     const answers = await Promise.all(
       ['a', 'b', 'c', 'd'].map((prefix) => upload(caller, rows(3, prefix), { vars })),
     );
@@ -207,24 +247,24 @@ describe('free rows a day (jobs that charged nothing)', () => {
   it('resets at resetAt: midnight UTC', async () => {
     const caller = await newCaller({ mode: 'test' });
     const midnight = Date.UTC(2031, 4, 17);
-    const limits = { quotas: { freeRowsPerDay: 5 } };
-    await createJob(caller, 'test', rows(5), { ...limits, now: midnight - 2000 });
+    await createJob(caller, 'test', rows(5), { now: midnight - 2000 });
+    const used = await storageUsedBy(caller.accountId);
+    const limits = { quotas: { storageBytesPerDay: used } };
 
     const refused = await refusal(
       createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1000 }),
     );
     expect(refused.code).toBe('QUOTA_EXCEEDED');
-    expect(refused.details).toEqual({
-      quota: 'free_rows_per_day',
-      limit: 5,
-      used: 5,
-      requested: 1,
+    expect(refused.details).toMatchObject({
+      quota: 'storage_bytes_per_day',
+      limit: used,
+      used,
       resetAt: '2031-05-17T00:00:00.000Z',
     });
     expect(refused.retryAfterSeconds).toBe(1);
-    // One millisecond before the reset: still today's quota.
+    // One millisecond before the reset: still today's budget.
     await refusal(createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1 }));
-    // At resetAt, a new day's quota.
+    // At resetAt, a new day's budget.
     const next = await createJob(caller, 'test', rows(5, 'z'), { ...limits, now: midnight });
     expect(next.success).toBe(true);
     expect(await storedRowsOf(caller.accountId)).toBe(10);
@@ -288,24 +328,19 @@ describe('jobs in flight', () => {
 });
 
 describe('quotas and Idempotency-Key', () => {
-  const vars = { QUOTA_FREE_ROWS_PER_DAY: '6' };
-  const withKey = (key: string) => ({ vars, headers: { 'Idempotency-Key': key } });
-
   it('a replayed upload is not counted twice', async () => {
     const caller = await newCaller({ mode: 'test' });
+    const withKey = (key: string) => ({ headers: { 'Idempotency-Key': key } });
     const first = await upload(caller, rows(3), withKey('list-1'));
     expect(first.status).toBe(200);
+    const used = await storageUsedBy(caller.accountId);
     const replay = await upload(caller, rows(3), withKey('list-1'));
     expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
     expect((await replay.json<{ jobId: string }>()).jobId).toBe(
       (await first.json<{ jobId: string }>()).jobId,
     );
-    // 3 rows used, not 6: another 3-row list fits.
-    expect((await upload(caller, rows(3, 'y'), withKey('list-2'))).status).toBe(200);
-    const over = await upload(caller, rows(1, 'z'), withKey('list-3'));
-    expect(over.status).toBe(429);
-    expect((await over.json<QuotaBody>()).details).toMatchObject({ used: 6 });
-    expect(await jobsOf(caller.accountId)).toBe(2);
+    expect(await storageUsedBy(caller.accountId)).toBe(used);
+    expect(await jobsOf(caller.accountId)).toBe(1);
   });
 
   it('a refusal is not kept as the key’s answer: the same request runs once the quota allows it', async () => {

@@ -1,16 +1,18 @@
 // Per-account quotas (docs/operations.md): how much one account may store or hold at once, so
-// that free work — sandbox keys, lists with no valid address — cannot fill the database every
-// account shares. The limits are deployment config; each check runs in the same D1 transaction
-// as the insert it guards (storage/jobs.ts, storage/api-keys.ts), so two concurrent requests
-// cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing stored or charged.
+// that no account — least of all with work that ends up free: sandbox keys, lists with no valid
+// address, refunded answers — can fill the database every account shares. The limits are
+// deployment config; each check runs in the same D1 transaction as the insert it guards
+// (storage/jobs.ts, storage/history.ts, storage/api-keys.ts, storage/webhooks.ts), so two
+// concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
+// stored or charged.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../config.ts';
 
-export type QuotaName = 'free_rows_per_day' | 'jobs_in_flight' | 'api_keys';
+export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
 
 export interface Quotas {
-  /** Rows a UTC day that jobs which charged nothing may store. */
-  freeRowsPerDay: number;
+  /** Bytes a UTC day that every write of the account counts against (docs/money.md). */
+  storageBytesPerDay: number;
   /** Jobs pending or processing at once. */
   jobsInFlight: number;
   /** Active (not revoked) API keys. */
@@ -19,7 +21,7 @@ export interface Quotas {
 
 export function quotasOf(config: Config): Quotas {
   return {
-    freeRowsPerDay: config.QUOTA_FREE_ROWS_PER_DAY,
+    storageBytesPerDay: config.QUOTA_STORAGE_BYTES_PER_DAY,
     jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
     apiKeys: config.QUOTA_API_KEYS,
   };
@@ -27,7 +29,7 @@ export function quotasOf(config: Config): Quotas {
 
 const DAY_MS = 86_400_000;
 
-/** The start of the UTC day of `now`: the free-row quota counts from there. */
+/** The start of the UTC day of `now`: the storage budget counts from there. */
 export function utcDayStart(now: number): number {
   return now - (now % DAY_MS);
 }
@@ -45,7 +47,7 @@ export interface QuotaRefusal {
 /** 429 QUOTA_EXCEEDED: which quota, its limit, what is used, and when it resets (null: when usage falls). */
 export function quotaExceeded(refusal: QuotaRefusal): ApiError {
   const { quota, limit, used, requested, now } = refusal;
-  const resetAt = quota === 'free_rows_per_day' ? utcDayStart(now) + DAY_MS : null;
+  const resetAt = quota === 'storage_bytes_per_day' ? utcDayStart(now) + DAY_MS : null;
   const resetAtIso = resetAt === null ? null : new Date(resetAt).toISOString();
   return new ApiError('QUOTA_EXCEEDED', {
     message: quotaMessage(refusal, resetAtIso),
@@ -54,14 +56,19 @@ export function quotaExceeded(refusal: QuotaRefusal): ApiError {
   });
 }
 
+/** Bytes as MB with one decimal (10.5 MB), or in bytes below 0.1 MB. */
+function megabytes(bytes: number): string {
+  return bytes < 100_000 ? `${bytes.toLocaleString('en-US')} bytes` : `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
 function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: string | null): string {
   const count = (value: number) => value.toLocaleString('en-US');
   switch (quota) {
-    case 'free_rows_per_day':
+    case 'storage_bytes_per_day':
       return (
-        `Lists that use no credits (test keys, or no valid address) may store ${count(limit)} rows a day; ` +
-        `${count(used)} are stored today and this list has ${count(requested)}. The quota resets at ${resetAt} ` +
-        '(midnight UTC).'
+        `An account may store ${megabytes(limit)} a day (lists, their cells and results, history, kept answers, ` +
+        `webhook events); ${megabytes(used)} are stored today and this request needs ${megabytes(requested)}. ` +
+        `The budget resets at ${resetAt} (midnight UTC).`
       );
     case 'jobs_in_flight':
       return (

@@ -12,7 +12,9 @@ import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
   type HistoryAnswer,
-  insertFreeVerification,
+  type HistoryBudget,
+  type HistoryRefusal,
+  insertAnsweredVerification,
   openChargedVerification,
   refundVerification,
 } from '../storage/history.ts';
@@ -40,7 +42,7 @@ export async function verifyForCaller(input: {
   /** Verify now even when the account has a live verdict for the address (which this one replaces). */
   fresh?: boolean;
   requestId: string;
-  /** The account's quotas: a test key's answers count against its free rows of the day. */
+  /** The account's quotas: every history row counts against the storage budget of the day. */
   quotas: Quotas;
   now: number;
 }): Promise<SingleVerification> {
@@ -58,11 +60,10 @@ export async function verifyForCaller(input: {
           now,
         })
       : null;
+  const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(input.email, now);
-    // Free, so its history row counts against the account's free rows of the day.
-    const limit = input.quotas.freeRowsPerDay;
-    const recorded = await insertFreeVerification(
+    const refusal = await insertAnsweredVerification(
       db,
       {
         id: requestId,
@@ -71,25 +72,30 @@ export async function verifyForCaller(input: {
         now,
         answer: historyAnswer(result, key),
       },
-      { limit, since: utcDayStart(now) },
+      budget,
     );
-    if (!recorded.inserted) {
-      throw quotaExceeded({ quota: 'free_rows_per_day', limit, used: recorded.used, requested: 1, now });
-    }
+    if (refusal) throw storageRefused(refusal, input.quotas, now);
     return { result, creditsRemaining: caller.creditBalance };
   }
   // A cached answer is charged as any answer is, and recorded in the same transaction.
-  const creditsRemaining = await openChargedVerification(db, {
-    id: requestId,
-    accountId: caller.accountId,
-    apiKeyId: caller.apiKeyId,
-    amount: SINGLE_VERIFICATION_CREDITS,
-    now,
-    ...(cached ? { answer: historyAnswer(cached, key) } : {}),
-  });
-  if (creditsRemaining === null) {
+  const opened = await openChargedVerification(
+    db,
+    {
+      id: requestId,
+      accountId: caller.accountId,
+      apiKeyId: caller.apiKeyId,
+      email: input.email,
+      amount: SINGLE_VERIFICATION_CREDITS,
+      now,
+      ...(cached ? { answer: historyAnswer(cached, key) } : {}),
+    },
+    budget,
+  );
+  if ('refused' in opened) {
+    if (opened.refused === 'storage') throw storageRefused(opened, input.quotas, now);
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
+  const creditsRemaining = opened.balance;
   if (cached) return { result: cached, creditsRemaining };
   try {
     const { result } = await verifyAddress(input.deps, input.email);
@@ -107,6 +113,16 @@ export async function verifyForCaller(input: {
     // If the refund failed as well, the recovery sweep refunds the open verification.
     throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
   }
+}
+
+function storageRefused(refusal: HistoryRefusal, quotas: Quotas, now: number): ApiError {
+  return quotaExceeded({
+    quota: 'storage_bytes_per_day',
+    limit: quotas.storageBytesPerDay,
+    used: refusal.storageUsed,
+    requested: refusal.bytes,
+    now,
+  });
 }
 
 function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null): HistoryAnswer {

@@ -13,7 +13,7 @@ import { findJobById } from '../storage/jobs.ts';
 import {
   dueDeliveries,
   fixDeliveryPayload,
-  insertDelivery,
+  insertDeliveryWithin,
   pendingDeliveriesOfJob,
   recordAttempt,
   setAccountWebhook,
@@ -21,6 +21,7 @@ import {
 } from '../storage/webhooks.ts';
 import { jobView } from './batch-jobs.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
+import { quotaExceeded, quotasOf, utcDayStart } from './quotas.ts';
 import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
 import { dohClientFor } from './verify-deps.ts';
 
@@ -157,7 +158,21 @@ export async function sendTestEvent(
     createdAt: now,
     deliveredAt: null,
   };
-  await insertDelivery(db, delivery);
+  // Each test event is a stored row: it counts against the storage budget (docs/money.md).
+  const { storageBytesPerDay } = quotasOf(config);
+  const refused = await insertDeliveryWithin(db, delivery, {
+    day: utcDayStart(now),
+    limit: storageBytesPerDay,
+  });
+  if (refused) {
+    throw quotaExceeded({
+      quota: 'storage_bytes_per_day',
+      limit: storageBytesPerDay,
+      used: refused.used,
+      requested: refused.bytes,
+      now,
+    });
+  }
   return attemptDelivery(db, delivery, config, now);
 }
 

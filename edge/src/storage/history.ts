@@ -2,9 +2,9 @@ import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
-import { freeRowsSinceSql } from './free-rows.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
+import { countStorage, RESULT_BYTES, rowBytes, storageFitsSql, storageUsedSql } from './storage-budget.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
 
@@ -12,25 +12,53 @@ export async function insertVerification(db: Db, row: NewVerification): Promise<
   await db.insert(verifications).values(row);
 }
 
+/** The storage budget a history row must fit in (storage-budget.ts); a null limit is not checked. */
+export interface HistoryBudget {
+  day: number;
+  limit: number | null;
+}
+
+/** A refused history row: which condition failed, and the bytes the account had written today. */
+export interface HistoryRefusal {
+  refused: 'credits' | 'storage';
+  storageUsed: number;
+  /** The bytes the row would have taken. */
+  bytes: number;
+}
+
+/** Bytes of a single verification's history row: its answer, or an estimate of the answer to come. */
+function historyRowBytes(
+  row: { id: string; accountId: string; apiKeyId: string | null },
+  answer: HistoryAnswer | undefined,
+  email: string,
+): number {
+  const fixed = rowBytes(row.id, row.accountId, row.apiKeyId, 'single', 0, email);
+  return answer
+    ? fixed + rowBytes(answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
+    : fixed + RESULT_BYTES;
+}
+
 /**
- * Records a free (test-key) single verification with its answer, unless the account has already
- * stored `quota.limit` free rows since `quota.since`: the count and the insert are one
- * transaction. Returns whether it was recorded and the free rows counted before it.
+ * Records a single verification that was answered free of charge (a test key) with its answer,
+ * if it fits the account's storage budget: the check, the insert and the count are one
+ * transaction. Returns null when recorded.
  */
-export async function insertFreeVerification(
+export async function insertAnsweredVerification(
   db: Db,
   row: { id: string; accountId: string; apiKeyId: string | null; now: number; answer: HistoryAnswer },
-  quota: { limit: number; since: number },
-): Promise<{ inserted: boolean; used: number }> {
+  budget: HistoryBudget,
+): Promise<HistoryRefusal | null> {
   const d1 = db.$client;
   const { answer } = row;
+  const bytes = historyRowBytes(row, answer, answer.email);
+  const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
   const [usage, insert] = await d1.batch([
-    d1.prepare(`SELECT ${freeRowsSinceSql('?1', '?2')} AS used`).bind(row.accountId, quota.since),
+    d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(row.accountId),
     d1
       .prepare(
         `INSERT INTO verifications (id, account_id, api_key_id, kind, email, address, status, sub_status, score,
            result_json, created_at)
-         SELECT ?1, ?2, ?3, 'single', ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${freeRowsSinceSql('?2', '?11')} < ?12
+         SELECT ?1, ?2, ?3, 'single', ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${fits}
          RETURNING id`,
       )
       .bind(
@@ -44,13 +72,18 @@ export async function insertFreeVerification(
         answer.score,
         answer.resultJson,
         row.now,
-        quota.since,
-        quota.limit,
       ),
+    countStorage(
+      d1,
+      { accountId: row.accountId, day: budget.day, bytes },
+      { sql: 'EXISTS (SELECT 1 FROM verifications WHERE id = ?4)', params: [row.id] },
+    ),
   ]);
+  if ((insert?.results.length ?? 0) > 0) return null;
   return {
-    inserted: (insert?.results.length ?? 0) > 0,
-    used: (usage?.results[0] as { used: number } | undefined)?.used ?? 0,
+    refused: 'storage',
+    storageUsed: (usage?.results[0] as { used: number } | undefined)?.used ?? 0,
+    bytes,
   };
 }
 
@@ -67,9 +100,9 @@ export interface HistoryAnswer {
 
 /**
  * Charges a single verification and opens its history row, in one transaction: either both
- * happen or, when the balance does not cover `amount`, neither. The row is open (no result
- * yet) unless the answer is already known (a cached verdict), in which case it is closed at
- * once. Returns the new balance, or null.
+ * happen or, when the balance does not cover `amount` or the row does not fit the storage
+ * budget, neither. The row is open (no result yet) unless the answer is already known (a cached
+ * verdict), in which case it is closed at once. Returns the new balance, or why not.
  */
 export async function openChargedVerification(
   db: Db,
@@ -77,29 +110,40 @@ export async function openChargedVerification(
     id: string;
     accountId: string;
     apiKeyId: string | null;
+    email: string;
     amount: number;
     now: number;
     answer?: HistoryAnswer;
   },
-): Promise<number | null> {
+  budget: HistoryBudget,
+): Promise<{ balance: number } | HistoryRefusal> {
   const d1 = db.$client;
   const { answer } = opening;
-  const charge = debit({
-    accountId: opening.accountId,
-    amount: opening.amount,
-    reason: 'verify',
-    reference: opening.id,
-    now: opening.now,
-  });
-  const [, , update] = await d1.batch<{ credit_balance: number }>([
-    prepare(d1, charge.entry),
-    // Between the debit's two statements the balance is still the one before the charge.
+  const rowExists = 'EXISTS (SELECT 1 FROM verifications WHERE id = ?4)';
+  const charge = debit(
+    {
+      accountId: opening.accountId,
+      amount: opening.amount,
+      reason: 'verify',
+      reference: opening.id,
+      now: opening.now,
+    },
+    rowExists,
+  );
+  const bytes = historyRowBytes(opening, answer, opening.email);
+  const creditsCover = '(SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5';
+  const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
+  const results = await d1.batch<Record<string, number>>([
+    d1
+      .prepare(`SELECT ${creditsCover} AS creditsCover, ${storageUsedSql('?2', budget.day)} AS storageUsed`)
+      .bind(opening.id, opening.accountId, null, null, opening.amount),
+    // The row first, under both conditions; the debit's two statements only if it was written.
     d1
       .prepare(
         `INSERT INTO verifications (id, account_id, api_key_id, kind, created_at,
            email, address, status, sub_status, score, result_json)
          SELECT ?1, ?2, ?3, 'single', ?4, ?6, ?7, ?8, ?9, ?10, ?11
-         WHERE (SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5`,
+         WHERE ${creditsCover} AND ${fits}`,
       )
       .bind(
         opening.id,
@@ -114,9 +158,22 @@ export async function openChargedVerification(
         answer?.score ?? null,
         answer?.resultJson ?? null,
       ),
+    prepare(d1, charge.entry),
+    countStorage(
+      d1,
+      { accountId: opening.accountId, day: budget.day, bytes },
+      { sql: rowExists, params: [opening.id] },
+    ),
     prepare(d1, charge.balance),
   ]);
-  return update?.results[0]?.credit_balance ?? null;
+  const balance = results.at(-1)?.results[0]?.credit_balance;
+  if (balance !== undefined) return { balance };
+  const usage = results[0]?.results[0];
+  return {
+    refused: usage?.creditsCover === 1 ? 'storage' : 'credits',
+    storageUsed: usage?.storageUsed ?? 0,
+    bytes,
+  };
 }
 
 /** Closes an open single verification with its result. Returns false if it was not open. */

@@ -1,5 +1,8 @@
-// Idempotency keys: the first answer to a request sent with an `Idempotency-Key`, per account.
+// Idempotency keys: the first answer to a request sent with an `Idempotency-Key`, per account
+// and key mode (a test key's keys and a live key's keys never meet).
+import type { DataMode } from './api-keys.ts';
 import type { Db } from './db.ts';
+import { countStorage, rowBytes } from './storage-budget.ts';
 
 /** How long a key and its answer are kept. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600_000;
@@ -18,32 +21,32 @@ export type IdempotencyClaim =
  */
 export async function claimIdempotencyKey(
   db: Db,
-  claim: { accountId: string; key: string; fingerprint: string; now: number },
+  claim: { accountId: string; mode: DataMode; key: string; fingerprint: string; now: number },
 ): Promise<IdempotencyClaim> {
   const d1 = db.$client;
-  const { accountId, key, fingerprint, now } = claim;
+  const { accountId, mode, key, fingerprint, now } = claim;
   // A key past its lifetime is free again; a running one is taken over only by the same
   // request once its holder has clearly died.
   const taken = await d1
     .prepare(
-      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at)
-       VALUES (?1, ?2, ?3, 'running', ?4, ?4)
-       ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'running',
+      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at, mode)
+       VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?7)
+       ON CONFLICT (account_id, mode, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'running',
          response_status = NULL, response_body = NULL, created_at = excluded.created_at, locked_at = excluded.locked_at
        WHERE idempotency_keys.created_at <= ?5
          OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at <= ?6
              AND idempotency_keys.fingerprint = excluded.fingerprint)
        RETURNING state`,
     )
-    .bind(accountId, key, fingerprint, now, now - IDEMPOTENCY_KEY_TTL_MS, now - IDEMPOTENCY_LOCK_MS)
+    .bind(accountId, key, fingerprint, now, now - IDEMPOTENCY_KEY_TTL_MS, now - IDEMPOTENCY_LOCK_MS, mode)
     .first();
   if (taken) return { kind: 'claimed' };
   const held = await d1
     .prepare(
       `SELECT fingerprint, state, response_status AS status, response_body AS body
-       FROM idempotency_keys WHERE account_id = ?1 AND key = ?2`,
+       FROM idempotency_keys WHERE account_id = ?1 AND key = ?2 AND mode = ?3`,
     )
-    .bind(accountId, key)
+    .bind(accountId, key, mode)
     .first<{ fingerprint: string; state: 'running' | 'done'; status: number | null; body: string | null }>();
   // Deleted between the two statements (retention): the caller may simply try again.
   if (!held) return { kind: 'running' };
@@ -54,24 +57,50 @@ export async function claimIdempotencyKey(
   return { kind: 'running' };
 }
 
-/** Keeps the answer of the request that holds the key. */
-export async function keepIdempotentAnswer(
-  db: Db,
-  answer: { accountId: string; key: string; status: number; body: string },
-): Promise<void> {
-  await db.$client
-    .prepare(
-      `UPDATE idempotency_keys SET state = 'done', response_status = ?3, response_body = ?4
-       WHERE account_id = ?1 AND key = ?2 AND state = 'running'`,
-    )
-    .bind(answer.accountId, answer.key, answer.status, answer.body)
-    .run();
+/** The request holding a key: its account, its key's mode and the key. */
+export interface HeldKey {
+  accountId: string;
+  mode: DataMode;
+  key: string;
 }
 
-/** Frees a key whose request failed on rcpt's side (and was refunded), so a retry runs afresh. */
-export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {
+/**
+ * Keeps the answer of the request that holds the key, and counts the row against the account's
+ * storage budget of `day` (not refused: the work it answers was admitted under the budget).
+ */
+export async function keepIdempotentAnswer(
+  db: Db,
+  answer: HeldKey & { fingerprint: string; status: number; body: string; day: number },
+): Promise<void> {
+  const d1 = db.$client;
+  const bytes = rowBytes(
+    answer.accountId,
+    answer.mode,
+    answer.key,
+    answer.fingerprint,
+    answer.body,
+    0,
+    0,
+    0,
+    0,
+  );
+  await d1.batch([
+    d1
+      .prepare(
+        `UPDATE idempotency_keys SET state = 'done', response_status = ?4, response_body = ?5
+         WHERE account_id = ?1 AND mode = ?2 AND key = ?3 AND state = 'running'`,
+      )
+      .bind(answer.accountId, answer.mode, answer.key, answer.status, answer.body),
+    countStorage(d1, { accountId: answer.accountId, day: answer.day, bytes }),
+  ]);
+}
+
+/** Frees a key whose request did nothing (refused, or failed on rcpt's side and refunded), so a retry runs afresh. */
+export async function releaseIdempotencyKey(db: Db, held: HeldKey): Promise<void> {
   await db.$client
-    .prepare(`DELETE FROM idempotency_keys WHERE account_id = ?1 AND key = ?2 AND state = 'running'`)
-    .bind(accountId, key)
+    .prepare(
+      `DELETE FROM idempotency_keys WHERE account_id = ?1 AND mode = ?2 AND key = ?3 AND state = 'running'`,
+    )
+    .bind(held.accountId, held.mode, held.key)
     .run();
 }

@@ -4,9 +4,17 @@
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
-import { freeRowsSinceSql } from './free-rows.ts';
 import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
+import {
+  countStorage,
+  RESULT_BYTES,
+  ROW_OVERHEAD_BYTES,
+  rowBytes,
+  storageFitsSql,
+  storageUsedSql,
+  utf8Bytes,
+} from './storage-budget.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -43,7 +51,8 @@ export interface NewJobRow {
   input: string;
   addressIdx: number | null;
   resultJson: string | null;
-  cells: string[] | null;
+  /** The row's original cells as a JSON array (CSV uploads). */
+  cellsJson: string | null;
 }
 
 export interface NewJobAddress {
@@ -58,37 +67,52 @@ export interface NewJobAddress {
 export interface JobQuotaLimits {
   /** Most jobs pending or processing, this one included. */
   jobsInFlight: number | null;
-  /** Most rows stored since `freeRowsSince` by jobs that charged nothing, this one included. */
-  freeRows: number | null;
-  freeRowsSince: number;
+  /** Most bytes written on the UTC day starting at `storageDay`, this job included. */
+  storageBytes: number | null;
+  storageDay: number;
 }
 
 /** What the account had when the job was refused, and which of its conditions failed. */
 export interface AccountUsage {
   creditBalance: number;
   jobsInFlight: number;
-  freeRows: number;
+  storageBytes: number;
+  /** The bytes the job would have written. */
+  jobBytes: number;
   creditsCover: boolean;
   inFlightFits: boolean;
-  freeRowsFit: boolean;
+  storageFits: boolean;
 }
 
 export type JobCreation = { created: true; balance: number } | { created: false; usage: AccountUsage };
 
+/**
+ * What a job's webhook events and its history entry store beside its own row: a `job.completed`
+ * (or `job.failed`) event and one `job.updated` per greylist follow-up round, about 1 KB each.
+ */
+const JOB_EXTRA_BYTES = 8 * 1024;
+
 // The job's conditions as SQL over the account's state, read once in the job's own batch (one
-// transaction): ?2 account, ?7 the job's rows, ?18 its charge, ?20 the in-flight limit,
-// ?21 the start of the free-row window, ?22 the free-row limit. The job insert requires all
-// three; the refused batch reports each, so the caller answers with the one that failed.
-const USAGE = {
-  creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
-  jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
-  freeRows: freeRowsSinceSql('?2', '?21'),
-};
-const CONDITIONS = {
-  creditsCover: `${USAGE.creditBalance} >= ?18`,
-  inFlightFits: `(?20 IS NULL OR ${USAGE.jobsInFlight} < ?20)`,
-  freeRowsFit: `(?22 IS NULL OR ?18 > 0 OR ${USAGE.freeRows} + ?7 <= ?22)`,
-};
+// transaction): ?2 account, ?18 its charge, ?20 the in-flight limit; the storage budget's
+// numbers are inlined. The job insert requires all three; the refused batch reports each, so
+// the caller answers with the one that failed.
+function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
+  const usage = {
+    creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
+    jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
+    storageBytes: storageUsedSql('?2', limits.storageDay),
+  };
+  const conditions = {
+    creditsCover: `${usage.creditBalance} >= ?18`,
+    inFlightFits: `(?20 IS NULL OR ${usage.jobsInFlight} < ?20)`,
+    storageFits: storageFitsSql('?2', {
+      day: limits.storageDay,
+      bytes: jobBytes,
+      limit: limits.storageBytes,
+    }),
+  };
+  return { usage, conditions };
+}
 
 /**
  * Creates the job, its rows and addresses and its history entry, and charges it, all in one
@@ -112,6 +136,27 @@ export async function createJobWithCharge(
     { accountId: job.accountId, amount: charge, reason: 'bulk_charge', reference: job.id, now: job.now },
     jobExists,
   );
+  const csvHeaders = job.csvHeaders ? JSON.stringify(job.csvHeaders) : null;
+  const rowChunks = jsonChunks(
+    rows.map((row) => [row.row, row.input, row.addressIdx, row.resultJson, row.cellsJson]),
+  );
+  const addressChunks = jsonChunks(
+    addresses.map((address) => [
+      address.idx,
+      address.email,
+      address.domain,
+      ...(address.result ? resultColumns(address.result) : [null, null, null, 0, null]),
+    ]),
+  );
+  // The storage budget: the values written now (their JSON is a close upper bound), a row's
+  // overhead for each, and the results still to come.
+  let jobBytes =
+    rowBytes(job.id, job.name, csvHeaders, job.webhookUrl) +
+    JOB_EXTRA_BYTES +
+    (rows.length + addresses.length) * ROW_OVERHEAD_BYTES;
+  for (const chunk of [...rowChunks, ...addressChunks]) jobBytes += utf8Bytes(chunk);
+  for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
+  const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,
     job.accountId,
@@ -125,7 +170,7 @@ export async function createJobWithCharge(
     job.emptyRows,
     job.invalidRows,
     job.skippedRows,
-    job.csvHeaders ? JSON.stringify(job.csvHeaders) : null,
+    csvHeaders,
     job.webhookUrl,
     job.now,
     status === 'completed' ? job.now : null,
@@ -133,17 +178,15 @@ export async function createJobWithCharge(
     charge,
     job.deadlineAt,
     limits.jobsInFlight,
-    limits.freeRowsSince,
-    limits.freeRows,
   ];
   // The usage first, then the job (under its conditions), then the debit's entry and every
   // other statement, each conditional on the job; the balance update last.
   const statements: D1PreparedStatement[] = [
     d1
       .prepare(
-        `SELECT ${USAGE.creditBalance} AS creditBalance, ${USAGE.jobsInFlight} AS jobsInFlight,
-           ${USAGE.freeRows} AS freeRows, ${CONDITIONS.creditsCover} AS creditsCover,
-           ${CONDITIONS.inFlightFits} AS inFlightFits, ${CONDITIONS.freeRowsFit} AS freeRowsFit`,
+        `SELECT ${usage.creditBalance} AS creditBalance, ${usage.jobsInFlight} AS jobsInFlight,
+           ${usage.storageBytes} AS storageBytes, ${conditions.creditsCover} AS creditsCover,
+           ${conditions.inFlightFits} AS inFlightFits, ${conditions.storageFits} AS storageFits`,
       )
       .bind(...jobParams),
     d1
@@ -151,7 +194,7 @@ export async function createJobWithCharge(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
            empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19
-         WHERE ${CONDITIONS.creditsCover} AND ${CONDITIONS.inFlightFits} AND ${CONDITIONS.freeRowsFit}`,
+         WHERE ${conditions.creditsCover} AND ${conditions.inFlightFits} AND ${conditions.storageFits}`,
       )
       .bind(...jobParams),
     prepare(d1, movement.entry),
@@ -160,16 +203,13 @@ export async function createJobWithCharge(
         'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
       )
       .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
+    countStorage(
+      d1,
+      { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },
+      { sql: 'EXISTS (SELECT 1 FROM jobs WHERE id = ?4)', params: [job.id] },
+    ),
   ];
-  for (const chunk of jsonChunks(
-    rows.map((row) => [
-      row.row,
-      row.input,
-      row.addressIdx,
-      row.resultJson,
-      row.cells ? JSON.stringify(row.cells) : null,
-    ]),
-  )) {
+  for (const chunk of rowChunks) {
     statements.push(
       d1
         .prepare(
@@ -181,14 +221,7 @@ export async function createJobWithCharge(
     );
   }
   const answered = addresses.some((address) => address.result);
-  for (const chunk of jsonChunks(
-    addresses.map((address) => [
-      address.idx,
-      address.email,
-      address.domain,
-      ...(address.result ? resultColumns(address.result) : [null, null, null, 0, null]),
-    ]),
-  )) {
+  for (const chunk of addressChunks) {
     statements.push(
       d1
         .prepare(
@@ -214,17 +247,18 @@ export async function createJobWithCharge(
   const results = await d1.batch(statements);
   const balance = (results.at(-1)?.results[0] as { credit_balance: number } | undefined)?.credit_balance;
   if (balance !== undefined) return { created: true, balance };
-  const usage = results[0]?.results[0] as Record<keyof AccountUsage, number> | undefined;
-  if (!usage) throw new Error(`no usage read for job ${job.id}`);
+  const read = results[0]?.results[0] as Record<string, number> | undefined;
+  if (!read) throw new Error(`no usage read for job ${job.id}`);
   return {
     created: false,
     usage: {
-      creditBalance: usage.creditBalance ?? 0,
-      jobsInFlight: usage.jobsInFlight,
-      freeRows: usage.freeRows,
-      creditsCover: usage.creditsCover === 1,
-      inFlightFits: usage.inFlightFits === 1,
-      freeRowsFit: usage.freeRowsFit === 1,
+      creditBalance: read.creditBalance ?? 0,
+      jobsInFlight: read.jobsInFlight ?? 0,
+      storageBytes: read.storageBytes ?? 0,
+      jobBytes,
+      creditsCover: read.creditsCover === 1,
+      inFlightFits: read.inFlightFits === 1,
+      storageFits: read.storageFits === 1,
     },
   };
 }
@@ -407,7 +441,8 @@ function completionStatements(
  * the transaction that finishes the job, so the event exists exactly when the job finished.
  * Its id is derived from the job and the event, so the event always carries the same
  * `webhook-id`. The payload is built from the job at the first delivery attempt (empty until
- * then) and kept, so every retry sends the same bytes. No row without a URL and a secret.
+ * then) and kept, so every retry sends the same bytes. No row without a URL and a secret, nor
+ * for a sandbox (test-key) job: the secret is the account's live one (docs/money.md).
  */
 function jobEventStatement(d1: D1Database, jobId: string, now: number): D1PreparedStatement {
   return d1
@@ -419,6 +454,7 @@ function jobEventStatement(d1: D1Database, jobId: string, now: number): D1Prepar
        FROM jobs j JOIN accounts a ON a.id = j.account_id
        WHERE j.id = ?1 AND j.status IN ('completed', 'failed') AND j.finalized = 0
          AND COALESCE(j.webhook_url, a.webhook_url) IS NOT NULL AND a.webhook_secret IS NOT NULL
+         AND ${dataModeSql('live')}
        ON CONFLICT (id) DO NOTHING`,
     )
     .bind(jobId, now);

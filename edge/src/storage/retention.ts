@@ -22,6 +22,7 @@ export interface RetentionReport {
   sessions: number;
   idempotencyKeys: number;
   domainFacts: number;
+  storageDays: number;
 }
 
 /**
@@ -42,6 +43,7 @@ export async function deleteExpired(
     sessions: 0,
     idempotencyKeys: 0,
     domainFacts: 0,
+    storageDays: 0,
   };
   // ?1 the cutoff, ?2 the sandbox cutoff.
   const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
@@ -60,6 +62,8 @@ export async function deleteExpired(
     'created_at < ?1',
     now - IDEMPOTENCY_KEY_TTL_MS,
   );
+  // The storage budget counts today (UTC) only; yesterday's counter is kept for a look back.
+  report.storageDays = await deleteInChunks(d1, 'storage_days', 'day < ?1', now - 2 * 86_400_000);
   return report;
 }
 
@@ -112,7 +116,7 @@ async function deleteExpiredJobs(
  */
 async function deleteInChunks(
   d1: D1Database,
-  table: 'verifications' | 'webhook_deliveries' | 'sessions' | 'domain_facts' | 'idempotency_keys',
+  table: 'verifications' | 'webhook_deliveries' | 'sessions' | 'domain_facts' | 'idempotency_keys' | 'storage_days',
   where: string,
   ...binds: number[]
 ): Promise<number> {

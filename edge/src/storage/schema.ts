@@ -292,8 +292,9 @@ export const webhookDeliveries = sqliteTable(
 );
 
 // ── Idempotency keys ──────────────────────────────────────────────────────────────────
-// The first answer to a request sent with an `Idempotency-Key`, kept 24 hours per account,
-// so that a retry gets that answer instead of being run (and charged) again.
+// The first answer to a request sent with an `Idempotency-Key`, kept 24 hours per account and
+// key mode (a test key never sees a live key's answer, nor the reverse), so that a retry gets
+// that answer instead of being run (and charged) again.
 
 export const idempotencyKeys = sqliteTable(
   'idempotency_keys',
@@ -301,8 +302,13 @@ export const idempotencyKeys = sqliteTable(
     accountId: text('account_id')
       .notNull()
       .references(() => accounts.id),
+    // The mode of the API key that sent the request: keys are scoped per (account, mode).
+    mode: text('mode', { enum: ['live', 'test'] })
+      .notNull()
+      .default('live'),
     key: text('key').notNull(),
-    // SHA-256 of the operation and its input: the same key with another request is refused.
+    // SHA-256 of the operation, its options and its raw body: the same key with another
+    // request is refused.
     fingerprint: text('fingerprint').notNull(),
     // 'running' while the first request is being answered; 'done' once its answer is kept.
     state: text('state', { enum: ['running', 'done'] }).notNull(),
@@ -313,9 +319,27 @@ export const idempotencyKeys = sqliteTable(
     lockedAt: integer('locked_at').notNull(),
   },
   (table) => [
-    primaryKey({ columns: [table.accountId, table.key] }),
+    primaryKey({ columns: [table.accountId, table.mode, table.key] }),
     index('idempotency_keys_created').on(table.createdAt),
   ],
+);
+
+// ── Storage budget ─────────────────────────────────────────────────────────────────────
+// Bytes each account wrote on a UTC day, counted by every write path in the transaction of the
+// write it counts (docs/money.md, "Quotas and free work"). Rows older than yesterday are deleted
+// by the retention cron.
+
+export const storageDays = sqliteTable(
+  'storage_days',
+  {
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    // The UTC day's start, ms since the epoch.
+    day: integer('day').notNull(),
+    bytes: integer('bytes').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.accountId, table.day] }), index('storage_days_day').on(table.day)],
 );
 
 // ── Dashboard ──────────────────────────────────────────────────────────────────────────

@@ -1,10 +1,62 @@
 import type { Db } from './db.ts';
-import { webhookDeliveries } from './schema.ts';
+import type { webhookDeliveries } from './schema.ts';
+import { countStorage, rowBytes, storageFitsSql, storageUsedSql } from './storage-budget.ts';
 
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 
-export async function insertDelivery(db: Db, delivery: typeof webhookDeliveries.$inferInsert): Promise<void> {
-  await db.insert(webhookDeliveries).values(delivery).onConflictDoNothing();
+/**
+ * Inserts a delivery the account asked for (a test event) if its row fits the account's storage
+ * budget of `budget.day`: the check, the insert and the count in one transaction. Returns null
+ * when inserted, else the bytes used that day and the row's.
+ */
+export async function insertDeliveryWithin(
+  db: Db,
+  delivery: WebhookDeliveryRow,
+  budget: { day: number; limit: number | null },
+): Promise<{ used: number; bytes: number } | null> {
+  const d1 = db.$client;
+  const bytes = rowBytes(
+    delivery.id,
+    delivery.accountId,
+    delivery.eventType,
+    delivery.url,
+    delivery.payload,
+    delivery.state,
+    // attempts, last status, last error (at most 200 characters), next attempt, created, delivered
+    0,
+    0,
+    'x'.repeat(200),
+    0,
+    0,
+    0,
+  );
+  const [usage, insert] = await d1.batch([
+    d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(delivery.accountId),
+    d1
+      .prepare(
+        `INSERT INTO webhook_deliveries (id, account_id, job_id, event_type, url, payload, state, next_attempt_at, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+         WHERE ${storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit })} RETURNING id`,
+      )
+      .bind(
+        delivery.id,
+        delivery.accountId,
+        delivery.jobId,
+        delivery.eventType,
+        delivery.url,
+        delivery.payload,
+        delivery.state,
+        delivery.nextAttemptAt,
+        delivery.createdAt,
+      ),
+    countStorage(
+      d1,
+      { accountId: delivery.accountId, day: budget.day, bytes },
+      { sql: 'EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?4)', params: [delivery.id] },
+    ),
+  ]);
+  if ((insert?.results.length ?? 0) > 0) return null;
+  return { used: (usage?.results[0] as { used: number } | undefined)?.used ?? 0, bytes };
 }
 
 export async function recordAttempt(

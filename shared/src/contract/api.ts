@@ -148,11 +148,12 @@ export const IdempotencyHeaders = z.object({
     .optional()
     .meta({
       description:
-        'A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers ' +
-        'the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with ' +
-        'another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 ' +
-        '`IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: ' +
-        'its charge was refunded, and a retry runs afresh.',
+        'A unique value (a UUID, say) per logical request. A retry with the same key and the same request (the ' +
+        'same bytes of body, content type and query) answers the first response (with `Idempotent-Replayed: ' +
+        'true`) and is not charged again; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; ' +
+        'while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account and ' +
+        'key mode: a test key and a live key never share one. Only a success is kept: a refusal (402, 429, …) ' +
+        'did nothing and a failure (500, 503) was refunded, so a retry with the same key runs afresh.',
     }),
 });
 
@@ -390,6 +391,15 @@ export const AccountResponse = z
         batchJobs: z.number().int(),
         creditsSpent: z.number().int(),
         creditsRefunded: z.number().int(),
+        storage: z
+          .object({
+            usedBytesToday: z.number().int(),
+            limitBytesPerDay: z.number().int(),
+            resetAt: z.iso.datetime(),
+          })
+          .describe(
+            "the storage budget: bytes the account's writes stored today (UTC), the daily limit, and when it resets",
+          ),
       }),
     }),
   })

@@ -21,7 +21,7 @@ import {
   notFoundJob,
   type ResultsPage,
   readJobResults,
-  resultsToCsv,
+  resultsCsvStream,
 } from '../../services/batch-jobs.ts';
 import { countResultRowsByStatus, findJob, type JobRow, type ResultRowsQuery } from '../../storage/jobs.ts';
 import { Timestamp } from './forms.tsx';
@@ -548,9 +548,9 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/jobs/:id/results.csv', ...signedInPage, async (c) => {
     const job = await jobOf(c);
     const filter = downloadFilter(c);
-    const page = await readJobResults(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
+    const csv = resultsCsvStream(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
     c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'csv')}"`);
-    return c.body(resultsToCsv(page), 200, { 'Content-Type': 'text/csv; charset=utf-8' });
+    return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
   });
 
   dashboard.get('/jobs/:id/results.json', ...signedInPage, async (c) => {

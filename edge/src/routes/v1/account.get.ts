@@ -1,7 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { AccountResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { quotasOf, utcDayStart } from '../../services/quotas.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
+import { storageUsedOn } from '../../storage/storage-budget.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -23,9 +25,11 @@ const route = createRoute({
 export function registerAccount(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { accountId } = c.get('caller');
-    const [account, usage] = await Promise.all([
+    const day = utcDayStart(Date.now());
+    const [account, usage, storageUsed] = await Promise.all([
       findAccount(c.get('db'), accountId),
       accountUsage(c.get('db'), accountId),
+      storageUsedOn(c.get('db'), accountId, day),
     ]);
     if (!account) throw new Error(`authenticated account ${accountId} does not exist`);
     return c.json(
@@ -37,7 +41,14 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
           creditsRemaining: account.creditBalance,
           createdAt: new Date(account.createdAt).toISOString(),
           settings: { recheck: account.recheckDefault === 1 },
-          usage,
+          usage: {
+            ...usage,
+            storage: {
+              usedBytesToday: storageUsed,
+              limitBytesPerDay: quotasOf(c.get('config')).storageBytesPerDay,
+              resetAt: new Date(day + 86_400_000).toISOString(),
+            },
+          },
         },
       },
       200,

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
-import { notFoundJob, readJobResults, resultsToCsv } from '../../services/batch-jobs.ts';
+import { notFoundJob, readJobResults, resultsCsvStream } from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -38,13 +38,15 @@ export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
     const { offset, limit, format, status } = c.req.valid('query');
     const job = await findJob(c.get('db'), c.get('caller').accountId, jobId, dataModeOf(c.get('caller')));
     if (!job) throw notFoundJob();
-    const page = await readJobResults(c.get('db'), job, { offset, limit, statuses: status });
+    const query = { offset, limit, statuses: status };
     const wantsCsv =
       format === 'csv' || (format === undefined && /\btext\/csv\b/.test(c.req.header('accept') ?? ''));
     if (wantsCsv) {
+      const csv = resultsCsvStream(c.get('db'), job, query);
       c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.csv"`);
-      return c.body(resultsToCsv(page), 200, { 'Content-Type': 'text/csv; charset=utf-8' });
+      return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
     }
+    const page = await readJobResults(c.get('db'), job, query);
     return c.json(
       {
         success: true as const,

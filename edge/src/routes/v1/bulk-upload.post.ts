@@ -14,7 +14,7 @@ import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middl
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
-import { answerOnce } from '../../services/idempotency.ts';
+import { answerOnce, digestingBody, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
 import { replyWith } from '../idempotent-reply.ts';
@@ -51,15 +51,18 @@ const route = createRoute({
     'Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV ' +
     `file as \`multipart/form-data\` (field \`file\`) or a raw \`text/csv\` body (options in the query); CSV files up to ${
       MAX_CSV_BYTES / 1024 / 1024
-    } MB, delimiters \`,\` \`;\` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, ` +
+    } MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters \`,\` \`;\` or tab, header row ` +
+    'detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is ' +
+    '400. Duplicates (same local part, ' +
     'domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / ' +
     'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. ' +
     'The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary ' +
     'answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until ' +
     'then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, ' +
     'refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs ' +
-    '(default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by ' +
-    'jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with ' +
+    '(default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day ' +
+    "written by all of the account's requests, a list counting its rows, cells and results to come, charged or " +
+    'not; past one, 429 `QUOTA_EXCEEDED` with ' +
     '`details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null ' +
     'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs ' +
     "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
@@ -108,10 +111,18 @@ interface UploadRequest {
   recheck: boolean | null;
 }
 
-async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
+/**
+ * Reads the upload from `body` (the request's body, or the same passed through the
+ * idempotency fingerprint's hash).
+ */
+async function readUpload(
+  c: Context<AppEnv>,
+  body: ReadableStream<Uint8Array> | null,
+): Promise<UploadRequest> {
   const contentType = c.req.header('content-type');
+  const request = { headers: c.req.raw.headers, body };
   if (isJsonContentType(contentType)) {
-    const body = await readBoundedBody(c.req.raw, MAX_JSON_BYTES, (bytes) => {
+    const body = await readBoundedBody(request, MAX_JSON_BYTES, (bytes) => {
       try {
         return JSON.parse(
           new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes),
@@ -146,7 +157,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
     };
   }
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
-    const form = await readBoundedForm(c.req.raw);
+    const form = await readBoundedForm(request);
     const file = form.get('file');
     if (!(file instanceof File))
       throw new ApiError('VALIDATION_ERROR', { message: 'Attach the CSV as the form field "file".' });
@@ -167,7 +178,7 @@ async function readUpload(c: Context<AppEnv>): Promise<UploadRequest> {
     const options = csvOptions(c.req.query());
     if (Number(c.req.header('content-length')) > MAX_CSV_BYTES)
       throw new ApiError('PAYLOAD_TOO_LARGE', { details: { maxBytes: MAX_CSV_BYTES } });
-    const upload = await rowsFromCsv(c.req.raw.body ?? new Uint8Array(), options.emailColumn);
+    const upload = await rowsFromCsv(body ?? new Uint8Array(), options.emailColumn);
     return { upload, source: 'csv', ...nameAndHook(options) };
   }
   throw new ApiError('UNSUPPORTED_MEDIA_TYPE', {
@@ -207,22 +218,37 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
         message: `Idempotency-Key: ${headers.error.issues[0]?.message}`,
       });
     }
-    const request = await readUpload(c);
+    const key = headers.data['idempotency-key'];
+    // With a key, the body is hashed as it is read: the fingerprint never needs a copy of it.
+    const digesting = key === undefined ? null : digestingBody(c.req.raw.body);
+    const request = await readUpload(c, digesting ? digesting.body : c.req.raw.body);
     const config = c.get('config');
+    const caller = c.get('caller');
+    // Sandbox jobs send no webhooks (docs/money.md, "Sandbox keys"): the account's signing secret is
+    // a live secret, and a test key must not make rcpt sign events for it.
+    if (request.webhookUrl && caller.mode === 'test') {
+      throw new ApiError('VALIDATION_ERROR', {
+        message: 'Jobs of test keys send no webhooks: upload without webhookUrl, and poll the job status.',
+      });
+    }
     const webhookUrl = request.webhookUrl
       ? validateWebhookUrl(request.webhookUrl, config.ALLOW_PRIVATE_TARGETS)
       : null;
     const db = c.get('db');
-    const caller = c.get('caller');
     const now = Date.now();
     const answer = await answerOnce(
       db,
       {
         accountId: caller.accountId,
-        key: headers.data['idempotency-key'],
-        operation: 'bulk-upload',
-        input: { ...request, webhookUrl },
-        requestId: c.get('requestId'),
+        mode: caller.mode,
+        key,
+        fingerprint: async () =>
+          requestFingerprint({
+            operation: 'bulk-upload',
+            contentType: c.req.header('content-type'),
+            query: new URL(c.req.url).search,
+            bodyDigest: digesting ? await digesting.digest() : '',
+          }),
         now,
       },
       () =>

@@ -405,6 +405,31 @@ describe('CSV uploads bounded while they stream', () => {
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
   });
+
+  it('400 for more than 1,000,000 cells: 10,000 rows of 1,000 empty cells pass the column check, not this', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const row = (index: number) => `u${index}@x.test${','.repeat(999)}`;
+    const csv = `${Array.from({ length: 10_000 }, (_, index) => row(index)).join('\n')}\n`;
+    const response = await uploadCsv(caller.apiKey, csv);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { maxCells: 1_000_000 },
+    });
+    // 10,000 rows of 100 columns is the most a file may hold, and is accepted.
+    const widest = `${Array.from({ length: 10_000 }, (_, index) => `u${index}@x.test${','.repeat(99)}`).join('\n')}\n`;
+    expect((await uploadCsv(caller.apiKey, widest)).status).toBe(200);
+  });
+
+  it('refuses a webhook URL with a test key: sandbox jobs send no webhooks', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['deliverable@x.test'], webhookUrl: 'https://hooks.example.com/rcpt' },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
 });
 
 describe('GET /api/v1/history', () => {

@@ -1,8 +1,31 @@
 // Idempotency-Key on the charged POSTs, with Stripe's semantics.
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { balanceOf, call, db, newCaller } from '../../../test/fixtures.ts';
+import { balanceOf, call, db, newCaller, type TestCaller } from '../../../test/fixtures.ts';
+import { configOf } from '../../config.ts';
+import { createApiKey } from '../../services/api-keys.ts';
+import { prepare } from '../../storage/db.ts';
+import { credit } from '../../storage/ledger.ts';
 import { deleteExpired } from '../../storage/retention.ts';
+
+const keptKeysOf = async (accountId: string) =>
+  (
+    await env.DB.prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE account_id = ?')
+      .bind(accountId)
+      .first<{ n: number }>()
+  )?.n;
+
+/** A test key of the same account as `caller`'s live key. */
+async function testKeyOf(caller: TestCaller): Promise<string> {
+  const key = await createApiKey(db(), {
+    accountId: caller.accountId,
+    name: 'sandbox',
+    mode: 'test',
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now: Date.now(),
+  });
+  return key.secret;
+}
 
 const HOUR = 3600_000;
 
@@ -60,6 +83,63 @@ describe('Idempotency-Key on POST /api/v1/verify', () => {
     const response = await verify(second.apiKey, 'not an address', 'shared-key');
     expect(response.headers.get('Idempotent-Replayed')).toBeNull();
     expect(await balanceOf(second.accountId)).toBe(4);
+  });
+
+  it('keeps no refusal: a 402 stores no key, and the same key runs once credits are there', async () => {
+    const caller = await newCaller({ credits: 0 });
+    for (const key of ['broke-1', 'broke-2', 'broke-3']) {
+      const refused = await verify(caller.apiKey, 'not an address', key);
+      expect(refused.status).toBe(402);
+    }
+    expect(await keptKeysOf(caller.accountId)).toBe(0);
+    const grant = credit({
+      accountId: caller.accountId,
+      amount: 1,
+      reason: 'grant',
+      reference: 'top-up',
+      now: Date.now(),
+    });
+    await env.DB.batch([prepare(env.DB, grant.entry), prepare(env.DB, grant.balance)]);
+    const paid = await verify(caller.apiKey, 'not an address', 'broke-1');
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await balanceOf(caller.accountId)).toBe(0);
+  });
+
+  it('keeps keys per key mode: a test key never gets a live answer, nor a live key a sandbox one', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const testKey = await testKeyOf(caller);
+    const live = await verify(caller.apiKey, 'someone@nonexistent.test', 'same-key');
+    expect(live.status).toBe(200);
+    const liveBody = await live.json<{ data: { verifiedAt: string } }>();
+    const sandbox = await verify(testKey, 'someone@nonexistent.test', 'same-key');
+    expect(sandbox.status).toBe(200);
+    expect(sandbox.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await sandbox.json()).not.toEqual(liveBody);
+    // Each mode's retry gets its own mode's answer.
+    const liveRetry = await verify(caller.apiKey, 'someone@nonexistent.test', 'same-key');
+    expect(liveRetry.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(await liveRetry.json()).toEqual(liveBody);
+    const sandboxFirst = await verify(testKey, 'another@nonexistent.test', 'sandbox-first');
+    expect(sandboxFirst.status).toBe(200);
+    const liveAfter = await verify(caller.apiKey, 'another@nonexistent.test', 'sandbox-first');
+    expect(liveAfter.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await balanceOf(caller.accountId)).toBe(3);
+  });
+
+  it('identifies the request by its raw body: the same JSON sent with other bytes is another request', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const send = (body: string) =>
+      call('/api/v1/verify', {
+        key: caller.apiKey,
+        body,
+        headers: { 'content-type': 'application/json', 'Idempotency-Key': 'bytes' },
+      });
+    expect((await send('{"email":"not an address"}')).status).toBe(200);
+    expect((await send('{"email":"not an address"}')).headers.get('Idempotent-Replayed')).toBe('true');
+    const reencoded = await send('{ "email": "not an address" }');
+    expect(reencoded.status).toBe(422);
+    expect(await balanceOf(caller.accountId)).toBe(4);
   });
 
   it('refuses a malformed key with 400 before any charge', async () => {

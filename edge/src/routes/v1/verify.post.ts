@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
-import { answerOnce } from '../../services/idempotency.ts';
+import { answerOnce, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
@@ -25,8 +25,9 @@ const route = createRoute({
     "Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again " +
     '(`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
     '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; ' +
-    "each test-key answer is one row of the account's free rows a day (`QUOTA_FREE_ROWS_PER_DAY`, default 20,000, " +
-    'shared with free batch jobs): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`. ' +
+    "every answer's history row counts against the account's storage budget of the day " +
+    '(`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` ' +
+    'with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. ' +
     'Test-key history is kept 7 days.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [jsonBody] as const,
@@ -68,11 +69,15 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
         db,
         {
           accountId: caller.accountId,
+          mode: caller.mode,
           key: c.req.valid('header')['idempotency-key'],
-          operation: 'verify',
-          // The parsed body: `fresh` absent and `fresh: false` are the same request.
-          input: { email: request.email, ...(request.fresh ? { fresh: true } : {}) },
-          requestId,
+          fingerprint: () =>
+            requestFingerprint({
+              operation: 'verify',
+              contentType: c.req.header('content-type'),
+              query: new URL(c.req.url).search,
+              bodyDigest: c.get('bodyDigest'),
+            }),
           now,
         },
         async () => {

@@ -13,7 +13,9 @@ const route = createRoute({
   summary: 'Send a test event to the default URL',
   description:
     'Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the ' +
-    'delivery and that one attempt. A test event is never retried (job events are).',
+    'delivery and that one attempt. A test event is never retried (job events are). ' +
+    'Each test event is stored as a delivery, which counts against the storage budget of the day ' +
+    '(`QUOTA_STORAGE_BYTES_PER_DAY`): past it, 429 `QUOTA_EXCEEDED`.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [liveKeyOnly] as const,
   responses: {
@@ -27,6 +29,7 @@ const route = createRoute({
       'FORBIDDEN',
       'EMAIL_NOT_CONFIRMED',
       'VALIDATION_ERROR',
+      'QUOTA_EXCEEDED',
       'SERVICE_UNAVAILABLE',
     ]),
   },

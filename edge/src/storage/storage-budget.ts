@@ -1,0 +1,97 @@
+// The storage budget (docs/money.md, "Quotas and free work"): the bytes each account writes on a
+// UTC day, one counter row per account and day. Every write path counts its bytes in the D1
+// transaction of the write it counts, and a write that must fit is conditional on the counter in
+// that same transaction, so two concurrent requests cannot both take the last bytes.
+//
+// A write's bytes are the UTF-8 bytes of the values it stores plus ROW_OVERHEAD_BYTES per row;
+// what a write will add later (a job's results, its webhook events) is counted when the write
+// that causes it is admitted, as a fixed estimate per row.
+import type { Db } from './db.ts';
+
+/**
+ * What a stored row costs beside its values: SQLite's record header and key, and its index
+ * entries (https://www.sqlite.org/fileformat2.html#record_format). An estimate, on the high side.
+ */
+export const ROW_OVERHEAD_BYTES = 100;
+
+/**
+ * A verification result as stored (JSON of a VerificationResult): counted for every address a
+ * job or a call will answer, before the answer exists. Measured results are 0.7–1.1 KB.
+ */
+export const RESULT_BYTES = 1_200;
+
+/** The UTF-8 length of `text`, without encoding it. */
+export function utf8Bytes(text: string | null | undefined): number {
+  if (!text) return 0;
+  let bytes = text.length;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) continue;
+    if (code < 0x800) bytes += 1;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      // A surrogate pair: 2 UTF-16 units, 4 UTF-8 bytes.
+      bytes += 2;
+      index++;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
+/** Bytes of one row holding these values. */
+export function rowBytes(...values: (string | number | null | undefined)[]): number {
+  let bytes = ROW_OVERHEAD_BYTES;
+  for (const value of values) bytes += typeof value === 'number' ? 8 : utf8Bytes(value);
+  return bytes;
+}
+
+/** A write to count: `bytes` more for the account on the UTC day starting at `day`. */
+export interface StorageCharge {
+  accountId: string;
+  day: number;
+  bytes: number;
+}
+
+function integer(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${what} must be a non-negative integer`);
+  return value;
+}
+
+/** SQL: the bytes the account in parameter `account` (e.g. `?2`) has written on `day`. */
+export function storageUsedSql(account: string, day: number): string {
+  return `COALESCE((SELECT bytes FROM storage_days WHERE account_id = ${account} AND day = ${integer(day, 'day')}), 0)`;
+}
+
+/** SQL: whether `bytes` more fit in `limit` (null: no limit) for the account in parameter `account`. */
+export function storageFitsSql(
+  account: string,
+  fit: { day: number; bytes: number; limit: number | null },
+): string {
+  if (fit.limit === null) return '1';
+  return `(${storageUsedSql(account, fit.day)} + ${integer(fit.bytes, 'bytes')} <= ${integer(fit.limit, 'limit')})`;
+}
+
+/**
+ * Adds the charge to the day's counter; with `onlyIf`, only when that SQL condition holds (it
+ * may use `?4` and on for `params`), e.g. that the row it counts was written earlier in the batch.
+ */
+export function countStorage(
+  d1: D1Database,
+  charge: StorageCharge,
+  onlyIf?: { sql: string; params: unknown[] },
+): D1PreparedStatement {
+  return d1
+    .prepare(
+      `INSERT INTO storage_days (account_id, day, bytes) SELECT ?1, ?2, ?3 WHERE ${onlyIf ? onlyIf.sql : 'true'}
+       ON CONFLICT (account_id, day) DO UPDATE SET bytes = bytes + excluded.bytes`,
+    )
+    .bind(charge.accountId, charge.day, integer(charge.bytes, 'bytes'), ...(onlyIf?.params ?? []));
+}
+
+/** The bytes the account has written on `day`. */
+export async function storageUsedOn(db: Db, accountId: string, day: number): Promise<number> {
+  const row = await db.$client
+    .prepare(`SELECT ${storageUsedSql('?1', day)} AS used`)
+    .bind(accountId)
+    .first<{ used: number }>();
+  return row?.used ?? 0;
+}
