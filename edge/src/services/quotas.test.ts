@@ -230,6 +230,28 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     expect(oneCall).toBeGreaterThan(2 * kept);
   });
 
+  it('counts every webhook test event (a stored delivery) and refuses one past the budget', async () => {
+    const caller = await newCaller();
+    const api = (path: string, init: CallOptions = {}) =>
+      call(path, { key: caller.apiKey, method: 'POST', ...init });
+    expect(
+      (await api('/api/v1/webhooks', { method: 'PUT', json: { url: `${new URL(env.DOH_URL).origin}/hook` } }))
+        .status,
+    ).toBe(200);
+    expect((await api('/api/v1/webhooks/secret')).status).toBe(200);
+    expect((await api('/api/v1/webhooks/test')).status).toBe(200);
+    const used = await storageUsedBy(caller.accountId);
+    expect(used).toBeGreaterThan(0);
+    const deliveries = () =>
+      count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE account_id = ?', caller.accountId);
+    expect(await deliveries()).toBe(1);
+
+    const refused = await api('/api/v1/webhooks/test', { vars: budget(used) });
+    expect(refused.status).toBe(429);
+    expect((await refused.json<QuotaBody>()).details).toMatchObject({ quota: 'storage_bytes_per_day', used });
+    expect(await deliveries()).toBe(1);
+  });
+
   it('lets only one of several concurrent uploads take the last bytes', async () => {
     const probe = await newCaller({ mode: 'test' });
     expect((await upload(probe, rows(3, 'p'))).status).toBe(200);

@@ -421,6 +421,27 @@ describe('CSV uploads bounded while they stream', () => {
     expect((await uploadCsv(caller.apiKey, widest)).status).toBe(200);
   });
 
+  it('streams a CSV export of many pages in the upload order', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const emails = Array.from({ length: 1_234 }, (_, index) => `deliverable+${index}@x.test`);
+    const { jobId } = await (await upload(caller.apiKey, emails)).json<UploadBody>();
+    const response = await call(`/api/v1/bulk/results/${jobId}?format=csv`, { key: caller.apiKey });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/csv');
+    const records = parse(await response.text()) as string[][];
+    expect(records[0]?.[0]).toBe('email');
+    expect(records.slice(1).map((record) => record[0])).toEqual(emails);
+    expect(records[0]?.[1]).toBe('rcpt_status');
+    expect(records.every((record) => record.length === 8)).toBe(true);
+    // A page of it, as JSON pagination gives it.
+    const page = await call(`/api/v1/bulk/results/${jobId}?format=csv&offset=600&limit=3`, {
+      key: caller.apiKey,
+    });
+    expect((parse(await page.text()) as string[][]).slice(1).map((record) => record[0])).toEqual(
+      emails.slice(600, 603),
+    );
+  });
+
   it('refuses a webhook URL with a test key: sandbox jobs send no webhooks', async () => {
     const caller = await newCaller({ mode: 'test' });
     const response = await call('/api/v1/bulk/upload', {
