@@ -45,6 +45,8 @@ export interface LocalStack {
   proberToken: string;
   d1: D1Target;
   edge: ChildProcess;
+  /** The Worker's inspector (Chrome DevTools Protocol), on 127.0.0.1. */
+  inspectorPort: number;
   prober: ChildProcess | null;
   proberOpsUrl: string | null;
   startProber(): Promise<void>;
@@ -78,6 +80,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   // confirmation links) and the console sender, which prints each sign-up's confirmation link.
   const vars = { SECRETS_KEY: seeded.secretsKey, EMAIL_SENDER: 'console', ...options.vars };
   const varArgs = Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]);
+  const inspectorPort = await freePort(host);
   const edge = spawnWrangler([
     'dev',
     '--local',
@@ -86,7 +89,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     '--port',
     String(port),
     '--inspector-port',
-    String(await freePort(host)),
+    String(inspectorPort),
     '--persist-to',
     persistTo,
     '--show-interactive-dev-session=false',
@@ -139,6 +142,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     proberToken: seeded.proberToken,
     d1,
     edge,
+    inspectorPort,
     get prober() {
       return prober;
     },

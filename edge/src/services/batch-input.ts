@@ -113,7 +113,21 @@ interface ChosenColumn {
 
 function uploadRow(cells: string[], column: number): UploadRow {
   const cell = cells[column];
-  return { input: (cell ?? '').trim(), cellsJson: JSON.stringify(cells), unreadable: cell === undefined };
+  return {
+    input: detached((cell ?? '').trim()),
+    cellsJson: JSON.stringify(cells),
+    unreadable: cell === undefined,
+  };
+}
+
+/**
+ * A copy of `text` that does not keep alive the chunk of the file it was cut from: V8 makes a
+ * substring of 13 characters or more a slice that holds its parent string (V8's
+ * src/objects/string.h, `SlicedString::kMinLength`), so every address kept would hold its whole
+ * chunk of the file.
+ */
+function detached(text: string): string {
+  return text.length < 13 ? text : (JSON.parse(JSON.stringify(text)) as string);
 }
 
 function headersOf(first: string[], hasHeader: boolean, width: number): string[] {

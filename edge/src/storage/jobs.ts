@@ -137,8 +137,11 @@ export async function createJobWithCharge(
     jobExists,
   );
   const csvHeaders = job.csvHeaders ? JSON.stringify(job.csvHeaders) : null;
-  const rowChunks = jsonChunks(
-    rows.map((row) => [row.row, row.input, row.addressIdx, row.resultJson, row.cellsJson]),
+  // A row's cells are already JSON: put in as they are, not escaped as a string once more.
+  const rowChunks = jsonChunks(rows, (row) =>
+    row.cellsJson === null
+      ? JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson, null])
+      : `${JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson]).slice(0, -1)},${row.cellsJson}]`,
   );
   const addressChunks = jsonChunks(
     addresses.map((address) => [
@@ -214,7 +217,9 @@ export async function createJobWithCharge(
       d1
         .prepare(
           `INSERT INTO job_rows (job_id, row, input, address_idx, result_json, csv_values)
-           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4 FROM json_each(?2) j
+           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3,
+             CASE WHEN json_type(j.value, '$[4]') = 'array' THEN j.value->4 END
+           FROM json_each(?2) j
            WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
         )
         .bind(job.id, chunk),
@@ -275,12 +280,15 @@ function resultColumns(result: AddressResult): unknown[] {
 }
 
 /** Splits rows into JSON arrays small enough to bind as one parameter each. */
-function jsonChunks(rows: readonly unknown[][]): string[] {
+function jsonChunks<T>(
+  rows: readonly T[],
+  encode: (row: T) => string = (row) => JSON.stringify(row),
+): string[] {
   const chunks: string[] = [];
   let current: string[] = [];
   let bytes = 2;
   for (const row of rows) {
-    const encoded = JSON.stringify(row);
+    const encoded = encode(row);
     if (
       current.length > 0 &&
       (current.length >= MAX_ROWS_PER_STATEMENT || bytes + encoded.length + 1 > MAX_JSON_PARAMETER_BYTES)
