@@ -15,21 +15,19 @@ export async function insertDeliveryWithin(
   budget: { day: number; limit: number | null },
 ): Promise<{ used: number; bytes: number } | null> {
   const d1 = db.$client;
-  const bytes = rowBytes(
-    delivery.id,
-    delivery.accountId,
-    delivery.eventType,
-    delivery.url,
-    delivery.payload,
-    delivery.state,
-    // attempts, last status, last error (at most 200 characters), next attempt, created, delivered
-    0,
-    0,
-    'x'.repeat(200),
-    0,
-    0,
-    0,
-  );
+  // The values now, and what its attempts will add: a last error of at most 200 characters
+  // and five numbers (attempts, last status, next attempt, created, delivered).
+  const bytes =
+    rowBytes(
+      delivery.id,
+      delivery.accountId,
+      delivery.eventType,
+      delivery.url,
+      delivery.payload,
+      delivery.state,
+    ) +
+    200 +
+    5 * 8;
   const [usage, insert] = await d1.batch([
     d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(delivery.accountId),
     d1
