@@ -263,6 +263,13 @@ try {
       headers: { 'x-api-key': testKey },
       expectStatus: 200,
     },
+    {
+      name: 'JSON results of the 10 MB job, one page of 10,000',
+      method: 'GET',
+      path: `${stack.baseUrl}/api/v1/bulk/results/${sandboxJob}`,
+      headers: { 'x-api-key': testKey },
+      expectStatus: 200,
+    },
   ];
 
   const pids = workerdPids(stack.edge.pid ?? 0);

@@ -340,6 +340,65 @@ export function resultsCsvStream(db: Db, job: JobRow, query: ResultRowsQuery): R
   );
 }
 
+/**
+ * The results as the JSON of a results page — `{...lead, results, originalCsvData,
+ * pagination?}` — streamed like resultsCsvStream: the results, then the original rows, each read
+ * from D1 a page at a time, so the largest page (10,000 rows) is never held whole.
+ */
+export async function resultsJsonStream(
+  db: Db,
+  job: JobRow,
+  query: ResultRowsQuery,
+  shape: { lead: Record<string, unknown>; pagination: boolean },
+): Promise<ReadableStream<Uint8Array>> {
+  assertCompleted(job);
+  const total = query.statuses || query.search ? await countResultRows(db, job.id, query) : job.totalRows;
+  const headers = csvHeadersOf(job);
+  async function* pages(encode: (row: ResultRow) => string): AsyncGenerator<string> {
+    const end = query.offset + query.limit;
+    let first = true;
+    for (let offset = query.offset; offset < end; ) {
+      const rows = await readResultRows(db, job.id, {
+        ...query,
+        offset,
+        limit: Math.min(EXPORT_PAGE_ROWS, end - offset),
+      });
+      if (rows.length === 0) return;
+      offset += rows.length;
+      yield `${first ? '' : ','}${rows.map(encode).join(',')}`;
+      first = false;
+    }
+  }
+  async function* parts(): AsyncGenerator<string> {
+    const lead = JSON.stringify(shape.lead).slice(0, -1);
+    yield `${lead}${lead === '{' ? '' : ','}"results":[`;
+    yield* pages((row) => JSON.stringify(rowResult(job.id, row)));
+    if (headers) {
+      yield `],"originalCsvData":{"headers":${JSON.stringify(headers)},"rows":[`;
+      // A row's cells are stored as a JSON array: put in as they are.
+      yield* pages((row) => row.csvValues ?? '[]');
+      yield ']}';
+    } else {
+      yield '],"originalCsvData":null';
+    }
+    yield shape.pagination
+      ? `,"pagination":${JSON.stringify({ offset: query.offset, limit: query.limit, total })}}`
+      : '}';
+  }
+  const encoder = new TextEncoder();
+  const source = parts();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await source.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string[] {
   const result = rowResult(jobId, row);
   const cells = headers ? (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : []) : [result.email];

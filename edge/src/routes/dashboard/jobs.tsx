@@ -22,6 +22,7 @@ import {
   type ResultsPage,
   readJobResults,
   resultsCsvStream,
+  resultsJsonStream,
 } from '../../services/batch-jobs.ts';
 import { countResultRowsByStatus, findJob, type JobRow, type ResultRowsQuery } from '../../storage/jobs.ts';
 import { Timestamp } from './forms.tsx';
@@ -556,13 +557,11 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/jobs/:id/results.json', ...signedInPage, async (c) => {
     const job = await jobOf(c);
     const filter = downloadFilter(c);
-    const page = await readJobResults(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
-    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'json')}"`);
-    return c.json({
-      success: true as const,
-      job: jobView(job),
-      results: page.results,
-      originalCsvData: page.originalCsvData,
+    const json = await resultsJsonStream(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS), {
+      lead: { success: true, job: jobView(job) },
+      pagination: false,
     });
+    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'json')}"`);
+    return c.body(json, 200, { 'Content-Type': 'application/json; charset=UTF-8' });
   });
 }

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
-import { notFoundJob, readJobResults, resultsCsvStream } from '../../services/batch-jobs.ts';
+import { notFoundJob, resultsCsvStream, resultsJsonStream } from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -46,15 +46,11 @@ export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
       c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.csv"`);
       return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
     }
-    const page = await readJobResults(c.get('db'), job, query);
-    return c.json(
-      {
-        success: true as const,
-        results: page.results,
-        originalCsvData: page.originalCsvData,
-        pagination: { offset, limit, total: page.total },
-      },
-      200,
-    );
+    // A page may be the whole job (10,000 results and their rows): streamed, never held whole.
+    const json = await resultsJsonStream(c.get('db'), job, query, {
+      lead: { success: true },
+      pagination: true,
+    });
+    return c.body(json, 200, { 'Content-Type': 'application/json; charset=UTF-8' });
   });
 }

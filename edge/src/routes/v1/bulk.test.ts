@@ -442,6 +442,29 @@ describe('CSV uploads bounded while they stream', () => {
     );
   });
 
+  it('streams JSON results of many pages: results and original rows aligned, pagination total', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const lines = Array.from({ length: 1_234 }, (_, index) => [
+      `deliverable+${index}@x.test`,
+      `note "${index}", é`,
+    ]);
+    const csv = `email,note\n${lines.map(([email, note]) => `${email},"${note?.replaceAll('"', '""')}"`).join('\n')}\n`;
+    const { jobId } = await (await uploadCsv(caller.apiKey, csv)).json<UploadBody>();
+    const response = await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    const body = await response.json<ResultsBody & { success: boolean }>();
+    expect(body.success).toBe(true);
+    expect(body.results.map((result) => result.email)).toEqual(lines.map(([email]) => email));
+    expect(body.originalCsvData).toEqual({ headers: ['email', 'note'], rows: lines });
+    expect(body.pagination).toEqual({ offset: 0, limit: 10_000, total: 1_234 });
+    const page = await (
+      await call(`/api/v1/bulk/results/${jobId}?offset=700&limit=2`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(page.originalCsvData?.rows).toEqual(lines.slice(700, 702));
+    expect(page.pagination).toEqual({ offset: 700, limit: 2, total: 1_234 });
+  });
+
   it('refuses a webhook URL with a test key: sandbox jobs send no webhooks', async () => {
     const caller = await newCaller({ mode: 'test' });
     const response = await call('/api/v1/bulk/upload', {
