@@ -12,13 +12,13 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; each test-key answer is one row of the account's free rows a day (`QUOTA_FREE_ROWS_PER_DAY`, default 20,000, shared with free batch jobs): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`. Test-key history is kept 7 days.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days.
          */
         post: {
             parameters: {
                 query?: never;
                 header?: {
-                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
+                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same request (the same bytes of body, content type and query) answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account and key mode: a test key and a live key never share one. Only a success is kept: a refusal (402, 429, …) did nothing and a failure (500, 503) was refunded, so a retry with the same key runs afresh. */
                     "idempotency-key"?: string;
                 };
                 path?: never;
@@ -112,7 +112,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_FREE_ROWS_PER_DAY` rows (default 20,000) a UTC day stored by jobs that charge nothing (test keys, or lists with no valid address); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`.
          */
         post: {
             parameters: {
@@ -164,7 +164,7 @@ export interface paths {
                     recheck?: "true" | "false";
                 };
                 header?: {
-                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same body answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account. An answer of 500 or 503 is not kept: its charge was refunded, and a retry runs afresh. */
+                    /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same request (the same bytes of body, content type and query) answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account and key mode: a test key and a live key never share one. Only a success is kept: a refusal (402, 429, …) did nothing and a failure (500, 503) was refunded, so a retry with the same key runs afresh. */
                     "idempotency-key"?: string;
                 };
                 path?: never;
@@ -277,7 +277,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1086,7 +1086,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event to the default URL
-         * @description Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the delivery and that one attempt. A test event is never retried (job events are).
+         * @description Sends a `webhook.test` event to the default URL once, while the request waits: its answer is the delivery and that one attempt. A test event is never retried (job events are). Each test event is stored as a delivery, which counts against the storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`): past it, 429 `QUOTA_EXCEEDED`.
          */
         post: {
             parameters: {
@@ -1141,7 +1141,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1526,6 +1526,13 @@ export interface components {
                     batchJobs: number;
                     creditsSpent: number;
                     creditsRefunded: number;
+                    /** @description the storage budget: bytes the account's writes stored today (UTC), the daily limit, and when it resets */
+                    storage: {
+                        usedBytesToday: number;
+                        limitBytesPerDay: number;
+                        /** Format: date-time */
+                        resetAt: string;
+                    };
                 };
             };
         };

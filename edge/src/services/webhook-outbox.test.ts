@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { call, db, newCaller, quotas } from '../../test/fixtures.ts';
 import { type Config, configOf } from '../config.ts';
 import { failJob, recordResults } from '../storage/jobs.ts';
-import { dueDeliveries, insertDelivery, setAccountWebhook } from '../storage/webhooks.ts';
+import { dueDeliveries, setAccountWebhook } from '../storage/webhooks.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { addressResult, createBatchJob } from './batch-jobs.ts';
 import type { BatchMessage } from './batch-queue.ts';
@@ -139,18 +139,20 @@ async function dueEvents(accountId: string, url: string, count: number, createdF
   for (let index = 0; index < count; index++) {
     const id = `msg_${accountId.replaceAll('-', '')}_${String(index).padStart(3, '0')}`;
     ids.push(id);
-    await insertDelivery(db(), {
-      id,
-      accountId,
-      jobId: null,
-      eventType: 'job.completed',
-      url,
-      payload: JSON.stringify({ type: 'job.completed', data: { index } }),
-      state: 'pending',
-      attempts: 1,
-      nextAttemptAt: now - 1000,
-      createdAt: createdFrom + index,
-    });
+    // Job events are written by the job's completion; here, straight into the table.
+    await env.DB.prepare(
+      `INSERT INTO webhook_deliveries (id, account_id, job_id, event_type, url, payload, state, attempts, next_attempt_at, created_at)
+       VALUES (?1, ?2, NULL, 'job.completed', ?3, ?4, 'pending', 1, ?5, ?6)`,
+    )
+      .bind(
+        id,
+        accountId,
+        url,
+        JSON.stringify({ type: 'job.completed', data: { index } }),
+        now - 1000,
+        createdFrom + index,
+      )
+      .run();
   }
   return ids;
 }
