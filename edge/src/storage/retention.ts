@@ -116,7 +116,13 @@ async function deleteExpiredJobs(
  */
 async function deleteInChunks(
   d1: D1Database,
-  table: 'verifications' | 'webhook_deliveries' | 'sessions' | 'domain_facts' | 'idempotency_keys' | 'storage_days',
+  table:
+    | 'verifications'
+    | 'webhook_deliveries'
+    | 'sessions'
+    | 'domain_facts'
+    | 'idempotency_keys'
+    | 'storage_days',
   where: string,
   ...binds: number[]
 ): Promise<number> {
