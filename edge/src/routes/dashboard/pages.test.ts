@@ -616,6 +616,11 @@ describe('history', () => {
 describe('webhooks', () => {
   it('validates the URL, shows a new secret once, and lists the test delivery', async () => {
     const { client } = await signedIn('webhooks');
+    // Nothing to send a test event to, or sign it with, yet: the button says so before a click.
+    const testButton = (html: string) => /<button[^>]*>\s*Send test event/.exec(html)?.[0] ?? '';
+    const empty = await (await client.get('/webhooks')).text();
+    expect(empty).toContain('Save a default URL and create a signing secret first.');
+    expect(testButton(empty)).toContain('disabled');
     const bad = await client.submit('/webhooks', '/webhooks/url', { url: 'ftp://example.com/hook' });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain('webhookUrl must use https.');
@@ -636,6 +641,8 @@ describe('webhooks', () => {
     const later = await (await client.get('/webhooks')).text();
     expect(later).not.toContain(secret);
     expect(later).toContain('A secret is set.');
+    expect(later).not.toContain('first.</p>');
+    expect(testButton(later)).not.toContain('disabled');
 
     const unconfirmed = await client.submit('/webhooks', '/webhooks/secret', {});
     expect(unconfirmed.status).toBe(400);

@@ -79,6 +79,17 @@ async function renderWebhooks(
   const hasSecret = Boolean(account?.webhookSecret);
   // Webhook settings need a confirmed email (EMAIL_NOT_CONFIRMED): say so, and offer no button.
   const { unconfirmedEmail } = layoutContext(c);
+  // A test event needs somewhere to go and a secret to sign it with: say what is missing
+  // before the click instead of failing after it.
+  const testBlocker = unconfirmedEmail
+    ? 'Available once your email address is confirmed.'
+    : !account?.webhookUrl && !hasSecret
+      ? 'Save a default URL and create a signing secret first.'
+      : !account?.webhookUrl
+        ? 'Save a default URL first.'
+        : !hasSecret
+          ? 'Create a signing secret first.'
+          : null;
   return renderPage(
     c,
     <Layout title="Webhooks" section="webhooks" {...layoutContext(c)}>
@@ -174,9 +185,19 @@ async function renderWebhooks(
         <form method="post" action="/webhooks/test" class="stack">
           <CsrfField token={csrfToken} />
           <p>
-            Sends a signed <code>webhook.test</code> event to the default URL now.
+            Sends a signed <code>webhook.test</code> event to the default URL now, once (it is not retried).
           </p>
-          <button type="submit" class="button button-secondary" disabled={Boolean(unconfirmedEmail)}>
+          {testBlocker ? (
+            <p class="muted" id="webhook-test-needs">
+              {testBlocker}
+            </p>
+          ) : null}
+          <button
+            type="submit"
+            class="button button-secondary"
+            disabled={testBlocker !== null}
+            aria-describedby={testBlocker ? 'webhook-test-needs' : undefined}
+          >
             Send test event
           </button>
         </form>
