@@ -75,8 +75,8 @@ export function createBehaviours(options: {
   return {
     accept: checksMailboxes,
     catchall: { tls: 'none', smtputf8: false, rcpt: () => null },
-    greylist: greylisting(options.greylistDelayMs),
-    greylistMilter: milterGreylisting(options.greylistDelayMs),
+    greylist: greylisting(options.greylistDelayMs, postgreyDeferral),
+    greylistMilter: greylisting(options.greylistDelayMs, milterGreylistDeferral),
     full: {
       tls: 'none',
       smtputf8: false,
@@ -143,45 +143,46 @@ export function createBehaviours(options: {
 }
 
 /**
- * postgrey: the first attempt of a (client IP, sender, recipient) triplet is deferred, and
+ * A greylister: the first attempt of a (client IP, sender, recipient) triplet is deferred, and
  * retries are deferred until `delayMs` have passed since it; after that the triplet is let
- * through (and stays so) and the mailbox rule answers.
+ * through (and stays so) and the mailbox rule answers. `deferral` words the refusal as the
+ * greylister stands for does, given the address and the time left.
  */
-function greylisting(delayMs: number): MxBehaviour {
+function greylisting(
+  delayMs: number,
+  deferral: (address: string, remainingMs: number) => SMTPServerError,
+): MxBehaviour {
   const greylist = new Greylist(delayMs);
   return {
     tls: 'none',
     smtputf8: false,
     rcpt(address, session) {
       const mailFrom = session.envelope.mailFrom;
-      const deferral = greylist.check(session.remoteAddress, mailFrom ? mailFrom.address : '', address);
-      return deferral ? smtpReply(450, deferral) : mailboxRule(address);
+      const sender = mailFrom ? mailFrom.address : '';
+      const remainingMs = greylist.remainingMs(session.remoteAddress, sender, address);
+      return remainingMs === null ? mailboxRule(address) : deferral(address, remainingMs);
     },
   };
+}
+
+/** postgrey behind Postfix: 450 4.2.0 and its help URL. */
+function postgreyDeferral(address: string): SMTPServerError {
+  return smtpReply(450, postgreyText(address));
 }
 
 /**
  * milter-greylist in front of Sendmail, with its documented defaults (greylist.conf(5): reply
  * code "451", extended code "4.7.1", message "Greylisting in action, please come back in %R",
- * %R being the time left as HH:MM:SS): the same triplet rule as postgrey, in other words.
+ * %R being the time left as HH:MM:SS).
  */
-function milterGreylisting(delayMs: number): MxBehaviour {
-  const greylist = new Greylist(delayMs);
-  return {
-    tls: 'none',
-    smtputf8: false,
-    rcpt(address, session) {
-      const mailFrom = session.envelope.mailFrom;
-      const remainingMs = greylist.remainingMs(
-        session.remoteAddress,
-        mailFrom ? mailFrom.address : '',
-        address,
-      );
-      return remainingMs === null
-        ? mailboxRule(address)
-        : smtpReply(451, `4.7.1 Greylisting in action, please come back in ${clockTime(remainingMs)}`);
-    },
-  };
+function milterGreylistDeferral(_address: string, remainingMs: number): SMTPServerError {
+  return smtpReply(451, `4.7.1 Greylisting in action, please come back in ${clockTime(remainingMs)}`);
+}
+
+/** postgrey's refusal, after the 450. */
+function postgreyText(address: string): string {
+  const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+  return `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`;
 }
 
 /** A duration as HH:MM:SS, rounded up to the second. */
@@ -218,8 +219,6 @@ export class Greylist {
 
   /** postgrey's 450 text (after the code) while the triplet is still greylisted, or null once it passes. */
   check(client: string, sender: string, address: string): string | null {
-    if (this.remainingMs(client, sender, address) === null) return null;
-    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
-    return `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.example/help/${domain}.html`;
+    return this.remainingMs(client, sender, address) === null ? null : postgreyText(address);
   }
 }

@@ -9,6 +9,7 @@ import type { Child } from 'hono/jsx';
 import { Marked, type Tokens } from 'marked';
 import type { AppEnv } from '../app-env.ts';
 import { securityHeaders } from '../middleware/security-headers.ts';
+import { Layout } from './dashboard/layout.tsx';
 
 // The parts of an OpenAPI 3.0 document (spec.openapis.org/oas/v3.0.3) the page shows.
 interface Reference {
@@ -234,35 +235,19 @@ function FieldsTable(props: {
     props.caption
   );
   return (
-    <Scroller label={named ? `${props.caption}: ${named}` : props.caption}>
-      <table class="data-table">
-        <caption>{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Type</th>
-            <th scope="col">Required</th>
-            <th scope="col">Description</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((row) => (
-            <tr>
-              <th scope="row">
-                <code>{row.name}</code>
-              </th>
-              <td>
-                <TypeOf schema={row.schema} />
-              </td>
-              <td>{row.required ? 'yes' : 'no'}</td>
-              <td>
-                <Markdown text={describe(row.schema)} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </Scroller>
+    <ReferenceTable
+      label={named ? `${props.caption}: ${named}` : props.caption}
+      caption={caption}
+      columns={['Field', 'Type', 'Required', 'Description']}
+      rows={rows.map((row) => ({
+        name: row.name,
+        cells: [
+          <TypeOf schema={row.schema} />,
+          row.required ? 'yes' : 'no',
+          <Markdown text={describe(row.schema)} />,
+        ],
+      }))}
+    />
   );
 }
 
@@ -280,32 +265,50 @@ function describe(schema: Schema | undefined): string | undefined {
 function ParametersTable(props: { parameters: Parameter[] }) {
   if (props.parameters.length === 0) return null;
   return (
-    <Scroller label="Parameters">
+    <ReferenceTable
+      label="Parameters"
+      caption="Parameters"
+      columns={['Name', 'In', 'Type', 'Required', 'Description']}
+      rows={props.parameters.map((parameter) => ({
+        name: parameter.name,
+        cells: [
+          parameter.in,
+          <TypeOf schema={parameter.schema} />,
+          parameter.required ? 'yes' : 'no',
+          <Markdown text={parameter.description ?? describe(parameter.schema)} />,
+        ],
+      }))}
+    />
+  );
+}
+
+/** A table of named things (fields, parameters): the name heads its row, in code. */
+function ReferenceTable(props: {
+  label: string;
+  caption: Child;
+  columns: string[];
+  rows: { name: string; cells: Child[] }[];
+}) {
+  return (
+    <Scroller label={props.label}>
       <table class="data-table">
-        <caption>Parameters</caption>
+        <caption>{props.caption}</caption>
         <thead>
           <tr>
-            <th scope="col">Name</th>
-            <th scope="col">In</th>
-            <th scope="col">Type</th>
-            <th scope="col">Required</th>
-            <th scope="col">Description</th>
+            {props.columns.map((column) => (
+              <th scope="col">{column}</th>
+            ))}
           </tr>
         </thead>
         <tbody>
-          {props.parameters.map((parameter) => (
+          {props.rows.map((row) => (
             <tr>
               <th scope="row">
-                <code>{parameter.name}</code>
+                <code>{row.name}</code>
               </th>
-              <td>{parameter.in}</td>
-              <td>
-                <TypeOf schema={parameter.schema} />
-              </td>
-              <td>{parameter.required ? 'yes' : 'no'}</td>
-              <td>
-                <Markdown text={parameter.description ?? describe(parameter.schema)} />
-              </td>
+              {row.cells.map((cell) => (
+                <td>{cell}</td>
+              ))}
             </tr>
           ))}
         </tbody>
@@ -388,99 +391,81 @@ export function ApiReferencePage(props: { document: ApiDocument }) {
   const schemas = Object.entries(document.components?.schemas ?? {});
   const security = Object.entries(document.components?.securitySchemes ?? {});
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{`${document.info.title} · reference`}</title>
-        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-        <link rel="stylesheet" href="/app.css" />
-      </head>
-      <body>
-        <a class="skip-link" href="#main">
-          Skip to content
-        </a>
-        <header class="site-header">
-          <div class="site-header-inner">
-            <a class="brand" href="/">
-              rcpt<span class="brand-tail"> API reference</span>
-            </a>
-          </div>
-        </header>
-        <main id="main" tabindex={-1} class="api-reference">
-          <h1>{document.info.title}</h1>
-          <p class="muted">
-            Version {document.info.version} · machine-readable: <a href="/openapi.json">/openapi.json</a>{' '}
-            (OpenAPI 3.0.3)
-          </p>
-          <Markdown text={document.info.description} />
-          <nav aria-labelledby="contents-title" class="card">
-            <h2 id="contents-title">Contents</h2>
-            <ul class="link-list">
-              {[...groups].map(([tag, operations]) => (
-                <li>
-                  {tag}
-                  <ul>
-                    {operations.map(({ method, path, operation }) => (
-                      <li>
-                        <a href={`#${operationId(method, path)}`}>
-                          {method.toUpperCase()} <code>{path}</code>
-                        </a>
-                        {operation.summary ? ` — ${operation.summary}` : ''}
-                      </li>
-                    ))}
-                  </ul>
-                </li>
-              ))}
+    <Layout
+      title={`${document.info.title} reference`}
+      signedIn={false}
+      csrfToken=""
+      brandTail="API reference"
+      script={false}
+    >
+      <div class="api-reference">
+        <h1>{document.info.title}</h1>
+        <p class="muted">
+          Version {document.info.version} · machine-readable: <a href="/openapi.json">/openapi.json</a>{' '}
+          (OpenAPI 3.0.3)
+        </p>
+        <Markdown text={document.info.description} />
+        <nav aria-labelledby="contents-title" class="card">
+          <h2 id="contents-title">Contents</h2>
+          <ul class="link-list">
+            {[...groups].map(([tag, operations]) => (
               <li>
-                <a href="#schemas">Schemas</a>
+                {tag}
+                <ul>
+                  {operations.map(({ method, path, operation }) => (
+                    <li>
+                      <a href={`#${operationId(method, path)}`}>
+                        {method.toUpperCase()} <code>{path}</code>
+                      </a>
+                      {operation.summary ? ` — ${operation.summary}` : ''}
+                    </li>
+                  ))}
+                </ul>
               </li>
-            </ul>
-          </nav>
-          <section aria-labelledby="authentication">
-            <h2 id="authentication">Authentication</h2>
-            {security.map(([name, scheme]) => (
-              <div>
-                <p>
-                  <strong>{name}</strong>: {scheme.type}
-                  {scheme.in && scheme.name ? (
-                    <>
-                      {' '}
-                      in the {scheme.in} <code>{scheme.name}</code>
-                    </>
-                  ) : null}
-                  .
-                </p>
-                <Markdown text={scheme.description} />
-              </div>
+            ))}
+            <li>
+              <a href="#schemas">Schemas</a>
+            </li>
+          </ul>
+        </nav>
+        <section aria-labelledby="authentication">
+          <h2 id="authentication">Authentication</h2>
+          {security.map(([name, scheme]) => (
+            <div>
+              <p>
+                <strong>{name}</strong>: {scheme.type}
+                {scheme.in && scheme.name ? (
+                  <>
+                    {' '}
+                    in the {scheme.in} <code>{scheme.name}</code>
+                  </>
+                ) : null}
+                .
+              </p>
+              <Markdown text={scheme.description} />
+            </div>
+          ))}
+        </section>
+        {[...groups].map(([tag, operations]) => (
+          <section aria-labelledby={`tag-${tag}`}>
+            <h2 id={`tag-${tag}`}>{tag}</h2>
+            {operations.map(({ method, path, operation }) => (
+              <OperationSection method={method} path={path} operation={operation} document={document} />
             ))}
           </section>
-          {[...groups].map(([tag, operations]) => (
-            <section aria-labelledby={`tag-${tag}`}>
-              <h2 id={`tag-${tag}`}>{tag}</h2>
-              {operations.map(({ method, path, operation }) => (
-                <OperationSection method={method} path={path} operation={operation} document={document} />
-              ))}
+        ))}
+        <section aria-labelledby="schemas">
+          <h2 id="schemas">Schemas</h2>
+          {schemas.map(([name, schema]) => (
+            <section class="card" id={schemaAnchor(name)} aria-labelledby={`${schemaAnchor(name)}-title`}>
+              <h3 id={`${schemaAnchor(name)}-title`}>{name}</h3>
+              <Markdown text={isReference(schema) ? undefined : schema.description} />
+              <FieldsTable caption={`Fields of ${name}`} schema={schema} />
             </section>
           ))}
-          <section aria-labelledby="schemas">
-            <h2 id="schemas">Schemas</h2>
-            {schemas.map(([name, schema]) => (
-              <section class="card" id={schemaAnchor(name)} aria-labelledby={`${schemaAnchor(name)}-title`}>
-                <h3 id={`${schemaAnchor(name)}-title`}>{name}</h3>
-                <Markdown text={isReference(schema) ? undefined : schema.description} />
-                <FieldsTable caption={`Fields of ${name}`} schema={schema} />
-              </section>
-            ))}
-          </section>
-        </main>
-        <footer class="site-footer">
-          <p>
-            rcpt email verification · <a href="/">Dashboard</a>
-          </p>
-        </footer>
-      </body>
-    </html>
+        </section>
+      </div>
+    </Layout>
   );
 }
 

@@ -32,6 +32,10 @@ export interface LayoutProps {
   head?: Child;
   /** The signed-in account's email while it is unconfirmed: every page then says so. */
   unconfirmedEmail?: string | null | undefined;
+  /** What the header says after the brand; "dashboard" unless the page is another part of rcpt. */
+  brandTail?: string;
+  /** Whether the page loads the dashboard's script (a document page needs none). */
+  script?: boolean;
   children?: Child;
 }
 
@@ -44,7 +48,7 @@ export function Layout(props: LayoutProps) {
         <title>{`${props.title} · rcpt`}</title>
         <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/app.css" />
-        <script src="/app.js" defer />
+        {props.script === false ? null : <script src="/app.js" defer />}
         {props.head}
       </head>
       <body>
@@ -54,7 +58,7 @@ export function Layout(props: LayoutProps) {
         <header class="site-header">
           <div class="site-header-inner">
             <a class="brand" href="/">
-              rcpt<span class="brand-tail"> dashboard</span>
+              rcpt<span class="brand-tail"> {props.brandTail ?? 'dashboard'}</span>
             </a>
             {props.signedIn ? (
               <form method="post" action="/logout" class="logout-form">
