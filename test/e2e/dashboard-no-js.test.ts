@@ -163,7 +163,9 @@ describe('the dashboard without JavaScript', () => {
     expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
     expect(await page.locator('[data-job-field="unknownCount"]').textContent()).toBe('1');
     expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(true);
-    expect(await page.locator('.mix-bar rect').count()).toBe(4);
+    // One bar segment per verdict that has addresses (none was risky); the legend lists all.
+    expect(await page.locator('.mix-bar rect').count()).toBe(3);
+    expect(await page.locator('.mix-legend li').count()).toBe(5);
     expect(await page.locator('.bounce-gauge .gauge-marker').count()).toBe(1);
   });
 
