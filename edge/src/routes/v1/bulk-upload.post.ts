@@ -102,13 +102,16 @@ const route = createRoute({
   },
 });
 
-interface UploadRequest {
-  upload: ParsedUpload;
-  source: 'json' | 'csv';
+interface UploadOptions {
   name: string | null;
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
   recheck: boolean | null;
+}
+
+interface UploadRequest extends UploadOptions {
+  upload: ParsedUpload;
+  source: 'json' | 'csv';
 }
 
 /**
@@ -150,10 +153,7 @@ async function readUpload(
     return {
       upload: rowsFromJson(parsed.data.emails),
       source: 'json',
-      name: parsed.data.name ?? null,
-      webhookUrl: parsed.data.webhookUrl ?? null,
-      maxWaitSeconds: parsed.data.maxWaitSeconds ?? null,
-      recheck: parsed.data.recheck ?? null,
+      ...jsonOptions(parsed.data, c.req.query()),
     };
   }
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
@@ -195,12 +195,38 @@ function csvOptions(raw: Record<string, unknown>): z.infer<typeof CsvOptions> {
   return parsed.data;
 }
 
-function nameAndHook(options: z.infer<typeof CsvOptions>): {
-  name: string | null;
-  webhookUrl: string | null;
-  maxWaitSeconds: number | null;
-  recheck: boolean | null;
-} {
+/**
+ * A JSON upload's options: its body's fields, and the query's, which the OpenAPI document lists
+ * for every content type. The same option given in both with different values, or an
+ * `emailColumn` (a JSON list has no columns), is a 400: an option is never dropped unsaid.
+ */
+function jsonOptions(body: BulkUploadJsonRequest, query: Record<string, string>): UploadOptions {
+  if (query.emailColumn !== undefined) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: 'emailColumn picks a CSV column; a JSON upload lists its addresses in "emails".',
+    });
+  }
+  const fromQuery = nameAndHook(csvOptions(query));
+  const fromBody: UploadOptions = {
+    name: body.name ?? null,
+    webhookUrl: body.webhookUrl ?? null,
+    maxWaitSeconds: body.maxWaitSeconds ?? null,
+    recheck: body.recheck ?? null,
+  };
+  const merged = { ...fromQuery };
+  for (const option of Object.keys(fromBody) as (keyof UploadOptions)[]) {
+    const [inBody, inQuery] = [fromBody[option], fromQuery[option]];
+    if (inBody !== null && inQuery !== null && inBody !== inQuery) {
+      throw new ApiError('VALIDATION_ERROR', {
+        message: `${option} is given in the query and in the body with different values.`,
+      });
+    }
+    if (inBody !== null) Object.assign(merged, { [option]: inBody });
+  }
+  return merged;
+}
+
+function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
   return {
     name: options.name ?? null,
     webhookUrl: options.webhookUrl ?? null,

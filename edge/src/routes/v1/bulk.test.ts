@@ -511,6 +511,46 @@ describe('GET /api/v1/history', () => {
   });
 });
 
+describe('a JSON upload and the query options the document lists for it', () => {
+  const emails = ['alice@nonexistent.test'];
+  const uploadWith = (key: string, query: string, body: Record<string, unknown> = {}) =>
+    call(`/api/v1/bulk/upload${query}`, { key, json: { emails, ...body } });
+
+  it('honours them: the deadline, the follow-up and the name from the query', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const response = await uploadWith(
+      caller.apiKey,
+      '?maxWaitSeconds=45&recheck=true&name=from%20the%20query',
+    );
+    expect(response.status).toBe(200);
+    const { jobId } = await response.json<UploadBody>();
+    const { job } = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+      job: { name: string | null; recheck: boolean; createdAt: string; deadlineAt: string };
+    }>();
+    expect(job).toMatchObject({ name: 'from the query', recheck: true });
+    expect(Date.parse(job.deadlineAt) - Date.parse(job.createdAt)).toBe(45_000);
+    // Given in both places with the same value: one option.
+    const same = await uploadWith(caller.apiKey, '?recheck=true', { recheck: true });
+    expect(same.status).toBe(200);
+  });
+
+  it('refuses what it cannot honour with a 400, charging nothing', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const refusals = [
+      // Past the documented 2,048 characters.
+      await uploadWith(caller.apiKey, `?webhookUrl=https://hooks.example/${'a'.repeat(2_040)}`),
+      await uploadWith(caller.apiKey, '?maxWaitSeconds=5'),
+      await uploadWith(caller.apiKey, '?emailColumn=email'),
+      await uploadWith(caller.apiKey, '?maxWaitSeconds=60', { maxWaitSeconds: 90 }),
+    ];
+    for (const response of refusals) {
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    }
+    expect(await balanceOf(caller.accountId)).toBe(10);
+  });
+});
+
 describe('recheck (greylist follow-up) on upload and as the account default', () => {
   async function recheckOf(key: string, jobId: string): Promise<unknown> {
     const response = await call(`/api/v1/bulk/status/${jobId}`, { key });
