@@ -49,7 +49,7 @@ const route = createRoute({
   summary: 'Upload a list',
   description:
     'Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV ' +
-    `file as \`multipart/form-data\` (field \`file\`) or a raw \`text/csv\` body (options in the query); CSV files up to ${
+    `file as \`multipart/form-data\` (field \`file\`) or a raw \`text/csv\` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to ${
       MAX_CSV_BYTES / 1024 / 1024
     } MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters \`,\` \`;\` or tab, header row ` +
     'detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is ' +
