@@ -424,6 +424,8 @@ export interface paths {
                     limit?: number;
                     /** @description csv: the original columns plus verdict columns (also `Accept: text/csv`) */
                     format?: "json" | "csv";
+                    /** @description CSV only: `1` starts the file with a UTF-8 byte-order mark, which Excel on Windows needs to read non-ASCII text right (the dashboard adds it by default); default `0` */
+                    bom?: "0" | "1";
                     /** @description only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky` keeps the addresses worth mailing); `pagination.total` counts the rows kept */
                     status?: string;
                 };

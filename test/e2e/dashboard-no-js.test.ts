@@ -188,7 +188,7 @@ describe('the dashboard without JavaScript', () => {
     expect(href).toBe(`${jobPath}/results.csv?status=deliverable%2Crisky%2Cunknown`);
     const response = await browser.context.request.get(href as string);
     expect(response.status()).toBe(200);
-    const rows = parse(await response.body(), { columns: true }) as Record<string, string>[];
+    const rows = parse(await response.body(), { columns: true, bom: true }) as Record<string, string>[];
     expect(rows.map((row) => [row.name, row.rcpt_status])).toEqual([
       ['Alice', 'deliverable'],
       ['Slow', 'unknown'],
@@ -203,7 +203,7 @@ describe('the dashboard without JavaScript', () => {
     const response = await browser.context.request.get(href as string);
     expect(response.status()).toBe(200);
     expect(response.headers()['content-type']).toMatch(/^text\/csv/);
-    const rows = parse(await response.body(), { columns: true }) as Record<string, string>[];
+    const rows = parse(await response.body(), { columns: true, bom: true }) as Record<string, string>[];
     expect(rows.map((row) => [row.name, row.email, row.rcpt_status, row.rcpt_sub_status])).toEqual([
       ['Alice', `alice@${system.world.domains.accept}`, 'deliverable', 'accepted_email'],
       ['Nobody', `nobody@${system.world.domains.accept}`, 'undeliverable', 'mailbox_not_found'],

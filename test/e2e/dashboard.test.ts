@@ -328,8 +328,11 @@ describe('the dashboard in a browser', () => {
       page.waitForEvent('download'),
       page.getByRole('link', { name: 'CSV: Deliverable and risky' }).click(),
     ]);
-    expect(download.suggestedFilename()).toMatch(/^rcpt-[0-9a-f-]{36}-deliverable-risky\.csv$/);
-    const rows = parse(await readFile(await download.path()), { columns: true }) as Record<string, string>[];
+    expect(download.suggestedFilename()).toBe('browser-list-deliverable-risky.csv');
+    const rows = parse(await readFile(await download.path()), { columns: true, bom: true }) as Record<
+      string,
+      string
+    >[];
     expect(rows.map((row) => [row.name, row.rcpt_status])).toEqual([
       ['Alice', 'deliverable'],
       ['Anyone', 'risky'],
@@ -344,8 +347,8 @@ describe('the dashboard in a browser', () => {
       page.waitForEvent('download'),
       page.getByRole('link', { name: 'CSV: All rows' }).click(),
     ]);
-    expect(csvDownload.suggestedFilename()).toMatch(/^rcpt-[0-9a-f-]{36}\.csv$/);
-    const rows = parse(await readFile(await csvDownload.path()), { columns: true }) as Record<
+    expect(csvDownload.suggestedFilename()).toBe('browser-list.csv');
+    const rows = parse(await readFile(await csvDownload.path()), { columns: true, bom: true }) as Record<
       string,
       string
     >[];

@@ -302,6 +302,27 @@ const VERDICT_COLUMNS = [
   'rcpt_suggestion',
 ];
 
+/**
+ * A download's file name: the list's name made safe for any file system (ASCII letters, digits
+ * and dashes, accents dropped), else `rcpt-<job id>`, then the subset it holds, if any.
+ */
+export function downloadFileName(
+  job: { id: string; name: string | null },
+  subset: readonly string[],
+  extension: 'csv' | 'json',
+): string {
+  const named = (job.name ?? '')
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 80)
+    .replace(/-+$/, '');
+  const base = named === '' ? `rcpt-${job.id}` : named;
+  return `${[base, ...subset].join('-')}.${extension}`;
+}
+
 /** Rows read from D1 per page of a CSV export: at most a few MB of results and cells at once. */
 const EXPORT_PAGE_ROWS = 500;
 
@@ -311,7 +332,12 @@ const EXPORT_PAGE_ROWS = 500;
  * size holds one page in memory (a Worker isolate has 128 MB). 400 JOB_NOT_COMPLETED is thrown
  * before the first byte.
  */
-export function resultsCsvStream(db: Db, job: JobRow, query: ResultRowsQuery): ReadableStream<Uint8Array> {
+export function resultsCsvStream(
+  db: Db,
+  job: JobRow,
+  query: ResultRowsQuery,
+  options: { byteOrderMark?: boolean } = {},
+): ReadableStream<Uint8Array> {
   assertCompleted(job);
   const headers = csvHeadersOf(job);
   const encoder = new TextEncoder();
@@ -323,7 +349,9 @@ export function resultsCsvStream(db: Db, job: JobRow, query: ResultRowsQuery): R
       async pull(controller) {
         if (!headerSent) {
           headerSent = true;
-          controller.enqueue(encoder.encode(csvLine([...(headers ?? ['email']), ...VERDICT_COLUMNS])));
+          // U+FEFF first: how Excel on Windows tells a CSV file is UTF-8 rather than its ANSI code page.
+          const header = csvLine([...(headers ?? ['email']), ...VERDICT_COLUMNS]);
+          controller.enqueue(encoder.encode(options.byteOrderMark ? `\uFEFF${header}` : header));
           return;
         }
         const limit = Math.min(EXPORT_PAGE_ROWS, end - offset);

@@ -345,6 +345,13 @@ export const BulkResultsQuery = z.object({
     .enum(['json', 'csv'])
     .optional()
     .describe('csv: the original columns plus verdict columns (also `Accept: text/csv`)'),
+  bom: z
+    .enum(['0', '1'])
+    .optional()
+    .describe(
+      'CSV only: `1` starts the file with a UTF-8 byte-order mark, which Excel on Windows needs to read ' +
+        'non-ASCII text right (the dashboard adds it by default); default `0`',
+    ),
   status: z
     .string()
     .regex(STATUS_LIST, 'a comma-separated list of deliverable, undeliverable, risky, unknown')

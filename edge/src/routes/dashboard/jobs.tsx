@@ -17,6 +17,7 @@ import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import {
   BOUNCE_LEVEL_FROM,
+  downloadFileName,
   jobView,
   notFoundJob,
   type ResultsPage,
@@ -507,10 +508,13 @@ function downloadFilter(c: Context<DashboardEnv>): Omit<ResultsFilter, 'page'> {
   return { statuses, search: filterOf(c.req.query()).search };
 }
 
-/** `rcpt-<job>.csv`, or `rcpt-<job>-deliverable-risky.csv` for a subset. */
-function downloadName(jobId: string, filter: Omit<ResultsFilter, 'page'>, extension: 'csv' | 'json'): string {
-  const subset = [...(filter.statuses ?? []), ...(filter.search ? ['search'] : [])].join('-');
-  return `rcpt-${jobId}${subset ? `-${subset}` : ''}.${extension}`;
+/** The list's name (or `rcpt-<job>`) and the subset: `newsletter-deliverable-risky.csv`. */
+function downloadName(
+  job: { id: string; name: string | null },
+  filter: Omit<ResultsFilter, 'page'>,
+  extension: 'csv' | 'json',
+): string {
+  return downloadFileName(job, [...(filter.statuses ?? []), ...(filter.search ? ['search'] : [])], extension);
 }
 
 export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
@@ -549,8 +553,12 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/jobs/:id/results.csv', ...signedInPage, async (c) => {
     const job = await jobOf(c);
     const filter = downloadFilter(c);
-    const csv = resultsCsvStream(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS));
-    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'csv')}"`);
+    // With a byte-order mark unless asked not to: the dashboard's downloads go to spreadsheets,
+    // and Excel on Windows reads a CSV file without one in its ANSI code page.
+    const csv = resultsCsvStream(c.get('db'), job, rowsQuery(filter, 0, MAX_BATCH_EMAILS), {
+      byteOrderMark: c.req.query('bom') !== '0',
+    });
+    c.header('Content-Disposition', `attachment; filename="${downloadName(job, filter, 'csv')}"`);
     return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
   });
 
@@ -561,7 +569,7 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
       lead: { success: true, job: jobView(job) },
       pagination: false,
     });
-    c.header('Content-Disposition', `attachment; filename="${downloadName(job.id, filter, 'json')}"`);
+    c.header('Content-Disposition', `attachment; filename="${downloadName(job, filter, 'json')}"`);
     return c.body(json, 200, { 'Content-Type': 'application/json; charset=UTF-8' });
   });
 }

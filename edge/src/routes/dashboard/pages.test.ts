@@ -269,10 +269,13 @@ describe('bulk upload', () => {
     const download = await client.get(`${location}/results.csv`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toMatch(/^text\/csv/);
-    expect(download.headers.get('content-disposition')).toMatch(
-      /^attachment; filename="rcpt-[0-9a-f-]{36}\.csv"$/,
-    );
-    const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+    // Named for the list, and marked UTF-8 for Excel (a byte-order mark) unless asked not to.
+    expect(download.headers.get('content-disposition')).toBe('attachment; filename="offline-list.csv"');
+    const bytes = new Uint8Array(await download.clone().arrayBuffer());
+    expect([...bytes.slice(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    const plain = new Uint8Array(await (await client.get(`${location}/results.csv?bom=0`)).arrayBuffer());
+    expect(plain[0]).toBe('"'.charCodeAt(0));
+    const rows = parse(await download.text(), { columns: true, bom: true }) as Record<string, string>[];
     expect(rows).toHaveLength(2);
     expect(Object.keys(rows[0] ?? {})).toEqual(
       expect.arrayContaining(['name', 'email', 'rcpt_status', 'rcpt_sub_status', 'rcpt_score']),
@@ -459,7 +462,7 @@ describe('job page', () => {
     for (const [subset, href] of links) {
       const download = await client.get(href ?? '');
       expect(download.status, subset).toBe(200);
-      const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+      const rows = parse(await download.text(), { columns: true, bom: true }) as Record<string, string>[];
       const allowed = /status=([^&]+)/.exec(href ?? '')?.[1]?.split('%2C');
       for (const row of rows) if (allowed) expect(allowed, subset).toContain(row.rcpt_status);
       const size = new RegExp(`data-subset="${subset}">[^<]*</a><span class="muted">(\\d+) rows`).exec(
@@ -469,13 +472,14 @@ describe('job page', () => {
     }
     const all = parse(await (await client.get(`/jobs/${jobId}/results.csv`)).text(), {
       columns: true,
+      bom: true,
     }) as Record<string, string>[];
     expect(all).toHaveLength(60);
     const worthMailing = await client.get(`/jobs/${jobId}/results.csv?status=deliverable,risky`);
     expect(worthMailing.headers.get('content-disposition')).toBe(
-      `attachment; filename="rcpt-${jobId}-deliverable-risky.csv"`,
+      'attachment; filename="sandbox-list-deliverable-risky.csv"',
     );
-    const kept = parse(await worthMailing.text(), { columns: true }) as Record<string, string>[];
+    const kept = parse(await worthMailing.text(), { columns: true, bom: true }) as Record<string, string>[];
     // Upload order, original columns kept, only the statuses asked for.
     expect(kept.map((row) => row.name)).toEqual(
       all.filter((row) => ['deliverable', 'risky'].includes(row.rcpt_status ?? '')).map((row) => row.name),
@@ -489,7 +493,7 @@ describe('job page', () => {
     expect(kept.some((row) => row.rcpt_status === 'undeliverable')).toBe(false);
     const noUndeliverable = parse(
       await (await client.get(`/jobs/${jobId}/results.csv?status=deliverable,risky,unknown`)).text(),
-      { columns: true },
+      { columns: true, bom: true },
     ) as Record<string, string>[];
     expect(noUndeliverable).toHaveLength(all.filter((row) => row.rcpt_status !== 'undeliverable').length);
 
@@ -538,9 +542,9 @@ describe('job page', () => {
     expect(href).toBe(`/jobs/${jobId}/results.csv?status=deliverable&q=one.test`);
     const download = await client.get(href ?? '');
     expect(download.headers.get('content-disposition')).toBe(
-      `attachment; filename="rcpt-${jobId}-deliverable-search.csv"`,
+      'attachment; filename="sandbox-list-deliverable-search.csv"',
     );
-    const rows = parse(await download.text(), { columns: true }) as Record<string, string>[];
+    const rows = parse(await download.text(), { columns: true, bom: true }) as Record<string, string>[];
     expect(rows.map((row) => row.email)).toEqual(['deliverable@one.test', 'DELIVERABLE@one.test']);
 
     // A hand-edited query string shows everything rather than failing.

@@ -2,7 +2,12 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
-import { notFoundJob, resultsCsvStream, resultsJsonStream } from '../../services/batch-jobs.ts';
+import {
+  downloadFileName,
+  notFoundJob,
+  resultsCsvStream,
+  resultsJsonStream,
+} from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -35,15 +40,15 @@ const route = createRoute({
 export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { jobId } = c.req.valid('param');
-    const { offset, limit, format, status } = c.req.valid('query');
+    const { offset, limit, format, status, bom } = c.req.valid('query');
     const job = await findJob(c.get('db'), c.get('caller').accountId, jobId, dataModeOf(c.get('caller')));
     if (!job) throw notFoundJob();
     const query = { offset, limit, statuses: status };
     const wantsCsv =
       format === 'csv' || (format === undefined && /\btext\/csv\b/.test(c.req.header('accept') ?? ''));
     if (wantsCsv) {
-      const csv = resultsCsvStream(c.get('db'), job, query);
-      c.header('Content-Disposition', `attachment; filename="rcpt-${job.id}.csv"`);
+      const csv = resultsCsvStream(c.get('db'), job, query, { byteOrderMark: bom === '1' });
+      c.header('Content-Disposition', `attachment; filename="${downloadFileName(job, status ?? [], 'csv')}"`);
       return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
     }
     // A page may be the whole job (10,000 results and their rows): streamed, never held whole.

@@ -265,6 +265,23 @@ describe('CSV upload and download', () => {
     expect(table).toHaveLength(4);
   });
 
+  it('starts the CSV with a UTF-8 byte-order mark with ?bom=1, for Excel, and names the file after the list', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const response = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['deliverable@example.com'], name: 'Kunden München' },
+    });
+    const { jobId } = await response.json<UploadBody>();
+    const csvOf = (query: string) =>
+      call(`/api/v1/bulk/results/${jobId}?format=csv${query}`, { key: caller.apiKey });
+    const marked = await csvOf('&bom=1');
+    expect([...new Uint8Array(await marked.clone().arrayBuffer()).slice(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    expect(marked.headers.get('content-disposition')).toBe('attachment; filename="kunden-munchen.csv"');
+    const plain = new Uint8Array(await (await csvOf('')).arrayBuffer());
+    expect(plain[0]).toBe('"'.charCodeAt(0));
+    expect((await csvOf('&bom=yes')).status).toBe(400);
+  });
+
   it('answers CSV for Accept: text/csv', async () => {
     const caller = await newCaller({ mode: 'test' });
     const { jobId } = await (await upload(caller.apiKey, ['deliverable@x.test'])).json<UploadBody>();
