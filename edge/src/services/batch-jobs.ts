@@ -86,7 +86,6 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     input: row.input,
     addressIdx: row.addressIdx,
     resultJson: row.result ? JSON.stringify(row.result) : null,
-    cellsJson: row.cellsJson,
   }));
   // Test keys answer every address at once from the sandbox, free of charge.
   const addresses = sandbox
@@ -114,6 +113,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       ...counts,
       charge,
       csvHeaders: upload.headers,
+      csvCells: upload.cells,
       webhookUrl: input.webhookUrl,
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.

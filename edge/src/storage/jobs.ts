@@ -4,6 +4,7 @@
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
+import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
 import {
@@ -17,11 +18,6 @@ import {
 } from './storage-budget.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
-
-/** Largest JSON parameter bound to one statement (D1 allows 1 MB per value; stay well below). */
-const MAX_JSON_PARAMETER_BYTES = 400_000;
-/** Most rows per INSERT … json_each statement. */
-const MAX_ROWS_PER_STATEMENT = 1000;
 
 export interface NewJob {
   id: string;
@@ -38,6 +34,8 @@ export interface NewJob {
   invalidRows: number;
   skippedRows: number;
   csvHeaders: string[] | null;
+  /** Every row's original cells (CSV uploads), in row order, as JSON arrays of rows. */
+  csvCells: readonly JsonChunk[] | null;
   webhookUrl: string | null;
   /** When the job completes at the latest (ms since the epoch). */
   deadlineAt: number;
@@ -51,8 +49,6 @@ export interface NewJobRow {
   input: string;
   addressIdx: number | null;
   resultJson: string | null;
-  /** The row's original cells as a JSON array (CSV uploads). */
-  cellsJson: string | null;
 }
 
 export interface NewJobAddress {
@@ -137,12 +133,7 @@ export async function createJobWithCharge(
     jobExists,
   );
   const csvHeaders = job.csvHeaders ? JSON.stringify(job.csvHeaders) : null;
-  // A row's cells are already JSON: put in as they are, not escaped as a string once more.
-  const rowChunks = jsonChunks(rows, (row) =>
-    row.cellsJson === null
-      ? JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson, null])
-      : `${JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson]).slice(0, -1)},${row.cellsJson}]`,
-  );
+  const rowChunks = jobRowChunks(rows, job.csvCells);
   const addressChunks = jsonChunks(
     addresses.map((address) => [
       address.idx,
@@ -157,7 +148,9 @@ export async function createJobWithCharge(
     rowBytes(job.id, job.name, csvHeaders, job.webhookUrl) +
     JOB_EXTRA_BYTES +
     (rows.length + addresses.length) * ROW_OVERHEAD_BYTES;
-  for (const chunk of [...rowChunks, ...addressChunks]) jobBytes += utf8Bytes(chunk);
+  for (const chunk of rowChunks)
+    jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
+  for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
@@ -213,16 +206,17 @@ export async function createJobWithCharge(
     ),
   ];
   for (const chunk of rowChunks) {
+    // A row's cells are taken from its chunk of the file's cells by position (SQLite parses a
+    // JSON parameter once per statement, not once per row: json.c's parse cache).
     statements.push(
       d1
         .prepare(
           `INSERT INTO job_rows (job_id, row, input, address_idx, result_json, csv_values)
-           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3,
-             CASE WHEN json_type(j.value, '$[4]') = 'array' THEN j.value->4 END
+           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?3 -> ('$[' || CAST(j.value->>0 - ?4 AS INTEGER) || ']')
            FROM json_each(?2) j
            WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
         )
-        .bind(job.id, chunk),
+        .bind(job.id, chunk.rows, chunk.cells, chunk.cellsOffset),
     );
   }
   const answered = addresses.some((address) => address.result);
@@ -235,7 +229,7 @@ export async function createJobWithCharge(
              j.value->>3, j.value->>4, j.value->>5, j.value->>6, j.value->>7
            FROM json_each(?2) j WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
         )
-        .bind(job.id, chunk, job.now),
+        .bind(job.id, chunk.json, job.now),
     );
   }
   if (answered) statements.push(...completionStatements(d1, job.id, job.now, null));
@@ -279,28 +273,42 @@ function resultColumns(result: AddressResult): unknown[] {
   ];
 }
 
-/** Splits rows into JSON arrays small enough to bind as one parameter each. */
-function jsonChunks<T>(
-  rows: readonly T[],
-  encode: (row: T) => string = (row) => JSON.stringify(row),
-): string[] {
-  const chunks: string[] = [];
-  let current: string[] = [];
-  let bytes = 2;
-  for (const row of rows) {
-    const encoded = encode(row);
-    if (
-      current.length > 0 &&
-      (current.length >= MAX_ROWS_PER_STATEMENT || bytes + encoded.length + 1 > MAX_JSON_PARAMETER_BYTES)
-    ) {
-      chunks.push(`[${current.join(',')}]`);
-      current = [];
-      bytes = 2;
-    }
-    current.push(encoded);
-    bytes += encoded.length + 1;
+/** One statement's rows and the chunk of the file's cells they take theirs from. */
+interface JobRowChunk {
+  /** JSON array of [row, input, addressIdx, resultJson]. */
+  rows: string;
+  /** The cells chunk holding these rows' cells (null for a JSON upload). */
+  cells: string | null;
+  /** The row number of the cells chunk's first element. */
+  cellsOffset: number;
+  /** The first statement to bind this cells chunk (its bytes are counted once). */
+  cellsFirst: boolean;
+}
+
+/**
+ * The job's rows in statements: each chunk of the file's cells with the rows it holds, split
+ * further when their results make them too large to bind at once.
+ */
+function jobRowChunks(rows: readonly NewJobRow[], cells: readonly JsonChunk[] | null): JobRowChunk[] {
+  const encode = (row: NewJobRow) => JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson]);
+  if (cells === null) {
+    return jsonChunks(rows, encode).map((chunk) => ({
+      rows: chunk.json,
+      cells: null,
+      cellsOffset: 0,
+      cellsFirst: false,
+    }));
   }
-  if (current.length > 0) chunks.push(`[${current.join(',')}]`);
+  const chunks: JobRowChunk[] = [];
+  let offset = 0;
+  for (const cellsChunk of cells) {
+    const covered = rows.slice(offset, offset + cellsChunk.count);
+    jsonChunks(covered, encode).forEach((chunk, index) => {
+      chunks.push({ rows: chunk.json, cells: cellsChunk.json, cellsOffset: offset, cellsFirst: index === 0 });
+    });
+    offset += cellsChunk.count;
+  }
+  if (offset !== rows.length) throw new Error(`${rows.length} rows but cells for ${offset}`);
   return chunks;
 }
 
@@ -389,7 +397,7 @@ export async function recordResults(
              recheck = excluded.recheck
            WHERE job_addresses.state != 'done'`,
         )
-        .bind(jobId, chunk),
+        .bind(jobId, chunk.json),
     );
   }
   statements.push(...completionStatements(d1, jobId, now, firstRecheckAfterMs));
@@ -526,7 +534,7 @@ export async function recordProvisional(
            refundable = excluded.refundable, result_json = excluded.result_json
          WHERE job_addresses.state != 'done'`,
         )
-        .bind(jobId, chunk, now),
+        .bind(jobId, chunk.json, now),
   );
   if (statements.length > 0) await d1.batch(statements);
 }
