@@ -159,9 +159,9 @@ describe('the dashboard without JavaScript', () => {
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     expect(await page.locator('#job-progress').getAttribute('value')).toBe('100');
     expect(await page.locator('[data-job-field="processedEmails"]').textContent()).toBe('3');
-    expect(await page.locator('[data-job-field="deliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="unknownCount"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="deliverable"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="undeliverable"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="unknown"]').textContent()).toBe('1');
     expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(true);
     // One bar segment per verdict that has addresses (none was risky); the legend lists all.
     expect(await page.locator('.mix-bar rect').count()).toBe(3);

@@ -57,7 +57,7 @@ export interface SettleDeps {
 
 interface JobWrites {
   finals: AddressResult[];
-  provisional: AddressResult[];
+  provisional: (AddressResult & { retryAt: number })[];
   retries: { message: WorkMessage; delaySeconds: number }[];
   rechecks: RecheckAnswer[];
 }
@@ -113,7 +113,7 @@ export async function settleBatchWork(
         writes.finals.push({ ...stored, recheckable: !final && isRecheckable(result.subStatus, policy) });
         continue;
       }
-      writes.provisional.push(stored);
+      writes.provisional.push({ ...stored, retryAt: at });
       const delaySeconds = Math.max(0, Math.ceil((at - now) / 1000));
       const key = `${pace} ${delaySeconds}`;
       const group = retryGroups.get(key) ?? {

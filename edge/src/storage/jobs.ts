@@ -1,6 +1,8 @@
 // Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest on local
 // D1: INSERT … SELECT FROM json_each for rows, one upsert per write, and
 // counters recomputed from the rows so that a replayed write changes nothing.
+import type { VerificationStatus } from '@rcpt/shared/contract/api';
+import type { SubStatus } from '@rcpt/shared/contract/sub-statuses';
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
@@ -512,29 +514,30 @@ export async function failJob(db: Db, jobId: string, reason: string, now: number
 }
 
 /**
- * Keeps the temporary answer of addresses that will be asked again: it becomes their final
- * answer if the job's deadline comes first. They stay queued; the lease starts again now.
+ * Keeps the temporary answer of addresses that will be asked again, and when: it becomes their
+ * final answer if the job's deadline comes first. They stay queued; the lease starts again now.
  */
 export async function recordProvisional(
   db: Db,
   jobId: string,
-  results: readonly AddressResult[],
+  results: readonly (AddressResult & { retryAt: number })[],
   now: number,
 ): Promise<void> {
   const d1 = db.$client;
-  const statements = jsonChunks(results.map((result) => [result.idx, ...resultColumns(result)])).map(
-    (chunk) =>
-      d1
-        .prepare(
-          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
-         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+  const statements = jsonChunks(
+    results.map((result) => [result.idx, ...resultColumns(result), result.retryAt]),
+  ).map((chunk) =>
+    d1
+      .prepare(
+        `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json, retry_at)
+         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, j.value->>6
          FROM json_each(?2) j WHERE true
          ON CONFLICT (job_id, idx) DO UPDATE SET attempts = attempts + 1, enqueued_at = excluded.enqueued_at,
            status = excluded.status, sub_status = excluded.sub_status, catch_all = excluded.catch_all,
-           refundable = excluded.refundable, result_json = excluded.result_json
+           refundable = excluded.refundable, result_json = excluded.result_json, retry_at = excluded.retry_at
          WHERE job_addresses.state != 'done'`,
-        )
-        .bind(jobId, chunk.json, now),
+      )
+      .bind(jobId, chunk.json, now),
   );
   if (statements.length > 0) await d1.batch(statements);
 }
@@ -655,7 +658,10 @@ export interface ResultRowsQuery {
 }
 
 // A row's status: its address's verdict, or for a row with no address (invalid input) its own.
-const ROW_STATUS = "COALESCE(a.status, json_extract(r.result_json, '$.status'))";
+// A row's verdict: its address's final answer (a temporary one, kept while the address is asked
+// again, is not yet a verdict), or the row's own for one without an address to verify.
+const ROW_STATUS =
+  "COALESCE(CASE WHEN a.state = 'done' THEN a.status END, json_extract(r.result_json, '$.status'))";
 const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
        WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))
          AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')`;
@@ -691,13 +697,67 @@ function searchPattern(query: ResultRowsQuery): string | null {
   return query.search ? `%${query.search.replace(/[\\%_]/g, '\\$&')}%` : null;
 }
 
-/** How many rows of a job have each status (a row with no verdict yet is not counted). */
-export async function countResultRowsByStatus(db: Db, jobId: string): Promise<Record<string, number>> {
+/** A job's rows that have a verdict, by status, with the risky ones at a catch-all domain. */
+export interface RowCounts {
+  byStatus: Record<VerificationStatus, number>;
+  /** Risky rows whose domain accepts any address: a part of `byStatus.risky`. */
+  catchAll: number;
+}
+
+/**
+ * How many rows of a job have each verdict (a row without one yet is not counted): the one
+ * count the job page shows, so its cards, chart, filter and downloads agree with the files.
+ */
+export async function countRowsByVerdict(db: Db, jobId: string): Promise<RowCounts> {
   const { results } = await db.$client
-    .prepare(`SELECT ${ROW_STATUS} AS status, COUNT(*) AS total ${ROWS_WITH_RESULTS} GROUP BY 1`)
+    .prepare(
+      `SELECT ${ROW_STATUS} AS status, COUNT(*) AS total, COALESCE(SUM(a.catch_all = 1), 0) AS catchAll
+       ${ROWS_WITH_RESULTS} GROUP BY 1`,
+    )
     .bind(jobId, null, null)
-    .all<{ status: string | null; total: number }>();
-  return Object.fromEntries(results.flatMap((row) => (row.status ? [[row.status, row.total]] : [])));
+    .all<{ status: string | null; total: number; catchAll: number }>();
+  const counts: RowCounts = {
+    byStatus: { deliverable: 0, undeliverable: 0, risky: 0, unknown: 0 },
+    catchAll: 0,
+  };
+  for (const row of results) {
+    if (!row.status || !(row.status in counts.byStatus)) continue;
+    counts.byStatus[row.status as VerificationStatus] = row.total;
+    if (row.status === 'risky') counts.catchAll = row.catchAll;
+  }
+  return counts;
+}
+
+/** An address of a running job without its final answer yet. */
+export interface PendingAddress {
+  email: string;
+  /** Its last temporary answer (null: not answered yet). */
+  subStatus: SubStatus | null;
+  /** When it is asked again, for one with a temporary answer. */
+  retryAt: number | null;
+}
+
+/** A running job's addresses still waiting for a final answer: how many, and the first `limit`. */
+export async function pendingAddresses(
+  db: Db,
+  jobId: string,
+  limit: number,
+): Promise<{ total: number; addresses: PendingAddress[] }> {
+  const [listed, counted] = await db.$client.batch([
+    db.$client
+      .prepare(
+        `SELECT email, sub_status AS subStatus, retry_at AS retryAt FROM job_addresses
+         WHERE job_id = ?1 AND state = 'queued' ORDER BY idx LIMIT ?2`,
+      )
+      .bind(jobId, limit),
+    db.$client
+      .prepare(`SELECT COUNT(*) AS total FROM job_addresses WHERE job_id = ?1 AND state = 'queued'`)
+      .bind(jobId),
+  ]);
+  return {
+    total: (counted?.results[0] as { total: number } | undefined)?.total ?? 0,
+    addresses: (listed?.results ?? []) as PendingAddress[],
+  };
 }
 
 /** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */
