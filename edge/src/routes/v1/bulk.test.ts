@@ -488,11 +488,16 @@ describe('CSV uploads bounded while they stream', () => {
     // notes split the cells by bytes before the row limit.
     const lines = [
       ...Array.from({ length: 1_500 }, (_, index) => [`not-an-address-${index}`, `short ${index}`]),
-      ...Array.from({ length: 1_000 }, (_, index) => [`deliverable+${index}@x.test`, `${index} ${'ü'.repeat(700)}`]),
+      ...Array.from({ length: 1_000 }, (_, index) => [
+        `deliverable+${index}@x.test`,
+        `${index} ${'ü'.repeat(700)}`,
+      ]),
     ];
     const csv = `email,note\n${lines.map((line) => line.join(',')).join('\n')}\n`;
     const { jobId } = await (await uploadCsv(caller.apiKey, csv)).json<UploadBody>();
-    const body = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<ResultsBody>();
+    const body = await (
+      await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })
+    ).json<ResultsBody>();
     expect(body.results.map((result) => result.email)).toEqual(lines.map(([email]) => email));
     expect(body.originalCsvData?.rows).toEqual(lines);
   });
