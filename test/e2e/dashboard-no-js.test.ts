@@ -62,11 +62,14 @@ describe('the dashboard without JavaScript', () => {
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
-    await page.waitForURL('**/login?welcome=1');
-    expect(await page.getByRole('status').textContent()).toContain('we sent it a confirmation link');
-    expect(await sessionCookie()).toBeUndefined();
+    // Signed in at once, without credits until the emailed link is followed.
+    await page.waitForURL('**/?welcome=1');
+    expect(await sessionCookie()).toMatchObject({ httpOnly: true, secure: true });
+    expect(await page.getByTestId('credit-balance').textContent()).toBe('0');
 
-    // Followed before signing in, as from a mail client: the login page says it worked.
+    // Followed from a mail client signed out: the login page says it worked.
+    await page.getByRole('button', { name: 'Log out' }).first().click();
+    await page.waitForURL('**/login?signed-out=1');
     await page.goto(await system.confirmationLink(email));
     await page.waitForURL('**/login?email-confirmed=new');
     expect(await page.getByRole('status').textContent()).toContain('Your email address is confirmed');

@@ -87,11 +87,7 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Password').fill(password);
     await shoot('signup');
     await page.getByRole('button', { name: 'Create account' }).click();
-    // Sign-up never says whether the email was taken; the new account signs in next.
-    await page.waitForURL('**/login?welcome=1');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    // The new account is signed in at once.
     await page.waitForURL('**/?welcome=1');
     // No credits before the email is confirmed; the banner says where the link went.
     expect(await page.getByTestId('credit-balance').textContent()).toBe('0');
