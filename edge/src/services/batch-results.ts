@@ -91,10 +91,7 @@ export async function settleBatchWork(
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));
         continue;
       }
-      const pace =
-        final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS
-          ? null
-          : retryPaceOf(result.subStatus, policy);
+      const pace = final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS ? null : retryPaceOf(policy);
       const count = task.retry?.schedule === pace ? task.retry.count : 0;
       const at = pace
         ? nextAttemptAt({
