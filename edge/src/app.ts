@@ -22,7 +22,7 @@ import { registerWebhookDeliveries } from './routes/v1/webhooks-deliveries.get.t
 import { registerWebhookSecret } from './routes/v1/webhooks-secret.post.ts';
 import { registerWebhookSettings } from './routes/v1/webhooks-settings.put.ts';
 import { registerWebhookTest } from './routes/v1/webhooks-test.post.ts';
-import { createDb } from './storage/db.ts';
+import { createRequestDb } from './storage/db.ts';
 
 export const API_VERSION = '1.0.1';
 
@@ -61,7 +61,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use('*', requestId);
   app.use('*', async (c, next) => {
     c.set('config', configOf(c.env));
-    c.set('db', createDb(c.env.DB));
+    c.set('db', createRequestDb(c.env.DB));
     await next();
   });
   app.onError(handleError);
