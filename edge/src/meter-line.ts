@@ -27,6 +27,8 @@ export interface MeterCounts {
   /** D1 statements run, and round trips to D1 (a batch of statements is one). */
   d1Queries?: number;
   d1Calls?: number;
+  /** Round trips of SELECTs only: the ones a read replica may answer. */
+  d1ReadCalls?: number;
   d1RowsRead?: number;
   d1RowsWritten?: number;
   /** Requests to the internet (DNS over HTTPS, webhooks, Turnstile): subrequests. */
@@ -49,6 +51,7 @@ export const METER_KEYS: readonly MeterKey[] = [
   'queueRetries',
   'd1Queries',
   'd1Calls',
+  'd1ReadCalls',
   'd1RowsRead',
   'd1RowsWritten',
   'fetches',

@@ -36,6 +36,8 @@ describe('meteredD1', () => {
     const insert = db.prepare('INSERT INTO meter_rows (n, label) VALUES (?1, ?2)');
     await db.batch([insert.bind(1, 'a'), insert.bind(2, 'b'), insert.bind(3, 'c')]);
     expect(counted()).toMatchObject({ d1Queries: 3, d1Calls: 1, d1RowsWritten: 3 });
+    // A round trip with a write goes to the primary: not one a replica could answer.
+    expect(sumMeterLines(lines).d1ReadCalls).toBe(0);
   });
 
   it('counts the rows a select read, and answers raw() as the binding does', async () => {
@@ -55,6 +57,7 @@ describe('meteredD1', () => {
     const reads = sumMeterLines(lines);
     expect(reads.d1Queries).toBe(3);
     expect(reads.d1Calls).toBe(3);
+    expect(reads.d1ReadCalls).toBe(3);
     // A full scan of three rows twice, and at least the one row found by its key.
     expect(reads.d1RowsRead).toBeGreaterThanOrEqual(7);
     expect(reads.d1RowsWritten).toBe(0);
@@ -66,7 +69,7 @@ describe('meteredD1', () => {
     const row = await session.prepare('SELECT label FROM meter_rows WHERE n = ?1').bind(9).first('label');
     expect(row).toBe('x');
     expect(session.getBookmark()).toEqual(expect.any(String));
-    expect(counted()).toMatchObject({ d1Queries: 2, d1Calls: 2, d1RowsWritten: 1 });
+    expect(counted()).toMatchObject({ d1Queries: 2, d1Calls: 2, d1ReadCalls: 1, d1RowsWritten: 1 });
   });
 
   it('counts nothing when the meter is off', async () => {

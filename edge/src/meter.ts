@@ -160,6 +160,9 @@ export function meteredBatch<Body>(batch: MessageBatch<Body>): {
 }
 
 const metered = new WeakSet<object>();
+/** The SQL of each counted statement, by which a round trip of reads is told from one that writes. */
+const sqlOf = new WeakMap<D1PreparedStatement, string>();
+const READ_ONLY = /^\s*select\b/i;
 
 /**
  * The D1 binding (or a session of it), counting each statement, each round trip, and the rows
@@ -169,34 +172,35 @@ const metered = new WeakSet<object>();
  */
 export function meteredD1<T extends D1Database | D1DatabaseSession>(d1: T): T {
   if (!enabled || metered.has(d1)) return d1;
-  const count = (results: (D1Result | D1Response)[]) =>
+  const count = (results: (D1Result | D1Response)[], statements: D1PreparedStatement[]) =>
     meter({
       d1Queries: results.length,
       d1Calls: 1,
+      d1ReadCalls: statements.every((statement) => READ_ONLY.test(sqlOf.get(statement) ?? '')) ? 1 : 0,
       d1RowsRead: results.reduce((sum, result) => sum + (result.meta.rows_read ?? 0), 0),
       d1RowsWritten: results.reduce((sum, result) => sum + (result.meta.rows_written ?? 0), 0),
     });
-  const wrapStatement = (statement: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(statement, {
+  const wrapStatement = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const wrapped: D1PreparedStatement = new Proxy(statement, {
       get(target, property) {
-        if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values));
+        if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
         if (property === 'run' || property === 'all')
           return async () => {
             const result = await target[property]();
-            count([result]);
+            count([result], [wrapped]);
             return result;
           };
         if (property === 'first')
           return async (column?: string) => {
             const result = await target.all();
-            count([result]);
+            count([result], [wrapped]);
             const row = (result.results[0] ?? null) as Record<string, unknown> | null;
             return column === undefined || row === null ? row : row[column];
           };
         if (property === 'raw')
           return async (options?: { columnNames?: boolean }) => {
             const result = await target.all<Record<string, unknown>>();
-            count([result]);
+            count([result], [wrapped]);
             const rows = result.results.map((row) => Object.values(row));
             const first = result.results[0];
             return options?.columnNames ? [first ? Object.keys(first) : [], ...rows] : rows;
@@ -205,13 +209,16 @@ export function meteredD1<T extends D1Database | D1DatabaseSession>(d1: T): T {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
+    sqlOf.set(wrapped, sql);
+    return wrapped;
+  };
   const wrapped = new Proxy(d1, {
     get(target, property) {
-      if (property === 'prepare') return (query: string) => wrapStatement(target.prepare(query));
+      if (property === 'prepare') return (query: string) => wrapStatement(target.prepare(query), query);
       if (property === 'batch')
         return async (statements: D1PreparedStatement[]) => {
           const results = await target.batch(statements);
-          count(results);
+          count(results, statements);
           return results;
         };
       if (property === 'withSession' && 'withSession' in target)
