@@ -568,6 +568,11 @@ function statedDelaySeconds(text: string): number | undefined {
 const ADDRESS_IN_TEXT = /<?[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+>?/g;
 const ADDRESS_TOKEN = '<>';
 
+/** `text` with every email address in it replaced by `<>`: a reply fit for logs and operator views. */
+export function withoutAddresses(text: string): string {
+  return text.includes('@') ? text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : text;
+}
+
 /**
  * Classes of replies already read. A batch reads the same replies thousands of times (each
  * probe's catch-all reply once per address, the same "user unknown" for each address), and a
@@ -579,7 +584,7 @@ const CLASSIFIED_LIMIT = 2_048;
 
 /** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
 export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
-  const named = reply.text.includes('@') ? reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : reply.text;
+  const named = withoutAddresses(reply.text);
   const text = named.replace(/\s+/g, ' ').trim();
   const enhanced = enhancedCodeOf(reply);
   const key = `${stage}\n${reply.code}\n${enhanced ?? ''}\n${text}`;
