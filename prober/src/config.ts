@@ -239,98 +239,89 @@ function isResolverAddress(server: string): boolean {
   return isIP(host) !== 0 && port >= 1 && port <= 65535 && (withPort[1] === undefined || isIP(host) === 6);
 }
 
-/** `198.51.100.7` or `198.51.100.7=out1.example.net` (the HELO name of that address). */
-const sourceAddressesVariable = optionalText.transform((list, ctx) => {
-  if (list === undefined) return [];
-  const egresses: Egress[] = [];
-  for (const entry of list
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean)) {
-    const [address = '', helo, ...rest] = entry.split('=');
-    if (isIP(address) === 0 || rest.length > 0) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must be a comma-separated list of local IP addresses, each optionally =HELO name, got ${JSON.stringify(entry)}`,
-      });
-      return z.NEVER;
+/**
+ * A comma-separated list of egresses, each entry read by `parse`: its egress, or what is wrong
+ * with it (said without the entry itself when it may hold a password).
+ */
+function egressListVariable(parse: (entry: string, position: number) => Egress | string) {
+  return optionalText.transform((list, ctx) => {
+    if (list === undefined) return [];
+    const egresses: Egress[] = [];
+    for (const entry of list
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean)) {
+      const egress = parse(entry, egresses.length + 1);
+      if (typeof egress === 'string') {
+        ctx.addIssue({ code: 'custom', message: egress });
+        return z.NEVER;
+      }
+      egresses.push(egress);
     }
-    const heloName = helo === undefined ? null : egressHelo(helo, ctx);
-    if (heloName === undefined) return z.NEVER;
-    egresses.push(directEgress(address, heloName));
+    return egresses;
+  });
+}
+
+/** A per-egress HELO name without its final dot, or null when it is not a host name. */
+function egressHelo(name: string): string | null {
+  return HOST_NAME.test(name) ? name.replace(/\.$/, '') : null;
+}
+
+/** `198.51.100.7` or `198.51.100.7=out1.example.net` (the HELO name of that address). */
+const sourceAddressesVariable = egressListVariable((entry) => {
+  const [address = '', helo, ...rest] = entry.split('=');
+  if (isIP(address) === 0 || rest.length > 0) {
+    return `must be a comma-separated list of local IP addresses, each optionally =HELO name, got ${JSON.stringify(entry)}`;
   }
-  return egresses;
+  if (helo === undefined) return directEgress(address);
+  const heloName = egressHelo(helo);
+  return heloName
+    ? directEgress(address, heloName)
+    : `HELO name must be a host name, got ${JSON.stringify(helo)}`;
 });
 
 /** `socks5://user:pass@host:port?helo=name`, comma-separated (docs/operations.md). */
-const socks5ProxiesVariable = optionalText.transform((list, ctx) => {
-  if (list === undefined) return [];
-  const egresses: Egress[] = [];
-  for (const entry of list
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean)) {
-    let url: URL;
-    try {
-      url = new URL(entry);
-    } catch {
-      // The entry may hold a password: say where it went wrong, not what it was.
-      ctx.addIssue({ code: 'custom', message: `entry ${egresses.length + 1} is not a socks5:// URL` });
-      return z.NEVER;
-    }
-    const extraParams = [...url.searchParams.keys()].filter((key) => key !== 'helo');
-    if (
-      url.protocol !== 'socks5:' ||
-      !url.hostname ||
-      (url.pathname !== '' && url.pathname !== '/') ||
-      extraParams.length > 0
-    ) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `entry ${egresses.length + 1} must be socks5://[user:password@]host:port[?helo=name]`,
-      });
-      return z.NEVER;
-    }
-    const username = decodeURIComponent(url.username);
-    const password = decodeURIComponent(url.password);
-    // RFC 1929 §2: each is one length octet and 1–255 octets.
-    if (
-      Buffer.byteLength(username) > 255 ||
-      Buffer.byteLength(password) > 255 ||
-      (password !== '' && username === '')
-    ) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `entry ${egresses.length + 1}: user name and password must be 1–255 bytes each (RFC 1929)`,
-      });
-      return z.NEVER;
-    }
-    const helo = url.searchParams.get('helo');
-    const heloName = helo === null ? null : egressHelo(helo, ctx);
-    if (heloName === undefined) return z.NEVER;
-    egresses.push(
-      socks5Egress(
-        {
-          host: url.hostname.replace(/^\[|\]$/g, ''),
-          port: url.port === '' ? 1080 : Number(url.port),
-          username: username === '' ? null : username,
-          password: username === '' ? null : password,
-        },
-        heloName,
-      ),
-    );
+const socks5ProxiesVariable = egressListVariable((entry, position) => {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    // The entry may hold a password: say where it went wrong, not what it was.
+    return `entry ${position} is not a socks5:// URL`;
   }
-  return egresses;
+  const extraParams = [...url.searchParams.keys()].filter((key) => key !== 'helo');
+  if (
+    url.protocol !== 'socks5:' ||
+    !url.hostname ||
+    (url.pathname !== '' && url.pathname !== '/') ||
+    extraParams.length > 0
+  ) {
+    return `entry ${position} must be socks5://[user:password@]host:port[?helo=name]`;
+  }
+  const username = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  // RFC 1929 §2: each is one length octet and 1–255 octets.
+  if (
+    Buffer.byteLength(username) > 255 ||
+    Buffer.byteLength(password) > 255 ||
+    (password !== '' && username === '')
+  ) {
+    return `entry ${position}: user name and password must be 1–255 bytes each (RFC 1929)`;
+  }
+  const helo = url.searchParams.get('helo');
+  const heloName = helo === null ? null : egressHelo(helo);
+  if (helo !== null && heloName === null)
+    return `entry ${position}: helo must be a host name, got ${JSON.stringify(helo)}`;
+  return socks5Egress(
+    {
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port === '' ? 1080 : Number(url.port),
+      username: username === '' ? null : username,
+      password: username === '' ? null : password,
+    },
+    heloName,
+  );
 });
-
-/** A per-egress HELO name, or undefined after reporting it. */
-function egressHelo(name: string, ctx: z.RefinementCtx): string | undefined {
-  if (!HOST_NAME.test(name)) {
-    ctx.addIssue({ code: 'custom', message: `HELO name must be a host name, got ${JSON.stringify(name)}` });
-    return undefined;
-  }
-  return name.replace(/\.$/, '');
-}
 
 const EnvSchema = z.object({
   EDGE_URL: edgeUrlVariable,

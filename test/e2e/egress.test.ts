@@ -11,7 +11,7 @@ import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
 import { untilValue } from '../eventually.ts';
 import { companyList } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/index.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem, subStatusesOf } from './harness.ts';
 
 const LISTED = '127.0.0.2';
 let system: System;
@@ -27,17 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await system?.close();
 });
-
-async function subStatuses(jobId: string): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  for (let offset = 0; ; offset += 100) {
-    const page = await okJson<{ results: { email: string; subStatus: string }[] }>(
-      await system.api(`/api/v1/bulk/results/${jobId}?offset=${offset}&limit=100`),
-    );
-    for (const result of page.results) found.set(result.email, result.subStatus);
-    if (page.results.length < 100) return found;
-  }
-}
 
 interface FleetBody {
   regions: {
@@ -65,7 +54,7 @@ describe('two egresses, one listed at half the MX hosts', () => {
     }, 'the job to complete');
     expect(job.status).toBe('completed');
 
-    const found = await subStatuses(jobId);
+    const found = await subStatusesOf(system, jobId);
     const wrong = list.filter((row) => found.get(row.address) !== row.subStatus);
     expect(wrong.map((row) => `${row.address}: ${found.get(row.address)}`)).toEqual([]);
     const blocked = [...found]

@@ -157,3 +157,15 @@ export async function okJson<T>(response: Response): Promise<T> {
   expect(response.status, await response.clone().text()).toBe(200);
   return response.json() as Promise<T>;
 }
+
+/** Each address's subStatus in a job's results, read page by page as a client would. */
+export async function subStatusesOf(system: System, jobId: string): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for (let offset = 0; ; offset += 100) {
+    const page = await okJson<{ results: { email: string; subStatus: string }[] }>(
+      await system.api(`/api/v1/bulk/results/${jobId}?offset=${offset}&limit=100`),
+    );
+    for (const result of page.results) found.set(result.email, result.subStatus);
+    if (page.results.length < 100) return found;
+  }
+}

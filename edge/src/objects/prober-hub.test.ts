@@ -4,6 +4,8 @@ import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import {
+  announceEgresses,
+  blockAt,
   connectProber,
   type FakeProber,
   hubOf,
@@ -188,43 +190,18 @@ describe('ProberHub probes', () => {
   it("shows each prober's egresses and the blocks it reports", async () => {
     const region = 'hub-egress-view';
     const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
-    prober.send({
-      type: 'hello',
-      id: 'hello-2',
-      version: 1,
-      region,
-      capacity: 10,
-      egresses: [
-        { id: '127.0.0.1', kind: 'direct', helo: null },
-        { id: 'socks5://127.0.0.1:1080', kind: 'socks5', helo: 'out2.rcpt.test' },
-      ],
-    });
+    announceEgresses(prober, region, [
+      { id: '127.0.0.1', kind: 'direct', helo: null },
+      { id: 'socks5://127.0.0.1:1080', kind: 'socks5', helo: 'out2.rcpt.test' },
+    ]);
     const now = Date.now();
     prober.send({
       type: 'egress_state',
       id: 'state-1',
+      // The second is already over: not shown.
       blocks: [
-        {
-          egress: '127.0.0.1',
-          scope: { kind: 'mx_host', name: 'mx1.company.test' },
-          since: now,
-          until: now + 600_000,
-          reply: {
-            code: 554,
-            enhanced: '5.7.1',
-            text: 'Client host [127.0.0.1] blocked using zen.spamhaus.org',
-          },
-          level: 1,
-        },
-        // Already over: not shown.
-        {
-          egress: '127.0.0.1',
-          scope: { kind: 'provider', name: 'google' },
-          since: now - 700_000,
-          until: now - 100_000,
-          reply: { code: 421, enhanced: '4.7.0', text: '[TSS04]' },
-          level: 1,
-        },
+        blockAt('127.0.0.1', 'mx1.company.test', now),
+        blockAt('127.0.0.1', 'mx2.company.test', now - 700_000),
       ],
       uses: [{ egress: '127.0.0.1', provider: 'google', used: 12, budget: 50 }],
       sessions: 3,

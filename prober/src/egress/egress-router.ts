@@ -6,13 +6,29 @@
 // block lists — and the addresses it could not ask are asked at once from the next egress.
 // A refusal is never a verdict: a mailbox answer from any egress is. Only when every egress
 // is refused does the report say so (`egressesRefused`), for the hub to try another prober.
-import type { AddressOutcome, ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
+import type {
+  AddressOutcome,
+  ProbeReport,
+  ProbeRequest,
+  SessionFacts,
+  SmtpReply,
+} from '@rcpt/shared/contract/prober';
 import { PROVIDER_REGISTRY, type ProviderRegistry } from '@rcpt/shared/verify/providers';
 import { refusesClient, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
 import { type ProbeDeps, probe } from '../smtp/probe.ts';
 import type { EgressBudget } from '../throttle/egress-budget.ts';
 import type { Egress } from './egress.ts';
 import type { BlockScope, EgressBlocks } from './egress-blocks.ts';
+
+/** The facts of a report no session stands behind (every egress blocked, or over budget). */
+const NO_SESSION: SessionFacts = Object.freeze({
+  mxHost: null,
+  mxIp: null,
+  tls: false,
+  tlsError: null,
+  smtputf8: false,
+  durationMs: 0,
+});
 
 // Below this a new attempt cannot finish a session; the refusal already in hand is the answer.
 const MIN_ATTEMPT_MS = 100;
@@ -122,18 +138,10 @@ export class EgressRouter {
           },
         },
     );
-    const session = answered?.session ?? {
-      mxHost: null,
-      mxIp: null,
-      tls: false,
-      tlsError: null,
-      smtputf8: false,
-      durationMs: 0,
-    };
     return {
       perAddress,
       catchAllReply,
-      session,
+      session: answered?.session ?? NO_SESSION,
       ...(pending.length > 0 ? { egressesRefused: true } : {}),
     };
   }
@@ -176,14 +184,7 @@ export class EgressRouter {
     return {
       perAddress: request.emails.map((email) => outcomes.get(email) ?? { email, reply: null, failure: null }),
       catchAllReply: null,
-      session: answered?.session ?? {
-        mxHost: null,
-        mxIp: null,
-        tls: false,
-        tlsError: null,
-        smtputf8: false,
-        durationMs: 0,
-      },
+      session: answered?.session ?? NO_SESSION,
     };
   }
 }

@@ -2,22 +2,20 @@ import { exports } from 'cloudflare:workers';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
 import { untilValue } from '../../../../test/eventually.ts';
-import { reportFor, startFakeProber } from '../../../test/fake-prober.ts';
+import { announceEgresses, blockAt, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
 import { db, newCaller, revokeCredentialForTest } from '../../../test/fixtures.ts';
 import { operatorTokens } from '../../storage/schema.ts';
 
 async function newOperatorToken(): Promise<{ id: string; secret: string }> {
   const issued = await issueSecret('operatorToken');
   const id = crypto.randomUUID();
-  await db()
-    .insert(operatorTokens)
-    .values({
-      id,
-      name: 'test operator',
-      tokenHash: issued.hash,
-      prefix: issued.prefix,
-      createdAt: Date.now(),
-    });
+  await db().insert(operatorTokens).values({
+    id,
+    name: 'test operator',
+    tokenHash: issued.hash,
+    prefix: issued.prefix,
+    createdAt: Date.now(),
+  });
   return { id, secret: issued.secret };
 }
 
@@ -49,34 +47,21 @@ describe('GET /internal/fleet', () => {
     const region = 'fleet-view';
     const token = await newOperatorToken();
     const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
-    prober.send({
-      type: 'hello',
-      id: 'hello-egresses',
-      version: 1,
-      region,
-      capacity: 10,
-      egresses: [
-        { id: '127.0.0.1', kind: 'direct', helo: null },
-        { id: '127.0.0.2', kind: 'direct', helo: 'out2.rcpt.test' },
-      ],
-    });
-    const now = Date.now();
+    announceEgresses(prober, region, [
+      { id: '127.0.0.1', kind: 'direct', helo: null },
+      { id: '127.0.0.2', kind: 'direct', helo: 'out2.rcpt.test' },
+    ]);
     prober.send({
       type: 'egress_state',
       id: 'state-1',
+      // A prober that forgot to mask an address: the view masks it anyway.
       blocks: [
-        {
-          egress: '127.0.0.2',
-          scope: { kind: 'mx_host', name: 'mx1.company.test' },
-          since: now,
-          until: now + 600_000,
-          reply: {
-            code: 554,
-            enhanced: '5.7.1',
-            text: 'Service unavailable; Client host [127.0.0.2] blocked using zen.spamhaus.org',
-          },
-          level: 1,
-        },
+        blockAt(
+          '127.0.0.2',
+          'mx1.company.test',
+          Date.now(),
+          '<jane@example.test>: Client host [127.0.0.2] blocked using zen.spamhaus.org',
+        ),
       ],
       uses: [{ egress: '127.0.0.1', provider: 'google', used: 7, budget: 50 }],
       sessions: 2,
@@ -109,7 +94,9 @@ describe('GET /internal/fleet', () => {
     expect(view?.egresses[1]?.blocks.map((block) => block.scope)).toEqual([
       { kind: 'mx_host', name: 'mx1.company.test' },
     ]);
-    expect(view?.egresses[1]?.blocks[0]?.reply.text).toContain('blocked using zen.spamhaus.org');
+    expect(view?.egresses[1]?.blocks[0]?.reply.text).toBe(
+      '<>: Client host [127.0.0.2] blocked using zen.spamhaus.org',
+    );
     prober.close();
   });
 });
