@@ -12,6 +12,8 @@ export const DEFAULT_BLOCK_BASE_MS = 10 * 60_000;
 export const DEFAULT_BLOCK_CAP_MS = 6 * 60 * 60_000;
 // A block met again this soon after the last one ended is the same listing: the cool-down grows.
 const REPEAT_WINDOW_MS = 24 * 60 * 60_000;
+// Ended blocks are remembered (for the next cool-down's length) up to this many.
+const MAX_REMEMBERED = 10_000;
 
 /** What the egress is blocked at: a provider of the registry (all its MX hosts) or one MX host. */
 export interface BlockScope {
@@ -93,7 +95,9 @@ export class EgressBlocks {
     // The end is an event an operator alerts on, so it fires when it happens, not when next asked.
     state.timer = setTimeout(() => this.#end(key, state, 'expired'), coolDown);
     state.timer.unref();
+    this.#states.delete(key);
     this.#states.set(key, state);
+    if (this.#states.size > MAX_REMEMBERED) this.#forgetEnded(now);
     this.#events.blocked?.(block);
     return block;
   }
@@ -129,6 +133,18 @@ export class EgressBlocks {
   /** Stops the end-of-block timers (the process is stopping). */
   close(): void {
     for (const state of this.#states.values()) if (state.timer) clearTimeout(state.timer);
+  }
+
+  /** Drops ended blocks too old to lengthen the next cool-down, then the oldest ended ones. */
+  #forgetEnded(now: number): void {
+    for (const [key, state] of this.#states) {
+      if (this.#states.size <= MAX_REMEMBERED) return;
+      if (!state.active && now - state.block.until > REPEAT_WINDOW_MS) this.#states.delete(key);
+    }
+    for (const [key, state] of this.#states) {
+      if (this.#states.size <= MAX_REMEMBERED) return;
+      if (!state.active) this.#states.delete(key);
+    }
   }
 
   #end(key: string, state: BlockState, why: 'expired' | 'answered'): void {
