@@ -150,6 +150,36 @@ describe('an egress on a block list', () => {
   });
 });
 
+describe('pace per egress and provider', () => {
+  test('spreads a provider over the egresses, and answers throttled when every egress has spent its hour', async () => {
+    const budget = new EgressBudget({ hourlyBudget: 4, warmUp: false });
+    const through = new EgressRouter({
+      egresses: [directEgress(CLEAN), directEgress('127.0.0.3')],
+      blocks: new EgressBlocks(),
+      budget,
+    });
+    const [, second] = PROVIDER_HOSTS;
+    const ask = () =>
+      through.probe(
+        {
+          emails: [`alice@${PROVIDER_DOMAINS[1]}`, `bob@${PROVIDER_DOMAINS[1]}`],
+          domain: PROVIDER_DOMAINS[1],
+          mx: [{ host: second.host, preference: 10, ips: [second.ip] }],
+          mailFrom: 'verify@rcpt.test',
+          helo: 'rcpt.test',
+          timeoutMs: 30_000,
+          transcript: false,
+        },
+        deps(),
+      );
+    for (let round = 0; round < 4; round++) expect(codes(await ask())).toEqual([250, 250]);
+    expect([budget.usedBy(CLEAN, 'fastmail'), budget.usedBy('127.0.0.3', 'fastmail')]).toEqual([4, 4]);
+    const over = await ask();
+    expect(over.perAddress.map((outcome) => outcome.failure?.kind)).toEqual(['throttled', 'throttled']);
+    expect(over.perAddress[0]?.failure?.message).toContain('hourly budget');
+  });
+});
+
 describe('a SOCKS5 egress', () => {
   test('sends the session through the proxy: the MX sees the proxy exit address', async () => {
     const through = router([
