@@ -262,6 +262,8 @@ export const jobAddresses = sqliteTable(
     // known answer is charged (docs/money.md).
     refundable: integer('refundable').notNull().default(0),
     resultJson: text('result_json'),
+    // When a queued address that has a temporary answer is asked again (its retry's due time).
+    retryAt: integer('retry_at'),
     // Greylist follow-up: 'due' — a recheckable final answer, asked again in the next round;
     // 'asking' — asked in the running round, no answer yet; 'charging' — within the one
     // transaction that records a paid answer only; null — nothing to ask.

@@ -897,7 +897,7 @@ describe('classifyReply stage and code rules', () => {
     ]);
     const temporary = classifyReply({ code: 451, enhanced: null, text: 'Local error in processing' }, 'rcpt');
     expect([temporary.policy, temporary.rule]).toEqual([
-      { retry: 'transient', refundable: true },
+      { retry: 'connection', refundable: true },
       'code-4xx',
     ]);
   });

@@ -1,7 +1,7 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SessionFailure, SmtpReply } from '../contract/prober.ts';
-import { type OutcomePolicy, policyOf, type RetrySchedule } from '../contract/sub-statuses.ts';
+import { type OutcomePolicy, policyOf, type RetryPace } from '../contract/sub-statuses.ts';
 import { providerReplyRules } from './providers.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
@@ -116,7 +116,7 @@ export interface ReplyRule {
   readonly stage?: readonly ReplyStage[];
   readonly subStatus: SubStatus;
   /** The retry schedule when the reply knows better than its subStatus's row (throttling). */
-  readonly retry?: RetrySchedule;
+  readonly retry?: RetryPace;
   /** For greylisting when the text names no delay. */
   readonly retryAfterSeconds?: number;
   /**
