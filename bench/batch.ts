@@ -23,6 +23,7 @@ import { DOMAINS, startWorld } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
 import { busiestShare, treeCpuSeconds } from './process-tree.ts';
 import type { Figure } from './run.ts';
+import { uploadAndWait } from './upload-and-wait.ts';
 
 /** Workers Paid prices in USD per unit, as published on developers.cloudflare.com (README). */
 const PRICES: Partial<Record<MeterKey, number>> = {
@@ -78,32 +79,6 @@ async function startStack(metered: boolean): Promise<{ stack: LocalStack; persis
 async function stopStack({ stack, persistTo }: { stack: LocalStack; persistTo: string }): Promise<void> {
   await stack.close();
   rmSync(persistTo, { recursive: true, force: true });
-}
-
-async function uploadAndWait(
-  target: LocalStack,
-  key: string,
-  emails: string[],
-): Promise<{ seconds: number; jobId: string }> {
-  const headers = { 'content-type': 'application/json', 'x-api-key': key };
-  const started = performance.now();
-  const upload = await fetch(`${target.baseUrl}/api/v1/bulk/upload`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ emails }),
-  });
-  if (upload.status !== 200) throw new Error(`upload answered ${upload.status}: ${await upload.text()}`);
-  const { jobId } = (await upload.json()) as { jobId: string };
-  // Completion is observed the way a client does: polling the status endpoint, within the
-  // key's 100 requests a minute (so the figure is up to 0.7 s late).
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    const response = await fetch(`${target.baseUrl}/api/v1/bulk/status/${jobId}`, { headers });
-    const { job } = (await response.json()) as { job: { status: string; processedEmails: number } };
-    if (job.status === 'completed') return { seconds: (performance.now() - started) / 1000, jobId };
-    if (job.status !== 'processing') throw new Error(`job ended ${job.status}`);
-    if (performance.now() - started > 600_000) throw new Error(`job still processing after 10 minutes`);
-  }
 }
 
 const p50 = (samples: number[]) =>

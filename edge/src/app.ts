@@ -9,6 +9,7 @@ import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
+import { registerFleet } from './routes/internal/fleet.get.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
 import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
@@ -90,6 +91,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerWebhookTest(app);
   registerWebhookDeliveries(app);
   registerProbersConnect(app);
+  registerFleet(app);
   registerDashboard(app);
 
   app.get('/healthz', (c) => c.json({ ok: true }));

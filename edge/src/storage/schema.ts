@@ -156,6 +156,18 @@ export const proberTokens = sqliteTable('prober_tokens', {
   revokedAt: integer('revoked_at'),
 });
 
+// Operators read the fleet's state (docs/operations.md, "The operator's view") with a token of
+// their own, stored hashed like every secret: it opens no account's data and no prober link.
+export const operatorTokens = sqliteTable('operator_tokens', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  tokenHash: text('token_hash').notNull().unique(),
+  prefix: text('prefix').notNull(),
+  createdAt: integer('created_at').notNull(),
+  lastSeenAt: integer('last_seen_at'),
+  revokedAt: integer('revoked_at'),
+});
+
 // ── Batch verification ─────────────────────────────────────────────────────────────────
 // A job's rows keep the upload's order and original columns; its addresses are the unique
 // normalised addresses to verify (a duplicate row points at the same address). Counters on
