@@ -12,8 +12,10 @@ import {
   startFakeProber,
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
 import type { BatchTask } from '../services/batch-results.ts';
-import { MAX_PROBER_CAPACITY } from './prober-hub.ts';
+import { batchHubWork } from '../services/batch-sink.ts';
+import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],
@@ -208,7 +210,17 @@ describe('ProberHub probes', () => {
 });
 
 /** A batch task of `count` addresses on `domain`, routed to `mxHost`, for a job that need not exist. */
-function task(jobId: string, accountId: string, domain: string, mxHost: string, count = 1): BatchTask {
+function task(
+  jobId: string,
+  accountId: string,
+  domain: string,
+  mxHost: string,
+  count = 1,
+): HubWork<BatchTask> {
+  return batchHubWork(batchTask(jobId, accountId, domain, mxHost, count), configOf(env));
+}
+
+function batchTask(jobId: string, accountId: string, domain: string, mxHost: string, count = 1): BatchTask {
   return {
     jobId,
     accountId,
@@ -301,10 +313,15 @@ describe('ProberHub scheduling', () => {
     ];
     const jobId = `job-${crypto.randomUUID()}`;
     const hosts = ['mx1.shared.test', 'mx2.shared.test', 'mx3.shared.test', 'mx4.shared.test'];
-    const tasks = Array.from({ length: 24 }, (_, index) => ({
-      ...task(jobId, 'acct', `d${index}.test`, hosts[index % hosts.length] as string),
-      addresses: [{ idx: index, email: `user${index}@d${index}.test` }],
-    }));
+    const tasks = Array.from({ length: 24 }, (_, index) =>
+      batchHubWork(
+        {
+          ...batchTask(jobId, 'acct', `d${index}.test`, hosts[index % hosts.length] as string),
+          addresses: [{ idx: index, email: `user${index}@d${index}.test` }],
+        },
+        configOf(env),
+      ),
+    );
     await hubOf(region).dispatch(tasks);
     const outByHost = () => {
       const counts = new Map<string, number>();

@@ -1,7 +1,8 @@
 // ProberHub: one Durable Object per region. Probers dial in over WebSocket (hibernation API,
-// so idle links cost nothing). The hub is a scheduler: single calls (`probe`, awaited) and
-// batch work (`dispatch`, handed over and settled here as each probe finishes) wait in lanes
-// and go out as probers have room —
+// so idle links cost nothing). The hub is a link registry and a scheduler, nothing more: single
+// calls (`probe`, awaited) and batch work (`dispatch`, handed over) wait in lanes and go out as
+// probers have room; what a batch probe answers goes to the sink the hub is given (settlement,
+// domain facts), which it knows only through `HubSink` —
 // - single calls first, then batch work round-robin by account, so one large list never
 //   starves another customer's call or small job;
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
@@ -17,25 +18,25 @@ import {
   type ProbeRequest,
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
-import { gatewayOf } from '@rcpt/shared/dns/mail-tenant';
+import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { acceptedByCatchAll } from '@rcpt/shared/verify/verdict';
-import { configOf } from '../config.ts';
+import {
+  type GatewayProbe,
+  type ProbeGateway,
+  probeBehindGateway,
+} from '@rcpt/shared/verify/probe-behind-gateway';
 import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
-import { verifyQueueOf } from '../services/batch-queue.ts';
-import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
-import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 
-/** Header the Worker sets after it has authenticated the prober's token. */
 /**
  * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
  * a leaked token cannot take a region's whole queue and hold it until the deadlines.
  */
 export const MAX_PROBER_CAPACITY = 500;
 
+/** Header the Worker sets after it has authenticated the prober's token. */
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
@@ -61,8 +62,6 @@ interface ProberAttachment {
 const DEFAULT_PER_MX_CONCURRENCY = 5;
 /** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
 const MAX_RESENDS = 3;
-/** How long finished batch probes are gathered before their results are written together. */
-const SETTLE_GATHER_MS = 20;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */
 const LANE_SCAN_LIMIT = 256;
 
@@ -103,7 +102,25 @@ export interface ProberStatus {
   connectedAt: number;
 }
 
-export class ProberHub extends DurableObject<Env> {
+/** One piece of batch work handed to the hub: a probe of one domain's addresses for an account. */
+export interface HubWork<Ticket> {
+  accountId: string;
+  /** When the answer is due (ms since the epoch): the job's deadline. */
+  deadlineAt: number;
+  request: ProbeRequest;
+  /** The sink's own record of the work, handed back with its answer; the hub never reads it. */
+  ticket: Ticket;
+}
+
+/** Where what the hub's batch probes learn goes (the batch settlement, the shared domain facts). */
+export interface HubSink<Ticket> {
+  /** The tenant behind the gateway MX of `domain` (docs/verdicts.md, "Catch-alls behind security gateways"). */
+  detectTenant(domain: string, mxHosts: readonly string[]): Promise<TenantDetection>;
+  /** A piece of work's answer: its MX's probe, and its tenant's when one was asked. */
+  settle(ticket: Ticket, answer: GatewayProbe): void;
+}
+
+export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   // In memory only: a probe waiting or out keeps the object awake (its timers), and batch work
   // is accepted only while a prober is connected; what a restart loses, the job's lease and
   // deadline recover (docs/operations.md).
@@ -116,17 +133,18 @@ export class ProberHub extends DurableObject<Env> {
   #mxInFlight = new Map<string, number>();
   /** Probers whose link closed: their socket may still be listed while its close is handled. */
   #gone = new Set<string>();
-  #settling: SettledTask[] = [];
   /**
    * Each link's attachment as last written: the scheduler reads every link's on each probe it
    * starts or ends, and deserialising it each time was a tenth of the hub's work. After a
    * hibernation the map is empty and each attachment is read back once.
    */
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
-  #settleTimer: ReturnType<typeof setTimeout> | null = null;
+  readonly #sink: HubSink<Ticket>;
+  #dispatching = false;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: Env, sink: HubSink<Ticket>) {
     super(ctx, env);
+    this.#sink = sink;
     meterFrom(env as { RCPT_METER?: string });
   }
 
@@ -281,38 +299,65 @@ export class ProberHub extends DurableObject<Env> {
   }
 
   /**
-   * Batch work handed over: the hub probes it as probers have room and records each answer
-   * as it comes. Refused (false) when no prober is connected, so the caller can retry later.
+   * Batch work handed over: the hub probes it as probers have room — the tenant behind a
+   * catch-all gateway too, through the same sequence as a single call — and gives each answer to
+   * its sink as it comes. Refused (false) when no prober is connected, so the caller can retry later.
    */
-  dispatch(tasks: BatchTask[]): boolean {
+  dispatch(work: HubWork<Ticket>[]): boolean {
     meter({ doRequests: 1 });
     if (!this.#hasReadyProber()) return false;
-    const config = configOf(this.env);
-    for (const task of tasks) {
-      if (task.dns.kind !== 'mx') continue;
-      const request: ProbeRequest = {
-        emails: task.addresses.map((address) => address.email),
-        domain: task.domain,
-        mx: task.dns.mx,
-        mailFrom: config.MAIL_FROM,
-        helo: config.HELO_NAME,
-        timeoutMs: config.BATCH_PROBE_TIMEOUT_MS,
-        transcript: false,
+    // Each probe joins its lane as its sequence starts; the lanes are pumped once, at the end.
+    this.#dispatching = true;
+    for (const item of work) {
+      const { accountId, deadlineAt, ticket } = item;
+      const tenants = {
+        detect: (domain: string, mxHosts: readonly string[]) => this.#sink.detectTenant(domain, mxHosts),
+        // The tenant's probe goes before the account's waiting work: its address is half answered.
+        prober: this.#batchLane(accountId, deadlineAt, 'front'),
       };
-      const probe: HubProbe = {
-        lane: 'batch',
-        accountId: task.accountId,
-        mxKey: mxKeyOf(request),
-        request,
-        deadlineAt: task.deadlineAt,
-        resends: 0,
-        passedOver: new Set(),
-        finish: (outcome) => this.#afterBatchProbe(task, request, outcome),
-      };
-      this.#queueBatch(probe, 'back');
+      const answered = probeBehindGateway(
+        { prober: this.#batchLane(accountId, deadlineAt, 'back'), tenants },
+        item.request,
+        deadlineAt,
+      ).then(
+        (answer) => this.#sink.settle(ticket, answer),
+        (error: unknown) => {
+          log.error('batch probe failed', errorFields(error));
+          this.#sink.settle(ticket, {
+            probe: { kind: 'unavailable', message: 'the probe failed in the hub' },
+            tenantDetection: null,
+            tenant: null,
+          });
+        },
+      );
+      this.ctx.waitUntil(answered);
     }
+    this.#dispatching = false;
     this.#pump();
     return true;
+  }
+
+  /** A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`. */
+  #batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back'): ProbeGateway {
+    return {
+      probe: (request) =>
+        new Promise<ProbeOutcome>((finish) => {
+          this.#queueBatch(
+            {
+              lane: 'batch',
+              accountId,
+              mxKey: mxKeyOf(request),
+              request,
+              deadlineAt,
+              resends: 0,
+              passedOver: new Set(),
+              finish,
+            },
+            end,
+          );
+          if (!this.#dispatching) this.#pump();
+        }),
+    };
   }
 
   /** Connected probers, for operators and tests. */
@@ -539,81 +584,6 @@ export class ProberHub extends DurableObject<Env> {
 
   #hasReadyProber(): boolean {
     return this.#readyProbers().length > 0;
-  }
-
-  // ── batch results ────────────────────────────────────────────────────────────────────
-
-  /**
-   * A batch probe's answer: settled, unless the MX is a security gateway that accepted an
-   * address and a made-up one — then the tenant behind it, found from DNS through the domain
-   * facts, is probed for the same addresses first, and both answers are settled together
-   * (docs/verdicts.md, "Catch-alls behind security gateways").
-   */
-  #afterBatchProbe(task: BatchTask, request: ProbeRequest, outcome: ProbeOutcome): void {
-    const mxHosts = request.mx.map((mx) => mx.host);
-    const report = outcome.kind === 'report' ? outcome.report : null;
-    if (
-      !report ||
-      !gatewayOf(task.domain, mxHosts) ||
-      !task.addresses.some((address) => acceptedByCatchAll(report, [address.email]))
-    ) {
-      this.#settleLater({ task, probe: outcome });
-      return;
-    }
-    const asked = (async () => {
-      const facts = domainFactsOf(createDb(this.env.DB), configOf(this.env));
-      const detection = await facts.tenant(task.domain, mxHosts);
-      if (detection.kind !== 'tenant') return this.#settleLater({ task, probe: outcome });
-      const tenantRequest: ProbeRequest = { ...request, mx: detection.mx };
-      this.#queueBatch(
-        {
-          lane: 'batch',
-          accountId: task.accountId,
-          mxKey: mxKeyOf(tenantRequest),
-          request: tenantRequest,
-          deadlineAt: task.deadlineAt,
-          resends: 0,
-          passedOver: new Set(),
-          finish: (tenantOutcome) =>
-            this.#settleLater({
-              task,
-              probe: outcome,
-              tenant: { ...detection.tenant, probe: tenantOutcome },
-            }),
-        },
-        'front',
-      );
-      this.#pump();
-    })().catch((error: unknown) => {
-      // The gateway's own answer still stands.
-      log.error('tenant detection failed', errorFields(error));
-      this.#settleLater({ task, probe: outcome });
-    });
-    this.ctx.waitUntil(asked);
-  }
-
-  /** Gathers finished batch probes for a moment, so that their writes share D1 calls. */
-  #settleLater(settled: SettledTask): void {
-    this.#settling.push(settled);
-    this.#settleTimer ??= setTimeout(() => {
-      this.#settleTimer = null;
-      const batch = this.#settling.splice(0);
-      const config = configOf(this.env);
-      const work = settleBatchWork(
-        {
-          db: createDb(this.env.DB),
-          queue: verifyQueueOf(this.env),
-          config,
-          inBackground: (task) => this.ctx.waitUntil(task),
-        },
-        batch,
-        Date.now(),
-      ).catch((error: unknown) =>
-        // The addresses stay queued in D1: the job's deadline or lease recovers them.
-        log.error('batch results not recorded', errorFields(error)),
-      );
-      this.ctx.waitUntil(work);
-    }, SETTLE_GATHER_MS);
   }
 
   #forget(ws: WebSocket): void {

@@ -21,6 +21,7 @@ import {
   type SettledTask,
   settleBatchWork,
 } from '../services/batch-results.ts';
+import { batchHubWork } from '../services/batch-sink.ts';
 import type { DomainFactsStore } from '../services/domain-facts.ts';
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
@@ -121,7 +122,7 @@ export async function consumeVerifyBatch(
   if (toProbe.length > 0) {
     const hub = env.PROBER_HUB.get(env.PROBER_HUB.idFromName(config.PROBER_REGION));
     // No prober connected: rcpt's own failure, asked again on its schedule until the deadline.
-    if (!(await hub.dispatch(toProbe))) {
+    if (!(await hub.dispatch(toProbe.map((task) => batchHubWork(task, config))))) {
       for (const task of toProbe)
         decided.push({ task, probe: { kind: 'unavailable', message: 'no prober connected' } });
     }
