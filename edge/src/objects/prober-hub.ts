@@ -29,6 +29,7 @@ import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
+import { FairShares } from './fair-shares.ts';
 
 /**
  * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
@@ -64,6 +65,11 @@ const DEFAULT_PER_MX_CONCURRENCY = 5;
 const MAX_RESENDS = 3;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */
 const LANE_SCAN_LIMIT = 256;
+/**
+ * Share of the fleet's slots one account's single calls may hold ahead of everyone's batch
+ * work: past it, its further calls wait their account's turn like its batch work (before it).
+ */
+const SINGLE_PRIORITY_SHARE = 0.25;
 
 /** A probe waiting for, or out at, a prober. */
 interface HubProbe {
@@ -124,10 +130,12 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   // In memory only: a probe waiting or out keeps the object awake (its timers), and batch work
   // is accepted only while a prober is connected; what a restart loses, the job's lease and
   // deadline recover (docs/operations.md).
-  #single: HubProbe[] = [];
+  /** Waiting single calls, by account. */
+  #single = new Map<string, HubProbe[]>();
+  /** Waiting batch work, by account. */
   #batch = new Map<string, HubProbe[]>();
-  /** Accounts with batch work, in round-robin order; the next turn is at index 0. */
-  #accounts: string[] = [];
+  /** What each working account holds of the fleet: whose turn is next (fair-shares.ts). */
+  #shares = new FairShares();
   #running = new Map<string, Running>();
   #inFlight = new Map<string, number>();
   #mxInFlight = new Map<string, number>();
@@ -263,14 +271,14 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
    * prober linked yet it waits too, within its budget: a prober that links (or frees up) in
    * time answers it, and only one that never does makes it rcpt's own failure.
    */
-  probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
+  probe(request: ProbeRequest, deadlineMs: number, accountId = ''): Promise<ProbeOutcome> {
     meter({ doRequests: 1 });
     return new Promise<ProbeOutcome>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
       const probe: HubProbe = {
         lane: 'single',
-        accountId: '',
+        accountId,
         mxKey: mxKeyOf(request),
         request,
         deadlineAt,
@@ -293,7 +301,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
               : 'no prober connected before the deadline',
           });
       }, deadlineMs);
-      this.#single.push(probe);
+      this.#queue(probe, 'back');
       this.#pump();
     });
   }
@@ -342,7 +350,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return {
       probe: (request) =>
         new Promise<ProbeOutcome>((finish) => {
-          this.#queueBatch(
+          this.#queue(
             {
               lane: 'batch',
               accountId,
@@ -379,9 +387,11 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
 
   /** Probes waiting for a prober, by lane: for operators, tests and the benchmark. */
   backlog(): { single: number; batch: number; running: number } {
+    let single = 0;
+    for (const lane of this.#single.values()) single += lane.length;
     let batch = 0;
     for (const lane of this.#batch.values()) batch += lane.length;
-    return { single: this.#single.length, batch, running: this.#running.size };
+    return { single, batch, running: this.#running.size };
   }
 
   #attachmentOf(ws: WebSocket): ProberAttachment {
@@ -401,7 +411,11 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
 
   // ── scheduling ───────────────────────────────────────────────────────────────────────
 
-  /** Sends waiting probes while some prober has room for them. */
+  /**
+   * Sends waiting probes while some prober has room for them, the least charged account first
+   * (fair-shares.ts): single calls within their account's priority bound, then everything else,
+   * each account's single calls before its batch work.
+   */
   #pump(): void {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
@@ -409,6 +423,8 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       return;
     }
     const now = Date.now();
+    const fleetCapacity = probers.reduce((sum, prober) => sum + prober.attachment.capacity, 0);
+    const singlePriority = Math.max(1, Math.ceil(fleetCapacity * SINGLE_PRIORITY_SHARE));
     // Hosts found at their limit in this pass stay there until it ends (it only starts probes):
     // a long lane of one busy host's probes is skipped without hashing each one again.
     const fullHosts = new Set<string>();
@@ -420,48 +436,70 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       if (!target) return null;
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
+      if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
       if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) {
         fullHosts.add(probe.mxKey);
         return null;
       }
       return target;
     };
-    for (let index = 0; index < this.#single.length; ) {
-      const probe = this.#single[index] as HubProbe;
-      const target = pick(probe);
-      if (!target) {
-        index++;
-        continue;
+    this.#serve(now, pick, (accountId) =>
+      this.#shares.singlesOut(accountId) < singlePriority ? [this.#single.get(accountId)] : [],
+    );
+    this.#serve(now, pick, (accountId) => [this.#single.get(accountId), this.#batch.get(accountId)]);
+  }
+
+  /**
+   * Starts probes from the lanes `lanesOf` gives each account, one at a time from the least
+   * charged account, until no account has one that can start.
+   */
+  #serve(
+    now: number,
+    pick: (probe: HubProbe) => ReadyProber | null,
+    lanesOf: (accountId: string) => (HubProbe[] | undefined)[],
+  ): void {
+    const stuck = new Set<string>();
+    for (;;) {
+      let next: string | null = null;
+      let nextCharge = Number.POSITIVE_INFINITY;
+      for (const accountId of new Set([...this.#single.keys(), ...this.#batch.keys()])) {
+        if (stuck.has(accountId) || !lanesOf(accountId).some((lane) => lane && lane.length > 0)) continue;
+        const charge = this.#shares.charge(accountId, now);
+        if (charge < nextCharge) {
+          next = accountId;
+          nextCharge = charge;
+        }
       }
-      this.#single.splice(index, 1);
-      this.#start(probe, target, now);
+      if (next === null) return;
+      if (!this.#startOne(now, pick, lanesOf(next))) stuck.add(next);
     }
-    // Batch work, one probe per account per turn.
-    let idleTurns = 0;
-    while (this.#accounts.length > 0 && idleTurns < this.#accounts.length) {
-      const accountId = this.#accounts[0] as string;
-      const lane = this.#batch.get(accountId) ?? [];
-      let started = false;
+  }
+
+  /** Starts the first probe of `lanes` (in order) that has a prober with room; false if none does. */
+  #startOne(
+    now: number,
+    pick: (probe: HubProbe) => ReadyProber | null,
+    lanes: (HubProbe[] | undefined)[],
+  ): boolean {
+    for (const lane of lanes) {
+      if (!lane) continue;
       for (let index = 0; index < lane.length && index < LANE_SCAN_LIMIT; index++) {
         const probe = lane[index] as HubProbe;
-        if (probe.deadlineAt <= now) {
+        if (probe.lane === 'batch' && probe.deadlineAt <= now) {
           // The job's deadline came while it waited: its deadline sweep answers for it.
-          lane.splice(index--, 1);
+          this.#unqueue(probe);
+          index--;
           probe.finish({ kind: 'unavailable', message: 'no prober was free before the job deadline' });
           continue;
         }
         const target = pick(probe);
         if (!target) continue;
-        lane.splice(index, 1);
+        this.#unqueue(probe, 'started');
         this.#start(probe, target, now);
-        started = true;
-        break;
+        return true;
       }
-      this.#accounts.shift();
-      if (lane.length > 0) this.#accounts.push(accountId);
-      else this.#batch.delete(accountId);
-      idleTurns = started ? 0 : idleTurns + 1;
     }
+    return false;
   }
 
   #start(probe: HubProbe, target: ReadyProber, now: number): void {
@@ -477,6 +515,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     };
     const timer = setTimeout(() => this.#end(id, silentProber()), Math.max(budgetMs, 100));
     this.#running.set(id, { probe, proberId, timer });
+    this.#shares.started(probe.accountId, id, proberId, probe.lane === 'single', now);
     this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
     this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
     try {
@@ -521,25 +560,20 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     probe.passedOver.add(running.proberId);
     if (probe.resends > MAX_RESENDS) {
       probe.finish({ kind: 'unavailable', message: 'probers dropped the request' });
-    } else if (probe.lane === 'single') {
-      this.#single.unshift(probe);
     } else {
-      this.#queueBatch(probe, 'front');
+      this.#queue(probe, 'front');
     }
     this.#pump();
   }
 
-  /** Puts batch work in its account's lane; an account with no lane yet joins the rotation. */
-  #queueBatch(probe: HubProbe, end: 'front' | 'back'): void {
-    const lane = this.#batch.get(probe.accountId);
-    if (lane) {
-      if (end === 'front') lane.unshift(probe);
-      else lane.push(probe);
-      return;
-    }
-    this.#batch.set(probe.accountId, [probe]);
-    if (end === 'front') this.#accounts.unshift(probe.accountId);
-    else this.#accounts.push(probe.accountId);
+  /** Puts a probe in its account's lane of its kind. */
+  #queue(probe: HubProbe, end: 'front' | 'back'): void {
+    const lanes = probe.lane === 'single' ? this.#single : this.#batch;
+    const lane = lanes.get(probe.accountId);
+    if (!lane) lanes.set(probe.accountId, [probe]);
+    else if (end === 'front') lane.unshift(probe);
+    else lane.push(probe);
+    this.#shares.queued(probe.accountId);
   }
 
   #release(id: string): Running | null {
@@ -549,14 +583,19 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     clearTimeout(running.timer);
     decrement(this.#inFlight, running.proberId);
     decrement(this.#mxInFlight, running.probe.mxKey);
+    this.#shares.ended(running.probe.accountId, id, Date.now());
     return running;
   }
 
-  #unqueue(probe: HubProbe): boolean {
-    const lane = probe.lane === 'single' ? this.#single : (this.#batch.get(probe.accountId) ?? []);
-    const index = lane.indexOf(probe);
-    if (index < 0) return false;
+  /** Takes a waiting probe out of its lane (to start it, or to answer it without a prober). */
+  #unqueue(probe: HubProbe, why: 'started' | 'left' = 'left'): boolean {
+    const lanes = probe.lane === 'single' ? this.#single : this.#batch;
+    const lane = lanes.get(probe.accountId);
+    const index = lane ? lane.indexOf(probe) : -1;
+    if (!lane || index < 0) return false;
     lane.splice(index, 1);
+    if (lane.length === 0) lanes.delete(probe.accountId);
+    if (why === 'left') this.#shares.unqueued(probe.accountId);
     return true;
   }
 
@@ -567,9 +606,10 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   #failWaitingBatch(message: string): void {
     const waiting: HubProbe[] = [];
     for (const lane of this.#batch.values()) waiting.push(...lane);
-    this.#batch.clear();
-    this.#accounts = [];
-    for (const probe of waiting) probe.finish({ kind: 'unavailable', message });
+    for (const probe of waiting) {
+      this.#unqueue(probe);
+      probe.finish({ kind: 'unavailable', message });
+    }
   }
 
   #readyProbers(): ReadyProber[] {

@@ -58,9 +58,17 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
   });
 }
 
-/** The pipeline's dependencies: the mail route from the domain facts, probes through the hub that feed them. */
-export function verifyDepsOf(env: Env, config: Config, facts: DomainFactsStore): VerifyDeps {
-  const hub = hubGateway(env.PROBER_HUB, config.PROBER_REGION);
+/**
+ * The pipeline's dependencies for `accountId`'s call: the mail route from the domain facts, probes
+ * through the hub (in the account's share) that feed them.
+ */
+export function verifyDepsOf(
+  env: Env,
+  config: Config,
+  facts: DomainFactsStore,
+  accountId: string,
+): VerifyDeps {
+  const hub = hubGateway(env.PROBER_HUB, config.PROBER_REGION, accountId);
   return {
     mailRoute: (domain) => facts.mailRoute(domain),
     prober: config.SMTP_ENABLED ? facts.probing(hub) : null,
