@@ -18,6 +18,7 @@ import {
   DOMAINS,
   MX_HOSTS,
   MX_IPS,
+  tarpitZone,
   ZONE,
 } from './zone.ts';
 
@@ -29,7 +30,14 @@ export {
   EXPECTED_VERDICTS,
   type ExpectedVerdict,
 } from './expected-verdicts.ts';
-export { bulkDomainNames, companyDomainNames, DEFENDED_DOMAINS, DOMAINS, ZONE } from './zone.ts';
+export {
+  bulkDomainNames,
+  companyDomainNames,
+  DEFENDED_DOMAINS,
+  DOMAINS,
+  tarpitDomainNames,
+  ZONE,
+} from './zone.ts';
 export type { FakeMx };
 
 /**
@@ -69,6 +77,8 @@ export interface WorldOptions {
   slowGreylistDelayMs?: number;
   /** The company domains and their defended MX hosts. */
   companies?: CompanyWorldOptions;
+  /** How many pit-NNN.test tarpit domains to serve (tarpitZone); default 100. */
+  tarpitDomains?: number;
 }
 
 export interface MailWorld {
@@ -134,6 +144,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     ...ZONE,
     ...bulkZone(options.bulkDomains ?? 50),
     ...companyZone(companies.domains, companies.hosts),
+    ...tarpitZone(options.tarpitDomains ?? 100),
   };
   const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
     await Promise.all(servers.map((server) => server.close()));
