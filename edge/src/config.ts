@@ -11,6 +11,45 @@ const optionalText = z
   .optional()
   .transform((value) => value || undefined);
 
+/** Durable Object location hints (https://developers.cloudflare.com/durable-objects/reference/data-location/). */
+const LOCATION_HINTS = ['wnam', 'enam', 'sam', 'weur', 'eeur', 'apac', 'oc', 'afr', 'me'] as const;
+
+/** A prober region's name: what its probers' tokens and REGION say. */
+const regionName = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'a region is 1–64 letters, digits, dots, dashes or underscores');
+
+/**
+ * PROBER_REGIONS: `name[:hint],…` in order of preference, the first the primary; the hint places
+ * that region's hub near its probers (docs/operations.md, "Regions").
+ */
+const proberRegions = z
+  .string()
+  .transform((value) =>
+    value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+  )
+  .pipe(
+    z
+      .array(
+        z
+          .string()
+          .transform((entry) => {
+            const [name = '', locationHint] = entry.split(':');
+            return { name, ...(locationHint === undefined ? {} : { locationHint }) };
+          })
+          .pipe(z.object({ name: regionName, locationHint: z.enum(LOCATION_HINTS).optional() })),
+      )
+      .min(1)
+      .refine((regions) => new Set(regions.map((region) => region.name)).size === regions.length, {
+        message: 'names a region twice',
+      }),
+  );
+
+export type ProberRegion = z.infer<typeof proberRegions>[number];
+
 const ConfigSchema = z
   .object({
     DOH_URL: z
@@ -26,7 +65,9 @@ const ConfigSchema = z
     MAIL_FROM: z.string().min(3),
     HELO_NAME: z.string().min(1),
     VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
-    PROBER_REGION: z.string().min(1).default('default'),
+    PROBER_REGIONS: proberRegions.optional(),
+    /** The older name of a one-region PROBER_REGIONS; read only when PROBER_REGIONS is unset. */
+    PROBER_REGION: regionName.optional(),
     RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
     /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
     SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
@@ -117,4 +158,9 @@ export function configOf(env: Env): Config {
     parsed.set(env, config);
   }
   return config;
+}
+
+/** The deployment's prober regions, the primary first: PROBER_REGIONS, or PROBER_REGION alone, or `default`. */
+export function proberRegionsOf(config: Config): readonly ProberRegion[] {
+  return config.PROBER_REGIONS ?? [{ name: config.PROBER_REGION ?? 'default' }];
 }

@@ -15,6 +15,7 @@ import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import type { BatchTask } from '../services/batch-results.ts';
 import { batchHubWork } from '../services/batch-sink.ts';
+import { dispatchToRegions, regionsGateway } from '../services/prober-gateway.ts';
 import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
 
 const request: ProbeRequest = {
@@ -256,7 +257,7 @@ describe('ProberHub scheduling', () => {
         task(fast, 'acct-a', 'fast.test', 'mx.fast.test', 3),
         task(slow, 'acct-a', 'slow.test', 'mx.slow.test', 2),
       ]),
-    ).toBe(true);
+    ).toEqual([]);
     await until(() => prober.probes.length === 2, 'both probes are out');
     // The fast domain answers; the slow one is still out, and holds nothing up.
     answer(prober, prober.probes.find((probe) => probe.domain === 'fast.test') as ProbeMessage);
@@ -273,7 +274,7 @@ describe('ProberHub scheduling', () => {
   });
 
   it('refuses batch work when no prober is connected', async () => {
-    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toBe(false);
+    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toEqual([0]);
   });
 
   it("keeps a prober's reserve free of one account's long-held probes: another account's call and work start at once, and take freed slots first", async () => {
@@ -443,5 +444,58 @@ describe('ProberHub token revocation', () => {
     await revokeCredentialForTest('prober_tokens', prober.tokenId);
     expect(await runDurableObjectAlarm(hubOf('hub-alarm'))).toBe(true);
     expect(await prober.closed).toMatchObject({ code: 4001, reason: 'token revoked' });
+  });
+});
+
+describe('ProberHub regions', () => {
+  it('passes a call another region can serve at once when it has no prober, and keeps it otherwise', async () => {
+    expect(await hubOf('region-empty').probe(request, 5_000, 'acct', true)).toEqual({
+      kind: 'passed',
+      why: 'no prober linked in this region',
+    });
+    expect((await hubOf('region-empty').backlog()).single).toBe(0);
+  });
+
+  it('passes a waiting call on when its region loses its last prober mid-probe', async () => {
+    const prober = await startFakeProber('region-dying', () => 'ignore');
+    const asked = hubOf('region-dying').probe(request, 10_000, 'acct', true);
+    await until(() => prober.probes.length === 1, 'the probe is out');
+    prober.close(1001);
+    expect(await asked).toEqual({ kind: 'passed', why: 'no prober linked in this region' });
+  });
+
+  it('answers a single call through the next region when the primary has no prober', async () => {
+    const prober = await startFakeProber('region-second', (probe) =>
+      reportFor(probe, 250, '2.1.5', 'OK', 550),
+    );
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-first' }, { name: 'region-second' }],
+      'acct',
+    );
+    const outcome = await gateway.probe(request, 3_000);
+    expect(outcome.kind).toBe('report');
+    expect(prober.probes).toHaveLength(1);
+    prober.close();
+  });
+
+  it('hands batch work to the first region that takes it', async () => {
+    const prober = await startFakeProber('region-batch', () => 'ignore');
+    const jobId = `job-${crypto.randomUUID()}`;
+    const left = await dispatchToRegions(
+      env.PROBER_HUB,
+      [{ name: 'region-batch-empty' }, { name: 'region-batch' }],
+      [task(jobId, 'acct', 'r0.test', 'mx.r0.test'), task(jobId, 'acct', 'r1.test', 'mx.r1.test')],
+    );
+    expect(left).toEqual([]);
+    await until(() => prober.probes.length === 2, 'both probes are out in the second region');
+    expect(
+      await dispatchToRegions(
+        env.PROBER_HUB,
+        [{ name: 'region-batch-none' }],
+        [task(jobId, 'acct', 'r2.test', 'mx.r2.test')],
+      ),
+    ).toHaveLength(1);
+    prober.close();
   });
 });

@@ -83,8 +83,13 @@ interface HubProbe {
   resends: number;
   /** Probers that refused it or dropped it: the next one in hash order takes it. */
   passedOver: Set<string>;
-  finish: (outcome: ProbeOutcome) => void;
+  /** A single call that another region can serve: passed back at once when this one has no prober. */
+  passable: boolean;
+  finish: (answer: HubAnswer) => void;
 }
+
+/** A probe's outcome, or `passed`: this region cannot serve it, and the next region in order is asked. */
+export type HubAnswer = ProbeOutcome | { kind: 'passed'; why: string };
 
 interface Running {
   probe: HubProbe;
@@ -271,9 +276,10 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
    * prober linked yet it waits too, within its budget: a prober that links (or frees up) in
    * time answers it, and only one that never does makes it rcpt's own failure.
    */
-  probe(request: ProbeRequest, deadlineMs: number, accountId = ''): Promise<ProbeOutcome> {
+  probe(request: ProbeRequest, deadlineMs: number, accountId = '', passable = false): Promise<HubAnswer> {
     meter({ doRequests: 1 });
-    return new Promise<ProbeOutcome>((resolve) => {
+    if (passable && !this.#canServe(request)) return Promise.resolve(noProberHere());
+    return new Promise<HubAnswer>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
       const probe: HubProbe = {
@@ -284,6 +290,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
         deadlineAt,
         resends: 0,
         passedOver: new Set(),
+        passable,
         finish: (outcome) => {
           if (done) return;
           done = true;
@@ -309,14 +316,19 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   /**
    * Batch work handed over: the hub probes it as probers have room — the tenant behind a
    * catch-all gateway too, through the same sequence as a single call — and gives each answer to
-   * its sink as it comes. Refused (false) when no prober is connected, so the caller can retry later.
+   * its sink as it comes. Answers the indexes of the work it refused (all of it with no prober
+   * linked), for the next region or a later try.
    */
-  dispatch(work: HubWork<Ticket>[]): boolean {
+  dispatch(work: HubWork<Ticket>[]): number[] {
     meter({ doRequests: 1 });
-    if (!this.#hasReadyProber()) return false;
+    const refused: number[] = [];
     // Each probe joins its lane as its sequence starts; the lanes are pumped once, at the end.
     this.#dispatching = true;
-    for (const item of work) {
+    for (const [index, item] of work.entries()) {
+      if (!this.#canServe(item.request)) {
+        refused.push(index);
+        continue;
+      }
       const { accountId, deadlineAt, ticket } = item;
       const tenants = {
         detect: (domain: string, mxHosts: readonly string[]) => this.#sink.detectTenant(domain, mxHosts),
@@ -342,7 +354,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     }
     this.#dispatching = false;
     this.#pump();
-    return true;
+    return refused;
   }
 
   /** A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`. */
@@ -359,7 +371,9 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
               deadlineAt,
               resends: 0,
               passedOver: new Set(),
-              finish,
+              passable: false,
+              finish: (answer) =>
+                finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
             },
             end,
           );
@@ -420,6 +434,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
       this.#failWaitingBatch('no prober connected');
+      this.#passWaitingSingles();
       return;
     }
     const now = Date.now();
@@ -612,6 +627,27 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     }
   }
 
+  /**
+   * Single calls another region can serve go there when this one has lost its last prober
+   * (region failover, docs/operations.md); the others wait their budget for one to link.
+   */
+  #passWaitingSingles(): void {
+    const passing: HubProbe[] = [];
+    for (const lane of this.#single.values()) passing.push(...lane.filter((probe) => probe.passable));
+    for (const probe of passing) {
+      this.#unqueue(probe);
+      probe.finish(noProberHere());
+    }
+  }
+
+  /**
+   * Whether this region can take a probe of `request` now: it has a linked prober. The hook where
+   * a region with no unblocked egress for the probe's MX will pass it on as well.
+   */
+  #canServe(_request: ProbeRequest): boolean {
+    return this.#hasReadyProber();
+  }
+
   #readyProbers(): ReadyProber[] {
     const ready: ReadyProber[] = [];
     for (const ws of this.ctx.getWebSockets()) {
@@ -686,6 +722,10 @@ function decrement(counts: Map<string, number>, key: string): void {
  * mail server's slowness would have come back as its report: this is rcpt's own failure
  * (`smtp_unavailable`), asked again in a batch, never kept as a single call's verdict.
  */
+function noProberHere(): HubAnswer {
+  return { kind: 'passed', why: 'no prober linked in this region' };
+}
+
 function silentProber(): ProbeOutcome {
   return { kind: 'unavailable', message: 'the prober did not answer in time' };
 }
