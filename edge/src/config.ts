@@ -11,7 +11,7 @@ const optionalText = z
   .optional()
   .transform((value) => value || undefined);
 
-/** Durable Object location hints (https://developers.cloudflare.com/durable-objects/reference/data-location/). */
+/** Durable Object location hints (https://developers.cloudflare.com/durable-objects/platform/data-location/). */
 const LOCATION_HINTS = ['wnam', 'enam', 'sam', 'weur', 'eeur', 'apac', 'oc', 'afr', 'me'] as const;
 
 /** A prober region's name: what its probers' tokens and REGION say. */
@@ -158,6 +158,11 @@ export function configOf(env: Env): Config {
     parsed.set(env, config);
   }
   return config;
+}
+
+/** A PROBER_REGIONS value read as the edge reads it (local tooling starts its probers by it); throws when invalid. */
+export function parseProberRegions(value: string): ProberRegion[] {
+  return proberRegions.parse(value);
 }
 
 /** The deployment's prober regions, the primary first: PROBER_REGIONS, or PROBER_REGION alone, or `default`. */

@@ -1,4 +1,4 @@
-// Fair shares of a region's probers between accounts (docs/architecture.md, "The fleet").
+// Fair shares of a region's probers between accounts (docs/architecture.md, "The hub: a scheduler").
 // What an account costs the fleet is the slot-time it holds, not how many probes it starts: a
 // probe of a tarpit holds its slot for seconds to a minute, a probe of an ordinary MX for a
 // fraction of a second. So each account carries a charge in slot-milliseconds — what its ended
