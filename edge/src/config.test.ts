@@ -26,7 +26,7 @@ describe('prober regions', () => {
   it.each([
     ['eu,eu', 'names a region twice'],
     ['eu:mars', 'PROBER_REGIONS'],
-    ['eu west', 'a region is 1–64 letters'],
+    ['eu west', 'a region must be 1–64 letters'],
     [',', 'PROBER_REGIONS'],
   ])('refuses PROBER_REGIONS=%j with a clear error', (value, message) => {
     expect(() => configWith({ PROBER_REGIONS: value })).toThrow(message);

@@ -1,4 +1,5 @@
 // Deployment configuration: the Worker's env vars parsed once, with clear errors.
+import { type ProberRegion, proberRegions, regionName } from '@rcpt/shared/prober-regions';
 import { z } from 'zod';
 
 const booleanFlag = z
@@ -11,60 +12,22 @@ const optionalText = z
   .optional()
   .transform((value) => value || undefined);
 
-/** Durable Object location hints (https://developers.cloudflare.com/durable-objects/platform/data-location/). */
-const LOCATION_HINTS = ['wnam', 'enam', 'sam', 'weur', 'eeur', 'apac', 'oc', 'afr', 'me'] as const;
-
-/** A prober region's name: what its probers' tokens and REGION say. */
-const regionName = z
-  .string()
-  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'a region is 1–64 letters, digits, dots, dashes or underscores');
-
-/**
- * PROBER_REGIONS: `name[:hint],…` in order of preference, the first the primary; the hint places
- * that region's hub near its probers (docs/operations.md, "Regions").
- */
-const proberRegions = z
-  .string()
-  .transform((value) =>
-    value
-      .split(',')
-      .map((entry) => entry.trim())
-      .filter(Boolean),
-  )
-  .pipe(
-    z
-      .array(
-        z
-          .string()
-          .transform((entry) => {
-            const [name = '', locationHint] = entry.split(':');
-            return { name, ...(locationHint === undefined ? {} : { locationHint }) };
-          })
-          .pipe(z.object({ name: regionName, locationHint: z.enum(LOCATION_HINTS).optional() })),
-      )
-      .min(1)
-      .refine((regions) => new Set(regions.map((region) => region.name)).size === regions.length, {
-        message: 'names a region twice',
-      }),
-  );
-
-export type ProberRegion = z.infer<typeof proberRegions>[number];
+/** A comma-separated setting: its items, trimmed, empty ones dropped. */
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
 
 const ConfigSchema = z
   .object({
-    DOH_URL: z
-      .string()
-      .transform((value) =>
-        value
-          .split(',')
-          .map((url) => url.trim())
-          .filter(Boolean),
-      )
-      .pipe(z.array(z.url()).min(1)),
+    DOH_URL: commaList.pipe(z.array(z.url()).min(1)),
     ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
     MAIL_FROM: z.string().min(3),
     HELO_NAME: z.string().min(1),
     VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
+    /** The prober regions in order, the first the primary (docs/operations.md, "Regions"). */
     PROBER_REGIONS: proberRegions.optional(),
     /** The older name of a one-region PROBER_REGIONS; read only when PROBER_REGIONS is unset. */
     PROBER_REGION: regionName.optional(),
@@ -96,16 +59,9 @@ const ConfigSchema = z
      * Greylist follow-up (docs/architecture.md): when a job with `recheck` asks its temporary
      * answers again, in seconds after the job completed, one round each: 15 min, 1 h, 4 h, 12 h.
      */
-    RECHECK_SCHEDULE_SECONDS: z
-      .string()
-      .default('900,3600,14400,43200')
-      .transform((value) =>
-        value
-          .split(',')
-          .map((item) => item.trim())
-          .filter(Boolean)
-          .map(Number),
-      )
+    RECHECK_SCHEDULE_SECONDS: commaList
+      .default(['900', '3600', '14400', '43200'])
+      .transform((items) => items.map(Number))
       .pipe(
         z
           .array(
@@ -158,11 +114,6 @@ export function configOf(env: Env): Config {
     parsed.set(env, config);
   }
   return config;
-}
-
-/** A PROBER_REGIONS value read as the edge reads it (local tooling starts its probers by it); throws when invalid. */
-export function parseProberRegions(value: string): ProberRegion[] {
-  return proberRegions.parse(value);
 }
 
 /** The deployment's prober regions, the primary first: PROBER_REGIONS, or PROBER_REGION alone, or `default`. */

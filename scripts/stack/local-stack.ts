@@ -5,8 +5,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { parseProberRegions } from '@rcpt/shared/prober-regions';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
-import { parseProberRegions } from '../../edge/src/config.ts';
 import { applyMigrations, type D1Target, executeSql } from './d1.ts';
 import {
   accountCreation,

@@ -282,22 +282,12 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return new Promise<HubAnswer>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
-      const probe: HubProbe = {
-        lane: 'single',
-        accountId,
-        mxKey: mxKeyOf(request),
-        request,
-        deadlineAt,
-        resends: 0,
-        passedOver: new Set(),
-        passable,
-        finish: (outcome) => {
-          if (done) return;
-          done = true;
-          clearTimeout(expiry);
-          resolve(outcome);
-        },
-      };
+      const probe = hubProbe('single', accountId, request, deadlineAt, passable, (outcome) => {
+        if (done) return;
+        done = true;
+        clearTimeout(expiry);
+        resolve(outcome);
+      });
       // Still waiting for a prober at the deadline: rcpt's own failure, said as such.
       const expiry = setTimeout(() => {
         if (this.#unqueue(probe))
@@ -363,18 +353,9 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       probe: (request) =>
         new Promise<ProbeOutcome>((finish) => {
           this.#queue(
-            {
-              lane: 'batch',
-              accountId,
-              mxKey: mxKeyOf(request),
-              request,
-              deadlineAt,
-              resends: 0,
-              passedOver: new Set(),
-              passable: false,
-              finish: (answer) =>
-                finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
-            },
+            hubProbe('batch', accountId, request, deadlineAt, false, (answer) =>
+              finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
+            ),
             end,
           );
           if (!this.#dispatching) this.#pump();
@@ -671,6 +652,28 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     }
     this.#inFlight.delete(proberId);
   }
+}
+
+/** A probe of `request` about to wait in its account's lane of `lane`. */
+function hubProbe(
+  lane: HubProbe['lane'],
+  accountId: string,
+  request: ProbeRequest,
+  deadlineAt: number,
+  passable: boolean,
+  finish: HubProbe['finish'],
+): HubProbe {
+  return {
+    lane,
+    accountId,
+    mxKey: mxKeyOf(request),
+    request,
+    deadlineAt,
+    resends: 0,
+    passedOver: new Set(),
+    passable,
+    finish,
+  };
 }
 
 /** The MX host that decides which prober serves a probe: its most preferred one. */

@@ -2,8 +2,9 @@
 // placed near its probers by its location hint; a single call or batch work goes to the first
 // region, in PROBER_REGIONS order, that can serve it, and a region that cannot passes it on at
 // once (the cost of one call to its hub).
+
+import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
-import type { ProberRegion } from '../config.ts';
 import type { HubWork } from '../objects/prober-hub.ts';
 import type { BatchTask } from './batch-results.ts';
 
