@@ -3,8 +3,11 @@
 // calls (`probe`, awaited) and batch work (`dispatch`, handed over) wait in lanes and go out as
 // probers have room; what a batch probe answers goes to the sink the hub is given (settlement,
 // domain facts), which it knows only through `HubSink` —
-// - single calls first, then batch work round-robin by account, so one large list never
-//   starves another customer's call or small job;
+// - fair shares (fair-shares.ts): the next slot goes to the account that has held the least
+//   slot-time, single calls first within a bound per account, and no account takes a prober's
+//   last slots, so one list of tarpits or one flood of calls takes its account's share only;
+// - a region that cannot serve a call or work (no prober linked) says so at once, and the
+//   caller asks the next region (services/prober-gateway.ts, docs/operations.md, "Regions");
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
@@ -272,9 +275,11 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   }
 
   /**
-   * One probe for a caller who waits (single verification): served before batch work. With no
-   * prober linked yet it waits too, within its budget: a prober that links (or frees up) in
-   * time answers it, and only one that never does makes it rcpt's own failure.
+   * One probe for `accountId`'s caller, who waits (single verification): served before batch
+   * work, within the account's bound. `passable` (another region can take it): with no prober
+   * here it is passed back at once, also when its prober goes and none is left. Otherwise it
+   * waits within its budget: a prober that links (or frees up) in time answers it, and only one
+   * that never does makes it rcpt's own failure.
    */
   probe(request: ProbeRequest, deadlineMs: number, accountId = '', passable = false): Promise<HubAnswer> {
     meter({ doRequests: 1 });
