@@ -10,7 +10,17 @@ export interface Figure {
   target?: string;
 }
 
-const BENCHES = ['core', 'prober', 'single-verify', 'batch', 'capacity', 'egress', 'hub', 'upload-memory'];
+const BENCHES = [
+  'core',
+  'prober',
+  'single-verify',
+  'batch',
+  'capacity',
+  'egress',
+  'hub',
+  'fleet',
+  'upload-memory',
+];
 const selected = process.argv.slice(2).filter((name) => !name.startsWith('-'));
 const rows: (Figure & { bench: string })[] = [];
 

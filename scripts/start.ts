@@ -36,7 +36,15 @@ const world = demo ? await (await import('../test/world/index.ts')).startWorld()
 
 /** Settings both halves use; unset ones keep wrangler.toml's (public DoH). */
 const shared: Record<string, string> = {};
-for (const name of ['DOH_URL', 'ALLOW_PRIVATE_TARGETS', 'MAIL_FROM', 'HELO_NAME', 'VERIFY_TIMEOUT_MS']) {
+for (const name of [
+  'DOH_URL',
+  'ALLOW_PRIVATE_TARGETS',
+  'MAIL_FROM',
+  'HELO_NAME',
+  'VERIFY_TIMEOUT_MS',
+  'PROBER_REGIONS',
+  'PROBER_REGION',
+]) {
   const value = env[name];
   if (value) shared[name] = value;
 }
@@ -115,19 +123,42 @@ async function shutdown(): Promise<void> {
 }
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);
-// Either half exiting leaves a system that cannot answer: stop the other one too.
-for (const [name, child] of [
-  ['edge', stack.edge],
-  ['prober', stack.prober],
-] as const) {
-  child?.once('exit', (code, signal) => {
-    if (!stopping) {
-      console.error(`rcpt: the ${name} exited (${signal ?? code}); stopping.`);
-      process.exitCode = 1;
-      void shutdown();
-    }
+// Without the edge nothing can answer: stop everything.
+stack.edge.once('exit', (code, signal) => {
+  if (!stopping) {
+    console.error(`rcpt: the edge exited (${signal ?? code}); stopping.`);
+    process.exitCode = 1;
+    void shutdown();
+  }
+});
+// Without a prober the edge still answers (syntax, DNS, lists; batch work waits for its
+// schedule, or another region serves it): say so, and start the prober again after a pause.
+const PROBER_RESTART_MS = 5_000;
+function watchProber(): void {
+  stack.prober?.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(
+      `rcpt: the prober exited (${signal ?? code}); the edge keeps serving. Starting a prober again in ${PROBER_RESTART_MS / 1000} s.`,
+    );
+    setTimeout(startProberAgain, PROBER_RESTART_MS);
   });
 }
+function startProberAgain(): void {
+  if (stopping) return;
+  stack.startProber().then(
+    () => {
+      console.log('rcpt: a prober is linked again.');
+      watchProber();
+    },
+    (error: unknown) => {
+      console.error(
+        `rcpt: the prober did not start (${error instanceof Error ? error.message : String(error)}); trying again in ${PROBER_RESTART_MS / 1000} s.`,
+      );
+      setTimeout(startProberAgain, PROBER_RESTART_MS);
+    },
+  );
+}
+watchProber();
 
 /** Whether something already listens on host:port (a listen attempt fails with EADDRINUSE). */
 function portTaken(address: string, portNumber: number): Promise<boolean> {

@@ -1,13 +1,22 @@
 // The hub benchmark's Worker: the edge's ProberHub, unchanged, behind two routes.
 // - /connect: a prober's WebSocket, as the edge's connect route passes it on once the token
 //   is checked (here the bench's one seeded token);
-// - /drive?count=N&concurrency=C&hosts=H&addresses=A: N single-lane probe RPCs into one hub,
-//   C at a time, spread over H MX hosts, each asking A addresses; answers how long they took. One RPC, one probe message out, one
+// - /drive?count=N&concurrency=C&hosts=H&addresses=A&accounts=K: N single-lane probe RPCs into
+//   one hub, C at a time, spread over H MX hosts and K accounts (each account's fair share is
+//   weighed on every start), each asking A addresses; answers how long they took. One RPC, one probe message out, one
 //   result message in: the whole of the hub's work for a single call.
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
-import { PROBER_TOKEN_ID_HEADER } from '../../edge/src/objects/prober-hub.ts';
+import { PROBER_TOKEN_ID_HEADER, ProberHub as ProbeScheduler } from '../../edge/src/objects/prober-hub.ts';
 
-export { ProberHub } from '../../edge/src/objects/prober-hub.ts';
+/** The edge's hub with no batch behind it: the bench drives single calls only. */
+export class ProberHub extends ProbeScheduler<never> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, {
+      detectTenant: () => Promise.reject(new Error('the hub bench sends no batch work')),
+      settle: () => {},
+    });
+  }
+}
 
 interface BenchEnv {
   PROBER_HUB: Env['PROBER_HUB'];
@@ -31,6 +40,7 @@ export default {
     const concurrency = Number(url.searchParams.get('concurrency') ?? 1);
     const hosts = Number(url.searchParams.get('hosts') ?? 1);
     const addresses = Number(url.searchParams.get('addresses') ?? 1);
+    const accounts = Number(url.searchParams.get('accounts') ?? 1);
     let next = 0;
     let answered = 0;
     const started = performance.now();
@@ -38,7 +48,11 @@ export default {
       Array.from({ length: concurrency }, async () => {
         while (next < count) {
           const index = next++;
-          const outcome = await hub.probe(probeOf(index % hosts, index, addresses), 10_000);
+          const outcome = await hub.probe(
+            probeOf(index % hosts, index, addresses),
+            10_000,
+            `account-${index % accounts}`,
+          );
           if (outcome.kind === 'report') answered++;
         }
       }),

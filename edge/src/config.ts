@@ -1,4 +1,5 @@
 // Deployment configuration: the Worker's env vars parsed once, with clear errors.
+import { type ProberRegion, proberRegions, regionName } from '@rcpt/shared/prober-regions';
 import { z } from 'zod';
 
 const booleanFlag = z
@@ -11,22 +12,25 @@ const optionalText = z
   .optional()
   .transform((value) => value || undefined);
 
+/** A comma-separated setting: its items, trimmed, empty ones dropped. */
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
+
 const ConfigSchema = z
   .object({
-    DOH_URL: z
-      .string()
-      .transform((value) =>
-        value
-          .split(',')
-          .map((url) => url.trim())
-          .filter(Boolean),
-      )
-      .pipe(z.array(z.url()).min(1)),
+    DOH_URL: commaList.pipe(z.array(z.url()).min(1)),
     ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
     MAIL_FROM: z.string().min(3),
     HELO_NAME: z.string().min(1),
     VERIFY_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
-    PROBER_REGION: z.string().min(1).default('default'),
+    /** The prober regions in order, the first the primary (docs/operations.md, "Regions"). */
+    PROBER_REGIONS: proberRegions.optional(),
+    /** The older name of a one-region PROBER_REGIONS; read only when PROBER_REGIONS is unset. */
+    PROBER_REGION: regionName.optional(),
     RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
     /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
     SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
@@ -55,16 +59,9 @@ const ConfigSchema = z
      * Greylist follow-up (docs/architecture.md): when a job with `recheck` asks its temporary
      * answers again, in seconds after the job completed, one round each: 15 min, 1 h, 4 h, 12 h.
      */
-    RECHECK_SCHEDULE_SECONDS: z
-      .string()
-      .default('900,3600,14400,43200')
-      .transform((value) =>
-        value
-          .split(',')
-          .map((item) => item.trim())
-          .filter(Boolean)
-          .map(Number),
-      )
+    RECHECK_SCHEDULE_SECONDS: commaList
+      .default(['900', '3600', '14400', '43200'])
+      .transform((items) => items.map(Number))
       .pipe(
         z
           .array(
@@ -117,4 +114,9 @@ export function configOf(env: Env): Config {
     parsed.set(env, config);
   }
   return config;
+}
+
+/** The deployment's prober regions, the primary first: PROBER_REGIONS, or PROBER_REGION alone, or `default`. */
+export function proberRegionsOf(config: Config): readonly ProberRegion[] {
+  return config.PROBER_REGIONS ?? [{ name: config.PROBER_REGION ?? 'default' }];
 }

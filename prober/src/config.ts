@@ -2,6 +2,7 @@
 // Every problem names the variable and says why, so an operator can fix an env file from the
 // message alone. The prober token's value never appears in a message.
 import { isIP } from 'node:net';
+import { REGION_NAME, REGION_NAME_RULE } from '@rcpt/shared/prober-regions';
 import { z } from 'zod';
 import { directEgress, type Egress, SYSTEM_EGRESS, socks5Egress } from './egress/egress.ts';
 import { DEFAULT_PROVIDER_HOURLY_BUDGET } from './throttle/egress-budget.ts';
@@ -179,11 +180,8 @@ const mailFromVariable = optionalText.transform((address, ctx) => {
 
 const regionVariable = optionalText.transform((region, ctx) => {
   if (region === undefined) return 'default';
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(region)) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be 1–64 letters, digits, dots, dashes or underscores, got ${JSON.stringify(region)}`,
-    });
+  if (!REGION_NAME.test(region)) {
+    ctx.addIssue({ code: 'custom', message: `must be ${REGION_NAME_RULE}, got ${JSON.stringify(region)}` });
     return z.NEVER;
   }
   return region;

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { parseProberRegions } from '@rcpt/shared/prober-regions';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { applyMigrations, type D1Target, executeSql } from './d1.ts';
 import {
@@ -17,6 +18,7 @@ import {
   createProberToken,
   isLiveCredential,
   proberTokenCreation,
+  proberTokenRegion,
 } from './operator.ts';
 import { REPO_ROOT, spawnWrangler } from './wrangler-cli.ts';
 
@@ -51,8 +53,13 @@ export interface LocalStack {
   proberOpsUrl: string | null;
   startProber(): Promise<void>;
   stopProber(signal?: NodeJS.Signals): Promise<number | null>;
-  /** Links one more prober (same token, own process), stopped by close(). */
-  addProber(): Promise<ChildProcess>;
+  /**
+   * Links one more prober (own process), stopped by close(): in the primary region with the
+   * stack's token, or in `region` with a token of its own.
+   */
+  addProber(options?: { region?: string }): Promise<ChildProcess>;
+  /** The prober regions the edge uses, the primary (where the stack's prober links) first. */
+  regions: string[];
   close(): Promise<void>;
 }
 
@@ -71,6 +78,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   const d1: D1Target = { persistTo };
 
   const step = (line: string) => options.onLog?.('stack', line);
+  const regions = regionsOf(options.vars);
   applyMigrations(d1);
   step('database migrated');
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);
@@ -112,7 +120,14 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   let proberOpsUrl: string | null = null;
   const extraProbers: ChildProcess[] = [];
   /** Starts a prober process and resolves once its link to the edge is up. */
-  const launchProber = async (): Promise<{ process: ChildProcess; opsUrl: string }> => {
+  const launchProber = async (
+    region = regions[0] ?? 'default',
+  ): Promise<{ process: ChildProcess; opsUrl: string }> => {
+    // A token is for one region: the stack's is the primary's; another region gets its own.
+    const token =
+      region === (regions[0] ?? 'default')
+        ? seeded.proberToken
+        : (await createProberToken(d1, { region, name: `local prober (${region})` })).secret;
     const opsPort = await freePort(host);
     const opsUrl = `http://${host}:${opsPort}`;
     const child = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
@@ -120,7 +135,8 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       env: {
         ...process.env,
         EDGE_URL: baseUrl,
-        PROBER_TOKEN: seeded.proberToken,
+        PROBER_TOKEN: token,
+        REGION: region,
         OPS_HOST: host,
         OPS_PORT: String(opsPort),
         LOG_LEVEL: 'warn',
@@ -132,7 +148,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     pipeLines(child, 'prober', options.onLog);
     // The prober's /healthz turns 200 once its link to the edge is up.
     await waitUntil('the prober to link', child, async () => (await fetch(`${opsUrl}/healthz`)).ok);
-    step('a prober is linked');
+    step(`a prober is linked in region ${region}`);
     return { process: child, opsUrl };
   };
   const stack: LocalStack = {
@@ -143,6 +159,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     d1,
     edge,
     inspectorPort,
+    regions,
     get prober() {
       return prober;
     },
@@ -154,8 +171,8 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       prober = launched.process;
       proberOpsUrl = launched.opsUrl;
     },
-    async addProber() {
-      const launched = await launchProber();
+    async addProber(added = {}) {
+      const launched = await launchProber(added.region);
       extraProbers.push(launched.process);
       return launched.process;
     },
@@ -207,7 +224,7 @@ type Credentials = { apiKey: string; proberToken: string; secretsKey: string };
 async function seedFreshDatabase(d1: D1Target, options: StackOptions): Promise<Credentials | null> {
   const account = accountCreation({ id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
   const key = options.devApiKey ? await registeredDevKey(options.devApiKey) : await apiKeyCreation(devKey);
-  const token = await proberTokenCreation(localProber);
+  const token = await proberTokenCreation(localProberOf(options));
   try {
     executeSql(d1, [account.sql, key.sql, token.sql].join('\n'));
   } catch {
@@ -235,15 +252,26 @@ async function reuseDevelopmentAccount(
   } else {
     apiKey = (await createApiKey(d1, devKey)).secret;
   }
+  const localProber = localProberOf(options);
   const proberToken =
-    saved.proberToken && isLiveCredential(d1, 'prober_tokens', await hashSecret(saved.proberToken))
+    saved.proberToken && proberTokenRegion(d1, await hashSecret(saved.proberToken)) === localProber.region
       ? saved.proberToken
       : (await createProberToken(d1, localProber)).secret;
   return { apiKey, proberToken, secretsKey: saved.secretsKey ?? newSecretsKey() };
 }
 
 const devKey = { accountId: DEV_ACCOUNT_ID, name: 'development key', mode: 'live' } as const;
-const localProber = { region: 'default', name: 'local prober' };
+
+/** The stack's prober token: for the primary of the edge's regions. */
+function localProberOf(options: StackOptions): { region: string; name: string } {
+  return { region: regionsOf(options.vars)[0] ?? 'default', name: 'local prober' };
+}
+
+/** The edge's prober regions from its vars, as the edge reads them (PROBER_REGIONS, else PROBER_REGION). */
+function regionsOf(vars: Record<string, string> | undefined): string[] {
+  const value = vars?.PROBER_REGIONS || vars?.PROBER_REGION || 'default';
+  return parseProberRegions(value).map((region) => region.name);
+}
 
 /** The key the operator chose (RCPT_DEV_API_KEY), registered under its hash. */
 async function registeredDevKey(secret: string): Promise<{ credential: { secret: string }; sql: string }> {

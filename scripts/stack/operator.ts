@@ -120,6 +120,15 @@ export function isLiveCredential(
   return (rows?.length ?? 0) > 0;
 }
 
+/** The region of the live prober token with this hash, or null when there is none. */
+export function proberTokenRegion(target: D1Target, hash: string): string | null {
+  const [rows] = executeSql(
+    target,
+    `SELECT region FROM prober_tokens WHERE token_hash = ${q(hash)} AND revoked_at IS NULL`,
+  );
+  return (rows?.[0] as { region?: string } | undefined)?.region ?? null;
+}
+
 export function revokeCredential(
   target: D1Target,
   table: 'api_keys' | 'prober_tokens' | 'operator_tokens',

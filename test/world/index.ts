@@ -19,6 +19,7 @@ import {
   MX_HOSTS,
   MX_IPS,
   PROVIDER_HOSTS,
+  tarpitZone,
   ZONE,
 } from './zone.ts';
 
@@ -43,6 +44,7 @@ export {
   DOMAINS,
   PROVIDER_DOMAINS,
   PROVIDER_HOSTS,
+  tarpitDomainNames,
   ZONE,
 } from './zone.ts';
 export type { FakeMx };
@@ -91,6 +93,8 @@ export interface WorldOptions {
   companies?: CompanyWorldOptions;
   /** Client addresses both of the provider family's MX hosts (PROVIDER_HOSTS) list; default none. */
   blocklistedAtProvider?: readonly string[];
+  /** How many pit-NNN.test tarpit domains to serve (tarpitZone); default 100. */
+  tarpitDomains?: number;
 }
 
 export interface MailWorld {
@@ -164,6 +168,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     ...ZONE,
     ...bulkZone(options.bulkDomains ?? 50),
     ...companyZone(companies.domains, companies.hosts),
+    ...tarpitZone(options.tarpitDomains ?? 100),
   };
   const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
     await Promise.all(servers.map((server) => server.close()));

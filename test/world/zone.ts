@@ -240,6 +240,23 @@ export function bulkDomainNames(count: number): string[] {
   return Array.from({ length: count }, (_, index) => `bulk-${String(index + 1).padStart(2, '0')}.test`);
 }
 
+/** The tarpit domains, pit-001.test onwards: each its own MX name (mx.pit-001.test, …). */
+export function tarpitDomainNames(count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `pit-${String(index + 1).padStart(3, '0')}.test`);
+}
+
+/**
+ * Zone entries of the tarpit domains: every MX name is the `exchange` server's address, which
+ * holds each refused recipient for Exchange's default TarpitInterval of 5 s (defences.ts). A list
+ * of them holds its probes' slots for seconds each, as a list of many such companies does.
+ */
+export function tarpitZone(count: number): Record<string, ZoneEntry> {
+  return Object.assign(
+    {},
+    ...tarpitDomainNames(count).map((domain) => mailDomain(domain, `mx.${domain}`, MX_IPS.exchange)),
+  );
+}
+
 /** Zone entries of the bulk domains: all hosted by the one fast `bulk` server. */
 export function bulkZone(count: number): Record<string, ZoneEntry> {
   const entry: ZoneEntry = { MX: [{ preference: 10, exchange: MX_HOSTS.bulk }] };

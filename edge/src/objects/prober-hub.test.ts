@@ -14,8 +14,11 @@ import {
   startFakeProber,
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
 import type { BatchTask } from '../services/batch-results.ts';
-import { MAX_PROBER_CAPACITY } from './prober-hub.ts';
+import { batchHubWork } from '../services/batch-sink.ts';
+import { dispatchToRegions, regionsGateway } from '../services/prober-gateway.ts';
+import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],
@@ -273,7 +276,17 @@ describe('ProberHub probes', () => {
 });
 
 /** A batch task of `count` addresses on `domain`, routed to `mxHost`, for a job that need not exist. */
-function task(jobId: string, accountId: string, domain: string, mxHost: string, count = 1): BatchTask {
+function task(
+  jobId: string,
+  accountId: string,
+  domain: string,
+  mxHost: string,
+  count = 1,
+): HubWork<BatchTask> {
+  return batchHubWork(batchTask(jobId, accountId, domain, mxHost, count), configOf(env));
+}
+
+function batchTask(jobId: string, accountId: string, domain: string, mxHost: string, count = 1): BatchTask {
   return {
     jobId,
     accountId,
@@ -309,7 +322,7 @@ describe('ProberHub scheduling', () => {
         task(fast, 'acct-a', 'fast.test', 'mx.fast.test', 3),
         task(slow, 'acct-a', 'slow.test', 'mx.slow.test', 2),
       ]),
-    ).toBe(true);
+    ).toEqual([]);
     await until(() => prober.probes.length === 2, 'both probes are out');
     // The fast domain answers; the slow one is still out, and holds nothing up.
     answer(prober, prober.probes.find((probe) => probe.domain === 'fast.test') as ProbeMessage);
@@ -326,34 +339,88 @@ describe('ProberHub scheduling', () => {
   });
 
   it('refuses batch work when no prober is connected', async () => {
-    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toBe(false);
+    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toEqual([0]);
   });
 
-  it('serves single calls before waiting batch work, and accounts in turn', async () => {
-    const prober = await startFakeProber('hub-fair', () => 'ignore', 1, 5);
-    const hub = hubOf('hub-fair');
-    const big = `job-${crypto.randomUUID()}`;
-    const small = `job-${crypto.randomUUID()}`;
+  it("keeps a prober's reserve free of one account's long-held probes: another account's call and work start at once, and take freed slots first", async () => {
+    // Capacity 10: one account may hold 8 (RESERVE_SHARE keeps 2 for the others).
+    const prober = await startFakeProber('hub-tarpit-share', () => 'ignore', 10, 5);
+    const hub = hubOf('hub-tarpit-share');
+    const tarpits = `job-${crypto.randomUUID()}`;
+    const list = `job-${crypto.randomUUID()}`;
+    // Account T's list of tarpit domains, each its own MX host: nothing it sends is answered yet.
     await hub.dispatch(
-      Array.from({ length: 5 }, (_, index) =>
-        task(big, 'acct-big', `big${index}.test`, `mx${index}.big.test`),
+      Array.from({ length: 20 }, (_, index) =>
+        task(tarpits, 'acct-t', `pit${index}.test`, `mx.pit${index}.test`),
       ),
     );
-    await hub.dispatch([
-      task(small, 'acct-small', 'small0.test', 'mx0.small.test'),
-      task(small, 'acct-small', 'small1.test', 'mx1.small.test'),
-    ]);
-    const single = hub.probe(request, 10_000);
-    await until(async () => (await hub.backlog()).single === 1, 'the single call waits');
-    for (let sent = 1; sent < 8; sent++) {
-      answer(prober, prober.probes[sent - 1] as ProbeMessage);
-      await until(() => prober.probes.length === sent + 1, `probe ${sent + 1} is out`);
-    }
-    answer(prober, prober.probes[7] as ProbeMessage);
+    await until(() => prober.probes.length === 8, "T holds its share of the prober's slots");
+    expect((await hub.backlog()).batch).toBe(12);
+    // Account B's single call starts in the reserve at once, and so does one of B's list.
+    const single = hub.probe(request, 10_000, 'acct-b');
+    await hub.dispatch(
+      Array.from({ length: 3 }, (_, index) => task(list, 'acct-b', `ok${index}.test`, `mx.ok${index}.test`)),
+    );
+    await until(() => prober.probes.length === 10, "B's call and work are out");
+    expect(prober.probes.slice(8).map((probe) => probe.domain)).toEqual(['accept.test', 'ok0.test']);
+    answer(prober, prober.probes[8] as ProbeMessage);
     expect((await single).kind).toBe('report');
-    const order = prober.probes.map((probe) => probe.domain.split(/\d|\./)[0]);
-    // The single call goes next; then the small job's two probes alternate with the big one's.
-    expect(order).toEqual(['big', 'accept', 'big', 'small', 'big', 'small', 'big', 'big']);
+    // Every slot T lets go goes to B while B has held less slot-time than T.
+    await until(() => prober.probes.length === 11, 'the freed slot is taken');
+    answer(prober, prober.probes[0] as ProbeMessage);
+    await until(() => prober.probes.length === 12, 'the slot T freed is taken');
+    expect(prober.probes.slice(10).map((probe) => probe.domain)).toEqual(['ok1.test', 'ok2.test']);
+    prober.close();
+  });
+
+  it("serves an account's single calls first up to its priority bound, then by slot-time held", async () => {
+    // Capacity 10: single calls of one account go ahead of batch work while it has fewer than
+    // 3 (a quarter of the fleet) out; one account may hold 8.
+    const prober = await startFakeProber('hub-single-bound', () => 'ignore', 10, 5);
+    const hub = hubOf('hub-single-bound');
+    const filler = `job-${crypto.randomUUID()}`;
+    const work = `job-${crypto.randomUUID()}`;
+    await hub.dispatch(
+      Array.from({ length: 8 }, (_, index) => task(filler, 'acct-f', `f${index}.test`, `mx.f${index}.test`)),
+    );
+    await until(() => prober.probes.length === 8, 'F holds 8 slots');
+    // Account C floods single calls, each at another host; two start in the free slots.
+    const calls = Array.from({ length: 6 }, (_, index) =>
+      hub.probe(
+        {
+          ...request,
+          domain: `c${index}.test`,
+          mx: [{ host: `mx.c${index}.test`, preference: 10, ips: ['127.0.0.2'] }],
+        },
+        10_000,
+        'acct-c',
+      ),
+    );
+    await until(() => prober.probes.length === 10, "two of C's calls are out");
+    // Account A's small list waits behind them.
+    await hub.dispatch(
+      Array.from({ length: 3 }, (_, index) => task(work, 'acct-a', `a${index}.test`, `mx.a${index}.test`)),
+    );
+    for (let freed = 0; freed < 5; freed++) {
+      answer(prober, prober.probes[freed] as ProbeMessage);
+      await until(() => prober.probes.length === 11 + freed, `freed slot ${freed + 1} is taken`);
+    }
+    // C's third call still had priority; then A, which holds less than C's three calls, takes
+    // every slot until its list is out; then C again.
+    expect(prober.probes.slice(10).map((probe) => probe.domain[0])).toEqual(['c', 'a', 'a', 'a', 'c']);
+    // The rest of C's calls are answered as they go out.
+    const answered = new Set(prober.probes.slice(0, 5).map((probe) => probe.id));
+    let settled = 0;
+    for (const call of calls) call.then(() => settled++);
+    await until(() => {
+      for (const probe of prober.probes)
+        if (!answered.has(probe.id) && probe.domain.startsWith('c')) {
+          answered.add(probe.id);
+          answer(prober, probe);
+        }
+      return settled === calls.length;
+    }, "all of C's calls are answered");
+    expect((await Promise.all(calls)).map((outcome) => outcome.kind)).toEqual(Array(6).fill('report'));
     prober.close();
   });
 
@@ -366,10 +433,15 @@ describe('ProberHub scheduling', () => {
     ];
     const jobId = `job-${crypto.randomUUID()}`;
     const hosts = ['mx1.shared.test', 'mx2.shared.test', 'mx3.shared.test', 'mx4.shared.test'];
-    const tasks = Array.from({ length: 24 }, (_, index) => ({
-      ...task(jobId, 'acct', `d${index}.test`, hosts[index % hosts.length] as string),
-      addresses: [{ idx: index, email: `user${index}@d${index}.test` }],
-    }));
+    const tasks = Array.from({ length: 24 }, (_, index) =>
+      batchHubWork(
+        {
+          ...batchTask(jobId, 'acct', `d${index}.test`, hosts[index % hosts.length] as string),
+          addresses: [{ idx: index, email: `user${index}@d${index}.test` }],
+        },
+        configOf(env),
+      ),
+    );
     await hubOf(region).dispatch(tasks);
     const outByHost = () => {
       const counts = new Map<string, number>();
@@ -437,5 +509,58 @@ describe('ProberHub token revocation', () => {
     await revokeCredentialForTest('prober_tokens', prober.tokenId);
     expect(await runDurableObjectAlarm(hubOf('hub-alarm'))).toBe(true);
     expect(await prober.closed).toMatchObject({ code: 4001, reason: 'token revoked' });
+  });
+});
+
+describe('ProberHub regions', () => {
+  it('passes a call another region can serve at once when it has no prober, and keeps it otherwise', async () => {
+    expect(await hubOf('region-empty').probe(request, 5_000, 'acct', true)).toEqual({
+      kind: 'passed',
+      why: 'no prober linked in this region',
+    });
+    expect((await hubOf('region-empty').backlog()).single).toBe(0);
+  });
+
+  it('passes a waiting call on when its region loses its last prober mid-probe', async () => {
+    const prober = await startFakeProber('region-dying', () => 'ignore');
+    const asked = hubOf('region-dying').probe(request, 10_000, 'acct', true);
+    await until(() => prober.probes.length === 1, 'the probe is out');
+    prober.close(1001);
+    expect(await asked).toEqual({ kind: 'passed', why: 'no prober linked in this region' });
+  });
+
+  it('answers a single call through the next region when the primary has no prober', async () => {
+    const prober = await startFakeProber('region-second', (probe) =>
+      reportFor(probe, 250, '2.1.5', 'OK', 550),
+    );
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-first' }, { name: 'region-second' }],
+      'acct',
+    );
+    const outcome = await gateway.probe(request, 3_000);
+    expect(outcome.kind).toBe('report');
+    expect(prober.probes).toHaveLength(1);
+    prober.close();
+  });
+
+  it('hands batch work to the first region that takes it', async () => {
+    const prober = await startFakeProber('region-batch', () => 'ignore');
+    const jobId = `job-${crypto.randomUUID()}`;
+    const left = await dispatchToRegions(
+      env.PROBER_HUB,
+      [{ name: 'region-batch-empty' }, { name: 'region-batch' }],
+      [task(jobId, 'acct', 'r0.test', 'mx.r0.test'), task(jobId, 'acct', 'r1.test', 'mx.r1.test')],
+    );
+    expect(left).toEqual([]);
+    await until(() => prober.probes.length === 2, 'both probes are out in the second region');
+    expect(
+      await dispatchToRegions(
+        env.PROBER_HUB,
+        [{ name: 'region-batch-none' }],
+        [task(jobId, 'acct', 'r2.test', 'mx.r2.test')],
+      ),
+    ).toHaveLength(1);
+    prober.close();
   });
 });

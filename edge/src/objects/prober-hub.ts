@@ -1,9 +1,13 @@
 // ProberHub: one Durable Object per region. Probers dial in over WebSocket (hibernation API,
-// so idle links cost nothing). The hub is a scheduler: single calls (`probe`, awaited) and
-// batch work (`dispatch`, handed over and settled here as each probe finishes) wait in lanes
-// and go out as probers have room —
-// - single calls first, then batch work round-robin by account, so one large list never
-//   starves another customer's call or small job;
+// so idle links cost nothing). The hub is a link registry and a scheduler, nothing more: single
+// calls (`probe`, awaited) and batch work (`dispatch`, handed over) wait in lanes and go out as
+// probers have room; what a batch probe answers goes to the sink the hub is given (settlement,
+// domain facts), which it knows only through `HubSink` —
+// - fair shares (fair-shares.ts): the next slot goes to the account that has held the least
+//   slot-time, single calls first within a bound per account, and no account takes a prober's
+//   last slots, so one list of tarpits or one flood of calls takes its account's share only;
+// - a region that cannot serve a call or work (no prober linked) says so at once, and the
+//   caller asks the next region (services/prober-gateway.ts, docs/operations.md, "Regions");
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
@@ -17,26 +21,27 @@ import {
   type ProbeRequest,
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
-import { gatewayOf } from '@rcpt/shared/dns/mail-tenant';
+import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { acceptedByCatchAll } from '@rcpt/shared/verify/verdict';
-import { configOf } from '../config.ts';
+import {
+  type GatewayProbe,
+  type ProbeGateway,
+  probeBehindGateway,
+} from '@rcpt/shared/verify/probe-behind-gateway';
 import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
-import { verifyQueueOf } from '../services/batch-queue.ts';
-import { type BatchTask, type SettledTask, settleBatchWork } from '../services/batch-results.ts';
-import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 import { FleetEgresses, type ProberEgresses, refusedAtEveryEgress } from './egress-blocks.ts';
+import { FairShares } from './fair-shares.ts';
 
-/** Header the Worker sets after it has authenticated the prober's token. */
 /**
  * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
  * a leaked token cannot take a region's whole queue and hold it until the deadlines.
  */
 export const MAX_PROBER_CAPACITY = 500;
 
+/** Header the Worker sets after it has authenticated the prober's token. */
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
@@ -62,10 +67,13 @@ interface ProberAttachment {
 const DEFAULT_PER_MX_CONCURRENCY = 5;
 /** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
 const MAX_RESENDS = 3;
-/** How long finished batch probes are gathered before their results are written together. */
-const SETTLE_GATHER_MS = 20;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */
 const LANE_SCAN_LIMIT = 256;
+/**
+ * Share of the fleet's slots one account's single calls may hold ahead of everyone's batch
+ * work: past it, its further calls wait their account's turn like its batch work (before it).
+ */
+const SINGLE_PRIORITY_SHARE = 0.25;
 
 /** A probe waiting for, or out at, a prober. */
 interface HubProbe {
@@ -79,8 +87,13 @@ interface HubProbe {
   resends: number;
   /** Probers that refused it or dropped it: the next one in hash order takes it. */
   passedOver: Set<string>;
-  finish: (outcome: ProbeOutcome) => void;
+  /** A single call that another region can serve: passed back at once when this one has no prober. */
+  passable: boolean;
+  finish: (answer: HubAnswer) => void;
 }
+
+/** A probe's outcome, or `passed`: this region cannot serve it, and the next region in order is asked. */
+export type HubAnswer = ProbeOutcome | { kind: 'passed'; why: string };
 
 interface Running {
   probe: HubProbe;
@@ -106,31 +119,52 @@ export interface ProberStatus {
   egress: ProberEgresses;
 }
 
-export class ProberHub extends DurableObject<Env> {
+/** One piece of batch work handed to the hub: a probe of one domain's addresses for an account. */
+export interface HubWork<Ticket> {
+  accountId: string;
+  /** When the answer is due (ms since the epoch): the job's deadline. */
+  deadlineAt: number;
+  request: ProbeRequest;
+  /** The sink's own record of the work, handed back with its answer; the hub never reads it. */
+  ticket: Ticket;
+}
+
+/** Where what the hub's batch probes learn goes (the batch settlement, the shared domain facts). */
+export interface HubSink<Ticket> {
+  /** The tenant behind the gateway MX of `domain` (docs/verdicts.md, "Catch-alls behind security gateways"). */
+  detectTenant(domain: string, mxHosts: readonly string[]): Promise<TenantDetection>;
+  /** A piece of work's answer: its MX's probe, and its tenant's when one was asked. */
+  settle(ticket: Ticket, answer: GatewayProbe): void;
+}
+
+export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   // In memory only: a probe waiting or out keeps the object awake (its timers), and batch work
   // is accepted only while a prober is connected; what a restart loses, the job's lease and
   // deadline recover (docs/operations.md).
-  #single: HubProbe[] = [];
+  /** Waiting single calls, by account. */
+  #single = new Map<string, HubProbe[]>();
+  /** Waiting batch work, by account. */
   #batch = new Map<string, HubProbe[]>();
-  /** Accounts with batch work, in round-robin order; the next turn is at index 0. */
-  #accounts: string[] = [];
+  /** What each working account holds of the fleet: whose turn is next (fair-shares.ts). */
+  #shares = new FairShares();
   #running = new Map<string, Running>();
   #inFlight = new Map<string, number>();
   #mxInFlight = new Map<string, number>();
   /** Probers whose link closed: their socket may still be listed while its close is handled. */
   #gone = new Set<string>();
-  #settling: SettledTask[] = [];
   /**
    * Each link's attachment as last written: the scheduler reads every link's on each probe it
    * starts or ends, and deserialising it each time was a tenth of the hub's work. After a
    * hibernation the map is empty and each attachment is read back once.
    */
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
-  #settleTimer: ReturnType<typeof setTimeout> | null = null;
   #egresses = new FleetEgresses();
+  readonly #sink: HubSink<Ticket>;
+  #dispatching = false;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: Env, sink: HubSink<Ticket>) {
     super(ctx, env);
+    this.#sink = sink;
     meterFrom(env as { RCPT_METER?: string });
   }
 
@@ -253,30 +287,24 @@ export class ProberHub extends DurableObject<Env> {
   }
 
   /**
-   * One probe for a caller who waits (single verification): served before batch work. With no
-   * prober linked yet it waits too, within its budget: a prober that links (or frees up) in
-   * time answers it, and only one that never does makes it rcpt's own failure.
+   * One probe for `accountId`'s caller, who waits (single verification): served before batch
+   * work, within the account's bound. `passable` (another region can take it): with no prober
+   * here it is passed back at once, also when its prober goes and none is left. Otherwise it
+   * waits within its budget: a prober that links (or frees up) in time answers it, and only one
+   * that never does makes it rcpt's own failure.
    */
-  probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome> {
+  probe(request: ProbeRequest, deadlineMs: number, accountId = '', passable = false): Promise<HubAnswer> {
     meter({ doRequests: 1 });
-    return new Promise<ProbeOutcome>((resolve) => {
+    if (passable && !this.#canServe(request)) return Promise.resolve(noProberHere());
+    return new Promise<HubAnswer>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
-      const probe: HubProbe = {
-        lane: 'single',
-        accountId: '',
-        mxKey: mxKeyOf(request),
-        request,
-        deadlineAt,
-        resends: 0,
-        passedOver: new Set(),
-        finish: (outcome) => {
-          if (done) return;
-          done = true;
-          clearTimeout(expiry);
-          resolve(outcome);
-        },
-      };
+      const probe = hubProbe('single', accountId, request, deadlineAt, passable, (outcome) => {
+        if (done) return;
+        done = true;
+        clearTimeout(expiry);
+        resolve(outcome);
+      });
       // Still waiting for a prober at the deadline: rcpt's own failure, said as such.
       const expiry = setTimeout(() => {
         if (this.#unqueue(probe))
@@ -287,44 +315,69 @@ export class ProberHub extends DurableObject<Env> {
               : 'no prober connected before the deadline',
           });
       }, deadlineMs);
-      this.#single.push(probe);
+      this.#queue(probe, 'back');
       this.#pump();
     });
   }
 
   /**
-   * Batch work handed over: the hub probes it as probers have room and records each answer
-   * as it comes. Refused (false) when no prober is connected, so the caller can retry later.
+   * Batch work handed over: the hub probes it as probers have room — the tenant behind a
+   * catch-all gateway too, through the same sequence as a single call — and gives each answer to
+   * its sink as it comes. Answers the indexes of the work it refused (all of it with no prober
+   * linked), for the next region or a later try.
    */
-  dispatch(tasks: BatchTask[]): boolean {
+  dispatch(work: HubWork<Ticket>[]): number[] {
     meter({ doRequests: 1 });
-    if (!this.#hasReadyProber()) return false;
-    const config = configOf(this.env);
-    for (const task of tasks) {
-      if (task.dns.kind !== 'mx') continue;
-      const request: ProbeRequest = {
-        emails: task.addresses.map((address) => address.email),
-        domain: task.domain,
-        mx: task.dns.mx,
-        mailFrom: config.MAIL_FROM,
-        helo: config.HELO_NAME,
-        timeoutMs: config.BATCH_PROBE_TIMEOUT_MS,
-        transcript: false,
+    const refused: number[] = [];
+    // Each probe joins its lane as its sequence starts; the lanes are pumped once, at the end.
+    this.#dispatching = true;
+    for (const [index, item] of work.entries()) {
+      if (!this.#canServe(item.request)) {
+        refused.push(index);
+        continue;
+      }
+      const { accountId, deadlineAt, ticket } = item;
+      const tenants = {
+        detect: (domain: string, mxHosts: readonly string[]) => this.#sink.detectTenant(domain, mxHosts),
+        // The tenant's probe goes before the account's waiting work: its address is half answered.
+        prober: this.#batchLane(accountId, deadlineAt, 'front'),
       };
-      const probe: HubProbe = {
-        lane: 'batch',
-        accountId: task.accountId,
-        mxKey: mxKeyOf(request),
-        request,
-        deadlineAt: task.deadlineAt,
-        resends: 0,
-        passedOver: new Set(),
-        finish: (outcome) => this.#afterBatchProbe(task, request, outcome),
-      };
-      this.#queueBatch(probe, 'back');
+      const answered = probeBehindGateway(
+        { prober: this.#batchLane(accountId, deadlineAt, 'back'), tenants },
+        item.request,
+        deadlineAt,
+      ).then(
+        (answer) => this.#sink.settle(ticket, answer),
+        (error: unknown) => {
+          log.error('batch probe failed', errorFields(error));
+          this.#sink.settle(ticket, {
+            probe: { kind: 'unavailable', message: 'the probe failed in the hub' },
+            tenantDetection: null,
+            tenant: null,
+          });
+        },
+      );
+      this.ctx.waitUntil(answered);
     }
+    this.#dispatching = false;
     this.#pump();
-    return true;
+    return refused;
+  }
+
+  /** A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`. */
+  #batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back'): ProbeGateway {
+    return {
+      probe: (request) =>
+        new Promise<ProbeOutcome>((finish) => {
+          this.#queue(
+            hubProbe('batch', accountId, request, deadlineAt, false, (answer) =>
+              finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
+            ),
+            end,
+          );
+          if (!this.#dispatching) this.#pump();
+        }),
+    };
   }
 
   /** Connected probers, for operators and tests. */
@@ -347,9 +400,11 @@ export class ProberHub extends DurableObject<Env> {
 
   /** Probes waiting for a prober, by lane: for operators, tests and the benchmark. */
   backlog(): { single: number; batch: number; running: number } {
+    let single = 0;
+    for (const lane of this.#single.values()) single += lane.length;
     let batch = 0;
     for (const lane of this.#batch.values()) batch += lane.length;
-    return { single: this.#single.length, batch, running: this.#running.size };
+    return { single, batch, running: this.#running.size };
   }
 
   #attachmentOf(ws: WebSocket): ProberAttachment {
@@ -369,14 +424,21 @@ export class ProberHub extends DurableObject<Env> {
 
   // ── scheduling ───────────────────────────────────────────────────────────────────────
 
-  /** Sends waiting probes while some prober has room for them. */
+  /**
+   * Sends waiting probes while some prober has room for them, the least charged account first
+   * (fair-shares.ts): single calls within their account's priority bound, then everything else,
+   * each account's single calls before its batch work.
+   */
   #pump(): void {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
       this.#failWaitingBatch('no prober connected');
+      this.#passWaitingSingles();
       return;
     }
     const now = Date.now();
+    const fleetCapacity = probers.reduce((sum, prober) => sum + prober.attachment.capacity, 0);
+    const singlePriority = Math.max(1, Math.ceil(fleetCapacity * SINGLE_PRIORITY_SHARE));
     // Hosts found at their limit in this pass stay there until it ends (it only starts probes):
     // a long lane of one busy host's probes is skipped without hashing each one again.
     const fullHosts = new Set<string>();
@@ -388,48 +450,70 @@ export class ProberHub extends DurableObject<Env> {
       if (!target) return null;
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
+      if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
       if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) {
         fullHosts.add(probe.mxKey);
         return null;
       }
       return target;
     };
-    for (let index = 0; index < this.#single.length; ) {
-      const probe = this.#single[index] as HubProbe;
-      const target = pick(probe);
-      if (!target) {
-        index++;
-        continue;
+    this.#serve(now, pick, (accountId) =>
+      this.#shares.singlesOut(accountId) < singlePriority ? [this.#single.get(accountId)] : [],
+    );
+    this.#serve(now, pick, (accountId) => [this.#single.get(accountId), this.#batch.get(accountId)]);
+  }
+
+  /**
+   * Starts probes from the lanes `lanesOf` gives each account, one at a time from the least
+   * charged account, until no account has one that can start.
+   */
+  #serve(
+    now: number,
+    pick: (probe: HubProbe) => ReadyProber | null,
+    lanesOf: (accountId: string) => (HubProbe[] | undefined)[],
+  ): void {
+    const stuck = new Set<string>();
+    for (;;) {
+      let next: string | null = null;
+      let nextCharge = Number.POSITIVE_INFINITY;
+      for (const accountId of new Set([...this.#single.keys(), ...this.#batch.keys()])) {
+        if (stuck.has(accountId) || !lanesOf(accountId).some((lane) => lane && lane.length > 0)) continue;
+        const charge = this.#shares.charge(accountId, now);
+        if (charge < nextCharge) {
+          next = accountId;
+          nextCharge = charge;
+        }
       }
-      this.#single.splice(index, 1);
-      this.#start(probe, target, now);
+      if (next === null) return;
+      if (!this.#startOne(now, pick, lanesOf(next))) stuck.add(next);
     }
-    // Batch work, one probe per account per turn.
-    let idleTurns = 0;
-    while (this.#accounts.length > 0 && idleTurns < this.#accounts.length) {
-      const accountId = this.#accounts[0] as string;
-      const lane = this.#batch.get(accountId) ?? [];
-      let started = false;
+  }
+
+  /** Starts the first probe of `lanes` (in order) that has a prober with room; false if none does. */
+  #startOne(
+    now: number,
+    pick: (probe: HubProbe) => ReadyProber | null,
+    lanes: (HubProbe[] | undefined)[],
+  ): boolean {
+    for (const lane of lanes) {
+      if (!lane) continue;
       for (let index = 0; index < lane.length && index < LANE_SCAN_LIMIT; index++) {
         const probe = lane[index] as HubProbe;
-        if (probe.deadlineAt <= now) {
+        if (probe.lane === 'batch' && probe.deadlineAt <= now) {
           // The job's deadline came while it waited: its deadline sweep answers for it.
-          lane.splice(index--, 1);
+          this.#unqueue(probe);
+          index--;
           probe.finish({ kind: 'unavailable', message: 'no prober was free before the job deadline' });
           continue;
         }
         const target = pick(probe);
         if (!target) continue;
-        lane.splice(index, 1);
+        this.#unqueue(probe, 'started');
         this.#start(probe, target, now);
-        started = true;
-        break;
+        return true;
       }
-      this.#accounts.shift();
-      if (lane.length > 0) this.#accounts.push(accountId);
-      else this.#batch.delete(accountId);
-      idleTurns = started ? 0 : idleTurns + 1;
     }
+    return false;
   }
 
   #start(probe: HubProbe, target: ReadyProber, now: number): void {
@@ -445,6 +529,7 @@ export class ProberHub extends DurableObject<Env> {
     };
     const timer = setTimeout(() => this.#end(id, silentProber()), Math.max(budgetMs, 100));
     this.#running.set(id, { probe, proberId, timer });
+    this.#shares.started(probe.accountId, id, proberId, probe.lane === 'single', now);
     this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
     this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
     try {
@@ -493,8 +578,7 @@ export class ProberHub extends DurableObject<Env> {
     if (!another || probe.deadlineAt - Date.now() <= 2 * DEADLINE_MARGIN_MS) return false;
     this.#release(id);
     probe.passedOver = passedOver;
-    if (probe.lane === 'single') this.#single.unshift(probe);
-    else this.#queueBatch(probe, 'front');
+    this.#queue(probe, 'front');
     this.#pump();
     return true;
   }
@@ -508,25 +592,20 @@ export class ProberHub extends DurableObject<Env> {
     probe.passedOver.add(running.proberId);
     if (probe.resends > MAX_RESENDS) {
       probe.finish({ kind: 'unavailable', message: 'probers dropped the request' });
-    } else if (probe.lane === 'single') {
-      this.#single.unshift(probe);
     } else {
-      this.#queueBatch(probe, 'front');
+      this.#queue(probe, 'front');
     }
     this.#pump();
   }
 
-  /** Puts batch work in its account's lane; an account with no lane yet joins the rotation. */
-  #queueBatch(probe: HubProbe, end: 'front' | 'back'): void {
-    const lane = this.#batch.get(probe.accountId);
-    if (lane) {
-      if (end === 'front') lane.unshift(probe);
-      else lane.push(probe);
-      return;
-    }
-    this.#batch.set(probe.accountId, [probe]);
-    if (end === 'front') this.#accounts.unshift(probe.accountId);
-    else this.#accounts.push(probe.accountId);
+  /** Puts a probe in its account's lane of its kind. */
+  #queue(probe: HubProbe, end: 'front' | 'back'): void {
+    const lanes = probe.lane === 'single' ? this.#single : this.#batch;
+    const lane = lanes.get(probe.accountId);
+    if (!lane) lanes.set(probe.accountId, [probe]);
+    else if (end === 'front') lane.unshift(probe);
+    else lane.push(probe);
+    this.#shares.queued(probe.accountId);
   }
 
   #release(id: string): Running | null {
@@ -536,14 +615,19 @@ export class ProberHub extends DurableObject<Env> {
     clearTimeout(running.timer);
     decrement(this.#inFlight, running.proberId);
     decrement(this.#mxInFlight, running.probe.mxKey);
+    this.#shares.ended(running.probe.accountId, id, Date.now());
     return running;
   }
 
-  #unqueue(probe: HubProbe): boolean {
-    const lane = probe.lane === 'single' ? this.#single : (this.#batch.get(probe.accountId) ?? []);
-    const index = lane.indexOf(probe);
-    if (index < 0) return false;
+  /** Takes a waiting probe out of its lane (to start it, or to answer it without a prober). */
+  #unqueue(probe: HubProbe, why: 'started' | 'left' = 'left'): boolean {
+    const lanes = probe.lane === 'single' ? this.#single : this.#batch;
+    const lane = lanes.get(probe.accountId);
+    const index = lane ? lane.indexOf(probe) : -1;
+    if (!lane || index < 0) return false;
     lane.splice(index, 1);
+    if (lane.length === 0) lanes.delete(probe.accountId);
+    if (why === 'left') this.#shares.unqueued(probe.accountId);
     return true;
   }
 
@@ -554,9 +638,31 @@ export class ProberHub extends DurableObject<Env> {
   #failWaitingBatch(message: string): void {
     const waiting: HubProbe[] = [];
     for (const lane of this.#batch.values()) waiting.push(...lane);
-    this.#batch.clear();
-    this.#accounts = [];
-    for (const probe of waiting) probe.finish({ kind: 'unavailable', message });
+    for (const probe of waiting) {
+      this.#unqueue(probe);
+      probe.finish({ kind: 'unavailable', message });
+    }
+  }
+
+  /**
+   * Single calls another region can serve go there when this one has lost its last prober
+   * (region failover, docs/operations.md); the others wait their budget for one to link.
+   */
+  #passWaitingSingles(): void {
+    const passing: HubProbe[] = [];
+    for (const lane of this.#single.values()) passing.push(...lane.filter((probe) => probe.passable));
+    for (const probe of passing) {
+      this.#unqueue(probe);
+      probe.finish(noProberHere());
+    }
+  }
+
+  /**
+   * Whether this region can take a probe of `request` now: it has a linked prober. The hook where
+   * a region with no unblocked egress for the probe's MX will pass it on as well.
+   */
+  #canServe(_request: ProbeRequest): boolean {
+    return this.#hasReadyProber();
   }
 
   #readyProbers(): ReadyProber[] {
@@ -573,81 +679,6 @@ export class ProberHub extends DurableObject<Env> {
     return this.#readyProbers().length > 0;
   }
 
-  // ── batch results ────────────────────────────────────────────────────────────────────
-
-  /**
-   * A batch probe's answer: settled, unless the MX is a security gateway that accepted an
-   * address and a made-up one — then the tenant behind it, found from DNS through the domain
-   * facts, is probed for the same addresses first, and both answers are settled together
-   * (docs/verdicts.md, "Catch-alls behind security gateways").
-   */
-  #afterBatchProbe(task: BatchTask, request: ProbeRequest, outcome: ProbeOutcome): void {
-    const mxHosts = request.mx.map((mx) => mx.host);
-    const report = outcome.kind === 'report' ? outcome.report : null;
-    if (
-      !report ||
-      !gatewayOf(task.domain, mxHosts) ||
-      !task.addresses.some((address) => acceptedByCatchAll(report, [address.email]))
-    ) {
-      this.#settleLater({ task, probe: outcome });
-      return;
-    }
-    const asked = (async () => {
-      const facts = domainFactsOf(createDb(this.env.DB), configOf(this.env));
-      const detection = await facts.tenant(task.domain, mxHosts);
-      if (detection.kind !== 'tenant') return this.#settleLater({ task, probe: outcome });
-      const tenantRequest: ProbeRequest = { ...request, mx: detection.mx };
-      this.#queueBatch(
-        {
-          lane: 'batch',
-          accountId: task.accountId,
-          mxKey: mxKeyOf(tenantRequest),
-          request: tenantRequest,
-          deadlineAt: task.deadlineAt,
-          resends: 0,
-          passedOver: new Set(),
-          finish: (tenantOutcome) =>
-            this.#settleLater({
-              task,
-              probe: outcome,
-              tenant: { ...detection.tenant, probe: tenantOutcome },
-            }),
-        },
-        'front',
-      );
-      this.#pump();
-    })().catch((error: unknown) => {
-      // The gateway's own answer still stands.
-      log.error('tenant detection failed', errorFields(error));
-      this.#settleLater({ task, probe: outcome });
-    });
-    this.ctx.waitUntil(asked);
-  }
-
-  /** Gathers finished batch probes for a moment, so that their writes share D1 calls. */
-  #settleLater(settled: SettledTask): void {
-    this.#settling.push(settled);
-    this.#settleTimer ??= setTimeout(() => {
-      this.#settleTimer = null;
-      const batch = this.#settling.splice(0);
-      const config = configOf(this.env);
-      const work = settleBatchWork(
-        {
-          db: createDb(this.env.DB),
-          queue: verifyQueueOf(this.env),
-          config,
-          inBackground: (task) => this.ctx.waitUntil(task),
-        },
-        batch,
-        Date.now(),
-      ).catch((error: unknown) =>
-        // The addresses stay queued in D1: the job's deadline or lease recovers them.
-        log.error('batch results not recorded', errorFields(error)),
-      );
-      this.ctx.waitUntil(work);
-    }, SETTLE_GATHER_MS);
-  }
-
   #forget(ws: WebSocket): void {
     const { proberId } = this.#attachmentOf(ws);
     this.#gone.add(proberId);
@@ -658,6 +689,28 @@ export class ProberHub extends DurableObject<Env> {
     }
     this.#inFlight.delete(proberId);
   }
+}
+
+/** A probe of `request` about to wait in its account's lane of `lane`. */
+function hubProbe(
+  lane: HubProbe['lane'],
+  accountId: string,
+  request: ProbeRequest,
+  deadlineAt: number,
+  passable: boolean,
+  finish: HubProbe['finish'],
+): HubProbe {
+  return {
+    lane,
+    accountId,
+    mxKey: mxKeyOf(request),
+    request,
+    deadlineAt,
+    resends: 0,
+    passedOver: new Set(),
+    passable,
+    finish,
+  };
 }
 
 /** The MX host that decides which prober serves a probe: its most preferred one. */
@@ -709,6 +762,10 @@ function decrement(counts: Map<string, number>, key: string): void {
  * mail server's slowness would have come back as its report: this is rcpt's own failure
  * (`smtp_unavailable`), asked again in a batch, never kept as a single call's verdict.
  */
+function noProberHere(): HubAnswer {
+  return { kind: 'passed', why: 'no prober linked in this region' };
+}
+
 function silentProber(): ProbeOutcome {
   return { kind: 'unavailable', message: 'the prober did not answer in time' };
 }

@@ -9,7 +9,7 @@
 // A replayed message changes nothing: writes are once-only upserts.
 import { MAX_MX_HOSTS } from '@rcpt/shared/dns/mail-route';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
-import { type Config, configOf } from '../config.ts';
+import { type Config, configOf, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { defaultDeadlineAt } from '../services/batch-jobs.ts';
 import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
@@ -21,7 +21,9 @@ import {
   type SettledTask,
   settleBatchWork,
 } from '../services/batch-results.ts';
+import { batchHubWork } from '../services/batch-sink.ts';
 import type { DomainFactsStore } from '../services/domain-facts.ts';
+import { dispatchToRegions } from '../services/prober-gateway.ts';
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { processingJobs } from '../storage/jobs.ts';
@@ -119,12 +121,15 @@ export async function consumeVerifyBatch(
     else toProbe.push(task);
   }
   if (toProbe.length > 0) {
-    const hub = env.PROBER_HUB.get(env.PROBER_HUB.idFromName(config.PROBER_REGION));
-    // No prober connected: rcpt's own failure, asked again on its schedule until the deadline.
-    if (!(await hub.dispatch(toProbe))) {
-      for (const task of toProbe)
-        decided.push({ task, probe: { kind: 'unavailable', message: 'no prober connected' } });
-    }
+    // Work no region takes (no prober linked anywhere): rcpt's own failure, asked again on its
+    // schedule until the deadline.
+    const refused = await dispatchToRegions(
+      env.PROBER_HUB,
+      proberRegionsOf(config),
+      toProbe.map((task) => batchHubWork(task, config)),
+    );
+    for (const { ticket } of refused)
+      decided.push({ task: ticket, probe: { kind: 'unavailable', message: 'no prober connected' } });
   }
   await settleBatchWork(deps, decided, Date.now());
   batch.ackAll();

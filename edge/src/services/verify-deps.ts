@@ -3,14 +3,14 @@ import { hostRoute } from '@rcpt/shared/dns/mail-route';
 import { detectTenant } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
-import type { Config } from '../config.ts';
+import { type Config, proberRegionsOf } from '../config.ts';
 import { type DnsAnswer, DohClient } from '../dns/doh-client.ts';
 import { dohLookup, resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
 import type { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { TtlCache } from '../dns/ttl-cache.ts';
 import type { Db } from '../storage/db.ts';
 import { DomainFactsStore } from './domain-facts.ts';
-import { hubGateway } from './prober-gateway.ts';
+import { regionsGateway } from './prober-gateway.ts';
 
 // One resolver per isolate and resolver list, so its TTL cache is shared by requests; an
 // invocation that counts its subrequests gets its own client on the same cache.
@@ -58,9 +58,17 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
   });
 }
 
-/** The pipeline's dependencies: the mail route from the domain facts, probes through the hub that feed them. */
-export function verifyDepsOf(env: Env, config: Config, facts: DomainFactsStore): VerifyDeps {
-  const hub = hubGateway(env.PROBER_HUB, config.PROBER_REGION);
+/**
+ * The pipeline's dependencies for `accountId`'s call: the mail route from the domain facts, probes
+ * through the first region's hub that can take them (in the account's share), which feed them.
+ */
+export function verifyDepsOf(
+  env: Env,
+  config: Config,
+  facts: DomainFactsStore,
+  accountId: string,
+): VerifyDeps {
+  const hub = regionsGateway(env.PROBER_HUB, proberRegionsOf(config), accountId);
   return {
     mailRoute: (domain) => facts.mailRoute(domain),
     prober: config.SMTP_ENABLED ? facts.probing(hub) : null,

@@ -4,27 +4,13 @@
 // from this machine) give the same verdict for the same world.
 import type { VerificationResult } from '../contract/api.ts';
 import type { ProbeRequest } from '../contract/prober.ts';
-import { gatewayOf, type TenantDetection } from '../dns/mail-tenant.ts';
+import type { TenantDetection } from '../dns/mail-tenant.ts';
 import { assessAddress } from './assess.ts';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from './inputs.ts';
+import { type ProbeGateway, probeBehindGateway, type TenantDeps } from './probe-behind-gateway.ts';
 import { checkSyntax } from './syntax.ts';
-import { acceptedByCatchAll } from './verdict.ts';
 
-/** Something that can run an SMTP probe within a deadline (the ProberHub, the prober's engine, a test double). */
-export interface ProbeGateway {
-  probe(request: ProbeRequest, deadlineMs: number): Promise<ProbeOutcome>;
-}
-
-/** How the tenant behind a catch-all security gateway is found and asked (docs/verdicts.md). */
-export interface TenantDeps {
-  /** The tenant behind the gateway MX of `domain`, whose MX hosts are `mxHosts`. */
-  detect(domain: string, mxHosts: readonly string[]): Promise<TenantDetection>;
-  /**
-   * Probes the tenant's inbound host. Its answers are the tenant's, not the domain's MX's: they
-   * must not be recorded as the domain's catch-all answer.
-   */
-  prober: ProbeGateway;
-}
+export type { ProbeGateway, TenantDeps } from './probe-behind-gateway.ts';
 
 export interface VerifyDeps {
   /** The domain's mail route: `mailRoute` over the caller's DNS. */
@@ -51,9 +37,6 @@ export interface Verification {
   /** The tenant's probe, when one was found. */
   tenant: TenantProbe | null;
 }
-
-// The prober contract's least timeoutMs: a probe with less left is not asked.
-const MIN_PROBE_MS = 100;
 
 export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Verification> {
   const now = deps.now ?? Date.now;
@@ -83,26 +66,12 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
           timeoutMs: remainingMs,
           transcript: deps.transcript ?? false,
         };
-        probe = await deps.prober.probe(request, remainingMs);
-        // A security gateway that accepted the address and a made-up one too: ask the tenant
-        // behind it, within what is left of the budget.
-        const mxHosts = dns.mx.map((mx) => mx.host);
-        if (
-          deps.tenants &&
-          probe.kind === 'report' &&
-          gatewayOf(syntax.domain, mxHosts) &&
-          acceptedByCatchAll(probe.report, [syntax.email])
-        ) {
-          tenantDetection = await deps.tenants.detect(syntax.domain, mxHosts);
-          const leftMs = deps.timeoutMs - (now() - startedAt);
-          if (tenantDetection.kind === 'tenant' && leftMs >= MIN_PROBE_MS) {
-            const { tenant: found, mx } = tenantDetection;
-            tenant = {
-              ...found,
-              probe: await deps.tenants.prober.probe({ ...request, mx, timeoutMs: leftMs }, leftMs),
-            };
-          }
-        }
+        // A gateway that accepted the address as a catch-all would: its tenant is asked too.
+        ({ probe, tenantDetection, tenant } = await probeBehindGateway(
+          { prober: deps.prober, tenants: deps.tenants ?? null, now },
+          request,
+          startedAt + deps.timeoutMs,
+        ));
       }
     }
   }

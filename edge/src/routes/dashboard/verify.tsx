@@ -81,7 +81,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
         const facts = domainFactsOf(db, c.get('config'));
         const verification = await verifyForCaller({
           db,
-          deps: verifyDepsOf(c.env, c.get('config'), facts),
+          deps: verifyDepsOf(c.env, c.get('config'), facts, caller.accountId),
           facts,
           caller,
           email: parsed.data.email,

@@ -84,7 +84,7 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
           const facts = domainFactsOf(db, config);
           const { result, creditsRemaining } = await verifyForCaller({
             db,
-            deps: verifyDepsOf(c.env, config, facts),
+            deps: verifyDepsOf(c.env, config, facts, caller.accountId),
             facts,
             caller,
             email: request.email,
