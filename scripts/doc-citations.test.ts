@@ -9,6 +9,7 @@ const root = join(import.meta.dirname, '..');
 const SOURCE_FOLDERS = ['edge/src', 'shared/src', 'prober/src', 'client/src', 'scripts', 'test', 'bench'];
 const PAGES: Record<string, string> = {
   'docs/architecture.md': 'docs/architecture.md',
+  'docs/capacity.md': 'docs/capacity.md',
   'docs/money.md': 'docs/money.md',
   'docs/operations.md': 'docs/operations.md',
   'docs/verdicts.md': 'docs/verdicts.md',

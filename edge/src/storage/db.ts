@@ -22,7 +22,7 @@ export function createDb(d1: D1Database): Db {
  * drizzle for one HTTP request, over a D1 session (Sessions API) whose first query goes to the
  * primary: every later read may be answered by a read replica near the Worker once that replica
  * has caught up with the first query, so each read still sees everything committed before the
- * request began, and the request's own writes (docs/capacity.md, "D1's primary"). Writes go to
+ * request began, and the request's own writes (docs/capacity.md, "Where a caller far away waits"). Writes go to
  * the primary as ever. Built per request (about 70 µs): a session is the request's own.
  */
 export function createRequestDb(d1: D1Database): Db {
