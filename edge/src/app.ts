@@ -4,12 +4,14 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { configOf } from './config.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
+import { balanceWatch } from './middleware/balance-watch.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
+import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
 import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
@@ -65,6 +67,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     await next();
   });
   app.onError(handleError);
+  app.use('*', balanceWatch);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKeyAuth', {
     type: 'apiKey',
@@ -90,6 +93,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerWebhookTest(app);
   registerWebhookDeliveries(app);
   registerProbersConnect(app);
+  registerStripeWebhook(app);
   registerDashboard(app);
 
   app.get('/healthz', (c) => c.json({ ok: true }));

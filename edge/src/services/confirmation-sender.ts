@@ -78,3 +78,46 @@ export function confirmationSenderFor(
   }
   return cloudflareEmailSender(binding, config.EMAIL_FROM);
 }
+
+/** A plain notice to an account's owner (the low-balance email): no secret in it. */
+export interface NoticeEmail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface NoticeSender {
+  send(email: NoticeEmail): Promise<void>;
+}
+
+/** The prefix of the console sender's line for a notice, which `npm start` and the tests look for. */
+export const CONSOLE_NOTICE_LINE = 'rcpt: email to';
+
+/**
+ * The sender of notices, through the same transport as confirmation links (EMAIL_SENDER): the
+ * console prints `rcpt: email to <to>: <subject>`; Cloudflare Email Service sends it.
+ */
+export function noticeSenderFor(
+  config: { EMAIL_SENDER: 'console' | 'cloudflare'; EMAIL_FROM?: string | undefined },
+  env: object,
+): NoticeSender {
+  if (config.EMAIL_SENDER === 'console') {
+    return {
+      async send(email) {
+        console.log(`${CONSOLE_NOTICE_LINE} ${email.to}: ${email.subject}`);
+      },
+    };
+  }
+  const binding = (env as { EMAIL?: EmailBinding }).EMAIL;
+  const from = config.EMAIL_FROM;
+  if (!binding || !from) {
+    throw new ApiError('SERVICE_UNAVAILABLE', {
+      message: 'Email is not configured on this deployment (EMAIL binding, EMAIL_FROM).',
+    });
+  }
+  return {
+    async send(email) {
+      await binding.send({ from, to: email.to, subject: email.subject, text: email.text });
+    },
+  };
+}
