@@ -61,7 +61,7 @@ export interface FakeStripe {
   /** Refunds (part of) a PaymentIntent's charge as the Dashboard would; returns the events. */
   refund(paymentIntentId: string, amount?: number): Promise<SignedDelivery[]>;
   /** The event signed now, as a delivery of it would be (a replay carries the same id). */
-  sign(event: StripeEvent): SignedDelivery;
+  sign(event: StripeEvent): Promise<SignedDelivery>;
   /** Posts the event to `webhookUrl` again, as Stripe's retries and the Dashboard's "Resend" do. */
   redeliver(eventId: string): Promise<number>;
   close(): Promise<void>;
@@ -141,18 +141,22 @@ export async function startFakeStripe(
   const events: StripeEvent[] = [];
   const deliveries = new Map<string, number[]>();
 
-  const sign = (event: StripeEvent): SignedDelivery => {
+  // Web Crypto, async: the same code signs under Node and wherever the library's worker build is
+  // resolved (the edge tests' global setup runs with workerd's export conditions).
+  const cryptoProvider = Stripe.createSubtleCryptoProvider(globalThis.crypto.subtle);
+  const sign = async (event: StripeEvent): Promise<SignedDelivery> => {
     const payload = JSON.stringify(event, null, 2);
-    return {
-      event,
+    const signature = await Stripe.webhooks.generateTestHeaderStringAsync({
       payload,
-      signature: Stripe.webhooks.generateTestHeaderString({ payload, secret: webhookSecret }),
-    };
+      secret: webhookSecret,
+      cryptoProvider,
+    });
+    return { event, payload, signature };
   };
 
   const deliver = async (event: StripeEvent): Promise<number | null> => {
     if (!fake.webhookUrl) return null;
-    const { payload, signature } = sign(event);
+    const { payload, signature } = await sign(event);
     const response = await fetch(fake.webhookUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signature },
@@ -475,7 +479,11 @@ export async function startFakeStripe(
       // Not Stripe's API: how a test outside this process (the Worker's tests in workerd) reads
       // the events about one object, each signed now as its delivery would be.
       const related = url.searchParams.get('related') ?? '';
-      return sendJson(response, 200, events.filter((event) => isAbout(event, related)).map(sign));
+      return sendJson(
+        response,
+        200,
+        await Promise.all(events.filter((event) => isAbout(event, related)).map(sign)),
+      );
     }
     const params = request.method === 'GET' ? decodeStripeForm(url.search.slice(1)) : decodeStripeForm(body);
     const key = request.method === 'POST' ? request.headers['idempotency-key'] : undefined;

@@ -46,3 +46,8 @@ export function stripeClientOf(config: PaymentsConfig): Stripe | null {
 
 /** Web Crypto for the webhook signature: Workers have no Node crypto HMAC in the library's sync path. */
 export const webhookCryptoProvider = Stripe.createSubtleCryptoProvider();
+
+/** Where Stripe's hosted Checkout pages are: the fake Stripe's own origin when STRIPE_API_URL points at it. */
+export function checkoutOrigin(config: PaymentsConfig): string {
+  return config.STRIPE_API_URL ? new URL(config.STRIPE_API_URL).origin : 'https://checkout.stripe.com';
+}

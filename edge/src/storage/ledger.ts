@@ -324,7 +324,7 @@ export function takeBackRefundedCredits(
               credits_taken_back = credits_taken_back + COALESCE((${takenBack}), 0),
               status = CASE WHEN ${refunded} >= p.amount THEN 'refunded' ELSE 'partially_refunded' END,
               amount_refunded = ${refunded}
-            WHERE ${open} RETURNING p.account_id AS accountId`,
+            WHERE ${open} RETURNING account_id AS accountId`,
       params: [purchaseId, amountRefunded, reference],
     },
   };
