@@ -18,6 +18,8 @@ const password = 'a long enough password';
 
 beforeAll(async () => {
   system = await startSystem({
+    // Purchases on (the fake Stripe): the Credits page shows its packs and settings forms.
+    stripe: true,
     vars: { SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))) },
   });
   browser = await launchChromium({ baseURL: system.stack.baseUrl });
@@ -189,11 +191,12 @@ describe('the dashboard is accessible', () => {
 
     await page.goto('/keys');
     await expectAccessible('keys with one key');
-    // From the top: skip link, brand, log out, the eight nav links, then the page's controls.
-    const stops = await tabThrough(15);
+    // From the top: skip link, brand, buy credits, log out, the eight nav links, then the page's controls.
+    const stops = await tabThrough(16);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
+      'a:Buy credits',
       'button:Log out',
       'a:Overview',
       'a:API keys',
@@ -208,18 +211,18 @@ describe('the dashboard is accessible', () => {
       'button:Create key',
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
     ]);
-    expect(outOfVisualOrder(stops.slice(1, 11))).toEqual([]);
-    expect(outOfVisualOrder(stops.slice(11))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(1, 12))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(12))).toEqual([]);
     for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
 
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(15);
+    const phoneStops = await tabThrough(16);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
-    expect(outOfVisualOrder(phoneStops.slice(11))).toEqual([]);
+    expect(outOfVisualOrder(phoneStops.slice(12))).toEqual([]);
     // The eight nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
-    expect(new Set(phoneStops.slice(3, 11).map((stop) => Math.round(stop.top))).size).toBe(1);
+    expect(new Set(phoneStops.slice(4, 12).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
@@ -275,7 +278,7 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('job results with no match');
   });
 
-  it('passes axe on the history, webhooks, account, overview with usage and error pages', async () => {
+  it('passes axe on the history, webhooks, account, credits, overview with usage and error pages', async () => {
     await page.goto('/history');
     expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
     await expectAccessible('history');
@@ -293,6 +296,11 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('overview with usage');
     await page.goto('/account');
     await expectAccessible('account');
+    await page.goto('/credits');
+    expect(await page.getByRole('button', { name: 'Continue to payment' }).count()).toBe(1);
+    await expectAccessible('credits');
+    await page.goto('/credits?checkout=cancelled');
+    await expectAccessible('credits after a cancelled checkout');
     const missing = await page.goto('/jobs/00000000-0000-4000-8000-000000000000');
     expect(missing?.status()).toBe(404);
     await expectAccessible('not found');

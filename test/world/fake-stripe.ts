@@ -74,6 +74,15 @@ export const TEST_CARDS = {
   declinedAfterAttaching: '4000000000000341',
 } as const;
 
+/** The edge's settings that point its Stripe library at this fake and turn purchases on. */
+export function stripeEdgeVars(stripe: FakeStripe): Record<string, string> {
+  return {
+    STRIPE_API_URL: stripe.url,
+    STRIPE_SECRET_KEY: stripe.secretKey,
+    STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+  };
+}
+
 class StripeFailure extends Error {
   readonly status: number;
   readonly body: Record<string, unknown>;
@@ -282,6 +291,7 @@ export async function startFakeStripe(
       customer,
       metadata: (intentData.metadata as Params | undefined) ?? {},
       setup_future_usage: saves ? 'off_session' : null,
+      description: null,
       status: 'requires_confirmation',
       created: seconds(),
       livemode: false,
@@ -435,6 +445,7 @@ export async function startFakeStripe(
           currency: required(params, 'currency'),
           customer,
           metadata: (params.metadata as Params | undefined) ?? {},
+          description: (params.description as string | undefined) ?? null,
           status: 'requires_confirmation',
           created: seconds(),
           livemode: false,
