@@ -13,6 +13,7 @@ import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
+import { registerAccountPayments } from './routes/v1/account-payments.get.ts';
 import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
 import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
@@ -87,6 +88,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerBulkJobs(app);
   registerAccount(app);
   registerAccountSettings(app);
+  registerAccountPayments(app);
   registerHistory(app);
   registerWebhookSettings(app);
   registerWebhookSecret(app);

@@ -5,8 +5,9 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { until, untilValue } from '../../../../test/eventually.ts';
 import { type CookieClient, signedInAccount } from '../../../test/cookie-client.ts';
-import { balanceOf, ledgerOf } from '../../../test/fixtures.ts';
+import { balanceOf, call, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
+import { createApiKey } from '../../services/api-keys.ts';
 import { watchBalance, watchDepsOf } from '../../services/purchases.ts';
 import { createDb } from '../../storage/db.ts';
 
@@ -108,6 +109,36 @@ describe('buying credits', () => {
     expect((await ledgerOf(accountId)).filter((row) => row.reason === 'purchase')).toEqual([
       { delta: PACK.credits, reason: 'purchase', reference: sessionId },
     ]);
+
+    // The API lists the same receipt; a test key sees no payments (they are real money).
+    for (const mode of ['live', 'test'] as const) {
+      const key = await createApiKey(createDb(env.DB), {
+        accountId,
+        name: `${mode} key`,
+        mode,
+        maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+        now: Date.now(),
+      });
+      const listed = (await (await call('/api/v1/account/payments', { key: key.secret })).json()) as {
+        purchasesEnabled: boolean;
+        payments: unknown[];
+      };
+      expect(listed.purchasesEnabled).toBe(true);
+      expect(listed.payments).toEqual(
+        mode === 'live'
+          ? [
+              expect.objectContaining({
+                kind: 'checkout',
+                status: 'paid',
+                credits: PACK.credits,
+                amount: PACK.price,
+                currency: 'usd',
+                creditsTakenBack: 0,
+              }),
+            ]
+          : [],
+      );
+    }
 
     const after = await (await client.get('/credits')).text();
     expect(after).toContain('data-testid="receipts"');
