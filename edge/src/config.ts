@@ -5,6 +5,13 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
+/** A comma-separated list: its items trimmed, empty ones dropped. */
+const commaList = (value: string) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+
 /** An optional setting: unset and empty mean the same. */
 const optionalText = z
   .string()
@@ -13,15 +20,7 @@ const optionalText = z
 
 const ConfigSchema = z
   .object({
-    DOH_URL: z
-      .string()
-      .transform((value) =>
-        value
-          .split(',')
-          .map((url) => url.trim())
-          .filter(Boolean),
-      )
-      .pipe(z.array(z.url()).min(1)),
+    DOH_URL: z.string().transform(commaList).pipe(z.array(z.url()).min(1)),
     ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
     MAIL_FROM: z.string().min(3),
     HELO_NAME: z.string().min(1),
@@ -58,13 +57,7 @@ const ConfigSchema = z
     RECHECK_SCHEDULE_SECONDS: z
       .string()
       .default('900,3600,14400,43200')
-      .transform((value) =>
-        value
-          .split(',')
-          .map((item) => item.trim())
-          .filter(Boolean)
-          .map(Number),
-      )
+      .transform((value) => commaList(value).map(Number))
       .pipe(
         z
           .array(
@@ -105,14 +98,10 @@ const ConfigSchema = z
       .string()
       .default('1000:900,10000:4900,100000:29900')
       .transform((value) =>
-        value
-          .split(',')
-          .map((item) => item.trim())
-          .filter(Boolean)
-          .map((item) => {
-            const [credits, price] = item.split(':').map((part) => Number(part.trim()));
-            return { credits, price };
-          }),
+        commaList(value).map((item) => {
+          const [credits, price] = item.split(':').map((part) => Number(part.trim()));
+          return { credits, price };
+        }),
       )
       .pipe(
         z

@@ -4,7 +4,7 @@
 
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seriousViolations } from './browser/axe.ts';
+import { expectAccessible as expectPageAccessible, seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { VIEWPORTS } from './browser/screenshots.ts';
 import { type System, startSystem } from './harness.ts';
@@ -32,13 +32,8 @@ afterAll(async () => {
 });
 
 /** axe on the current page at both widths; the desktop size is restored afterwards. */
-async function expectAccessible(name: string): Promise<void> {
-  for (const [label, size] of Object.entries(VIEWPORTS)) {
-    await page.setViewportSize(size);
-    const violations = await seriousViolations(page);
-    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
-  }
-  await page.setViewportSize(VIEWPORTS.desktop);
+function expectAccessible(name: string): Promise<void> {
+  return expectPageAccessible(page, name);
 }
 
 interface Focused {

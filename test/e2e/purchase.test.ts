@@ -8,9 +8,8 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeSql, sqlLiteral } from '../../scripts/stack/d1.ts';
 import { TEST_CARDS } from '../world/fake-stripe.ts';
-import { seriousViolations } from './browser/axe.ts';
+import { expectAccessible as expectPageAccessible } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
-import { VIEWPORTS } from './browser/screenshots.ts';
 import { type System, startSystem } from './harness.ts';
 
 let system: System;
@@ -55,13 +54,9 @@ function ledgerRows(reason: string): { delta: number; reference: string }[] {
   return rows as { delta: number; reference: string }[];
 }
 
-async function expectAccessible(name: string): Promise<void> {
-  for (const [label, size] of Object.entries(VIEWPORTS)) {
-    await page.setViewportSize(size);
-    const violations = await seriousViolations(page);
-    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
-  }
-  await page.setViewportSize(VIEWPORTS.desktop);
+/** axe on the current page at both widths; the desktop size is restored afterwards. */
+function expectAccessible(name: string): Promise<void> {
+  return expectPageAccessible(page, name);
 }
 
 /** Buys the first pack on the Credits page and pays on the fake Stripe's hosted page. */

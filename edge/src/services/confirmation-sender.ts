@@ -68,15 +68,25 @@ export function confirmationSenderFor(
   env: object,
 ): ConfirmationSender {
   if (config.EMAIL_SENDER === 'console') return consoleSender;
+  const { binding, from } = emailServiceOf(config, env, 'Email confirmation');
+  return cloudflareEmailSender(binding, from);
+}
+
+/** The Email Service binding and From address; a clear 503 naming `what` when either is missing. */
+function emailServiceOf(
+  config: { EMAIL_FROM?: string | undefined },
+  env: object,
+  what: string,
+): { binding: EmailBinding; from: string } {
   // The binding is added to wrangler.toml by the operator who sets up Email Service, so the
   // generated Env type does not know it.
   const binding = (env as { EMAIL?: EmailBinding }).EMAIL;
   if (!binding || !config.EMAIL_FROM) {
     throw new ApiError('SERVICE_UNAVAILABLE', {
-      message: 'Email confirmation is not configured on this deployment (EMAIL binding, EMAIL_FROM).',
+      message: `${what} is not configured on this deployment (EMAIL binding, EMAIL_FROM).`,
     });
   }
-  return cloudflareEmailSender(binding, config.EMAIL_FROM);
+  return { binding, from: config.EMAIL_FROM };
 }
 
 /** A plain notice to an account's owner (the low-balance email): no secret in it. */
@@ -108,13 +118,7 @@ export function noticeSenderFor(
       },
     };
   }
-  const binding = (env as { EMAIL?: EmailBinding }).EMAIL;
-  const from = config.EMAIL_FROM;
-  if (!binding || !from) {
-    throw new ApiError('SERVICE_UNAVAILABLE', {
-      message: 'Email is not configured on this deployment (EMAIL binding, EMAIL_FROM).',
-    });
-  }
+  const { binding, from } = emailServiceOf(config, env, 'Email');
   return {
     async send(email) {
       await binding.send({ from, to: email.to, subject: email.subject, text: email.text });

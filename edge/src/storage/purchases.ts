@@ -51,15 +51,9 @@ const BILLING_COLUMNS = `account_id AS accountId, stripe_customer_id AS stripeCu
   top_up_purchase_id AS topUpPurchaseId, top_up_started_at AS topUpStartedAt,
   top_up_failure AS topUpFailure`;
 
-export interface NewPurchase {
-  id: string;
-  accountId: string;
-  kind: PurchaseKind;
-  credits: number;
-  amount: number;
-  currency: string;
+export type NewPurchase = Pick<Purchase, 'id' | 'accountId' | 'kind' | 'credits' | 'amount' | 'currency'> & {
   now: number;
-}
+};
 
 export async function insertPurchase(db: Db, purchase: NewPurchase): Promise<void> {
   await db.$client
