@@ -4,8 +4,8 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { until, untilValue } from '../../../../test/eventually.ts';
-import { type CookieClient, signedInAccount } from '../../../test/cookie-client.ts';
-import { balanceOf, call, ledgerOf } from '../../../test/fixtures.ts';
+import { CookieClient, signedInAccount, uniqueEmail } from '../../../test/cookie-client.ts';
+import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/api-keys.ts';
 import { watchBalance, watchDepsOf } from '../../services/purchases.ts';
@@ -75,6 +75,30 @@ async function purchaseRows(accountId: string) {
 }
 
 describe('buying credits', () => {
+  it('without Stripe keys the Credits page says purchases are off, and the webhook answers 503', async () => {
+    const off = { STRIPE_SECRET_KEY: '', STRIPE_WEBHOOK_SECRET: '' };
+    const client = new CookieClient(undefined, off);
+    expect((await client.signUp(uniqueEmail('nostripe'))).status).toBe(303);
+    const page = await client.get('/credits');
+    const html = await page.text();
+    expect(html).toContain('Purchases are off on this deployment');
+    expect(html).not.toContain('Continue to payment');
+    expect(html).toContain('data-testid="header-balance"');
+    expect(page.headers.get('content-security-policy')).toContain("form-action 'self';");
+    const refused = await client.submit('/credits', '/credits/checkout', { credits: String(PACK.credits) });
+    expect(refused.status).toBe(503);
+    const webhook = await fetchWithVars(
+      new Request('https://edge.test/stripe/webhook', {
+        method: 'POST',
+        body: '{}',
+        headers: { 'stripe-signature': 't=1,v1=00' },
+      }),
+      off,
+    );
+    expect(webhook.status).toBe(503);
+    expect(await webhook.json()).toMatchObject({ success: false, code: 'SERVICE_UNAVAILABLE' });
+  });
+
   it('a paid Checkout grants its credits once: replays and concurrent deliveries add nothing', async () => {
     const { client, accountId } = await signedInAccount('buyer');
     const before = await balanceOf(accountId);
