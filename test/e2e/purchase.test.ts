@@ -10,6 +10,7 @@ import { executeSql, sqlLiteral } from '../../scripts/stack/d1.ts';
 import { TEST_CARDS } from '../world/fake-stripe.ts';
 import { expectAccessible as expectPageAccessible } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
+import { screenshotBothWidths } from './browser/screenshots.ts';
 import { type System, startSystem } from './harness.ts';
 
 let system: System;
@@ -106,6 +107,8 @@ describe('buying credits', () => {
     expect(await page.getByTestId('receipts').locator('tbody tr').count()).toBe(1);
     expect(await page.getByTestId('receipts').textContent()).toContain('Paid');
     await expectAccessible('credits with a receipt');
+    // The header's balance and "Buy credits" fit a phone: no page scrolls sideways.
+    expect(await screenshotBothWidths(page, 'credits')).toEqual({ desktop: 0, phone: 0 });
   });
 
   it('a refunded charge takes back the unspent credits in proportion, once', async () => {

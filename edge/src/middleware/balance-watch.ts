@@ -10,6 +10,10 @@ export const balanceWatch = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const caller = c.get('caller');
   if (c.req.method !== 'POST' || !caller || caller.mode !== 'live' || c.res.status >= 300) return;
-  const deps = watchDepsOf(c.get('db'), c.get('config'), c.env, Date.now());
-  c.executionCtx.waitUntil(watchBalance(deps, caller.accountId));
+  const watch = watchBalance(watchDepsOf(c.get('db'), c.get('config'), c.env, Date.now()), caller.accountId);
+  try {
+    c.executionCtx.waitUntil(watch);
+  } catch {
+    // No execution context (an app driven without one): the watch runs on its own.
+  }
 });
