@@ -51,11 +51,14 @@ export function packOf(config: PaymentsConfig, credits: number): CreditPack {
   return pack;
 }
 
-/** The price as people read it: `$9.00`, `€49.00`. */
+/**
+ * The price as people read it: `$9.00`, `€49.00`, `¥900`. Amounts are in the currency's minor
+ * unit, as Stripe counts them (https://docs.stripe.com/currencies#zero-decimal): its digits are
+ * the ones Intl shows for it.
+ */
 export function formatPrice(amount: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() }).format(
-    amount / 100,
-  );
+  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() });
+  return format.format(amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
 }
 
 async function customerOf(

@@ -8,7 +8,7 @@ import { CookieClient, signedInAccount, uniqueEmail } from '../../../test/cookie
 import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/api-keys.ts';
-import { watchBalance, watchDepsOf } from '../../services/purchases.ts';
+import { formatPrice, watchBalance, watchDepsOf } from '../../services/purchases.ts';
 import { createDb } from '../../storage/db.ts';
 
 const FAKE_STRIPE = env.STRIPE_API_URL;
@@ -104,7 +104,12 @@ describe('buying credits', () => {
     const before = await balanceOf(accountId);
     const page = await client.get('/credits');
     const html = await page.text();
-    expect(html).toContain(`${PACK.credits.toLocaleString('en-US')} credits</strong>`);
+    expect(html).toContain(
+      `${PACK.credits.toLocaleString('en-US')} credits</strong> for ${formatPrice(PACK.price, 'usd')}`,
+    );
+    expect(formatPrice(900, 'usd')).toBe('$9.00');
+    // A zero-decimal currency's amount is in whole units (https://docs.stripe.com/currencies#zero-decimal).
+    expect(formatPrice(900, 'jpy')).toBe('¥900');
     expect(html).toMatch(new RegExp(`data-testid="header-balance"><strong>${before}</strong>`));
     // The form's answer redirects to the hosted page: the CSP lets the form go there.
     expect(page.headers.get('content-security-policy')).toContain(
