@@ -15,7 +15,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { meterCountsOf } from '../edge/src/meter-line.ts';
+import { METER_KEYS, type MeterKey, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DEV_ACCOUNT_ID, type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
@@ -23,21 +23,22 @@ import { DOMAINS, startWorld } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
 import { busiestShare, treeCpuSeconds } from './process-tree.ts';
 import type { Figure } from './run.ts';
+import { uploadAndWait } from './upload-and-wait.ts';
 
 /** Workers Paid prices in USD per unit, as published on developers.cloudflare.com (README). */
-const PRICES = {
+const PRICES: Partial<Record<MeterKey, number>> = {
   workerRequests: 0.3 / 1e6,
   doRequests: 0.15 / 1e6,
   // Incoming WebSocket messages are billed as requests at 20:1.
   doWebSocketMessages: 0.15 / 1e6 / 20,
-  // A message is one write, one read and one delete, each an operation (64 KB or less).
+  // A message is one write, one read and one delete (its acknowledgement), each an operation
+  // (64 KB or less); a retry is one more read.
   queueWrites: 0.4 / 1e6,
   queueReads: 0.4 / 1e6,
-  queueDeletes: 0.4 / 1e6,
+  queueAcks: 0.4 / 1e6,
   d1RowsRead: 0.001 / 1e6,
   d1RowsWritten: 1 / 1e6,
-} as const;
-type Meter = Record<keyof typeof PRICES, number>;
+};
 /** Duration of the hub while it works: 128 MB at $12.50 per million GB-s. */
 const DO_GB_SECOND = 12.5 / 1e6;
 const DO_MEMORY_GB = 0.128;
@@ -78,41 +79,6 @@ async function startStack(metered: boolean): Promise<{ stack: LocalStack; persis
 async function stopStack({ stack, persistTo }: { stack: LocalStack; persistTo: string }): Promise<void> {
   await stack.close();
   rmSync(persistTo, { recursive: true, force: true });
-}
-
-function meterSince(start: number): Meter {
-  const total = Object.fromEntries(Object.keys(PRICES).map((key) => [key, 0])) as Meter;
-  for (const line of meterLines.slice(start)) {
-    const counts = meterCountsOf(line) ?? {};
-    for (const [key, value] of Object.entries(counts)) total[key as keyof Meter] += value ?? 0;
-  }
-  return total;
-}
-
-async function uploadAndWait(
-  target: LocalStack,
-  key: string,
-  emails: string[],
-): Promise<{ seconds: number; jobId: string }> {
-  const headers = { 'content-type': 'application/json', 'x-api-key': key };
-  const started = performance.now();
-  const upload = await fetch(`${target.baseUrl}/api/v1/bulk/upload`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ emails }),
-  });
-  if (upload.status !== 200) throw new Error(`upload answered ${upload.status}: ${await upload.text()}`);
-  const { jobId } = (await upload.json()) as { jobId: string };
-  // Completion is observed the way a client does: polling the status endpoint, within the
-  // key's 100 requests a minute (so the figure is up to 0.7 s late).
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    const response = await fetch(`${target.baseUrl}/api/v1/bulk/status/${jobId}`, { headers });
-    const { job } = (await response.json()) as { job: { status: string; processedEmails: number } };
-    if (job.status === 'completed') return { seconds: (performance.now() - started) / 1000, jobId };
-    if (job.status !== 'processing') throw new Error(`job ended ${job.status}`);
-    if (performance.now() - started > 600_000) throw new Error(`job still processing after 10 minutes`);
-  }
 }
 
 const p50 = (samples: number[]) =>
@@ -271,13 +237,18 @@ try {
   );
   // Let the last meter lines of the run arrive.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
-  const meter = meterSince(meterStart);
+  const meter = sumMeterLines(meterLines.slice(meterStart));
   const perThousand = (count: number) => (count / ADDRESSES) * 1000;
   let cost = DO_GB_SECOND * DO_MEMORY_GB * run.seconds;
-  for (const [key, count] of Object.entries(meter) as [keyof Meter, number][]) {
-    cost += count * PRICES[key];
-    figures.push({ name: `10k cost: ${key} per 1,000 addresses`, value: perThousand(count), unit: '' });
+  for (const key of METER_KEYS) {
+    cost += meter[key] * (PRICES[key] ?? 0);
+    figures.push({ name: `10k cost: ${key} per 1,000 addresses`, value: perThousand(meter[key]), unit: '' });
   }
+  figures.push({
+    name: '10k cost: subrequests per 1,000 addresses',
+    value: perThousand(subrequestsOf(meter)),
+    unit: '',
+  });
   figures.push(
     {
       name: '10k cost: USD per 1,000 addresses (Workers Paid prices)',

@@ -4,9 +4,11 @@ import { parseArgs } from 'node:util';
 import { checkProductionSettings } from '../edge/src/production-check.ts';
 import type { D1Target } from './stack/d1.ts';
 import { deploymentSettings } from './stack/deployment.ts';
+import { fleetLines } from './stack/fleet-view.ts';
 import {
   createAccount,
   createApiKey,
+  createOperatorToken,
   createProberToken,
   grantCredits,
   revokeCredential,
@@ -20,6 +22,10 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
   key revoke --key ID|PREFIX                      revoke an API key at once
   prober-token create [--region R] [--name N]     create a prober token; prints it once
   prober-token revoke --token ID|PREFIX           revoke a prober token
+  operator-token create [--name N]                create an operator token (for fleet); prints it once
+  operator-token revoke --token ID|PREFIX         revoke an operator token
+  fleet [--edge URL] [--region R]                 the probers, their egresses, blocks and hourly use
+                                                  (RCPT_OPERATOR_TOKEN; edge default http://127.0.0.1:8787)
   check [--config FILE] [--env NAME]              check the edge's production set-up (docs/operations.md);
                                                   with --remote, its secrets too; exits 1 when one is missing`;
 
@@ -37,7 +43,8 @@ const { values, positionals } = parseArgs({
     test: { type: 'boolean', default: false },
     key: { type: 'string' },
     token: { type: 'string' },
-    region: { type: 'string', default: 'default' },
+    region: { type: 'string' },
+    edge: { type: 'string' },
     config: { type: 'string' },
     env: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -102,9 +109,10 @@ async function main(): Promise<void> {
       return report({ revoked: count }, ['key revoked']);
     }
     case 'prober-token create': {
-      const token = await createProberToken(target, { region: values.region, name: values.name ?? 'prober' });
+      const region = values.region ?? 'default';
+      const token = await createProberToken(target, { region, name: values.name ?? 'prober' });
       return report({ tokenId: token.id, token: token.secret, prefix: token.prefix }, [
-        `prober token ${token.prefix}… for region ${values.region} (id ${token.id}). Shown once, store it now:`,
+        `prober token ${token.prefix}… for region ${region} (id ${token.id}). Shown once, store it now:`,
         token.secret,
       ]);
     }
@@ -112,6 +120,29 @@ async function main(): Promise<void> {
       const count = revokeCredential(target, 'prober_tokens', required('token', values.token));
       if (count === 0) fail('no such live token');
       return report({ revoked: count }, ['token revoked']);
+    }
+    case 'operator-token create': {
+      const token = await createOperatorToken(target, { name: values.name ?? 'operator' });
+      return report({ tokenId: token.id, token: token.secret, prefix: token.prefix }, [
+        `operator token ${token.prefix}… (id ${token.id}). Shown once, store it now (RCPT_OPERATOR_TOKEN):`,
+        token.secret,
+      ]);
+    }
+    case 'operator-token revoke': {
+      const count = revokeCredential(target, 'operator_tokens', required('token', values.token));
+      if (count === 0) fail('no such live token');
+      return report({ revoked: count }, ['token revoked']);
+    }
+    case 'fleet': {
+      const token = process.env.RCPT_OPERATOR_TOKEN?.trim();
+      if (!token)
+        fail('RCPT_OPERATOR_TOKEN is required (create one with `npm run admin -- operator-token create`)');
+      const url = new URL('/internal/fleet', values.edge ?? 'http://127.0.0.1:8787');
+      if (values.region) url.searchParams.set('region', values.region);
+      const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await response.json()) as Record<string, unknown>;
+      if (!response.ok) fail(`the edge answered ${response.status}: ${String(body.message ?? '')}`);
+      return report(body, fleetLines(body as unknown as Parameters<typeof fleetLines>[0]));
     }
     case 'check': {
       const findings = checkProductionSettings(

@@ -46,6 +46,12 @@ for (const name of ['DOH_URL', 'ALLOW_PRIVATE_TARGETS', 'MAIL_FROM', 'HELO_NAME'
 }
 /** The MX port is the prober's own setting (default 25): only the prober speaks SMTP. */
 let smtpPort = env.SMTP_PORT;
+/** The prober's egresses and their pace (docs/operations.md, "Egress addresses"), passed on as set. */
+const egressSettings: Record<string, string> = {};
+for (const name of ['SOURCE_ADDRESSES', 'SOCKS5_PROXIES', 'EGRESS_HOURLY_BUDGET', 'EGRESS_WARM_UP']) {
+  const value = env[name];
+  if (value) egressSettings[name] = value;
+}
 if (world) {
   shared.DOH_URL = world.dohUrl;
   shared.ALLOW_PRIVATE_TARGETS = 'true';
@@ -66,6 +72,7 @@ const stack = await startLocalStack({
     ...(smtpPort ? { SMTP_PORT: smtpPort } : {}),
     ...(shared.ALLOW_PRIVATE_TARGETS ? { ALLOW_PRIVATE_TARGETS: shared.ALLOW_PRIVATE_TARGETS } : {}),
     ...(shared.HELO_NAME ? { HELO_NAME: shared.HELO_NAME } : {}),
+    ...egressSettings,
   },
   devCredits,
   ...(env.RCPT_DEV_API_KEY ? { devApiKey: env.RCPT_DEV_API_KEY } : {}),

@@ -1361,7 +1361,7 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
              *     | --- | --- | --- | --- | --- | --- | --- |
              *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
              *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
@@ -1379,15 +1379,15 @@ export interface components {
              *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
              *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
              *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | transient | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | connection | yes | yes |
              *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
              *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | transient | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | timeout | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | connection | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | connection | no | yes |
              *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
              */
@@ -1683,7 +1683,7 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
              *     | --- | --- | --- | --- | --- | --- | --- |
              *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
              *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
@@ -1701,15 +1701,15 @@ export interface components {
              *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
              *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
              *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | transient | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | connection | yes | yes |
              *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
              *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | transient | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | transient | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | transient | no | yes |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | timeout | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | connection | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | connection | no | yes |
              *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | transient | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | transient | yes | yes |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}
              */

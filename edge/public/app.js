@@ -4,6 +4,9 @@
 
 (() => {
   const JOB_POLL_MS = 1000;
+  // A running job's rows and pending addresses are drawn again at least this often (their retry
+  // times pass even when no verdict arrives).
+  const LIVE_REFRESH_MS = 10_000;
   const PREVIEW_ROWS = 5;
 
   function element(tag, attributes, children) {
@@ -286,6 +289,8 @@
   function enhanceJobPage(root) {
     const url = root.getAttribute('data-job-status-url');
     let delay = JOB_POLL_MS;
+    let processed = null;
+    let liveAt = Date.now();
     const running = (status) => status === 'pending' || status === 'processing';
     if (!running(root.getAttribute('data-job-state'))) return;
 
@@ -306,16 +311,25 @@
         return;
       }
       delay = JOB_POLL_MS;
+      const moved = job.processedEmails !== processed;
+      processed = job.processedEmails;
       update(job);
-      if (running(job.status)) setTimeout(poll, delay);
+      if (running(job.status)) {
+        if (moved || Date.now() - liveAt > LIVE_REFRESH_MS) await showLive(false);
+        setTimeout(poll, delay);
+      }
       // The server's page explains a failure (reason, refund): show it.
       else if (job.status === 'failed') window.location.reload();
-      else showReport();
+      else await showLive(true);
     }
 
-    // The report (charts, downloads, results) is drawn by the server: take it from a fresh
-    // copy of this page, so that the document stays the one the person is reading.
-    async function showReport() {
+    // The rows, the pending addresses and (once the job has ended) the report are drawn by the
+    // server: take them from a fresh copy of this page, so that the document stays the one the
+    // person is reading. Not while they are typing in it (the results filter).
+    async function showLive(final) {
+      const current = root.querySelector('[data-job-live]');
+      if (!final && current && current.contains(document.activeElement)) return;
+      liveAt = Date.now();
       try {
         const response = await fetch(window.location.href, {
           headers: { accept: 'text/html' },
@@ -324,12 +338,11 @@
         if (!response.ok) throw new Error(`HTTP ${response.status}`);
         const fresh = new DOMParser()
           .parseFromString(await response.text(), 'text/html')
-          .querySelector('[data-job-report]');
-        const current = root.querySelector('[data-job-report]');
-        if (!fresh || !current) throw new Error('no report');
+          .querySelector('[data-job-live]');
+        if (!fresh || !current) throw new Error('no live section');
         current.replaceWith(document.adoptNode(fresh));
       } catch {
-        window.location.reload();
+        if (final) window.location.reload();
       }
     }
 

@@ -10,6 +10,7 @@ import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
+import { registerFleet } from './routes/internal/fleet.get.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
@@ -25,7 +26,7 @@ import { registerWebhookDeliveries } from './routes/v1/webhooks-deliveries.get.t
 import { registerWebhookSecret } from './routes/v1/webhooks-secret.post.ts';
 import { registerWebhookSettings } from './routes/v1/webhooks-settings.put.ts';
 import { registerWebhookTest } from './routes/v1/webhooks-test.post.ts';
-import { createDb } from './storage/db.ts';
+import { createRequestDb } from './storage/db.ts';
 
 export const API_VERSION = '1.0.1';
 
@@ -64,7 +65,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use('*', requestId);
   app.use('*', async (c, next) => {
     c.set('config', configOf(c.env));
-    c.set('db', createDb(c.env.DB));
+    c.set('db', createRequestDb(c.env.DB));
     await next();
   });
   app.onError(handleError);
@@ -96,6 +97,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerWebhookDeliveries(app);
   registerProbersConnect(app);
   registerStripeWebhook(app);
+  registerFleet(app);
   registerDashboard(app);
 
   app.get('/healthz', (c) => c.json({ ok: true }));

@@ -2,7 +2,7 @@
 // Object classes.
 import { createApp } from './app.ts';
 import { runScheduled } from './cron/scheduled.ts';
-import { meter, meterFrom } from './meter.ts';
+import { meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
 import type { BatchMessage } from './services/batch-queue.ts';
 
@@ -11,24 +11,25 @@ export { ProberHub } from './objects/prober-hub.ts';
 
 const app = createApp();
 
-/** Each invocation is one billed Worker request; a queue batch reads and deletes its messages. */
-function metered(env: Env, counts: Parameters<typeof meter>[0]): void {
+/** Each invocation is one billed Worker request; with the meter on, its bindings count their calls. */
+function metered(env: Env, counts: Parameters<typeof meter>[0]): Env {
   meterFrom(env as { RCPT_METER?: string });
   meter(counts);
+  return meteredEnv(env);
 }
 
 export default {
-  fetch: (request, env, ctx) => {
-    metered(env, { workerRequests: 1 });
-    return app.fetch(request, env, ctx);
+  fetch: (request, env, ctx) => app.fetch(request, metered(env, { workerRequests: 1 }), ctx),
+  queue: async (batch, env, ctx) => {
+    const counted = metered(env, { workerRequests: 1, queueBatches: 1, queueReads: batch.messages.length });
+    const consumer = meteredBatch(batch);
+    try {
+      await consumeVerifyBatch(consumer.batch, counted, ctx);
+      consumer.settle(false);
+    } catch (error) {
+      consumer.settle(true);
+      throw error;
+    }
   },
-  queue: (batch, env, ctx) => {
-    const messages = batch.messages.length;
-    metered(env, { workerRequests: 1, queueReads: messages, queueDeletes: messages });
-    return consumeVerifyBatch(batch, env, ctx);
-  },
-  scheduled: (_controller, env, ctx) => {
-    metered(env, { workerRequests: 1 });
-    return runScheduled(env, ctx);
-  },
+  scheduled: (_controller, env, ctx) => runScheduled(metered(env, { workerRequests: 1 }), ctx),
 } satisfies ExportedHandler<Env, BatchMessage>;

@@ -2,36 +2,58 @@
 // calls the Worker's fetch handler, never following redirects (the tests look at them), and
 // an inbox that reads the confirmation links the console sender writes.
 import { env, exports } from 'cloudflare:workers';
-import { CONSOLE_LINK_LINE } from '../src/services/confirmation-sender.ts';
+import { CONSOLE_LINK_LINE, CONSOLE_RESET_LINE } from '../src/services/confirmation-sender.ts';
 import { fetchWithVars } from './fixtures.ts';
 
-/** Every confirmation link the console sender wrote in this isolate, by address, oldest first. */
+/** Every link the console sender wrote in this isolate, by kind and address, oldest first. */
 const sentLinks = new Map<string, string[]>();
+const LINE_KINDS = [
+  ['confirmation', CONSOLE_LINK_LINE],
+  ['reset', CONSOLE_RESET_LINE],
+] as const;
+type LinkKind = (typeof LINE_KINDS)[number][0];
 const consoleLog = console.log.bind(console);
 console.log = (...items: unknown[]) => {
   const line = items.map(String).join(' ');
-  const match = line.startsWith(CONSOLE_LINK_LINE) ? /^.* (\S+@\S+): (\S+)$/.exec(line) : null;
+  const kind = LINE_KINDS.find(([, prefix]) => line.startsWith(prefix))?.[0];
+  const match = kind ? /^.* (\S+@\S+): (\S+)$/.exec(line) : null;
   // Recorded, not printed: the inbox is where the tests read them.
-  if (match?.[1] && match[2]) sentLinks.set(match[1], [...(sentLinks.get(match[1]) ?? []), match[2]]);
-  else consoleLog(...items);
+  if (kind && match?.[1] && match[2]) {
+    const key = `${kind}:${match[1]}`;
+    sentLinks.set(key, [...(sentLinks.get(key) ?? []), match[2]]);
+  } else consoleLog(...items);
 };
+
+async function linkFor(kind: LinkKind, email: string, after: number): Promise<string> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const links = sentLinks.get(`${kind}:${email.toLowerCase()}`) ?? [];
+    if (links.length > after) return links.at(-1) as string;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no ${kind} link was sent to ${email}`);
+}
 
 /**
  * The latest confirmation link sent to `email`, waiting for it: sign-up sends it after
  * answering. `after` skips links already seen (a resend's new link).
  */
-export async function confirmationLinkFor(email: string, after = 0): Promise<string> {
-  for (let attempt = 0; attempt < 500; attempt++) {
-    const links = sentLinks.get(email.toLowerCase()) ?? [];
-    if (links.length > after) return links.at(-1) as string;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`no confirmation link was sent to ${email}`);
+export function confirmationLinkFor(email: string, after = 0): Promise<string> {
+  return linkFor('confirmation', email, after);
 }
 
 /** How many confirmation links were sent to `email` so far. */
 export function confirmationLinkCount(email: string): number {
-  return sentLinks.get(email.toLowerCase())?.length ?? 0;
+  return sentLinks.get(`confirmation:${email.toLowerCase()}`)?.length ?? 0;
+}
+
+/** The latest password reset link sent to `email`, past the first `after`. */
+export function resetLinkFor(email: string, after = 0): Promise<string> {
+  return linkFor('reset', email, after);
+}
+
+/** How many password reset links were sent to `email` so far. */
+export function resetLinkCount(email: string): number {
+  return sentLinks.get(`reset:${email.toLowerCase()}`)?.length ?? 0;
 }
 
 export interface SetCookie {
@@ -144,8 +166,8 @@ export class CookieClient {
   }
 
   /**
-   * Sign-up as a person does it: the form, the emailed confirmation link, then sign-in from
-   * the welcome page (the account has its free credits).
+   * Sign-up as a person does it: the form, which signs the new account in, then the emailed
+   * confirmation link (the account gets its free credits). The answer is the sign-up's.
    */
   async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
     const sentBefore = confirmationLinkCount(email);
@@ -154,7 +176,7 @@ export class CookieClient {
     const link = await confirmationLinkFor(email, sentBefore);
     const confirmed = await this.get(new URL(link).pathname + new URL(link).search);
     if (confirmed.status !== 303) return confirmed;
-    return this.submit('/login?welcome=1', '/login', { email, password, next: '/?welcome=1' });
+    return registered;
   }
 
   async logIn(email: string, password: string): Promise<Response> {

@@ -2,7 +2,13 @@
 // WebSocket, says hello, and answers probes with whatever the test decides.
 
 import { env, exports } from 'cloudflare:workers';
-import { type ProbeMessage, type ProbeReport, ProberMessage } from '@rcpt/shared/contract/prober';
+import {
+  type EgressBlockInfo,
+  type EgressInfo,
+  type ProbeMessage,
+  type ProbeReport,
+  ProberMessage,
+} from '@rcpt/shared/contract/prober';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { until } from '../../test/eventually.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
@@ -106,5 +112,26 @@ export function reportFor(
       smtputf8: false,
       durationMs: 3,
     },
+  };
+}
+
+/** The prober says hello again, naming its egresses (as a prober with SOURCE_ADDRESSES does). */
+export function announceEgresses(prober: FakeProber, region: string, egresses: EgressInfo[]): void {
+  prober.send({ type: 'hello', id: 'hello-egresses', version: 1, region, capacity: 10, egresses });
+}
+
+/** A block of `egress` at the MX host `host` for ten minutes from `since`, as the prober reports it. */
+export function blockAt(egress: string, host: string, since: number, text?: string): EgressBlockInfo {
+  return {
+    egress,
+    scope: { kind: 'mx_host', name: host },
+    since,
+    until: since + 600_000,
+    reply: {
+      code: 554,
+      enhanced: '5.7.1',
+      text: text ?? `Service unavailable; Client host [${egress}] blocked using zen.spamhaus.org`,
+    },
+    level: 1,
   };
 }

@@ -120,7 +120,7 @@ export async function ledgerOf(
 }
 
 export async function revokeCredentialForTest(
-  table: 'api_keys' | 'prober_tokens',
+  table: 'api_keys' | 'prober_tokens' | 'operator_tokens',
   id: string,
 ): Promise<void> {
   await env.DB.prepare(`UPDATE ${table} SET revoked_at = ? WHERE id = ?`).bind(Date.now(), id).run();

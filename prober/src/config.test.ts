@@ -35,7 +35,43 @@ describe('loadConfig', () => {
       logLevel: 'info',
       drainTimeoutMs: 30_000,
       dnsServers: [],
+      egresses: [{ id: 'system', kind: 'direct', localAddress: null, helo: null }],
+      egressHourlyBudget: 200,
+      egressWarmUp: true,
     });
+  });
+
+  it('reads egresses: source addresses with their HELO names, then SOCKS5 proxies', () => {
+    const config = loadConfig(
+      {
+        ...RUN_ENV,
+        SOURCE_ADDRESSES: '198.51.100.7=out1.example.net., 2001:db8::7',
+        SOCKS5_PROXIES:
+          'socks5://us%40er:p%3Ass@proxy.example.net:1081?helo=out3.example.net,socks5://[2001:db8::1]',
+      },
+      'run',
+    );
+    expect(config.egresses).toEqual([
+      { id: '198.51.100.7', kind: 'direct', localAddress: '198.51.100.7', helo: 'out1.example.net' },
+      { id: '2001:db8::7', kind: 'direct', localAddress: '2001:db8::7', helo: null },
+      {
+        id: 'socks5://proxy.example.net:1081',
+        kind: 'socks5',
+        proxy: { host: 'proxy.example.net', port: 1081, username: 'us@er', password: 'p:ss' },
+        helo: 'out3.example.net',
+      },
+      {
+        id: 'socks5://[2001:db8::1]:1080',
+        kind: 'socks5',
+        proxy: { host: '2001:db8::1', port: 1080, username: null, password: null },
+        helo: null,
+      },
+    ]);
+    // The log line names each egress, never a proxy's password.
+    const described = JSON.stringify(describeConfig(config));
+    expect(described).toContain('socks5://proxy.example.net:1081');
+    expect(described).not.toContain('p:ss');
+    expect(described).not.toContain('p%3Ass');
   });
 
   it('parses every variable of a full env file', () => {
@@ -159,12 +195,23 @@ describe('loadConfig', () => {
     ['OPS_HOST', 'local host', 'OPS_HOST must be an IP address or host name, got "local host"'],
     ['DNS_SERVERS', '127.0.0.1,dns.example', 'DNS_SERVERS must be a comma-separated list of IP addresses'],
     ['DNS_SERVERS', '127.0.0.1:99999', 'got "127.0.0.1:99999"'],
+    [
+      'SOURCE_ADDRESSES',
+      '127.0.0.1,eth0',
+      'SOURCE_ADDRESSES must be a comma-separated list of local IP addresses',
+    ],
+    ['SOURCE_ADDRESSES', '127.0.0.2=bad_name!', 'SOURCE_ADDRESSES HELO name must be a host name'],
+    ['SOURCE_ADDRESSES', '127.0.0.2,127.0.0.2', 'name the egress 127.0.0.2 twice'],
+    ['SOCKS5_PROXIES', 'http://proxy.example.net:8080', 'entry 1 must be socks5://'],
+    ['SOCKS5_PROXIES', 'socks5://u:secret@proxy.example.net/path', 'entry 1 must be socks5://'],
+    ['SOCKS5_PROXIES', 'socks5://:secret@proxy.example.net', 'RFC 1929'],
     // Provider rules are built in now; a file named here would otherwise be ignored without a word.
     ['PROVIDER_RULES', 'rules/providers.json', 'PROVIDER_RULES is no longer read'],
   ])('names %s when it is %j', (name, value, message) => {
     const problems = problemsOf({ ...RUN_ENV, [name]: value });
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain(message);
+    expect(problems[0]).not.toContain('secret');
   });
 
   it.each(['http://127.0.0.1:8787', 'ws://localhost:8787', 'http://[::1]:8787', 'wss://rcpt.example.com'])(

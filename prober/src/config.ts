@@ -3,6 +3,8 @@
 // message alone. The prober token's value never appears in a message.
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { directEgress, type Egress, SYSTEM_EGRESS, socks5Egress } from './egress/egress.ts';
+import { DEFAULT_PROVIDER_HOURLY_BUDGET } from './throttle/egress-budget.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -33,6 +35,15 @@ export interface ProberConfig {
   drainTimeoutMs: number;
   /** Resolvers for `verify` (`ip`, `ip:port` or `[ipv6]:port`); empty means the system's. */
   dnsServers: string[];
+  /**
+   * Where SMTP sessions go out: SOURCE_ADDRESSES, then SOCKS5_PROXIES; the system's choice
+   * (one egress) when neither is set. Never empty.
+   */
+  egresses: Egress[];
+  /** Recipients one egress asks one provider about in an hour (throttle/egress-budget.ts). */
+  egressHourlyBudget: number;
+  /** Whether a new egress starts at a quarter of its budget (throttle/egress-budget.ts). */
+  egressWarmUp: boolean;
 }
 
 export class ConfigError extends Error {
@@ -228,6 +239,90 @@ function isResolverAddress(server: string): boolean {
   return isIP(host) !== 0 && port >= 1 && port <= 65535 && (withPort[1] === undefined || isIP(host) === 6);
 }
 
+/**
+ * A comma-separated list of egresses, each entry read by `parse`: its egress, or what is wrong
+ * with it (said without the entry itself when it may hold a password).
+ */
+function egressListVariable(parse: (entry: string, position: number) => Egress | string) {
+  return optionalText.transform((list, ctx) => {
+    if (list === undefined) return [];
+    const egresses: Egress[] = [];
+    for (const entry of list
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean)) {
+      const egress = parse(entry, egresses.length + 1);
+      if (typeof egress === 'string') {
+        ctx.addIssue({ code: 'custom', message: egress });
+        return z.NEVER;
+      }
+      egresses.push(egress);
+    }
+    return egresses;
+  });
+}
+
+/** A per-egress HELO name without its final dot, or null when it is not a host name. */
+function egressHelo(name: string): string | null {
+  return HOST_NAME.test(name) ? name.replace(/\.$/, '') : null;
+}
+
+/** `198.51.100.7` or `198.51.100.7=out1.example.net` (the HELO name of that address). */
+const sourceAddressesVariable = egressListVariable((entry) => {
+  const [address = '', helo, ...rest] = entry.split('=');
+  if (isIP(address) === 0 || rest.length > 0) {
+    return `must be a comma-separated list of local IP addresses, each optionally =HELO name, got ${JSON.stringify(entry)}`;
+  }
+  if (helo === undefined) return directEgress(address);
+  const heloName = egressHelo(helo);
+  return heloName
+    ? directEgress(address, heloName)
+    : `HELO name must be a host name, got ${JSON.stringify(helo)}`;
+});
+
+/** `socks5://user:pass@host:port?helo=name`, comma-separated (docs/operations.md). */
+const socks5ProxiesVariable = egressListVariable((entry, position) => {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    // The entry may hold a password: say where it went wrong, not what it was.
+    return `entry ${position} is not a socks5:// URL`;
+  }
+  const extraParams = [...url.searchParams.keys()].filter((key) => key !== 'helo');
+  if (
+    url.protocol !== 'socks5:' ||
+    !url.hostname ||
+    (url.pathname !== '' && url.pathname !== '/') ||
+    extraParams.length > 0
+  ) {
+    return `entry ${position} must be socks5://[user:password@]host:port[?helo=name]`;
+  }
+  const username = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  // RFC 1929 §2: each is one length octet and 1–255 octets.
+  if (
+    Buffer.byteLength(username) > 255 ||
+    Buffer.byteLength(password) > 255 ||
+    (password !== '' && username === '')
+  ) {
+    return `entry ${position}: user name and password must be 1–255 bytes each (RFC 1929)`;
+  }
+  const helo = url.searchParams.get('helo');
+  const heloName = helo === null ? null : egressHelo(helo);
+  if (helo !== null && heloName === null)
+    return `entry ${position}: helo must be a host name, got ${JSON.stringify(helo)}`;
+  return socks5Egress(
+    {
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port === '' ? 1080 : Number(url.port),
+      username: username === '' ? null : username,
+      password: username === '' ? null : password,
+    },
+    heloName,
+  );
+});
+
 const EnvSchema = z.object({
   EDGE_URL: edgeUrlVariable,
   PROBER_TOKEN: proberTokenVariable,
@@ -246,6 +341,10 @@ const EnvSchema = z.object({
   LOG_LEVEL: logLevelVariable,
   DRAIN_TIMEOUT_MS: integerVariable(0, 3_600_000, 30_000),
   DNS_SERVERS: dnsServersVariable,
+  SOURCE_ADDRESSES: sourceAddressesVariable,
+  SOCKS5_PROXIES: socks5ProxiesVariable,
+  EGRESS_HOURLY_BUDGET: integerVariable(1, 10_000_000, DEFAULT_PROVIDER_HOURLY_BUDGET),
+  EGRESS_WARM_UP: booleanVariable(true),
 });
 
 /** Reads the configuration from `env`. Throws a ConfigError listing every bad variable. */
@@ -272,8 +371,14 @@ export function loadConfig(env: Env, mode: ProberMode): ProberConfig {
       );
     }
   }
+  if (parsed.success) {
+    const ids = [...parsed.data.SOURCE_ADDRESSES, ...parsed.data.SOCKS5_PROXIES].map((egress) => egress.id);
+    const twice = ids.find((id, index) => ids.indexOf(id) !== index);
+    if (twice) problems.push(`SOURCE_ADDRESSES and SOCKS5_PROXIES name the egress ${twice} twice`);
+  }
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const vars = parsed.data;
+  const egresses = [...vars.SOURCE_ADDRESSES, ...vars.SOCKS5_PROXIES];
 
   return {
     edgeUrl: vars.EDGE_URL,
@@ -293,11 +398,20 @@ export function loadConfig(env: Env, mode: ProberMode): ProberConfig {
     logLevel: vars.LOG_LEVEL,
     drainTimeoutMs: vars.DRAIN_TIMEOUT_MS,
     dnsServers: vars.DNS_SERVERS,
+    egresses: egresses.length > 0 ? egresses : [SYSTEM_EGRESS],
+    egressHourlyBudget: vars.EGRESS_HOURLY_BUDGET,
+    egressWarmUp: vars.EGRESS_WARM_UP,
   };
 }
 
 /** What is safe to log about the configuration: everything but the token, which is only said to be set. */
 export function describeConfig(config: ProberConfig): Record<string, unknown> {
-  const { proberToken, edgeUrl, ...rest } = config;
-  return { ...rest, edgeUrl: edgeUrl?.href ?? null, proberTokenSet: proberToken !== null };
+  const { proberToken, edgeUrl, egresses, ...rest } = config;
+  return {
+    ...rest,
+    edgeUrl: edgeUrl?.href ?? null,
+    proberTokenSet: proberToken !== null,
+    // A proxy's id carries no credentials.
+    egresses: egresses.map((egress) => egress.id),
+  };
 }

@@ -1,15 +1,20 @@
 // The daemon (`rcpt-prober run`): config → SMTP engine → link to the edge → metrics and
 // health → graceful drain on SIGTERM/SIGINT. This file is the only place the link, the ops
 // server and the SMTP engine meet.
-import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import type { EgressStateMessage, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import { MAX_EGRESS_BLOCKS } from '@rcpt/shared/contract/prober';
 import { providerSessionLimits } from '@rcpt/shared/verify/providers';
 import { describeConfig, type ProberConfig } from './config.ts';
+import { describeEgress, type Egress } from './egress/egress.ts';
+import { type EgressBlock, EgressBlocks, scopeKey } from './egress/egress-blocks.ts';
+import { EgressRouter } from './egress/egress-router.ts';
 import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.ts';
 import { type OpsServer, startOpsServer } from './ops/http.ts';
 import type { Logger } from './ops/logger.ts';
 import { ProberMetrics } from './ops/metrics.ts';
 import { CatchAllCache } from './smtp/catch-all-cache.ts';
-import { type ProbeDeps, probe } from './smtp/probe.ts';
+import type { ProbeDeps } from './smtp/probe.ts';
+import { type BudgetUse, EgressBudget } from './throttle/egress-budget.ts';
 import { MxThrottle } from './throttle/mx-throttle.ts';
 
 /** What the daemon and the CLI need from the SMTP engine. */
@@ -19,13 +24,60 @@ export interface ProbeEngine {
   openSessions(): number;
   /** MX hosts being backed off from now. */
   hostBackoffs(): number;
+  readonly egresses: readonly Egress[];
+  /** Blocks of the egresses in force now. */
+  egressBlocks(): EgressBlock[];
+  /** Each (egress, provider) pair's last hour against its budget. */
+  egressUses(): BudgetUse[];
+  /** Called whenever a block begins or ends. */
+  onEgressChange(listener: () => void): void;
+  /** Ends the block timers. */
+  close(): void;
 }
 
 /**
  * The SMTP engine as configured: its throttle (per MX address, and per provider as the provider
  * registry says), and this prober's overrides.
  */
-export function createEngine(config: ProberConfig): ProbeEngine {
+export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine {
+  const listeners: (() => void)[] = [];
+  const changed = () => {
+    for (const listener of listeners) listener();
+  };
+  // A block and its end are the events an operator alerts on (docs/operations.md).
+  const blocks = new EgressBlocks({
+    events: {
+      blocked(block) {
+        logger?.warn(
+          {
+            event: 'egress_blocked',
+            egress: block.egress,
+            scope: scopeKey(block.scope),
+            until: new Date(block.until).toISOString(),
+            level: block.level,
+            reply: `${block.reply.code} ${block.reply.enhanced ?? ''} ${block.reply.text}`.slice(0, 300),
+          },
+          'egress blocked',
+        );
+        changed();
+      },
+      ended(block, why) {
+        logger?.info(
+          { event: 'egress_block_ended', egress: block.egress, scope: scopeKey(block.scope), why },
+          'egress block ended',
+        );
+        changed();
+      },
+    },
+  });
+  const router = new EgressRouter({
+    egresses: config.egresses,
+    blocks,
+    budget: new EgressBudget({
+      hourlyBudget: config.egressHourlyBudget,
+      warmUp: config.egressWarmUp,
+    }),
+  });
   const throttle = new MxThrottle({
     perIpLimit: config.perMxConcurrency,
     providerLimits: providerSessionLimits(),
@@ -40,7 +92,7 @@ export function createEngine(config: ProberConfig): ProbeEngine {
   };
   return {
     probe: (request) =>
-      probe(
+      router.probe(
         {
           ...request,
           // In production the HELO name must match this IP's PTR record, and the MAIL FROM
@@ -52,6 +104,22 @@ export function createEngine(config: ProberConfig): ProbeEngine {
       ),
     openSessions: () => throttle.openSessions(),
     hostBackoffs: () => throttle.backoffs().length,
+    egresses: config.egresses,
+    egressBlocks: () => blocks.active(),
+    egressUses: () => router.budget.uses(),
+    onEgressChange: (listener) => {
+      listeners.push(listener);
+    },
+    close: () => blocks.close(),
+  };
+}
+
+/** The egress-state message's body: the newest blocks and budget rows, within the message's bounds. */
+export function egressStateOf(engine: ProbeEngine): Omit<EgressStateMessage, 'type' | 'id'> {
+  return {
+    blocks: engine.egressBlocks().slice(-MAX_EGRESS_BLOCKS),
+    uses: engine.egressUses().slice(0, MAX_EGRESS_BLOCKS),
+    sessions: engine.openSessions(),
   };
 }
 
@@ -78,6 +146,8 @@ export async function startDaemon(
     hostBackoffs: () => engine.hostBackoffs(),
     linkConnected: () => link?.linked ?? false,
     probesInFlight: () => link?.inFlight ?? 0,
+    egressBlocks: () => engine.egressBlocks(),
+    egressUses: () => engine.egressUses(),
   });
   const handleProbe = async (request: ProbeRequest): Promise<ProbeReport> => {
     const startedAt = performance.now();
@@ -97,9 +167,13 @@ export async function startDaemon(
     capacity: config.capacity,
     perMxConcurrency: config.perMxConcurrency,
     handleProbe,
+    egresses: engine.egresses.map(describeEgress),
+    egressState: () => egressStateOf(engine),
     logger,
     drainTimeoutMs: config.drainTimeoutMs,
   });
+  const linked = link;
+  engine.onEgressChange(() => linked.sendEgressState());
   link.on('reconnecting', () => metrics.recordReconnect());
   const linkRef = link;
   const ops =
@@ -120,6 +194,7 @@ export async function startDaemon(
     async shutdown() {
       const outcome = await linkRef.drain();
       await ops?.close();
+      engine.close();
       return outcome;
     },
   };
@@ -131,7 +206,7 @@ export async function startDaemon(
  */
 export async function run(config: ProberConfig, logger: Logger): Promise<number> {
   logger.info({ config: describeConfig(config) }, 'starting');
-  const engine = createEngine(config);
+  const engine = createEngine(config, logger);
   const daemon = await startDaemon(config, logger, engine);
   return new Promise<number>((resolve) => {
     let stopping = false;

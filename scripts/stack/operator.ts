@@ -122,7 +122,7 @@ export function isLiveCredential(
 
 export function revokeCredential(
   target: D1Target,
-  table: 'api_keys' | 'prober_tokens',
+  table: 'api_keys' | 'prober_tokens' | 'operator_tokens',
   idOrPrefix: string,
 ): number {
   const [rows] = executeSql(
@@ -153,6 +153,21 @@ export async function createProberToken(
   const creation = await proberTokenCreation(input);
   executeSql(target, creation.sql);
   return creation.credential;
+}
+
+/** Stores a new operator token (docs/operations.md, "The operator's view"); its secret is shown once. */
+export async function createOperatorToken(
+  target: D1Target,
+  input: { name: string },
+): Promise<IssuedCredential> {
+  const issued = await issueSecret('operatorToken');
+  const id = crypto.randomUUID();
+  executeSql(
+    target,
+    `INSERT INTO operator_tokens (id, name, token_hash, prefix, created_at)
+     VALUES (${q(id)}, ${q(input.name)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+  );
+  return { id, secret: issued.secret, prefix: issued.prefix };
 }
 
 /** Many API keys in one statement (benchmarks spread load over keys to stay under 100/min each). */

@@ -1,4 +1,4 @@
-// Secrets handed to people and machines: API keys and prober tokens. 32 random bytes,
+// Secrets handed to people and machines: API keys, prober and operator tokens. 32 random bytes,
 // shown once, stored only as a SHA-256 hash plus a short visible prefix (for dashboards).
 // WebCrypto only, so the edge, the prober and the operator scripts share one implementation.
 
@@ -6,6 +6,7 @@ export const SECRET_KINDS = {
   liveKey: 'rk_live_',
   testKey: 'rk_test_',
   proberToken: 'rkp_',
+  operatorToken: 'rko_',
   session: 'rks_',
 } as const;
 export type SecretKind = keyof typeof SECRET_KINDS;

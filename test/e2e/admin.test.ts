@@ -90,6 +90,35 @@ describe('npm run admin', () => {
     expect(claimed).toEqual([{ mailbox: 'ops@example.com', account_id: accountId }]);
   });
 
+  it('issues an operator token stored as its hash, revokes it, and asks for one before showing the fleet', async () => {
+    const token = JSON.parse((await admin('operator-token', 'create', '--json')).stdout) as {
+      tokenId: string;
+      token: string;
+      prefix: string;
+    };
+    expect(token.token).toMatch(/^rko_[A-Za-z0-9_-]{43}$/);
+    const [stored] = executeSql(
+      { persistTo },
+      'SELECT id, token_hash, prefix, revoked_at FROM operator_tokens',
+    );
+    expect(stored).toEqual([
+      {
+        id: token.tokenId,
+        token_hash: await hashSecret(token.token),
+        prefix: token.prefix,
+        revoked_at: null,
+      },
+    ]);
+    expect((await admin('operator-token', 'revoke', '--token', token.prefix)).code).toBe(0);
+    expect((await admin('operator-token', 'revoke', '--token', token.prefix)).code).toBe(2);
+    const [revoked] = executeSql({ persistTo }, 'SELECT revoked_at FROM operator_tokens');
+    expect(revoked?.[0]?.revoked_at).toEqual(expect.any(Number));
+    // `fleet` reads the token from the environment; without it, it says where one comes from.
+    const withoutToken = await admin('fleet');
+    expect(withoutToken.code).toBe(2);
+    expect(withoutToken.stderr).toContain('RCPT_OPERATOR_TOKEN is required');
+  });
+
   it('exits 2 with the usage for an unknown command, a missing option or a bad number', async () => {
     for (const args of [
       ['bogus'],

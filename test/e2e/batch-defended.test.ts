@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyList, type ExpectedVerdict } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/index.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { okJson, type System, startSystem, subStatusesOf } from './harness.ts';
 
 let system: System;
 
@@ -47,17 +47,6 @@ async function settled(jobId: string): Promise<Job> {
   throw new Error(`job ${jobId} still processing`);
 }
 
-async function subStatuses(jobId: string): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  for (let offset = 0; ; offset += 100) {
-    const page = await okJson<{ results: { email: string; subStatus: string }[] }>(
-      await system.api(`/api/v1/bulk/results/${jobId}?offset=${offset}&limit=100`),
-    );
-    for (const result of page.results) found.set(result.email, result.subStatus);
-    if (page.results.length < 100) return found;
-  }
-}
-
 function expectVerdicts(found: Map<string, string>, expected: readonly ExpectedVerdict[]): void {
   const wrong = expected
     .filter((entry) => found.get(entry.address) !== entry.subStatus)
@@ -76,7 +65,7 @@ describe('batch against defended mail servers', () => {
     const jobId = await upload(list.map((entry) => entry.address));
     const job = await settled(jobId);
     expect(job).toMatchObject({ status: 'completed', processedEmails: 2000, creditsRefunded: 0 });
-    expectVerdicts(await subStatuses(jobId), list);
+    expectVerdicts(await subStatusesOf(system, jobId), list);
     const stats = companyStats();
     expect(stats.map((mx) => mx.hardLimitHangups)).toEqual(stats.map(() => 0));
     expect(stats.map((mx) => mx.connectionCapRefusals)).toEqual(stats.map(() => 0));
@@ -103,7 +92,7 @@ describe('batch against defended mail servers', () => {
     expect(job.status).toBe('completed');
     // The deadline is the job's contract: the last answers are made final when it comes.
     expect(Date.parse(job.completedAt ?? '')).toBeLessThanOrEqual(Date.parse(job.deadlineAt ?? '') + 5_000);
-    expectVerdicts(await subStatuses(jobId), expected);
+    expectVerdicts(await subStatusesOf(system, jobId), expected);
     // The policy table refunds the 421 deferrals; timeouts and refused connections are charged.
     expect(job).toMatchObject({ creditsCharged: 15, creditsRefunded: 3 });
   });
@@ -115,7 +104,7 @@ describe('batch against defended mail servers', () => {
     const list = companyList({ count: 1200, domains: 40 });
     const jobId = await upload(list.map((entry) => entry.address));
     expect((await settled(jobId)).status).toBe('completed');
-    expectVerdicts(await subStatuses(jobId), list);
+    expectVerdicts(await subStatusesOf(system, jobId), list);
     const stats = companyStats();
     expect(stats.every((mx) => mx.sessionsOpened > 0)).toBe(true);
     expect(Math.max(...stats.map((mx) => mx.maxConcurrentSessions))).toBeLessThanOrEqual(PER_MX_LIMIT);

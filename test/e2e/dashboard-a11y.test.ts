@@ -107,8 +107,17 @@ describe('the dashboard is accessible', () => {
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
-    await page.waitForURL('**/login?welcome=1');
-    await expectAccessible('login with the welcome notice');
+    await page.waitForURL('**/?welcome=1');
+    await expectAccessible('overview with the welcome notice');
+    await page.getByRole('button', { name: 'Log out' }).first().click();
+    await page.waitForURL('**/login?signed-out=1');
+    await page.goto('/forgot-password');
+    await expectAccessible('forgot password');
+    await page.getByLabel('Email').fill(email);
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.getByRole('status').waitFor();
+    await expectAccessible('forgot password, link sent');
+    await page.goto('/login');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -118,13 +127,14 @@ describe('the dashboard is accessible', () => {
 
   it('moves the keyboard focus through the sign-in form in visual order, with a visible focus ring', async () => {
     await page.goto('/login');
-    const stops = await tabThrough(7);
+    const stops = await tabThrough(8);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
       'input:Email',
       'input:Password',
       'button:Sign in',
+      'a:Forgot password?',
       'a:Create an account',
       'a:API reference',
     ]);

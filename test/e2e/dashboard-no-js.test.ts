@@ -62,11 +62,14 @@ describe('the dashboard without JavaScript', () => {
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
-    await page.waitForURL('**/login?welcome=1');
-    expect(await page.getByRole('status').textContent()).toContain('we sent it a confirmation link');
-    expect(await sessionCookie()).toBeUndefined();
+    // Signed in at once, without credits until the emailed link is followed.
+    await page.waitForURL('**/?welcome=1');
+    expect(await sessionCookie()).toMatchObject({ httpOnly: true, secure: true });
+    expect(await page.getByTestId('credit-balance').textContent()).toBe('0');
 
-    // Followed before signing in, as from a mail client: the login page says it worked.
+    // Followed from a mail client signed out: the login page says it worked.
+    await page.getByRole('button', { name: 'Log out' }).first().click();
+    await page.waitForURL('**/login?signed-out=1');
     await page.goto(await system.confirmationLink(email));
     await page.waitForURL('**/login?email-confirmed=new');
     expect(await page.getByRole('status').textContent()).toContain('Your email address is confirmed');
@@ -159,9 +162,9 @@ describe('the dashboard without JavaScript', () => {
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     expect(await page.locator('#job-progress').getAttribute('value')).toBe('100');
     expect(await page.locator('[data-job-field="processedEmails"]').textContent()).toBe('3');
-    expect(await page.locator('[data-job-field="deliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="unknownCount"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="deliverable"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="undeliverable"]').textContent()).toBe('1');
+    expect(await page.locator('[data-row-count="unknown"]').textContent()).toBe('1');
     expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(true);
     // One bar segment per verdict that has addresses (none was risky); the legend lists all.
     expect(await page.locator('.mix-bar rect').count()).toBe(3);

@@ -87,11 +87,7 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Password').fill(password);
     await shoot('signup');
     await page.getByRole('button', { name: 'Create account' }).click();
-    // Sign-up never says whether the email was taken; the new account signs in next.
-    await page.waitForURL('**/login?welcome=1');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    // The new account is signed in at once.
     await page.waitForURL('**/?welcome=1');
     // No credits before the email is confirmed; the banner says where the link went.
     expect(await page.getByTestId('credit-balance').textContent()).toBe('0');
@@ -272,6 +268,10 @@ describe('the dashboard in a browser', () => {
       expect(await page.locator('[data-job-state]').getAttribute('data-job-state')).toBe('processing');
       expect(Number(await page.locator('#job-progress').getAttribute('value'))).toBeLessThan(100);
       expect(await page.getByRole('link', { name: 'CSV: All rows' }).isVisible()).toBe(false);
+      // What is left is listed address by address while the prober is held.
+      await expect.poll(() => page.locator('[data-job-pending] li').count()).toBe(4);
+      expect(await page.getByRole('heading', { name: 'Results so far' }).isVisible()).toBe(true);
+      expect(await page.locator('nav.site-nav [aria-current="page"]').textContent()).toBe('Bulk');
       await shoot('job-running');
       // A mark on this document: still there at the end means the page was updated in place.
       await page.evaluate('window.rcptSamePage = true');
@@ -286,22 +286,44 @@ describe('the dashboard in a browser', () => {
     expect(await page.evaluate('window.rcptSamePage')).toBe(true);
     expect(await page.locator('#job-progress').getAttribute('value')).toBe('100');
     expect(await page.locator('[data-job-field="processedEmails"]').textContent()).toBe('4');
-    expect(await page.locator('[data-job-field="unknownCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="deliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="undeliverableCount"]').textContent()).toBe('1');
-    expect(await page.locator('[data-job-field="riskyCount"]').textContent()).toBe('1');
     // The report is swapped in from the server's page once the job completes.
     await page.getByRole('link', { name: 'CSV: All rows' }).waitFor();
     expect(await page.evaluate('window.rcptSamePage')).toBe(true);
+    expect(await page.locator('[data-job-pending]').count()).toBe(0);
+    // Every count on the page is the rows of the matching download (the duplicate row and the
+    // empty one included): the cards, the filter's options and each subset's size.
+    const download = await browser.context.request.get(`${jobPath}/results.csv`);
+    const downloaded = parse(await download.text(), { columns: true, bom: true }) as Record<string, string>[];
+    expect(downloaded).toHaveLength(6);
+    for (const verdict of ['deliverable', 'undeliverable', 'risky', 'unknown']) {
+      const rows = downloaded.filter((row) => row.rcpt_status === verdict).length;
+      expect(await page.locator(`[data-row-count="${verdict}"]`).textContent(), verdict).toBe(String(rows));
+      expect(await page.locator(`#results-status option[value="${verdict}"]`).textContent()).toBe(
+        `${verdict} (${rows})`,
+      );
+    }
+    const legend = await page.locator('.mix-legend li').allTextContents();
+    expect(legend.reduce((sum, entry) => sum + Number(/(\d+) rows?/.exec(entry)?.[1]), 0)).toBe(6);
+    expect(legend.reduce((sum, entry) => sum + Number(/\((\d+)%\)/.exec(entry)?.[1]), 0)).toBe(100);
+    for (const [subset, statuses] of [
+      ['deliverable', ['deliverable']],
+      ['worth-mailing', ['deliverable', 'risky']],
+    ] as const) {
+      const size = await page.locator(`[data-subset="${subset}"] + .muted`).textContent();
+      const rows = downloaded.filter((row) =>
+        (statuses as readonly string[]).includes(row.rcpt_status ?? ''),
+      );
+      expect(size, subset).toContain(`${rows.length} rows`);
+    }
     const mix = await page
       .locator('.mix-bar rect')
       .evaluateAll((rects) => rects.map((rect) => rect.getAttribute('class')));
     // The one risky address is the catch-all one: no other risky segment is drawn.
     expect(mix).toEqual(['mix-deliverable', 'mix-undeliverable', 'mix-catch-all', 'mix-unknown']);
-    const status = await browser.context.request.get(`${jobPath}/status`);
-    const estimate = ((await status.json()) as { job: { bounceEstimate: { percent: number } } }).job
-      .bounceEstimate;
-    expect(await page.locator('.bounce-figure .big-number').textContent()).toBe(`${estimate.percent}%`);
+    // The estimate is over the five rows that hold an address: one undeliverable, one catch-all
+    // (a third), one unknown (a sixth): 1.5 / 5.
+    expect(await page.locator('.bounce-figure .big-number').textContent()).toBe('30%');
+    expect(await page.locator('.bounce figcaption').textContent()).toContain('Based on 5 rows checked');
     expect(await page.locator('.results-table tbody tr').count()).toBe(6);
     await shoot('job-completed');
   });
@@ -392,6 +414,7 @@ describe('the dashboard in a browser', () => {
 
   it('lists the single and the batch verification in the history, filters by status, and links the job', async () => {
     await page.getByRole('link', { name: 'History' }).click();
+    await page.waitForURL('**/history');
     const singleRow = page.locator('tr[data-kind="single"]', {
       hasText: `nobody@${system.world.domains.accept}`,
     });

@@ -8,7 +8,7 @@ import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.t
 import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type FakeStripe, startFakeStripe, stripeEdgeVars } from '../world/fake-stripe.ts';
-import { type MailWorld, startWorld } from '../world/index.ts';
+import { type MailWorld, startWorld, type WorldOptions } from '../world/index.ts';
 
 // vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
 // system was still starting: the stack it was building must not outlive the worker.
@@ -59,9 +59,14 @@ export async function startSystem(
     startProber?: boolean;
     /** Run the fake Stripe and turn purchases on (its keys as the edge's Stripe secrets). */
     stripe?: boolean;
+    /** More of the world: block-listed clients, the company hosts. */
+    world?: Omit<WorldOptions, 'greylistDelayMs' | 'slowGreylistDelayMs'>;
+    /** More prober settings (SOURCE_ADDRESSES, …). */
+    proberEnv?: Record<string, string>;
   } = {},
 ): Promise<System> {
   const world = await startWorld({
+    ...options.world,
     greylistDelayMs: options.greylistDelayMs ?? 60_000,
     ...(options.slowGreylistDelayMs === undefined
       ? {}
@@ -92,6 +97,7 @@ export async function startSystem(
         SMTP_PORT: String(world.smtpPort),
         COMMAND_TIMEOUT_MS: '3000',
         CONNECT_TIMEOUT_MS: '2000',
+        ...options.proberEnv,
       },
       onLog: (source, line) => {
         logs.push(`[${source}] ${line}`);
@@ -166,4 +172,16 @@ export async function startSystem(
 export async function okJson<T>(response: Response): Promise<T> {
   expect(response.status, await response.clone().text()).toBe(200);
   return response.json() as Promise<T>;
+}
+
+/** Each address's subStatus in a job's results, read page by page as a client would. */
+export async function subStatusesOf(system: System, jobId: string): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for (let offset = 0; ; offset += 100) {
+    const page = await okJson<{ results: { email: string; subStatus: string }[] }>(
+      await system.api(`/api/v1/bulk/results/${jobId}?offset=${offset}&limit=100`),
+    );
+    for (const result of page.results) found.set(result.email, result.subStatus);
+    if (page.results.length < 100) return found;
+  }
 }

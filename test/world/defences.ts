@@ -58,6 +58,23 @@ export interface MxDefences {
   greylistDelayMs?: number;
   /** Round-trip time of the path to this server: each reply arrives this long after its command. */
   rttMs?: { min: number; max: number };
+  /**
+   * Postfix `smtpd_client_restrictions = reject_rbl_client zen.spamhaus.org` with these client
+   * addresses listed: every RCPT from them (smtpd_delay_reject = yes, the default, reports client
+   * restrictions at RCPT) gets `blocklistReply` — Postfix's default_rbl_reply, "$rbl_code Service
+   * unavailable; $rbl_class [$rbl_what] blocked using $rbl_domain${rbl_reason?; $rbl_reason}",
+   * with maps_rbl_reject_code = 554 (postconf(5)) and the reason Spamhaus publishes in its TXT
+   * record, a link to its lookup page. Other clients are served as usual.
+   */
+  blocklistedClients?: readonly string[];
+}
+
+/** The DNS block list the world's MX hosts consult: Spamhaus's combined zone. */
+export const BLOCKLIST_ZONE = 'zen.spamhaus.org';
+
+/** Postfix's reply to a listed client (postconf(5): default_rbl_reply, maps_rbl_reject_code = 554). */
+export function blocklistReply(client: string): string {
+  return `554 5.7.1 Service unavailable; Client host [${client}] blocked using ${BLOCKLIST_ZONE}; https://www.spamhaus.org/query/ip/${client}`;
 }
 
 /** Postfix's defaults (postconf(5)); the rate limits stay off, as they are in Postfix. */
@@ -100,6 +117,8 @@ export interface MxStats {
   greylisted: number;
   /** RCPT replies held back by the tarpit. */
   tarpitted: number;
+  /** RCPTs refused because the client is on the block list. */
+  blocklisted: number;
 }
 
 export function emptyStats(): MxStats {
@@ -116,6 +135,7 @@ export function emptyStats(): MxStats {
     tooManyRecipients: 0,
     greylisted: 0,
     tarpitted: 0,
+    blocklisted: 0,
   };
 }
 

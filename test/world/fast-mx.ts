@@ -8,7 +8,7 @@
 import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Greylist, mailboxExists, userUnknownText } from './behaviours.ts';
-import { emptyStats, type MxDefences, RateWindow } from './defences.ts';
+import { blocklistReply, emptyStats, type MxDefences, RateWindow } from './defences.ts';
 import type { FakeMxSpec, RunningMx } from './fake-mx.ts';
 import { listenOnLoopback } from './loopback.ts';
 
@@ -69,6 +69,10 @@ export async function startFastMx(
       return { text, error: true };
     };
     if (connection.mailFrom === null) return reject('503 5.5.1 Error: need MAIL command');
+    if (defences.blocklistedClients?.includes(connection.client)) {
+      stats.blocklisted++;
+      return reject(blocklistReply(connection.client));
+    }
     const perTransaction = defences.recipientsPerTransaction;
     if (perTransaction !== undefined && connection.recipientsInTransaction >= perTransaction) {
       stats.rejectedRcpts++;

@@ -18,18 +18,33 @@ import {
   DOMAINS,
   MX_HOSTS,
   MX_IPS,
+  PROVIDER_HOSTS,
   ZONE,
 } from './zone.ts';
 
 export type { MxDefences, MxStats } from './defences.ts';
-export { EXCHANGE_TARPIT, POSTFIX_DEFAULTS, POSTGREY_DELAY_MS } from './defences.ts';
+export {
+  BLOCKLIST_ZONE,
+  blocklistReply,
+  EXCHANGE_TARPIT,
+  POSTFIX_DEFAULTS,
+  POSTGREY_DELAY_MS,
+} from './defences.ts';
 export {
   type CompanyListOptions,
   companyList,
   EXPECTED_VERDICTS,
   type ExpectedVerdict,
 } from './expected-verdicts.ts';
-export { bulkDomainNames, companyDomainNames, DEFENDED_DOMAINS, DOMAINS, ZONE } from './zone.ts';
+export {
+  bulkDomainNames,
+  companyDomainNames,
+  DEFENDED_DOMAINS,
+  DOMAINS,
+  PROVIDER_DOMAINS,
+  PROVIDER_HOSTS,
+  ZONE,
+} from './zone.ts';
 export type { FakeMx };
 
 /**
@@ -50,6 +65,11 @@ export interface CompanyWorldOptions {
   hosts?: number;
   /** Default COMPANY_DEFENCES. */
   defences?: MxDefences;
+  /**
+   * Client addresses on the block list of some company hosts (`hosts`, 1-based: mx1 is 1): those
+   * hosts refuse them at every RCPT with Postfix's block-list reply and serve every other client.
+   */
+  blocklisted?: { clients: readonly string[]; hosts: readonly number[] };
 }
 
 export interface WorldOptions {
@@ -69,6 +89,8 @@ export interface WorldOptions {
   slowGreylistDelayMs?: number;
   /** The company domains and their defended MX hosts. */
   companies?: CompanyWorldOptions;
+  /** Client addresses both of the provider family's MX hosts (PROVIDER_HOSTS) list; default none. */
+  blocklistedAtProvider?: readonly string[];
 }
 
 export interface MailWorld {
@@ -123,8 +145,16 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
       startFastMx(specOf('slowgreylist'), port, {
         greylistDelayMs: options.slowGreylistDelayMs ?? POSTGREY_DELAY_MS,
       }),
-    ...companyHosts(companies.hosts).map(
-      (spec) => (port: number) => startFastMx(spec, port, companies.defences),
+    ...companyHosts(companies.hosts).map((spec, index) => (port: number) => {
+      const blocklisted = options.companies?.blocklisted;
+      const listing = blocklisted?.hosts.includes(index + 1)
+        ? { blocklistedClients: blocklisted.clients }
+        : {};
+      return startFastMx(spec, port, { ...companies.defences, ...listing });
+    }),
+    ...PROVIDER_HOSTS.map(
+      (spec) => (port: number) =>
+        startFastMx(spec, port, { blocklistedClients: options.blocklistedAtProvider ?? [] }),
     ),
   ];
   const servers = await startOnOnePort(starters, options.smtpPort);

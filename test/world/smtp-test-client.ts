@@ -35,9 +35,10 @@ export class SmtpTestClient {
     this.listen(socket);
   }
 
-  static open(ip: string, port: number): Promise<SmtpTestClient> {
+  /** Connects to `ip`:`port`, from the local address `from` when given (a client of the block lists). */
+  static open(ip: string, port: number, from?: string): Promise<SmtpTestClient> {
     return new Promise((resolve, reject) => {
-      const socket = connectTcp({ host: ip, port });
+      const socket = connectTcp({ host: ip, port, ...(from ? { localAddress: from } : {}) });
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.off('error', reject);

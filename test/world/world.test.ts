@@ -10,7 +10,7 @@ import { until } from '../eventually.ts';
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
 import { type MailWorld, startWorld, ZONE } from './index.ts';
 import { type Reply, SmtpTestClient } from './smtp-test-client.ts';
-import { companyHosts, MX_HOSTS } from './zone.ts';
+import { companyHosts, MX_HOSTS, PROVIDER_HOSTS } from './zone.ts';
 
 const GREYLIST_DELAY_MS = 400;
 
@@ -64,7 +64,8 @@ describe('fake MX servers', () => {
     );
     const companies = companyHosts(world.companyMx.length);
     const hostOf = (name: string) =>
-      MX_HOSTS[name as keyof typeof MX_HOSTS] ?? companies.find((company) => company.name === name)?.host;
+      MX_HOSTS[name as keyof typeof MX_HOSTS] ??
+      [...companies, ...PROVIDER_HOSTS].find((company) => company.name === name)?.host;
     expect(greetings).toEqual(greeters.map((mx) => `220 ${hostOf(mx.name)} ESMTP rcpt fake MX`));
     for (const mx of greeters) {
       const host = hostOf(mx.name) ?? '';
@@ -102,6 +103,8 @@ describe('fake MX servers', () => {
         'onercpt',
         'policy',
         'postfix',
+        'provider1',
+        'provider2',
         'rbl',
         'slowgreylist',
         'starttls',
@@ -670,6 +673,47 @@ describe('plain DNS over UDP', () => {
       await expect(resolver.resolveMx('nonexistent.test')).rejects.toMatchObject({ code: 'ENOTFOUND' });
     } finally {
       await world.close();
+    }
+  });
+});
+
+describe('block lists', () => {
+  let listing: MailWorld;
+  beforeAll(async () => {
+    listing = await startWorld({
+      companies: { domains: 4, hosts: 2, blocklisted: { clients: ['127.0.0.2'], hosts: [1] } },
+      blocklistedAtProvider: ['127.0.0.2'],
+    });
+  });
+  afterAll(async () => {
+    await listing?.close();
+  });
+
+  /** The RCPT reply of one address, asked from the local address `from`. */
+  async function rcptFrom(mx: string, from: string, address: string): Promise<string> {
+    const server = listing.mx[mx];
+    if (!server) throw new Error(`no MX ${mx}`);
+    const client = await SmtpTestClient.open(server.ip, server.port, from);
+    await client.reply();
+    await client.command('EHLO rcpt.test');
+    await client.command('MAIL FROM:<verify@rcpt.test>');
+    const reply = await client.command(`RCPT TO:<${address}>`);
+    await client.quit();
+    return reply.last;
+  }
+
+  test("a listing host refuses the listed client with Postfix's block-list reply and serves the others", async () => {
+    expect(await rcptFrom('company1', '127.0.0.2', 'user1@company-001.test')).toBe(
+      '554 5.7.1 Service unavailable; Client host [127.0.0.2] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/127.0.0.2',
+    );
+    expect(await rcptFrom('company1', '127.0.0.1', 'user1@company-001.test')).toBe('250 Accepted');
+    expect(await rcptFrom('company2', '127.0.0.2', 'user2@company-002.test')).toBe('250 Accepted');
+  });
+
+  test('the provider family lists the client at every MX host', async () => {
+    for (const mx of ['provider1', 'provider2']) {
+      expect(await rcptFrom(mx, '127.0.0.2', 'alice@fastmail-hosted-1.test')).toContain('blocked using');
+      expect(await rcptFrom(mx, '127.0.0.3', 'alice@fastmail-hosted-1.test')).toBe('250 Accepted');
     }
   });
 });

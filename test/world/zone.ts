@@ -137,6 +137,34 @@ export const DEFENDED_DOMAINS = {
   slowgreylist: 'slowgreylist.test',
 } as const;
 
+/**
+ * A provider family's MX hosts: two hosts under Fastmail's MX suffix (messagingengine.com, in
+ * the provider registry), so a refusal at one of them blocks an egress at the whole provider,
+ * and two domains hosted there (the first with both hosts, the second with the other only).
+ * Only the world's DNS answers for these names.
+ */
+export const PROVIDER_HOSTS = [
+  { name: 'provider1', host: 'in1-smtp.messagingengine.com', ip: '127.0.0.34' },
+  { name: 'provider2', host: 'in2-smtp.messagingengine.com', ip: '127.0.0.35' },
+] as const;
+
+export const PROVIDER_DOMAINS = ['fastmail-hosted-1.test', 'fastmail-hosted-2.test'] as const;
+
+function providerZone(): Record<string, ZoneEntry> {
+  const [first, second] = PROVIDER_HOSTS;
+  return {
+    [first.host]: { A: [first.ip] },
+    [second.host]: { A: [second.ip] },
+    [PROVIDER_DOMAINS[0]]: {
+      MX: [
+        { preference: 10, exchange: first.host },
+        { preference: 20, exchange: second.host },
+      ],
+    },
+    [PROVIDER_DOMAINS[1]]: { MX: [{ preference: 10, exchange: second.host }] },
+  };
+}
+
 /** A domain whose single MX is `host` at `ip`, with the host's A record. */
 function mailDomain(domain: string, host: string, ip: string): Record<string, ZoneEntry> {
   return {
@@ -147,6 +175,7 @@ function mailDomain(domain: string, host: string, ip: string): Record<string, Zo
 
 /** Every name of the world except the bulk domains (see `bulkZone`). Names are lower case, without the final dot. */
 export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
+  ...providerZone(),
   ...mailDomain(DOMAINS.accept, MX_HOSTS.accept, MX_IPS.accept),
   ...mailDomain(DOMAINS.catchall, MX_HOSTS.catchall, MX_IPS.catchall),
   ...mailDomain(DOMAINS.greylist, MX_HOSTS.greylist, MX_IPS.greylist),

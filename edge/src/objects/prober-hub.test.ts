@@ -2,8 +2,10 @@ import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it, vi } from 'vitest';
-import { until } from '../../../test/eventually.ts';
+import { until, untilValue } from '../../../test/eventually.ts';
 import {
+  announceEgresses,
+  blockAt,
   connectProber,
   type FakeProber,
   hubOf,
@@ -153,6 +155,69 @@ describe('ProberHub probes', () => {
     expect(working.probes).toHaveLength(1);
     refusing.close();
     working.close();
+  });
+
+  it('asks another prober when every egress of the first was refused, and keeps the refusal when none is left', async () => {
+    const listing = {
+      code: 554,
+      enhanced: '5.7.1',
+      text: 'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org',
+    };
+    const refused = (probe: ProbeMessage) => ({
+      ...reportFor(probe, listing.code, null, listing.text),
+      egressesRefused: true,
+    });
+    const blocked = await startFakeProber('hub-egress-refused', refused);
+    const alone = await hubOf('hub-egress-refused').probe(request, 3000);
+    // The only prober: its answer stands (the verdict reads it as antispam_blocked).
+    expect(alone.kind === 'report' && alone.report.egressesRefused).toBe(true);
+    expect(blocked.probes).toHaveLength(1);
+
+    const clean = await startFakeProber('hub-egress-refused', (probe) => reportFor(probe, 250, null, 'OK'));
+    // Whichever prober the host hashes to first, the answer is the one from unblocked addresses.
+    for (let round = 0; round < 3; round++) {
+      const outcome = await hubOf('hub-egress-refused').probe(
+        { ...request, mx: [{ host: `mx${round}.accept.test`, preference: 10, ips: ['127.0.0.2'] }] },
+        3000,
+      );
+      expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.code).toBe(250);
+    }
+    expect(clean.probes).toHaveLength(3);
+    blocked.close();
+    clean.close();
+  });
+
+  it("shows each prober's egresses and the blocks it reports", async () => {
+    const region = 'hub-egress-view';
+    const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
+    announceEgresses(prober, region, [
+      { id: '127.0.0.1', kind: 'direct', helo: null },
+      { id: 'socks5://127.0.0.1:1080', kind: 'socks5', helo: 'out2.rcpt.test' },
+    ]);
+    const now = Date.now();
+    prober.send({
+      type: 'egress_state',
+      id: 'state-1',
+      // The second is already over: not shown.
+      blocks: [
+        blockAt('127.0.0.1', 'mx1.company.test', now),
+        blockAt('127.0.0.1', 'mx2.company.test', now - 700_000),
+      ],
+      uses: [{ egress: '127.0.0.1', provider: 'google', used: 12, budget: 50 }],
+      sessions: 3,
+    });
+    const view = await untilValue(
+      async () => (await hubOf(region).status()).find((entry) => entry.egress.reportedAt !== null),
+      'the egress state reaches the hub',
+    );
+    expect(view?.egress.egresses.map((egress) => egress.id)).toEqual([
+      '127.0.0.1',
+      'socks5://127.0.0.1:1080',
+    ]);
+    expect(view?.egress.blocks.map((block) => block.scope.name)).toEqual(['mx1.company.test']);
+    expect(view?.egress.uses).toEqual([{ egress: '127.0.0.1', provider: 'google', used: 12, budget: 50 }]);
+    expect(view?.egress.sessions).toBe(3);
+    prober.close();
   });
 
   it('refuses and logs a result or an error for a probe sent to another prober', async () => {

@@ -28,6 +28,7 @@ import { type BatchTask, type SettledTask, settleBatchWork } from '../services/b
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
+import { FleetEgresses, type ProberEgresses, refusedAtEveryEgress } from './egress-blocks.ts';
 
 /** Header the Worker sets after it has authenticated the prober's token. */
 /**
@@ -101,6 +102,8 @@ export interface ProberStatus {
   ready: boolean;
   draining: boolean;
   connectedAt: number;
+  /** Its egresses, their blocks and hourly use, as it last reported them. */
+  egress: ProberEgresses;
 }
 
 export class ProberHub extends DurableObject<Env> {
@@ -124,6 +127,7 @@ export class ProberHub extends DurableObject<Env> {
    */
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
   #settleTimer: ReturnType<typeof setTimeout> | null = null;
+  #egresses = new FleetEgresses();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -209,12 +213,20 @@ export class ProberHub extends DurableObject<Env> {
           capacity: Math.min(parsed.capacity, MAX_PROBER_CAPACITY),
           perMxConcurrency: parsed.perMxConcurrency ?? DEFAULT_PER_MX_CONCURRENCY,
         });
+        this.#egresses.linked(attachment.proberId, parsed.egresses);
         this.#pump();
         return;
       }
+      case 'egress_state':
+        this.#egresses.reported(attachment.proberId, parsed, Date.now());
+        return;
       case 'result': {
         const { type: _type, id, ...report } = parsed;
-        if (this.#answersOwnProbe(attachment, id, 'result')) this.#end(id, { kind: 'report', report });
+        if (!this.#answersOwnProbe(attachment, id, 'result')) return;
+        // Every egress of that prober is refused at this MX: another prober may send from
+        // addresses that are not (docs/operations.md, "Egress addresses").
+        if (refusedAtEveryEgress(report) && this.#passToAnotherProber(id)) return;
+        this.#end(id, { kind: 'report', report });
         return;
       }
       case 'error':
@@ -328,6 +340,7 @@ export class ProberHub extends DurableObject<Env> {
         ready: attachment.ready,
         draining: attachment.draining,
         connectedAt: attachment.connectedAt,
+        egress: this.#egresses.of(attachment.proberId, Date.now()),
       };
     });
   }
@@ -465,6 +478,25 @@ export class ProberHub extends DurableObject<Env> {
     if (!running) return; // late or duplicate answer: already settled
     running.probe.finish(outcome);
     this.#pump();
+  }
+
+  /**
+   * Sends probe `id` to a prober that has not had it yet, when one is linked and its deadline
+   * leaves time; false (nothing done) otherwise, and its answer stands.
+   */
+  #passToAnotherProber(id: string): boolean {
+    const running = this.#running.get(id);
+    if (!running) return false;
+    const { probe } = running;
+    const passedOver = new Set([...probe.passedOver, running.proberId]);
+    const another = this.#readyProbers().some((prober) => !passedOver.has(prober.attachment.proberId));
+    if (!another || probe.deadlineAt - Date.now() <= 2 * DEADLINE_MARGIN_MS) return false;
+    this.#release(id);
+    probe.passedOver = passedOver;
+    if (probe.lane === 'single') this.#single.unshift(probe);
+    else this.#queueBatch(probe, 'front');
+    this.#pump();
+    return true;
   }
 
   /** A probe its prober dropped or refused goes back to the front of its lane. */
@@ -619,6 +651,7 @@ export class ProberHub extends DurableObject<Env> {
   #forget(ws: WebSocket): void {
     const { proberId } = this.#attachmentOf(ws);
     this.#gone.add(proberId);
+    this.#egresses.forget(proberId);
     // Its probes go to another prober (or, with none left, back to their schedule).
     for (const [id, running] of [...this.#running]) {
       if (running.proberId === proberId) this.#resend(id);

@@ -5,11 +5,13 @@
 // too big (bytes, rows, columns or cells): a Worker isolate has 128 MB (Cloudflare Workers
 // limits), and an array per row of a 1.5 MB file of one-character lines is already most of it.
 // Past the first rows (which choose the header and the email column) a row is kept as its
-// address and one JSON string of its cells — the form it is stored in — not as an array of
-// strings, whose per-cell headers would cost several times the file.
+// address, and its cells go at once into the JSON chunks they are stored from — not kept as an
+// array of strings, whose per-cell headers would cost several times the file, nor as a JSON
+// string per row that would then be copied into the chunks.
 import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { type JsonChunk, JsonChunker } from '../storage/json-chunks.ts';
 
 /** Largest CSV file accepted (413 above). */
 export const MAX_CSV_BYTES = 10 * 1024 * 1024;
@@ -26,21 +28,22 @@ const SAMPLE_ROWS = 50;
 export interface UploadRow {
   /** The address cell as uploaded ('' when the row has none). */
   input: string;
-  /** The row's cells as a JSON array, for CSV uploads. */
-  cellsJson: string | null;
   /** The row could not be read (its email column is missing). */
   unreadable: boolean;
 }
 
 export interface ParsedUpload {
   rows: UploadRow[];
+  /** Each row's cells as a JSON array, in row order, chunked as stored (CSV uploads). */
+  cells: JsonChunk[] | null;
   headers: string[] | null;
   emailColumn: number | null;
 }
 
 export function rowsFromJson(emails: readonly string[]): ParsedUpload {
   return {
-    rows: emails.map((input) => ({ input, cellsJson: null, unreadable: false })),
+    rows: emails.map((input) => ({ input, unreadable: false })),
+    cells: null,
     headers: null,
     emailColumn: null,
   };
@@ -64,8 +67,13 @@ export async function rowsFromCsv(
   const sample: string[][] = [];
   const state: { chosen: ChosenColumn | null } = { chosen: null };
   const rows: UploadRow[] = [];
+  const cells = new JsonChunker();
+  const take = (record: string[], column: number) => {
+    rows.push(uploadRow(record, column));
+    cells.push(JSON.stringify(record));
+  };
   let width = 0;
-  let cells = 0;
+  let cellCount = 0;
   const choose = (): ChosenColumn => {
     const first = sample[0] ?? [];
     const hasHeader =
@@ -78,16 +86,16 @@ export async function rowsFromCsv(
       emailColumn,
       false,
     );
-    for (const record of dataRows) rows.push(uploadRow(record, column));
+    for (const record of dataRows) take(record, column);
     sample.length = 0;
     return { hasHeader, column, first };
   };
   await readRecords(source instanceof Uint8Array ? new Blob([source]).stream() : source, (record) => {
     width = Math.max(width, record.length);
-    cells += record.length;
-    if (cells > MAX_CSV_CELLS) throw tooManyCells();
+    cellCount += record.length;
+    if (cellCount > MAX_CSV_CELLS) throw tooManyCells();
     if (state.chosen) {
-      rows.push(uploadRow(record, state.chosen.column));
+      take(record, state.chosen.column);
       if (rows.length > MAX_BATCH_EMAILS) throw tooManyRows();
       return;
     }
@@ -102,7 +110,7 @@ export async function rowsFromCsv(
   const headers = headersOf(first, hasHeader, width);
   // A position is checked against the widest row of the whole file, known only now.
   chooseEmailColumn(headers, hasHeader, [], emailColumn, true);
-  return { headers, emailColumn: column, rows };
+  return { headers, emailColumn: column, rows, cells: cells.finish() };
 }
 
 interface ChosenColumn {
@@ -113,11 +121,7 @@ interface ChosenColumn {
 
 function uploadRow(cells: string[], column: number): UploadRow {
   const cell = cells[column];
-  return {
-    input: detached((cell ?? '').trim()),
-    cellsJson: JSON.stringify(cells),
-    unreadable: cell === undefined,
-  };
+  return { input: detached((cell ?? '').trim()), unreadable: cell === undefined };
 }
 
 /**

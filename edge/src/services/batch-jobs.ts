@@ -7,6 +7,7 @@ import {
   MAX_MAX_WAIT_SECONDS,
   type OriginalCsvData,
   storedVerificationResult,
+  VERIFICATION_STATUSES,
   type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
@@ -21,6 +22,7 @@ import {
   queueOutlook,
   type ResultRow,
   type ResultRowsQuery,
+  type RowCounts,
   readResultRows,
 } from '../storage/jobs.ts';
 import type { ParsedUpload } from './batch-input.ts';
@@ -86,7 +88,6 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     input: row.input,
     addressIdx: row.addressIdx,
     resultJson: row.result ? JSON.stringify(row.result) : null,
-    cellsJson: row.cellsJson,
   }));
   // Test keys answer every address at once from the sandbox, free of charge.
   const addresses = sandbox
@@ -114,6 +115,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       ...counts,
       charge,
       csvHeaders: upload.headers,
+      csvCells: upload.cells,
       webhookUrl: input.webhookUrl,
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.
@@ -222,7 +224,7 @@ export function jobView(job: JobRow): Job {
     createdAt: new Date(job.createdAt).toISOString(),
     completedAt: job.completedAt === null ? null : new Date(job.completedAt).toISOString(),
     deadlineAt: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
-    bounceEstimate: bounceEstimate(job),
+    bounceEstimate: jobBounceEstimate(job),
     creditsCharged: job.creditsCharged,
     creditsRefunded: job.creditsRefunded,
     failureReason: job.failureReason,
@@ -235,23 +237,65 @@ export function jobView(job: JobRow): Job {
 /** The bounce percentages from which an estimate is `medium` and `high` (below: `low`). */
 export const BOUNCE_LEVEL_FROM = { medium: 2, high: 8 } as const;
 
+/** The verdicts a bounce estimate is made from, all counted in one unit. */
+export interface BounceBasis {
+  unit: 'addresses' | 'rows';
+  /** Those with a verdict, invalid ones included. */
+  checked: number;
+  undeliverable: number;
+  risky: number;
+  /** The risky ones at a catch-all domain. */
+  catchAll: number;
+  unknown: number;
+}
+
 /**
- * The share of the list expected to bounce if sent as-is: undeliverable and invalid rows
+ * The share of the list expected to bounce if sent as-is: undeliverable and invalid entries
  * bounce; a catch-all address bounces about one time in three, an unknown one in six, other
  * risky ones one in ten (industry rules of thumb; stated in `basis`).
  */
-export function bounceEstimate(job: JobRow): BounceEstimate | null {
-  const considered = job.processedEmails + job.invalidRows;
-  if (considered === 0) return null;
-  const otherRisky = Math.max(0, job.riskyCount - job.catchAllCount);
-  const expected =
-    job.undeliverableCount + job.invalidRows + job.catchAllCount / 3 + job.unknownCount / 6 + otherRisky / 10;
-  const percent = Math.round((expected / considered) * 1000) / 10;
+export function bounceEstimate(counts: BounceBasis): BounceEstimate | null {
+  if (counts.checked <= 0) return null;
+  const otherRisky = Math.max(0, counts.risky - counts.catchAll);
+  const expected = counts.undeliverable + counts.catchAll / 3 + counts.unknown / 6 + otherRisky / 10;
+  const percent = Math.round((expected / counts.checked) * 1000) / 10;
   return {
     percent,
     level: percent < BOUNCE_LEVEL_FROM.medium ? 'low' : percent < BOUNCE_LEVEL_FROM.high ? 'medium' : 'high',
-    basis: `${considered} addresses checked: undeliverable and invalid count fully, catch-all 1/3, unknown 1/6, other risky 1/10`,
+    basis: `${counts.checked} ${counts.unit} checked: undeliverable and invalid count fully, catch-all 1/3, unknown 1/6, other risky 1/10`,
   };
+}
+
+/** The job's estimate as the API gives it: its unique addresses, and its invalid rows. */
+function jobBounceEstimate(job: JobRow): BounceEstimate | null {
+  return bounceEstimate({
+    unit: 'addresses',
+    checked: job.processedEmails + job.invalidRows,
+    undeliverable: job.undeliverableCount + job.invalidRows,
+    risky: job.riskyCount,
+    catchAll: job.catchAllCount,
+    unknown: job.unknownCount,
+  });
+}
+
+/**
+ * The estimate over a job's rows, as the job page counts them (an empty row has no address to
+ * send to, so it is left out).
+ */
+export function rowsBounceEstimate(rows: RowCounts, emptyRows: number): BounceEstimate | null {
+  return bounceEstimate({
+    unit: 'rows',
+    checked:
+      rows.byStatus.deliverable +
+      rows.byStatus.undeliverable +
+      rows.byStatus.risky +
+      rows.byStatus.unknown -
+      emptyRows,
+    undeliverable: rows.byStatus.undeliverable - emptyRows,
+    risky: rows.byStatus.risky,
+    catchAll: rows.catchAll,
+    unknown: rows.byStatus.unknown,
+  });
 }
 
 export interface ResultsPage {
@@ -276,8 +320,18 @@ function rowResult(jobId: string, row: ResultRow): VerificationResult {
 
 const csvHeadersOf = (job: JobRow) => (job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null);
 
-export async function readJobResults(db: Db, job: JobRow, query: ResultRowsQuery): Promise<ResultsPage> {
-  assertCompleted(job);
+/**
+ * A page of a completed job's results; with `soFar`, of a running one's rows that have their
+ * final answer.
+ */
+export async function readJobResults(
+  db: Db,
+  job: JobRow,
+  query: ResultRowsQuery,
+  options: { soFar?: boolean } = {},
+): Promise<ResultsPage> {
+  if (options.soFar) query = { ...query, statuses: query.statuses ?? [...VERIFICATION_STATUSES] };
+  else assertCompleted(job);
   const [rows, total] = await Promise.all([
     readResultRows(db, job.id, query),
     query.statuses || query.search ? countResultRows(db, job.id, query) : job.totalRows,

@@ -12,8 +12,6 @@ export interface PlannedRow {
   addressIdx: number | null;
   /** The final result of a row that needs no verification (empty, invalid or unreadable). */
   result: VerificationResult | null;
-  /** The row's original cells as a JSON array (CSV uploads). */
-  cellsJson: string | null;
 }
 
 export interface PlannedAddress {
@@ -64,7 +62,7 @@ export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchP
   uploadRows.forEach((uploadRow, row) => {
     const input = uploadRow.input.trim();
     const syntax = addressOfRow(uploadRow);
-    const base = { row, input, cellsJson: uploadRow.cellsJson };
+    const base = { row, input };
     if (syntax === null) {
       if (uploadRow.unreadable) counts.skippedRows++;
       else if (input === '') counts.emptyRows++;

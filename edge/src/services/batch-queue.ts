@@ -1,5 +1,5 @@
 // The verify-batch queue's messages and how they are sent within the Queues limits.
-import { meter } from '../meter.ts';
+import { meteredQueue } from '../meter.ts';
 import type { RetryState } from './batch-retry.ts';
 
 /** Addresses of one domain of one job to verify (one SMTP session's worth). */
@@ -41,10 +41,11 @@ export const MAX_QUEUE_DELAY_SECONDS = 43_200;
 
 /**
  * The verify-batch producer binding with its message type: `wrangler types` declares queue
- * bindings as `Queue` of unknown messages, so the type is given here, once.
+ * bindings as `Queue` of unknown messages, so the type is given here, once. With the meter on,
+ * it counts what it sends.
  */
 export function verifyQueueOf(env: Env): Queue<BatchMessage> {
-  return env.VERIFY_QUEUE as Queue<BatchMessage>;
+  return meteredQueue(env.VERIFY_QUEUE as Queue<BatchMessage>);
 }
 
 /** Queues limits: 100 messages and 256 KB per sendBatch, 128 KB per message. */
@@ -67,20 +68,12 @@ export async function enqueueBatchWork(
     if (size > MAX_MESSAGE_BYTES)
       throw new Error(`queue message of ${size} bytes for job ${body.jobId} exceeds ${MAX_MESSAGE_BYTES}`);
     if (batch.length === MAX_MESSAGES_PER_SEND || bytes + size > MAX_SEND_BYTES) {
-      await sendCounted(queue, batch);
+      await queue.sendBatch(batch);
       batch = [];
       bytes = 0;
     }
     batch.push({ body, contentType: 'json', ...(delaySeconds > 0 ? { delaySeconds } : {}) });
     bytes += size;
   }
-  if (batch.length > 0) await sendCounted(queue, batch);
-}
-
-async function sendCounted(
-  queue: Queue<BatchMessage>,
-  batch: MessageSendRequest<BatchMessage>[],
-): Promise<void> {
-  await queue.sendBatch(batch);
-  meter({ queueWrites: batch.length });
+  if (batch.length > 0) await queue.sendBatch(batch);
 }

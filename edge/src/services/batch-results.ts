@@ -57,7 +57,7 @@ export interface SettleDeps {
 
 interface JobWrites {
   finals: AddressResult[];
-  provisional: AddressResult[];
+  provisional: (AddressResult & { retryAt: number })[];
   retries: { message: WorkMessage; delaySeconds: number }[];
   rechecks: RecheckAnswer[];
 }
@@ -91,10 +91,7 @@ export async function settleBatchWork(
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));
         continue;
       }
-      const pace =
-        final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS
-          ? null
-          : retryPaceOf(result.subStatus, policy);
+      const pace = final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS ? null : retryPaceOf(policy);
       const count = task.retry?.schedule === pace ? task.retry.count : 0;
       const at = pace
         ? nextAttemptAt({
@@ -113,7 +110,7 @@ export async function settleBatchWork(
         writes.finals.push({ ...stored, recheckable: !final && isRecheckable(result.subStatus, policy) });
         continue;
       }
-      writes.provisional.push(stored);
+      writes.provisional.push({ ...stored, retryAt: at });
       const delaySeconds = Math.max(0, Math.ceil((at - now) / 1000));
       const key = `${pace} ${delaySeconds}`;
       const group = retryGroups.get(key) ?? {

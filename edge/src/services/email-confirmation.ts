@@ -1,31 +1,27 @@
 // Email confirmation of dashboard sign-ups (docs/money.md): the free credits are granted only
 // to an account whose owner followed the link sent to its address.
 //
-// The link is `/confirm-email?token=<account id>.<expiry ms>.<MAC>`, the MAC an HMAC-SHA256
-// (RFC 2104) over the account id, the account's email and the expiry, under a key derived
-// from the deployment's SECRETS_KEY with HKDF (RFC 5869) for this use alone. So a link is
-// bound to one account and one address, cannot be altered or forged, and ends after
-// CONFIRMATION_LINK_TTL_MS. It is good once: the confirmation and the grant are one
+// The link is `/confirm-email?token=…`, a signed link (signed-links.ts) bound to one account
+// and its address, which ends after CONFIRMATION_LINK_TTL_MS. It is good once: the confirmation and the grant are one
 // conditional transaction (storage/ledger.ts), and any later use finds the account confirmed.
 // The credits go once per mailbox (shared/src/verify/mailbox.ts): a second account of
 // `me+2@example.com` is confirmed without them.
 
 import { ApiError } from '@rcpt/shared/errors';
-import { toBase64Url } from '@rcpt/shared/secret-tokens';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
 import type { KeyLimiter } from '../objects/key-limiter.ts';
 import { confirmAccountEmail, findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
-import type { ConfirmationSender } from './confirmation-sender.ts';
+import type { AccountMailSender } from './confirmation-sender.ts';
 import { SIGNUP_CREDITS } from './dashboard-accounts.ts';
-import { fromBase64 } from './secret-box.ts';
+import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 
 export const CONFIRMATION_LINK_TTL_MS = 24 * 3_600_000;
 export const CONFIRMATION_PATH = '/confirm-email';
 /**
- * Confirmation emails one mailbox (shared `normaliseMailbox`) receives, whichever path sends
- * them (a sign-up, a signed-in "send it again"), per window: enough for a lost message, too few
- * to mail-bomb an inbox through rcpt, however its address is spelt.
+ * Account emails one mailbox (shared `normaliseMailbox`) receives, whichever path sends them (a
+ * sign-up, a signed-in "send it again", a password reset), per window: enough for a lost
+ * message, too few to mail-bomb an inbox through rcpt, however its address is spelt.
  */
 export const CONFIRMATION_MAIL_LIMITS = [
   { limit: 3, windowMs: 3_600_000 },
@@ -35,12 +31,12 @@ export const CONFIRMATION_MAIL_LIMITS = [
 export type MailAdmission = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 /**
- * Counts one confirmation email to `email`'s mailbox, or says how long to wait. A sign-up
+ * Counts one account email to `email`'s mailbox, or says how long to wait. A sign-up
  * counts whether or not the address has an account already, so the answer tells nothing about
  * accounts. The shortest window is counted first: an attempt it refuses spends none of the
  * day's allowance, so hammering within the hour cannot use up the owner's day.
  */
-export async function admitConfirmationMail(
+export async function admitAccountMail(
   limiters: DurableObjectNamespace<KeyLimiter>,
   email: string,
 ): Promise<MailAdmission> {
@@ -69,58 +65,27 @@ export type ConfirmationOutcome =
   | { kind: 'expired' }
   | { kind: 'invalid' };
 
-const keys = new Map<string, Promise<CryptoKey>>();
-
-function linkKey(secretsKey: string | undefined): Promise<CryptoKey> {
-  if (!secretsKey) {
-    throw new ApiError('SERVICE_UNAVAILABLE', {
-      message: 'Sign-up is not configured on this deployment (SECRETS_KEY).',
-    });
-  }
-  let key = keys.get(secretsKey);
-  if (!key) {
-    key = crypto.subtle.importKey('raw', fromBase64(secretsKey), 'HKDF', false, ['deriveKey']).then((base) =>
-      crypto.subtle.deriveKey(
-        {
-          name: 'HKDF',
-          hash: 'SHA-256',
-          salt: new Uint8Array(0),
-          info: new TextEncoder().encode('rcpt email confirmation link v1'),
-        },
-        base,
-        { name: 'HMAC', hash: 'SHA-256', length: 256 },
-        false,
-        ['sign'],
-      ),
-    );
-    keys.set(secretsKey, key);
-  }
-  return key;
-}
-
-async function linkMac(secretsKey: string | undefined, accountId: string, email: string, expiresAt: number) {
-  const signed = new TextEncoder().encode(`${accountId}\n${email}\n${expiresAt}`);
-  return new Uint8Array(await crypto.subtle.sign('HMAC', await linkKey(secretsKey), signed));
-}
-
 /** The confirmation link of this account and address, good until `now + CONFIRMATION_LINK_TTL_MS`. */
 export async function confirmationLink(
   secretsKey: string | undefined,
   input: { accountId: string; email: string; origin: string; now: number },
 ): Promise<{ link: string; expiresAt: number }> {
   const expiresAt = input.now + CONFIRMATION_LINK_TTL_MS;
-  const mac = toBase64Url(await linkMac(secretsKey, input.accountId, input.email, expiresAt));
-  const token = `${input.accountId}.${expiresAt}.${mac}`;
+  const token = await signLink(secretsKey, 'email confirmation', {
+    accountId: input.accountId,
+    boundTo: input.email,
+    expiresAt,
+  });
   return { link: `${input.origin}${CONFIRMATION_PATH}?token=${token}`, expiresAt };
 }
 
 /** Sends the confirmation link of a new (or still unconfirmed) account. */
 export async function sendConfirmation(
-  deps: { secretsKey: string | undefined; sender: ConfirmationSender },
+  deps: { secretsKey: string | undefined; sender: AccountMailSender },
   input: { accountId: string; email: string; origin: string; now: number },
 ): Promise<void> {
   const { link, expiresAt } = await confirmationLink(deps.secretsKey, input);
-  await deps.sender.send({ to: input.email, link, expiresAt });
+  await deps.sender.send({ kind: 'email-confirmation', to: input.email, link, expiresAt });
 }
 
 /**
@@ -132,17 +97,14 @@ export async function confirmEmail(
   token: string,
   now: number,
 ): Promise<ConfirmationOutcome> {
-  const match = /^([0-9a-f-]{36})\.(\d{13})\.([A-Za-z0-9_-]{43})$/.exec(token);
-  if (!match) return { kind: 'invalid' };
-  const [, accountId = '', expiry = '', presented = ''] = match;
+  const link = parseLinkToken(token);
+  if (!link) return { kind: 'invalid' };
+  const { accountId } = link;
   const account = await findAccount(deps.db, accountId);
-  // The MAC is computed even for an unknown account, so both take the same work.
-  const expected = await linkMac(deps.secretsKey, accountId, account?.email ?? '', Number(expiry));
-  const actual = fromBase64(presented.replace(/-/g, '+').replace(/_/g, '/'));
-  const valid = actual.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(actual, expected);
+  const valid = await linkMatches(deps.secretsKey, 'email confirmation', link, account?.email ?? '');
   if (!valid || !account?.email) return { kind: 'invalid' };
   if (account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
-  if (Number(expiry) <= now) return { kind: 'expired' };
+  if (link.expiresAt <= now) return { kind: 'expired' };
   const confirmed = await confirmAccountEmail(deps.db, {
     accountId,
     email: account.email,
@@ -175,13 +137,13 @@ export async function resendConfirmation(
     db: Db;
     limiters: DurableObjectNamespace<KeyLimiter>;
     secretsKey: string | undefined;
-    sender: ConfirmationSender;
+    sender: AccountMailSender;
   },
   input: { accountId: string; origin: string; now: number },
 ): Promise<ResendOutcome> {
   const account = await findAccount(deps.db, input.accountId);
   if (!account?.email || account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
-  const admission = await admitConfirmationMail(deps.limiters, account.email);
+  const admission = await admitAccountMail(deps.limiters, account.email);
   if (!admission.allowed) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
   await sendConfirmation(deps, {
     accountId: account.id,

@@ -1,9 +1,12 @@
 // Batch jobs in D1. The hot paths are raw statements in the shapes measured fastest on local
 // D1: INSERT … SELECT FROM json_each for rows, one upsert per write, and
 // counters recomputed from the rows so that a replayed write changes nothing.
+import type { VerificationStatus } from '@rcpt/shared/contract/api';
+import type { SubStatus } from '@rcpt/shared/contract/sub-statuses';
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
+import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
 import {
@@ -17,11 +20,6 @@ import {
 } from './storage-budget.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
-
-/** Largest JSON parameter bound to one statement (D1 allows 1 MB per value; stay well below). */
-const MAX_JSON_PARAMETER_BYTES = 400_000;
-/** Most rows per INSERT … json_each statement. */
-const MAX_ROWS_PER_STATEMENT = 1000;
 
 export interface NewJob {
   id: string;
@@ -38,6 +36,8 @@ export interface NewJob {
   invalidRows: number;
   skippedRows: number;
   csvHeaders: string[] | null;
+  /** Every row's original cells (CSV uploads), in row order, as JSON arrays of rows. */
+  csvCells: readonly JsonChunk[] | null;
   webhookUrl: string | null;
   /** When the job completes at the latest (ms since the epoch). */
   deadlineAt: number;
@@ -51,8 +51,6 @@ export interface NewJobRow {
   input: string;
   addressIdx: number | null;
   resultJson: string | null;
-  /** The row's original cells as a JSON array (CSV uploads). */
-  cellsJson: string | null;
 }
 
 export interface NewJobAddress {
@@ -137,12 +135,7 @@ export async function createJobWithCharge(
     jobExists,
   );
   const csvHeaders = job.csvHeaders ? JSON.stringify(job.csvHeaders) : null;
-  // A row's cells are already JSON: put in as they are, not escaped as a string once more.
-  const rowChunks = jsonChunks(rows, (row) =>
-    row.cellsJson === null
-      ? JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson, null])
-      : `${JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson]).slice(0, -1)},${row.cellsJson}]`,
-  );
+  const rowChunks = jobRowChunks(rows, job.csvCells);
   const addressChunks = jsonChunks(
     addresses.map((address) => [
       address.idx,
@@ -157,7 +150,9 @@ export async function createJobWithCharge(
     rowBytes(job.id, job.name, csvHeaders, job.webhookUrl) +
     JOB_EXTRA_BYTES +
     (rows.length + addresses.length) * ROW_OVERHEAD_BYTES;
-  for (const chunk of [...rowChunks, ...addressChunks]) jobBytes += utf8Bytes(chunk);
+  for (const chunk of rowChunks)
+    jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
+  for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
@@ -213,16 +208,17 @@ export async function createJobWithCharge(
     ),
   ];
   for (const chunk of rowChunks) {
+    // A row's cells are taken from its chunk of the file's cells by position (SQLite parses a
+    // JSON parameter once per statement, not once per row: json.c's parse cache).
     statements.push(
       d1
         .prepare(
           `INSERT INTO job_rows (job_id, row, input, address_idx, result_json, csv_values)
-           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3,
-             CASE WHEN json_type(j.value, '$[4]') = 'array' THEN j.value->4 END
+           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?3 -> ('$[' || CAST(j.value->>0 - ?4 AS INTEGER) || ']')
            FROM json_each(?2) j
            WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
         )
-        .bind(job.id, chunk),
+        .bind(job.id, chunk.rows, chunk.cells, chunk.cellsOffset),
     );
   }
   const answered = addresses.some((address) => address.result);
@@ -235,7 +231,7 @@ export async function createJobWithCharge(
              j.value->>3, j.value->>4, j.value->>5, j.value->>6, j.value->>7
            FROM json_each(?2) j WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
         )
-        .bind(job.id, chunk, job.now),
+        .bind(job.id, chunk.json, job.now),
     );
   }
   if (answered) statements.push(...completionStatements(d1, job.id, job.now, null));
@@ -279,28 +275,42 @@ function resultColumns(result: AddressResult): unknown[] {
   ];
 }
 
-/** Splits rows into JSON arrays small enough to bind as one parameter each. */
-function jsonChunks<T>(
-  rows: readonly T[],
-  encode: (row: T) => string = (row) => JSON.stringify(row),
-): string[] {
-  const chunks: string[] = [];
-  let current: string[] = [];
-  let bytes = 2;
-  for (const row of rows) {
-    const encoded = encode(row);
-    if (
-      current.length > 0 &&
-      (current.length >= MAX_ROWS_PER_STATEMENT || bytes + encoded.length + 1 > MAX_JSON_PARAMETER_BYTES)
-    ) {
-      chunks.push(`[${current.join(',')}]`);
-      current = [];
-      bytes = 2;
-    }
-    current.push(encoded);
-    bytes += encoded.length + 1;
+/** One statement's rows and the chunk of the file's cells they take theirs from. */
+interface JobRowChunk {
+  /** JSON array of [row, input, addressIdx, resultJson]. */
+  rows: string;
+  /** The cells chunk holding these rows' cells (null for a JSON upload). */
+  cells: string | null;
+  /** The row number of the cells chunk's first element. */
+  cellsOffset: number;
+  /** The first statement to bind this cells chunk (its bytes are counted once). */
+  cellsFirst: boolean;
+}
+
+/**
+ * The job's rows in statements: each chunk of the file's cells with the rows it holds, split
+ * further when their results make them too large to bind at once.
+ */
+function jobRowChunks(rows: readonly NewJobRow[], cells: readonly JsonChunk[] | null): JobRowChunk[] {
+  const encode = (row: NewJobRow) => JSON.stringify([row.row, row.input, row.addressIdx, row.resultJson]);
+  if (cells === null) {
+    return jsonChunks(rows, encode).map((chunk) => ({
+      rows: chunk.json,
+      cells: null,
+      cellsOffset: 0,
+      cellsFirst: false,
+    }));
   }
-  if (current.length > 0) chunks.push(`[${current.join(',')}]`);
+  const chunks: JobRowChunk[] = [];
+  let offset = 0;
+  for (const cellsChunk of cells) {
+    const covered = rows.slice(offset, offset + cellsChunk.count);
+    jsonChunks(covered, encode).forEach((chunk, index) => {
+      chunks.push({ rows: chunk.json, cells: cellsChunk.json, cellsOffset: offset, cellsFirst: index === 0 });
+    });
+    offset += cellsChunk.count;
+  }
+  if (offset !== rows.length) throw new Error(`${rows.length} rows but cells for ${offset}`);
   return chunks;
 }
 
@@ -389,7 +399,7 @@ export async function recordResults(
              recheck = excluded.recheck
            WHERE job_addresses.state != 'done'`,
         )
-        .bind(jobId, chunk),
+        .bind(jobId, chunk.json),
     );
   }
   statements.push(...completionStatements(d1, jobId, now, firstRecheckAfterMs));
@@ -504,29 +514,30 @@ export async function failJob(db: Db, jobId: string, reason: string, now: number
 }
 
 /**
- * Keeps the temporary answer of addresses that will be asked again: it becomes their final
- * answer if the job's deadline comes first. They stay queued; the lease starts again now.
+ * Keeps the temporary answer of addresses that will be asked again, and when: it becomes their
+ * final answer if the job's deadline comes first. They stay queued; the lease starts again now.
  */
 export async function recordProvisional(
   db: Db,
   jobId: string,
-  results: readonly AddressResult[],
+  results: readonly (AddressResult & { retryAt: number })[],
   now: number,
 ): Promise<void> {
   const d1 = db.$client;
-  const statements = jsonChunks(results.map((result) => [result.idx, ...resultColumns(result)])).map(
-    (chunk) =>
-      d1
-        .prepare(
-          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
-         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+  const statements = jsonChunks(
+    results.map((result) => [result.idx, ...resultColumns(result), result.retryAt]),
+  ).map((chunk) =>
+    d1
+      .prepare(
+        `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json, retry_at)
+         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, j.value->>6
          FROM json_each(?2) j WHERE true
          ON CONFLICT (job_id, idx) DO UPDATE SET attempts = attempts + 1, enqueued_at = excluded.enqueued_at,
            status = excluded.status, sub_status = excluded.sub_status, catch_all = excluded.catch_all,
-           refundable = excluded.refundable, result_json = excluded.result_json
+           refundable = excluded.refundable, result_json = excluded.result_json, retry_at = excluded.retry_at
          WHERE job_addresses.state != 'done'`,
-        )
-        .bind(jobId, chunk, now),
+      )
+      .bind(jobId, chunk.json, now),
   );
   if (statements.length > 0) await d1.batch(statements);
 }
@@ -647,7 +658,10 @@ export interface ResultRowsQuery {
 }
 
 // A row's status: its address's verdict, or for a row with no address (invalid input) its own.
-const ROW_STATUS = "COALESCE(a.status, json_extract(r.result_json, '$.status'))";
+// A row's verdict: its address's final answer (a temporary one, kept while the address is asked
+// again, is not yet a verdict), or the row's own for one without an address to verify.
+const ROW_STATUS =
+  "COALESCE(CASE WHEN a.state = 'done' THEN a.status END, json_extract(r.result_json, '$.status'))";
 const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
        WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))
          AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')`;
@@ -683,13 +697,67 @@ function searchPattern(query: ResultRowsQuery): string | null {
   return query.search ? `%${query.search.replace(/[\\%_]/g, '\\$&')}%` : null;
 }
 
-/** How many rows of a job have each status (a row with no verdict yet is not counted). */
-export async function countResultRowsByStatus(db: Db, jobId: string): Promise<Record<string, number>> {
+/** A job's rows that have a verdict, by status, with the risky ones at a catch-all domain. */
+export interface RowCounts {
+  byStatus: Record<VerificationStatus, number>;
+  /** Risky rows whose domain accepts any address: a part of `byStatus.risky`. */
+  catchAll: number;
+}
+
+/**
+ * How many rows of a job have each verdict (a row without one yet is not counted): the one
+ * count the job page shows, so its cards, chart, filter and downloads agree with the files.
+ */
+export async function countRowsByVerdict(db: Db, jobId: string): Promise<RowCounts> {
   const { results } = await db.$client
-    .prepare(`SELECT ${ROW_STATUS} AS status, COUNT(*) AS total ${ROWS_WITH_RESULTS} GROUP BY 1`)
+    .prepare(
+      `SELECT ${ROW_STATUS} AS status, COUNT(*) AS total, COALESCE(SUM(a.catch_all = 1), 0) AS catchAll
+       ${ROWS_WITH_RESULTS} GROUP BY 1`,
+    )
     .bind(jobId, null, null)
-    .all<{ status: string | null; total: number }>();
-  return Object.fromEntries(results.flatMap((row) => (row.status ? [[row.status, row.total]] : [])));
+    .all<{ status: string | null; total: number; catchAll: number }>();
+  const counts: RowCounts = {
+    byStatus: { deliverable: 0, undeliverable: 0, risky: 0, unknown: 0 },
+    catchAll: 0,
+  };
+  for (const row of results) {
+    if (!row.status || !(row.status in counts.byStatus)) continue;
+    counts.byStatus[row.status as VerificationStatus] = row.total;
+    if (row.status === 'risky') counts.catchAll = row.catchAll;
+  }
+  return counts;
+}
+
+/** An address of a running job without its final answer yet. */
+export interface PendingAddress {
+  email: string;
+  /** Its last temporary answer (null: not answered yet). */
+  subStatus: SubStatus | null;
+  /** When it is asked again, for one with a temporary answer. */
+  retryAt: number | null;
+}
+
+/** A running job's addresses still waiting for a final answer: how many, and the first `limit`. */
+export async function pendingAddresses(
+  db: Db,
+  jobId: string,
+  limit: number,
+): Promise<{ total: number; addresses: PendingAddress[] }> {
+  const [listed, counted] = await db.$client.batch([
+    db.$client
+      .prepare(
+        `SELECT email, sub_status AS subStatus, retry_at AS retryAt FROM job_addresses
+         WHERE job_id = ?1 AND state = 'queued' ORDER BY idx LIMIT ?2`,
+      )
+      .bind(jobId, limit),
+    db.$client
+      .prepare(`SELECT COUNT(*) AS total FROM job_addresses WHERE job_id = ?1 AND state = 'queued'`)
+      .bind(jobId),
+  ]);
+  return {
+    total: (counted?.results[0] as { total: number } | undefined)?.total ?? 0,
+    addresses: (listed?.results ?? []) as PendingAddress[],
+  };
 }
 
 /** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */

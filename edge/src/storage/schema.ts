@@ -158,6 +158,18 @@ export const proberTokens = sqliteTable('prober_tokens', {
   revokedAt: integer('revoked_at'),
 });
 
+// Operators read the fleet's state (docs/operations.md, "The operator's view") with a token of
+// their own, stored hashed like every secret: it opens no account's data and no prober link.
+export const operatorTokens = sqliteTable('operator_tokens', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  tokenHash: text('token_hash').notNull().unique(),
+  prefix: text('prefix').notNull(),
+  createdAt: integer('created_at').notNull(),
+  lastSeenAt: integer('last_seen_at'),
+  revokedAt: integer('revoked_at'),
+});
+
 // ── Batch verification ─────────────────────────────────────────────────────────────────
 // A job's rows keep the upload's order and original columns; its addresses are the unique
 // normalised addresses to verify (a duplicate row points at the same address). Counters on
@@ -252,6 +264,8 @@ export const jobAddresses = sqliteTable(
     // known answer is charged (docs/money.md).
     refundable: integer('refundable').notNull().default(0),
     resultJson: text('result_json'),
+    // When a queued address that has a temporary answer is asked again (its retry's due time).
+    retryAt: integer('retry_at'),
     // Greylist follow-up: 'due' — a recheckable final answer, asked again in the next round;
     // 'asking' — asked in the running round, no answer yet; 'charging' — within the one
     // transaction that records a paid answer only; null — nothing to ask.

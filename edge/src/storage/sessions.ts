@@ -70,3 +70,15 @@ export async function setPasswordHash(db: Db, accountId: string, passwordHash: s
     .bind(accountId, passwordHash)
     .run();
 }
+
+/** Replaces the password hash only if it is still `current`; whether it did. */
+export async function replacePasswordHash(
+  db: Db,
+  change: { accountId: string; current: string; next: string },
+): Promise<boolean> {
+  const result = await db.$client
+    .prepare('UPDATE accounts SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2')
+    .bind(change.accountId, change.current, change.next)
+    .run();
+  return result.meta.changes === 1;
+}

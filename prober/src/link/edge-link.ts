@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   EdgeMessage,
+  type EgressInfo,
+  type EgressStateMessage,
   PROBER_PROTOCOL_VERSION,
   type ProbeMessage,
   ProbeReport,
@@ -59,6 +61,10 @@ export interface EdgeLinkOptions {
   /** Sessions opened at once to one MX host, told to the hub so it sends no more probes of one host. */
   perMxConcurrency?: number;
   handleProbe: (request: ProbeRequest) => Promise<ProbeReport>;
+  /** Where the prober's sessions go out from, told to the hub in the hello. */
+  egresses?: readonly EgressInfo[];
+  /** The egresses' blocks and hourly use now: sent after the hello and on `sendEgressState()`. */
+  egressState?: () => Omit<EgressStateMessage, 'type' | 'id'>;
   logger: Logger;
   /** Bound on `drain()`'s wait for in-flight probes. */
   drainTimeoutMs: number;
@@ -153,6 +159,15 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
   }
 
   /**
+   * Tells the hub how the egresses stand (a block began or ended). Dropped while the link is
+   * down: the hello that follows a reconnection sends it again.
+   */
+  sendEgressState(): void {
+    const state = this.#options.egressState?.();
+    if (state) this.#send({ type: 'egress_state', id: randomUUID(), ...state });
+  }
+
+  /**
    * Tells the hub the prober is stopping, refuses new probes, waits (up to the drain timeout)
    * for the in-flight ones to be answered, then closes the link with 1000.
    */
@@ -223,7 +238,9 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
         region: this.#options.region,
         capacity: this.#options.capacity,
         ...(this.#options.perMxConcurrency ? { perMxConcurrency: this.#options.perMxConcurrency } : {}),
+        ...(this.#options.egresses ? { egresses: [...this.#options.egresses] } : {}),
       });
+      this.sendEgressState();
       // A drain asked for while connecting still owes the hub its notice.
       if (this.#drain) this.#send({ type: 'drain', id: randomUUID() });
       this.#log.info({ capacity: this.#options.capacity }, 'linked to the edge');

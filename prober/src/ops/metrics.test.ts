@@ -216,3 +216,32 @@ describe('logger', () => {
     });
   });
 });
+
+describe('egress metrics', () => {
+  it('exposes each block and each hour against its budget, and drops a block once it is over', async () => {
+    let blocks = [
+      {
+        egress: '127.0.0.2',
+        scope: { kind: 'mx_host' as const, name: 'mx1.company.test' },
+        since: 0,
+        until: 1,
+        reply: reply(554, '5.7.1', 'Client host [127.0.0.2] blocked using zen.spamhaus.org'),
+        level: 1,
+      },
+    ];
+    const metrics = new ProberMetrics({
+      openSessions: () => 0,
+      hostBackoffs: () => 0,
+      linkConnected: () => true,
+      probesInFlight: () => 0,
+      egressBlocks: () => blocks,
+      egressUses: () => [{ egress: '127.0.0.1', provider: 'google', used: 12, budget: 50 }],
+    });
+    const text = await metrics.scrape();
+    expect(text).toContain('rcpt_egress_blocked{egress="127.0.0.2",scope="mx_host:mx1.company.test"} 1');
+    expect(text).toContain('rcpt_egress_hourly_used{egress="127.0.0.1",provider="google"} 12');
+    expect(text).toContain('rcpt_egress_hourly_budget{egress="127.0.0.1",provider="google"} 50');
+    blocks = [];
+    expect(await metrics.scrape()).not.toContain('rcpt_egress_blocked{');
+  });
+});

@@ -6,6 +6,8 @@ import { PROVIDER_REGISTRY } from '@rcpt/shared/verify/providers';
 import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
 import { failureSubStatus } from '@rcpt/shared/verify/verdict';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type EgressBlock, scopeKey } from '../egress/egress-blocks.ts';
+import type { BudgetUse } from '../throttle/egress-budget.ts';
 
 /** Live state the gauges read at scrape time. */
 export interface MetricSources {
@@ -17,6 +19,10 @@ export interface MetricSources {
   linkConnected: () => boolean;
   /** Probes being worked on now. */
   probesInFlight: () => number;
+  /** Blocks of the egresses in force now. */
+  egressBlocks?: () => EgressBlock[];
+  /** Each (egress, provider) pair's last hour against its budget. */
+  egressUses?: () => BudgetUse[];
 }
 
 /** What `rcpt_probes_total{outcome}` counts when the engine threw instead of reporting. */
@@ -80,6 +86,39 @@ export class ProberMetrics {
       registers,
       collect() {
         this.set(sources.linkConnected() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'rcpt_egress_blocked',
+      help: '1 for each egress blocked now at an MX host or provider (scope), after a refusal that named the client; an alert on it says which address is listed',
+      labelNames: ['egress', 'scope'],
+      registers,
+      collect() {
+        this.reset();
+        for (const block of sources.egressBlocks?.() ?? [])
+          this.set({ egress: block.egress, scope: scopeKey(block.scope) }, 1);
+      },
+    });
+    new Gauge({
+      name: 'rcpt_egress_hourly_used',
+      help: 'Recipients each egress asked each provider about in the last hour',
+      labelNames: ['egress', 'provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const use of sources.egressUses?.() ?? [])
+          this.set({ egress: use.egress, provider: use.provider }, use.used);
+      },
+    });
+    new Gauge({
+      name: 'rcpt_egress_hourly_budget',
+      help: 'Recipients each egress may ask each provider about in an hour (lower while a new egress warms up)',
+      labelNames: ['egress', 'provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const use of sources.egressUses?.() ?? [])
+          this.set({ egress: use.egress, provider: use.provider }, use.budget);
       },
     });
     new Gauge({

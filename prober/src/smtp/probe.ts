@@ -25,7 +25,8 @@ import {
   type ProviderRegistry,
   rcptTells,
 } from '@rcpt/shared/verify/providers';
-import { asksClientToSlowDown, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
+import { asksClientToSlowDown, refusesClient, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
+import type { Egress } from '../egress/egress.ts';
 import { HostBackoffError, type MxThrottle, type ReleaseSlot } from '../throttle/mx-throttle.ts';
 import type { CatchAllCache } from './catch-all-cache.ts';
 import { guardFailure, targetIpRefusal, wireTextRefusal } from './guards.ts';
@@ -59,6 +60,8 @@ export interface ProbeDeps {
   recipientsPerTransaction?: number;
   /** Catch-all answers per domain, shared by the probes of the process; none: asked every probe. */
   catchAllCache?: CatchAllCache;
+  /** Where the sessions go out from (egress/egress.ts); default the system's choice. */
+  egress?: Egress;
 }
 
 // RFC 5321 §4.5.3.1.8 obliges servers to take 100 recipients per transaction; staying well
@@ -113,6 +116,11 @@ interface ProbeRun {
   accepted: boolean;
   transcript: Transcript | null;
   remainingMs: () => number;
+  /**
+   * A reply that refused the client itself (a block-list listing): no other address is asked
+   * from this egress, so the caller can ask them from another (egress/egress-router.ts).
+   */
+  clientRefusal: SmtpReply | null;
 }
 
 /** The sessions of one probe to one MX address. */
@@ -149,6 +157,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     accepted: false,
     transcript: request.transcript ? new Transcript() : null,
     remainingMs: () => deadline - now(),
+    clientRefusal: null,
   };
   const report = (): ProbeReport => {
     for (const outcome of perAddress) {
@@ -269,6 +278,11 @@ async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
     Math.min(profile.sessionLimit, Math.ceil(run.pending.length / Math.max(1, profile.rcptsPerSession))),
   );
   await Promise.all(Array.from({ length: sessions }, () => sessionLoop(run, host)));
+  if (run.clientRefusal) {
+    // The same refusal for the rest: it was about the client, whichever address it answered.
+    settle(run.pending, clientRefused(run.clientRefusal));
+    return { kind: 'finished' };
+  }
   if (host.settled || run.pending.length === 0) return { kind: 'finished' };
   if (host.failure) return { kind: 'next', failure: host.failure };
   settle(run.pending, probeTimeout('rcpt', run.request.timeoutMs));
@@ -277,11 +291,20 @@ async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
 
 /** Addresses left to ask, or a catch-all test still worth a session. */
 function hasWork(run: ProbeRun): boolean {
-  return run.pending.length > 0 || wantsCatchAll(run);
+  return run.clientRefusal === null && (run.pending.length > 0 || wantsCatchAll(run));
 }
 
 function wantsCatchAll(run: ProbeRun): boolean {
-  return run.accepted && run.catchAll.state === 'untested' && run.catchAll.attempts < CATCH_ALL_ATTEMPTS;
+  return (
+    run.clientRefusal === null &&
+    run.accepted &&
+    run.catchAll.state === 'untested' &&
+    run.catchAll.attempts < CATCH_ALL_ATTEMPTS
+  );
+}
+
+function clientRefused(reply: SmtpReply): SessionFailure {
+  return { kind: 'rejected', stage: 'rcpt', reply, message: 'the server refused this client (egress)' };
 }
 
 /** One session after another to the host, each holding a throttle slot while its connection is open. */
@@ -364,6 +387,7 @@ async function runSession(
     ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
     startTls,
     transcript: run.transcript,
+    ...(deps.egress ? { egress: deps.egress } : {}),
     onConnected: () => {
       disconnected = deps.throttle.noteConnected(host.candidate.ip);
     },
@@ -519,6 +543,7 @@ function takeReplies(
     }
     if (rejected) tally.errors++;
     if (asksClientToSlowDown(reply, 'rcpt')) tally.pushback ??= reply;
+    if (refusesClient(reply, 'rcpt')) run.clientRefusal ??= reply;
     if (progressed && isTooManyRecipients(reply)) {
       if (!recipientLimitSeen) deps.throttle.noteRecipientLimit(ip, acceptedInTransaction);
       recipientLimitSeen = true;
@@ -533,7 +558,8 @@ function takeReplies(
     if (index < offset) {
       run.catchAllReply = reply;
       run.catchAll.state = 'answered';
-      deps.catchAllCache?.set(run.catchAllKey, reply);
+      // A refusal of the client says nothing about the domain's catch-all: not kept.
+      if (!refusesClient(reply, 'rcpt')) deps.catchAllCache?.set(run.catchAllKey, reply);
       return;
     }
     const address = group[index - offset];
@@ -551,7 +577,7 @@ function takeReplies(
     if (failure && address.cutShort >= SESSIONS_PER_ADDRESS) address.outcome.failure = failure;
   }
   run.pending.unshift(...deferred, ...unanswered.filter((address) => address.outcome.failure === null));
-  return slow;
+  return slow || run.clientRefusal !== null;
 }
 
 /** A session that ended before any RCPT reply: back off if the host asked for it, then fall back or finish. */

@@ -10,6 +10,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import type { SessionFailure, SmtpReply } from '@rcpt/shared/contract/prober';
 import { isFinalReplyLine, parseReplyLines } from '@rcpt/shared/verify/smtp-reply';
+import type { Egress } from '../egress/egress.ts';
+import { socks5Connect } from '../egress/socks5.ts';
 import { wireTextRefusal } from './guards.ts';
 
 export type SessionStage = SessionFailure['stage'];
@@ -59,6 +61,8 @@ export interface SmtpSessionOptions {
   transcript?: Transcript | null;
   /** Called once the TCP connection is up (the server counts the session from here). */
   onConnected?: () => void;
+  /** Where the session goes out from: a local source address or a SOCKS5 proxy; default the system's choice. */
+  egress?: Egress;
 }
 
 /** Thrown by the session's steps: the reason the session cannot go on (or the step was refused). */
@@ -127,6 +131,7 @@ export class SmtpSession {
   readonly #startTls: StartTlsPolicy;
   readonly #transcript: Transcript | null;
   readonly #onConnected: (() => void) | undefined;
+  readonly #egress: Egress | undefined;
 
   #socket: Socket | TLSSocket | null = null;
   /** Resolves when the TCP connection is closed (at once when there never was one). */
@@ -158,6 +163,7 @@ export class SmtpSession {
     this.#startTls = options.startTls ?? 'opportunistic';
     this.#transcript = options.transcript ?? null;
     this.#onConnected = options.onConnected;
+    this.#egress = options.egress;
   }
 
   /** Whether the server takes internationalised addresses (RFC 6531 §3.1). */
@@ -325,15 +331,45 @@ export class SmtpSession {
 
   #connect(): Promise<void> {
     return this.#step('connect', this.#timeouts.connectMs, (done) => {
-      const socket = tcpConnect({ host: this.ip, port: this.port, noDelay: true });
-      this.#socket = socket;
-      this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
-      this.#listen(socket);
-      socket.once('connect', () => {
+      const connected = () => {
         this.#repliesOwed = 1; // the greeting (RFC 5321 §4.3.1)
         this.#onConnected?.();
         done(undefined);
+      };
+      const egress = this.#egress;
+      if (egress?.kind === 'socks5') {
+        const { socket, ready } = socks5Connect(egress.proxy, { host: this.ip, port: this.port });
+        this.#socket = socket;
+        this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
+        ready.then(
+          () => {
+            if (this.#finished || this.#failure) return;
+            this.#listen(socket);
+            // socks5Connect paused it with what the server already said put back: read on.
+            socket.resume();
+            connected();
+          },
+          (error: Error) =>
+            this.#fail({
+              kind: 'connection_failed',
+              stage: 'connect',
+              reply: null,
+              message: `through ${egress.id}: ${error.message}`,
+            }),
+        );
+        return;
+      }
+      const localAddress = egress?.kind === 'direct' ? egress.localAddress : null;
+      const socket = tcpConnect({
+        host: this.ip,
+        port: this.port,
+        noDelay: true,
+        ...(localAddress ? { localAddress } : {}),
       });
+      this.#socket = socket;
+      this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
+      this.#listen(socket);
+      socket.once('connect', connected);
     });
   }
 

@@ -78,6 +78,12 @@ export const ProbeReport = z.object({
   /** The RCPT reply to a random address of the domain; null when not tested or not reached. */
   catchAllReply: SmtpReply.nullable(),
   session: SessionFacts,
+  /**
+   * Every egress of the prober refused the client at this domain's MX (a block-list listing,
+   * docs/operations.md "Egress addresses"): another prober, from other addresses, may be
+   * answered. Absent from probers that predate egresses.
+   */
+  egressesRefused: z.boolean().optional(),
 });
 export type ProbeReport = z.infer<typeof ProbeReport>;
 
@@ -100,6 +106,19 @@ export type EdgeMessage = z.infer<typeof EdgeMessage>;
 export type ProbeMessage = z.infer<typeof ProbeMessage>;
 
 // Prober → edge
+/** Most egresses one prober announces. */
+export const MAX_EGRESSES = 256;
+/** Most blocks (or budget rows) one egress-state message carries; the oldest are left out. */
+export const MAX_EGRESS_BLOCKS = 500;
+
+/** One egress: a local source address, the system's choice, or a SOCKS5 proxy (never its credentials). */
+export const EgressInfo = z.object({
+  id: z.string().min(1).max(300),
+  kind: z.enum(['direct', 'socks5']),
+  helo: z.string().max(253).nullable(),
+});
+export type EgressInfo = z.infer<typeof EgressInfo>;
+
 export const HelloMessage = z.object({
   type: z.literal('hello'),
   id: MessageId,
@@ -108,7 +127,42 @@ export const HelloMessage = z.object({
   capacity: z.number().int().min(1).max(10_000),
   /** Sessions the prober opens at once to one MX host: the hub never has more probes of one host out. */
   perMxConcurrency: z.number().int().min(1).max(10_000).optional(),
+  /** Where its SMTP sessions go out from; absent from probers that predate egresses. */
+  egresses: z.array(EgressInfo).max(MAX_EGRESSES).optional(),
 });
+
+/** A block of one egress at one MX host or provider, the reply that caused it masked. */
+export const EgressBlockInfo = z.object({
+  egress: z.string().min(1).max(300),
+  scope: z.object({ kind: z.enum(['provider', 'mx_host']), name: z.string().min(1).max(253) }),
+  since: z.number().int(),
+  until: z.number().int(),
+  reply: SmtpReply,
+  level: z.number().int().min(1),
+});
+export type EgressBlockInfo = z.infer<typeof EgressBlockInfo>;
+
+/** One egress's hour at one provider: recipients asked against its budget. */
+export const EgressUseInfo = z.object({
+  egress: z.string().min(1).max(300),
+  provider: z.string().min(1).max(253),
+  used: z.number().int().min(0),
+  budget: z.number().int().min(0),
+});
+
+/**
+ * The prober's egresses as they stand: sent on linking and whenever a block begins or ends,
+ * so that the operator's view shows a block within seconds of the reply that caused it.
+ */
+export const EgressStateMessage = z.object({
+  type: z.literal('egress_state'),
+  id: MessageId,
+  blocks: z.array(EgressBlockInfo).max(MAX_EGRESS_BLOCKS),
+  uses: z.array(EgressUseInfo).max(MAX_EGRESS_BLOCKS),
+  /** Sessions open now. */
+  sessions: z.number().int().min(0),
+});
+export type EgressStateMessage = z.infer<typeof EgressStateMessage>;
 export const ResultMessage = ProbeReport.extend({ type: z.literal('result'), id: MessageId });
 export const ProbeErrorMessage = z.object({ type: z.literal('error'), id: MessageId, message: z.string() });
 export const PongMessage = z.object({ type: z.literal('pong'), id: MessageId, ts: z.number() });
@@ -119,6 +173,7 @@ export const ProberMessage = z.discriminatedUnion('type', [
   ProbeErrorMessage,
   PongMessage,
   DrainMessage,
+  EgressStateMessage,
 ]);
 export type ProberMessage = z.infer<typeof ProberMessage>;
 export type ResultMessage = z.infer<typeof ResultMessage>;

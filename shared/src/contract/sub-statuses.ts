@@ -27,18 +27,39 @@ export const VERIFICATION_STATUSES = ['deliverable', 'undeliverable', 'risky', '
 type Status = (typeof VERIFICATION_STATUSES)[number];
 
 /**
- * How a batch asks again for an answer that is temporary. The scheduler turns a class into
- * delays; a reply may also name its own delay (`retryAfterSeconds`).
- * - `greylist`: the server holds unknown senders back for a while (RFC 6647): ask again
- *   after the delay it states, or the usual greylisting delay.
- * - `throttle`: the server (or rcpt's own politeness) says slow down: ask again after
- *   minutes, waiting longer each time.
- * - `transient`: a failure that usually clears at once (a connection, a timeout, a
- *   temporary server error, rcpt's resolver or probers): ask again soon, a few times.
- * - `none`: the answer is final.
+ * How fast a batch asks again for an answer that is temporary: each pace is its delays in
+ * seconds before the 1st, 2nd … retry (past the last one the answer is final, as it is when a
+ * retry would not finish before the job's deadline). A reply may name its own delay
+ * (`retryAfterSeconds`): a greylisting server that names a shorter wait is asked then. The
+ * README's pace table is this one (a test compares them).
  */
-export const RETRY_SCHEDULES = ['greylist', 'throttle', 'transient', 'none'] as const;
-export type RetrySchedule = (typeof RETRY_SCHEDULES)[number];
+export const RETRY_PACES = {
+  greylist: {
+    usedFor:
+      'the server holds unknown senders back for a while (RFC 6647): many let a retry through after 60 s, postgrey after 300 s',
+    delays: [30, 60, 60, 120, 120, 300, 300, 600, 600, 600],
+  },
+  throttle: {
+    usedFor: 'the server, or a temporary policy refusal, says slow down: minutes, longer each time',
+    delays: [60, 120, 300, 600, 900],
+  },
+  connection: {
+    usedFor:
+      'refused connections, cut sessions, temporary server errors, DNS failures: quickly and a few times',
+    delays: [2, 5, 10],
+  },
+  timeout: {
+    usedFor: 'a server that never answered in time (a tarpit): once, since each try costs a full timeout',
+    delays: [5],
+  },
+  rcpt: {
+    usedFor: "rcpt's own failure (no prober free or connected): until the deadline",
+    delays: [2, 5, 5, 10, 10, 15, 15, 30, 30, 30, 30, 60, 60, 60, 60, 60, 60, 60, 60, 60],
+  },
+} as const satisfies Record<string, { usedFor: string; delays: readonly number[] }>;
+
+/** The pace at which an answer is asked again, or `none`: the answer is final. */
+export type RetryPace = keyof typeof RETRY_PACES | 'none';
 
 /**
  * How long a single call's answer is kept — answered again from the account's verdict cache
@@ -61,7 +82,7 @@ export interface SubStatusRow {
   /** One plain-English sentence: the result's `reason`. */
   reason: string;
   /** Whether, and how, a batch asks again while this is the answer. */
-  retry: RetrySchedule;
+  retry: RetryPace;
   /** A batch refunds the address when this is its final answer. */
   refundable: boolean;
   /**
@@ -148,7 +169,7 @@ export const SUB_STATUS_TABLE = {
   mail_server_temporary_error: {
     status: 'unknown',
     reason: 'The mail server reported a temporary error.',
-    retry: 'transient',
+    retry: 'connection',
     refundable: true,
     recheckable: true,
     remembered: 'minutes',
@@ -176,7 +197,7 @@ export const SUB_STATUS_TABLE = {
   smtp_timeout: {
     status: 'unknown',
     reason: 'The mail server did not answer in time.',
-    retry: 'transient',
+    retry: 'timeout',
     refundable: false,
     recheckable: false,
     remembered: 'minutes',
@@ -184,7 +205,7 @@ export const SUB_STATUS_TABLE = {
   smtp_connection_failed: {
     status: 'unknown',
     reason: 'No connection could be made to the mail server.',
-    retry: 'transient',
+    retry: 'connection',
     refundable: false,
     recheckable: true,
     remembered: 'minutes',
@@ -192,7 +213,7 @@ export const SUB_STATUS_TABLE = {
   forcible_disconnect: {
     status: 'unknown',
     reason: 'The mail server closed the connection before answering.',
-    retry: 'transient',
+    retry: 'connection',
     refundable: false,
     recheckable: true,
     remembered: 'minutes',
@@ -209,7 +230,7 @@ export const SUB_STATUS_TABLE = {
     status: 'unknown',
     reason:
       'rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified.',
-    retry: 'transient',
+    retry: 'rcpt',
     refundable: true,
     recheckable: true,
     remembered: 'never',
@@ -218,7 +239,7 @@ export const SUB_STATUS_TABLE = {
     status: 'unknown',
     reason:
       "rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed).",
-    retry: 'transient',
+    retry: 'connection',
     refundable: true,
     recheckable: true,
     remembered: 'never',
@@ -242,7 +263,7 @@ export const SUB_STATUSES = Object.fromEntries(
 
 /** What a batch does with one address's answer: ask again (how, and when), refund if final. */
 export interface OutcomePolicy {
-  retry: RetrySchedule;
+  retry: RetryPace;
   /** The server's stated delay, or the known one (greylisting), when a retry is due. */
   retryAfterSeconds?: number;
   refundable: boolean;
@@ -298,10 +319,25 @@ export function moneyMarkdown(): string {
   return lines.join('\n');
 }
 
+/** The retry paces as Markdown: the README's pace table, with the subStatuses on each. */
+export function retryPaceMarkdown(): string {
+  const lines = [
+    '| pace | subStatuses (a reply may choose another) | for | retries after (s) |',
+    '| --- | --- | --- | --- |',
+  ];
+  for (const [pace, { usedFor, delays }] of Object.entries(RETRY_PACES)) {
+    const subStatuses = (Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][])
+      .filter(([, row]) => row.retry === pace)
+      .map(([subStatus]) => `\`${subStatus}\``);
+    lines.push(`| ${pace} | ${subStatuses.join(', ') || '—'} | ${usedFor} | ${delays.join(', ')} |`);
+  }
+  return lines.join('\n');
+}
+
 /** The table as Markdown: the README's subStatus section and the OpenAPI description. */
 export function subStatusMarkdown(): string {
   const lines = [
-    '| subStatus | status | meaning | single call: answered again from the cache | batch: asked again (schedule) | batch: refunded when final | batch: rechecked later (`recheck`) |',
+    '| subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |',
     '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {

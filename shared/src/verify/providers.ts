@@ -251,6 +251,7 @@ export const PROVIDERS: readonly MailProvider[] = [
         code: TEMPORARY,
         text: /\[TSS?\d\d\]/,
         subStatus: 'antispam_blocked',
+        blames: 'client',
         example:
           '421 4.7.0 [TSS04] Messages from 203.0.113.7 temporarily deferred due to unexpected volume or user complaints',
       },
@@ -262,6 +263,7 @@ export const PROVIDERS: readonly MailProvider[] = [
         code: FAILURE,
         text: /\bVS\d+-(IP|MF)\d*\b/,
         subStatus: 'antispam_blocked',
+        blames: 'client',
         example: '553 VS99-IP1 deferred',
       },
     ],

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import corpus from '../../corpus/smtp-replies.json' with { type: 'json' };
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
-import { classifyReply } from './smtp-reply.ts';
+import { classifyReply, refusesClient } from './smtp-reply.ts';
 
 /** What a source says a reply means (shared/corpus/README.md). */
 const ReplyMeaning = z.enum([
@@ -113,5 +113,18 @@ describe('the reply table against real replies', () => {
     const unknownUser = answers.filter(({ row }) => row.meaning === 'mailbox_unknown');
     const missed = unknownUser.filter(({ subStatus }) => SUB_STATUSES[subStatus] !== 'undeliverable');
     expect(missed.length / unknownUser.length).toBeLessThanOrEqual(0.02);
+  });
+
+  it('sends no mailbox answer to another egress, and every block-list refusal', () => {
+    const rerouted = (row: CorpusReply) =>
+      refusesClient({ code: row.code, enhanced: row.enhanced, text: row.text }, 'rcpt');
+    const mailboxAnswers = REPLY_CORPUS.filter((row) => row.meaning.startsWith('mailbox_'));
+    expect(mailboxAnswers.filter(rerouted).map((row) => row.text)).toEqual([]);
+    // A DNS block list lists the connecting address (RFC 5782 §2.1): every such refusal names the client.
+    const listings = REPLY_CORPUS.filter((row) =>
+      /spamhaus|spamcop|dnsbl|barracudacentral|blocked using/i.test(row.text),
+    );
+    expect(listings.length).toBeGreaterThanOrEqual(5);
+    expect(listings.filter((row) => !rerouted(row)).map((row) => row.text)).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import {
   parseReplyLines,
   REPLY_RULES,
   type ReplyStage,
+  refusesClient,
 } from './smtp-reply.ts';
 
 describe('parseReplyLines', () => {
@@ -896,7 +897,7 @@ describe('classifyReply stage and code rules', () => {
     ]);
     const temporary = classifyReply({ code: 451, enhanced: null, text: 'Local error in processing' }, 'rcpt');
     expect([temporary.policy, temporary.rule]).toEqual([
-      { retry: 'transient', refundable: true },
+      { retry: 'connection', refundable: true },
       'code-4xx',
     ]);
   });
@@ -933,7 +934,8 @@ describe('classifyReply stage and code rules', () => {
       '4.7.1',
       'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org',
       'rcpt',
-      true,
+      // Asks for another egress instead (refusesClient).
+      false,
     ],
     [451, '4.7.1', 'try again later', 'rcpt', false],
     [451, '4.7.1', 'Greylisting in action, please come back in 00:05:00', 'rcpt', false],
@@ -1088,5 +1090,57 @@ describe('classifyReply properties', () => {
         if (reply.code >= 500) expect(policy.retry).toBe('none');
       }),
     );
+  });
+});
+
+describe('refusesClient: a refusal that names the client sends the probe to another egress', () => {
+  it.each([
+    // Postfix reject_rbl_client with default_rbl_reply (postconf(5)).
+    [554, '5.7.1', 'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org', 'rcpt'],
+    [451, '4.7.1', 'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org', 'rcpt'],
+    [554, null, 'Blocked - see https://support.proofpoint.com/dnsbl-lookup.cgi?ip=192.0.2.225', 'rcpt'],
+    [550, null, 'spamcop.mimecast.org Blocked - see http://www.spamcop.net/bl.shtml?192.0.2.10', 'rcpt'],
+    [
+      550,
+      '5.7.1',
+      'Service unavailable; client [203.0.113.225] blocked using b.barracudacentral.org',
+      'rcpt',
+    ],
+    [450, '4.7.1', 'Client host rejected: cannot find your reverse hostname, [192.0.2.7]', 'rcpt'],
+    [550, '5.7.606', 'Access denied, banned sending IP [198.51.100.222]. (S3150)', 'rcpt'],
+    [421, '4.7.0', '[TSS04] Messages from 192.0.2.25 temporarily deferred due to user complaints', 'mail'],
+    [
+      421,
+      '4.7.0',
+      'Our system has detected an unusual rate of unsolicited mail originating from your IP address.',
+      'rcpt',
+    ],
+    [550, null, 'IP not allowed', 'rcpt'],
+    [554, null, 'mx.example.test ESMTP not accepting messages from 192.0.2.7', 'banner'],
+    [550, '5.7.1', '[192.0.2.7] blocked', 'rcpt'],
+  ] as const)('%i %s %s (%s)', (code, enhanced, text, stage) => {
+    expect(refusesClient({ code, enhanced, text }, stage)).toBe(true);
+    expect(asksClientToSlowDown({ code, enhanced, text }, stage)).toBe(false);
+    expect(classifyReply({ code, enhanced, text }, stage).subStatus).toBe('antispam_blocked');
+  });
+
+  it.each([
+    // A mailbox answer that happens to quote the relay's address is a verdict, not a block.
+    [550, '5.2.1', '<alice@prodigy.net>... Addressee unknown, relay=[192.0.2.1]', 'rcpt'],
+    [550, '5.1.1', 'User unknown', 'rcpt'],
+    // Our sender, the domain's own allow-list and our rate: no other egress would fare better.
+    [550, '5.7.1', '<verify@rcpt.test>: Sender address rejected: Domain not found', 'rcpt'],
+    [550, '5.7.1', 'IP not in whitelist for RCPT domain, closing connection.', 'rcpt'],
+    [450, '4.7.1', 'Client host rejected: too many recipients, slow down', 'rcpt'],
+    [421, '4.7.0', 'Error: too many connections from 192.0.2.1', 'banner'],
+    [
+      451,
+      '4.7.650',
+      'The mail server [192.0.2.25] has been temporarily rate limited due to IP reputation.',
+      'rcpt',
+    ],
+    [450, '4.2.0', 'Recipient address rejected: Greylisted', 'rcpt'],
+  ] as const)('not a client block: %i %s %s (%s)', (code, enhanced, text, stage) => {
+    expect(refusesClient({ code, enhanced, text }, stage)).toBe(false);
   });
 });

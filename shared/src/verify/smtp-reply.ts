@@ -1,7 +1,7 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SessionFailure, SmtpReply } from '../contract/prober.ts';
-import { type OutcomePolicy, policyOf, type RetrySchedule } from '../contract/sub-statuses.ts';
+import { type OutcomePolicy, policyOf, type RetryPace } from '../contract/sub-statuses.ts';
 import { providerReplyRules } from './providers.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
@@ -75,7 +75,17 @@ export interface ReplyClass {
   policy: OutcomePolicy;
   /** Id of the table row that matched, for transcripts and tests. */
   rule: string;
+  /**
+   * What the reply asks of rcpt's client, apart from the verdict: `slow_down` (leave the host
+   * alone for a while: a 421, a rate limit, a temporary policy refusal) or `another_egress` (the
+   * refusal names the client — its address on a block list, its host or IP refused — so another
+   * of the prober's sending addresses may be answered); null when it asks nothing.
+   */
+  clientAction: ClientAction | null;
 }
+
+/** What a reply asks of the client that sent the command (see `ReplyClass.clientAction`). */
+export type ClientAction = 'slow_down' | 'another_egress';
 
 // A refusal before MAIL (connect, STARTTLS, the guard) is read like one at the nearest SMTP
 // step, so that mailbox rows, which are RCPT-only, never apply to it.
@@ -106,9 +116,16 @@ export interface ReplyRule {
   readonly stage?: readonly ReplyStage[];
   readonly subStatus: SubStatus;
   /** The retry schedule when the reply knows better than its subStatus's row (throttling). */
-  readonly retry?: RetrySchedule;
+  readonly retry?: RetryPace;
   /** For greylisting when the text names no delay. */
   readonly retryAfterSeconds?: number;
+  /**
+   * Whom a refusal is aimed at, when the row knows: `client` (the sending address: a block list,
+   * the client host), `sender` (our MAIL FROM or its domain's authentication), or `rate` (how
+   * much we send), or `allowlist` (the domain takes mail from its own gateways or senders only:
+   * no egress of ours is on it). Unset: the client when the text names it (`NAMES_CLIENT`).
+   */
+  readonly blames?: 'client' | 'sender' | 'rate' | 'allowlist';
 }
 
 const FAILURE: CodeMatch = [400, 599];
@@ -150,12 +167,37 @@ function wordsPattern(words: readonly string[]): RegExp {
   return new RegExp(`(?<![a-z0-9])(?:${alternatives.join('|')})`, 'i');
 }
 
-const POLICY_RULES: readonly ReplyRule[] = Object.entries(POLICY_VOCABULARY).map(([id, words]) => ({
-  id,
-  code: FAILURE,
-  text: wordsPattern(words),
-  subStatus: 'antispam_blocked',
-}));
+// Block lists list client addresses (Spamhaus ZEN, SpamCop, SORBS, Barracuda, UCEPROTECT: DNS
+// lists keyed by the connecting IP, RFC 5782); authentication words are about our sender.
+const POLICY_BLAMES: Partial<Record<keyof typeof POLICY_VOCABULARY, ReplyRule['blames']>> = {
+  'policy-spamhaus': 'client',
+  'policy-spamcop': 'client',
+  'policy-sorbs': 'client',
+  'policy-barracuda': 'client',
+  'policy-dnsbl': 'client',
+  'policy-blacklist': 'client',
+  'policy-authentication': 'sender',
+};
+
+const POLICY_RULES: readonly ReplyRule[] = Object.entries(POLICY_VOCABULARY).map(([id, words]) => {
+  const blames = POLICY_BLAMES[id as keyof typeof POLICY_VOCABULARY];
+  return {
+    id,
+    code: FAILURE,
+    text: wordsPattern(words),
+    subStatus: 'antispam_blocked',
+    ...(blames ? { blames } : {}),
+  };
+});
+
+/**
+ * A refusal whose row does not say whom it blames names the client when its text speaks of the
+ * client host or IP, or quotes an IP address (Microsoft: "banned sending IP [198.51.100.7]";
+ * Gmail: "unsolicited mail originating from your IP address"; Postfix: "Client host
+ * [192.0.2.7] blocked using …").
+ */
+const NAMES_CLIENT =
+  /\b(client|your|sending|source|connecting) (host|ip|server)\b|\bip( address)?\b|(^|[^\d.])\d{1,3}(\.\d{1,3}){3}(?![\d.]*\d)|\[[0-9a-f]*:[0-9a-f:.]+\]/i;
 
 // "User unknown" as servers phrase it: Postfix, sendmail, Exim ("Unrouteable address"), qmail
 // ("no mailbox here by that name"), Exchange (RecipNotFound), Gmail, Yahoo ("doesn't have a
@@ -227,14 +269,20 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     stage: RCPT,
     subStatus: 'mailbox_not_found',
   },
-  { id: 'rate-refused', code: PERMANENT, text: RATE_WORDS, subStatus: 'antispam_blocked' },
+  { id: 'rate-refused', code: PERMANENT, text: RATE_WORDS, subStatus: 'antispam_blocked', blames: 'rate' },
 
   // 3. Policy vocabulary: block lists, reputation, spam filters, sender authentication.
   ...POLICY_RULES,
 
   // 4. Refusals that say nothing about the mailbox.
   // RFC 5321 §3.1: a 554 greeting ("No SMTP service here") refuses the client outright.
-  { id: 'banner-refused', code: PERMANENT, stage: ['banner'], subStatus: 'antispam_blocked' },
+  {
+    id: 'banner-refused',
+    code: PERMANENT,
+    stage: ['banner'],
+    subStatus: 'antispam_blocked',
+    blames: 'client',
+  },
   // Relay denial: this host will not take mail for the domain from us — it is no (longer a)
   // working MX for it, or it takes mail only from the domain's gateway (Microsoft 365 answers
   // "Relay Access Denied" to clients that bypass the tenant's gateway). Nothing about the
@@ -272,27 +320,51 @@ export const REPLY_RULES: readonly ReplyRule[] = [
     code: FAILURE,
     text: /sender address rejected|sender rejected|unroutable sender|provide a valid from|sender verify failed|sender (address )?verification failed|verification failed for/i,
     subStatus: 'antispam_blocked',
+    blames: 'sender',
   },
   {
     id: 'client-rejected',
     code: FAILURE,
     text: /client host rejected|helo command rejected|cannot find your (reverse )?hostname|reverse dns|\brdns\b|\bptr\b|ip name lookup failed/i,
     subStatus: 'antispam_blocked',
+    blames: 'client',
   },
   // Gateways that take mail only from known networks, or from the domain's own senders:
   // Google ("IP not in whitelist for RCPT domain"), Mimecast ("Host network not allowed"),
-  // Yahoo ("INVALID IP FOR SENDING MAIL OF DOMAIN"), Microsoft ("traffic not accepted from this
-  // IP"; "messages from … weren't sent"), Apple ("not accepting connections"), Orange
-  // ("Service refused"), and client-IP mismatches.
+  // Yahoo ("INVALID IP FOR SENDING MAIL OF DOMAIN"), and client-IP mismatches. No egress of
+  // ours is on such a list, so asking from another one is no use.
+  {
+    id: 'client-not-allowlisted',
+    code: FAILURE,
+    text: /ip not in whitelist|not (allowed|authorized|permitted) to send|network not allowed|mismatch(es)? client ip|client ip mismatch|invalid ip for sending|tls required/i,
+    subStatus: 'antispam_blocked',
+    blames: 'allowlist',
+  },
+  // Refusals of this client: Microsoft ("traffic not accepted from this IP"; "messages from …
+  // weren't sent"), Apple ("not accepting connections"), Orange ("Service refused"), "IP not
+  // allowed", and unverified sending IPs.
   {
     id: 'client-refused',
     code: FAILURE,
-    text: /ip not in whitelist|not (allowed|authorized|permitted) to send|network not allowed|mismatch(es)? client ip|client ip mismatch|invalid ip for sending|traffic not accepted from this ip|not accepting connections|no smtp service|service refused|unverif\w* sending ips?|messages from \S+ weren't sent|tls required/i,
+    text: /traffic not accepted from this ip|not accepting connections|no smtp service|service refused|unverif\w* sending ips?|messages from \S+ weren't sent|\bip (address )?not allowed\b/i,
     subStatus: 'antispam_blocked',
+    blames: 'client',
   },
   // RFC 3463 X.1.7 / X.1.8: our sender's address or domain was refused.
-  { id: 'sender-address-enhanced', code: FAILURE, enhanced: '*.1.7', subStatus: 'antispam_blocked' },
-  { id: 'sender-domain-enhanced', code: FAILURE, enhanced: '*.1.8', subStatus: 'antispam_blocked' },
+  {
+    id: 'sender-address-enhanced',
+    code: FAILURE,
+    enhanced: '*.1.7',
+    subStatus: 'antispam_blocked',
+    blames: 'sender',
+  },
+  {
+    id: 'sender-domain-enhanced',
+    code: FAILURE,
+    enhanced: '*.1.8',
+    subStatus: 'antispam_blocked',
+    blames: 'sender',
+  },
   // RFC 3463 X.7 "security or policy status": a permanent one is a policy rejection whatever
   // the text says, so it must precede the mailbox rows (after relay, which is not a block).
   { id: 'enhanced-5.7', code: PERMANENT, enhanced: '5.7.*', subStatus: 'antispam_blocked' },
@@ -496,6 +568,11 @@ function statedDelaySeconds(text: string): number | undefined {
 const ADDRESS_IN_TEXT = /<?[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+>?/g;
 const ADDRESS_TOKEN = '<>';
 
+/** `text` with every email address in it replaced by `<>`: a reply fit for logs and operator views. */
+export function withoutAddresses(text: string): string {
+  return text.includes('@') ? text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : text;
+}
+
 /**
  * Classes of replies already read. A batch reads the same replies thousands of times (each
  * probe's catch-all reply once per address, the same "user unknown" for each address), and a
@@ -507,7 +584,7 @@ const CLASSIFIED_LIMIT = 2_048;
 
 /** Classifies one reply to the given step with the first matching row of `REPLY_RULES`. */
 export function classifyReply(reply: SmtpReply, stage: ReplyStage): ReplyClass {
-  const named = reply.text.includes('@') ? reply.text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : reply.text;
+  const named = withoutAddresses(reply.text);
   const text = named.replace(/\s+/g, ' ').trim();
   const enhanced = enhancedCodeOf(reply);
   const key = `${stage}\n${reply.code}\n${enhanced ?? ''}\n${text}`;
@@ -550,7 +627,22 @@ function classifyText(code: number, enhanced: string | null, text: string, stage
     rejectsMailbox: SUB_STATUSES[rule.subStatus] === 'undeliverable',
     policy: Object.freeze(policy),
     rule: rule.id,
+    clientAction: clientActionOf(rule, text, policy),
   });
+}
+
+/**
+ * A refusal that blames the client is about the sending address, so another egress may be
+ * answered (docs/operations.md, "Egress addresses"); one that speaks of rates is about how much
+ * we send from any address, so it asks for less instead.
+ */
+function clientActionOf(rule: ReplyRule, text: string, policy: OutcomePolicy): ClientAction | null {
+  const blamesClient =
+    rule.subStatus === 'antispam_blocked' &&
+    (rule.blames === 'client' || (rule.blames === undefined && NAMES_CLIENT.test(text))) &&
+    !RATE_WORDS.test(text);
+  if (blamesClient) return 'another_egress';
+  return policy.retry === 'throttle' ? 'slow_down' : null;
 }
 
 /**
@@ -560,5 +652,15 @@ function classifyText(code: number, enhanced: string | null, text: string, stage
  * defers one sender/recipient triplet, not the client, and is not a reason to back off.
  */
 export function asksClientToSlowDown(reply: SmtpReply, stage: ReplyStage): boolean {
-  return classifyReply(reply, stage).policy.retry === 'throttle';
+  return classifyReply(reply, stage).clientAction === 'slow_down';
+}
+
+/**
+ * Whether a reply refuses rcpt's client itself — its sending address is on a block list, or
+ * its host or IP is refused — so that the prober asks again from another egress and keeps this
+ * one away from the host (or the provider) for a while. Such a refusal never says anything of
+ * the mailbox.
+ */
+export function refusesClient(reply: SmtpReply, stage: ReplyStage): boolean {
+  return classifyReply(reply, stage).clientAction === 'another_egress';
 }

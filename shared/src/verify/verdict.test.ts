@@ -1042,17 +1042,17 @@ describe('decideVerdict policy: what a batch does with each answer', () => {
     [
       'a connection failure is asked again soon and charged',
       { probe: rcpt('alice@example.com', null, null, failure('connection_failed')) },
-      { retry: 'transient', refundable: false },
+      { retry: 'connection', refundable: false },
     ],
     [
       'a resolver failure is asked again and refunded',
       { dns: { kind: 'error', message: 'SERVFAIL' } },
-      { retry: 'transient', refundable: true },
+      { retry: 'connection', refundable: true },
     ],
     [
       'no prober is asked again and refunded',
       { probe: { kind: 'unavailable', message: 'no prober connected' } },
-      { retry: 'transient', refundable: true },
+      { retry: 'rcpt', refundable: true },
     ],
     [
       'a domain that does not exist is final and charged',

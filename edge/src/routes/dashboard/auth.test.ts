@@ -1,16 +1,26 @@
 // Accounts and sessions of the dashboard, through the Worker's fetch handler: sign-up, the
-// session cookie, one answer for every bad credential, CSRF, rate limits, sign-out and the
-// password change.
+// session cookie, one answer for every bad credential, CSRF, rate limits, sign-out, the
+// password change and the password reset by email.
 
 import { env } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
-import { CookieClient, csrfFieldOf, parseSetCookie, uniqueEmail } from '../../../test/cookie-client.ts';
+import {
+  CookieClient,
+  csrfFieldOf,
+  parseSetCookie,
+  resetLinkCount,
+  resetLinkFor,
+  uniqueEmail,
+} from '../../../test/cookie-client.ts';
+import { configOf } from '../../config.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
 import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
-import { SIGN_IN_LIMITS, SIGN_UP_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
+import { RESET_LIMITS, SIGN_IN_LIMITS, SIGN_UP_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
+import { CONFIRMATION_MAIL_LIMITS } from '../../services/email-confirmation.ts';
 import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
+import { signLink } from '../../services/signed-links.ts';
 import { safeNext } from './auth.tsx';
 
 const PASSWORD = 'correct horse battery';
@@ -66,20 +76,35 @@ describe('sign-up', () => {
     expect(html).toContain('Welcome to rcpt');
   });
 
-  it('answers a taken email exactly like a new one (no enumeration), changing nothing', async () => {
+  it('signs the new account in at once, its free credits waiting for the confirmation link', async () => {
+    const client = new CookieClient();
+    const email = uniqueEmail('instant');
+    const response = await client.register(email, PASSWORD);
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/?welcome=1');
+    expect(await sessionRows(email)).toHaveLength(1);
+    const overview = await (await client.get('/?welcome=1')).text();
+    expect(overview).toContain('Welcome to rcpt: your account is ready.');
+    expect(overview).toContain('Confirm your email address.');
+    expect(overview).toMatch(/data-testid="credit-balance">\s*0\s*</);
+  });
+
+  it('tells a taken email to sign in or reset, changing nothing; its owner retyping the form is signed in', async () => {
     const { email } = await signedIn('taken');
-    const taken = await new CookieClient().register(email, 'another password 123');
-    const fresh = await new CookieClient().register(uniqueEmail('fresh'), PASSWORD);
-    for (const response of [taken, fresh]) {
-      expect(response.status).toBe(303);
-      expect(response.headers.get('location')).toBe('/login?welcome=1');
-      expect(response.headers.getSetCookie().some((line) => line.startsWith(`${SESSION_COOKIE}=`))).toBe(
-        false,
-      );
-    }
+    const stranger = new CookieClient();
+    const taken = await stranger.register(email, 'another password 123');
+    expect(taken.status).toBe(303);
+    expect(taken.headers.get('location')).toBe('/login?account-exists=1');
+    expect(taken.headers.getSetCookie().some((line) => line.startsWith(`${SESSION_COOKIE}=`))).toBe(false);
+    expect(await (await stranger.get('/login?account-exists=1')).text()).toContain(
+      'An account already uses this email address.',
+    );
     // The owner's password still works; the other one does not.
-    expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(303);
     expect((await new CookieClient().logIn(email, 'another password 123')).status).toBe(401);
+    const owner = await new CookieClient().register(email, PASSWORD);
+    expect(owner.status).toBe(303);
+    expect(owner.headers.get('location')).toBe('/');
+    expect(owner.headers.getSetCookie().some((line) => line.startsWith(`${SESSION_COOKIE}=`))).toBe(true);
   });
 
   it('refuses a short password and a malformed email (400) with a message, and no session', async () => {
@@ -450,5 +475,123 @@ describe('security headers', () => {
     expect(response.status).toBe(401);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('Content-Security-Policy')).toBeNull();
+  });
+});
+
+describe('password reset', () => {
+  const NEW_PASSWORD = 'a brand new passphrase';
+
+  async function askForLink(client: CookieClient, email: string): Promise<Response> {
+    return client.submit('/forgot-password', '/forgot-password', { email });
+  }
+
+  async function linkPath(email: string, after = 0): Promise<string> {
+    const link = new URL(await resetLinkFor(email, after));
+    return `${link.pathname}${link.search}`;
+  }
+
+  it('answers an unknown email as a known one, and mails a link only to the account', async () => {
+    const { email } = await signedIn('reset-known');
+    const unknown = uniqueEmail('reset-unknown');
+    const answers = [
+      await askForLink(new CookieClient(), email),
+      await askForLink(new CookieClient(), unknown),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toContain('If an account uses this email address, we sent it a link');
+    }
+    await resetLinkFor(email);
+    expect(resetLinkCount(email)).toBe(1);
+    expect(resetLinkCount(unknown)).toBe(0);
+  });
+
+  it('sets the new password once, signs every session out, and the link is spent', async () => {
+    const { client, email } = await signedIn('reset-once');
+    const other = new CookieClient();
+    expect((await other.logIn(email, PASSWORD)).status).toBe(303);
+    expect(await sessionRows(email)).toHaveLength(2);
+    await askForLink(new CookieClient(), email);
+    const path = await linkPath(email);
+    const browser = new CookieClient();
+    const form = await browser.get(path);
+    expect(form.status).toBe(200);
+    expect(await form.text()).toContain('New password');
+    const token = new URL(path, 'https://x.invalid').searchParams.get('token') ?? '';
+
+    // A password too short changes nothing and keeps the link.
+    const short = await browser.submit(path, '/reset-password', { token, password: 'short' });
+    expect(short.status).toBe(400);
+    expect(await short.text()).toMatch(/at least 10 characters/);
+
+    const done = await browser.submit(path, '/reset-password', { token, password: NEW_PASSWORD });
+    expect(done.status).toBe(303);
+    expect(done.headers.get('location')).toBe('/login?password-reset=1');
+    expect(await sessionRows(email)).toEqual([]);
+    expect((await client.get('/')).headers.get('location')).toMatch(/^\/login/);
+    expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(401);
+    expect((await new CookieClient().logIn(email, NEW_PASSWORD)).status).toBe(303);
+
+    // Spent: the page and the form both refuse it.
+    const again = await new CookieClient().get(path);
+    expect(again.status).toBe(400);
+    expect(await again.text()).toContain('not valid, or it was used already');
+    const replay = await browser.submit('/forgot-password', '/reset-password', {
+      token,
+      password: 'yet another passphrase',
+    });
+    expect(replay.status).toBe(400);
+    expect((await new CookieClient().logIn(email, NEW_PASSWORD)).status).toBe(303);
+  });
+
+  it('refuses an expired, a tampered and a foreign link', async () => {
+    const { email } = await signedIn('reset-refused');
+    const account = await env.DB.prepare('SELECT id, password_hash AS hash FROM accounts WHERE email = ?1')
+      .bind(email)
+      .first<{ id: string; hash: string }>();
+    const secretsKey = configOf(env).SECRETS_KEY;
+    const expired = await signLink(secretsKey, 'password reset', {
+      accountId: account?.id ?? '',
+      boundTo: account?.hash ?? '',
+      expiresAt: Date.now() - 1,
+    });
+    const expiredPage = await new CookieClient().get(`/reset-password?token=${expired}`);
+    expect(expiredPage.status).toBe(400);
+    expect(await expiredPage.text()).toContain('This link has expired');
+    // A confirmation link's MAC does not open a reset: each purpose has its own key.
+    const foreign = await signLink(secretsKey, 'email confirmation', {
+      accountId: account?.id ?? '',
+      boundTo: account?.hash ?? '',
+      expiresAt: Date.now() + 60_000,
+    });
+    await askForLink(new CookieClient(), email);
+    const valid = new URL(await resetLinkFor(email)).searchParams.get('token') ?? '';
+    const tampered = `${valid.slice(0, -2)}${valid.endsWith('AA') ? 'BB' : 'AA'}`;
+    for (const token of [foreign, tampered, 'nonsense']) {
+      const page = await new CookieClient().get(`/reset-password?token=${encodeURIComponent(token)}`);
+      expect(page.status, token).toBe(400);
+      expect(await page.text()).toContain('not valid');
+    }
+    expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(303);
+  });
+
+  it(`limits links per mailbox (${CONFIRMATION_MAIL_LIMITS[0].limit} an hour with confirmations) and per network (${RESET_LIMITS.perNetwork} an hour)`, async () => {
+    const { email } = await signedIn('reset-limit');
+    // The sign-up's confirmation email counts: the mailbox has two more this hour.
+    for (let sent = 1; sent < CONFIRMATION_MAIL_LIMITS[0].limit; sent++) {
+      expect((await askForLink(new CookieClient(), email)).status).toBe(200);
+    }
+    const limited = await askForLink(new CookieClient(), email);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThan(0);
+    expect(resetLinkCount(email)).toBe(CONFIRMATION_MAIL_LIMITS[0].limit - 1);
+
+    const [high = 0, low = 0] = crypto.getRandomValues(new Uint8Array(2));
+    const network = `10.${high}.${low}`;
+    for (let attempt = 0; attempt < RESET_LIMITS.perNetwork; attempt++) {
+      const answer = await askForLink(new CookieClient(`${network}.${attempt + 1}`), uniqueEmail('net'));
+      expect(answer.status).toBe(200);
+    }
+    expect((await askForLink(new CookieClient(`${network}.250`), uniqueEmail('net'))).status).toBe(429);
   });
 });

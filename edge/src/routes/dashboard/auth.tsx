@@ -1,7 +1,10 @@
 /** @jsxImportSource hono/jsx */
 // Sign-up, sign-in and sign-out. A new session token at every sign-in (no fixation); one
 // answer for an unknown email and a wrong password; attempts limited per IP and per email, and
-// confirmation emails per mailbox (services/email-confirmation.ts).
+// confirmation emails per mailbox (services/email-confirmation.ts). A sign-up signs the new
+// account in (its credits wait for the confirmation link); an address that has an account
+// already is told so, with the way to sign in or reset the password — like most services,
+// sign-up says whether an address has an account, behind the sign-up limits and Turnstile.
 import type { Context, Hono } from 'hono';
 import { deleteCookie } from 'hono/cookie';
 import { errorFields, log } from '../../logger.ts';
@@ -18,7 +21,7 @@ import {
 } from '../../services/dashboard-accounts.ts';
 import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
 import {
-  admitConfirmationMail,
+  admitAccountMail,
   confirmationMailLimited,
   sendConfirmation,
 } from '../../services/email-confirmation.ts';
@@ -75,6 +78,9 @@ function LoginPage(props: AuthFormState & { csrfToken: string; notice?: string |
             Sign in
           </button>
         </form>
+        <p>
+          <a href="/forgot-password">Forgot password?</a>
+        </p>
         <p>
           New to rcpt? <a href="/signup">Create an account</a> with {SIGNUP_CREDITS} free credits.
         </p>
@@ -152,6 +158,9 @@ export function safeNext(raw: string | undefined): string {
   return `${resolved.pathname}${resolved.search}${resolved.hash}`;
 }
 
+const ACCOUNT_EXISTS =
+  'An account already uses this email address. Sign in, or choose a new password if you forgot it.';
+
 const TURNSTILE_FAILED =
   'We could not confirm that a person sent this form. Complete the check above the button and try again.';
 
@@ -215,19 +224,20 @@ async function beginSession(c: Context<DashboardEnv>, accountId: string): Promis
 export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/login', ...signedOutPage, (c) => {
     if (c.get('session')) return c.redirect('/', 303);
-    const welcome = c.req.query('welcome') === '1';
-    const notice = welcome
-      ? `If this email was new to rcpt, its account is ready and we sent it a confirmation link: ` +
-        `follow it to receive your ${SIGNUP_CREDITS} free credits. You can sign in now.`
-      : c.req.query('signed-out') === '1'
+    const exists = c.req.query('account-exists') === '1';
+    const notice =
+      c.req.query('signed-out') === '1'
         ? 'You are signed out.'
-        : confirmedNotice(c.req.query('email-confirmed'));
+        : c.req.query('password-reset') === '1'
+          ? 'Your password is changed and every session of the account is signed out. Sign in with the new password.'
+          : confirmedNotice(c.req.query('email-confirmed'));
     return renderPage(
       c,
       <LoginPage
         csrfToken={c.get('csrfToken')}
-        next={welcome ? '/?welcome=1' : c.req.query('next')}
+        next={c.req.query('next')}
         notice={notice}
+        error={exists ? ACCOUNT_EXISTS : null}
       />,
     );
   });
@@ -275,27 +285,34 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     const problem = signUpProblem({ email, password });
     if (problem) return renderPage(c, page(problem), 400);
     // Counted for a taken address too, so the answer tells nothing about which exist.
-    const mail = await admitConfirmationMail(c.env.KEY_LIMITER, email);
+    const mail = await admitAccountMail(c.env.KEY_LIMITER, email);
     if (!mail.allowed) {
       c.header('Retry-After', String(mail.retryAfterSeconds));
       return renderPage(c, page(confirmationMailLimited(mail.retryAfterSeconds)), 429);
     }
-    const created = await signUp(c.get('db'), { email, password, now: Date.now() });
-    if (created) {
-      // After the answer, so that a new and a taken email take the same time to answer.
-      const { accountId, email: to } = created;
-      const origin = new URL(c.req.url).origin;
-      c.executionCtx.waitUntil(
-        sendConfirmation(
-          { secretsKey: config.SECRETS_KEY, sender },
-          { accountId, email: to, origin, now: Date.now() },
-        ).catch((error: unknown) =>
-          log.error('confirmation email not sent', { accountId, ...errorFields(error) }),
-        ),
-      );
+    const db = c.get('db');
+    const created = await signUp(db, { email, password, now: Date.now() });
+    if (!created) {
+      // The address has an account: its owner retyping the sign-up form is signed in; anyone
+      // else is told to sign in or reset the password.
+      const accountId = await signIn(db, { email, password });
+      if (!accountId) return c.redirect('/login?account-exists=1', 303);
+      await beginSession(c, accountId);
+      return c.redirect('/', 303);
     }
-    // A new and a taken email get the same answer (no account enumeration): sign in next.
-    return c.redirect('/login?welcome=1', 303);
+    const { accountId, email: to } = created;
+    const origin = new URL(c.req.url).origin;
+    c.executionCtx.waitUntil(
+      sendConfirmation(
+        { secretsKey: config.SECRETS_KEY, sender },
+        { accountId, email: to, origin, now: Date.now() },
+      ).catch((error: unknown) =>
+        log.error('confirmation email not sent', { accountId, ...errorFields(error) }),
+      ),
+    );
+    // Signed in at once; the free credits wait for the confirmation link.
+    await beginSession(c, accountId);
+    return c.redirect('/?welcome=1', 303);
   });
 
   dashboard.post('/logout', ...signedInPage, async (c) => {

@@ -1,21 +1,24 @@
 /** @jsxImportSource hono/jsx */
 // Bulk (`/bulk`): a CSV upload. Without JavaScript the form creates the job directly; with
 // it, app.js previews the first rows, lets the person pick the email column, and shows the
-// counts and the cost from POST /bulk/preview (nothing stored) before they confirm.
-import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+// counts and the cost from POST /bulk/preview (nothing stored) before they confirm. Below the
+// form, the account's recent jobs, each linked to its page.
+import { type Job, MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
-import { createBatchJob } from '../../services/batch-jobs.ts';
+import { createBatchJob, jobView } from '../../services/batch-jobs.ts';
 import { addressOfRow } from '../../services/batch-plan.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { readBalance } from '../../storage/credits.ts';
-import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { listJobs } from '../../storage/jobs.ts';
+import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { StatusBadge } from './verification-result.tsx';
 
 const UPLOAD_ERRORS = new Set([
   'VALIDATION_ERROR',
@@ -25,9 +28,59 @@ const UPLOAD_ERRORS = new Set([
   'QUOTA_EXCEEDED',
 ]);
 
+/** Jobs listed under the upload form; the rest are in the history. */
+const RECENT_JOBS = 10;
+
+function RecentJobs(props: { jobs: Job[] }) {
+  return (
+    <section class="card" aria-labelledby="jobs-heading">
+      <h2 id="jobs-heading">Your recent jobs</h2>
+      {props.jobs.length === 0 ? (
+        <p class="muted">No list uploaded yet.</p>
+      ) : (
+        <div class="table-scroll">
+          <table class="data-table stack-on-phone" data-recent-jobs>
+            <thead>
+              <tr>
+                <th scope="col">List</th>
+                <th scope="col">Created</th>
+                <th scope="col">Status</th>
+                <th scope="col">Addresses</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.jobs.map((job) => (
+                <tr>
+                  <td data-label="List">
+                    <a href={`/jobs/${job.id}`}>{job.name ?? `Job ${job.id.slice(0, 8)}`}</a>
+                  </td>
+                  <td data-label="Created">
+                    <Timestamp at={Date.parse(job.createdAt)} />
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={job.status} />{' '}
+                    {job.status === 'completed' ? null : `${job.progress}%`}
+                  </td>
+                  <td data-label="Addresses">
+                    {job.processedEmails} of {job.totalEmails} verified
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p>
+        <a href="/history?kind=batch">All batch jobs</a>
+      </p>
+    </section>
+  );
+}
+
 function BulkPage(props: {
   csrfToken: string;
   creditsAvailable: number;
+  jobs: Job[];
   error?: string | null;
   name?: string;
   emailColumn?: string;
@@ -90,8 +143,14 @@ function BulkPage(props: {
           </button>
         </div>
       </form>
+      <RecentJobs jobs={props.jobs} />
     </>
   );
+}
+
+async function recentJobs(c: Context<DashboardEnv>): Promise<Job[]> {
+  const rows = await listJobs(c.get('db'), c.get('caller').accountId, { offset: 0, limit: RECENT_JOBS });
+  return rows.map(jobView);
 }
 
 async function uploadedFile(c: Context<DashboardEnv>): Promise<ReadableStream<Uint8Array>> {
@@ -112,7 +171,11 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
     return renderPage(
       c,
       <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>
-        <BulkPage csrfToken={c.get('csrfToken')} creditsAvailable={creditsAvailable} />
+        <BulkPage
+          csrfToken={c.get('csrfToken')}
+          creditsAvailable={creditsAvailable}
+          jobs={await recentJobs(c)}
+        />
       </Layout>,
     );
   });
@@ -161,6 +224,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
           <BulkPage
             csrfToken={c.get('csrfToken')}
             creditsAvailable={creditsAvailable}
+            jobs={await recentJobs(c)}
             error={message}
             name={name}
             emailColumn={emailColumn}

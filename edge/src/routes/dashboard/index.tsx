@@ -18,6 +18,7 @@ import { registerHistoryPage } from './history.tsx';
 import { registerJobPages } from './jobs.tsx';
 import { registerKeysPages } from './keys.tsx';
 import { registerOverviewPage } from './overview.tsx';
+import { registerPasswordResetPages } from './password-reset.tsx';
 import { registerVerifyPage } from './verify.tsx';
 import { registerWebhooksPage } from './webhooks.tsx';
 
@@ -32,6 +33,7 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
       : renderErrorPage(error, c),
   );
   registerAuthPages(dashboard);
+  registerPasswordResetPages(dashboard);
   registerConfirmEmailPages(dashboard);
   registerOverviewPage(dashboard);
   registerKeysPages(dashboard);

@@ -1,9 +1,12 @@
 /** @jsxImportSource hono/jsx */
-// A batch job (`/jobs/:id`): live progress (app.js polls /jobs/:id/status every second;
-// without JavaScript the page refreshes itself while the job runs) and per-status counts.
-// Once the job has ended, its report: the verdict mix and the bounce estimate as pictures,
-// CSV downloads of the whole list or of a subset (the `status` list the API's results
-// take), and the results table, filtered and searched by a plain GET form and paginated.
+// A batch job (`/jobs/:id`): live progress (app.js polls /jobs/:id/status every second and
+// redraws the live part from a fresh copy of the page; without JavaScript the page refreshes
+// itself while the job runs), the rows by verdict, the results as they arrive, and the
+// addresses still pending with their state. Once the job has ended, its report: the verdict
+// mix and the bounce estimate as pictures and CSV downloads of the whole list or of a subset
+// (the `status` list the API's results take). Every count on the page is of rows of the file,
+// from one query, so each equals the rows of the download it names; only the progress counts
+// unique addresses, and says so.
 import {
   type BounceEstimate,
   BulkResultsQuery,
@@ -14,6 +17,7 @@ import {
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
+import type { Child } from 'hono/jsx';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import {
   BOUNCE_LEVEL_FROM,
@@ -24,8 +28,17 @@ import {
   readJobResults,
   resultsCsvStream,
   resultsJsonStream,
+  rowsBounceEstimate,
 } from '../../services/batch-jobs.ts';
-import { countResultRowsByStatus, findJob, type JobRow, type ResultRowsQuery } from '../../storage/jobs.ts';
+import {
+  countRowsByVerdict,
+  findJob,
+  type JobRow,
+  type PendingAddress,
+  pendingAddresses,
+  type ResultRowsQuery,
+  type RowCounts,
+} from '../../storage/jobs.ts';
 import { Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -36,15 +49,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** How often the page reloads itself without JavaScript while the job runs. */
 const NO_SCRIPT_REFRESH_SECONDS = 2;
 
-const COUNTS: { field: keyof Job; label: string }[] = [
-  { field: 'totalEmails', label: 'Addresses to verify' },
-  { field: 'processedEmails', label: 'Verified' },
-  { field: 'deliverableCount', label: 'Deliverable' },
-  { field: 'undeliverableCount', label: 'Undeliverable' },
-  { field: 'riskyCount', label: 'Risky' },
-  { field: 'unknownCount', label: 'Unknown' },
-  { field: 'catchAllCount', label: 'Catch-all' },
+/** Rows of the file by verdict, as the filter and the downloads count them. */
+const ROW_COUNTS: { status: VerificationStatus | 'catch-all'; label: string }[] = [
+  { status: 'deliverable', label: 'Deliverable' },
+  { status: 'undeliverable', label: 'Undeliverable' },
+  { status: 'risky', label: 'Risky' },
+  { status: 'catch-all', label: 'of which catch-all' },
+  { status: 'unknown', label: 'Unknown' },
 ];
+
+/** Pending addresses listed on a running job's page. */
+const PENDING_LIST_SIZE = 20;
 
 /** Rows of the results table per page. */
 const RESULTS_PAGE_SIZE = 50;
@@ -187,8 +202,7 @@ function BounceGauge(props: { estimate: BounceEstimate }) {
   );
 }
 
-function ListHealth(props: { job: Job }) {
-  const { job } = props;
+function ListHealth(props: { rows: RowCounts; estimate: BounceEstimate | null }) {
   return (
     <section class="card" aria-labelledby="health-heading">
       <h2 id="health-heading">List health</h2>
@@ -196,21 +210,16 @@ function ListHealth(props: { job: Job }) {
         <div>
           <h3>Verdict mix</h3>
           <VerdictMix
-            mix={{
-              deliverable: job.deliverableCount,
-              undeliverable: job.undeliverableCount,
-              risky: job.riskyCount,
-              unknown: job.unknownCount,
-            }}
-            catchAll={job.catchAllCount}
-            unit="addresses"
-            empty="No address was verified."
+            mix={props.rows.byStatus}
+            catchAll={props.rows.catchAll}
+            unit="rows"
+            empty="No row has a verdict."
           />
         </div>
         <div>
           <h3>Bounce estimate</h3>
-          {job.bounceEstimate ? (
-            <BounceGauge estimate={job.bounceEstimate} />
+          {props.estimate ? (
+            <BounceGauge estimate={props.estimate} />
           ) : (
             <p class="muted">No estimate: no address was checked.</p>
           )}
@@ -220,9 +229,89 @@ function ListHealth(props: { job: Job }) {
   );
 }
 
-function Downloads(props: { base: string; rowsByStatus: Record<string, number>; totalRows: number }) {
+/** The file's rows: by verdict (those that have one), and the rows that hold no address to verify. */
+function RowsCard(props: { row: JobRow; rows: RowCounts }) {
+  const { row, rows } = props;
+  const countOf = (status: VerificationStatus | 'catch-all') =>
+    status === 'catch-all' ? rows.catchAll : rows.byStatus[status];
+  return (
+    <section class="card" aria-labelledby="rows-heading">
+      <h2 id="rows-heading">Rows of the file</h2>
+      <p class="muted">
+        Each count is of rows, as in the downloads: an address that appears twice is counted on both of its
+        rows.
+      </p>
+      <dl class="counts">
+        <div class="count">
+          <dt>Rows in the file</dt>
+          <dd>{row.totalRows}</dd>
+        </div>
+        {ROW_COUNTS.map((count) => (
+          <div class={`count count-${count.status}`}>
+            <dt>{count.label}</dt>
+            <dd data-row-count={count.status}>{countOf(count.status)}</dd>
+          </div>
+        ))}
+        <div class="count">
+          <dt>Duplicate rows</dt>
+          <dd>{row.duplicateCount}</dd>
+        </div>
+        <div class="count">
+          <dt>Empty rows</dt>
+          <dd>{row.emptyRows}</dd>
+        </div>
+        <div class="count">
+          <dt>Invalid rows</dt>
+          <dd>{row.invalidRows}</dd>
+        </div>
+      </dl>
+    </section>
+  );
+}
+
+/** What a pending address is waiting for, in words. */
+function pendingState(address: PendingAddress): Child {
+  if (address.subStatus === null) return 'waiting for its mail server';
+  const answer = readableSubStatus(address.subStatus);
+  return address.retryAt === null ? (
+    answer
+  ) : (
+    <>
+      {answer}, asked again at <Timestamp at={address.retryAt} />
+    </>
+  );
+}
+
+function PendingCard(props: { pending: { total: number; addresses: PendingAddress[] } }) {
+  const { total, addresses } = props.pending;
+  return (
+    <section class="card" aria-labelledby="pending-heading" data-job-pending>
+      <h2 id="pending-heading">Still being verified</h2>
+      {total === 0 ? (
+        <p class="muted">Every address has its answer; the job is finishing.</p>
+      ) : (
+        <>
+          <p class="muted">
+            {total} {total === 1 ? 'address has' : 'addresses have'} no final answer yet
+            {total > addresses.length ? `; the first ${addresses.length}:` : ':'}
+          </p>
+          <ul class="pending-list">
+            {addresses.map((address) => (
+              <li>
+                <span class="email-cell">{address.email}</span>{' '}
+                <span class="muted">{pendingState(address)}</span>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Downloads(props: { base: string; rows: RowCounts; totalRows: number }) {
   const rowsOf = (statuses: VerificationStatus[] | null) =>
-    statuses ? statuses.reduce((sum, status) => sum + (props.rowsByStatus[status] ?? 0), 0) : props.totalRows;
+    statuses ? statuses.reduce((sum, status) => sum + props.rows.byStatus[status], 0) : props.totalRows;
   return (
     <section class="card" aria-labelledby="downloads-heading" data-job-downloads>
       <h2 id="downloads-heading">Download the results</h2>
@@ -261,7 +350,9 @@ function ResultsTable(props: {
   base: string;
   filter: ResultsFilter;
   page: ResultsPage;
-  rowsByStatus: Record<string, number>;
+  rows: RowCounts;
+  /** The job is still running: the table holds the rows answered so far. */
+  running: boolean;
 }) {
   const { base, filter, page } = props;
   const pages = Math.max(1, Math.ceil(page.total / RESULTS_PAGE_SIZE));
@@ -269,7 +360,7 @@ function ResultsTable(props: {
   const filtered = Boolean(filter.statuses || filter.search);
   return (
     <section class="card" aria-labelledby="results-heading" id="results">
-      <h2 id="results-heading">Results</h2>
+      <h2 id="results-heading">{props.running ? 'Results so far' : 'Results'}</h2>
       <form method="get" action={`${base}#results`} class="filters" aria-label="Filter the results">
         <div class="field">
           <label for="results-status">Status</label>
@@ -279,7 +370,7 @@ function ResultsTable(props: {
             </option>
             {VERIFICATION_STATUSES.map((status) => (
               <option value={status} selected={selected === status}>
-                {status} ({props.rowsByStatus[status] ?? 0})
+                {status} ({props.rows.byStatus[status]})
               </option>
             ))}
             {/* A list chosen elsewhere (a download's link, the API's syntax) stays selected. */}
@@ -313,7 +404,7 @@ function ResultsTable(props: {
       <p class="results-summary" aria-live="polite">
         {page.total} {page.total === 1 ? 'row' : 'rows'}
         {filtered ? ' match' : ''}
-        {filtered && page.total > 0 ? (
+        {filtered && page.total > 0 && !props.running ? (
           <>
             {' · '}
             <a href={filterLink(`${base}/results.csv`, filter)} download data-subset="filtered">
@@ -376,41 +467,55 @@ function ResultsTable(props: {
   );
 }
 
-interface JobReportProps {
+/** What the page shows of the job beside its progress: read once per request. */
+interface JobLive {
+  rows: RowCounts;
+  page: ResultsPage;
+  /** Only while the job runs. */
+  pending: { total: number; addresses: PendingAddress[] } | null;
+}
+
+interface JobPageProps {
   job: Job;
   row: JobRow;
   filter: ResultsFilter;
-  /** Only for a completed job: its rows per status and the table's page. */
-  results: { rowsByStatus: Record<string, number>; page: ResultsPage } | null;
+  live: JobLive;
 }
 
-/** What the job found, once it has ended; app.js swaps it in when a watched job completes. */
-function JobReport(props: JobReportProps) {
-  const { job, row, results } = props;
+/**
+ * The rows, the results and what is pending; once the job has ended, its report and downloads.
+ * app.js swaps it for a fresh copy as answers arrive.
+ */
+function JobLiveSection(props: JobPageProps) {
+  const { job, row, live } = props;
   const base = `/jobs/${job.id}`;
+  const running = isRunning(job);
   return (
-    <div data-job-report>
-      <ListHealth job={job} />
-      {results ? (
-        <>
-          <Downloads base={base} rowsByStatus={results.rowsByStatus} totalRows={row.totalRows} />
-          <ResultsTable
-            base={base}
-            filter={props.filter}
-            page={results.page}
-            rowsByStatus={results.rowsByStatus}
-          />
-        </>
+    <div data-job-live>
+      <RowsCard row={row} rows={live.rows} />
+      {live.pending ? <PendingCard pending={live.pending} /> : null}
+      {job.status === 'completed' ? (
+        <div data-job-report>
+          <ListHealth rows={live.rows} estimate={rowsBounceEstimate(live.rows, row.emptyRows)} />
+          <Downloads base={base} rows={live.rows} totalRows={row.totalRows} />
+        </div>
       ) : null}
+      {job.status === 'failed' ? null : (
+        <ResultsTable base={base} filter={props.filter} page={live.page} rows={live.rows} running={running} />
+      )}
     </div>
   );
 }
 
-function JobPage(props: JobReportProps) {
+function JobPage(props: JobPageProps) {
   const { job, row } = props;
   const base = `/jobs/${job.id}`;
   return (
     <section data-job-status-url={`${base}/status`} data-job-state={job.status} aria-labelledby="job-heading">
+      <nav aria-label="Breadcrumb" class="breadcrumb">
+        <a href="/bulk">Bulk</a> <span aria-hidden="true">›</span>{' '}
+        <span aria-current="page">{job.name ?? 'Bulk job'}</span>
+      </nav>
       <h1 id="job-heading">{job.name ?? 'Bulk job'}</h1>
       <p class="muted">
         Job <code>{job.id}</code> · created <Timestamp at={row.createdAt} />
@@ -431,6 +536,10 @@ function JobPage(props: JobReportProps) {
             <span data-job-field="progress">{job.progress}</span>%
           </span>
         </div>
+        <p>
+          <span data-job-field="processedEmails">{job.processedEmails}</span> of{' '}
+          <span data-job-field="totalEmails">{job.totalEmails}</span> unique addresses verified.
+        </p>
         {isRunning(job) && row.deadlineAt !== null ? (
           <p class="muted" data-job-deadline>
             Finishes by <Timestamp at={row.deadlineAt} /> at the latest: an address whose mail server has not
@@ -452,37 +561,13 @@ function JobPage(props: JobReportProps) {
             ) : null}
           </p>
         ) : null}
-        <dl class="counts">
-          {COUNTS.map((count) => (
-            <div class={`count count-${count.field}`}>
-              <dt>{count.label}</dt>
-              <dd data-job-field={count.field}>{String(job[count.field])}</dd>
-            </div>
-          ))}
-          <div class="count">
-            <dt>Rows in the file</dt>
-            <dd>{row.totalRows}</dd>
-          </div>
-          <div class="count">
-            <dt>Duplicates</dt>
-            <dd>{row.duplicateCount}</dd>
-          </div>
-          <div class="count">
-            <dt>Empty rows</dt>
-            <dd>{row.emptyRows}</dd>
-          </div>
-          <div class="count">
-            <dt>Invalid rows</dt>
-            <dd>{row.invalidRows}</dd>
-          </div>
-        </dl>
         <p class="muted">
           Credits charged: {job.creditsCharged}
           {job.creditsRefunded > 0 ? `, refunded: ${job.creditsRefunded}` : ''}.
         </p>
         {job.failureReason ? <p class="notice notice-error">{job.failureReason}</p> : null}
       </div>
-      {isRunning(job) ? <div data-job-report hidden /> : <JobReport {...props} />}
+      <JobLiveSection {...props} />
       <p>
         <a href="/history?kind=batch">All batch jobs</a>
       </p>
@@ -522,17 +607,19 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
     const row = await jobOf(c);
     const job = jobView(row);
     const filter = filterOf(c.req.query());
-    const results =
-      job.status === 'completed'
-        ? {
-            rowsByStatus: await countResultRowsByStatus(c.get('db'), job.id),
-            page: await readJobResults(
-              c.get('db'),
-              row,
-              rowsQuery(filter, (filter.page - 1) * RESULTS_PAGE_SIZE, RESULTS_PAGE_SIZE),
-            ),
-          }
-        : null;
+    const db = c.get('db');
+    const live: JobLive = {
+      rows: await countRowsByVerdict(db, job.id),
+      page: await readJobResults(
+        db,
+        row,
+        rowsQuery(filter, (filter.page - 1) * RESULTS_PAGE_SIZE, RESULTS_PAGE_SIZE),
+        {
+          soFar: isRunning(job),
+        },
+      ),
+      pending: isRunning(job) ? await pendingAddresses(db, job.id, PENDING_LIST_SIZE) : null,
+    };
     const refresh = isRunning(job) ? (
       <noscript>
         <meta http-equiv="refresh" content={String(NO_SCRIPT_REFRESH_SECONDS)} />
@@ -540,8 +627,8 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
     ) : null;
     return renderPage(
       c,
-      <Layout title={job.name ?? 'Bulk job'} section="history" head={refresh} {...layoutContext(c)}>
-        <JobPage job={job} row={row} filter={filter} results={results} />
+      <Layout title={job.name ?? 'Bulk job'} section="bulk" head={refresh} {...layoutContext(c)}>
+        <JobPage job={job} row={row} filter={filter} live={live} />
       </Layout>,
     );
   });

@@ -98,7 +98,7 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
         <h1>Overview</h1>
         {welcome ? (
           <Notice kind="success">
-            Welcome to rcpt. Create an API key to start verifying from your code.
+            Welcome to rcpt: your account is ready. Create an API key to start verifying from your code.
           </Notice>
         ) : null}
         {confirmed ? <Notice kind="success">{confirmed}</Notice> : null}

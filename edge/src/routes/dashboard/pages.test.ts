@@ -15,7 +15,7 @@ import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.t
 import { sandboxVerify } from '../../services/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { insertVerification } from '../../storage/history.ts';
-import { recordResults } from '../../storage/jobs.ts';
+import { recordProvisional, recordResults } from '../../storage/jobs.ts';
 
 async function balanceOf(accountId: string): Promise<number> {
   const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
@@ -346,9 +346,16 @@ describe('job page', () => {
     const page = await (await client.get(`/jobs/${jobId}`)).text();
     expect(page).toContain('<noscript><meta http-equiv="refresh" content="2"/></noscript>');
     expect(page).toContain('data-job-state="processing"');
-    expect(page).toContain('<div data-job-report="true" hidden=""></div>');
+    expect(page).not.toContain('data-job-report');
     expect(page).not.toContain('data-job-downloads');
     expect(page).toMatch(/<progress id="job-progress" max="100" value="0"/);
+    // What is left, address by address, and no results yet.
+    expect(page).toContain('2 addresses have no final answer yet:');
+    expect(page.match(/waiting for its mail server/g)).toHaveLength(2);
+    expect(page).toContain('Results so far');
+    expect(page).toContain('0 rows');
+    // The navigation says where the page is: under Bulk.
+    expect(page).toMatch(/<a href="\/bulk" aria-current="page">Bulk<\/a>/);
 
     const status = await client.get(`/jobs/${jobId}/status`);
     expect(status.status).toBe(200);
@@ -361,6 +368,46 @@ describe('job page', () => {
     expect(early.status).toBe(400);
     expect(early.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await early.text()).toContain('JOB_NOT_COMPLETED');
+  });
+
+  it('while processing: the answers so far, and each pending address with its state and retry time', async () => {
+    const { client, accountId } = await signedIn('job-running');
+    const jobId = await processingJob(accountId);
+    const now = Date.now();
+    const retryAt = now + 300_000;
+    const db = createDb(env.DB);
+    await recordProvisional(
+      db,
+      jobId,
+      [
+        {
+          ...addressResult(
+            0,
+            { ...sandboxVerify('greylisted@x.test', now), email: 'alice@nonexistent.test' },
+            true,
+          ),
+          retryAt,
+        },
+      ],
+      now,
+    );
+    await recordResults(
+      db,
+      jobId,
+      [addressResult(1, { ...sandboxVerify('deliverable@x.test', now), email: 'bob@nonexistent.test' })],
+      now,
+    );
+    const page = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(page).toContain('data-job-state="processing"');
+    // A temporary answer is not a verdict yet: one row has one, the other is pending.
+    expect(page).toMatch(/data-row-count="deliverable">1</);
+    expect(page).toMatch(/data-row-count="unknown">0</);
+    expect(statusesOf(page)).toEqual(['deliverable']);
+    expect(page).toContain('1 address has no final answer yet:');
+    const at = new Date(retryAt).toISOString();
+    expect(page).toContain(
+      `greylisted, asked again at <time datetime="${at}">${at.slice(0, 10)} ${at.slice(11, 16)} UTC</time>`,
+    );
   });
 
   it('says when a completed job with recheck asks its temporary answers again', async () => {
@@ -441,8 +488,8 @@ describe('job page', () => {
     const segments = [...page.matchAll(/<rect class="mix-([\w-]+)"/g)].map((match) => match[1]);
     expect(segments).toEqual(['deliverable', 'undeliverable', 'risky', 'catch-all', 'unknown']);
     // The legend is the same segments: risky counted once, the catch-all share out of it.
-    expect(page).toMatch(/<span class="badge badge-risky">risky, other<\/span> 1 address/);
-    expect(page).toMatch(/<span class="badge badge-catch-all">catch-all \(risky\)<\/span> 1 address/);
+    expect(page).toMatch(/<span class="badge badge-risky">risky, other<\/span> 1 row/);
+    expect(page).toMatch(/<span class="badge badge-catch-all">catch-all \(risky\)<\/span> 1 row/);
     const { percent, level } = status.job.bounceEstimate;
     expect(page).toContain(`<span class="big-number">${percent}%</span>`);
     expect(page).toContain(`<span class="badge badge-bounce-${level}">${level}</span>`);
@@ -475,6 +522,19 @@ describe('job page', () => {
       bom: true,
     }) as Record<string, string>[];
     expect(all).toHaveLength(60);
+    // Every count on the page is of the rows the downloads hold: cards, filter and chart.
+    for (const verdict of ['deliverable', 'undeliverable', 'risky', 'unknown']) {
+      const rows = all.filter((row) => row.rcpt_status === verdict).length;
+      expect(new RegExp(`data-row-count="${verdict}">(\\d+)<`).exec(page)?.[1], verdict).toBe(String(rows));
+      expect(page, verdict).toContain(`<option value="${verdict}">${verdict} (${rows})</option>`);
+    }
+    const catchAllRows = all.filter((row) => row.rcpt_status === 'risky' && row.rcpt_is_catch_all === 'true');
+    expect(/data-row-count="catch-all">(\d+)</.exec(page)?.[1]).toBe(String(catchAllRows.length));
+    const legend = [...page.matchAll(/<\/span> (\d+) rows? <span class="muted">\((\d+)%\)/g)];
+    expect(legend.reduce((sum, match) => sum + Number(match[1]), 0)).toBe(60);
+    expect(legend.reduce((sum, match) => sum + Number(match[2]), 0)).toBe(100);
+    // The estimate is over the rows that hold an address: all but the empty one.
+    expect(page).toContain('Based on 59 rows checked');
     const worthMailing = await client.get(`/jobs/${jobId}/results.csv?status=deliverable,risky`);
     expect(worthMailing.headers.get('content-disposition')).toBe(
       'attachment; filename="sandbox-list-deliverable-risky.csv"',

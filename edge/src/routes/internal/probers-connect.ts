@@ -1,18 +1,19 @@
 // Probers dial out to this endpoint (so they need no inbound port) with their token; the
 // Worker authenticates the token and hands the WebSocket to the region's ProberHub.
 import { ApiError } from '@rcpt/shared/errors';
-import { hashSecret, isWellFormedSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
 import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
+import { bearerSecretOf } from './bearer-secret.ts';
 
 export const PROBERS_CONNECT_PATH = '/internal/probers/connect';
 
 export function registerProbersConnect(app: Hono<AppEnv>): void {
   app.get(PROBERS_CONNECT_PATH, async (c) => {
-    const token = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1];
-    if (!token || secretKindOf(token) !== 'proberToken' || !isWellFormedSecret(token)) {
+    const token = bearerSecretOf(c.req.header('authorization'), 'proberToken');
+    if (!token) {
       throw new ApiError('UNAUTHORIZED', {
         message: 'A prober token is required (Authorization: Bearer rkp_…).',
       });

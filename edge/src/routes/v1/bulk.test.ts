@@ -482,6 +482,26 @@ describe('CSV uploads bounded while they stream', () => {
     expect(page.pagination).toEqual({ offset: 700, limit: 2, total: 1_234 });
   });
 
+  it('keeps each row with its own cells however the rows are split into statements', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    // Invalid rows carry their whole result, so their rows split before their cells do; long
+    // notes split the cells by bytes before the row limit.
+    const lines = [
+      ...Array.from({ length: 1_500 }, (_, index) => [`not-an-address-${index}`, `short ${index}`]),
+      ...Array.from({ length: 1_000 }, (_, index) => [
+        `deliverable+${index}@x.test`,
+        `${index} ${'ü'.repeat(700)}`,
+      ]),
+    ];
+    const csv = `email,note\n${lines.map((line) => line.join(',')).join('\n')}\n`;
+    const { jobId } = await (await uploadCsv(caller.apiKey, csv)).json<UploadBody>();
+    const body = await (
+      await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })
+    ).json<ResultsBody>();
+    expect(body.results.map((result) => result.email)).toEqual(lines.map(([email]) => email));
+    expect(body.originalCsvData?.rows).toEqual(lines);
+  });
+
   it('refuses a webhook URL with a test key: sandbox jobs send no webhooks', async () => {
     const caller = await newCaller({ mode: 'test' });
     const response = await call('/api/v1/bulk/upload', {

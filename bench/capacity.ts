@@ -1,0 +1,204 @@
+// What one call and 1,000 batch addresses cost the platform, counted by the edge itself
+// (RCPT_METER): D1 statements, round trips and rows; Durable Object requests (inside the
+// object) and calls (at the caller); queue writes, consumer batches, reads, acks and retries;
+// requests to the internet; and the subrequests those add up to. Through the whole stack on
+// loopback: the real edge under wrangler, a real prober, the fake mail world. docs/capacity.md
+// turns the counts into ceilings for one D1 database and one hub.
+//
+// Each single-call figure is the sum over a run of calls one after another, divided by the
+// calls; the hub's token recheck (one alarm a minute while a prober is linked: one Durable
+// Object request and one D1 query) may fall into a run and is counted with it. The batch is
+// watched through the local database file, not the API, so no status poll is counted in it.
+// Local limit: one consumer batch at a time, so batches arrive full (docs/capacity.md).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
+import { DATABASE_NAME } from '../scripts/stack/d1.ts';
+import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
+import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
+import { companyList } from '../test/world/expected-verdicts.ts';
+import { DOMAINS, startWorld } from '../test/world/index.ts';
+import type { Figure } from './run.ts';
+
+const CALLS = 20;
+const NEW_DOMAINS = 10;
+const BATCH_ADDRESSES = 1_000;
+/** 50 addresses a domain, as the 10,000-address batch benchmark has. */
+const BATCH_DOMAINS = 20;
+
+const world = await startWorld();
+const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-capacity-'));
+// The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
+const common = { ALLOW_PRIVATE_TARGETS: 'true' };
+const meterLines: string[] = [];
+const stack = await startLocalStack({
+  persistTo,
+  vars: { DOH_URL: world.dohUrl, RCPT_METER: 'true', ...common },
+  proberEnv: { ...common, SMTP_PORT: String(world.smtpPort), CAPACITY: '200', PER_MX_CONCURRENCY: '20' },
+  onLog: (source, line) => {
+    if (source === 'edge' && line.includes('rcpt-meter ')) meterLines.push(line);
+  },
+});
+const figures: Figure[] = [];
+
+/** Resolves once no meter line has arrived for half a second: the calls' background work is done. */
+async function settled(): Promise<void> {
+  let seen = -1;
+  while (seen !== meterLines.length) {
+    seen = meterLines.length;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** The counts of `calls` runs of `run`, one after another, divided by `per`. */
+async function measure(
+  label: string,
+  calls: number,
+  run: (index: number) => Promise<void>,
+  per = calls,
+): Promise<void> {
+  await settled();
+  const start = meterLines.length;
+  for (let index = 0; index < calls; index++) await run(index);
+  await settled();
+  report(label, sumMeterLines(meterLines.slice(start)), per);
+}
+
+function report(label: string, total: Required<MeterCounts>, per: number): void {
+  for (const key of METER_KEYS) {
+    if (total[key] === 0) continue;
+    figures.push({ name: `${label}: ${key}`, value: total[key] / per, unit: '' });
+  }
+  figures.push({ name: `${label}: subrequests`, value: subrequestsOf(total) / per, unit: '' });
+}
+
+/**
+ * The job's status read from the local database file, or null while the edge holds its lock.
+ * Asynchronously: the mail world answers DNS and SMTP from this process's event loop, which a
+ * synchronous wrangler call would stop for a second and a half at a time.
+ */
+async function jobStatus(jobId: string): Promise<unknown> {
+  const query = spawnWrangler([
+    'd1',
+    'execute',
+    DATABASE_NAME,
+    '--local',
+    '--persist-to',
+    persistTo,
+    '--json',
+    '--command',
+    `SELECT status FROM jobs WHERE id = '${jobId}'`,
+  ]);
+  let output = '';
+  query.stdout?.on('data', (chunk) => {
+    output += chunk;
+  });
+  query.stderr?.on('data', (chunk) => {
+    output += chunk;
+  });
+  const code = await new Promise<number | null>((resolve) => query.on('close', resolve));
+  if (code !== 0) {
+    if (output.includes('database is locked')) return null;
+    throw new Error(`reading the job's status failed: ${output}`);
+  }
+  const [statement] = JSON.parse(output) as { results: { status: string }[] }[];
+  return statement?.results[0]?.status;
+}
+
+async function expectOk(response: Response, what: string): Promise<unknown> {
+  if (response.status !== 200)
+    throw new Error(`${what} answered ${response.status}: ${await response.text()}`);
+  return response.json();
+}
+
+try {
+  grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 10_000 });
+  // 100 requests a minute per key: each run of calls has its own.
+  const [freshKey, newDomainKey, cachedKey, batchKey] = await createApiKeys(stack.d1, {
+    accountId: DEV_ACCOUNT_ID,
+    count: 4,
+    mode: 'live',
+  });
+  const [sandboxKey] = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 1, mode: 'test' });
+  if (!freshKey || !newDomainKey || !cachedKey || !batchKey || !sandboxKey) throw new Error('no keys');
+
+  const verify = async (key: string, email: string, fresh: boolean) => {
+    const response = await fetch(`${stack.baseUrl}/api/v1/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ email, ...(fresh ? { fresh: true } : {}) }),
+    });
+    await expectOk(response, 'verify');
+  };
+  const address = `alice@${DOMAINS.accept}`;
+  await verify(freshKey, address, true); // the domain's facts and the DNS cache, warm
+
+  await measure('single call, SMTP probe, domain known', CALLS, () => verify(freshKey, address, true));
+  // Domains of the world's patient bulk server, which the batch below does not use.
+  await measure('single call, SMTP probe, domain new', NEW_DOMAINS, (index) =>
+    verify(newDomainKey, `user1@bulk-${String(index + 1).padStart(2, '0')}.test`, true),
+  );
+  await measure('single call, cached verdict', CALLS, () => verify(cachedKey, address, false));
+  await measure('single call, sandbox key', CALLS, () => verify(sandboxKey, 'deliverable@example.com', true));
+
+  // 1,000 addresses: upload → completed, watched in the database file.
+  for (const mx of world.companyMx) mx.resetStats();
+  const list = companyList({ count: BATCH_ADDRESSES, domains: BATCH_DOMAINS }).map((entry) => entry.address);
+  let jobId = '';
+  await measure(
+    'per 1,000 batch addresses (upload → completed)',
+    1,
+    async () => {
+      const upload = await fetch(`${stack.baseUrl}/api/v1/bulk/upload`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': batchKey },
+        body: JSON.stringify({ emails: list }),
+      });
+      ({ jobId } = (await expectOk(upload, 'upload')) as { jobId: string });
+      const started = Date.now();
+      for (;;) {
+        const status = await jobStatus(jobId);
+        if (status === null) continue; // the edge was writing
+        if (status === 'completed') return;
+        if (status !== 'processing') throw new Error(`job ${jobId} is ${String(status)}`);
+        if (Date.now() - started > 600_000) throw new Error('job still processing after 10 minutes');
+      }
+    },
+    BATCH_ADDRESSES / 1000,
+  );
+  // What the defended servers did: their refusals and deferrals are what the batch retries.
+  const stats = world.companyMx.map((mx) => mx.stats());
+  const sum = (pick: (entry: (typeof stats)[number]) => number) => stats.reduce((a, b) => a + pick(b), 0);
+  figures.push(
+    { name: 'batch: SMTP sessions opened', value: sum((entry) => entry.sessionsOpened), unit: '' },
+    {
+      name: 'batch: connections refused (cap)',
+      value: sum((entry) => entry.connectionCapRefusals),
+      unit: '',
+    },
+    { name: 'batch: hang-ups (too many errors)', value: sum((entry) => entry.hardLimitHangups), unit: '' },
+    { name: 'batch: replies delayed by error sleep', value: sum((entry) => entry.errorSleeps), unit: '' },
+  );
+  const get = async (path: string) => {
+    const response = await fetch(`${stack.baseUrl}${path}`, { headers: { 'x-api-key': batchKey } });
+    if (response.status !== 200)
+      throw new Error(`${path} answered ${response.status}: ${await response.text()}`);
+    return response.text();
+  };
+  await measure('status poll (GET /api/v1/bulk/status/{id})', CALLS, async () => {
+    await get(`/api/v1/bulk/status/${jobId}`);
+  });
+  await measure('CSV of the 1,000 results (GET /api/v1/bulk/results/{id}?format=csv)', 1, async () => {
+    const csv = await get(`/api/v1/bulk/results/${jobId}?format=csv`);
+    // The header and one line per address.
+    if (csv.trim().split('\n').length !== BATCH_ADDRESSES + 1)
+      throw new Error('the CSV is not the 1,000 results');
+  });
+} finally {
+  await stack.close();
+  await world.close();
+  rmSync(persistTo, { recursive: true, force: true });
+}
+console.log(JSON.stringify(figures));

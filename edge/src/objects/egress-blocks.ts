@@ -1,0 +1,68 @@
+// What the hub knows of each linked prober's egresses (docs/operations.md, "Egress addresses"):
+// the list from its hello, and the blocks and hourly use it reports whenever a block begins or
+// ends. Kept in memory beside the link: a prober says it all again when it links anew. The
+// hub uses it to send a probe that every egress of one prober was refused for to another
+// prober, and the operator's view reads it.
+import type {
+  EgressBlockInfo,
+  EgressInfo,
+  EgressStateMessage,
+  ProbeReport,
+} from '@rcpt/shared/contract/prober';
+
+/** One prober's egresses as the operator's view shows them. */
+export interface ProberEgresses {
+  egresses: EgressInfo[];
+  blocks: EgressBlockInfo[];
+  uses: EgressStateMessage['uses'];
+  /** SMTP sessions open at its last report; null before its first. */
+  sessions: number | null;
+  /** When its last report arrived (ms since the epoch); null before its first. */
+  reportedAt: number | null;
+}
+
+export class FleetEgresses {
+  readonly #byProber = new Map<string, ProberEgresses>();
+
+  /** A prober linked and named its egresses (none from a prober that predates them). */
+  linked(proberId: string, egresses: readonly EgressInfo[] | undefined): void {
+    this.#byProber.set(proberId, {
+      egresses: [...(egresses ?? [])],
+      blocks: [],
+      uses: [],
+      sessions: null,
+      reportedAt: null,
+    });
+  }
+
+  /** A prober's report of how its egresses stand now. */
+  reported(proberId: string, state: EgressStateMessage, now: number): void {
+    const known = this.#byProber.get(proberId);
+    this.#byProber.set(proberId, {
+      egresses: known?.egresses ?? [],
+      blocks: state.blocks,
+      uses: state.uses,
+      sessions: state.sessions,
+      reportedAt: now,
+    });
+  }
+
+  forget(proberId: string): void {
+    this.#byProber.delete(proberId);
+  }
+
+  /** What the operator's view shows of `proberId`, the blocks that have ended left out. */
+  of(proberId: string, now: number): ProberEgresses {
+    const known = this.#byProber.get(proberId);
+    if (!known) return { egresses: [], blocks: [], uses: [], sessions: null, reportedAt: null };
+    return { ...known, blocks: known.blocks.filter((block) => block.until > now) };
+  }
+}
+
+/**
+ * Whether a probe's report says every egress of its prober was refused at the MX (a
+ * block-list listing), so that another prober, sending from other addresses, should be asked.
+ */
+export function refusedAtEveryEgress(report: ProbeReport): boolean {
+  return report.egressesRefused === true;
+}

@@ -1,0 +1,102 @@
+import { exports } from 'cloudflare:workers';
+import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { describe, expect, it } from 'vitest';
+import { untilValue } from '../../../../test/eventually.ts';
+import { announceEgresses, blockAt, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
+import { db, newCaller, revokeCredentialForTest } from '../../../test/fixtures.ts';
+import { operatorTokens } from '../../storage/schema.ts';
+
+async function newOperatorToken(): Promise<{ id: string; secret: string }> {
+  const issued = await issueSecret('operatorToken');
+  const id = crypto.randomUUID();
+  await db().insert(operatorTokens).values({
+    id,
+    name: 'test operator',
+    tokenHash: issued.hash,
+    prefix: issued.prefix,
+    createdAt: Date.now(),
+  });
+  return { id, secret: issued.secret };
+}
+
+function fleet(authorization: string, region?: string): Promise<Response> {
+  return exports.default.fetch(`http://edge.test/internal/fleet${region ? `?region=${region}` : ''}`, {
+    headers: authorization ? { authorization } : {},
+  });
+}
+
+describe('GET /internal/fleet', () => {
+  it('refuses no token, an API key, a prober token and a revoked operator token with a JSON 401', async () => {
+    const caller = await newCaller();
+    const revoked = await newOperatorToken();
+    await revokeCredentialForTest('operator_tokens', revoked.id);
+    for (const authorization of [
+      '',
+      `Bearer ${caller.apiKey}`,
+      `Bearer rkp_${'A'.repeat(43)}`,
+      `Bearer rko_${'A'.repeat(43)}`,
+      `Bearer ${revoked.secret}`,
+    ]) {
+      const response = await fleet(authorization);
+      expect(response.status, authorization).toBe(401);
+      expect(await response.json()).toMatchObject({ success: false, code: 'UNAUTHORIZED' });
+    }
+  });
+
+  it("shows each prober's egresses, a block with its masked reply as soon as the prober reports it, and hourly use", async () => {
+    const region = 'fleet-view';
+    const token = await newOperatorToken();
+    const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
+    announceEgresses(prober, region, [
+      { id: '127.0.0.1', kind: 'direct', helo: null },
+      { id: '127.0.0.2', kind: 'direct', helo: 'out2.rcpt.test' },
+    ]);
+    prober.send({
+      type: 'egress_state',
+      id: 'state-1',
+      // A prober that forgot to mask an address: the view masks it anyway.
+      blocks: [
+        blockAt(
+          '127.0.0.2',
+          'mx1.company.test',
+          Date.now(),
+          '<jane@example.test>: Client host [127.0.0.2] blocked using zen.spamhaus.org',
+        ),
+      ],
+      uses: [{ egress: '127.0.0.1', provider: 'google', used: 7, budget: 50 }],
+      sessions: 2,
+    });
+    type Body = {
+      regions: {
+        region: string;
+        probers: {
+          state: string;
+          sessions: number;
+          egresses: {
+            id: string;
+            blocks: { scope: unknown; reply: { text: string } }[];
+            hourlyUse: unknown[];
+          }[];
+        }[];
+      }[];
+    };
+    const body = await untilValue(async () => {
+      const response = await fleet(`Bearer ${token.secret}`, region);
+      expect(response.status).toBe(200);
+      const json = (await response.json()) as Body;
+      return json.regions[0]?.probers[0]?.sessions === 2 ? json : undefined;
+    }, 'the block reaches the view');
+    const [view] = body.regions[0]?.probers ?? [];
+    expect(view?.state).toBe('linked');
+    expect(view?.egresses.map((egress) => egress.id)).toEqual(['127.0.0.1', '127.0.0.2']);
+    expect(view?.egresses[0]?.blocks).toEqual([]);
+    expect(view?.egresses[0]?.hourlyUse).toEqual([{ provider: 'google', used: 7, budget: 50 }]);
+    expect(view?.egresses[1]?.blocks.map((block) => block.scope)).toEqual([
+      { kind: 'mx_host', name: 'mx1.company.test' },
+    ]);
+    expect(view?.egresses[1]?.blocks[0]?.reply.text).toBe(
+      '<>: Client host [127.0.0.2] blocked using zen.spamhaus.org',
+    );
+    prober.close();
+  });
+});

@@ -1,0 +1,1 @@
+ALTER TABLE `job_addresses` ADD `retry_at` integer;

@@ -1,0 +1,82 @@
+// The SOCKS5 client against the fake world's proxy and against a proxy written byte by byte.
+import { createServer, type Server } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { listenOnLoopback } from '../../../test/world/loopback.ts';
+import { type Socks5Server, startSocks5Server } from '../../../test/world/socks5-server.ts';
+import { ipv6Bytes, Socks5Error, socks5Connect } from './socks5.ts';
+
+let proxy: Socks5Server;
+beforeAll(async () => {
+  proxy = await startSocks5Server({ credentials: { username: 'u', password: 'p' } });
+});
+afterAll(async () => {
+  await proxy?.close();
+});
+
+describe('socks5Connect', () => {
+  test("says why the proxy could not connect (RFC 1928 §6: 'connection refused')", async () => {
+    // Nothing listens on 127.0.0.22 (the world's dead MX): the proxy's connect is refused.
+    const { ready } = socks5Connect(
+      { host: proxy.host, port: proxy.port, username: 'u', password: 'p' },
+      { host: '127.0.0.22', port: proxy.port },
+    );
+    await expect(ready).rejects.toThrow(new Socks5Error('connection refused'));
+  });
+
+  test('a proxy that wants credentials we do not have: no acceptable method', async () => {
+    const { ready } = socks5Connect(
+      { host: proxy.host, port: proxy.port, username: null, password: null },
+      { host: '127.0.0.1', port: 25 },
+    );
+    await expect(ready).rejects.toThrow('none of our authentication methods');
+  });
+
+  test('bytes the target sent with the proxy reply are read first, and the request names an IPv6 target in 16 bytes', async () => {
+    let request: Buffer = Buffer.alloc(0);
+    // A proxy that answers in one write: method, then CONNECT reply and the server's greeting together.
+    const server: Server = createServer((socket) => {
+      let step = 0;
+      socket.on('data', (chunk: Buffer) => {
+        if (step++ === 0) {
+          socket.write(Buffer.from([0x05, 0x00]));
+          return;
+        }
+        request = chunk;
+        socket.write(
+          Buffer.concat([
+            Buffer.from([0x05, 0x00, 0x00, 0x01, 127, 0, 0, 1, 0, 25]),
+            Buffer.from('220 mx ready\r\n'),
+          ]),
+        );
+      });
+    });
+    const port = await listenOnLoopback(server, '127.0.0.1', 0);
+    try {
+      const { socket, ready } = socks5Connect(
+        { host: '127.0.0.1', port, username: null, password: null },
+        { host: '2001:db8::7', port: 25 },
+      );
+      await ready;
+      const greeting = await new Promise<string>((resolve) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString()));
+        socket.resume();
+      });
+      socket.destroy();
+      expect(greeting).toBe('220 mx ready\r\n');
+      expect([...request.subarray(0, 4)]).toEqual([0x05, 0x01, 0x00, 0x04]);
+      expect(request.subarray(4, 20)).toEqual(ipv6Bytes('2001:db8::7'));
+      expect(request.readUInt16BE(20)).toBe(25);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test.each([
+    ['2001:db8::7', '20010db8000000000000000000000007'],
+    ['::1', '00000000000000000000000000000001'],
+    ['::ffff:192.0.2.1', '00000000000000000000ffffc0000201'],
+    ['fe80::1:2', 'fe800000000000000000000000010002'],
+  ])('IPv6 %s as 16 bytes', (address, hex) => {
+    expect(ipv6Bytes(address).toString('hex')).toBe(hex);
+  });
+});

@@ -1,0 +1,57 @@
+// `npm run admin -- fleet` as text: one block per prober, one line per egress, its blocks and
+// its hour against the budget beneath it. The JSON (`--json`) is the edge's /internal/fleet.
+
+interface FleetBody {
+  regions: {
+    region: string;
+    backlog: { single: number; batch: number; running: number };
+    probers: {
+      proberId: string;
+      state: string;
+      inFlight: number;
+      capacity: number;
+      sessions: number | null;
+      egresses: {
+        id: string;
+        kind: string;
+        helo: string | null;
+        blocks: {
+          scope: { kind: string; name: string };
+          since: string;
+          until: string;
+          level: number;
+          reply: { code: number; enhanced: string | null; text: string };
+        }[];
+        hourlyUse: { provider: string; used: number; budget: number }[];
+      }[];
+    }[];
+  }[];
+}
+
+export function fleetLines(body: FleetBody): string[] {
+  const lines: string[] = [];
+  for (const region of body.regions) {
+    const { single, batch, running } = region.backlog;
+    lines.push(
+      `region ${region.region}: ${region.probers.length} prober(s); waiting ${single} single, ${batch} batch; running ${running}`,
+    );
+    for (const prober of region.probers) {
+      lines.push(
+        `  prober ${prober.proberId} ${prober.state}, ${prober.inFlight}/${prober.capacity} probes, ${prober.sessions ?? '?'} SMTP sessions`,
+      );
+      for (const egress of prober.egresses) {
+        const use = egress.hourlyUse.map((hour) => `${hour.provider} ${hour.used}/${hour.budget}`).join(', ');
+        lines.push(
+          `    egress ${egress.id} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}`,
+        );
+        for (const block of egress.blocks) {
+          const reply = `${block.reply.code}${block.reply.enhanced ? ` ${block.reply.enhanced}` : ''} ${block.reply.text}`;
+          lines.push(
+            `      BLOCKED at ${block.scope.kind} ${block.scope.name} since ${block.since} until ${block.until} (cool-down ${block.level}): ${reply}`,
+          );
+        }
+      }
+    }
+  }
+  return lines.length > 0 ? lines : ['no region has a live prober token'];
+}

@@ -1,0 +1,103 @@
+// A prober with two egresses (SOURCE_ADDRESSES=127.0.0.1,127.0.0.2) against a world where half
+// the company MX hosts list 127.0.0.2 on Spamhaus's zone with Postfix's reply and serve every
+// other client, and where rbl.test refuses every client: the verdicts are right, a block never
+// becomes a verdict, `antispam_blocked` appears only where every egress was refused, and the
+// operator's view (HTTP and `npm run admin -- fleet`) shows the blocks.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOperatorToken } from '../../scripts/stack/operator.ts';
+import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
+import { untilValue } from '../eventually.ts';
+import { companyList } from '../world/expected-verdicts.ts';
+import { DOMAINS } from '../world/index.ts';
+import { okJson, type System, startSystem, subStatusesOf } from './harness.ts';
+
+const LISTED = '127.0.0.2';
+let system: System;
+
+beforeAll(async () => {
+  system = await startSystem({
+    credits: 5_000,
+    world: { companies: { domains: 8, hosts: 4, blocklisted: { clients: [LISTED], hosts: [1, 3] } } },
+    proberEnv: { SOURCE_ADDRESSES: `127.0.0.1,${LISTED}` },
+  });
+});
+
+afterAll(async () => {
+  await system?.close();
+});
+
+interface FleetBody {
+  regions: {
+    probers: {
+      state: string;
+      egresses: { id: string; blocks: { scope: { name: string }; reply: { text: string } }[] }[];
+    }[];
+  }[];
+}
+
+describe('two egresses, one listed at half the MX hosts', () => {
+  it('answers every address right; antispam_blocked only where every egress is refused; the view shows the blocks', async () => {
+    const list = companyList({ count: 400, domains: 8 });
+    const refusedEverywhere = [0, 1, 2].map((index) => `user${index}@${DOMAINS.rbl}`);
+    const { jobId } = await okJson<{ jobId: string }>(
+      await system.api('/api/v1/bulk/upload', {
+        json: { emails: [...list.map((row) => row.address), ...refusedEverywhere] },
+      }),
+    );
+    const job = await untilValue(async () => {
+      const { job } = await okJson<{ job: { status: string } }>(
+        await system.api(`/api/v1/bulk/status/${jobId}`),
+      );
+      return job.status === 'processing' ? undefined : job;
+    }, 'the job to complete');
+    expect(job.status).toBe('completed');
+
+    const found = await subStatusesOf(system, jobId);
+    const wrong = list.filter((row) => found.get(row.address) !== row.subStatus);
+    expect(wrong.map((row) => `${row.address}: ${found.get(row.address)}`)).toEqual([]);
+    const blocked = [...found]
+      .filter(([, subStatus]) => subStatus === 'antispam_blocked')
+      .map(([email]) => email);
+    expect(blocked.sort()).toEqual(refusedEverywhere.sort());
+    // The listing hosts did refuse the listed egress: the right answers came from the other one.
+    const listing = system.world.companyMx.filter((mx) => mx.name === 'company1' || mx.name === 'company3');
+    expect(listing.reduce((sum, mx) => sum + mx.stats().blocklisted, 0)).toBeGreaterThan(0);
+
+    const token = await createOperatorToken(system.stack.d1, { name: 'e2e operator' });
+    const view = await untilValue(async () => {
+      const response = await fetch(`${system.stack.baseUrl}/internal/fleet`, {
+        headers: { authorization: `Bearer ${token.secret}` },
+      });
+      const body = (await response.json()) as FleetBody;
+      const listed = body.regions
+        .flatMap((region) => region.probers)
+        .flatMap((prober) => prober.egresses)
+        .find((egress) => egress.id === LISTED);
+      return listed && listed.blocks.length >= 3 ? body : undefined;
+    }, 'the blocks to reach the operator view');
+    const [prober] = view.regions.flatMap((region) => region.probers);
+    expect(prober?.state).toBe('linked');
+    const blocksOf = (id: string) =>
+      (prober?.egresses.find((egress) => egress.id === id)?.blocks ?? [])
+        .map((block) => block.scope.name)
+        .sort();
+    expect(blocksOf(LISTED)).toEqual(['mx.rbl.test', 'mx1.company.test', 'mx3.company.test']);
+    expect(blocksOf('127.0.0.1')).toEqual(['mx.rbl.test']);
+    const reply = prober?.egresses.find((egress) => egress.id === LISTED)?.blocks[0]?.reply.text ?? '';
+    expect(reply).toContain('blocked using zen.spamhaus.org');
+    expect(reply).not.toContain('@');
+
+    // The same view as an operator reads it on a terminal.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['scripts/admin.ts', 'fleet', '--edge', system.stack.baseUrl],
+      { cwd: REPO_ROOT, env: { ...process.env, RCPT_OPERATOR_TOKEN: token.secret } },
+    );
+    expect(stdout).toContain(`egress ${LISTED} (direct)`);
+    expect(stdout).toContain('BLOCKED at mx_host mx1.company.test');
+    // The prober logged each block as an event an operator can alert on.
+    expect(system.logs.some((line) => line.includes('"event":"egress_blocked"'))).toBe(true);
+  });
+});
