@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineProject } from 'vitest/config';
@@ -10,10 +12,28 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 // which test/world-setup.ts runs in the runner's process on the ports chosen here; SMTP
 // answers come from fake probers that the tests connect to the hub themselves.
 export default defineProject(async () => {
-  const world = { smtpPort: await freePort(), dohPort: await freePort() };
+  const world = {
+    smtpPort: await freePort(),
+    dohPort: await freePort(),
+    // The fake Stripe (test/world/fake-stripe.ts) and the keys it accepts and signs with.
+    stripe: {
+      port: await freePort(),
+      secretKey: `sk_test_${randomBytes(24).toString('base64url')}`,
+      webhookSecret: `whsec_${randomBytes(24).toString('base64url')}`,
+    },
+  };
   process.env.RCPT_EDGE_TEST_WORLD = JSON.stringify(world);
   return {
     plugins: [
+      // The stripe package ships source maps that point at sources it does not ship: loaded
+      // without them, instead of one warning per module on every run.
+      {
+        name: 'stripe-without-source-maps',
+        load(id: string) {
+          if (!id.includes('/node_modules/stripe/') || !id.endsWith('.js')) return null;
+          return readFileSync(id.split('?')[0] as string, 'utf8').replace(/^\/\/# sourceMappingURL=.*$/m, '');
+        },
+      },
       cloudflareTest({
         wrangler: { configPath: `${root}wrangler.toml` },
         miniflare: {
@@ -27,6 +47,9 @@ export default defineProject(async () => {
             SECRETS_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
             // Confirmation links go to the console, where test/cookie-client.ts reads them.
             EMAIL_SENDER: 'console',
+            STRIPE_API_URL: `http://127.0.0.1:${world.stripe.port}`,
+            STRIPE_SECRET_KEY: world.stripe.secretKey,
+            STRIPE_WEBHOOK_SECRET: world.stripe.webhookSecret,
           },
         },
       }),

@@ -48,8 +48,40 @@ describe('checkProductionSettings', () => {
       { ...COMPLETE, vars: { ...COMPLETE.vars, ALLOW_PRIVATE_TARGETS: 'true' } },
       ['ALLOW_PRIVATE_TARGETS'],
     ],
+    [
+      'purchases half-way: a Stripe key without the webhook secret',
+      { ...COMPLETE, secretNames: [...(COMPLETE.secretNames ?? []), 'STRIPE_SECRET_KEY'] },
+      ['STRIPE_WEBHOOK_SECRET'],
+    ],
+    [
+      'purchases half-way: a webhook secret without the Stripe key',
+      { ...COMPLETE, secretNames: [...(COMPLETE.secretNames ?? []), 'STRIPE_WEBHOOK_SECRET'] },
+      ['STRIPE_SECRET_KEY'],
+    ],
+    [
+      'a Stripe secret as a plain var, and the library pointed at a fake',
+      {
+        ...COMPLETE,
+        vars: { ...COMPLETE.vars, STRIPE_SECRET_KEY: 'sk_live_x', STRIPE_API_URL: 'http://127.0.0.1:12111' },
+      },
+      ['STRIPE_SECRET_KEY', 'STRIPE_API_URL'],
+    ],
   ])('%s', (_, settings, missing) => {
     expect(missingOf(settings)).toEqual(missing);
+  });
+
+  it('says whether purchases are on or off when the secrets were looked up', () => {
+    const stripe = (secretNames: string[]) =>
+      checkProductionSettings({ ...COMPLETE, secretNames }).find(
+        (finding) => finding.setting === 'STRIPE_SECRET_KEY',
+      );
+    expect(stripe(['SECRETS_KEY', 'TURNSTILE_SECRET_KEY'])).toMatchObject({
+      state: 'ok',
+      message: expect.stringContaining('purchases are off'),
+    });
+    expect(
+      stripe(['SECRETS_KEY', 'TURNSTILE_SECRET_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']),
+    ).toMatchObject({ state: 'ok', message: expect.stringContaining('purchases are on') });
   });
 
   it('says plainly that Turnstile is not configured', () => {

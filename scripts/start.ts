@@ -31,8 +31,12 @@ if (await portTaken(host, port)) {
   );
 }
 
-// The mail world only exists for the demo and the tests; it is loaded only then.
+// The mail world and the fake Stripe only exist for the demo and the tests; loaded only then.
 const world = demo ? await (await import('../test/world/index.ts')).startWorld() : null;
+const fakeStripe = demo ? await import('../test/world/fake-stripe.ts') : null;
+const stripe = fakeStripe
+  ? await fakeStripe.startFakeStripe({ webhookUrl: `http://${host}:${port}/stripe/webhook` })
+  : null;
 
 /** Settings both halves use; unset ones keep wrangler.toml's (public DoH). */
 const shared: Record<string, string> = {};
@@ -70,7 +74,8 @@ console.log(
 const stack = await startLocalStack({
   host,
   port,
-  vars: shared,
+  // The demo buys credits from the fake Stripe: its keys are the edge's Stripe secrets.
+  vars: stripe && fakeStripe ? { ...shared, ...fakeStripe.stripeEdgeVars(stripe) } : shared,
   proberEnv: {
     ...(smtpPort ? { SMTP_PORT: smtpPort } : {}),
     ...(shared.ALLOW_PRIVATE_TARGETS ? { ALLOW_PRIVATE_TARGETS: shared.ALLOW_PRIVATE_TARGETS } : {}),
@@ -95,6 +100,7 @@ rcpt is running.
   Reference  ${stack.baseUrl}/docs   (OpenAPI: ${stack.baseUrl}/openapi.json)
   API key    ${stack.apiKey}
   DNS        ${shared.DOH_URL ?? 'public DNS over HTTPS (wrangler.toml)'}
+  Payments   ${stripe ? `the fake Stripe at ${stripe.url} ("Buy credits": card 4242 4242 4242 4242 pays)` : 'off (no Stripe keys): the Credits page says so'}
 
 Try it:
 
@@ -119,6 +125,7 @@ async function shutdown(): Promise<void> {
   console.log('\nrcpt: stopping…');
   await stack.close();
   await world?.close();
+  await stripe?.close();
   process.exit(process.exitCode ?? 0);
 }
 process.on('SIGINT', shutdown);

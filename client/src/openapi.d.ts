@@ -781,6 +781,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's payments: credit packs bought, automatic top-ups, refunds */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The payments, newest first. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentsResponse"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/history": {
         parameters: {
             query?: never;
@@ -1385,7 +1456,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {
@@ -1555,6 +1626,43 @@ export interface components {
         AccountSettingsRequest: {
             /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
             recheck?: boolean;
+        };
+        PaymentsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description whether this deployment sells credits (Stripe is configured) */
+            purchasesEnabled: boolean;
+            /** @description the account's payments, newest first (at most 100); none for a test key */
+            payments: components["schemas"]["Payment"][];
+        };
+        Payment: {
+            /** @description the purchase's id (the Checkout Session's `client_reference_id`) */
+            id: string;
+            /**
+             * @description a pack bought through Checkout, or an automatic top-up
+             * @enum {string}
+             */
+            kind: "checkout" | "auto_topup";
+            /**
+             * @description `failed`: the card was declined and nothing was charged
+             * @enum {string}
+             */
+            status: "paid" | "refunded" | "partially_refunded" | "failed";
+            /** @description the pack's credits, granted once the payment is confirmed */
+            credits: number;
+            /** @description the price in the currency's minor unit (cents) */
+            amount: number;
+            /** @description ISO 4217, lower case */
+            currency: string;
+            /** @description refunded so far, in minor units */
+            amountRefunded: number;
+            /** @description credits the refunds took back: their share of the pack, as far as the balance held them */
+            creditsTakenBack: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            paidAt: string | null;
+            failureReason: string | null;
         };
         HistoryResponse: {
             /** @enum {boolean} */

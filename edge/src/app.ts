@@ -4,6 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { configOf } from './config.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
+import { balanceWatch } from './middleware/balance-watch.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -11,7 +12,9 @@ import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerFleet } from './routes/internal/fleet.get.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
+import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
+import { registerAccountPayments } from './routes/v1/account-payments.get.ts';
 import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
 import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
@@ -66,6 +69,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     await next();
   });
   app.onError(handleError);
+  app.use('*', balanceWatch);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKeyAuth', {
     type: 'apiKey',
@@ -85,12 +89,14 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerBulkJobs(app);
   registerAccount(app);
   registerAccountSettings(app);
+  registerAccountPayments(app);
   registerHistory(app);
   registerWebhookSettings(app);
   registerWebhookSecret(app);
   registerWebhookTest(app);
   registerWebhookDeliveries(app);
   registerProbersConnect(app);
+  registerStripeWebhook(app);
   registerFleet(app);
   registerDashboard(app);
 

@@ -6,23 +6,22 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
+/** A comma-separated list: its items trimmed, empty ones dropped. */
+const commaList = (value: string) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+
 /** An optional setting: unset and empty mean the same. */
 const optionalText = z
   .string()
   .optional()
   .transform((value) => value || undefined);
 
-/** A comma-separated setting: its items, trimmed, empty ones dropped. */
-const commaList = z.string().transform((value) =>
-  value
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean),
-);
-
 const ConfigSchema = z
   .object({
-    DOH_URL: commaList.pipe(z.array(z.url()).min(1)),
+    DOH_URL: z.string().transform(commaList).pipe(z.array(z.url()).min(1)),
     ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
     MAIL_FROM: z.string().min(3),
     HELO_NAME: z.string().min(1),
@@ -59,9 +58,10 @@ const ConfigSchema = z
      * Greylist follow-up (docs/architecture.md): when a job with `recheck` asks its temporary
      * answers again, in seconds after the job completed, one round each: 15 min, 1 h, 4 h, 12 h.
      */
-    RECHECK_SCHEDULE_SECONDS: commaList
-      .default(['900', '3600', '14400', '43200'])
-      .transform((items) => items.map(Number))
+    RECHECK_SCHEDULE_SECONDS: z
+      .string()
+      .default('900,3600,14400,43200')
+      .transform((value) => commaList(value).map(Number))
       .pipe(
         z
           .array(
@@ -89,6 +89,44 @@ const ConfigSchema = z
     TURNSTILE_SITE_KEY: optionalText,
     TURNSTILE_SECRET_KEY: optionalText,
     TURNSTILE_SITEVERIFY_URL: z.url().default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+    // Buying credits (docs/money.md "Buying credits", docs/operations.md "Payments"): on when
+    // both Stripe secrets are set; without them the dashboard says purchases are off.
+    /** Stripe secret API key (`sk_live_…`/`sk_test_…`); a Worker secret, never logged. */
+    STRIPE_SECRET_KEY: optionalText,
+    /** Signing secret of the Stripe webhook endpoint (`whsec_…`); a Worker secret, never logged. */
+    STRIPE_WEBHOOK_SECRET: optionalText,
+    /** Where the Stripe library sends its requests; unset: Stripe's API. Local and tests: the fake Stripe. */
+    STRIPE_API_URL: optionalText.pipe(z.url().optional()),
+    /** The credit packs on sale: `credits:price` pairs, the price in the currency's minor unit (cents). */
+    CREDIT_PACKS: z
+      .string()
+      .default('1000:900,10000:4900,100000:29900')
+      .transform((value) =>
+        commaList(value).map((item) => {
+          const [credits, price] = item.split(':').map((part) => Number(part.trim()));
+          return { credits, price };
+        }),
+      )
+      .pipe(
+        z
+          .array(
+            z.object({
+              credits: z.number().int().min(1).max(10_000_000),
+              // Stripe's smallest charge is 50 cents (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts).
+              price: z.number().int().min(50).max(99_999_999),
+            }),
+          )
+          .min(1)
+          .max(6)
+          .refine((packs) => new Set(packs.map((pack) => pack.credits)).size === packs.length, {
+            message: 'two packs have the same number of credits',
+          }),
+      ),
+    /** ISO 4217 code of the packs' prices, lower case as Stripe writes it. */
+    CREDIT_CURRENCY: z
+      .string()
+      .regex(/^[a-z]{3}$/)
+      .default('usd'),
   })
   .refine((config) => !config.TURNSTILE_SITE_KEY || config.TURNSTILE_SECRET_KEY, {
     message: 'TURNSTILE_SITE_KEY is set but the TURNSTILE_SECRET_KEY secret is not',
@@ -96,6 +134,9 @@ const ConfigSchema = z
   });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** A credit pack on sale: `credits` for `price` minor units of CREDIT_CURRENCY. */
+export type CreditPack = Config['CREDIT_PACKS'][number];
 
 const parsed = new WeakMap<object, Config>();
 

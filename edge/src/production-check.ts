@@ -103,6 +103,8 @@ export function checkProductionSettings(settings: DeploymentSettings): Deploymen
     secret('TURNSTILE_SECRET_KEY', `Siteverify needs it; ${turnstileWhy}`),
   );
 
+  findings.push(...checkPurchases(settings, text));
+
   const allowPrivate = text('ALLOW_PRIVATE_TARGETS');
   findings.push(
     allowPrivate === 'true' || allowPrivate === '1'
@@ -114,5 +116,69 @@ export function checkProductionSettings(settings: DeploymentSettings): Deploymen
         }
       : { setting: 'ALLOW_PRIVATE_TARGETS', state: 'ok', message: 'private targets are refused' },
   );
+  return findings;
+}
+
+const STRIPE_SECRETS = ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'] as const;
+
+/**
+ * Buying credits (docs/operations.md, "Payments"): on with both Stripe secrets, off with neither;
+ * one without the other is a deployment configured half-way (the dashboard says purchases are
+ * off, or Stripe's events cannot be verified). The secrets are never plain vars, and the library
+ * talks to Stripe itself, not to a fake.
+ */
+function checkPurchases(
+  settings: DeploymentSettings,
+  text: (name: string) => string | undefined,
+): DeploymentFinding[] {
+  const findings: DeploymentFinding[] = [];
+  for (const name of STRIPE_SECRETS) {
+    if (text(name)) {
+      findings.push({
+        setting: name,
+        state: 'missing',
+        message: `${name} is a plain var, readable in the deployment's configuration: remove it and run wrangler secret put ${name}`,
+      });
+    }
+  }
+  if (text('STRIPE_API_URL')) {
+    findings.push({
+      setting: 'STRIPE_API_URL',
+      state: 'missing',
+      message: `STRIPE_API_URL sends the Stripe library to ${text('STRIPE_API_URL')} instead of Stripe (local runs and tests only): remove it`,
+    });
+  }
+  if (settings.secretNames === null) {
+    if (text('CREDIT_PACKS')) {
+      findings.push({
+        setting: 'STRIPE_SECRET_KEY',
+        state: 'unchecked',
+        message: 'the Stripe secrets were not looked up (run the check with --remote): purchases need both',
+      });
+    }
+    return findings;
+  }
+  const present = STRIPE_SECRETS.filter((name) => settings.secretNames?.includes(name));
+  if (present.length === STRIPE_SECRETS.length) {
+    findings.push({
+      setting: 'STRIPE_SECRET_KEY',
+      state: 'ok',
+      message: 'purchases are on (both Stripe secrets are set)',
+    });
+  } else if (present.length === 0) {
+    findings.push({
+      setting: 'STRIPE_SECRET_KEY',
+      state: 'ok',
+      message:
+        'purchases are off (no Stripe secrets): the dashboard says so, credits come from operators only',
+    });
+  } else {
+    const missing = STRIPE_SECRETS.find((name) => !present.includes(name)) as string;
+    findings.push({
+      setting: missing,
+      state: 'missing',
+      message: `purchases are configured half-way: ${present[0]} is set but ${missing} is not (wrangler secret put ${missing}); until both are, the dashboard says purchases are off`,
+    });
+  }
   return findings;
 }

@@ -46,6 +46,7 @@ const ROUTES: AuthenticatedRoute[] = [
   { name: 'bulk results', method: 'GET', path: `/api/v1/bulk/results/${someJob}`, charged: false },
   { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false },
   { name: 'account', method: 'GET', path: '/api/v1/account', charged: false },
+  { name: 'account payments', method: 'GET', path: '/api/v1/account/payments', charged: false },
   { name: 'history', method: 'GET', path: '/api/v1/history', charged: false },
   {
     name: 'account settings',

@@ -4,5 +4,7 @@ declare namespace Cloudflare {
     TEST_SMTP_PORT: string;
     SECRETS_KEY: string;
     BATCH_MAX_ATTEMPTS: string;
+    STRIPE_API_URL: string;
+    STRIPE_SECRET_KEY: string;
   }
 }

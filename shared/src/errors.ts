@@ -10,6 +10,10 @@ export const ERRORS = {
     httpStatus: 400,
     message: 'This confirmation link is not valid. Sign in and ask for a new one.',
   },
+  WEBHOOK_SIGNATURE_INVALID: {
+    httpStatus: 400,
+    message: 'The Stripe-Signature header is missing, malformed, too old or does not match the body.',
+  },
   UNAUTHORIZED: { httpStatus: 401, message: 'An API key is required in the X-API-Key header.' },
   INVALID_API_KEY: { httpStatus: 401, message: 'The API key is invalid or has been revoked.' },
   INSUFFICIENT_CREDITS: { httpStatus: 402, message: 'Not enough credits for this request.' },

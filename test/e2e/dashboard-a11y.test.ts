@@ -4,7 +4,7 @@
 
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seriousViolations } from './browser/axe.ts';
+import { expectAccessible as expectPageAccessible, seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { VIEWPORTS } from './browser/screenshots.ts';
 import { type System, startSystem } from './harness.ts';
@@ -18,6 +18,8 @@ const password = 'a long enough password';
 
 beforeAll(async () => {
   system = await startSystem({
+    // Purchases on (the fake Stripe): the Credits page shows its packs and settings forms.
+    stripe: true,
     vars: { SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(7))) },
   });
   browser = await launchChromium({ baseURL: system.stack.baseUrl });
@@ -30,13 +32,8 @@ afterAll(async () => {
 });
 
 /** axe on the current page at both widths; the desktop size is restored afterwards. */
-async function expectAccessible(name: string): Promise<void> {
-  for (const [label, size] of Object.entries(VIEWPORTS)) {
-    await page.setViewportSize(size);
-    const violations = await seriousViolations(page);
-    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
-  }
-  await page.setViewportSize(VIEWPORTS.desktop);
+function expectAccessible(name: string): Promise<void> {
+  return expectPageAccessible(page, name);
 }
 
 interface Focused {
@@ -199,11 +196,12 @@ describe('the dashboard is accessible', () => {
 
     await page.goto('/keys');
     await expectAccessible('keys with one key');
-    // From the top: skip link, brand, log out, the eight nav links, then the page's controls.
-    const stops = await tabThrough(15);
+    // From the top: skip link, brand, buy credits, log out, the eight nav links, then the page's controls.
+    const stops = await tabThrough(16);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
+      'a:Buy credits',
       'button:Log out',
       'a:Overview',
       'a:API keys',
@@ -218,18 +216,18 @@ describe('the dashboard is accessible', () => {
       'button:Create key',
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
     ]);
-    expect(outOfVisualOrder(stops.slice(1, 11))).toEqual([]);
-    expect(outOfVisualOrder(stops.slice(11))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(1, 12))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(12))).toEqual([]);
     for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
 
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(15);
+    const phoneStops = await tabThrough(16);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
-    expect(outOfVisualOrder(phoneStops.slice(11))).toEqual([]);
+    expect(outOfVisualOrder(phoneStops.slice(12))).toEqual([]);
     // The eight nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
-    expect(new Set(phoneStops.slice(3, 11).map((stop) => Math.round(stop.top))).size).toBe(1);
+    expect(new Set(phoneStops.slice(4, 12).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
@@ -285,7 +283,7 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('job results with no match');
   });
 
-  it('passes axe on the history, webhooks, account, overview with usage and error pages', async () => {
+  it('passes axe on the history, webhooks, account, credits, overview with usage and error pages', async () => {
     await page.goto('/history');
     expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
     await expectAccessible('history');
@@ -303,6 +301,11 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('overview with usage');
     await page.goto('/account');
     await expectAccessible('account');
+    await page.goto('/credits');
+    expect(await page.getByRole('button', { name: 'Continue to payment' }).count()).toBe(1);
+    await expectAccessible('credits');
+    await page.goto('/credits?checkout=cancelled');
+    await expectAccessible('credits after a cancelled checkout');
     const missing = await page.goto('/jobs/00000000-0000-4000-8000-000000000000');
     expect(missing?.status()).toBe(404);
     await expectAccessible('not found');

@@ -7,6 +7,7 @@ import { expect } from 'vitest';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.ts';
 import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
+import { type FakeStripe, startFakeStripe, stripeEdgeVars } from '../world/fake-stripe.ts';
 import { type MailWorld, startWorld, type WorldOptions } from '../world/index.ts';
 
 // vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
@@ -21,6 +22,8 @@ process.once('SIGTERM', () => {
 export interface System {
   world: MailWorld;
   stack: LocalStack;
+  /** The fake Stripe the edge buys credits from, posting its events to the edge; null unless asked for. */
+  stripe: FakeStripe | null;
   logs: string[];
   api(
     path: string,
@@ -54,6 +57,8 @@ export async function startSystem(
     credits?: number;
     /** Link the prober at start (default); false: a test links it with `stack.startProber()`. */
     startProber?: boolean;
+    /** Run the fake Stripe and turn purchases on (its keys as the edge's Stripe secrets). */
+    stripe?: boolean;
     /** More of the world: block-listed clients, the company hosts. */
     world?: Omit<WorldOptions, 'greylistDelayMs' | 'slowGreylistDelayMs'>;
     /** More prober settings (SOURCE_ADDRESSES, …). */
@@ -67,6 +72,7 @@ export async function startSystem(
       ? {}
       : { slowGreylistDelayMs: options.slowGreylistDelayMs }),
   });
+  const stripe = options.stripe ? await startFakeStripe() : null;
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-'));
   const logs: string[] = [];
   // The edge's and the prober's output, also kept on disk as it arrives: when a hook times out
@@ -79,7 +85,13 @@ export async function startSystem(
   try {
     stack = await startLocalStack({
       persistTo,
-      vars: { DOH_URL: world.dohUrl, VERIFY_TIMEOUT_MS: '8000', ...common, ...options.vars },
+      vars: {
+        DOH_URL: world.dohUrl,
+        VERIFY_TIMEOUT_MS: '8000',
+        ...common,
+        ...(stripe ? stripeEdgeVars(stripe) : {}),
+        ...options.vars,
+      },
       proberEnv: {
         ...common,
         SMTP_PORT: String(world.smtpPort),
@@ -96,12 +108,15 @@ export async function startSystem(
     });
   } catch (error) {
     await world.close();
+    await stripe?.close();
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${logs.join('\n')}`);
   }
+  if (stripe) stripe.webhookUrl = `${stack.baseUrl}/stripe/webhook`;
   let checker: OpenApiResponseChecker | null = null;
   return {
     world,
     stack,
+    stripe,
     logs,
     async api(path, init = {}) {
       const headers = new Headers(init.headers);
@@ -147,6 +162,7 @@ export async function startSystem(
     async close() {
       await stack.close();
       await world.close();
+      await stripe?.close();
       rmSync(persistTo, { recursive: true, force: true });
     },
   };

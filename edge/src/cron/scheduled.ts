@@ -3,6 +3,7 @@
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { verifyQueueOf } from '../services/batch-queue.ts';
+import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
 import { mailRouteResolver } from '../services/verify-deps.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
@@ -36,6 +37,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
         ),
     ],
     ['webhooks', () => retryDueDeliveries(db, config, now)],
+    ['balances', () => sweepBalances(watchDepsOf(db, config, env, now))],
   ];
   const outcomes = await Promise.allSettled(tasks.map(([, task]) => task()));
   outcomes.forEach((outcome, index) => {

@@ -3,15 +3,21 @@
 // /app.js and their look in /app.css. Static assets get the same headers from public/_headers.
 import { createMiddleware } from 'hono/factory';
 
-/** The dashboard's CSP; `thirdParty` (a page with a Turnstile widget) may add script and frame origins. */
-export function dashboardCsp(thirdParty: { scripts?: string[]; frames?: string[] } = {}): string {
+/**
+ * The dashboard's CSP; `thirdParty` may add script and frame origins (a page with a Turnstile
+ * widget) and form targets (a form whose answer redirects to Stripe Checkout: browsers apply
+ * `form-action` to the redirect too).
+ */
+export function dashboardCsp(
+  thirdParty: { scripts?: string[]; frames?: string[]; forms?: string[] } = {},
+): string {
   return [
     "default-src 'self'",
     ["script-src 'self'", ...(thirdParty.scripts ?? [])].join(' '),
     "style-src 'self'",
     "img-src 'self' data:",
     ...(thirdParty.frames?.length ? [`frame-src ${thirdParty.frames.join(' ')}`] : []),
-    "form-action 'self'",
+    ["form-action 'self'", ...(thirdParty.forms ?? [])].join(' '),
     "frame-ancestors 'none'",
     "base-uri 'none'",
   ].join('; ');

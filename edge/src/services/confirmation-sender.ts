@@ -94,13 +94,60 @@ export function confirmationSenderFor(
   env: object,
 ): AccountMailSender {
   if (config.EMAIL_SENDER === 'console') return consoleSender;
+  const { binding, from } = emailServiceOf(config, env, 'Account emails');
+  return cloudflareEmailSender(binding, from);
+}
+
+/** The Email Service binding and From address; a clear 503 naming `what` when either is missing. */
+function emailServiceOf(
+  config: { EMAIL_FROM?: string | undefined },
+  env: object,
+  what: string,
+): { binding: EmailBinding; from: string } {
   // The binding is added to wrangler.toml by the operator who sets up Email Service, so the
   // generated Env type does not know it.
   const binding = (env as { EMAIL?: EmailBinding }).EMAIL;
   if (!binding || !config.EMAIL_FROM) {
     throw new ApiError('SERVICE_UNAVAILABLE', {
-      message: 'Account emails are not configured on this deployment (EMAIL binding, EMAIL_FROM).',
+      message: `${what} are not configured on this deployment (EMAIL binding, EMAIL_FROM).`,
     });
   }
-  return cloudflareEmailSender(binding, config.EMAIL_FROM);
+  return { binding, from: config.EMAIL_FROM };
+}
+
+/** A plain notice to an account's owner (the low-balance email): no secret in it. */
+export interface NoticeEmail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface NoticeSender {
+  send(email: NoticeEmail): Promise<void>;
+}
+
+/** The prefix of the console sender's line for a notice, which `npm start` and the tests look for. */
+export const CONSOLE_NOTICE_LINE = 'rcpt: email to';
+
+/**
+ * The sender of notices, through the same transport as account emails (EMAIL_SENDER): the
+ * console prints `rcpt: email to <to>: <subject>`; Cloudflare Email Service sends it.
+ */
+export function noticeSenderFor(
+  config: { EMAIL_SENDER: 'console' | 'cloudflare'; EMAIL_FROM?: string | undefined },
+  env: object,
+): NoticeSender {
+  if (config.EMAIL_SENDER === 'console') {
+    return {
+      async send(email) {
+        console.log(`${CONSOLE_NOTICE_LINE} ${email.to}: ${email.subject}`);
+      },
+    };
+  }
+  const { binding, from } = emailServiceOf(config, env, 'Low-balance emails');
+  return {
+    async send(email) {
+      await binding.send({ from, to: email.to, subject: email.subject, text: email.text });
+    },
+  };
 }

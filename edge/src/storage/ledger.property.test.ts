@@ -2,8 +2,9 @@
 // local D1: single verifications (some failing after the charge), uploads, result writes
 // (partial, replayed, and abandoned halfway as by a consumer that throws after enqueueing its
 // retries), recovery sweeps, job failures and greylist follow-up rounds (which charge the
-// refunded addresses they answer, as far as the balance covers); and sign-up grants of accounts
-// that share a mailbox, confirmed in any order and at once.
+// refunded addresses they answer, as far as the balance covers), purchases paid (their webhook
+// replayed) and refunded in parts (as far as the balance holds the credits); and sign-up grants
+// of accounts that share a mailbox, confirmed in any order and at once.
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
@@ -23,6 +24,7 @@ import { sandboxVerify } from '../services/sandbox.ts';
 import { verifyForCaller } from '../services/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
 import { failJob, recordResults } from './jobs.ts';
+import { applyRefund, grantPaidPurchase, insertPurchase } from './purchases.ts';
 
 const MX: DnsOutcome = {
   kind: 'mx',
@@ -53,7 +55,9 @@ type Step =
   | { kind: 'record'; job: number; picks: number[]; refundable: boolean; replay: boolean }
   | { kind: 'fail'; job: number }
   | { kind: 'recheck'; job: number; known: boolean[]; replay: boolean }
-  | { kind: 'recover'; minutesLater: number };
+  | { kind: 'recover'; minutesLater: number }
+  | { kind: 'purchase'; credits: number; replay: boolean }
+  | { kind: 'refund'; purchase: number; thirds: number; replay: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('single' as const), hubFails: fc.boolean() }),
@@ -73,6 +77,17 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     replay: fc.boolean(),
   }),
   fc.record({ kind: fc.constant('recover' as const), minutesLater: fc.integer({ min: 0, max: 48 * 60 }) }),
+  fc.record({
+    kind: fc.constant('purchase' as const),
+    credits: fc.integer({ min: 1, max: 20 }),
+    replay: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('refund' as const),
+    purchase: fc.nat(3),
+    thirds: fc.integer({ min: 1, max: 3 }),
+    replay: fc.boolean(),
+  }),
 );
 
 async function run(steps: Step[]): Promise<string> {
@@ -84,9 +99,41 @@ async function run(steps: Step[]): Promise<string> {
     creditBalance: 12,
   };
   const jobs: { id: string; emails: string[] }[] = [];
+  const purchases: { id: string; amount: number; refunded: number }[] = [];
   const now = Date.now();
   for (const action of steps) {
-    if (action.kind === 'single') {
+    if (action.kind === 'purchase') {
+      const id = crypto.randomUUID();
+      const amount = action.credits * 7;
+      await insertPurchase(db(), {
+        id,
+        accountId: account.accountId,
+        kind: 'checkout',
+        credits: action.credits,
+        amount,
+        currency: 'usd',
+        now,
+      });
+      const paid = { purchaseId: id, reference: `cs_${id}`, paymentIntentId: `pi_${id}`, now };
+      await Promise.all(Array.from({ length: action.replay ? 2 : 1 }, () => grantPaidPurchase(db(), paid)));
+      purchases.push({ id, amount, refunded: 0 });
+    } else if (action.kind === 'refund') {
+      const purchase = purchases[action.purchase % Math.max(1, purchases.length)];
+      if (!purchase) continue;
+      // Stripe's charge.refunded carries the charge's refunded total so far.
+      const total = Math.min(
+        purchase.amount,
+        purchase.refunded + Math.ceil((purchase.amount * action.thirds) / 3),
+      );
+      const refund = {
+        purchaseId: purchase.id,
+        amountRefunded: total,
+        reference: `ch_${purchase.id}:${total}`,
+        now,
+      };
+      await Promise.all(Array.from({ length: action.replay ? 2 : 1 }, () => applyRefund(db(), refund)));
+      purchase.refunded = total;
+    } else if (action.kind === 'single') {
       await verifyForCaller({
         db: db(),
         deps: deps(action.hubFails),
@@ -259,6 +306,29 @@ async function checkInvariants(accountId: string): Promise<void> {
     accountId,
   );
   for (const single of singles) expect(single.answered + single.refunds, single.reference).toBe(1);
+
+  // A paid purchase granted its credits once; its refunds took back what the purchase records,
+  // never more than it granted.
+  const purchases = await rows<{
+    id: string;
+    status: string;
+    credits: number;
+    takenBack: number;
+    granted: number;
+    refunds: number;
+  }>(
+    `SELECT p.id, p.status, p.credits, p.credits_taken_back AS takenBack,
+       (SELECT COALESCE(SUM(delta), 0) FROM credit_ledger WHERE reference = 'cs_' || p.id AND reason = 'purchase') AS granted,
+       (SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE reference LIKE 'ch_' || p.id || ':%' AND reason = 'purchase_refund') AS refunds
+     FROM purchases p WHERE p.account_id = ?1`,
+    accountId,
+  );
+  for (const purchase of purchases) {
+    expect(purchase.status, purchase.id).not.toBe('pending');
+    expect(purchase.granted, purchase.id).toBe(purchase.credits);
+    expect(purchase.refunds, purchase.id).toBe(purchase.takenBack);
+    expect(purchase.takenBack, purchase.id).toBeLessThanOrEqual(purchase.credits);
+  }
 }
 
 describe('the credit ledger', () => {
@@ -279,6 +349,16 @@ describe('the credit ledger', () => {
               { kind: 'upload', size: 4 },
               { kind: 'record', job: 0, picks: [0, 1, 2, 3], refundable: true, replay: false },
               { kind: 'recheck', job: 0, known: [true, true, true, true, true], replay: true },
+            ],
+          ],
+          // A purchase partly spent, then refunded in full in two parts, each replayed.
+          [
+            [
+              { kind: 'purchase', credits: 9, replay: true },
+              { kind: 'upload', size: 5 },
+              { kind: 'refund', purchase: 0, thirds: 1, replay: true },
+              { kind: 'upload', size: 5 },
+              { kind: 'refund', purchase: 0, thirds: 3, replay: true },
             ],
           ],
           [

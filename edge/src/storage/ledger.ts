@@ -22,7 +22,9 @@ export type LedgerReason =
   | 'verify_refund'
   | 'bulk_charge'
   | 'bulk_refund'
-  | 'recheck_charge';
+  | 'recheck_charge'
+  | 'purchase'
+  | 'purchase_refund';
 
 export interface CreditMovement {
   accountId: string;
@@ -244,6 +246,86 @@ export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair
             WHERE id = (SELECT account_id FROM jobs WHERE id = ?1) AND ${charging} > 0 AND credit_balance >= ${charging}
             RETURNING credit_balance`,
       params: [jobId],
+    },
+  };
+}
+
+/**
+ * The credits of a purchase Stripe says was paid (docs/money.md, "Buying credits"): its
+ * `credits`, as one `purchase` row whose reference is the Stripe payment (the Checkout Session
+ * id, or the PaymentIntent id of an automatic top-up). Applies only while the purchase is
+ * pending; run it before the statement that marks it paid, in the same batch, so a replayed or
+ * concurrent delivery of the webhook finds it paid and grants nothing (the ledger's unique
+ * (reference, reason) index stops a second row in any case).
+ */
+export function grantPurchase(purchaseId: string, reference: string, now: number): LedgerPair {
+  const pending = "SELECT account_id, credits FROM purchases WHERE id = ?1 AND status = 'pending'";
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, p.credits, a.credit_balance + p.credits, 'purchase', ?2, ?3
+            FROM (${pending}) p JOIN accounts a ON a.id = p.account_id WHERE p.credits > 0`,
+      params: [purchaseId, reference, now],
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance + (SELECT credits FROM (${pending}))
+            WHERE id = (SELECT account_id FROM (${pending})) RETURNING credit_balance`,
+      params: [purchaseId],
+    },
+  };
+}
+
+/** A take-back of refunded credits: the ledger pair, then `record`, which moves the purchase on. */
+export interface RefundTakeBack extends LedgerPair {
+  record: SqlStatement;
+}
+
+/**
+ * What a refund of a paid purchase takes back (docs/money.md, "Refunds"): `amountRefunded` is
+ * the payment's refunded total so far (Stripe's `charge.amount_refunded`, in minor units). The
+ * purchase's credits are owed back in proportion, rounded down, less what earlier refunds of it
+ * owed; the balance gives up as many of those as it still holds and never goes below zero (credits
+ * already spent stay spent). One `purchase_refund` row with `reference` (the payment and the
+ * refunded total, so each refunded amount moves once); `record` stores the refunded total and the
+ * credits taken back, and marks the purchase refunded or partially refunded. Applies only while
+ * the stored refunded total is below `amountRefunded`, so a replay moves nothing.
+ */
+export function takeBackRefundedCredits(
+  purchaseId: string,
+  amountRefunded: number,
+  reference: string,
+  now: number,
+): RefundTakeBack {
+  if (!Number.isInteger(amountRefunded) || amountRefunded < 0) {
+    throw new Error(`a refunded amount is a non-negative integer, not ${amountRefunded}`);
+  }
+  const refunded = 'MIN(CAST(?2 AS INTEGER), p.amount)';
+  const owed = `(p.credits * ${refunded} / p.amount - p.credits * p.amount_refunded / p.amount)`;
+  const open = `p.id = ?1 AND p.status IN ('paid', 'partially_refunded') AND p.amount_refunded < ${refunded}`;
+  const takenBack = "SELECT -delta FROM credit_ledger WHERE reference = ?3 AND reason = 'purchase_refund'";
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, -MIN(${owed}, a.credit_balance), a.credit_balance - MIN(${owed}, a.credit_balance),
+              'purchase_refund', ?3, ?4
+            FROM purchases p JOIN accounts a ON a.id = p.account_id
+            WHERE ${open} AND MIN(${owed}, a.credit_balance) > 0`,
+      params: [purchaseId, amountRefunded, reference, now],
+    },
+    balance: {
+      // Exactly what the row above took, while the purchase still shows the older refunded total.
+      sql: `UPDATE accounts SET credit_balance = credit_balance - (${takenBack})
+            WHERE id = (SELECT p.account_id FROM purchases p WHERE ${open}) AND EXISTS (${takenBack})
+            RETURNING credit_balance`,
+      params: [purchaseId, amountRefunded, reference],
+    },
+    record: {
+      sql: `UPDATE purchases AS p SET
+              credits_taken_back = credits_taken_back + COALESCE((${takenBack}), 0),
+              status = CASE WHEN ${refunded} >= p.amount THEN 'refunded' ELSE 'partially_refunded' END,
+              amount_refunded = ${refunded}
+            WHERE ${open} RETURNING account_id AS accountId`,
+      params: [purchaseId, amountRefunded, reference],
     },
   };
 }

@@ -71,11 +71,13 @@ export const creditLedger = sqliteTable(
   },
   (table) => [
     index('credit_ledger_account').on(table.accountId, table.createdAt),
-    // One charge and one refund per request or job, one sign-up grant per account: a
-    // replayed movement changes nothing.
+    // One charge and one refund per request or job, one sign-up grant per account, one grant
+    // per Stripe payment and one take-back per refunded amount: a replayed movement changes nothing.
     uniqueIndex('credit_ledger_once')
       .on(table.reference, table.reason)
-      .where(sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant')`),
+      .where(
+        sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant', 'purchase', 'purchase_refund')`,
+      ),
   ],
 );
 
@@ -372,3 +374,63 @@ export const sessions = sqliteTable(
   },
   (table) => [index('sessions_account').on(table.accountId), index('sessions_expires').on(table.expiresAt)],
 );
+
+// ── Buying credits ─────────────────────────────────────────────────────────────────────
+// Credit packs paid through Stripe (docs/money.md, "Buying credits"). A purchase row is written
+// before Stripe is asked for anything; the signed webhook that says it was paid grants its
+// credits in the transaction that marks it paid, so a replayed or concurrent delivery finds it
+// paid and grants nothing.
+
+export const purchases = sqliteTable(
+  'purchases',
+  {
+    // Ours: Checkout's `client_reference_id`, the top-up PaymentIntent's metadata and idempotency key.
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    kind: text('kind', { enum: ['checkout', 'auto_topup'] }).notNull(),
+    credits: integer('credits').notNull(),
+    // In the currency's minor unit (cents), as Stripe counts it.
+    amount: integer('amount').notNull(),
+    currency: text('currency').notNull(),
+    status: text('status', {
+      enum: ['pending', 'paid', 'failed', 'expired', 'refunded', 'partially_refunded'],
+    }).notNull(),
+    checkoutSessionId: text('checkout_session_id').unique(),
+    paymentIntentId: text('payment_intent_id').unique(),
+    // What Stripe refunded so far, and the credits taken back for it (never more than the
+    // balance held then; docs/money.md "Refunds").
+    amountRefunded: integer('amount_refunded').notNull().default(0),
+    creditsTakenBack: integer('credits_taken_back').notNull().default(0),
+    failureReason: text('failure_reason'),
+    createdAt: integer('created_at').notNull(),
+    paidAt: integer('paid_at'),
+  },
+  (table) => [index('purchases_account').on(table.accountId, table.createdAt)],
+);
+
+/**
+ * An account's billing settings: its Stripe customer, the card saved for automatic top-ups, the
+ * low-balance email and auto top-up thresholds (null: off), and the one top-up in flight.
+ */
+export const accountBilling = sqliteTable('account_billing', {
+  accountId: text('account_id')
+    .primaryKey()
+    .references(() => accounts.id),
+  stripeCustomerId: text('stripe_customer_id').unique(),
+  // A PaymentMethod saved by a Checkout with `setup_future_usage: off_session`, and its label.
+  paymentMethodId: text('payment_method_id'),
+  paymentMethodLabel: text('payment_method_label'),
+  lowBalanceThreshold: integer('low_balance_threshold'),
+  // When the low-balance email went; cleared once the balance is back at the threshold.
+  lowBalanceNotifiedAt: integer('low_balance_notified_at'),
+  autoTopUpThreshold: integer('auto_top_up_threshold'),
+  autoTopUpCredits: integer('auto_top_up_credits'),
+  // The top-up purchase in flight and when it started: at most one at a time.
+  topUpPurchaseId: text('top_up_purchase_id'),
+  topUpStartedAt: integer('top_up_started_at'),
+  // Why the last top-up failed (a declined card); top-ups stay off until the card is saved again.
+  topUpFailure: text('top_up_failure'),
+  updatedAt: integer('updated_at').notNull(),
+});

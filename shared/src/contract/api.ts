@@ -412,6 +412,39 @@ export const AccountResponse = z
   })
   .meta({ id: 'AccountResponse' });
 
+export const Payment = z
+  .object({
+    id: z.string().describe("the purchase's id (the Checkout Session's `client_reference_id`)"),
+    kind: z
+      .enum(['checkout', 'auto_topup'])
+      .describe('a pack bought through Checkout, or an automatic top-up'),
+    status: z
+      .enum(['paid', 'refunded', 'partially_refunded', 'failed'])
+      .describe('`failed`: the card was declined and nothing was charged'),
+    credits: z.number().int().describe("the pack's credits, granted once the payment is confirmed"),
+    amount: z.number().int().describe("the price in the currency's minor unit (cents)"),
+    currency: z.string().describe('ISO 4217, lower case'),
+    amountRefunded: z.number().int().describe('refunded so far, in minor units'),
+    creditsTakenBack: z
+      .number()
+      .int()
+      .describe('credits the refunds took back: their share of the pack, as far as the balance held them'),
+    createdAt: z.iso.datetime(),
+    paidAt: z.iso.datetime().nullable(),
+    failureReason: z.string().nullable(),
+  })
+  .meta({ id: 'Payment' });
+
+export const PaymentsResponse = z
+  .object({
+    success: z.literal(true),
+    purchasesEnabled: z.boolean().describe('whether this deployment sells credits (Stripe is configured)'),
+    payments: z
+      .array(Payment)
+      .describe("the account's payments, newest first (at most 100); none for a test key"),
+  })
+  .meta({ id: 'PaymentsResponse' });
+
 export const HistoryEntry = z
   .object({
     id: z.string(),

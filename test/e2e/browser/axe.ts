@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AxeResults, Result } from 'axe-core';
 import type { Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { VIEWPORTS } from './screenshots.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -25,4 +27,14 @@ export async function seriousViolations(page: Page): Promise<string[]> {
           .map((node) => node.target.join(' '))
           .join(', ')}`,
     );
+}
+
+/** axe on the current page at both widths, failing the test on a violation; the desktop size is restored afterwards. */
+export async function expectAccessible(page: Page, name: string): Promise<void> {
+  for (const [label, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    const violations = await seriousViolations(page);
+    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
+  }
+  await page.setViewportSize(VIEWPORTS.desktop);
 }

@@ -12,6 +12,7 @@ import { registerAccountPage } from './account.tsx';
 import { registerAuthPages } from './auth.tsx';
 import { registerBulkPages } from './bulk.tsx';
 import { registerConfirmEmailPages } from './confirm-email.tsx';
+import { registerCreditsPage } from './credits.tsx';
 import { renderErrorPage } from './error-page.tsx';
 import { registerHistoryPage } from './history.tsx';
 import { registerJobPages } from './jobs.tsx';
@@ -42,5 +43,6 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
   registerHistoryPage(dashboard);
   registerWebhooksPage(dashboard);
   registerAccountPage(dashboard);
+  registerCreditsPage(dashboard);
   app.route('/', dashboard);
 }

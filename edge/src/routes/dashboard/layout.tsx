@@ -10,7 +10,15 @@ import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
 import { CONFIRMATION_PATH } from '../../services/email-confirmation.ts';
 import { CsrfField } from './forms.tsx';
 
-export type NavSection = 'overview' | 'keys' | 'verify' | 'bulk' | 'history' | 'webhooks' | 'account';
+export type NavSection =
+  | 'overview'
+  | 'keys'
+  | 'verify'
+  | 'bulk'
+  | 'history'
+  | 'webhooks'
+  | 'account'
+  | 'credits';
 
 const NAV: { section: NavSection; href: string; label: string }[] = [
   { section: 'overview', href: '/', label: 'Overview' },
@@ -30,6 +38,8 @@ export interface LayoutProps {
   csrfToken: string;
   /** Extra elements for <head> (e.g. the no-script refresh of a running job). */
   head?: Child;
+  /** The signed-in account's balance, shown in the header beside "Buy credits". */
+  creditBalance?: number | null | undefined;
   /** The signed-in account's email while it is unconfirmed: every page then says so. */
   unconfirmedEmail?: string | null | undefined;
   /** What the header says after the brand; "dashboard" unless the page is another part of rcpt. */
@@ -61,12 +71,17 @@ export function Layout(props: LayoutProps) {
               rcpt<span class="brand-tail"> {props.brandTail ?? 'dashboard'}</span>
             </a>
             {props.signedIn ? (
-              <form method="post" action="/logout" class="logout-form">
-                <CsrfField token={props.csrfToken} />
-                <button type="submit" class="button-link">
-                  Log out
-                </button>
-              </form>
+              <div class="header-account">
+                {typeof props.creditBalance === 'number' ? (
+                  <CreditsBadge balance={props.creditBalance} current={props.section === 'credits'} />
+                ) : null}
+                <form method="post" action="/logout" class="logout-form">
+                  <CsrfField token={props.csrfToken} />
+                  <button type="submit" class="button-link">
+                    Log out
+                  </button>
+                </form>
+              </div>
             ) : null}
           </div>
           {props.signedIn ? (
@@ -102,6 +117,20 @@ export function Layout(props: LayoutProps) {
   );
 }
 
+/** The balance in the header of every signed-in page, and the way to buy more. */
+function CreditsBadge(props: { balance: number; current: boolean }) {
+  return (
+    <p class="header-credits">
+      <span data-testid="header-balance">
+        <strong>{props.balance.toLocaleString('en-US')}</strong> {props.balance === 1 ? 'credit' : 'credits'}
+      </span>{' '}
+      <a href="/credits" class="button button-small" aria-current={props.current ? 'page' : undefined}>
+        Buy credits
+      </a>
+    </p>
+  );
+}
+
 /** Until the account's email is confirmed: where the link went, and a way to have it sent again. */
 function ConfirmationBanner(props: { email: string; csrfToken: string }) {
   return (
@@ -123,12 +152,13 @@ function ConfirmationBanner(props: { email: string; csrfToken: string }) {
 /** Props of Layout that come from the request: who is signed in, the form token, the banner. */
 export function layoutContext(
   c: Context<DashboardEnv>,
-): Pick<LayoutProps, 'signedIn' | 'csrfToken' | 'unconfirmedEmail'> {
+): Pick<LayoutProps, 'signedIn' | 'csrfToken' | 'unconfirmedEmail' | 'creditBalance'> {
   const session = c.get('session');
   return {
     signedIn: Boolean(session),
     csrfToken: c.get('csrfToken') ?? '',
     unconfirmedEmail: session?.unconfirmedEmail ?? null,
+    creditBalance: session?.creditBalance ?? null,
   };
 }
 

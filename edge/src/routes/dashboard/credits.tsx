@@ -1,0 +1,351 @@
+/** @jsxImportSource hono/jsx */
+// Credits (`/credits`): the balance, the packs on sale (Stripe Checkout), the receipts, and the
+// low-balance email and automatic top-up settings (docs/money.md, "Buying credits"). Without
+// Stripe keys the page says purchases are off and everything else still works.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { dashboardCsp } from '../../middleware/security-headers.ts';
+import { type DashboardEnv, sessionOf } from '../../middleware/session.ts';
+import { formatPrice, packOf, startCheckout, watchBalance, watchDepsOf } from '../../services/purchases.ts';
+import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/stripe-client.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import {
+  type BillingSettings,
+  findBilling,
+  forgetPaymentMethod,
+  listReceipts,
+  type Purchase,
+  saveBalanceAlerts,
+} from '../../storage/purchases.ts';
+import { CsrfField, formText, Notice, Timestamp } from './forms.tsx';
+import { changingPage, signedInPage } from './guards.ts';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+const NOTICES: Record<string, { kind: 'success' | 'info'; text: string }> = {
+  paid: {
+    kind: 'success',
+    text: 'Thank you: your payment went through. The credits are added as soon as Stripe confirms it, usually within seconds; reload to see them.',
+  },
+  cancelled: { kind: 'info', text: 'Checkout was cancelled: nothing was charged.' },
+  saved: { kind: 'success', text: 'Settings saved.' },
+  forgotten: { kind: 'success', text: 'The saved card is forgotten and automatic top-up is off.' },
+};
+
+async function renderCredits(
+  c: Context<DashboardEnv>,
+  state: { notice?: string | undefined; error?: string | null },
+  status: ContentfulStatusCode = 200,
+) {
+  const db = c.get('db');
+  const config = c.get('config');
+  const accountId = sessionOf(c).accountId;
+  const [account, billing, receipts] = await Promise.all([
+    findAccount(db, accountId),
+    findBilling(db, accountId),
+    listReceipts(db, accountId),
+  ]);
+  const enabled = purchasesEnabled(config);
+  const notice = state.notice ? NOTICES[state.notice] : undefined;
+  const balance = account?.creditBalance ?? 0;
+  const csrfToken = c.get('csrfToken');
+  if (enabled) c.header('Content-Security-Policy', dashboardCsp({ forms: [checkoutOrigin(config)] }));
+  return renderPage(
+    c,
+    <Layout title="Credits" section="credits" {...layoutContext(c)} creditBalance={balance}>
+      <h1>Credits</h1>
+      {notice ? <Notice kind={notice.kind}>{notice.text}</Notice> : null}
+      {state.error ? <Notice kind="error">{state.error}</Notice> : null}
+      <section class="card" aria-labelledby="buy-heading">
+        <h2 id="buy-heading">Buy credits</h2>
+        <p>
+          You have <strong data-testid="credits-balance">{balance.toLocaleString('en-US')}</strong> credits.
+          One credit verifies one address; credits do not expire.
+        </p>
+        {enabled ? (
+          <form method="post" action="/credits/checkout" class="stack">
+            <CsrfField token={csrfToken} />
+            <fieldset>
+              <legend>Pack</legend>
+              <ul class="pack-list">
+                {config.CREDIT_PACKS.map((pack, index) => (
+                  <li>
+                    <label class="checkbox">
+                      <input
+                        type="radio"
+                        name="credits"
+                        value={String(pack.credits)}
+                        checked={index === 0}
+                        required
+                      />{' '}
+                      <strong>{pack.credits.toLocaleString('en-US')} credits</strong> for{' '}
+                      {formatPrice(pack.price, config.CREDIT_CURRENCY)}
+                    </label>
+                    <p class="hint">
+                      {formatPrice(Math.round((pack.price * 1000) / pack.credits), config.CREDIT_CURRENCY)}{' '}
+                      per 1,000
+                    </p>
+                  </li>
+                ))}
+              </ul>
+            </fieldset>
+            <label class="checkbox">
+              <input type="checkbox" name="saveCard" value="true" /> Save my card for automatic top-ups
+            </label>
+            <button type="submit" class="button">
+              Continue to payment
+            </button>
+            <p class="hint">You pay on Stripe's secure page; rcpt never sees your card number.</p>
+          </form>
+        ) : (
+          <Notice kind="info">
+            Purchases are off on this deployment (no Stripe keys are configured). Credits can still be granted
+            by an operator.
+          </Notice>
+        )}
+      </section>
+      <BalanceAlerts billing={billing} enabled={enabled} csrfToken={csrfToken} c={c} />
+      <section class="card" aria-labelledby="receipts-heading">
+        <h2 id="receipts-heading">Payments</h2>
+        {receipts.length === 0 ? (
+          <p class="muted">No payments yet.</p>
+        ) : (
+          <div class="table-scroll">
+            <table class="data-table stack-on-phone" data-testid="receipts">
+              <thead>
+                <tr>
+                  <th scope="col">Date</th>
+                  <th scope="col">Credits</th>
+                  <th scope="col">Amount</th>
+                  <th scope="col">Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {receipts.map((purchase) => (
+                  <ReceiptRow purchase={purchase} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </Layout>,
+    status,
+  );
+}
+
+function ReceiptRow(props: { purchase: Purchase }) {
+  const purchase = props.purchase;
+  return (
+    <tr>
+      <td data-label="Date">
+        <Timestamp at={purchase.paidAt ?? purchase.createdAt} />
+      </td>
+      <td data-label="Credits">
+        {purchase.credits.toLocaleString('en-US')}
+        {purchase.kind === 'auto_topup' ? <span class="muted"> (automatic top-up)</span> : null}
+      </td>
+      <td data-label="Amount">{formatPrice(purchase.amount, purchase.currency)}</td>
+      <td data-label="Status">{receiptStatus(purchase)}</td>
+    </tr>
+  );
+}
+
+function receiptStatus(purchase: Purchase): string {
+  const takenBack = `${purchase.creditsTakenBack.toLocaleString('en-US')} credits taken back`;
+  switch (purchase.status) {
+    case 'paid':
+      return 'Paid';
+    case 'refunded':
+      return `Refunded (${takenBack})`;
+    case 'partially_refunded':
+      return `${formatPrice(purchase.amountRefunded, purchase.currency)} refunded (${takenBack})`;
+    case 'failed':
+      return `Declined${purchase.failureReason ? `: ${purchase.failureReason}` : ''}`;
+    default:
+      return purchase.status;
+  }
+}
+
+function BalanceAlerts(props: {
+  billing: BillingSettings | null;
+  enabled: boolean;
+  csrfToken: string;
+  c: Context<DashboardEnv>;
+}) {
+  const { billing, enabled } = props;
+  const config = props.c.get('config');
+  const card = enabled ? billing?.paymentMethodLabel : null;
+  return (
+    <section class="card" aria-labelledby="alerts-heading">
+      <h2 id="alerts-heading">Low balance</h2>
+      {billing?.topUpFailure ? (
+        <Notice kind="error">
+          The last automatic top-up was declined ({billing.topUpFailure}). Automatic top-ups are paused until
+          you buy a pack with "Save my card" ticked.
+        </Notice>
+      ) : null}
+      <form method="post" action="/credits/settings" class="stack">
+        <CsrfField token={props.csrfToken} />
+        <div class="field">
+          <label for="low-balance">Email me when my balance falls below</label>
+          <input
+            id="low-balance"
+            name="lowBalanceThreshold"
+            type="number"
+            min="1"
+            max="10000000"
+            inputmode="numeric"
+            value={
+              billing?.lowBalanceThreshold === null || !billing ? '' : String(billing.lowBalanceThreshold)
+            }
+            aria-describedby="low-balance-hint"
+          />
+          <p class="hint" id="low-balance-hint">
+            Credits; leave empty for no email. One email each time the balance goes below it.
+          </p>
+        </div>
+        {card ? (
+          <fieldset>
+            <legend>Automatic top-up with {card}</legend>
+            <label class="checkbox">
+              <input
+                type="checkbox"
+                name="autoTopUp"
+                value="true"
+                checked={billing?.autoTopUpThreshold !== null}
+              />{' '}
+              Buy a pack automatically when the balance falls below the threshold
+            </label>
+            <div class="field">
+              <label for="top-up-threshold">Threshold (credits)</label>
+              <input
+                id="top-up-threshold"
+                name="autoTopUpThreshold"
+                type="number"
+                min="1"
+                max="10000000"
+                inputmode="numeric"
+                value={String(billing?.autoTopUpThreshold ?? 100)}
+              />
+            </div>
+            <div class="field">
+              <label for="top-up-pack">Pack</label>
+              <select id="top-up-pack" name="autoTopUpCredits">
+                {config.CREDIT_PACKS.map((pack) => (
+                  <option value={String(pack.credits)} selected={billing?.autoTopUpCredits === pack.credits}>
+                    {`${pack.credits.toLocaleString('en-US')} credits for ${formatPrice(pack.price, config.CREDIT_CURRENCY)}`}
+                  </option>
+                ))}
+              </select>
+            </div>
+          </fieldset>
+        ) : enabled ? (
+          <p class="muted">
+            To top up automatically so that a job never stops, buy a pack with "Save my card" ticked.
+          </p>
+        ) : null}
+        <button type="submit" class="button button-secondary">
+          Save
+        </button>
+      </form>
+      {card ? (
+        <form method="post" action="/credits/card/forget">
+          <CsrfField token={props.csrfToken} />
+          <button type="submit" class="button-link">
+            Forget {card}
+          </button>
+        </form>
+      ) : null}
+    </section>
+  );
+}
+
+/** A whole number of credits from a form field; '' is off (null). */
+function threshold(value: string, field: string): number | null {
+  if (value.trim() === '') return null;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1 || number > 10_000_000) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: `${field} is a whole number of credits from 1 to 10,000,000.`,
+    });
+  }
+  return number;
+}
+
+export function registerCreditsPage(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/credits', ...signedInPage, (c) => {
+    const checkout = c.req.query('checkout');
+    const saved = c.req.query('saved');
+    return renderCredits(c, { notice: checkout ?? saved });
+  });
+
+  dashboard.post('/credits/checkout', ...changingPage, async (c) => {
+    const config = c.get('config');
+    const stripe = stripeClientOf(config);
+    if (!stripe) return renderCredits(c, { error: 'Purchases are off on this deployment.' }, 503);
+    const session = sessionOf(c);
+    const db = c.get('db');
+    try {
+      const credits = Number(await formText(c, 'credits'));
+      packOf(config, credits);
+      const url = await startCheckout(
+        { db, config, stripe, now: Date.now() },
+        {
+          accountId: session.accountId,
+          email: (await findAccount(db, session.accountId))?.email ?? null,
+          credits,
+          saveCard: (await formText(c, 'saveCard')) === 'true',
+          origin: new URL(c.req.url).origin,
+        },
+      );
+      return c.redirect(url, 303);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
+        return renderCredits(c, { error: error.message }, 400);
+      throw error;
+    }
+  });
+
+  dashboard.post('/credits/settings', ...changingPage, async (c) => {
+    const accountId = sessionOf(c).accountId;
+    const config = c.get('config');
+    const form = await c.req.formData();
+    const text = (name: string) => {
+      const value = form.get(name);
+      return typeof value === 'string' ? value : '';
+    };
+    try {
+      const autoTopUp = text('autoTopUp') === 'true';
+      const credits = autoTopUp ? packOf(config, Number(text('autoTopUpCredits'))).credits : null;
+      const autoTopUpThreshold = autoTopUp
+        ? threshold(text('autoTopUpThreshold'), 'The top-up threshold')
+        : null;
+      if (autoTopUp && autoTopUpThreshold === null) {
+        throw new ApiError('VALIDATION_ERROR', { message: 'Automatic top-up needs a threshold.' });
+      }
+      await saveBalanceAlerts(
+        c.get('db'),
+        accountId,
+        {
+          lowBalanceThreshold: threshold(text('lowBalanceThreshold'), 'The low-balance threshold'),
+          autoTopUpThreshold,
+          autoTopUpCredits: credits,
+        },
+        Date.now(),
+      );
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR')
+        return renderCredits(c, { error: error.message }, 400);
+      throw error;
+    }
+    // A balance already below the new thresholds is acted on now, not at the next spend.
+    c.executionCtx.waitUntil(watchBalance(watchDepsOf(c.get('db'), config, c.env, Date.now()), accountId));
+    return c.redirect('/credits?saved=saved', 303);
+  });
+
+  dashboard.post('/credits/card/forget', ...changingPage, async (c) => {
+    await forgetPaymentMethod(c.get('db'), sessionOf(c).accountId, Date.now());
+    return c.redirect('/credits?saved=forgotten', 303);
+  });
+}

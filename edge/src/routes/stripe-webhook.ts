@@ -1,0 +1,50 @@
+// POST /stripe/webhook: the events of Stripe that move credits (docs/money.md, "Buying credits").
+// Public, outside the API (Stripe authenticates with the `Stripe-Signature` header, checked by
+// the library over the raw body with Web Crypto, https://docs.stripe.com/webhooks#verify-events),
+// and not in the OpenAPI document: nobody but Stripe calls it. A 2xx tells Stripe to stop
+// retrying; an error answer makes it deliver the event again later, which changes nothing twice.
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { ApiError } from '@rcpt/shared/errors';
+import Stripe from 'stripe';
+import type { AppEnv } from '../app-env.ts';
+import { log } from '../logger.ts';
+import { applyStripeEvent } from '../services/purchases.ts';
+import { stripeClientOf, webhookCryptoProvider } from '../services/stripe-client.ts';
+
+export const STRIPE_WEBHOOK_PATH = '/stripe/webhook';
+
+/** Stripe's events are a few kilobytes; anything far larger is not one. */
+const MAX_EVENT_BYTES = 256 * 1024;
+
+export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
+  app.post(STRIPE_WEBHOOK_PATH, async (c) => {
+    const config = c.get('config');
+    const stripe = stripeClientOf(config);
+    if (!stripe || !config.STRIPE_WEBHOOK_SECRET) {
+      throw new ApiError('SERVICE_UNAVAILABLE', { message: 'Purchases are off on this deployment.' });
+    }
+    if (Number(c.req.header('content-length') ?? 0) > MAX_EVENT_BYTES)
+      throw new ApiError('PAYLOAD_TOO_LARGE');
+    const signature = c.req.header('stripe-signature');
+    // The signature covers the exact bytes Stripe sent: read them before anything parses them.
+    const payload = await c.req.text();
+    if (!signature) throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
+    let event: Stripe.Event;
+    try {
+      event = await stripe.webhooks.constructEventAsync(
+        payload,
+        signature,
+        config.STRIPE_WEBHOOK_SECRET,
+        undefined,
+        webhookCryptoProvider,
+      );
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeSignatureVerificationError)
+        throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
+      throw error;
+    }
+    const outcome = await applyStripeEvent({ db: c.get('db'), config, stripe, now: Date.now() }, event);
+    log.info('stripe event', { event: event.id, type: event.type, outcome });
+    return c.json({ received: true, outcome });
+  });
+}
