@@ -34,7 +34,7 @@ import {
   turnstilePasses,
   turnstileSiteKey,
 } from '../../services/turnstile.ts';
-import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
 
@@ -57,15 +57,7 @@ function LoginPage(props: AuthFormState & { csrfToken: string; notice?: string |
         <form method="post" action="/login" class="stack">
           <CsrfField token={props.csrfToken} />
           {props.next ? <input type="hidden" name="next" value={props.next} /> : null}
-          <TextField
-            id="login-email"
-            name="email"
-            label="Email"
-            type="email"
-            autocomplete="username"
-            required
-            value={props.email}
-          />
+          <AccountEmailField id="login-email" value={props.email} />
           <TextField
             id="login-password"
             name="password"
@@ -101,15 +93,7 @@ function SignupPage(props: AuthFormState & { csrfToken: string; turnstileSiteKey
         {props.error ? <Notice kind="error">{props.error}</Notice> : null}
         <form method="post" action="/signup" class="stack">
           <CsrfField token={props.csrfToken} />
-          <TextField
-            id="signup-email"
-            name="email"
-            label="Email"
-            type="email"
-            autocomplete="username"
-            required
-            value={props.email}
-          />
+          <AccountEmailField id="signup-email" value={props.email} />
           <TextField
             id="signup-password"
             name="password"

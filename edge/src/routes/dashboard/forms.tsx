@@ -57,6 +57,21 @@ export function TextField(props: TextFieldProps) {
   );
 }
 
+/** The email address that names an account (sign-in, sign-up, password reset). */
+export function AccountEmailField(props: { id: string; value?: string | undefined }) {
+  return (
+    <TextField
+      id={props.id}
+      name="email"
+      label="Email"
+      type="email"
+      autocomplete="username"
+      required
+      value={props.value}
+    />
+  );
+}
+
 export function Notice(props: { kind: 'success' | 'error' | 'info'; children?: Child }) {
   // Errors interrupt (alert); confirmations are announced politely (status).
   return (

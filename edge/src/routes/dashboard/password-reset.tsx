@@ -10,7 +10,7 @@ import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
 import { checkResetLink, requestPasswordReset, resetPassword } from '../../services/password-reset.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { clientIp, tooManyAttempts } from './auth.tsx';
-import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
 
@@ -31,15 +31,7 @@ function ForgotPasswordPage(props: { csrfToken: string; email?: string; notice?:
         <p>Enter the email address of your account: we send it a link to choose a new password.</p>
         <form method="post" action="/forgot-password" class="stack">
           <CsrfField token={props.csrfToken} />
-          <TextField
-            id="forgot-email"
-            name="email"
-            label="Email"
-            type="email"
-            autocomplete="username"
-            required
-            value={props.email}
-          />
+          <AccountEmailField id="forgot-email" value={props.email} />
           <button type="submit" class="button">
             Send the link
           </button>
