@@ -5,6 +5,7 @@ import type { AppEnv } from './app-env.ts';
 import { configOf } from './config.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
+import { publishableCorsPreflight } from './middleware/publishable-cors.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
@@ -73,6 +74,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
     description: 'An API key from the dashboard: `rk_live_…` (charged) or `rk_test_…` (sandbox, free).',
   });
 
+  // Before authentication: a browser's preflight carries no key (publishable-cors.ts).
+  for (const path of ['/api/v1/verify', '/v1/verify']) app.use(path, publishableCorsPreflight);
   for (const prefix of ['/api/v1/*', '/v1/*']) {
     app.use(prefix, apiKeyAuth);
     app.use(prefix, apiKeyRateLimit);

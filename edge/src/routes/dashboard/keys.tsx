@@ -1,12 +1,19 @@
 /** @jsxImportSource hono/jsx */
 // API keys (`/keys`): create (the secret is shown once, in the answer to the POST, and never
-// again), list by visible prefix, and revoke after a confirmation page. A revoked key fails
-// on the API's very next request (the API looks keys up on every call).
+// again), optionally limited to scopes and client address blocks (docs/publishable-keys.md),
+// list by visible prefix with their limits, and revoke after a confirmation page. A revoked
+// key fails on the API's very next request (the API looks keys up on every call).
 import { ApiError } from '@rcpt/shared/errors';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { createApiKey } from '../../services/api-keys.ts';
+import {
+  createApiKey,
+  KEY_SCOPES,
+  type KeyScope,
+  keyLimitsOf,
+  parseAllowedCidrs,
+} from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
@@ -30,6 +37,11 @@ function KeysPage(props: {
   /** Why no key was created although the form was right (a quota, a live key before confirmation). */
   refusal?: string | null;
   name?: string;
+  /** The scopes ticked and the address blocks typed, kept when the form is shown again. */
+  scopes?: readonly KeyScope[];
+  cidrs?: string;
+  cidrsError?: string | null;
+  scopesError?: string | null;
   /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
   unconfirmedEmail?: string | null;
 }) {
@@ -81,6 +93,54 @@ function KeysPage(props: {
               </p>
             ) : null}
           </fieldset>
+          <fieldset
+            class="choices"
+            aria-describedby={props.scopesError ? 'key-scopes-error' : 'key-scopes-hint'}
+          >
+            <legend>Scopes</legend>
+            <input type="hidden" name="scopes-offered" value="1" />
+            <p class="hint" id="key-scopes-hint">
+              What the key may call. Only a key with every scope changes the account's settings and webhooks.
+            </p>
+            {KEY_SCOPES.map((scope) => (
+              <label>
+                <input
+                  type="checkbox"
+                  name="scopes"
+                  value={scope}
+                  checked={(props.scopes ?? KEY_SCOPES).includes(scope)}
+                />{' '}
+                {SCOPE_LABELS[scope]}
+              </label>
+            ))}
+            {props.scopesError ? (
+              <p class="field-error" id="key-scopes-error">
+                {props.scopesError}
+              </p>
+            ) : null}
+          </fieldset>
+          <div class="field">
+            <label for="key-cidrs">Client addresses (optional)</label>
+            <textarea
+              id="key-cidrs"
+              name="cidrs"
+              rows={3}
+              spellcheck={false}
+              aria-describedby={props.cidrsError ? 'key-cidrs-hint key-cidrs-error' : 'key-cidrs-hint'}
+              aria-invalid={props.cidrsError ? 'true' : undefined}
+            >
+              {props.cidrs ?? ''}
+            </textarea>
+            <p class="hint" id="key-cidrs-hint">
+              Address blocks the key may be used from, one per line: <code>203.0.113.0/24</code>,{' '}
+              <code>2001:db8::/48</code> or one address. Empty: any address.
+            </p>
+            {props.cidrsError ? (
+              <p class="field-error" id="key-cidrs-error">
+                {props.cidrsError}
+              </p>
+            ) : null}
+          </div>
           <button type="submit" class="button">
             Create key
           </button>
@@ -98,6 +158,7 @@ function KeysPage(props: {
                   <th scope="col">Name</th>
                   <th scope="col">Key</th>
                   <th scope="col">Mode</th>
+                  <th scope="col">Limits</th>
                   <th scope="col">Created</th>
                   <th scope="col">Last used</th>
                   <th scope="col">Status</th>
@@ -114,6 +175,9 @@ function KeysPage(props: {
                       <code>{key.prefix}…</code>
                     </td>
                     <td data-label="Mode">{key.mode}</td>
+                    <td data-label="Limits">
+                      <KeyLimitsSummary apiKey={key} />
+                    </td>
                     <td data-label="Created">
                       <Timestamp at={key.createdAt} />
                     </td>
@@ -148,6 +212,33 @@ function KeysPage(props: {
       </section>
     </>
   );
+}
+
+const SCOPE_LABELS: Record<KeyScope, string> = {
+  verify: 'verify: the single verify',
+  bulk: 'bulk: upload lists and read their jobs',
+  read: 'read: the account, history and jobs',
+};
+
+/** A key's scopes and address blocks, as the list shows them. */
+function KeyLimitsSummary(props: { apiKey: ApiKeyRow }) {
+  const limits = keyLimitsOf(props.apiKey);
+  return (
+    <>
+      <span>{limits.scopes === null ? 'every scope' : `scopes: ${limits.scopes.join(', ')}`}</span>
+      <br />
+      <span class="muted">
+        {limits.allowedCidrs === null
+          ? 'any address'
+          : `from ${limits.allowedCidrs.map((block) => block.text).join(', ')}`}
+      </span>
+    </>
+  );
+}
+
+/** Every value of a repeated form field (checkboxes). */
+async function formValues(c: Context, name: string): Promise<string[]> {
+  return (await c.req.formData()).getAll(name).filter((value): value is string => typeof value === 'string');
 }
 
 function NewKeySecret(props: { created: CreatedKey }) {
@@ -222,18 +313,34 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const { accountId } = c.get('caller');
     const name = (await formText(c, 'name')).trim();
     const mode = (await formText(c, 'mode')) === 'test' ? 'test' : 'live';
+    // A form without the scopes fieldset (a script posting name and mode) asks for every scope;
+    // the page's form says it offered them, so ticking none there is a mistake to point out.
+    const scopes = (await formText(c, 'scopes-offered')) ? await formValues(c, 'scopes') : KEY_SCOPES;
+    const chosenScopes = KEY_SCOPES.filter((scope) => scopes.includes(scope));
+    const cidrs = await formText(c, 'cidrs');
+    const allowed = parseAllowedCidrs(cidrs);
     const problem =
       name === ''
         ? 'Give the key a name.'
         : name.length > MAX_KEY_NAME
           ? `Use at most ${MAX_KEY_NAME} characters.`
           : null;
+    const scopesError = chosenScopes.length === 0 ? 'Tick at least one scope.' : null;
+    const cidrsError = 'problem' in allowed ? allowed.problem : null;
     let created: CreatedKey | null = null;
     let refusal: ApiError | null = null;
-    if (!problem) {
+    if (!problem && !scopesError && !('problem' in allowed)) {
       try {
         const maxActiveKeys = quotasOf(c.get('config')).apiKeys;
-        const key = await createApiKey(db, { accountId, name, mode, maxActiveKeys, now: Date.now() });
+        const key = await createApiKey(db, {
+          accountId,
+          name,
+          mode,
+          maxActiveKeys,
+          now: Date.now(),
+          scopes: chosenScopes,
+          allowedCidrs: allowed.blocks,
+        });
         created = { name, secret: key.secret, mode };
       } catch (error) {
         if (
@@ -255,8 +362,12 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           created={created}
           error={problem}
+          scopesError={scopesError}
+          cidrsError={cidrsError}
           refusal={refusal?.message ?? null}
-          name={problem || refusal ? name : ''}
+          name={created ? '' : name}
+          scopes={created ? KEY_SCOPES : chosenScopes}
+          cidrs={created ? '' : cidrs}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
         />
       </Layout>,

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { answerOnce, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
@@ -30,7 +31,7 @@ const route = createRoute({
     'with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. ' +
     'Test-key history is kept 7 days.',
   security: [{ ApiKeyAuth: [] }],
-  middleware: [jsonBody] as const,
+  middleware: [requireScope(['verify'], { publishableKeys: true }), jsonBody] as const,
   request: {
     headers: IdempotencyHeaders,
     body: { required: true, content: { 'application/json': { schema: VerifyRequest } } },
