@@ -3,9 +3,27 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { configOf } from '../src/config.ts';
-import { createApiKey, KEY_SCOPES, type KeyScope } from '../src/services/api-keys.ts';
+import { createApiKey, createPublishableKey, KEY_SCOPES, type KeyScope } from '../src/services/api-keys.ts';
 import { revokeApiKey } from '../src/storage/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
+
+const PAGE = 'https://shop.example';
+
+/** A publishable key for PAGE (docs/publishable-keys.md). */
+async function newPublishableCaller(credits: number): Promise<{ accountId: string; apiKey: string }> {
+  const { accountId } = await newCaller({ credits });
+  const created = await createPublishableKey(db(), {
+    accountId,
+    name: 'shop',
+    allowedOrigins: [PAGE],
+    dailyCap: 100,
+    turnstileSecret: null,
+    secretsKey: configOf(env).SECRETS_KEY,
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now: Date.now(),
+  });
+  return { accountId, apiKey: created.secret };
+}
 
 interface AuthenticatedRoute {
   name: string;
@@ -235,6 +253,25 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
     );
   });
 
+  if (route.scopes !== 'settings' && route.scopes.includes('verify')) {
+    it('answers a publishable key from a page of its origin', async () => {
+      const caller = await newPublishableCaller(5);
+      const response = await send(caller.apiKey, { Origin: PAGE, 'CF-Connecting-IP': '203.0.113.50' });
+      expect(response.status).toBe(200);
+    });
+  } else {
+    it('403 KEY_SCOPE_DENIED for a publishable key, even from a page of its origin, and never charges it', async () => {
+      const caller = await newPublishableCaller(5);
+      const response = await send(caller.apiKey, { Origin: PAGE, 'CF-Connecting-IP': '203.0.113.50' });
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({
+        code: 'KEY_SCOPE_DENIED',
+        details: { held: ['publishable'] },
+      });
+      expect(await balanceOf(caller.accountId)).toBe(5);
+    });
+  }
+
   if (route.scopes === 'settings') {
     it('403 FORBIDDEN with a test key: only a live key (or the dashboard) reaches these settings', async () => {
       const caller = await newCaller({ mode: 'test' });
@@ -256,6 +293,21 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
       expect(await balanceOf(caller.accountId)).toBe(0);
     });
   }
+});
+
+describe('the suite', () => {
+  it('covers every operation of the OpenAPI document that takes an API key', async () => {
+    const document = await (await call('/openapi.json')).json<{
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    }>();
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([, operation]) => (operation.security ?? []).length > 0)
+        .map(([method, _]) => `${method.toUpperCase()} ${path}`),
+    );
+    const covered = ROUTES.map((route) => `${route.method} ${route.path.replace(someJob, '{jobId}')}`);
+    expect(documented.filter((operation) => !covered.includes(operation))).toEqual([]);
+  });
 });
 
 describe('rate limit under concurrency', () => {

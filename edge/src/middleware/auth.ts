@@ -6,21 +6,11 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { isAddressInBlocks } from '@rcpt/shared/ip-ranges';
 import { hashSecret, isWellFormedSecret } from '@rcpt/shared/secret-tokens';
-import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/api-keys.ts';
-import { allowPublishableOrigin } from './publishable-cors.ts';
-
-/**
- * The client's address as Cloudflare saw it: `CF-Connecting-IP`, which Cloudflare sets on
- * every request it forwards and overwrites when a client sends one
- * (developers.cloudflare.com/fundamentals/reference/http-headers/#cf-connecting-ip). Null
- * when absent (a request that did not come through Cloudflare).
- */
-export function clientAddressOf(c: Context): string | null {
-  return c.req.header('cf-connecting-ip') ?? null;
-}
+import { clientAddressOf } from './client-address.ts';
+import { allowPublishableOrigin } from './publishable-keys.ts';
 
 export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const presented = c.req.header('x-api-key');

@@ -99,3 +99,55 @@ describe('a key limited to scopes and client addresses', () => {
     },
   );
 });
+
+describe('publishable keys', () => {
+  it('are made for a list of origins and a daily cap, and shown again with the widget snippet', async () => {
+    const { client } = await signedIn('keys-publishable');
+    const created = await client.submit('/keys/publishable', '/keys/publishable', {
+      name: 'shop sign-up',
+      origins: 'https://Shop.Example/\nhttp://127.0.0.1:8080',
+      dailyCap: '250',
+      turnstileSecret: '',
+    });
+    expect(created.status).toBe(303);
+    const list = await (await client.get(created.headers.get('location') ?? '')).text();
+    const key = /<code class="publishable-key">(rk_pub_[A-Za-z0-9_-]{43})<\/code>/.exec(list)?.[1];
+    expect(key).toBeDefined();
+    expect(list).toContain('is ready: put the snippet below in your pages.');
+    expect(list).toContain(`data-rcpt-key=&quot;${key}&quot;`);
+    expect(list).toContain('/widget.js');
+    expect(list).toContain('https://shop.example, http://127.0.0.1:8080');
+    expect(list).toContain('>250<');
+    // Shown again on every visit: it is embedded in pages, not a secret.
+    expect(await (await client.get('/keys')).text()).toContain(key);
+    const stored = await env.DB.prepare(
+      'SELECT allowed_origins, daily_cap, turnstile_secret FROM api_keys WHERE publishable_key = ?1',
+    )
+      .bind(key)
+      .first();
+    expect(stored).toEqual({
+      allowed_origins: '["https://shop.example","http://127.0.0.1:8080"]',
+      daily_cap: 250,
+      turnstile_secret: null,
+    });
+  });
+
+  it.each([
+    [{ origins: 'https://shop.example/signup', dailyCap: '10' }, 'is not an origin'],
+    [{ origins: '', dailyCap: '10' }, 'List at least one origin'],
+    [{ origins: 'https://shop.example', dailyCap: '0' }, 'Give a whole number from 1'],
+    [{ origins: 'https://shop.example', dailyCap: '2.5' }, 'Give a whole number from 1'],
+  ])('refuses %j, saying why and creating nothing', async (fields, why) => {
+    const { client, accountId } = await signedIn('keys-publishable-bad');
+    const response = await client.submit('/keys/publishable', '/keys/publishable', {
+      name: 'bad',
+      ...fields,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain(why);
+    const count = await env.DB.prepare('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1')
+      .bind(accountId)
+      .first<{ n: number }>();
+    expect(count?.n).toBe(0);
+  });
+});

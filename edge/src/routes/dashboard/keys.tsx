@@ -19,6 +19,7 @@ import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-key
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
 
 const MAX_KEY_NAME = 100;
 
@@ -44,7 +45,9 @@ function KeysPage(props: {
   scopesError?: string | null;
   /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
   unconfirmedEmail?: string | null;
+  widgetUrl: string;
 }) {
+  const secretKeys = props.keys.filter((key) => key.kind === 'secret');
   return (
     <>
       <h1>API keys</h1>
@@ -148,7 +151,7 @@ function KeysPage(props: {
       </section>
       <section class="card" aria-labelledby="key-list-heading">
         <h2 id="key-list-heading">Your keys</h2>
-        {props.keys.length === 0 ? (
+        {secretKeys.length === 0 ? (
           <p class="muted">No keys yet.</p>
         ) : (
           <div class="table-scroll">
@@ -168,7 +171,7 @@ function KeysPage(props: {
                 </tr>
               </thead>
               <tbody>
-                {props.keys.map((key) => (
+                {secretKeys.map((key) => (
                   <tr data-key-id={key.id}>
                     <td data-label="Name">{key.name}</td>
                     <td data-label="Key">
@@ -210,6 +213,7 @@ function KeysPage(props: {
           </div>
         )}
       </section>
+      <PublishableKeyList keys={props.keys} widgetUrl={props.widgetUrl} />
     </>
   );
 }
@@ -290,11 +294,17 @@ function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
 }
 
 export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
+  registerPublishableKeyPages(dashboard);
   dashboard.get('/keys', ...signedInPage, async (c) => {
     const keys = await listApiKeys(c.get('db'), c.get('caller').accountId);
     // The notice names the key from the list, never text from the URL.
     const revoked = keys.find((key) => key.id === c.req.query('revoked') && key.revokedAt !== null);
-    const notice = revoked ? `Key ${revoked.prefix}… (${revoked.name}) is revoked.` : null;
+    const created = keys.find((key) => key.id === c.req.query('created') && key.kind === 'publishable');
+    const notice = revoked
+      ? `Key ${revoked.prefix}… (${revoked.name}) is revoked.`
+      : created
+        ? `Publishable key ${created.prefix}… (${created.name}) is ready: put the snippet below in your pages.`
+        : null;
     return renderPage(
       c,
       <Layout title="API keys" section="keys" {...layoutContext(c)}>
@@ -303,6 +313,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           notice={notice}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
+          widgetUrl={widgetUrlOf(c)}
         />
       </Layout>,
     );
@@ -369,6 +380,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           scopes={created ? KEY_SCOPES : chosenScopes}
           cidrs={created ? '' : cidrs}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
+          widgetUrl={widgetUrlOf(c)}
         />
       </Layout>,
       created ? 201 : refusal ? (refusal.httpStatus as ContentfulStatusCode) : 400,
