@@ -10,7 +10,7 @@ export interface Figure {
   target?: string;
 }
 
-const BENCHES = ['core', 'prober', 'single-verify', 'batch', 'hub', 'upload-memory'];
+const BENCHES = ['core', 'prober', 'single-verify', 'batch', 'hub', 'upload-memory', 'widget'];
 const selected = process.argv.slice(2).filter((name) => !name.startsWith('-'));
 const rows: (Figure & { bench: string })[] = [];
 
