@@ -115,8 +115,7 @@ export function embeddedIpv4(ip: string): string | null {
   // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1); :: and ::1 are IPv6's own.
   if (at === undefined && address.value >> 32n === 0n && address.value > 0xffffn) at = 96;
   if (at === undefined) return null;
-  const embedded = (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn;
-  return [24n, 16n, 8n, 0n].map((shift) => String((embedded >> shift) & 0xffn)).join('.');
+  return formatAddress({ family: 4, value: (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn });
 }
 
 /** A CIDR block (RFC 4632 §3.1; RFC 4291 §2.3 for IPv6), in its canonical text form. */
@@ -169,10 +168,16 @@ function formatAddress(address: ParsedAddress): string {
   if (address.family === 4) {
     return [24n, 16n, 8n, 0n].map((shift) => String((address.value >> shift) & 0xffn)).join('.');
   }
-  const groups = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) =>
-    Number((address.value >> shift) & 0xffffn),
+  return formatIpv6Groups(
+    [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => Number((address.value >> shift) & 0xffffn)),
   );
-  // RFC 5952 §4.2: the longest run of two or more zero groups (the first of equals) becomes "::".
+}
+
+/**
+ * The eight 16-bit groups of an IPv6 address as RFC 5952 §4 writes it: lower-case hex, no
+ * leading zeros, the longest run of two or more zero groups (the first of equals) as `::`.
+ */
+export function formatIpv6Groups(groups: readonly number[]): string {
   let bestStart = -1;
   let bestLength = 1;
   for (let start = 0; start < groups.length; start++) {

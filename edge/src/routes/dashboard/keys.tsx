@@ -18,6 +18,7 @@ import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
+import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
 
@@ -187,25 +188,7 @@ function KeysPage(props: {
                     <td data-label="Last used">
                       <Timestamp at={key.lastUsedAt} empty="never" />
                     </td>
-                    <td data-label="Status">
-                      {key.revokedAt === null ? (
-                        <span class="badge badge-deliverable">active</span>
-                      ) : (
-                        <>
-                          <span class="badge badge-undeliverable">revoked</span>{' '}
-                          <span class="muted">
-                            <Timestamp at={key.revokedAt} />
-                          </span>
-                        </>
-                      )}
-                    </td>
-                    <td>
-                      {key.revokedAt === null ? (
-                        <a href={`/keys/${key.id}/revoke`} aria-label={`Revoke ${key.name} (${key.prefix}…)`}>
-                          Revoke…
-                        </a>
-                      ) : null}
-                    </td>
+                    <KeyStatusCells apiKey={key} />
                   </tr>
                 ))}
               </tbody>

@@ -11,8 +11,9 @@ import { createPublishableKey, keyLimitsOf, parseAllowedOrigins } from '../../se
 import { DAILY_CAP } from '../../services/publishable-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
+import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 const MAX_KEY_NAME = 100;
@@ -173,25 +174,7 @@ export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string
                     <td data-label="Origins">{limits.allowedOrigins?.join(', ')}</td>
                     <td data-label="Daily cap">{limits.dailyCap?.toLocaleString('en-US')}</td>
                     <td data-label="Turnstile">{limits.turnstileSecret ? 'required' : 'off'}</td>
-                    <td data-label="Status">
-                      {key.revokedAt === null ? (
-                        <span class="badge badge-deliverable">active</span>
-                      ) : (
-                        <>
-                          <span class="badge badge-undeliverable">revoked</span>{' '}
-                          <span class="muted">
-                            <Timestamp at={key.revokedAt} />
-                          </span>
-                        </>
-                      )}
-                    </td>
-                    <td>
-                      {key.revokedAt === null ? (
-                        <a href={`/keys/${key.id}/revoke`} aria-label={`Revoke ${key.name} (${key.prefix}…)`}>
-                          Revoke…
-                        </a>
-                      ) : null}
-                    </td>
+                    <KeyStatusCells apiKey={key} />
                   </tr>
                 );
               })}
