@@ -16,7 +16,7 @@ import {
 } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, TextAreaField, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -123,28 +123,19 @@ function KeysPage(props: {
               </p>
             ) : null}
           </fieldset>
-          <div class="field">
-            <label for="key-cidrs">Client addresses (optional)</label>
-            <textarea
-              id="key-cidrs"
-              name="cidrs"
-              rows={3}
-              spellcheck={false}
-              aria-describedby={props.cidrsError ? 'key-cidrs-hint key-cidrs-error' : 'key-cidrs-hint'}
-              aria-invalid={props.cidrsError ? 'true' : undefined}
-            >
-              {props.cidrs ?? ''}
-            </textarea>
-            <p class="hint" id="key-cidrs-hint">
-              Address blocks the key may be used from, one per line: <code>203.0.113.0/24</code>,{' '}
-              <code>2001:db8::/48</code> or one address. Empty: any address.
-            </p>
-            {props.cidrsError ? (
-              <p class="field-error" id="key-cidrs-error">
-                {props.cidrsError}
-              </p>
-            ) : null}
-          </div>
+          <TextAreaField
+            id="key-cidrs"
+            name="cidrs"
+            label="Client addresses (optional)"
+            value={props.cidrs}
+            hint={
+              <>
+                Address blocks the key may be used from, one per line: <code>203.0.113.0/24</code>,{' '}
+                <code>2001:db8::/48</code> or one address. Empty: any address.
+              </>
+            }
+            error={props.cidrsError}
+          />
           <button type="submit" class="button">
             Create key
           </button>

@@ -11,7 +11,7 @@ import { createPublishableKey, keyLimitsOf, parseAllowedOrigins } from '../../se
 import { DAILY_CAP } from '../../services/publishable-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
-import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -30,7 +30,6 @@ interface FormState {
 
 function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
   const state = props.state;
-  const originsError = state?.errors.origins;
   return (
     <>
       <h1>New publishable key</h1>
@@ -54,33 +53,20 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
             hint="Which site or form, e.g. “shop sign-up”."
             error={state?.errors.name}
           />
-          <div class="field">
-            <label for="publishable-origins">Allowed origins</label>
-            <textarea
-              id="publishable-origins"
-              name="origins"
-              rows={3}
-              required
-              spellcheck={false}
-              aria-describedby={
-                originsError
-                  ? 'publishable-origins-hint publishable-origins-error'
-                  : 'publishable-origins-hint'
-              }
-              aria-invalid={originsError ? 'true' : undefined}
-            >
-              {state?.origins ?? ''}
-            </textarea>
-            <p class="hint" id="publishable-origins-hint">
-              One per line, scheme, host and port exactly as the browser shows them:{' '}
-              <code>https://www.example.com</code>. Pages of any other origin are refused.
-            </p>
-            {originsError ? (
-              <p class="field-error" id="publishable-origins-error">
-                {originsError}
-              </p>
-            ) : null}
-          </div>
+          <TextAreaField
+            id="publishable-origins"
+            name="origins"
+            label="Allowed origins"
+            required
+            value={state?.origins}
+            hint={
+              <>
+                One per line, scheme, host and port exactly as the browser shows them:{' '}
+                <code>https://www.example.com</code>. Pages of any other origin are refused.
+              </>
+            }
+            error={state?.errors.origins}
+          />
           <div class="field">
             <label for="publishable-cap">Daily cap</label>
             <input
