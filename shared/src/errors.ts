@@ -23,7 +23,8 @@ export const ERRORS = {
   },
   CHALLENGE_FAILED: {
     httpStatus: 403,
-    message: 'The check that a person is signing up did not pass; complete it and submit the form again.',
+    message:
+      'The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again.',
   },
   KEY_SCOPE_DENIED: {
     httpStatus: 403,
