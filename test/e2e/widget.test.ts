@@ -2,7 +2,8 @@
 // system: a customer makes a publishable key in the dashboard for their page's origin; the
 // page, served by this test from another origin under a strict CSP with Trusted Types, checks
 // its email field through the widget. The same page from an origin the key does not list, and
-// any other route called with the key, are refused; the daily cap holds under a burst.
+// any other route called with the key, are refused; the daily cap holds under a burst, and a
+// key with Turnstile on takes a fresh token with each check.
 
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Page, Request as PageRequest, Response as PageResponse } from 'playwright-core';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { type System, startSystem } from './harness.ts';
+import { type FakeSiteverify, startFakeSiteverify } from './turnstile-siteverify.ts';
 
 let system: System;
 let browser: TestBrowser;
@@ -18,6 +20,9 @@ let listed: PageServer;
 let unlisted: PageServer;
 let key = '';
 let cappedKey = '';
+let turnstileKey = '';
+let siteverify: FakeSiteverify;
+const TURNSTILE_SECRET = 'customer-turnstile-secret';
 
 const email = `pat-${Date.now()}@example.com`;
 const password = 'a long enough password';
@@ -30,9 +35,19 @@ interface PageServer {
   submissions: URLSearchParams[];
 }
 
-/** A customer's sign-up page, with the widget; `?block=on` turns on its blocking behaviour. */
+/**
+ * A customer's sign-up page, with the widget; `?block=on` turns on its blocking behaviour,
+ * `?turnstile=on` uses the key with Turnstile and puts a Turnstile widget's token field on the
+ * page (with the next tokens a `reset()` brings, issued by the fake Siteverify).
+ */
 function signupPage(edge: string, query: URLSearchParams): string {
   const block = query.get('block') === 'on' ? ' data-rcpt-block="on"' : '';
+  const turnstile = query.get('turnstile') === 'on';
+  const tokens = turnstile ? Array.from({ length: 4 }, () => siteverify.issueToken()) : [];
+  const turnstileField = turnstile
+    ? `<input type="hidden" name="cf-turnstile-response" value="${tokens[0]}" data-next-tokens="${tokens.slice(1).join(' ')}">
+<script src="/turnstile-stub.js"></script>`
+    : '';
   return `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>Sign up to the shop</title></head>
@@ -43,9 +58,10 @@ function signupPage(edge: string, query: URLSearchParams): string {
 <p><label for="email">Email</label> <input id="email" name="email" type="email" autocomplete="email"></p>
 <p><label for="name">Name</label> <input id="name" name="name" autocomplete="name"></p>
 <p><button type="submit">Sign up</button></p>
+${turnstileField}
 </form>
 </main>
-<script src="${edge}/widget.js" data-rcpt-key="${key}" data-rcpt-timeout="${WIDGET_TIMEOUT_MS}"${block} defer></script>
+<script src="${edge}/widget.js" data-rcpt-key="${turnstile ? turnstileKey : key}" data-rcpt-timeout="${WIDGET_TIMEOUT_MS}"${block}${turnstile ? ' data-rcpt-turnstile="on"' : ''} defer></script>
 </body>
 </html>`;
 }
@@ -66,6 +82,20 @@ async function startPageServer(edge: string): Promise<PageServer> {
       response.end('<!doctype html><html lang="en"><title>Thanks</title><h1>Thanks</h1></html>');
       return;
     }
+    if (url.pathname === '/turnstile-stub.js') {
+      // Stands in for Turnstile's api.js (which this test cannot load): `turnstile.reset()` puts
+      // the next token in the form's field, as the real widget does after a new challenge.
+      response.writeHead(200, { 'content-type': 'text/javascript' });
+      response.end(`window.turnstile = {
+  reset() {
+    const field = document.querySelector('[name="cf-turnstile-response"]');
+    const next = (field.dataset.nextTokens || '').split(' ').filter(Boolean);
+    field.value = next.shift() || '';
+    field.dataset.nextTokens = next.join(' ');
+  },
+};`);
+      return;
+    }
     if (url.pathname !== '/') {
       response.writeHead(404).end();
       return;
@@ -76,7 +106,7 @@ async function startPageServer(edge: string): Promise<PageServer> {
       // script or style, and Trusted Types for every DOM sink that parses markup.
       'content-security-policy': [
         "default-src 'none'",
-        `script-src ${edge}`,
+        `script-src 'self' ${edge}`,
         `connect-src ${edge}`,
         "form-action 'self'",
         "base-uri 'none'",
@@ -93,7 +123,13 @@ async function startPageServer(edge: string): Promise<PageServer> {
 }
 
 beforeAll(async () => {
-  system = await startSystem();
+  siteverify = await startFakeSiteverify(TURNSTILE_SECRET);
+  system = await startSystem({
+    vars: {
+      SECRETS_KEY: btoa(String.fromCharCode(...new Uint8Array(32).fill(5))),
+      TURNSTILE_SITEVERIFY_URL: siteverify.url,
+    },
+  });
   listed = await startPageServer(system.stack.baseUrl);
   unlisted = await startPageServer(system.stack.baseUrl);
   browser = await launchChromium({ baseURL: system.stack.baseUrl });
@@ -170,11 +206,12 @@ describe('publishable keys and the form widget in a browser', () => {
     await page.goto(await system.confirmationLink(email));
     await page.waitForURL('**/?email-confirmed=new');
 
-    const create = async (name: string, cap: number): Promise<string> => {
+    const create = async (name: string, cap: number, turnstileSecret = ''): Promise<string> => {
       await page.goto('/keys/publishable');
       await page.getByLabel('Name').fill(name);
       await page.getByLabel('Allowed origins').fill(`${listed.origin}\n`);
       await page.getByLabel('Daily cap').fill(String(cap));
+      await page.getByLabel('Turnstile secret key (optional)').fill(turnstileSecret);
       await page.getByRole('button', { name: 'Create publishable key' }).click();
       await page.waitForURL('**/keys?created=*');
       const row = page.locator('tr', { hasText: name });
@@ -188,6 +225,13 @@ describe('publishable keys and the form widget in a browser', () => {
     };
     key = await create('shop sign-up', 50);
     cappedKey = await create('capped', 3);
+    turnstileKey = await create('with turnstile', 50, TURNSTILE_SECRET);
+    expect(
+      await page
+        .locator('tr', { hasText: 'with turnstile' })
+        .locator('td[data-label="Turnstile"]')
+        .textContent(),
+    ).toBe('required');
   });
 
   it('suggests the likely address for a typo, applied from the keyboard alone, announced politely', async () => {
@@ -284,6 +328,33 @@ describe('publishable keys and the form widget in a browser', () => {
     } finally {
       resume();
     }
+  });
+
+  it('with Turnstile on, sends a fresh token with each check and is refused without one', async () => {
+    await page.goto(`${listed.origin}/?turnstile=on`);
+    const tokenField = page.locator('[name="cf-turnstile-response"]');
+    const first = await tokenField.inputValue();
+    expect(await leaveFieldWith(`nobody@${system.world.domains.accept}`)).toBe(200);
+    await widgetSettled('undeliverable');
+    // A token is good once: the widget asked the page's Turnstile for the next one.
+    await expect.poll(() => tokenField.inputValue()).not.toBe(first);
+    expect(await leaveFieldWith('alice@gmial.com')).toBe(200);
+    await widgetSettled('typo');
+    const asked = siteverify.calls.slice(-2);
+    expect(asked.map((call) => [call.secret, call.success])).toEqual([
+      [TURNSTILE_SECRET, true],
+      [TURNSTILE_SECRET, true],
+    ]);
+    expect(asked[0]?.response).toBe(first);
+    expect(asked[1]?.response).not.toBe(first);
+
+    // Without a token (the visitor never passed the challenge), rcpt refuses and the widget is silent.
+    await tokenField.evaluate((field) => {
+      (field as unknown as { value: string; dataset: Record<string, string> }).value = '';
+      (field as unknown as { dataset: Record<string, string> }).dataset.nextTokens = '';
+    });
+    expect(await leaveFieldWith(`alice@${system.world.domains.accept}`)).toBe(403);
+    await widgetSettled('none');
   });
 
   it('ran under the page’s strict CSP and Trusted Types without a violation', () => {
