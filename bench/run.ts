@@ -20,6 +20,7 @@ const BENCHES = [
   'hub',
   'fleet',
   'upload-memory',
+  'widget',
 ];
 const selected = process.argv.slice(2).filter((name) => !name.startsWith('-'));
 const rows: (Figure & { bench: string })[] = [];

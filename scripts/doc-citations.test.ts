@@ -13,6 +13,8 @@ const PAGES: Record<string, string> = {
   'docs/money.md': 'docs/money.md',
   'docs/operations.md': 'docs/operations.md',
   'docs/verdicts.md': 'docs/verdicts.md',
+  'docs/publishable-keys.md': 'docs/publishable-keys.md',
+  'docs/widget.md': 'docs/widget.md',
   README: 'README.md',
   'README.md': 'README.md',
   'prober/README.md': 'prober/README.md',

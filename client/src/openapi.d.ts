@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days. Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list (403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.
          */
         post: {
             parameters: {
@@ -20,6 +20,8 @@ export interface paths {
                 header?: {
                     /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same request (the same bytes of body, content type and query) answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account and key mode: a test key and a live key never share one. Only a success is kept: a refusal (402, 429, …) did nothing and a failure (500, 503) was refunded, so a retry with the same key runs afresh. */
                     "idempotency-key"?: string;
+                    /** @description Publishable keys with Turnstile on: the visitor's Turnstile token (good once); without a valid one, 403 `CHALLENGE_FAILED`. */
+                    "x-turnstile-token"?: string;
                 };
                 path?: never;
                 cookie?: never;
@@ -76,6 +78,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `CHALLENGE_FAILED`: The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `IDEMPOTENCY_KEY_IN_USE`: A request with this Idempotency-Key is still running; retry once it has answered. */
                 409: {
                     headers: {
@@ -112,7 +123,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. `DAILY_CAP_REACHED`: This publishable key's daily cap of verifications is used up; it resets at midnight UTC (`Retry-After`). */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -234,6 +245,15 @@ export interface paths {
                 };
                 /** @description `INSUFFICIENT_CREDITS`: Not enough credits for this request. */
                 402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -369,6 +389,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `NOT_FOUND`: The resource does not exist. */
                 404: {
                     headers: {
@@ -473,6 +502,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `NOT_FOUND`: The resource does not exist. */
                 404: {
                     headers: {
@@ -568,6 +606,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
                 429: {
                     headers: {
@@ -632,6 +679,15 @@ export interface paths {
                 };
                 /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -727,7 +783,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -817,6 +873,15 @@ export interface paths {
                 };
                 /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -914,6 +979,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
                 429: {
                     headers: {
@@ -1002,7 +1076,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1104,7 +1178,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1205,7 +1279,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1307,7 +1381,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `FORBIDDEN`: This action is not allowed. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1456,7 +1530,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {

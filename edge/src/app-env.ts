@@ -1,5 +1,6 @@
 // The Hono environment of the edge app: bindings and per-request variables.
 import type { Config } from './config.ts';
+import type { KeyLimits } from './services/api-keys.ts';
 import type { Db } from './storage/db.ts';
 
 export interface Caller {
@@ -18,6 +19,8 @@ export interface AppEnv {
     config: Config;
     db: Db;
     caller: Caller;
+    /** How the API key of the request is limited (set by apiKeyAuth; absent for the dashboard). */
+    keyLimits: KeyLimits;
     /** SHA-256 of a JSON body read by `jsonBody`, when the request carries an Idempotency-Key. */
     bodyDigest: string;
   };

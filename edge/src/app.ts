@@ -6,6 +6,7 @@ import { configOf } from './config.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
+import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
@@ -75,9 +76,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
     type: 'apiKey',
     in: 'header',
     name: 'X-API-Key',
-    description: 'An API key from the dashboard: `rk_live_…` (charged) or `rk_test_…` (sandbox, free).',
+    description:
+      'An API key from the dashboard: `rk_live_…` (charged), `rk_test_…` (sandbox, free) or `rk_pub_…` ' +
+      '(publishable: the single verify from listed web origins only). A key may be limited to scopes ' +
+      '(`verify`, `bulk`, `read`: 403 `KEY_SCOPE_DENIED` outside them) and to client address blocks ' +
+      '(403 `KEY_ADDRESS_DENIED` from elsewhere).',
   });
 
+  // Before authentication: a browser's preflight carries no key (publishable-keys.ts).
+  for (const path of ['/api/v1/verify', '/v1/verify']) app.use(path, publishableCorsPreflight);
   for (const prefix of ['/api/v1/*', '/v1/*']) {
     app.use(prefix, apiKeyAuth);
     app.use(prefix, apiKeyRateLimit);

@@ -1,11 +1,29 @@
 // One suite run against every authenticated route: no key, bad key, revoked key, rate
-// limit, and (for charged routes) no credits.
+// limit, (for charged routes) no credits, and keys limited by scope and client address.
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { configOf } from '../src/config.ts';
-import { createApiKey } from '../src/services/api-keys.ts';
+import { createApiKey, createPublishableKey, KEY_SCOPES, type KeyScope } from '../src/services/api-keys.ts';
 import { revokeApiKey } from '../src/storage/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
+
+const PAGE = 'https://shop.example';
+
+/** A publishable key for PAGE (docs/publishable-keys.md). */
+async function newPublishableCaller(credits: number): Promise<{ accountId: string; apiKey: string }> {
+  const { accountId } = await newCaller({ credits });
+  const created = await createPublishableKey(db(), {
+    accountId,
+    name: 'shop',
+    allowedOrigins: [PAGE],
+    dailyCap: 100,
+    turnstileSecret: null,
+    secretsKey: configOf(env).SECRETS_KEY,
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now: Date.now(),
+  });
+  return { accountId, apiKey: created.secret };
+}
 
 interface AuthenticatedRoute {
   name: string;
@@ -13,8 +31,11 @@ interface AuthenticatedRoute {
   path: string;
   json?: unknown;
   charged: boolean;
-  /** Settings that reach live data: a test key is 403. */
-  liveKeyOnly?: boolean;
+  /**
+   * The scopes that open it (any one); 'settings': only a key with every scope. Settings reach
+   * live data too: a test key is 403.
+   */
+  scopes: readonly KeyScope[] | 'settings';
 }
 
 const someJob = crypto.randomUUID();
@@ -27,6 +48,7 @@ const ROUTES: AuthenticatedRoute[] = [
     path: '/api/v1/verify',
     json: { email: 'someone@invalid-domain' },
     charged: true,
+    scopes: ['verify'],
   },
   {
     name: 'verify (alias)',
@@ -34,6 +56,7 @@ const ROUTES: AuthenticatedRoute[] = [
     path: '/v1/verify',
     json: { email: 'someone@invalid-domain' },
     charged: true,
+    scopes: ['verify'],
   },
   {
     name: 'bulk upload',
@@ -41,20 +64,39 @@ const ROUTES: AuthenticatedRoute[] = [
     path: '/api/v1/bulk/upload',
     json: { emails: ['someone@nonexistent.test'] },
     charged: true,
+    scopes: ['bulk'],
   },
-  { name: 'bulk status', method: 'GET', path: `/api/v1/bulk/status/${someJob}`, charged: false },
-  { name: 'bulk results', method: 'GET', path: `/api/v1/bulk/results/${someJob}`, charged: false },
-  { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false },
-  { name: 'account', method: 'GET', path: '/api/v1/account', charged: false },
-  { name: 'account payments', method: 'GET', path: '/api/v1/account/payments', charged: false },
-  { name: 'history', method: 'GET', path: '/api/v1/history', charged: false },
+  {
+    name: 'bulk status',
+    method: 'GET',
+    path: `/api/v1/bulk/status/${someJob}`,
+    charged: false,
+    scopes: ['bulk', 'read'],
+  },
+  {
+    name: 'bulk results',
+    method: 'GET',
+    path: `/api/v1/bulk/results/${someJob}`,
+    charged: false,
+    scopes: ['bulk', 'read'],
+  },
+  { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false, scopes: ['bulk', 'read'] },
+  { name: 'account', method: 'GET', path: '/api/v1/account', charged: false, scopes: ['read'] },
+  { name: 'history', method: 'GET', path: '/api/v1/history', charged: false, scopes: ['read'] },
+  {
+    name: 'account payments',
+    method: 'GET',
+    path: '/api/v1/account/payments',
+    charged: false,
+    scopes: ['read'],
+  },
   {
     name: 'account settings',
     method: 'PUT',
     path: '/api/v1/account/settings',
     json: { recheck: true },
     charged: false,
-    liveKeyOnly: true,
+    scopes: 'settings',
   },
   {
     name: 'webhook settings',
@@ -62,22 +104,22 @@ const ROUTES: AuthenticatedRoute[] = [
     path: '/api/v1/webhooks',
     json: { url: null },
     charged: false,
-    liveKeyOnly: true,
+    scopes: 'settings',
   },
   {
     name: 'webhook secret',
     method: 'POST',
     path: '/api/v1/webhooks/secret',
     charged: false,
-    liveKeyOnly: true,
+    scopes: 'settings',
   },
-  { name: 'webhook test', method: 'POST', path: '/api/v1/webhooks/test', charged: false, liveKeyOnly: true },
+  { name: 'webhook test', method: 'POST', path: '/api/v1/webhooks/test', charged: false, scopes: 'settings' },
   {
     name: 'webhook deliveries',
     method: 'GET',
     path: '/api/v1/webhooks/deliveries',
     charged: false,
-    liveKeyOnly: true,
+    scopes: 'settings',
   },
 ];
 
@@ -166,7 +208,78 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
     expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED' });
   });
 
-  if (route.liveKeyOnly) {
+  const opening = route.scopes === 'settings' ? [] : route.scopes;
+  const closed = KEY_SCOPES.filter((scope) => !opening.includes(scope));
+
+  it('403 KEY_SCOPE_DENIED for a key without a scope that opens it, and never charges it', async () => {
+    // A settings route is closed to every key limited to some scopes.
+    const caller = await newCaller({ credits: 5, scopes: closed.length < 3 ? closed : ['verify', 'read'] });
+    const response = await send(caller.apiKey);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({ code: 'KEY_SCOPE_DENIED' });
+    expect(await balanceOf(caller.accountId)).toBe(5);
+  });
+
+  it.each(opening)('is open to a key holding only the %s scope', async (scope) => {
+    const caller = await newCaller({ credits: 5, scopes: [scope] });
+    const response = await send(caller.apiKey);
+    expect([401, 403]).not.toContain(response.status);
+  });
+
+  describe('with a key limited to 203.0.113.0/24 and 2001:db8::/32', () => {
+    const limited = () => newCaller({ credits: 5, allowedCidrs: ['203.0.113.0/24', '2001:db8::/32'] });
+
+    it.each([['198.51.100.7'], ['203.0.114.1'], ['2001:db9::1'], ['::ffff:198.51.100.7']])(
+      '403 KEY_ADDRESS_DENIED from %s, naming the address it saw, and never charges it',
+      async (address) => {
+        const caller = await limited();
+        const response = await send(caller.apiKey, { 'CF-Connecting-IP': address });
+        expect(response.status).toBe(403);
+        expect(await response.json()).toMatchObject({
+          code: 'KEY_ADDRESS_DENIED',
+          details: { clientAddress: address },
+        });
+        expect(await balanceOf(caller.accountId)).toBe(5);
+      },
+    );
+
+    it('403 KEY_ADDRESS_DENIED when the client address is unknown', async () => {
+      const caller = await limited();
+      const response = await send(caller.apiKey);
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'KEY_ADDRESS_DENIED' });
+    });
+
+    it.each([['203.0.113.0'], ['203.0.113.255'], ['2001:db8:ffff::1'], ['::ffff:203.0.113.9']])(
+      'is open from %s',
+      async (address) => {
+        const caller = await limited();
+        const response = await send(caller.apiKey, { 'CF-Connecting-IP': address });
+        expect([401, 403]).not.toContain(response.status);
+      },
+    );
+  });
+
+  if (route.scopes !== 'settings' && route.scopes.includes('verify')) {
+    it('answers a publishable key from a page of its origin', async () => {
+      const caller = await newPublishableCaller(5);
+      const response = await send(caller.apiKey, { Origin: PAGE, 'CF-Connecting-IP': '203.0.113.50' });
+      expect(response.status).toBe(200);
+    });
+  } else {
+    it('403 KEY_SCOPE_DENIED for a publishable key, even from a page of its origin, and never charges it', async () => {
+      const caller = await newPublishableCaller(5);
+      const response = await send(caller.apiKey, { Origin: PAGE, 'CF-Connecting-IP': '203.0.113.50' });
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({
+        code: 'KEY_SCOPE_DENIED',
+        details: { held: ['publishable'] },
+      });
+      expect(await balanceOf(caller.accountId)).toBe(5);
+    });
+  }
+
+  if (route.scopes === 'settings') {
     it('403 FORBIDDEN with a test key: only a live key (or the dashboard) reaches these settings', async () => {
       const caller = await newCaller({ mode: 'test' });
       const response = await send(caller.apiKey);
@@ -187,6 +300,21 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
       expect(await balanceOf(caller.accountId)).toBe(0);
     });
   }
+});
+
+describe('the suite', () => {
+  it('covers every operation of the OpenAPI document that takes an API key', async () => {
+    const document = await (await call('/openapi.json')).json<{
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    }>();
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([, operation]) => (operation.security ?? []).length > 0)
+        .map(([method, _]) => `${method.toUpperCase()} ${path}`),
+    );
+    const covered = ROUTES.map((route) => `${route.method} ${route.path.replace(someJob, '{jobId}')}`);
+    expect(documented.filter((operation) => !covered.includes(operation))).toEqual([]);
+  });
 });
 
 describe('rate limit under concurrency', () => {

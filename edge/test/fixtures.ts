@@ -5,7 +5,7 @@ import { env, exports } from 'cloudflare:workers';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
 import { createApp } from '../src/app.ts';
 import { configOf } from '../src/config.ts';
-import { createApiKey } from '../src/services/api-keys.ts';
+import { createApiKey, type KeyScope } from '../src/services/api-keys.ts';
 import { quotasOf } from '../src/services/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
@@ -21,7 +21,12 @@ export const db = () => createDb(env.DB);
 export const quotas = () => quotasOf(configOf(env));
 
 export async function newCaller(
-  options: { credits?: number; mode?: 'live' | 'test' } = {},
+  options: {
+    credits?: number;
+    mode?: 'live' | 'test';
+    scopes?: readonly KeyScope[];
+    allowedCidrs?: readonly string[];
+  } = {},
 ): Promise<TestCaller> {
   const accountId = crypto.randomUUID();
   const now = Date.now();
@@ -38,6 +43,8 @@ export async function newCaller(
     mode: options.mode ?? 'live',
     maxActiveKeys: configOf(env).QUOTA_API_KEYS,
     now,
+    scopes: options.scopes,
+    allowedCidrs: options.allowedCidrs,
   });
   return { accountId, apiKey: key.secret, keyId: key.id };
 }

@@ -27,7 +27,22 @@ export const ERRORS = {
   },
   CHALLENGE_FAILED: {
     httpStatus: 403,
-    message: 'The check that a person is signing up did not pass; complete it and submit the form again.',
+    message:
+      'The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again.',
+  },
+  KEY_SCOPE_DENIED: {
+    httpStatus: 403,
+    message: "This API key's scopes do not include this operation; `details` names the scopes it holds.",
+  },
+  KEY_ADDRESS_DENIED: {
+    httpStatus: 403,
+    message:
+      'This API key may not be used from this client address; `details.clientAddress` says which one it saw.',
+  },
+  ORIGIN_NOT_ALLOWED: {
+    httpStatus: 403,
+    message:
+      "A publishable key answers only pages of the origins it lists; this request's Origin is not one.",
   },
   NOT_FOUND: { httpStatus: 404, message: 'The resource does not exist.' },
   METHOD_NOT_ALLOWED: { httpStatus: 405, message: 'This method is not allowed on this path.' },
@@ -47,6 +62,11 @@ export const ERRORS = {
     message: 'This Idempotency-Key was already used with a different request.',
   },
   RATE_LIMITED: { httpStatus: 429, message: 'Too many requests; retry after the time in Retry-After.' },
+  DAILY_CAP_REACHED: {
+    httpStatus: 429,
+    message:
+      "This publishable key's daily cap of verifications is used up; it resets at midnight UTC (`Retry-After`).",
+  },
   QUOTA_EXCEEDED: {
     httpStatus: 429,
     message:

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isNotUnicastAddress, isSpecialPurposeAddress } from './ip-ranges.ts';
+import { isAddressInBlocks, isNotUnicastAddress, isSpecialPurposeAddress, parseCidr } from './ip-ranges.ts';
 
 // Each special-purpose range with its first and last address, and the nearest addresses
 // outside it that are public, so an off-by-one prefix length fails here.
@@ -97,4 +97,66 @@ describe('isNotUnicastAddress', () => {
       expect(isNotUnicastAddress(ip)).toBe(false);
     },
   );
+});
+
+describe('parseCidr', () => {
+  it.each([
+    ['203.0.113.0/24', '203.0.113.0/24'],
+    [' 198.51.100.7 ', '198.51.100.7/32'],
+    ['0.0.0.0/0', '0.0.0.0/0'],
+    ['2001:DB8::/32', '2001:db8::/32'],
+    ['2001:db8:0:0:1:0:0:0/80', '2001:db8:0:0:1::/80'],
+    ['2001:db8::1', '2001:db8::1/128'],
+    ['::/0', '::/0'],
+  ])('reads %s as %s', (text, canonical) => {
+    expect(parseCidr(text)?.text).toBe(canonical);
+  });
+
+  it.each([
+    ['203.0.113.7/24', 'host bits set'],
+    ['203.0.113.0/33', 'too long for IPv4'],
+    ['2001:db8::/129', 'too long for IPv6'],
+    ['203.0.113.0/024', 'leading zero in the length'],
+    ['203.0.113.0/', 'empty length'],
+    ['203.0.113/24', 'three octets'],
+    ['10.0.0.0/8/8', 'two lengths'],
+    ['example.com/24', 'a name'],
+    ['', 'nothing'],
+  ])('refuses %s (%s)', (text) => {
+    expect(parseCidr(text)).toBeNull();
+  });
+});
+
+describe('isAddressInBlocks', () => {
+  const blocks = ['203.0.113.0/24', '2001:db8::/32', '192.0.2.9'].map((text) => {
+    const block = parseCidr(text);
+    if (!block) throw new Error(text);
+    return block;
+  });
+
+  it.each([
+    ['203.0.113.0', true],
+    ['203.0.113.255', true],
+    ['203.0.112.255', false],
+    ['203.0.114.0', false],
+    ['192.0.2.9', true],
+    ['192.0.2.10', false],
+    ['2001:db8::1', true],
+    ['2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', true],
+    ['2001:db9::', false],
+    // IPv4-mapped: the IPv4 address it carries.
+    ['::ffff:203.0.113.9', true],
+    ['::ffff:cb00:7109', true],
+    ['::ffff:198.51.100.1', false],
+    ['not an address', false],
+    ['', false],
+  ] as const)('%s → %s', (address, inside) => {
+    expect(isAddressInBlocks(address, blocks)).toBe(inside);
+  });
+
+  it('an address matches no block of the other family, and an empty list holds nothing', () => {
+    const v4 = parseCidr('0.0.0.0/0');
+    expect(v4 && isAddressInBlocks('2001:db8::1', [v4])).toBe(false);
+    expect(isAddressInBlocks('203.0.113.9', [])).toBe(false);
+  });
 });

@@ -115,8 +115,82 @@ export function embeddedIpv4(ip: string): string | null {
   // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1); :: and ::1 are IPv6's own.
   if (at === undefined && address.value >> 32n === 0n && address.value > 0xffffn) at = 96;
   if (at === undefined) return null;
-  const embedded = (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn;
-  return [24n, 16n, 8n, 0n].map((shift) => String((embedded >> shift) & 0xffn)).join('.');
+  return formatAddress({ family: 4, value: (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn });
+}
+
+/** A CIDR block (RFC 4632 §3.1; RFC 4291 §2.3 for IPv6), in its canonical text form. */
+export interface CidrBlock {
+  readonly family: Family;
+  readonly base: bigint;
+  readonly length: number;
+  /** The network address and length, `203.0.113.0/24`, `2001:db8::/32` (RFC 5952 for IPv6). */
+  readonly text: string;
+}
+
+/**
+ * Parses `address/length` (or a bare address, its own /32 or /128). Null when it is not one,
+ * or when bits beyond the length are set (`203.0.113.7/24`): such a block usually means a
+ * typing mistake, and reading it either way would surprise someone.
+ */
+export function parseCidr(text: string): CidrBlock | null {
+  const [prefix, lengthText, extra] = text.trim().split('/');
+  if (extra !== undefined || prefix === undefined) return null;
+  const base = parseAddress(prefix);
+  if (base === null) return null;
+  const bits = BITS[base.family];
+  if (lengthText !== undefined && !/^(0|[1-9]\d{0,2})$/.test(lengthText)) return null;
+  const length = lengthText === undefined ? bits : Number(lengthText);
+  if (length > bits) return null;
+  const hostBits = BigInt(bits - length);
+  if ((base.value >> hostBits) << hostBits !== base.value) return null;
+  return { family: base.family, base: base.value, length, text: `${formatAddress(base)}/${length}` };
+}
+
+/**
+ * Whether `ip` lies in one of `blocks`. An IPv4-mapped IPv6 address (RFC 4291 §2.5.5.2) is
+ * the IPv4 address it carries; anything that is not an address lies in none.
+ */
+export function isAddressInBlocks(ip: string, blocks: readonly CidrBlock[]): boolean {
+  let address = parseAddress(ip);
+  if (address === null) return false;
+  if (address.family === 6 && address.value >> 32n === 0xffffn) {
+    address = { family: 4, value: address.value & 0xffff_ffffn };
+  }
+  const { family, value } = address;
+  return blocks.some((block) => {
+    if (block.family !== family) return false;
+    const shift = BigInt(BITS[family] - block.length);
+    return value >> shift === block.base >> shift;
+  });
+}
+
+function formatAddress(address: ParsedAddress): string {
+  if (address.family === 4) {
+    return [24n, 16n, 8n, 0n].map((shift) => String((address.value >> shift) & 0xffn)).join('.');
+  }
+  return formatIpv6Groups(
+    [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => Number((address.value >> shift) & 0xffffn)),
+  );
+}
+
+/**
+ * The eight 16-bit groups of an IPv6 address as RFC 5952 §4 writes it: lower-case hex, no
+ * leading zeros, the longest run of two or more zero groups (the first of equals) as `::`.
+ */
+export function formatIpv6Groups(groups: readonly number[]): string {
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let start = 0; start < groups.length; start++) {
+    let length = 0;
+    while (groups[start + length] === 0) length++;
+    if (length > bestLength) {
+      bestStart = start;
+      bestLength = length;
+    }
+  }
+  const hex = groups.map((group) => group.toString(16));
+  if (bestStart < 0) return hex.join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
 }
 
 /** The first range holding the address (its embedded IPv4 address's, where it carries one). */

@@ -5,6 +5,7 @@ describe('issueSecret', () => {
   it.each([
     ['liveKey', 'rk_live_'],
     ['testKey', 'rk_test_'],
+    ['publishableKey', 'rk_pub_'],
     ['proberToken', 'rkp_'],
   ] as const)(
     '%s secrets start with %s, are well formed and hash to the stored hash',

@@ -1,10 +1,12 @@
-// Secrets handed to people and machines: API keys, prober and operator tokens. 32 random bytes,
+// Secrets handed to people and machines: API keys, prober and operator tokens (and publishable
+// keys, which are made the same way but are meant for web pages: docs/publishable-keys.md). 32 random bytes,
 // shown once, stored only as a SHA-256 hash plus a short visible prefix (for dashboards).
 // WebCrypto only, so the edge, the prober and the operator scripts share one implementation.
 
 export const SECRET_KINDS = {
   liveKey: 'rk_live_',
   testKey: 'rk_test_',
+  publishableKey: 'rk_pub_',
   proberToken: 'rkp_',
   operatorToken: 'rko_',
   session: 'rks_',

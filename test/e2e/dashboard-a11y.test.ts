@@ -197,7 +197,7 @@ describe('the dashboard is accessible', () => {
     await page.goto('/keys');
     await expectAccessible('keys with one key');
     // From the top: skip link, brand, buy credits, log out, the eight nav links, then the page's controls.
-    const stops = await tabThrough(16);
+    const stops = await tabThrough(21);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
@@ -213,8 +213,13 @@ describe('the dashboard is accessible', () => {
       'a:Docs',
       'input:Name',
       'input:Live: real verifications, 1 credit each',
+      'input:verify: the single verify',
+      'input:bulk: upload lists and read their jobs',
+      'input:read: the account, history and jobs',
+      'textarea:Client addresses (optional)',
       'button:Create key',
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
+      'a:New publishable key',
     ]);
     expect(outOfVisualOrder(stops.slice(1, 12))).toEqual([]);
     expect(outOfVisualOrder(stops.slice(12))).toEqual([]);
@@ -223,7 +228,7 @@ describe('the dashboard is accessible', () => {
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(16);
+    const phoneStops = await tabThrough(21);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
     expect(outOfVisualOrder(phoneStops.slice(12))).toEqual([]);
     // The eight nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
@@ -236,6 +241,49 @@ describe('the dashboard is accessible', () => {
     await page.getByRole('button', { name: 'Revoke key' }).click();
     await page.waitForURL('**/keys?revoked=*');
     await expectAccessible('keys with a revoked key');
+
+    // A key limited to scopes and addresses: the form's errors, then the limits in the list.
+    await page.getByLabel('Name').fill('limited a11y key');
+    await page.getByRole('checkbox', { name: /^verify/ }).uncheck();
+    await page.getByRole('checkbox', { name: /^bulk/ }).uncheck();
+    await page.getByRole('checkbox', { name: /^read/ }).uncheck();
+    await page.getByLabel('Client addresses (optional)').fill('203.0.113.7/24');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.locator('#key-cidrs-error').waitFor();
+    expect(await page.getByLabel('Client addresses (optional)').getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible('keys with a scope and an address block refused');
+    await page.getByRole('checkbox', { name: /^read/ }).check();
+    await page.getByLabel('Client addresses (optional)').fill('203.0.113.0/24\n2001:db8::/48');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('API key (live)').waitFor();
+    await page.goto('/keys');
+    expect(
+      await page
+        .locator('tr', { hasText: 'limited a11y key' })
+        .locator('td[data-label="Limits"]')
+        .textContent(),
+    ).toBe('scopes: readfrom 203.0.113.0/24, 2001:db8::/48');
+    await expectAccessible('keys with a limited key');
+  });
+
+  it('passes axe on the publishable key form, its errors, and the keys page listing it with its snippet', async () => {
+    await page.goto('/keys');
+    await page.getByRole('link', { name: 'New publishable key' }).click();
+    await page.waitForURL('**/keys/publishable');
+    await expectAccessible('new publishable key');
+    await page.getByLabel('Name').fill('a11y shop');
+    // An origin with a path passes the browser's own checks and is refused by rcpt.
+    await page.getByLabel('Allowed origins').fill('https://shop.example/signup');
+    await page.getByRole('button', { name: 'Create publishable key' }).click();
+    await page.locator('#publishable-origins-error').waitFor();
+    expect(await page.getByLabel('Allowed origins').getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible('new publishable key with errors');
+    await page.getByLabel('Allowed origins').fill('https://shop.example');
+    await page.getByLabel('Daily cap').fill('500');
+    await page.getByRole('button', { name: 'Create publishable key' }).click();
+    await page.waitForURL('**/keys?created=*');
+    expect(await page.locator('code.publishable-key').textContent()).toMatch(/^rk_pub_/);
+    await expectAccessible('keys with a publishable key');
   });
 
   it('passes axe on the verify page, empty, with a result and with an error', async () => {

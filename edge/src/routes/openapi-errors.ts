@@ -27,6 +27,9 @@ export function errorResponses(codes: readonly ErrorCode[]): ErrorResponses {
 export const AUTHENTICATED_ERRORS = [
   'UNAUTHORIZED',
   'INVALID_API_KEY',
+  'KEY_SCOPE_DENIED',
+  'KEY_ADDRESS_DENIED',
+  'ORIGIN_NOT_ALLOWED',
   'RATE_LIMITED',
   'INTERNAL_ERROR',
 ] as const;

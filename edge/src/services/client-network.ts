@@ -3,6 +3,8 @@
 // a 64-bit interface identifier for global unicast), so counting IPv6 per address counts
 // nothing: whoever holds a /64 can use a fresh address for every request.
 
+import { formatIpv6Groups } from '@rcpt/shared/ip-ranges';
+
 export interface PrefixLengths {
   /** Bits kept of an IPv4 address (32: the address itself). */
   v4: number;
@@ -26,7 +28,7 @@ export function networkPrefix(address: string, lengths: PrefixLengths): string {
     const carried = [v6[6]! >> 8, v6[6]! & 0xff, v6[7]! >> 8, v6[7]! & 0xff];
     return `${maskIpv4(carried, lengths.v4).join('.')}/${lengths.v4}`;
   }
-  return `${formatIpv6(maskBits(v6, lengths.v6, 16))}/${lengths.v6}`;
+  return `${formatIpv6Groups(maskBits(v6, lengths.v6, 16))}/${lengths.v6}`;
 }
 
 function parseIpv4(text: string): number[] | null {
@@ -76,21 +78,4 @@ function parseIpv6(text: string): number[] | null {
   if (halves.length === 1) return head.length === 8 ? head : null;
   const missing = 8 - head.length - tail.length;
   return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : null;
-}
-
-/** RFC 5952 §4: lower-case hex, no leading zeros, the longest run of two or more zero groups as `::`. */
-function formatIpv6(groups: number[]): string {
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let start = 0; start < groups.length; start++) {
-    let length = 0;
-    while (groups[start + length] === 0) length++;
-    if (length > bestLength) {
-      bestStart = start;
-      bestLength = length;
-    }
-  }
-  const hex = groups.map((group) => group.toString(16));
-  if (bestStart < 0) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
 }

@@ -27,7 +27,7 @@ export function quotasOf(config: Config): Quotas {
   };
 }
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 /** The start of the UTC day of `now`: the storage budget counts from there. */
 export function utcDayStart(now: number): number {

@@ -19,7 +19,20 @@ export function dataModeSql(mode: DataMode): string {
 
 export type NewApiKey = Pick<
   typeof apiKeys.$inferInsert,
-  'id' | 'accountId' | 'name' | 'mode' | 'keyHash' | 'prefix' | 'createdAt'
+  | 'id'
+  | 'accountId'
+  | 'name'
+  | 'mode'
+  | 'keyHash'
+  | 'prefix'
+  | 'createdAt'
+  | 'kind'
+  | 'scopes'
+  | 'allowedCidrs'
+  | 'allowedOrigins'
+  | 'dailyCap'
+  | 'publishableKey'
+  | 'turnstileSecret'
 >;
 
 /**
@@ -39,10 +52,28 @@ export async function insertApiKeyWithin(
     d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
     d1
       .prepare(
-        `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE (${activeKeys('?2')}) < ?8 RETURNING id`,
+        `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind, scopes,
+           allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+         WHERE (${activeKeys('?2')}) < ?8 RETURNING id`,
       )
-      .bind(key.id, key.accountId, key.name, key.mode, key.keyHash, key.prefix, key.createdAt, maxActive),
+      .bind(
+        key.id,
+        key.accountId,
+        key.name,
+        key.mode,
+        key.keyHash,
+        key.prefix,
+        key.createdAt,
+        maxActive,
+        key.kind ?? 'secret',
+        key.scopes ?? null,
+        key.allowedCidrs ?? null,
+        key.allowedOrigins ?? null,
+        key.dailyCap ?? null,
+        key.publishableKey ?? null,
+        key.turnstileSecret ?? null,
+      ),
   ]);
   return {
     inserted: (insert?.results.length ?? 0) > 0,

@@ -51,6 +51,25 @@ export const apiKeys = sqliteTable(
     createdAt: integer('created_at').notNull(),
     lastUsedAt: integer('last_used_at'),
     revokedAt: integer('revoked_at'),
+    // 'publishable' (`rk_pub_…`): a live key for web pages, limited to the single verify from
+    // its allowed origins (docs/publishable-keys.md). 'secret': every other key.
+    kind: text('kind', { enum: ['secret', 'publishable'] })
+      .notNull()
+      .default('secret'),
+    // The operations the key may call, a JSON array of KeyScope; null: every operation.
+    scopes: text('scopes'),
+    // The client address blocks the key may be used from, a JSON array of CIDR text; null: any.
+    allowedCidrs: text('allowed_cidrs'),
+    // Publishable keys: the page origins (`https://shop.example`) the key answers, a JSON array.
+    allowedOrigins: text('allowed_origins'),
+    // Publishable keys: verifications admitted per UTC day, set by the customer.
+    dailyCap: integer('daily_cap'),
+    // Publishable keys: the whole key, shown again in the dashboard (it is embedded in pages
+    // and not a secret; docs/publishable-keys.md). Null for secret keys, which are shown once.
+    publishableKey: text('publishable_key'),
+    // Publishable keys: the customer's Turnstile secret key, sealed (secret-box.ts); when set,
+    // every call must carry a Turnstile token that its Siteverify accepts.
+    turnstileSecret: text('turnstile_secret'),
   },
   (table) => [index('api_keys_account').on(table.accountId, table.createdAt)],
 );

@@ -43,16 +43,57 @@ export function TextField(props: TextFieldProps) {
         aria-describedby={describedBy}
         aria-invalid={props.error ? 'true' : undefined}
       />
+      <FieldNotes id={props.id} hint={props.hint} error={props.error} />
+    </div>
+  );
+}
+
+/** A field's hint and its error, with the ids its `aria-describedby` names. */
+function FieldNotes(props: { id: string; hint?: Child; error?: string | null | undefined }) {
+  return (
+    <>
       {props.hint ? (
-        <p class="hint" id={hintId}>
+        <p class="hint" id={`${props.id}-hint`}>
           {props.hint}
         </p>
       ) : null}
       {props.error ? (
-        <p class="field-error" id={errorId}>
+        <p class="field-error" id={`${props.id}-error`}>
           {props.error}
         </p>
       ) : null}
+    </>
+  );
+}
+
+/** A labelled multi-line field (lists typed one per line), with TextField's hint and error. */
+export function TextAreaField(props: {
+  id: string;
+  name: string;
+  label: string;
+  value?: string | undefined;
+  rows?: number;
+  required?: boolean;
+  hint?: Child;
+  error?: string | null | undefined;
+}) {
+  const hintId = props.hint ? `${props.id}-hint` : undefined;
+  const errorId = props.error ? `${props.id}-error` : undefined;
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <textarea
+        id={props.id}
+        name={props.name}
+        rows={props.rows ?? 3}
+        required={props.required}
+        spellcheck={false}
+        aria-describedby={[hintId, errorId].filter(Boolean).join(' ') || undefined}
+        aria-invalid={props.error ? 'true' : undefined}
+      >
+        {props.value ?? ''}
+      </textarea>
+      <FieldNotes id={props.id} hint={props.hint} error={props.error} />
     </div>
   );
 }

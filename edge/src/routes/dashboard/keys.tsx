@@ -1,17 +1,26 @@
 /** @jsxImportSource hono/jsx */
 // API keys (`/keys`): create (the secret is shown once, in the answer to the POST, and never
-// again), list by visible prefix, and revoke after a confirmation page. A revoked key fails
-// on the API's very next request (the API looks keys up on every call).
+// again), optionally limited to scopes and client address blocks (docs/publishable-keys.md),
+// list by visible prefix with their limits, and revoke after a confirmation page. A revoked
+// key fails on the API's very next request (the API looks keys up on every call).
 import { ApiError } from '@rcpt/shared/errors';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { createApiKey } from '../../services/api-keys.ts';
+import {
+  createApiKey,
+  KEY_SCOPES,
+  type KeyScope,
+  keyLimitsOf,
+  parseAllowedCidrs,
+} from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, TextAreaField, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
+import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
 
 const MAX_KEY_NAME = 100;
 
@@ -30,9 +39,16 @@ function KeysPage(props: {
   /** Why no key was created although the form was right (a quota, a live key before confirmation). */
   refusal?: string | null;
   name?: string;
+  /** The scopes ticked and the address blocks typed, kept when the form is shown again. */
+  scopes?: readonly KeyScope[];
+  cidrs?: string;
+  cidrsError?: string | null;
+  scopesError?: string | null;
   /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
   unconfirmedEmail?: string | null;
+  widgetUrl: string;
 }) {
+  const secretKeys = props.keys.filter((key) => key.kind === 'secret');
   return (
     <>
       <h1>API keys</h1>
@@ -81,6 +97,45 @@ function KeysPage(props: {
               </p>
             ) : null}
           </fieldset>
+          <fieldset
+            class="choices"
+            aria-describedby={props.scopesError ? 'key-scopes-error' : 'key-scopes-hint'}
+          >
+            <legend>Scopes</legend>
+            <input type="hidden" name="scopes-offered" value="1" />
+            <p class="hint" id="key-scopes-hint">
+              What the key may call. Only a key with every scope changes the account's settings and webhooks.
+            </p>
+            {KEY_SCOPES.map((scope) => (
+              <label>
+                <input
+                  type="checkbox"
+                  name="scopes"
+                  value={scope}
+                  checked={(props.scopes ?? KEY_SCOPES).includes(scope)}
+                />{' '}
+                {SCOPE_LABELS[scope]}
+              </label>
+            ))}
+            {props.scopesError ? (
+              <p class="field-error" id="key-scopes-error">
+                {props.scopesError}
+              </p>
+            ) : null}
+          </fieldset>
+          <TextAreaField
+            id="key-cidrs"
+            name="cidrs"
+            label="Client addresses (optional)"
+            value={props.cidrs}
+            hint={
+              <>
+                Address blocks the key may be used from, one per line: <code>203.0.113.0/24</code>,{' '}
+                <code>2001:db8::/48</code> or one address. Empty: any address.
+              </>
+            }
+            error={props.cidrsError}
+          />
           <button type="submit" class="button">
             Create key
           </button>
@@ -88,7 +143,7 @@ function KeysPage(props: {
       </section>
       <section class="card" aria-labelledby="key-list-heading">
         <h2 id="key-list-heading">Your keys</h2>
-        {props.keys.length === 0 ? (
+        {secretKeys.length === 0 ? (
           <p class="muted">No keys yet.</p>
         ) : (
           <div class="table-scroll">
@@ -98,6 +153,7 @@ function KeysPage(props: {
                   <th scope="col">Name</th>
                   <th scope="col">Key</th>
                   <th scope="col">Mode</th>
+                  <th scope="col">Limits</th>
                   <th scope="col">Created</th>
                   <th scope="col">Last used</th>
                   <th scope="col">Status</th>
@@ -107,38 +163,23 @@ function KeysPage(props: {
                 </tr>
               </thead>
               <tbody>
-                {props.keys.map((key) => (
+                {secretKeys.map((key) => (
                   <tr data-key-id={key.id}>
                     <td data-label="Name">{key.name}</td>
                     <td data-label="Key">
                       <code>{key.prefix}…</code>
                     </td>
                     <td data-label="Mode">{key.mode}</td>
+                    <td data-label="Limits">
+                      <KeyLimitsSummary apiKey={key} />
+                    </td>
                     <td data-label="Created">
                       <Timestamp at={key.createdAt} />
                     </td>
                     <td data-label="Last used">
                       <Timestamp at={key.lastUsedAt} empty="never" />
                     </td>
-                    <td data-label="Status">
-                      {key.revokedAt === null ? (
-                        <span class="badge badge-deliverable">active</span>
-                      ) : (
-                        <>
-                          <span class="badge badge-undeliverable">revoked</span>{' '}
-                          <span class="muted">
-                            <Timestamp at={key.revokedAt} />
-                          </span>
-                        </>
-                      )}
-                    </td>
-                    <td>
-                      {key.revokedAt === null ? (
-                        <a href={`/keys/${key.id}/revoke`} aria-label={`Revoke ${key.name} (${key.prefix}…)`}>
-                          Revoke…
-                        </a>
-                      ) : null}
-                    </td>
+                    <KeyStatusCells apiKey={key} />
                   </tr>
                 ))}
               </tbody>
@@ -146,8 +187,36 @@ function KeysPage(props: {
           </div>
         )}
       </section>
+      <PublishableKeyList keys={props.keys} widgetUrl={props.widgetUrl} />
     </>
   );
+}
+
+const SCOPE_LABELS: Record<KeyScope, string> = {
+  verify: 'verify: the single verify',
+  bulk: 'bulk: upload lists and read their jobs',
+  read: 'read: the account, history and jobs',
+};
+
+/** A key's scopes and address blocks, as the list shows them. */
+function KeyLimitsSummary(props: { apiKey: ApiKeyRow }) {
+  const limits = keyLimitsOf(props.apiKey);
+  return (
+    <>
+      <span>{limits.scopes === null ? 'every scope' : `scopes: ${limits.scopes.join(', ')}`}</span>
+      <br />
+      <span class="muted">
+        {limits.allowedCidrs === null
+          ? 'any address'
+          : `from ${limits.allowedCidrs.map((block) => block.text).join(', ')}`}
+      </span>
+    </>
+  );
+}
+
+/** Every value of a repeated form field (checkboxes). */
+async function formValues(c: Context, name: string): Promise<string[]> {
+  return (await c.req.formData()).getAll(name).filter((value): value is string => typeof value === 'string');
 }
 
 function NewKeySecret(props: { created: CreatedKey }) {
@@ -199,11 +268,17 @@ function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
 }
 
 export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
+  registerPublishableKeyPages(dashboard);
   dashboard.get('/keys', ...signedInPage, async (c) => {
     const keys = await listApiKeys(c.get('db'), c.get('caller').accountId);
     // The notice names the key from the list, never text from the URL.
     const revoked = keys.find((key) => key.id === c.req.query('revoked') && key.revokedAt !== null);
-    const notice = revoked ? `Key ${revoked.prefix}… (${revoked.name}) is revoked.` : null;
+    const created = keys.find((key) => key.id === c.req.query('created') && key.kind === 'publishable');
+    const notice = revoked
+      ? `Key ${revoked.prefix}… (${revoked.name}) is revoked.`
+      : created
+        ? `Publishable key ${created.prefix}… (${created.name}) is ready: put the snippet below in your pages.`
+        : null;
     return renderPage(
       c,
       <Layout title="API keys" section="keys" {...layoutContext(c)}>
@@ -212,6 +287,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           notice={notice}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
+          widgetUrl={widgetUrlOf(c)}
         />
       </Layout>,
     );
@@ -222,18 +298,34 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const { accountId } = c.get('caller');
     const name = (await formText(c, 'name')).trim();
     const mode = (await formText(c, 'mode')) === 'test' ? 'test' : 'live';
+    // A form without the scopes fieldset (a script posting name and mode) asks for every scope;
+    // the page's form says it offered them, so ticking none there is a mistake to point out.
+    const scopes = (await formText(c, 'scopes-offered')) ? await formValues(c, 'scopes') : KEY_SCOPES;
+    const chosenScopes = KEY_SCOPES.filter((scope) => scopes.includes(scope));
+    const cidrs = await formText(c, 'cidrs');
+    const allowed = parseAllowedCidrs(cidrs);
     const problem =
       name === ''
         ? 'Give the key a name.'
         : name.length > MAX_KEY_NAME
           ? `Use at most ${MAX_KEY_NAME} characters.`
           : null;
+    const scopesError = chosenScopes.length === 0 ? 'Tick at least one scope.' : null;
+    const cidrsError = 'problem' in allowed ? allowed.problem : null;
     let created: CreatedKey | null = null;
     let refusal: ApiError | null = null;
-    if (!problem) {
+    if (!problem && !scopesError && !('problem' in allowed)) {
       try {
         const maxActiveKeys = quotasOf(c.get('config')).apiKeys;
-        const key = await createApiKey(db, { accountId, name, mode, maxActiveKeys, now: Date.now() });
+        const key = await createApiKey(db, {
+          accountId,
+          name,
+          mode,
+          maxActiveKeys,
+          now: Date.now(),
+          scopes: chosenScopes,
+          allowedCidrs: allowed.blocks,
+        });
         created = { name, secret: key.secret, mode };
       } catch (error) {
         if (
@@ -255,9 +347,14 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           created={created}
           error={problem}
+          scopesError={scopesError}
+          cidrsError={cidrsError}
           refusal={refusal?.message ?? null}
-          name={problem || refusal ? name : ''}
+          name={created ? '' : name}
+          scopes={created ? KEY_SCOPES : chosenScopes}
+          cidrs={created ? '' : cidrs}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
+          widgetUrl={widgetUrlOf(c)}
         />
       </Layout>,
       created ? 201 : refusal ? (refusal.httpStatus as ContentfulStatusCode) : 400,

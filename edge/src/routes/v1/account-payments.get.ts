@@ -3,6 +3,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { PaymentsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { purchasesEnabled } from '../../services/stripe-client.ts';
 import { listReceipts, type Purchase } from '../../storage/purchases.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
@@ -13,6 +14,7 @@ const route = createRoute({
   tags: ['Account'],
   summary: "The account's payments: credit packs bought, automatic top-ups, refunds",
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['read'])] as const,
   responses: {
     200: {
       description: 'The payments, newest first.',

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { AccountSettingsRequest, AccountSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { liveKeyOnly } from '../../middleware/auth.ts';
+import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { changeAccountSettings } from '../../services/account-settings.ts';
 import {
@@ -20,7 +20,7 @@ const route = createRoute({
     '`recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist ' +
     'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). A field left out keeps its value. Live keys only.',
   security: [{ ApiKeyAuth: [] }],
-  middleware: [liveKeyOnly, jsonBody] as const,
+  middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: AccountSettingsRequest } } } },
   responses: {
     200: {

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { AccountResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { quotasOf, utcDayStart } from '../../services/quotas.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
 import { storageUsedOn } from '../../storage/storage-budget.ts';
@@ -12,6 +13,7 @@ const route = createRoute({
   tags: ['Account'],
   summary: 'The account: balance, settings and usage',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['read'])] as const,
   responses: {
     200: {
       description: 'The account.',

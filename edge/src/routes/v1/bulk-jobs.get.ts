@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { BulkJobsResponse, PageQuery } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
 import { jobView } from '../../services/batch-jobs.ts';
 import { countJobs, listJobs } from '../../storage/jobs.ts';
@@ -13,6 +14,7 @@ const route = createRoute({
   summary: "The account's jobs",
   description: 'Newest first.',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['bulk', 'read'])] as const,
   request: { query: PageQuery },
   responses: {
     200: {

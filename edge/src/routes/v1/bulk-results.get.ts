@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
 import {
   downloadFileName,
@@ -23,6 +24,7 @@ const route = createRoute({
     "is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is " +
     'prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['bulk', 'read'])] as const,
   request: { params: JobIdParam, query: BulkResultsQuery },
   responses: {
     200: {

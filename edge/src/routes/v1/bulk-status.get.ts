@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { BulkStatusResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
 import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
 import { findJob } from '../../storage/jobs.ts';
@@ -13,6 +14,7 @@ const route = createRoute({
   summary: 'Job status',
   description: 'Progress, counts per status, the bounce estimate, and the credits charged and refunded.',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['bulk', 'read'])] as const,
   request: { params: JobIdParam },
   responses: {
     200: {

@@ -10,6 +10,7 @@ import {
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
@@ -237,7 +238,7 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
 
 export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath(route);
-  app.post(PATH, async (c) => {
+  app.post(PATH, requireScope(['bulk']), async (c) => {
     const headers = IdempotencyHeaders.safeParse({ 'idempotency-key': c.req.header('idempotency-key') });
     if (!headers.success) {
       throw new ApiError('VALIDATION_ERROR', {

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { HistoryQuery, HistoryResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
 import { historyPage } from '../../services/history.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
@@ -13,6 +14,7 @@ const route = createRoute({
   description:
     'Single verifications and batch jobs, newest first; filter by kind, status (single) and date range.',
   security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['read'])] as const,
   request: { query: HistoryQuery },
   responses: {
     200: {

@@ -1,7 +1,9 @@
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
+import { admitPublishableVerification } from '../../middleware/publishable-keys.ts';
 import { answerOnce, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
@@ -28,11 +30,23 @@ const route = createRoute({
     "every answer's history row counts against the account's storage budget of the day " +
     '(`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` ' +
     'with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. ' +
-    'Test-key history is kept 7 days.',
+    'Test-key history is kept 7 days. ' +
+    'Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list ' +
+    '(403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client ' +
+    "network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.",
   security: [{ ApiKeyAuth: [] }],
-  middleware: [jsonBody] as const,
+  middleware: [requireScope(['verify'], { publishableKeys: true }), jsonBody] as const,
   request: {
-    headers: IdempotencyHeaders,
+    headers: IdempotencyHeaders.extend({
+      'x-turnstile-token': z
+        .string()
+        .optional()
+        .meta({
+          description:
+            "Publishable keys with Turnstile on: the visitor's Turnstile token (good once); without a valid one, " +
+            '403 `CHALLENGE_FAILED`.',
+        }),
+    }),
     body: { required: true, content: { 'application/json': { schema: VerifyRequest } } },
   },
   responses: {
@@ -50,6 +64,8 @@ const route = createRoute({
       ...JSON_BODY_ERRORS,
       'INSUFFICIENT_CREDITS',
       'QUOTA_EXCEEDED',
+      'CHALLENGE_FAILED',
+      'DAILY_CAP_REACHED',
       ...IDEMPOTENCY_ERRORS,
     ]),
   },
@@ -60,6 +76,7 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
   for (const definition of [route, { ...route, path: '/v1/verify', hide: true }]) {
     app.openapi(definition, async (c) => {
       const request = c.req.valid('json');
+      await admitPublishableVerification(c);
       const db = c.get('db');
       const config = c.get('config');
       const caller = c.get('caller');

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { PageQuery, WebhookDeliveriesResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { liveKeyOnly } from '../../middleware/auth.ts';
+import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { listDeliveries } from '../../storage/webhooks.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
@@ -13,7 +13,7 @@ const route = createRoute({
   summary: 'Recent webhook deliveries',
   description: 'Every delivery and its attempts: state, last HTTP status or error, next retry. Newest first.',
   security: [{ ApiKeyAuth: [] }],
-  middleware: [liveKeyOnly] as const,
+  middleware: [settingsKeyOnly] as const,
   request: { query: PageQuery },
   responses: {
     200: {

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSecretResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { liveKeyOnly } from '../../middleware/auth.ts';
+import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { rotateWebhookSecret } from '../../services/webhooks.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -14,7 +14,7 @@ const route = createRoute({
     'Returns a new `whsec_…` secret, shown once; the previous one stops signing at once. Deliveries carry ' +
     '`webhook-id`, `webhook-timestamp` and `webhook-signature` (Standard Webhooks, HMAC-SHA256).',
   security: [{ ApiKeyAuth: [] }],
-  middleware: [liveKeyOnly] as const,
+  middleware: [settingsKeyOnly] as const,
   responses: {
     200: {
       description: 'The new secret.',

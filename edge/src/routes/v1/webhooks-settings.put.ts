@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSettingsRequest, WebhookSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { liveKeyOnly } from '../../middleware/auth.ts';
+import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { setDefaultWebhookUrl } from '../../services/webhooks.ts';
 import { findAccount } from '../../storage/accounts.ts';
@@ -21,7 +21,7 @@ const route = createRoute({
     'Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to ' +
     "the job's `webhookUrl` or this default. https only.",
   security: [{ ApiKeyAuth: [] }],
-  middleware: [liveKeyOnly, jsonBody] as const,
+  middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: WebhookSettingsRequest } } } },
   responses: {
     200: {

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookTestResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { liveKeyOnly } from '../../middleware/auth.ts';
+import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { sendTestEvent } from '../../services/webhooks.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
@@ -17,7 +17,7 @@ const route = createRoute({
     'Each test event is stored as a delivery, which counts against the storage budget of the day ' +
     '(`QUOTA_STORAGE_BYTES_PER_DAY`): past it, 429 `QUOTA_EXCEEDED`.',
   security: [{ ApiKeyAuth: [] }],
-  middleware: [liveKeyOnly] as const,
+  middleware: [settingsKeyOnly] as const,
   responses: {
     200: {
       description: 'The delivery and its only attempt.',

@@ -1,0 +1,241 @@
+/** @jsxImportSource hono/jsx */
+// Publishable keys (`/keys/publishable`): keys for web pages, made for a list of origins with a
+// daily cap and, optionally, the customer's Turnstile (docs/publishable-keys.md). A publishable
+// key is embedded in pages anyone can read, so it is not a secret: the dashboard shows it
+// again, with the snippet that includes the form widget.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { DashboardEnv } from '../../middleware/session.ts';
+import { createPublishableKey, keyLimitsOf, parseAllowedOrigins } from '../../services/api-keys.ts';
+import { DAILY_CAP } from '../../services/publishable-keys.ts';
+import { quotasOf } from '../../services/quotas.ts';
+import type { ApiKeyRow } from '../../storage/api-keys.ts';
+import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
+import { changingPage, signedInPage } from './guards.ts';
+import { KeyStatusCells } from './key-status.tsx';
+import { Layout, layoutContext, renderPage } from './layout.tsx';
+
+const MAX_KEY_NAME = 100;
+/** Cloudflare's Turnstile secret keys are short tokens; anything far longer is a paste mistake. */
+const MAX_TURNSTILE_SECRET = 200;
+
+interface FormState {
+  name: string;
+  origins: string;
+  dailyCap: string;
+  errors: Partial<Record<'name' | 'origins' | 'dailyCap' | 'turnstile', string>>;
+  refusal: string | null;
+}
+
+function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
+  const state = props.state;
+  return (
+    <>
+      <h1>New publishable key</h1>
+      <p>
+        A publishable key (<code>rk_pub_…</code>) goes in your web pages, with the form widget: it may only
+        verify single addresses, only for pages of the origins you list, at most your daily cap a day. Each
+        check costs 1 credit, like any verification.
+      </p>
+      {state?.refusal ? <Notice kind="error">{state.refusal}</Notice> : null}
+      <section class="card" aria-labelledby="publishable-form-heading">
+        <h2 id="publishable-form-heading">Where it may be used</h2>
+        <form method="post" action="/keys/publishable" class="stack">
+          <CsrfField token={props.csrfToken} />
+          <TextField
+            id="publishable-name"
+            name="name"
+            label="Name"
+            required
+            maxlength={MAX_KEY_NAME}
+            value={state?.name}
+            hint="Which site or form, e.g. “shop sign-up”."
+            error={state?.errors.name}
+          />
+          <TextAreaField
+            id="publishable-origins"
+            name="origins"
+            label="Allowed origins"
+            required
+            value={state?.origins}
+            hint={
+              <>
+                One per line, scheme, host and port exactly as the browser shows them:{' '}
+                <code>https://www.example.com</code>. Pages of any other origin are refused.
+              </>
+            }
+            error={state?.errors.origins}
+          />
+          <div class="field">
+            <label for="publishable-cap">Daily cap</label>
+            <input
+              id="publishable-cap"
+              name="dailyCap"
+              type="number"
+              inputmode="numeric"
+              min={DAILY_CAP.min}
+              max={DAILY_CAP.max}
+              required
+              value={state?.dailyCap ?? String(DAILY_CAP.default)}
+              aria-describedby={
+                state?.errors.dailyCap ? 'publishable-cap-hint publishable-cap-error' : 'publishable-cap-hint'
+              }
+              aria-invalid={state?.errors.dailyCap ? 'true' : undefined}
+            />
+            <p class="hint" id="publishable-cap-hint">
+              Verifications a day (UTC) at most: if the key is copied onto another page, it costs you no more
+              than this.
+            </p>
+            {state?.errors.dailyCap ? (
+              <p class="field-error" id="publishable-cap-error">
+                {state.errors.dailyCap}
+              </p>
+            ) : null}
+          </div>
+          <TextField
+            id="publishable-turnstile"
+            name="turnstileSecret"
+            type="password"
+            label="Turnstile secret key (optional)"
+            autocomplete="off"
+            maxlength={MAX_TURNSTILE_SECRET}
+            hint="With your Cloudflare Turnstile secret key, every check must carry a token from the Turnstile widget on your page. rcpt stores it encrypted."
+            error={state?.errors.turnstile}
+          />
+          <div class="button-row">
+            <button type="submit" class="button">
+              Create publishable key
+            </button>
+            <a href="/keys" class="button button-secondary">
+              Cancel
+            </a>
+          </div>
+        </form>
+      </section>
+    </>
+  );
+}
+
+/** The account's publishable keys on the keys page, each with the snippet that embeds the widget. */
+export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string }) {
+  const publishable = props.keys.filter((key) => key.kind === 'publishable');
+  return (
+    <section class="card" aria-labelledby="publishable-list-heading">
+      <h2 id="publishable-list-heading">Publishable keys</h2>
+      <p>
+        For web pages: the form widget checks addresses as people type them.{' '}
+        <a href="/keys/publishable">New publishable key</a>
+      </p>
+      {publishable.length === 0 ? (
+        <p class="muted">No publishable keys yet.</p>
+      ) : (
+        <div class="table-scroll">
+          <table class="data-table stack-on-phone">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key and snippet</th>
+                <th scope="col">Origins</th>
+                <th scope="col">Daily cap</th>
+                <th scope="col">Turnstile</th>
+                <th scope="col">Status</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {publishable.map((key) => {
+                const limits = keyLimitsOf(key);
+                return (
+                  <tr data-key-id={key.id}>
+                    <td data-label="Name">{key.name}</td>
+                    <td data-label="Key and snippet">
+                      <code class="publishable-key">{key.publishableKey}</code>
+                      <pre class="snippet">
+                        <code>{`<script src="${props.widgetUrl}" data-rcpt-key="${key.publishableKey}" defer></script>`}</code>
+                      </pre>
+                    </td>
+                    <td data-label="Origins">{limits.allowedOrigins?.join(', ')}</td>
+                    <td data-label="Daily cap">{limits.dailyCap?.toLocaleString('en-US')}</td>
+                    <td data-label="Turnstile">{limits.turnstileSecret ? 'required' : 'off'}</td>
+                    <KeyStatusCells apiKey={key} />
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** Where this deployment serves the widget, for the snippet. */
+export function widgetUrlOf(c: Context): string {
+  return `${new URL(c.req.url).origin}/widget.js`;
+}
+
+export function registerPublishableKeyPages(dashboard: Hono<DashboardEnv>): void {
+  dashboard.get('/keys/publishable', ...signedInPage, (c) =>
+    renderPage(
+      c,
+      <Layout title="New publishable key" section="keys" {...layoutContext(c)}>
+        <PublishableKeyForm csrfToken={c.get('csrfToken')} />
+      </Layout>,
+    ),
+  );
+
+  dashboard.post('/keys/publishable', ...changingPage, async (c) => {
+    const { accountId } = c.get('caller');
+    const config = c.get('config');
+    const state: FormState = {
+      name: (await formText(c, 'name')).trim(),
+      origins: await formText(c, 'origins'),
+      dailyCap: (await formText(c, 'dailyCap')).trim(),
+      errors: {},
+      refusal: null,
+    };
+    const turnstileSecret = (await formText(c, 'turnstileSecret')).trim();
+    if (state.name === '') state.errors.name = 'Give the key a name.';
+    else if (state.name.length > MAX_KEY_NAME) state.errors.name = `Use at most ${MAX_KEY_NAME} characters.`;
+    const origins = parseAllowedOrigins(state.origins);
+    if ('problem' in origins) state.errors.origins = origins.problem;
+    const dailyCap = Number(state.dailyCap);
+    if (!/^\d+$/.test(state.dailyCap) || dailyCap < DAILY_CAP.min || dailyCap > DAILY_CAP.max) {
+      state.errors.dailyCap = `Give a whole number from ${DAILY_CAP.min} to ${DAILY_CAP.max.toLocaleString('en-US')}.`;
+    }
+    if (turnstileSecret.length > MAX_TURNSTILE_SECRET || /\s/.test(turnstileSecret)) {
+      state.errors.turnstile = 'That does not look like a Turnstile secret key.';
+    }
+    let status: ContentfulStatusCode = 400;
+    if (Object.keys(state.errors).length === 0 && 'origins' in origins) {
+      try {
+        const created = await createPublishableKey(c.get('db'), {
+          accountId,
+          name: state.name,
+          allowedOrigins: origins.origins,
+          dailyCap,
+          turnstileSecret: turnstileSecret || null,
+          secretsKey: config.SECRETS_KEY,
+          maxActiveKeys: quotasOf(config).apiKeys,
+          now: Date.now(),
+        });
+        return c.redirect(`/keys?created=${created.id}`, 303);
+      } catch (error) {
+        const refused = ['QUOTA_EXCEEDED', 'EMAIL_NOT_CONFIRMED', 'SERVICE_UNAVAILABLE'];
+        if (!(error instanceof ApiError && refused.includes(error.code))) throw error;
+        state.refusal = error.message;
+        status = error.httpStatus as ContentfulStatusCode;
+      }
+    }
+    return renderPage(
+      c,
+      <Layout title="New publishable key" section="keys" {...layoutContext(c)}>
+        <PublishableKeyForm csrfToken={c.get('csrfToken')} state={state} />
+      </Layout>,
+      status,
+    );
+  });
+}
