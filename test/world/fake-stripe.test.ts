@@ -3,6 +3,7 @@
 import { createServer } from 'node:http';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { until } from '../eventually.ts';
 import { type FakeStripe, startFakeStripe, TEST_CARDS } from './fake-stripe.ts';
 import { listenOnLoopback } from './loopback.ts';
 
@@ -139,11 +140,16 @@ describe('fake Stripe', () => {
       const replay = await charge();
       expect(replay.id).toBe(first.id);
       expect(first.status).toBe('succeeded');
+      // The event follows the answer, as Stripe's do: wait for its delivery, then count.
+      const succeeded = (event: Stripe.Event) =>
+        event.type === 'payment_intent.succeeded' && event.data.object.id === first.id;
+      await until(() => received.some(succeeded), 'the payment_intent.succeeded delivery');
       expect(
-        received.filter(
+        fake.events.filter(
           (event) => event.type === 'payment_intent.succeeded' && event.data.object.id === first.id,
         ),
       ).toHaveLength(1);
+      expect(received.filter(succeeded)).toHaveLength(1);
     }
   });
 
