@@ -78,6 +78,7 @@ export async function settleBatchWork(
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
+    let passedGreylisting = false;
     for (const address of task.addresses) {
       const { result, policy } = assessVerdict({
         email: address.email,
@@ -87,12 +88,15 @@ export async function settleBatchWork(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
+      passedGreylisting ||= policy.retry === 'none' && result.meta.verifiedVia === 'mx';
       if (task.recheckRound !== undefined) {
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));
         continue;
       }
       const pace = final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS ? null : retryPaceOf(policy);
-      const count = task.retry?.schedule === pace ? task.retry.count : 0;
+      // A change of pace starts its count, and its clock, again.
+      const kept = task.retry?.schedule === pace ? task.retry : undefined;
+      const count = kept?.count ?? 0;
       const at = pace
         ? nextAttemptAt({
             pace,
@@ -119,7 +123,7 @@ export async function settleBatchWork(
           jobId: task.jobId,
           domain: task.domain,
           attempt: task.attempt + 1,
-          retry: { schedule: pace, count: count + 1 },
+          retry: { schedule: pace, count: count + 1, since: kept?.since ?? now },
           addresses: [],
         },
         delaySeconds,
@@ -128,6 +132,12 @@ export async function settleBatchWork(
       retryGroups.set(key, group);
     }
     writes.retries.push(...retryGroups.values());
+    // Addresses that greylisting held back, answered by the server at last: how long that took
+    // is what a single call's greylisted answer tells its caller to wait (docs/verdicts.md).
+    const greylistedSince = task.retry?.schedule === 'greylist' ? task.retry.since : undefined;
+    if (passedGreylisting && greylistedSince !== undefined) {
+      await facts.observeGreylistDelay(task.domain, (now - greylistedSince) / 1000);
+    }
   }
 
   for (const [jobId, writes] of byJob) {

@@ -76,6 +76,7 @@ export function verifyDepsOf(
     tenants: config.SMTP_ENABLED
       ? { detect: (domain, mxHosts) => facts.tenant(domain, mxHosts), prober: hub }
       : null,
+    greylistDelay: (domain) => facts.greylistDelaySeconds(domain),
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,
     timeoutMs: config.VERIFY_TIMEOUT_MS,
