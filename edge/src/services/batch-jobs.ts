@@ -26,20 +26,12 @@ import {
   readResultRows,
 } from '../storage/jobs.ts';
 import type { ParsedUpload } from './batch-input.ts';
-import { groupByDomain, planBatch } from './batch-plan.ts';
-import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
+import { planBatch } from './batch-plan.ts';
+import { type BatchMessage, enqueueBatchWork, workMessages } from './batch-queue.ts';
 import { insufficientCredits } from './credits.ts';
 import { type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
 
-/**
- * Addresses of one domain per queue message, one probe: fewer than Postfix's hard error limit
- * (smtpd_hard_error_limit = 20, postconf(5)) even when every one and the catch-all test are
- * rejected, so no session is ever cut for "too many errors", and with 40 % unknown mailboxes
- * (6 rejections) below its soft limit of 10 as well. Small probes also spread a domain over
- * parallel sessions.
- */
-export const ADDRESSES_PER_MESSAGE = 15;
 /** Used for estimates until completed jobs give a measured rate. */
 const DEFAULT_ADDRESSES_PER_SECOND = 50;
 /** The default deadline: this long for any list, plus 1 s per ADDRESSES_PER_DEADLINE_SECOND. */
@@ -155,15 +147,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   }
   if (!sandbox && plan.addresses.length > 0) {
     try {
-      await enqueueBatchWork(
-        input.queue,
-        groupByDomain(plan.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
-          jobId,
-          domain: group[0]?.domain ?? '',
-          attempt: 0,
-          addresses: group.map(({ idx, email }) => ({ idx, email })),
-        })),
-      );
+      await enqueueBatchWork(input.queue, workMessages(jobId, plan.addresses));
       await enqueueBatchWork(
         input.queue,
         [{ kind: 'deadline', jobId }],

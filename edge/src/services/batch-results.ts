@@ -17,8 +17,9 @@ import {
 import type { RecheckAnswer } from '../storage/rechecks.ts';
 import { addressResult } from './batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';
-import { recheckAnswerOf, recordRecheck, sendRecheckMessage } from './batch-recheck.ts';
+import { recheckAnswerOf, recheckOffsetMs, recordRecheck, sendRecheckMessage } from './batch-recheck.ts';
 import { nextAttemptAt, type RetryState, retryPaceOf } from './batch-retry.ts';
+import type { DomainFactsStore } from './domain-facts.ts';
 import { domainFactsOf } from './verify-deps.ts';
 import { deliverJobWebhook } from './webhooks.ts';
 
@@ -152,14 +153,17 @@ export async function settleBatchWork(
 
 /**
  * The job's deadline: every address without a final answer gets one now — its last temporary
- * answer, or `smtp_unavailable` (rcpt's own failure, refunded) when it was never probed.
+ * answer, or `smtp_unavailable` (rcpt's own failure, refunded) when it was never probed. The
+ * mail route of a never-probed address comes from the domain facts, as a probe's would: `facts`
+ * of the caller's request or batch, else the deployment's.
  */
 export async function finishAtDeadline(
-  deps: SettleDeps & { resolveRoute: (domain: string) => Promise<DnsOutcome> },
+  deps: SettleDeps & { facts?: DomainFactsStore },
   jobId: string,
   now: number,
 ): Promise<void> {
   const unfinished = await unfinishedAddresses(deps.db, jobId);
+  const facts = deps.facts ?? domainFactsOf(deps.db, deps.config);
   const routes = new Map<string, Promise<DnsOutcome>>();
   const finals = await Promise.all(
     unfinished.map(async (address): Promise<AddressResult> => {
@@ -174,7 +178,7 @@ export async function finishAtDeadline(
       }
       let route = routes.get(address.domain);
       if (!route) {
-        route = deps.resolveRoute(address.domain);
+        route = facts.mailRoute(address.domain);
         routes.set(address.domain, route);
       }
       const { result, policy } = assessVerdict({
@@ -199,14 +203,12 @@ async function recordFinals(
   finals: readonly AddressResult[],
   now: number,
 ): Promise<void> {
-  // With SMTP disabled for the deployment, asking again could only answer the same.
-  const firstRecheckSeconds = deps.config.SMTP_ENABLED ? deps.config.RECHECK_SCHEDULE_SECONDS[0] : undefined;
   const { completed, recheckDueAt } = await recordResults(
     deps.db,
     jobId,
     finals,
     now,
-    firstRecheckSeconds === undefined ? null : firstRecheckSeconds * 1000,
+    recheckOffsetMs(deps.config, 0),
   );
   if (!completed) return;
   deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));

@@ -216,12 +216,8 @@ async function run(steps: Step[]): Promise<string> {
       const config = configOf(env);
       const later = now + action.minutesLater * 60_000 + UNANSWERED_VERIFICATION_MS;
       await recoverStuckJobs(
-        db(),
-        queue,
-        config,
+        { db: db(), queue, config, inBackground: () => undefined, facts: factsWorld(MX).store() },
         later,
-        () => undefined,
-        async () => MX,
       );
     }
   }
