@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { claimSignupMailbox, credit, signupGrantOnConfirmation } from './ledger.ts';
+import { claimSignupMailbox, credit, type SqlStatement, signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
 
 export interface NewAccount {
@@ -12,12 +12,12 @@ export interface NewAccount {
 }
 
 /**
- * Creates a confirmed account (no confirmation to wait for: made by an operator or a test)
- * with an empty balance and grants its opening credits, in one batch; with an email and
- * credits, it claims the email's mailbox as ledger.ts `claimSignupMailbox` says.
+ * The statements that create a confirmed account (no confirmation to wait for: made by an
+ * operator or a test) with an empty balance and grant its opening credits, to run as one
+ * transaction; with an email and credits, it claims the email's mailbox as ledger.ts
+ * `claimSignupMailbox` says. The operator's scripts run the same statements through wrangler.
  */
-export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
-  const d1 = db.$client;
+export function accountCreation(account: NewAccount): SqlStatement[] {
   const grant = credit({
     accountId: account.id,
     amount: account.initialCredits,
@@ -25,22 +25,27 @@ export async function insertAccount(db: Db, account: NewAccount): Promise<void> 
     reference: account.id,
     now: account.now,
   });
-  await d1.batch([
-    d1
-      .prepare(
-        `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
-         VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
-      )
-      .bind(account.id, account.email, account.passwordHash, account.now),
+  return [
+    {
+      sql: `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
+            VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
+      params: [account.id, account.email, account.passwordHash, account.now],
+    },
     ...claimSignupMailbox({
       accountId: account.id,
       email: account.email,
       amount: account.initialCredits,
       now: account.now,
-    }).map((claim) => prepare(d1, claim)),
-    prepare(d1, grant.entry),
-    prepare(d1, grant.balance),
-  ]);
+    }),
+    grant.entry,
+    grant.balance,
+  ];
+}
+
+/** Runs `accountCreation` in one batch. */
+export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
+  const d1 = db.$client;
+  await d1.batch(accountCreation(account).map((statement) => prepare(d1, statement)));
 }
 
 /** A dashboard sign-up: no credits and no confirmation until the owner follows the emailed link. */

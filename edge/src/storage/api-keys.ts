@@ -1,5 +1,6 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Db } from './db.ts';
+import type { SqlStatement } from './ledger.ts';
 import { accounts, apiKeys } from './schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -35,6 +36,46 @@ export type NewApiKey = Pick<
   | 'turnstileSecret'
 >;
 
+const API_KEY_INSERT = `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind,
+  scopes, allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)`;
+const API_KEY_VALUES = '?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14';
+
+function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
+  return [
+    key.id,
+    key.accountId,
+    key.name,
+    key.mode,
+    key.keyHash,
+    key.prefix,
+    key.createdAt,
+    key.kind ?? 'secret',
+    key.scopes ?? null,
+    key.allowedCidrs ?? null,
+    key.allowedOrigins ?? null,
+    key.dailyCap ?? null,
+    key.publishableKey ?? null,
+    key.turnstileSecret ?? null,
+  ];
+}
+
+/** The statement that stores a key as it is (the operator's scripts run it through wrangler). */
+export function apiKeyInsert(key: NewApiKey): SqlStatement {
+  return { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) };
+}
+
+/**
+ * The statement that stores a key whose secret the operator chose (its hash is given), or
+ * makes it live again if the account already had it and revoked it.
+ */
+export function apiKeyRegistration(key: NewApiKey): SqlStatement {
+  return {
+    sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
+          ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
+    params: apiKeyParams(key),
+  };
+}
+
 /**
  * Inserts the key only while the account has fewer than `maxActive` active keys, the count
  * and the insert in one transaction (so two concurrent creations cannot both take the last
@@ -51,29 +92,8 @@ export async function insertApiKeyWithin(
   const [count, insert] = await d1.batch([
     d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
     d1
-      .prepare(
-        `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind, scopes,
-           allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-         WHERE (${activeKeys('?2')}) < ?8 RETURNING id`,
-      )
-      .bind(
-        key.id,
-        key.accountId,
-        key.name,
-        key.mode,
-        key.keyHash,
-        key.prefix,
-        key.createdAt,
-        maxActive,
-        key.kind ?? 'secret',
-        key.scopes ?? null,
-        key.allowedCidrs ?? null,
-        key.allowedOrigins ?? null,
-        key.dailyCap ?? null,
-        key.publishableKey ?? null,
-        key.turnstileSecret ?? null,
-      ),
+      .prepare(`${API_KEY_INSERT} SELECT ${API_KEY_VALUES} WHERE (${activeKeys('?2')}) < ?15 RETURNING id`)
+      .bind(...apiKeyParams(key), maxActive),
   ]);
   return {
     inserted: (insert?.results.length ?? 0) > 0,

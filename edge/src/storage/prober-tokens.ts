@@ -1,5 +1,6 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import type { SqlStatement } from './ledger.ts';
 import { proberTokens } from './schema.ts';
 
 export type ProberTokenRow = typeof proberTokens.$inferSelect;
@@ -10,8 +11,22 @@ export async function findLiveProberToken(db: Db, tokenHash: string): Promise<Pr
   });
 }
 
-export async function insertProberToken(db: Db, token: typeof proberTokens.$inferInsert): Promise<void> {
-  await db.insert(proberTokens).values(token);
+export type NewProberToken = Pick<
+  typeof proberTokens.$inferInsert,
+  'id' | 'name' | 'region' | 'tokenHash' | 'prefix' | 'createdAt'
+>;
+
+/** The statement that stores a prober token (the operator's scripts run it through wrangler). */
+export function proberTokenInsert(token: NewProberToken): SqlStatement {
+  return {
+    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
+          VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+    params: [token.id, token.name, token.region, token.tokenHash, token.prefix, token.createdAt],
+  };
+}
+
+export async function insertProberToken(db: Db, token: NewProberToken): Promise<void> {
+  await prepare(db.$client, proberTokenInsert(token)).run();
 }
 
 export async function touchProberToken(db: Db, tokenId: string, now: number): Promise<void> {
