@@ -4,7 +4,14 @@ import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
-import { countStorage, RESULT_BYTES, rowBytes, storageFitsSql, storageUsedSql } from './storage-budget.ts';
+import {
+  countStorage,
+  insertWithinBudget,
+  RESULT_BYTES,
+  rowBytes,
+  storageFitsSql,
+  storageUsedSql,
+} from './storage-budget.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
 
@@ -48,43 +55,27 @@ export async function insertAnsweredVerification(
   row: { id: string; accountId: string; apiKeyId: string | null; now: number; answer: HistoryAnswer },
   budget: HistoryBudget,
 ): Promise<HistoryRefusal | null> {
-  const d1 = db.$client;
   const { answer } = row;
   const bytes = historyRowBytes(row, answer, answer.email);
-  const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
-  const [usage, insert] = await d1.batch([
-    d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(row.accountId),
-    d1
-      .prepare(
-        `INSERT INTO verifications (id, account_id, api_key_id, kind, email, address, status, sub_status, score,
-           result_json, created_at)
-         SELECT ?1, ?2, ?3, 'single', ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${fits}
-         RETURNING id`,
-      )
-      .bind(
-        row.id,
-        row.accountId,
-        row.apiKeyId,
-        answer.email,
-        answer.address,
-        answer.status,
-        answer.subStatus,
-        answer.score,
-        answer.resultJson,
-        row.now,
-      ),
-    countStorage(
-      d1,
-      { accountId: row.accountId, day: budget.day, bytes },
-      { sql: 'EXISTS (SELECT 1 FROM verifications WHERE id = ?4)', params: [row.id] },
-    ),
-  ]);
-  if ((insert?.results.length ?? 0) > 0) return null;
-  return {
-    refused: 'storage',
-    storageUsed: (usage?.results[0] as { used: number } | undefined)?.used ?? 0,
-    bytes,
-  };
+  const storageUsed = await insertWithinBudget(
+    db,
+    'verifications',
+    {
+      id: row.id,
+      account_id: row.accountId,
+      api_key_id: row.apiKeyId,
+      kind: 'single',
+      email: answer.email,
+      address: answer.address,
+      status: answer.status,
+      sub_status: answer.subStatus,
+      score: answer.score,
+      result_json: answer.resultJson,
+      created_at: row.now,
+    },
+    { day: budget.day, bytes, limit: budget.limit },
+  );
+  return storageUsed === null ? null : { refused: 'storage', storageUsed, bytes };
 }
 
 /** A single verification's answer as its history row keeps it. */
