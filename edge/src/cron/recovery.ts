@@ -8,14 +8,14 @@ import { type RecheckRecovery, recoverRechecks } from '../services/batch-recheck
 import { finishAtDeadline, type SettleDeps } from '../services/batch-results.ts';
 import type { DomainFactsStore } from '../services/domain-facts.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
-import { findUnansweredVerifications, refundVerification } from '../storage/history.ts';
 import {
-  failJob,
   findJobsPastDeadline,
   findOverdueJobs,
   findStaleAddresses,
   markRequeued,
-} from '../storage/jobs.ts';
+} from '../storage/job-recovery.ts';
+import { failJob } from '../storage/job-results.ts';
+import { findUnansweredVerifications, refundVerification } from '../storage/verifications.ts';
 
 /** How long after its deadline a job is finished by the sweep rather than its own message. */
 const DEADLINE_SWEEP_GRACE_MS = 60_000;

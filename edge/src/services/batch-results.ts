@@ -8,12 +8,8 @@ import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
-import {
-  type AddressResult,
-  recordProvisional,
-  recordResults,
-  unfinishedAddresses,
-} from '../storage/jobs.ts';
+import { unfinishedAddresses } from '../storage/job-recovery.ts';
+import { type AddressResult, recordProvisional, recordResults } from '../storage/job-results.ts';
 import type { RecheckAnswer } from '../storage/rechecks.ts';
 import { addressResult } from './batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';

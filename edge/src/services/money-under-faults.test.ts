@@ -10,7 +10,7 @@ import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
 import { createDb, type Db } from '../storage/db.ts';
-import { listHistory } from '../storage/history.ts';
+import { listHistory } from '../storage/verifications.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { createBatchJob } from './batch-jobs.ts';
 import type { BatchMessage, WorkMessage } from './batch-queue.ts';

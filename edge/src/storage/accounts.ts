@@ -131,3 +131,12 @@ export async function updateAccountSettings(
     .first<{ recheck: number }>();
   return row ? { recheck: row.recheck === 1 } : null;
 }
+
+/** The account's credit balance (movements are built in ledger.ts and run in their callers' batches). */
+export async function readBalance(db: Db, accountId: string): Promise<number | null> {
+  const row = await db.$client
+    .prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
+    .bind(accountId)
+    .first<{ credit_balance: number }>();
+  return row?.credit_balance ?? null;
+}

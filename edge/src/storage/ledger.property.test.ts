@@ -23,7 +23,7 @@ import { recheckAnswerOf, recordRecheck, startRecheckRound } from '../services/b
 import { sandboxVerify } from '../services/sandbox.ts';
 import { verifyForCaller } from '../services/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
-import { failJob, recordResults } from './jobs.ts';
+import { failJob, recordResults } from './job-results.ts';
 import { applyRefund, grantPaidPurchase, insertPurchase } from './purchases.ts';
 
 const MX: DnsOutcome = {

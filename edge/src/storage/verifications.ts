@@ -1,3 +1,7 @@
+// Single verifications in D1 (the table \`verifications\`, which the dashboard shows as history):
+// the charge that opens a row and its answer or refund, a free (test key) answer under the
+// storage budget, the verdict cache's lookup, the recovery sweep's unanswered rows, and the
+// history list.
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
