@@ -2,11 +2,14 @@
 // through wrangler so they work on the local D1 and, with `remote`, on a deployed one. Every
 // write is the statement the edge's storage module writes it with, inlined.
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import { accountCreation as accountStatements } from '../../edge/src/storage/accounts.ts';
-import { apiKeyInsert, apiKeyRegistration as apiKeyUpsert } from '../../edge/src/storage/api-keys.ts';
+import {
+  accountCreation as accountStatements,
+  apiKeyInsert,
+  apiKeyRegistration as apiKeyUpsert,
+  operatorTokenInsert,
+  proberTokenInsert,
+} from '../../edge/src/storage/inserts.ts';
 import { credit, type LedgerPair, type SqlStatement } from '../../edge/src/storage/ledger.ts';
-import { operatorTokenInsert } from '../../edge/src/storage/operator-tokens.ts';
-import { proberTokenInsert } from '../../edge/src/storage/prober-tokens.ts';
 import { type D1Target, executeSql, inlineStatement, sqlLiteral as q } from './d1.ts';
 
 /** Statements as one script (wrangler runs a command's statements in one transaction). */

@@ -1,46 +1,8 @@
 import { eq } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { claimSignupMailbox, credit, type SqlStatement, signupGrantOnConfirmation } from './ledger.ts';
+import { accountCreation, type NewAccount } from './inserts.ts';
+import { signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
-
-export interface NewAccount {
-  id: string;
-  email: string | null;
-  passwordHash: string | null;
-  initialCredits: number;
-  now: number;
-}
-
-/**
- * The statements that create a confirmed account (no confirmation to wait for: made by an
- * operator or a test) with an empty balance and grant its opening credits, to run as one
- * transaction; with an email and credits, it claims the email's mailbox as ledger.ts
- * `claimSignupMailbox` says. The operator's scripts run the same statements through wrangler.
- */
-export function accountCreation(account: NewAccount): SqlStatement[] {
-  const grant = credit({
-    accountId: account.id,
-    amount: account.initialCredits,
-    reason: 'signup_grant',
-    reference: account.id,
-    now: account.now,
-  });
-  return [
-    {
-      sql: `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
-            VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
-      params: [account.id, account.email, account.passwordHash, account.now],
-    },
-    ...claimSignupMailbox({
-      accountId: account.id,
-      email: account.email,
-      amount: account.initialCredits,
-      now: account.now,
-    }),
-    grant.entry,
-    grant.balance,
-  ];
-}
 
 /** Runs `accountCreation` in one batch. */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {

@@ -1,6 +1,6 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Db } from './db.ts';
-import type { SqlStatement } from './ledger.ts';
+import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, type NewApiKey } from './inserts.ts';
 import { accounts, apiKeys } from './schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -16,64 +16,6 @@ export function dataModeSql(mode: DataMode): string {
   return mode === 'test'
     ? "api_key_id IN (SELECT id FROM api_keys WHERE mode = 'test')"
     : "(api_key_id IS NULL OR api_key_id IN (SELECT id FROM api_keys WHERE mode = 'live'))";
-}
-
-export type NewApiKey = Pick<
-  typeof apiKeys.$inferInsert,
-  | 'id'
-  | 'accountId'
-  | 'name'
-  | 'mode'
-  | 'keyHash'
-  | 'prefix'
-  | 'createdAt'
-  | 'kind'
-  | 'scopes'
-  | 'allowedCidrs'
-  | 'allowedOrigins'
-  | 'dailyCap'
-  | 'publishableKey'
-  | 'turnstileSecret'
->;
-
-const API_KEY_INSERT = `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind,
-  scopes, allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)`;
-const API_KEY_VALUES = '?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14';
-
-function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
-  return [
-    key.id,
-    key.accountId,
-    key.name,
-    key.mode,
-    key.keyHash,
-    key.prefix,
-    key.createdAt,
-    key.kind ?? 'secret',
-    key.scopes ?? null,
-    key.allowedCidrs ?? null,
-    key.allowedOrigins ?? null,
-    key.dailyCap ?? null,
-    key.publishableKey ?? null,
-    key.turnstileSecret ?? null,
-  ];
-}
-
-/** The statement that stores a key as it is (the operator's scripts run it through wrangler). */
-export function apiKeyInsert(key: NewApiKey): SqlStatement {
-  return { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) };
-}
-
-/**
- * The statement that stores a key whose secret the operator chose (its hash is given), or
- * makes it live again if the account already had it and revoked it.
- */
-export function apiKeyRegistration(key: NewApiKey): SqlStatement {
-  return {
-    sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
-          ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
-    params: apiKeyParams(key),
-  };
 }
 
 /**

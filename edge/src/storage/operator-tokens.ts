@@ -1,6 +1,5 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Db } from './db.ts';
-import type { SqlStatement } from './ledger.ts';
 import { operatorTokens, proberTokens } from './schema.ts';
 
 export type OperatorTokenRow = typeof operatorTokens.$inferSelect;
@@ -12,16 +11,6 @@ export async function findLiveOperatorToken(
   return db.query.operatorTokens.findFirst({
     where: and(eq(operatorTokens.tokenHash, tokenHash), isNull(operatorTokens.revokedAt)),
   });
-}
-
-/** The statement that stores an operator token (the operator's scripts run it through wrangler). */
-export function operatorTokenInsert(
-  token: Pick<typeof operatorTokens.$inferInsert, 'id' | 'name' | 'tokenHash' | 'prefix' | 'createdAt'>,
-): SqlStatement {
-  return {
-    sql: 'INSERT INTO operator_tokens (id, name, token_hash, prefix, created_at) VALUES (?1, ?2, ?3, ?4, ?5)',
-    params: [token.id, token.name, token.tokenHash, token.prefix, token.createdAt],
-  };
 }
 
 export async function touchOperatorToken(db: Db, tokenId: string, now: number): Promise<void> {

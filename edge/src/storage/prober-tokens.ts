@@ -1,6 +1,6 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import type { SqlStatement } from './ledger.ts';
+import { type NewProberToken, proberTokenInsert } from './inserts.ts';
 import { proberTokens } from './schema.ts';
 
 export type ProberTokenRow = typeof proberTokens.$inferSelect;
@@ -9,20 +9,6 @@ export async function findLiveProberToken(db: Db, tokenHash: string): Promise<Pr
   return db.query.proberTokens.findFirst({
     where: and(eq(proberTokens.tokenHash, tokenHash), isNull(proberTokens.revokedAt)),
   });
-}
-
-export type NewProberToken = Pick<
-  typeof proberTokens.$inferInsert,
-  'id' | 'name' | 'region' | 'tokenHash' | 'prefix' | 'createdAt'
->;
-
-/** The statement that stores a prober token (the operator's scripts run it through wrangler). */
-export function proberTokenInsert(token: NewProberToken): SqlStatement {
-  return {
-    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
-          VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
-    params: [token.id, token.name, token.region, token.tokenHash, token.prefix, token.createdAt],
-  };
 }
 
 export async function insertProberToken(db: Db, token: NewProberToken): Promise<void> {
