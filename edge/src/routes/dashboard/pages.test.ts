@@ -132,6 +132,8 @@ describe('single verification', () => {
     expect(html).toContain('invalid syntax');
     expect(html).toMatch(/<meter id="result-score"[^>]*value="\d+"/);
     expect(html).toMatch(/data-testid="credits-remaining">99</);
+    // The header of the page that charged shows the balance after the charge.
+    expect(html).toMatch(/data-testid="header-balance"><strong>99<\/strong> credits</);
     // The domain of an address that is not one was never looked up: no check but syntax ran.
     expect(html).toMatch(/Valid syntax<\/th><td><span class="check check-bad">no</);
     for (const label of [
