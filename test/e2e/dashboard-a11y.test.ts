@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible as expectPageAccessible, seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { VIEWPORTS } from './browser/screenshots.ts';
+import { signUp } from './browser/sign-up.ts';
 import { type System, startSystem } from './harness.ts';
 
 let system: System;
@@ -103,11 +104,7 @@ describe('the dashboard is accessible', () => {
   it('passes axe on the pages of a forgotten password and a failed sign-in, signed out', async () => {
     // The sign-in and sign-up pages and the new account's overview are checked by the walk
     // (dashboard.test.ts); this account is signed up for the pages it does not visit.
-    await page.goto('/signup');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await page.waitForURL('**/?welcome=1');
+    await signUp(page, email, password);
     await page.getByRole('button', { name: 'Log out' }).first().click();
     await page.waitForURL('**/login?signed-out=1');
     await page.goto('/forgot-password');

@@ -11,6 +11,7 @@ import { executeSql, sqlLiteral } from '../../scripts/stack/d1.ts';
 import { TEST_CARDS } from '../world/fake-stripe.ts';
 import { expectAccessible as expectPageAccessible } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
+import { signUpAndConfirm } from './browser/sign-up.ts';
 import { type System, startSystem } from './harness.ts';
 
 let system: System;
@@ -27,13 +28,7 @@ beforeAll(async () => {
   });
   browser = await launchChromium({ baseURL: system.stack.baseUrl });
   page = browser.page;
-  await page.goto('/signup');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await page.waitForURL('**/?welcome=1');
-  await page.goto(await system.confirmationLink(email));
-  await page.waitForURL('**/?email-confirmed=new');
+  await signUpAndConfirm(page, system, email, password);
 });
 
 afterAll(async () => {
