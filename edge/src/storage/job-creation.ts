@@ -15,7 +15,18 @@ import {
   utf8Bytes,
 } from './storage-budget.ts';
 
-export interface NewJob {
+/** What an upload's rows came to: the job's counts as stored. */
+export interface JobCounts {
+  totalRows: number;
+  /** Unique valid addresses: what is verified and charged. */
+  totalEmails: number;
+  duplicateCount: number;
+  emptyRows: number;
+  invalidRows: number;
+  skippedRows: number;
+}
+
+export interface NewJob extends JobCounts {
   id: string;
   /** Credits to take: the unique valid addresses, or 0 for a sandbox job. */
   charge: number;
@@ -23,12 +34,6 @@ export interface NewJob {
   apiKeyId: string | null;
   name: string | null;
   source: 'json' | 'csv';
-  totalRows: number;
-  totalEmails: number;
-  duplicateCount: number;
-  emptyRows: number;
-  invalidRows: number;
-  skippedRows: number;
   csvHeaders: string[] | null;
   /** Every row's original cells (CSV uploads), in row order, as JSON arrays of rows. */
   csvCells: readonly JsonChunk[] | null;
