@@ -72,6 +72,8 @@ export interface UploadInput {
   maxWaitSeconds: number | null;
   /** Greylist follow-up after completion; null or absent: the account's setting. */
   recheck?: boolean | null;
+  /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
+  watchDays?: number | 'off' | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
   now: number;
@@ -120,6 +122,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.
       recheck: sandbox ? false : (input.recheck ?? null),
+      // Sandbox answers never change, and its jobs send no events: nothing to watch.
+      watchDays: sandbox ? 'off' : (input.watchDays ?? null),
       now,
     },
     rows,
@@ -231,6 +235,8 @@ export function jobView(job: JobRow): Job {
     recheck: job.recheck === 1,
     recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
     nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
+    watchDays: job.watchDays,
+    watchedUntil: job.watchUntil === null ? null : new Date(job.watchUntil).toISOString(),
   };
 }
 

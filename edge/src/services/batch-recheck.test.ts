@@ -299,8 +299,11 @@ describe('greylist follow-up', () => {
     expect(await recheckStateOf(permanent.jobId, 1)).toBeNull();
 
     const caller = await newCaller();
-    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({ recheck: true });
-    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true });
+    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({
+      recheck: true,
+      watch: false,
+    });
+    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true, watch: false });
     const { deps } = recordingDeps();
     const upload = (recheck?: boolean) =>
       createBatchJob({

@@ -18,6 +18,7 @@ import {
   storageUsedSql,
   utf8Bytes,
 } from './storage-budget.ts';
+import { startWatchStatements, watchDaysStatement } from './watches.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -43,6 +44,8 @@ export interface NewJob {
   deadlineAt: number;
   /** Greylist follow-up after completion; null: the account's default. */
   recheck: boolean | null;
+  /** Days a watched job watches its domains after completion; 'off': not watched; null: the account's default. */
+  watchDays: number | 'off' | null;
   now: number;
 }
 
@@ -201,6 +204,7 @@ export async function createJobWithCharge(
         'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
       )
       .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
+    watchDaysStatement(d1, job.id, job.watchDays),
     countStorage(
       d1,
       { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },
@@ -450,6 +454,7 @@ function completionStatements(
            AND EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'due')`,
       )
       .bind(jobId, firstRecheckAfterMs),
+    ...startWatchStatements(d1, jobId),
     ...finalizeStatements(d1, jobId, now),
   ];
 }

@@ -18,7 +18,9 @@ const route = createRoute({
   summary: "Change the account's defaults",
   description:
     '`recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist ' +
-    'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). A field left out keeps its value. Live keys only.',
+    'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch ' +
+    'their domains for 30 days after completion (see `watch` of the upload). A field left out keeps its value. ' +
+    'Live keys only.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: AccountSettingsRequest } } } },
