@@ -399,7 +399,9 @@ export const BulkStatusResponse = z
     domainChanges: z
       .array(WatchChange)
       .describe(
-        "a watched job's domain changes, the latest first (at most 100); empty for a job that is not watched",
+        "a watched job's changed domains, each with the latest change rcpt saw, the most recent first (at most " +
+          '100); each change is also sent as it is seen, in a `job.updated` webhook. Empty for a job that is not ' +
+          'watched',
       ),
   })
   .meta({ id: 'BulkStatusResponse' });
