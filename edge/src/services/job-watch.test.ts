@@ -8,53 +8,22 @@ import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
-import { configOf } from '../config.ts';
+import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../test/settle-deps.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
-import { findJobById, recordResults } from '../storage/jobs.ts';
+import { recordResults } from '../storage/jobs.ts';
 import { domainsToLookAt } from '../storage/watches.ts';
-import { setAccountWebhook } from '../storage/webhooks.ts';
 import { changeAccountSettings } from './account-settings.ts';
 import { rowsFromJson } from './batch-input.ts';
-import { addressResult, createBatchJob, jobView } from './batch-jobs.ts';
-import type { BatchMessage, WorkMessage } from './batch-queue.ts';
+import { addressResult, createBatchJob } from './batch-jobs.ts';
+import type { WorkMessage } from './batch-queue.ts';
 import { recheckAnswerOf, recordRecheck } from './batch-recheck.ts';
 import type { SettleDeps } from './batch-results.ts';
 import { changeOf, domainChangesOf, watchDomains } from './job-watch.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { rotateWebhookSecret } from './webhooks.ts';
 
 afterEach(() => vi.restoreAllMocks());
 
 const DAY_MS = 86_400_000;
-
-function recordingDeps() {
-  const sent: BatchMessage[] = [];
-  const background: Promise<unknown>[] = [];
-  const queue = {
-    sendBatch: async (batch: MessageSendRequest<BatchMessage>[]) => {
-      sent.push(...batch.map((message) => message.body));
-    },
-  } as unknown as Queue<BatchMessage>;
-  const deps: SettleDeps = {
-    db: db(),
-    queue,
-    config: configOf(env),
-    inBackground: (task) => background.push(task),
-  };
-  return { deps, sent, settled: () => Promise.all(background.splice(0)) };
-}
-
-function receiveWebhooks(): { id: string | null; body: string }[] {
-  const received: { id: string | null; body: string }[] = [];
-  const passThrough = globalThis.fetch.bind(globalThis);
-  vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
-    const request = new Request(input, init);
-    if (new URL(request.url).hostname !== 'hooks.rcpt.test') return passThrough(input, init);
-    received.push({ id: request.headers.get('webhook-id'), body: await request.text() });
-    return new Response(null, { status: 200 });
-  });
-  return received;
-}
 
 const mxRoute = (...hosts: string[]): DnsOutcome => ({
   kind: 'mx',
@@ -81,25 +50,13 @@ function answered(email: string, as: string, now: number): VerificationResult {
 async function watchedJob(options: {
   emails: Record<string, string>;
   watch?: number | 'off' | null;
-  credits?: number;
   now: number;
 }) {
-  const caller = await newCaller({ credits: options.credits ?? 10 });
-  await rotateWebhookSecret(db(), caller.accountId, configOf(env).SECRETS_KEY);
-  await setAccountWebhook(db(), caller.accountId, { webhookUrl: 'https://hooks.rcpt.test/account' });
   const emails = Object.keys(options.emails);
-  const { deps } = recordingDeps();
-  const { jobId } = await createBatchJob({
-    db: db(),
-    queue: deps.queue,
-    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 10 },
-    upload: rowsFromJson(emails),
-    source: 'json',
-    name: null,
-    webhookUrl: null,
-    maxWaitSeconds: null,
-    watchDays: options.watch === undefined ? 30 : options.watch,
-    quotas: quotas(),
+  const { jobId, accountId } = await liveJob({
+    emails,
+    webhook: true,
+    watchDays: options.watch ?? 30,
     now: options.now,
   });
   await recordResults(
@@ -112,13 +69,7 @@ async function watchedJob(options: {
     }),
     options.now,
   );
-  return { jobId, accountId: caller.accountId };
-}
-
-async function view(jobId: string) {
-  const job = await findJobById(db(), jobId);
-  if (!job) throw new Error('no job');
-  return jobView(job);
+  return { jobId, accountId };
 }
 
 async function eventsOf(jobId: string) {
@@ -164,7 +115,7 @@ describe('watched jobs', () => {
     expect(report.rounds).toBe(0);
     expect(sent).toEqual([]);
     expect(await eventsOf(jobId)).toEqual([]);
-    expect(await view(jobId)).toMatchObject({
+    expect(await jobViewOf(jobId)).toMatchObject({
       watchDays: 30,
       watchedUntil: new Date(now + 30 * DAY_MS).toISOString(),
       recheckedAt: null,
@@ -217,7 +168,7 @@ describe('watched jobs', () => {
       now + 130_000,
     );
     await settled();
-    expect(await view(jobId)).toMatchObject({
+    expect(await jobViewOf(jobId)).toMatchObject({
       status: 'completed',
       deliverableCount: 2,
       undeliverableCount: 2,
@@ -313,8 +264,8 @@ describe('watched jobs', () => {
     const { deps, sent } = recordingDeps();
     expect((await watchDomains(deps, now + DAY_MS + 1)).rounds).toBe(0);
     expect(sent).toEqual([]);
-    expect(await view(unwatched)).toMatchObject({ watchDays: null, watchedUntil: null });
-    expect(await view(ended)).toMatchObject({ watchDays: 1 });
+    expect(await jobViewOf(unwatched)).toMatchObject({ watchDays: null, watchedUntil: null });
+    expect(await jobViewOf(ended)).toMatchObject({ watchDays: 1 });
   });
 
   it("takes the account's default when the upload does not say", async () => {
@@ -335,7 +286,7 @@ describe('watched jobs', () => {
       quotas: quotas(),
       now,
     });
-    expect(await view(jobId)).toMatchObject({ watchDays: 30, watchedUntil: null });
+    expect(await jobViewOf(jobId)).toMatchObject({ watchDays: 30, watchedUntil: null });
   });
 
   it('looks at each account in turn: a large watch does not starve a small one', async () => {
