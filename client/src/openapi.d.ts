@@ -1037,7 +1037,7 @@ export interface paths {
         get?: never;
         /**
          * Set the default webhook URL
-         * @description Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to the job's `webhookUrl` or this default. https only.
+         * @description Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round, or a watched domain's change, changed a verdict) go to the job's `webhookUrl` or this default. https only.
          */
         put: {
             parameters: {

@@ -18,8 +18,8 @@ const route = createRoute({
   tags: ['Webhooks'],
   summary: 'Set the default webhook URL',
   description:
-    'Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to ' +
-    "the job's `webhookUrl` or this default. https only.",
+    "Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round, or a watched domain's " +
+    "change, changed a verdict) go to the job's `webhookUrl` or this default. https only.",
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: WebhookSettingsRequest } } } },
