@@ -25,6 +25,7 @@ import {
   type RowCounts,
   readResultRows,
 } from '../storage/jobs.ts';
+import { defaultWatchDays } from '../storage/watches.ts';
 import type { ParsedUpload } from './batch-input.ts';
 import { groupByDomain, planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork } from './batch-queue.ts';
@@ -123,7 +124,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       // Sandbox answers are made up at once: nothing to ask again.
       recheck: sandbox ? false : (input.recheck ?? null),
       // Sandbox answers never change, and its jobs send no events: nothing to watch.
-      watchDays: sandbox ? 'off' : (input.watchDays ?? null),
+      watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
       now,
     },
     rows,

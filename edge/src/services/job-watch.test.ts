@@ -11,7 +11,8 @@ import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.
 import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../test/settle-deps.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { recordResults } from '../storage/jobs.ts';
-import { domainsToLookAt } from '../storage/watches.ts';
+import { ROW_OVERHEAD_BYTES, storageUsedOn } from '../storage/storage-budget.ts';
+import { domainsToLookAt, watchRowsBytes } from '../storage/watches.ts';
 import { changeAccountSettings } from './account-settings.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { addressResult, createBatchJob } from './batch-jobs.ts';
@@ -19,6 +20,7 @@ import type { WorkMessage } from './batch-queue.ts';
 import { recheckAnswerOf, recordRecheck } from './batch-recheck.ts';
 import type { SettleDeps } from './batch-results.ts';
 import { changeOf, domainChangesOf, watchDomains } from './job-watch.ts';
+import { utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -266,6 +268,24 @@ describe('watched jobs', () => {
     expect(sent).toEqual([]);
     expect(await jobViewOf(unwatched)).toMatchObject({ watchDays: null, watchedUntil: null });
     expect(await jobViewOf(ended)).toMatchObject({ watchDays: 1 });
+  });
+
+  it("counts a watched job's domain rows against the storage budget at upload", async () => {
+    const now = Date.now();
+    const emails = [`a@${newDomain('bytes')}`, `b@${newDomain('bytes')}`];
+    const usedBy = async (watchDays: number | 'off') => {
+      const { accountId } = await liveJob({ emails, watchDays, now });
+      return storageUsedOn(db(), accountId, utcDayStart(now));
+    };
+    const [unwatched, watched] = [await usedBy('off'), await usedBy(30)];
+    expect(watched - unwatched).toBe(
+      watchRowsBytes(
+        '00000000-0000-0000-0000-000000000000',
+        emails.map((email) => email.split('@')[1] ?? ''),
+      ),
+    );
+    // One row per domain, each at least a row's overhead.
+    expect(watched - unwatched).toBeGreaterThan(2 * ROW_OVERHEAD_BYTES);
   });
 
   it("takes the account's default when the upload does not say", async () => {

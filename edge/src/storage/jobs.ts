@@ -18,7 +18,7 @@ import {
   storageUsedSql,
   utf8Bytes,
 } from './storage-budget.ts';
-import { startWatchStatements, watchDaysStatement } from './watches.ts';
+import { startWatchStatements, watchDaysStatement, watchRowsBytes } from './watches.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -44,8 +44,8 @@ export interface NewJob {
   deadlineAt: number;
   /** Greylist follow-up after completion; null: the account's default. */
   recheck: boolean | null;
-  /** Days a watched job watches its domains after completion; 'off': not watched; null: the account's default. */
-  watchDays: number | 'off' | null;
+  /** Days a watched job watches its domains after completion; 'off': not watched. */
+  watchDays: number | 'off';
   now: number;
 }
 
@@ -157,6 +157,11 @@ export async function createJobWithCharge(
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
+  if (job.watchDays !== 'off')
+    jobBytes += watchRowsBytes(
+      job.id,
+      addresses.map((address) => address.domain),
+    );
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,

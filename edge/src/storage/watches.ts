@@ -5,26 +5,35 @@
 // close them) for its addresses at the changed domains; the round's claim records the change.
 import { WATCH_DEFAULT_DAYS } from '@rcpt/shared/contract/api';
 import type { Db } from './db.ts';
+import { rowBytes } from './storage-budget.ts';
 
 const DAY_MS = 86_400_000;
 
-/**
- * Sets a new job's watch: `days`, 'off', or null for the account's default (WATCH_DEFAULT_DAYS
- * when its `watch_default` is on). Part of the job's creation batch.
- */
-export function watchDaysStatement(
-  d1: D1Database,
-  jobId: string,
-  days: number | 'off' | null,
-): D1PreparedStatement {
+/** The days an upload that does not say watches its job: the account's default. */
+export async function defaultWatchDays(db: Db, accountId: string): Promise<number | 'off'> {
+  const row = await db.$client
+    .prepare('SELECT watch_default AS watch FROM accounts WHERE id = ?1')
+    .bind(accountId)
+    .first<{ watch: number }>();
+  return row?.watch === 1 ? WATCH_DEFAULT_DAYS : 'off';
+}
+
+/** Sets a new job's watch (`days`, or 'off'). Part of the job's creation batch. */
+export function watchDaysStatement(d1: D1Database, jobId: string, days: number | 'off'): D1PreparedStatement {
   return d1
-    .prepare(
-      `UPDATE jobs SET watch_days = CASE WHEN ?3 = 1
-           THEN (SELECT CASE WHEN watch_default = 1 THEN ?4 END FROM accounts WHERE id = account_id)
-           ELSE ?2 END
-       WHERE id = ?1`,
-    )
-    .bind(jobId, typeof days === 'number' ? days : null, days === null ? 1 : 0, WATCH_DEFAULT_DAYS);
+    .prepare('UPDATE jobs SET watch_days = ?2 WHERE id = ?1')
+    .bind(jobId, days === 'off' ? null : days);
+}
+
+/**
+ * What a watched job's domain rows store, counted with the job at upload (docs/money.md, "Quotas
+ * and free work"): per domain its row — ids, times, the facts' key (about 150 bytes) — on the
+ * high side. A change seen later is rcpt's doing and not counted.
+ */
+export function watchRowsBytes(jobId: string, domains: Iterable<string>): number {
+  let bytes = 0;
+  for (const domain of new Set(domains)) bytes += rowBytes(jobId, domain, jobId, 0, 0, 0) + 150;
+  return bytes;
 }
 
 /**
