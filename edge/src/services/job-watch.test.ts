@@ -110,8 +110,15 @@ describe('watched jobs', () => {
     const now = Date.now();
     const domain = newDomain('still');
     await routeIs(domain, mxRoute(`mx.${domain}`));
-    const { jobId } = await watchedJob({ emails: { [`alice@${domain}`]: 'deliverable' }, now });
+    const { jobId } = await watchedJob({
+      emails: { [`alice@${domain}`]: 'deliverable', 'bob@[192.0.2.1]': 'deliverable' },
+      now,
+    });
     const { deps, sent } = recordingDeps();
+    // An IP literal has no DNS to watch.
+    const looked = await domainsToLookAt(db(), now, 10_000);
+    expect(looked).toContain(domain);
+    expect(looked).not.toContain('[192.0.2.1]');
 
     const report = await watchDomains(deps, now + 60_000);
     expect(report.rounds).toBe(0);

@@ -56,10 +56,7 @@ export interface WatchReport {
 /** The cron's look at watched domains; see the file comment. */
 export async function watchDomains(deps: SettleDeps, now: number): Promise<WatchReport> {
   const { db, config } = deps;
-  // IP literals (`a@[192.0.2.1]`) have no DNS and never change.
-  const domains = (await domainsToLookAt(db, now, WATCH_DOMAINS_PER_RUN)).filter(
-    (domain) => !domain.startsWith('['),
-  );
+  const domains = await domainsToLookAt(db, now, WATCH_DOMAINS_PER_RUN);
   const budget = new SubrequestBudget(
     Math.max(1, Math.floor(config.SUBREQUEST_LIMIT * WATCH_SUBREQUEST_SHARE)),
   );

@@ -39,8 +39,8 @@ export function watchRowsBytes(jobId: string, domains: Iterable<string>): number
 /**
  * The watch's start, in the transaction that completes the job (before it is finalized): until
  * when it watches, and its domains with the facts their verdicts were reached on. A domain
- * without facts (its DNS failed, an IP literal) starts with none: facts that appear later are
- * a change.
+ * without facts (its DNS failed) starts with none: facts that appear later are a change. An IP
+ * literal (`a@[192.0.2.1]`) has no DNS and never changes: it is not watched.
  */
 export function startWatchStatements(d1: D1Database, jobId: string): D1PreparedStatement[] {
   const starting = `j.watch_days IS NOT NULL AND j.status = 'completed' AND j.finalized = 0`;
@@ -50,7 +50,7 @@ export function startWatchStatements(d1: D1Database, jobId: string): D1PreparedS
         `INSERT INTO job_watch_domains (job_id, domain, account_id, facts_changed_at, facts_key, looked_at)
          SELECT ?1, d.domain, j.account_id, COALESCE(f.changed_at, 0),
            CASE WHEN f.domain IS NOT NULL THEN json_array(f.route_key, f.catch_all, f.tenant) END, j.completed_at
-         FROM (SELECT DISTINCT domain FROM job_addresses WHERE job_id = ?1) d
+         FROM (SELECT DISTINCT domain FROM job_addresses WHERE job_id = ?1 AND domain NOT LIKE '[%') d
            JOIN jobs j ON j.id = ?1
            LEFT JOIN domain_facts f ON f.domain = d.domain
          WHERE ${starting}
