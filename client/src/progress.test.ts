@@ -25,6 +25,8 @@ function job(processed: number, total = 10_000): Job {
     recheck: false,
     recheckedAt: null,
     nextRecheckAt: null,
+    watchDays: null,
+    watchedUntil: null,
   };
 }
 

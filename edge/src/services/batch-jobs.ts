@@ -13,6 +13,7 @@ import type { Db } from '../storage/db.ts';
 import { createJobWithCharge } from '../storage/job-creation.ts';
 import type { AddressResult } from '../storage/job-results.ts';
 import { type JobRow, queueOutlook } from '../storage/jobs.ts';
+import { defaultWatchDays } from '../storage/watches.ts';
 import type { ParsedUpload } from './batch-input.ts';
 import { planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork, workMessages } from './batch-queue.ts';
@@ -55,6 +56,8 @@ export interface UploadInput {
   maxWaitSeconds: number | null;
   /** Greylist follow-up after completion; null or absent: the account's setting. */
   recheck?: boolean | null;
+  /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
+  watchDays?: number | 'off' | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
   now: number;
@@ -103,6 +106,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.
       recheck: sandbox ? false : (input.recheck ?? null),
+      // Sandbox answers never change, and its jobs send no events: nothing to watch.
+      watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
       now,
     },
     rows,
@@ -206,6 +211,8 @@ export function jobView(job: JobRow): Job {
     recheck: job.recheck === 1,
     recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
     nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
+    watchDays: job.watchDays,
+    watchedUntil: job.watchUntil === null ? null : new Date(job.watchUntil).toISOString(),
   };
 }
 

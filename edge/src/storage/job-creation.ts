@@ -14,6 +14,7 @@ import {
   storageUsedSql,
   utf8Bytes,
 } from './storage-budget.ts';
+import { watchDaysStatement, watchRowsBytes } from './watches.ts';
 
 /** What an upload's rows came to: the job's counts as stored. */
 export interface JobCounts {
@@ -42,6 +43,8 @@ export interface NewJob extends JobCounts {
   deadlineAt: number;
   /** Greylist follow-up after completion; null: the account's default. */
   recheck: boolean | null;
+  /** Days a watched job watches its domains after completion; 'off': not watched. */
+  watchDays: number | 'off';
   now: number;
 }
 
@@ -153,6 +156,11 @@ export async function createJobWithCharge(
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
+  if (job.watchDays !== 'off')
+    jobBytes += watchRowsBytes(
+      job.id,
+      addresses.map((address) => address.domain),
+    );
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,
@@ -200,6 +208,7 @@ export async function createJobWithCharge(
         'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
       )
       .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
+    watchDaysStatement(d1, job.id, job.watchDays),
     countStorage(
       d1,
       { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },

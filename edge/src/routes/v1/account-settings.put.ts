@@ -10,7 +10,9 @@ const route = settingsChangeRoute({
   summary: "Change the account's defaults",
   description:
     '`recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist ' +
-    'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). A field left out keeps its value. Live keys only.',
+    'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch ' +
+    'their domains for 30 days after completion (see `watch` of the upload). A field left out keeps its value. ' +
+    'Live keys only.',
   body: AccountSettingsRequest,
   answer: AccountSettingsResponse,
   answered: 'The settings as they now are.',

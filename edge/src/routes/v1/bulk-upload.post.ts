@@ -6,6 +6,9 @@ import {
   MAX_BATCH_EMAILS,
   MaxWaitSeconds,
   RecheckField,
+  WATCH_DEFAULT_DAYS,
+  WatchDays,
+  WatchField,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
@@ -41,6 +44,8 @@ const CsvOptions = z.object({
   webhookUrl: z.string().max(2048).optional(),
   maxWaitSeconds: MaxWaitSeconds.optional(),
   recheck: RecheckField.optional(),
+  watch: WatchField.optional(),
+  watchDays: WatchDays.optional(),
 });
 
 const route = createRoute({
@@ -69,7 +74,10 @@ const route = createRoute({
     "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
     'setting), addresses whose final answer is temporary are asked again over the next hours; a refunded ' +
     'address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), ' +
-    'and each round that changes a verdict updates the completed job and sends `job.updated`.',
+    'and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or ' +
+    "the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its " +
+    'MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses ' +
+    'already paid for, and a `job.updated` says what changed.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
@@ -108,6 +116,8 @@ interface UploadOptions {
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
   recheck: boolean | null;
+  watch: boolean | null;
+  watchDays: number | null;
 }
 
 interface UploadRequest extends UploadOptions {
@@ -168,6 +178,8 @@ async function readUpload(
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
       maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
       recheck: form.get('recheck') ?? c.req.query('recheck'),
+      watch: form.get('watch') ?? c.req.query('watch'),
+      watchDays: form.get('watchDays') ?? c.req.query('watchDays'),
     });
     return {
       upload: await rowsFromCsv(file.stream(), options.emailColumn),
@@ -213,6 +225,8 @@ function jsonOptions(body: BulkUploadJsonRequest, query: Record<string, string>)
     webhookUrl: body.webhookUrl ?? null,
     maxWaitSeconds: body.maxWaitSeconds ?? null,
     recheck: body.recheck ?? null,
+    watch: body.watch ?? null,
+    watchDays: body.watchDays ?? null,
   };
   const merged = { ...fromQuery };
   for (const option of Object.keys(fromBody) as (keyof UploadOptions)[]) {
@@ -233,7 +247,25 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
     webhookUrl: options.webhookUrl ?? null,
     maxWaitSeconds: options.maxWaitSeconds ?? null,
     recheck: options.recheck === undefined ? null : options.recheck === 'true',
+    watch: options.watch === undefined ? null : options.watch === 'true',
+    watchDays: options.watchDays ?? null,
   };
+}
+
+/**
+ * The days an upload watches its job: its `watchDays`, or the default with `watch: true`; 'off'
+ * with `watch: false` (and `watchDays` beside it contradicts it); null when it says neither, for
+ * the account's default.
+ */
+function watchDaysOf(options: UploadOptions): number | 'off' | null {
+  if (options.watch === false) {
+    if (options.watchDays !== null)
+      throw new ApiError('VALIDATION_ERROR', {
+        message: 'watchDays is given with watch false: leave one out.',
+      });
+    return 'off';
+  }
+  return options.watchDays ?? (options.watch ? WATCH_DEFAULT_DAYS : null);
 }
 
 export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
@@ -249,6 +281,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
     // With a key, the body is hashed as it is read: the fingerprint never needs a copy of it.
     const digesting = key === undefined ? null : digestingBody(c.req.raw.body);
     const request = await readUpload(c, digesting ? digesting.body : c.req.raw.body);
+    const watchDays = watchDaysOf(request);
     const config = c.get('config');
     const caller = c.get('caller');
     // Sandbox jobs send no webhooks (docs/money.md, "Sandbox keys"): the account's signing secret is
@@ -289,6 +322,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           webhookUrl,
           maxWaitSeconds: request.maxWaitSeconds,
           recheck: request.recheck,
+          watchDays,
           quotas: quotasOf(config),
           now,
         }),

@@ -10,8 +10,8 @@ const route = settingsChangeRoute({
   tags: ['Webhooks'],
   summary: 'Set the default webhook URL',
   description:
-    'Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to ' +
-    "the job's `webhookUrl` or this default. https only.",
+    "Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round, or a watched domain's " +
+    "change, changed a verdict) go to the job's `webhookUrl` or this default. https only.",
   body: WebhookSettingsRequest,
   answer: WebhookSettingsResponse,
   answered: 'The settings.',
