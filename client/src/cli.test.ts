@@ -32,6 +32,11 @@ describe('rcpt command line', () => {
       [['verify', 'a@b.test', '--bogus'], { RCPT_API_KEY: 'k' }, /Unknown option '--bogus'/],
       [['clean', 'list.csv', '--max-wait', '2m'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
       [['clean', 'list.csv', '--max-wait', '90.5'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
+      [
+        ['verify', 'a@b.test', '--timeout', '2s'],
+        { RCPT_API_KEY: 'k' },
+        /--timeout takes whole milliseconds/,
+      ],
       [['mcp'], {}, /no API key/],
       [['mcp', 'list.csv'], { RCPT_API_KEY: 'k' }, /expected: rcpt mcp/],
       [['mcp'], { RCPT_API_KEY: 'k', RCPT_BASE_URL: 'rcpt.example' }, /base URL must be an http\(s\) URL/],

@@ -28,6 +28,9 @@ Options:
                             next hours; a refunded address that then gets an answer is charged
                             (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
+      --timeout <ms>        verify: answer within this many milliseconds (2000 to 60000); a
+                            server slower than that gives timeout_exceeded, refunded, and the
+                            next verify of the address gets the verdict (default: the API's)
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
@@ -73,7 +76,11 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
   switch (command) {
     case 'verify': {
       const email = single(operands, 'verify <email>');
-      const { result, creditsRemaining } = await rcpt.verify(email, { fresh: values.fresh === true });
+      const timeoutMs = wholeNumber('--timeout', values.timeout, 'milliseconds');
+      const { result, creditsRemaining } = await rcpt.verify(email, {
+        fresh: values.fresh === true,
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      });
       io.stdout.write(json ? `${JSON.stringify({ ...result, creditsRemaining })}\n` : describe(result));
       return EXIT.done;
     }
@@ -84,7 +91,7 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
         emailColumn: values.column,
         output: values.output || undefined,
         only: parseStatuses(values.only),
-        maxWaitSeconds: parseMaxWait(values['max-wait']),
+        maxWaitSeconds: wholeNumber('--max-wait', values['max-wait'], 'seconds'),
         recheck: values.recheck,
         onProgress: (update) => progress?.update(update),
       });
@@ -138,6 +145,7 @@ function parseCommandLine(argv: readonly string[]) {
         'max-wait': { type: 'string' },
         recheck: { type: 'boolean' },
         fresh: { type: 'boolean' },
+        timeout: { type: 'string' },
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
         'base-url': { type: 'string' },
@@ -163,13 +171,13 @@ function parseStatuses(list: string | undefined): Status[] | undefined {
   return statuses as Status[];
 }
 
-/** Whole seconds; the API checks their range (a 400 VALIDATION_ERROR, nothing charged). */
-function parseMaxWait(value: string | undefined): number | undefined {
+/** A whole number of `unit`; the API checks its range (a 400 VALIDATION_ERROR, nothing charged). */
+function wholeNumber(option: string, value: string | undefined, unit: string): number | undefined {
   if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isInteger(seconds))
-    throw new UsageError(`--max-wait takes whole seconds; got "${value}"`);
-  return seconds;
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isInteger(number))
+    throw new UsageError(`${option} takes whole ${unit}; got "${value}"`);
+  return number;
 }
 
 function describe(result: VerificationResult): string {

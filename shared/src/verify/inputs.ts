@@ -23,6 +23,9 @@ export type ProbeOutcome =
   // lateness — no prober in time, a prober that did not answer, the budget spent on DNS — is
   // `unavailable`: it says nothing about the server and is never kept as a verdict.
   | { kind: 'timeout' }
+  // The caller's time budget (`timeoutMs`) ran out first: the answer is given without the
+  // mailbox's, and the check goes on for the next call (docs/verdicts.md, "A time budget per call").
+  | { kind: 'over_budget' }
   | { kind: 'skipped' }; // not attempted: syntax or DNS already decided
 
 /**

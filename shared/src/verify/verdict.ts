@@ -291,8 +291,9 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
   const { syntax, dns, typo } = input;
   if (!syntax.valid) return settled('invalid_syntax');
   if (syntax.ipLiteral) return settled('provider_unverifiable');
-  // A verifiable address reaches here only with DNS resolved; null is a pipeline fault.
-  if (!dns) return settled('internal_error');
+  // A verifiable address reaches here only with DNS resolved, or with the caller's budget
+  // spent before DNS answered; otherwise null is a pipeline fault.
+  if (!dns) return settled(input.probe.kind === 'over_budget' ? 'timeout_exceeded' : 'internal_error');
   switch (dns.kind) {
     case 'nxdomain':
       return typo ? settled('possible_typo', null, 'undeliverable') : settled('invalid_domain');
@@ -326,6 +327,8 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
     }
   } else if (probe.kind === 'timeout') {
     answer = noReply('smtp_timeout');
+  } else if (probe.kind === 'over_budget') {
+    answer = noReply('timeout_exceeded');
   }
 
   const base = { isCatchAll, mxHost, verifiedVia, greylisted: answer.subStatus === 'greylisted' };

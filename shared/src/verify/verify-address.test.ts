@@ -86,6 +86,91 @@ describe('verifyAddress', () => {
   });
 });
 
+/** A step that answers only when the test lets it: what is slower than any budget. */
+function heldBack<Value>(): { promise: Promise<Value>; release: (value: Value) => void } {
+  let release: (value: Value) => void = () => {};
+  const promise = new Promise<Value>((resolve) => {
+    release = resolve;
+  });
+  return { promise, release };
+}
+
+describe("verifyAddress within the caller's budget (answerBy)", () => {
+  const ACCEPTED_REPORT: ProbeOutcome = {
+    kind: 'report',
+    report: {
+      perAddress: [
+        { email: 'alice@example.com', reply: { code: 250, enhanced: '2.1.5', text: 'OK' }, failure: null },
+      ],
+      catchAllReply: { code: 550, enhanced: '5.1.1', text: 'User unknown' },
+      session: {
+        mxHost: 'mx.example.com',
+        mxIp: null,
+        tls: false,
+        tlsError: null,
+        smtputf8: false,
+        durationMs: 5,
+      },
+    },
+  };
+
+  it('answers timeout_exceeded with the route when the probe is still running, and goes on to the verdict', async () => {
+    const probe = heldBack<ProbeOutcome>();
+    const deps = depsWith({ prober: { probe: () => probe.promise } });
+    const verification = await verifyAddress(deps, 'alice@example.com', { answerBy: 1_020 });
+    expect(verification.result).toMatchObject({
+      status: 'unknown',
+      subStatus: 'timeout_exceeded',
+      checks: { mxRecords: true, smtpValid: null },
+      meta: { mxHost: 'mx.example.com' },
+    });
+    expect(verification.probe).toEqual({ kind: 'over_budget' });
+    expect(verification.completion).toBeDefined();
+    probe.release(ACCEPTED_REPORT);
+    const completed = await verification.completion;
+    expect(completed?.result).toMatchObject({ status: 'deliverable', subStatus: 'accepted_email' });
+    expect(completed?.completion).toBeUndefined();
+  });
+
+  it('answers timeout_exceeded without a route when DNS has not answered', async () => {
+    const route = heldBack<DnsOutcome>();
+    const verification = await verifyAddress(
+      depsWith({ mailRoute: () => route.promise }),
+      'alice@example.com',
+      { answerBy: 1_020 },
+    );
+    expect(verification.result).toMatchObject({
+      subStatus: 'timeout_exceeded',
+      checks: { mxRecords: false },
+      meta: { mxHost: null, dnsType: null },
+    });
+    route.release({ kind: 'nxdomain' });
+    expect((await verification.completion)?.result.subStatus).toBe('invalid_domain');
+  });
+
+  it('says what needs no SMTP when the budget runs out: a disposable domain is risky', async () => {
+    const probe = heldBack<ProbeOutcome>();
+    const verification = await verifyAddress(
+      depsWith({ prober: { probe: () => probe.promise } }),
+      'alice@mailinator.com',
+      { answerBy: 1_020 },
+    );
+    expect(verification.result).toMatchObject({ status: 'risky', subStatus: 'disposable' });
+    probe.release({ kind: 'timeout' });
+    await verification.completion;
+  });
+
+  it('answers the verdict itself when it comes first', async () => {
+    const verification = await verifyAddress(
+      depsWith({ prober: recordingProber(ACCEPTED_REPORT) }),
+      'alice@example.com',
+      { answerBy: 60_000 },
+    );
+    expect(verification.result.subStatus).toBe('accepted_email');
+    expect(verification.completion).toBeUndefined();
+  });
+});
+
 describe('verifyAddress behind a security gateway', () => {
   const GATEWAY_ROUTE: DnsOutcome = {
     kind: 'mx',
