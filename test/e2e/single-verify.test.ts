@@ -109,6 +109,15 @@ describe('single verification end to end', () => {
       },
     ],
     [`alice@${DOMAINS.gatewayNoTenant}`, { isDeliverable: false, meta: { verifiedVia: 'mx' } }],
+    [
+      `bob@${DOMAINS.relayGateway}`,
+      {
+        isDeliverable: true,
+        checks: { smtpValid: true, isCatchAll: true },
+        // No registry names the relay: no provider is claimed for it.
+        meta: { verifiedVia: 'tenant', mxHost: 'mailgw.selfrelayed.test', provider: null },
+      },
+    ],
     [`alice@${DOMAINS.greylist}`, { retryAfterSeconds: expect.any(Number) }],
     [`alice@${DOMAINS.nullmx}`, { meta: { dnsType: 'NULL_MX' } }],
     [`alice@${DOMAINS.typo}`, { checks: { hasTypo: { suggested: 'gmail.com' } } }],

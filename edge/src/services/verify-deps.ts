@@ -50,8 +50,9 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
   return new DomainFactsStore({
     db,
     resolveRoute: (domain) => resolveMailRouteWithTtl(domain, { doh, ...options }),
-    // Asked only for a gateway MX that accepted every address: a TXT lookup, the inbound host's
-    // A and AAAA, and autodiscover only when the TXT records name no tenant (a few subrequests).
+    // Asked only for a catch-all MX that is no mailbox provider's own: a TXT lookup, the inbound
+    // host's A and AAAA, and autodiscover only when the TXT records name no tenant (a few
+    // subrequests).
     detectTenant: (domain, mxHosts) => detectTenant(domain, mxHosts, dohLookup(doh), options),
     resolveHost: (host) => hostRoute(host, dohLookup(doh), options),
     now: Date.now,

@@ -177,6 +177,11 @@ describe('verifyAddress behind a security gateway', () => {
     dnsType: 'MX',
     mx: [{ host: 'mx0a-1.pphosted.com', preference: 10, ips: ['93.184.215.11'] }],
   };
+  const FASTMAIL_ROUTE: DnsOutcome = {
+    kind: 'mx',
+    dnsType: 'MX',
+    mx: [{ host: 'in1-smtp.messagingengine.com', preference: 10, ips: ['93.184.215.13'] }],
+  };
   const TENANT_MX = [
     { host: 'example-com.mail.protection.outlook.com', preference: 0, ips: ['93.184.215.12'] },
   ];
@@ -238,10 +243,31 @@ describe('verifyAddress behind a security gateway', () => {
     });
   });
 
+  it('asks the tenant behind a catch-all MX no registry knows (a self-hosted relay) too', async () => {
+    const { tenants, prober, detected } = tenantDeps(answer(ACCEPTED, UNKNOWN));
+    const verification = await verifyAddress(
+      depsWith({
+        mailRoute: async () => ROUTE,
+        prober: recordingProber(answer(ACCEPTED, ACCEPTED)),
+        tenants,
+      }),
+      'alice@example.com',
+    );
+    expect(detected).toEqual(['example.com via mx.example.com']);
+    expect(prober.asked.map(([request]) => request.mx)).toEqual([TENANT_MX]);
+    expect(verification.result).toMatchObject({
+      status: 'deliverable',
+      subStatus: 'accepted_email',
+      isDeliverable: true,
+      checks: { isCatchAll: true },
+      meta: { verifiedVia: 'tenant', mxHost: 'mx.example.com', provider: null },
+    });
+  });
+
   it.each<[string, DnsOutcome, ProbeOutcome]>([
     ['the gateway is not catch-all', GATEWAY_ROUTE, answer(ACCEPTED, UNKNOWN)],
     ['the gateway refused the address', GATEWAY_ROUTE, answer(UNKNOWN, ACCEPTED)],
-    ['the catch-all MX is no gateway', ROUTE, answer(ACCEPTED, ACCEPTED)],
+    ["the catch-all MX is a mailbox provider's own (Fastmail)", FASTMAIL_ROUTE, answer(ACCEPTED, ACCEPTED)],
   ])('does not look for a tenant when %s', async (_case, route, gatewayAnswer) => {
     const { tenants, prober, detected } = tenantDeps(answer(ACCEPTED, UNKNOWN));
     const verification = await verifyAddress(
