@@ -2,29 +2,17 @@
 // against the fake world's tarpit, which accepts the connection and never greets: only the
 // budget ends the call. Prints how far past the budget the answer arrived, as the client sees
 // it (HTTP included), target ≤ 100 ms; the load average beside it says how quiet the machine was.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
-import { DOMAINS, startWorld } from '../test/world/index.ts';
+import { DOMAINS } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
 import type { Figure } from './run.ts';
+import { benchOnWorld } from './world-stack.ts';
 
 const CALLS = 20;
 const BUDGETS_MS = [2_000, 3_000] as const;
-const world = await startWorld();
-const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
-const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const stack = await startLocalStack({
-  persistTo,
-  vars: { DOH_URL: world.dohUrl, ...common },
-  proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
-});
-const figures: Figure[] = [
-  { name: 'load average (1 min) before', value: loadavg()[0] ?? Number.NaN, unit: '' },
-];
-try {
+await benchOnWorld(async (stack) => {
+  const figures: Figure[] = [];
   grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 1_000 });
   const [apiKey = ''] = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 1, mode: 'live' });
   for (const timeoutMs of BUDGETS_MS) {
@@ -65,10 +53,5 @@ try {
       },
     );
   }
-  figures.push({ name: 'load average (1 min) after', value: loadavg()[0] ?? Number.NaN, unit: '' });
-} finally {
-  await stack.close();
-  await world.close();
-  rmSync(persistTo, { recursive: true, force: true });
-}
-console.log(JSON.stringify(figures));
+  return figures;
+});

@@ -6,6 +6,7 @@
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { refundsSingleCall } from '@rcpt/shared/contract/sub-statuses';
 import { ApiError } from '@rcpt/shared/errors';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../app-env.ts';
 import { errorFields, log } from '../logger.ts';
@@ -57,7 +58,9 @@ export async function verifyForCaller(input: {
   background?: (work: Promise<unknown>) => void;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
-  const key = verdictCacheKey(input.email);
+  // Parsed once: the cache key, the sandbox and the verification all take the parsed address.
+  const address = checkSyntax(input.email);
+  const key = verdictCacheKey(address);
   const cached =
     key && !input.fresh
       ? await cachedVerdict({
@@ -72,7 +75,7 @@ export async function verifyForCaller(input: {
       : null;
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
   if (caller.mode === 'test') {
-    const result = cached ?? sandboxVerify(input.email, now);
+    const result = cached ?? sandboxVerify(address, now);
     const refusal = await insertAnsweredVerification(
       db,
       {
@@ -110,7 +113,7 @@ export async function verifyForCaller(input: {
   try {
     const verification = await verifyAddress(
       input.deps,
-      input.email,
+      address,
       input.answerBy === undefined ? {} : { answerBy: input.answerBy },
     );
     const { result, completion } = verification;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProbeRequest } from '../contract/prober.ts';
 import type { DnsOutcome, ProbeOutcome } from './inputs.ts';
+import { checkSyntax } from './syntax.ts';
 import { type ProbeGateway, type VerifyDeps, verifyAddress } from './verify-address.ts';
 
 const ROUTE: DnsOutcome = {
@@ -37,7 +38,10 @@ function depsWith(overrides: Partial<VerifyDeps>): VerifyDeps {
 describe('verifyAddress', () => {
   it('probes the route within what is left of the budget, and says what it found', async () => {
     const prober = recordingProber({ kind: 'timeout' });
-    const verification = await verifyAddress(depsWith({ prober, transcript: true }), ' Alice@Example.com ');
+    const verification = await verifyAddress(
+      depsWith({ prober, transcript: true }),
+      checkSyntax(' Alice@Example.com '),
+    );
     expect(prober.asked).toEqual([
       [
         {
@@ -66,7 +70,7 @@ describe('verifyAddress', () => {
       { kind: 'unavailable', message: 'no time was left for the SMTP check' },
     ],
   ])('does not probe with %s', async (_case, overrides, probe) => {
-    const verification = await verifyAddress(depsWith(overrides), 'alice@example.com');
+    const verification = await verifyAddress(depsWith(overrides), checkSyntax('alice@example.com'));
     expect(verification.probe).toEqual(probe);
   });
 
@@ -78,7 +82,7 @@ describe('verifyAddress', () => {
     const prober = recordingProber({ kind: 'timeout' });
     const verification = await verifyAddress(
       depsWith({ prober, mailRoute: async () => ({ kind: 'null_mx' }) }),
-      email,
+      checkSyntax(email),
     );
     expect(prober.asked).toEqual([]);
     expect(verification.dns).toEqual(dns);
@@ -117,7 +121,7 @@ describe("verifyAddress within the caller's budget (answerBy)", () => {
   it('answers timeout_exceeded with the route when the probe is still running, and goes on to the verdict', async () => {
     const probe = heldBack<ProbeOutcome>();
     const deps = depsWith({ prober: { probe: () => probe.promise } });
-    const verification = await verifyAddress(deps, 'alice@example.com', { answerBy: 1_020 });
+    const verification = await verifyAddress(deps, checkSyntax('alice@example.com'), { answerBy: 1_020 });
     expect(verification.result).toMatchObject({
       status: 'unknown',
       subStatus: 'timeout_exceeded',
@@ -136,7 +140,7 @@ describe("verifyAddress within the caller's budget (answerBy)", () => {
     const route = heldBack<DnsOutcome>();
     const verification = await verifyAddress(
       depsWith({ mailRoute: () => route.promise }),
-      'alice@example.com',
+      checkSyntax('alice@example.com'),
       { answerBy: 1_020 },
     );
     expect(verification.result).toMatchObject({
@@ -152,7 +156,7 @@ describe("verifyAddress within the caller's budget (answerBy)", () => {
     const probe = heldBack<ProbeOutcome>();
     const verification = await verifyAddress(
       depsWith({ prober: { probe: () => probe.promise } }),
-      'alice@mailinator.com',
+      checkSyntax('alice@mailinator.com'),
       { answerBy: 1_020 },
     );
     expect(verification.result).toMatchObject({ status: 'risky', subStatus: 'disposable' });
@@ -163,7 +167,7 @@ describe("verifyAddress within the caller's budget (answerBy)", () => {
   it('answers the verdict itself when it comes first', async () => {
     const verification = await verifyAddress(
       depsWith({ prober: recordingProber(ACCEPTED_REPORT) }),
-      'alice@example.com',
+      checkSyntax('alice@example.com'),
       { answerBy: 60_000 },
     );
     expect(verification.result.subStatus).toBe('accepted_email');
@@ -230,7 +234,7 @@ describe('verifyAddress behind a security gateway', () => {
         prober: recordingProber(answer(ACCEPTED, ACCEPTED)),
         tenants,
       }),
-      'alice@example.com',
+      checkSyntax('alice@example.com'),
     );
     expect(detected).toEqual(['example.com via mx0a-1.pphosted.com']);
     expect(prober.asked.map(([request]) => request.mx)).toEqual([TENANT_MX]);
@@ -251,7 +255,7 @@ describe('verifyAddress behind a security gateway', () => {
         prober: recordingProber(answer(ACCEPTED, ACCEPTED)),
         tenants,
       }),
-      'alice@example.com',
+      checkSyntax('alice@example.com'),
     );
     expect(detected).toEqual(['example.com via mx.example.com']);
     expect(prober.asked.map(([request]) => request.mx)).toEqual([TENANT_MX]);
@@ -272,7 +276,7 @@ describe('verifyAddress behind a security gateway', () => {
     const { tenants, prober, detected } = tenantDeps(answer(ACCEPTED, UNKNOWN));
     const verification = await verifyAddress(
       depsWith({ mailRoute: async () => route, prober: recordingProber(gatewayAnswer), tenants }),
-      'alice@example.com',
+      checkSyntax('alice@example.com'),
     );
     expect(detected).toEqual([]);
     expect(prober.asked).toEqual([]);

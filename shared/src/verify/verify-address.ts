@@ -1,14 +1,13 @@
-// One address verified end to end: syntax, the mail route, an SMTP probe within the time
-// budget, and the assessment. A pure sequence over injected dependencies, so the API (DNS over
+// One address verified end to end: the mail route, an SMTP probe within the time budget, and
+// the verdict on what they said. A pure sequence over injected dependencies, so the API (DNS over
 // HTTPS, a probe through the ProberHub) and `rcpt-prober verify` (the system resolver, a probe
 // from this machine) give the same verdict for the same world.
 import type { VerificationResult } from '../contract/api.ts';
 import type { ProbeRequest } from '../contract/prober.ts';
 import type { TenantDetection } from '../dns/mail-tenant.ts';
-import { assessAddress } from './assess.ts';
 import type { DnsOutcome, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { type ProbeGateway, probeBehindGateway, type TenantDeps } from './probe-behind-gateway.ts';
-import { checkSyntax } from './syntax.ts';
+import { verdictFromFacts } from './verdict.ts';
 
 export type { ProbeGateway, TenantDeps } from './probe-behind-gateway.ts';
 
@@ -45,20 +44,20 @@ export interface Verification {
 }
 
 /**
- * Verifies `email` within `deps.timeoutMs`. With `answerBy` (ms on `deps.now`'s clock), answers
- * by then with what is known when the verification has not finished: the caller's budget
- * (docs/verdicts.md, "A time budget per call").
+ * Verifies `address` (as `checkSyntax` parsed it) over DNS and SMTP within `deps.timeoutMs`, and
+ * turns what they said into the verdict (`verdictFromFacts`). With `answerBy` (ms on `deps.now`'s
+ * clock), answers by then with what is known when the verification has not finished: the
+ * caller's budget (docs/verdicts.md, "A time budget per call").
  */
 export async function verifyAddress(
   deps: VerifyDeps,
-  email: string,
+  address: SyntaxResult,
   options: { answerBy?: number } = {},
 ): Promise<Verification> {
   const now = deps.now ?? Date.now;
   const startedAt = now();
-  const syntax = checkSyntax(email);
   const progress: Progress = { dns: null };
-  const verification = verifyFully(deps, email, syntax, startedAt, progress);
+  const verification = verifyFully(deps, address, startedAt, progress);
   const { answerBy } = options;
   if (answerBy === undefined) return verification;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -69,8 +68,8 @@ export async function verifyAddress(
   clearTimeout(timer);
   if (first) return first;
   const probe: ProbeOutcome = { kind: 'over_budget' };
-  const result = assessAddress({
-    email,
+  const { result } = verdictFromFacts({
+    address,
     dns: progress.dns,
     probe,
     verifiedAt: new Date(now()).toISOString(),
@@ -86,7 +85,6 @@ interface Progress {
 
 async function verifyFully(
   deps: VerifyDeps,
-  email: string,
   syntax: SyntaxResult,
   startedAt: number,
   progress: Progress,
@@ -127,8 +125,8 @@ async function verifyFully(
     }
   }
 
-  const result = assessAddress({
-    email,
+  const { result } = verdictFromFacts({
+    address: syntax,
     dns,
     probe,
     tenant,
