@@ -8,7 +8,7 @@ const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
 const heapBefore = process.memoryUsage().heapUsed;
 const { checkSyntax } = await import('@rcpt/shared/verify/syntax');
-const { assessAddress } = await import('@rcpt/shared/verify/assess');
+const { verdictFromFacts } = await import('@rcpt/shared/verify/verdict');
 const { lookupLists } = await import('@rcpt/shared/verify/lists');
 const { providerFamilyOf } = await import('@rcpt/shared/verify/providers');
 const { suggestTypo } = await import('@rcpt/shared/verify/typo');
@@ -65,13 +65,13 @@ const route: DnsOutcome = {
 /** What the edge does for an address once DNS and SMTP have answered (the probe: accepted). */
 function verifyLocally(email: string): number {
   const syntax = checkSyntax(email);
-  return assessAddress({
-    email,
+  return verdictFromFacts({
+    address: syntax,
     dns: syntax.valid ? route : null,
     probe: syntax.valid ? { kind: 'report', report: accepted(syntax.email) } : { kind: 'skipped' },
     verifiedAt: '2026-01-01T00:00:00.000Z',
     processingTimeMs: 1,
-  }).score;
+  }).result.score;
 }
 
 let checksum = 0;

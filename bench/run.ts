@@ -14,6 +14,7 @@ const BENCHES = [
   'core',
   'prober',
   'single-verify',
+  'time-budget',
   'batch',
   'capacity',
   'egress',

@@ -4,27 +4,15 @@
 // and the edge's own overhead with a sandbox key (target p50 ≤ 5 ms), at 1 and 20 concurrent
 // clients. The machine's load average is printed beside them: the figures are only as quiet
 // as the machine.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
-import { startWorld } from '../test/world/index.ts';
 import { percentile, timeConcurrently } from './latency.ts';
 import type { Figure } from './run.ts';
+import { benchOnWorld } from './world-stack.ts';
 
 const REQUESTS = { 1: 200, 20: 600 } as const;
-const world = await startWorld();
-const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
-// The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
-const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const stack = await startLocalStack({
-  persistTo,
-  vars: { DOH_URL: world.dohUrl, ...common },
-  proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
-});
-const figures: Figure[] = [];
-try {
+await benchOnWorld(async (stack) => {
+  const figures: Figure[] = [];
   grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 10_000 });
   // 100 requests a minute per key: spread the load over enough keys (90 calls each, about 2,500 in all).
   const liveKeys = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 30, mode: 'live' });
@@ -46,7 +34,6 @@ try {
       if (options.expectCached !== undefined && data.meta.cached !== options.expectCached)
         throw new Error(`verify answered cached: ${data.meta.cached}, not ${options.expectCached}`);
     };
-  figures.push({ name: 'load average (1 min) before', value: loadavg()[0] ?? Number.NaN, unit: '' });
   const healthz = async () => {
     await (await fetch(`${stack.baseUrl}/healthz`)).arrayBuffer();
   };
@@ -123,10 +110,5 @@ try {
       },
     );
   }
-  figures.push({ name: 'load average (1 min) after', value: loadavg()[0] ?? Number.NaN, unit: '' });
-} finally {
-  await stack.close();
-  await world.close();
-  rmSync(persistTo, { recursive: true, force: true });
-}
-console.log(JSON.stringify(figures));
+  return figures;
+});

@@ -31,6 +31,9 @@ Options:
                             addresses again when one moves its MX, stops taking mail or turns
                             catch-all on or off (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
+      --timeout <ms>        verify: answer within this many milliseconds (2000 to 60000); a
+                            server slower than that gives timeout_exceeded, refunded, and the
+                            next verify of the address gets the verdict (default: the API's)
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
@@ -76,7 +79,11 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
   switch (command) {
     case 'verify': {
       const email = single(operands, 'verify <email>');
-      const { result, creditsRemaining } = await rcpt.verify(email, { fresh: values.fresh === true });
+      const timeoutMs = wholeNumber('--timeout', values.timeout, 'milliseconds');
+      const { result, creditsRemaining } = await rcpt.verify(email, {
+        fresh: values.fresh === true,
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      });
       io.stdout.write(json ? `${JSON.stringify({ ...result, creditsRemaining })}\n` : describe(result));
       return EXIT.done;
     }
@@ -87,7 +94,7 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
         emailColumn: values.column,
         output: values.output || undefined,
         only: parseStatuses(values.only),
-        maxWaitSeconds: parseMaxWait(values['max-wait']),
+        maxWaitSeconds: wholeNumber('--max-wait', values['max-wait'], 'seconds'),
         recheck: values.recheck,
         watch: values.watch,
         onProgress: (update) => progress?.update(update),
@@ -143,6 +150,7 @@ function parseCommandLine(argv: readonly string[]) {
         recheck: { type: 'boolean' },
         watch: { type: 'boolean' },
         fresh: { type: 'boolean' },
+        timeout: { type: 'string' },
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
         'base-url': { type: 'string' },
@@ -168,13 +176,13 @@ function parseStatuses(list: string | undefined): Status[] | undefined {
   return statuses as Status[];
 }
 
-/** Whole seconds; the API checks their range (a 400 VALIDATION_ERROR, nothing charged). */
-function parseMaxWait(value: string | undefined): number | undefined {
+/** A whole number of `unit`; the API checks its range (a 400 VALIDATION_ERROR, nothing charged). */
+function wholeNumber(option: string, value: string | undefined, unit: string): number | undefined {
   if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isInteger(seconds))
-    throw new UsageError(`--max-wait takes whole seconds; got "${value}"`);
-  return seconds;
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isInteger(number))
+    throw new UsageError(`${option} takes whole ${unit}; got "${value}"`);
+  return number;
 }
 
 function describe(result: VerificationResult): string {

@@ -88,14 +88,19 @@ export class Rcpt {
   /**
    * Verifies one address (1 credit); a retry after a lost answer is not charged again. The
    * account's recent answer for the address is given again (`meta.cached`) unless `fresh`.
+   * `timeoutMs`: answer by then (`timeout_exceeded`, refunded, if the server is slower).
    */
   async verify(
     email: string,
-    options: { idempotencyKey?: string; fresh?: boolean } = {},
+    options: { idempotencyKey?: string; fresh?: boolean; timeoutMs?: number } = {},
   ): Promise<{ result: VerificationResult; creditsRemaining: number }> {
     const { data } = await this.call(
       this.api.POST('/api/v1/verify', {
-        body: { email, ...(options.fresh ? { fresh: true } : {}) },
+        body: {
+          email,
+          ...(options.fresh ? { fresh: true } : {}),
+          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        },
         headers: { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() },
       }),
     );

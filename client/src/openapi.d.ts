@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days. Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list (403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status, except `timeout_exceeded` (the `timeoutMs` budget ran out first), which is refunded. The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days. Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list (403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.
          */
         post: {
             parameters: {
@@ -1474,9 +1474,10 @@ export interface components {
              *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
              *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
+             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
              */
-            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error";
+            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
             /** @description one plain-English sentence */
             reason: string;
             /** @description undeliverable 0–20, unknown 21–49, risky 50–79, deliverable 80–100 */
@@ -1557,6 +1558,8 @@ export interface components {
             email: string;
             /** @description true: verify now even if the account has a recent verdict for this address, and keep the new one for later calls. Default false: a recent verdict is answered again, marked `meta.cached`, and charged like any other call. */
             fresh?: boolean;
+            /** @description How long the caller waits for the answer, in milliseconds (2000 to 60000). When the mail server has not answered by then, the answer is what is known (syntax, DNS, lists) with `subStatus` `timeout_exceeded`, and the call is refunded; the check goes on, and the next call for the address gets its verdict from the verdict cache (charged as such an answer is). Without it, the deployment's budget (10,000 ms unless its operator set another) bounds the check itself: a server that has not answered by then is `smtp_timeout`, a prober that could not be had `smtp_unavailable`. */
+            timeoutMs?: number;
         };
         BulkUploadResponse: {
             /** @enum {boolean} */
@@ -1840,9 +1843,10 @@ export interface components {
              *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
              *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
              *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
+             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}
              */
-            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | null;
+            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
             score: number | null;
             /**
              * Format: uuid

@@ -16,6 +16,8 @@ export interface AppEnv {
   Bindings: Env;
   Variables: {
     requestId: string;
+    /** When the request arrived (Date.now), for budgets counted from then. */
+    receivedAt: number;
     config: Config;
     db: Db;
     caller: Caller;

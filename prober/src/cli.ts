@@ -8,6 +8,7 @@ import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import { mailRoute } from '@rcpt/shared/dns/mail-route';
 import { detectTenant, type TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import type { ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type ProbeGateway, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import { ConfigError, loadConfig } from './config.ts';
 import { systemLookup } from './dns/system-lookup.ts';
@@ -132,7 +133,7 @@ async function verifyCommand(args: string[], env: Env): Promise<number> {
       timeoutMs,
       transcript: true,
     },
-    email,
+    checkSyntax(email),
   );
   const report = probe.kind === 'report' ? probe.report : null;
 

@@ -1,4 +1,5 @@
-// The tenant-detection cases: a domain behind a security gateway, the DNS it publishes, and the
+// The tenant-detection cases: a domain behind a security gateway (one the provider registry names,
+// or a host it does not know), the DNS it publishes, and the
 // tenant `detectTenant` must find (or why none). One table, run against every way rcpt asks DNS
 // — in memory (shared), DNS over HTTPS (the edge, inside workerd) and the system resolver over
 // UDP (the prober) — all answered by the world's resolver from MAIL_TENANT_ZONE.
@@ -20,6 +21,8 @@ export interface MailTenantCase {
 const IP = (last: number) => `93.184.214.${last}`;
 const PROOFPOINT = (name: string) => `mx0a-${name}.pphosted.com`;
 const MIMECAST = 'eu-smtp-inbound-1.mimecast.com';
+/** A company's own relay in front of its tenant: a host name no registry knows. */
+const RELAY = (name: string) => `mailgw.${name}.tenant.test`;
 const SPF_MICROSOFT = 'v=spf1 include:spf.protection.outlook.com -all';
 const GOOGLE_INBOUND = 'aspmx.l.google.com';
 
@@ -133,11 +136,48 @@ export const MAIL_TENANT_CASES: readonly MailTenantCase[] = [
     expected: { kind: 'none', why: 'no microsoft or google tenant signal in SPF, TXT or autodiscover' },
   },
   {
-    name: 'an MX that is no gateway (Microsoft 365 itself) asks nothing',
+    name: "an MX that is a mailbox provider's own (Microsoft 365 itself) asks nothing",
     domain: 'direct.tenant.test',
     mxHosts: ['direct-tenant-test.mail.protection.outlook.com'],
     zone: { 'direct.tenant.test': { TXT: [SPF_MICROSOFT] } },
-    expected: { kind: 'none', why: 'the MX is no security gateway' },
+    expected: { kind: 'none', why: "the MX is a mailbox provider's own" },
+  },
+  {
+    name: 'Microsoft 365 behind an MX no registry knows (a self-hosted relay), every signal present',
+    domain: 'relayed.tenant.test',
+    mxHosts: [RELAY('relayed')],
+    zone: {
+      'relayed.tenant.test': { TXT: [SPF_MICROSOFT, 'MS=ms55501234'] },
+      'autodiscover.relayed.tenant.test': { CNAME: 'autodiscover.outlook.com' },
+      'relayed-tenant-test.mail.protection.outlook.com': { A: [IP(6)] },
+    },
+    expected: {
+      kind: 'tenant',
+      tenant: { provider: 'microsoft', inboundHost: 'relayed-tenant-test.mail.protection.outlook.com' },
+      signal: 'SPF include:spf.protection.outlook.com',
+      mx: [{ host: 'relayed-tenant-test.mail.protection.outlook.com', preference: 0, ips: [IP(6)] }],
+    },
+  },
+  {
+    name: 'Microsoft signals behind an unknown MX whose tenant host does not exist: no tenant',
+    domain: 'stale.tenant.test',
+    mxHosts: [RELAY('stale')],
+    zone: { 'stale.tenant.test': { TXT: [SPF_MICROSOFT] } },
+    expected: {
+      kind: 'none',
+      why: "the tenant's inbound host does not resolve: stale-tenant-test.mail.protection.outlook.com",
+    },
+  },
+  {
+    name: 'Google signals behind an MX no registry knows: nothing confirms a tenant, none is looked for',
+    domain: 'searchconsole.tenant.test',
+    mxHosts: [RELAY('searchconsole')],
+    zone: {
+      'searchconsole.tenant.test': {
+        TXT: ['google-site-verification=ghi', 'v=spf1 include:_spf.google.com ~all'],
+      },
+    },
+    expected: { kind: 'none', why: 'no microsoft tenant signal in SPF, TXT or autodiscover' },
   },
   {
     name: 'the TXT lookup failing is an error, not "no tenant"',

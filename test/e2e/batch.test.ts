@@ -207,8 +207,8 @@ describe('batch verification end to end', () => {
     expect(ledger).toEqual([{ reason: 'bulk_charge', delta: -305 }]);
   });
 
-  it('answers the addresses behind a catch-all security gateway through the tenant behind it', async () => {
-    const { gateway, gatewayNoTenant, gatewayTenantRefuses } = system.world.domains;
+  it('answers the addresses behind a catch-all security gateway, named in the registry or not, through the tenant behind it', async () => {
+    const { gateway, gatewayNoTenant, gatewayTenantRefuses, relayGateway } = system.world.domains;
     // The job's webhook says when it is done; it is signed with the account's secret.
     await createWebhookSecret();
     // docs/verdicts.md, "Catch-alls behind security gateways": [subStatus, verifiedVia].
@@ -219,6 +219,11 @@ describe('batch verification end to end', () => {
       [`someone@${gateway}`]: ['mailbox_not_found', 'tenant'],
       [`alice@${gatewayNoTenant}`]: ['catch_all', 'mx'],
       [`alice@${gatewayTenantRefuses}`]: ['catch_all', 'mx'],
+      // A relay whose host name is in no registry: its behaviour and the domain's DNS decide.
+      [`alice@${relayGateway}`]: ['accepted_email', 'tenant'],
+      [`nobody@${relayGateway}`]: ['mailbox_not_found', 'tenant'],
+      // Catch-all, and no tenant signal in its DNS: the MX's answer stands.
+      [`anyone@${system.world.domains.catchall}`]: ['catch_all', 'mx'],
     };
     const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', {

@@ -2,6 +2,7 @@
 // prober process → fake MX → verdict.
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { untilValue } from '../eventually.ts';
 import { EXPECTED_VERDICTS } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/zone.ts';
 import { okJson, type System, startSystem } from './harness.ts';
@@ -42,7 +43,10 @@ interface VerifyBody {
   };
 }
 
-async function verify(email: string, options: { fresh?: boolean } = {}): Promise<VerifyBody> {
+async function verify(
+  email: string,
+  options: { fresh?: boolean; timeoutMs?: number } = {},
+): Promise<VerifyBody> {
   return okJson<VerifyBody>(await system.api('/api/v1/verify', { json: { email, ...options } }));
 }
 
@@ -105,6 +109,15 @@ describe('single verification end to end', () => {
       },
     ],
     [`alice@${DOMAINS.gatewayNoTenant}`, { isDeliverable: false, meta: { verifiedVia: 'mx' } }],
+    [
+      `bob@${DOMAINS.relayGateway}`,
+      {
+        isDeliverable: true,
+        checks: { smtpValid: true, isCatchAll: true },
+        // No registry names the relay: no provider is claimed for it.
+        meta: { verifiedVia: 'tenant', mxHost: 'mailgw.selfrelayed.test', provider: null },
+      },
+    ],
     [`alice@${DOMAINS.greylist}`, { retryAfterSeconds: expect.any(Number) }],
     [`alice@${DOMAINS.nullmx}`, { meta: { dnsType: 'NULL_MX' } }],
     [`alice@${DOMAINS.typo}`, { checks: { hasTypo: { suggested: 'gmail.com' } } }],
@@ -158,6 +171,48 @@ describe('single verification end to end', () => {
       subStatus: 'accepted_email',
       meta: { cached: false },
     });
+  });
+
+  it("answers by the caller's timeoutMs from a tarpit, refunded, and keeps the verdict the probe reaches later", async () => {
+    const email = `budget@${DOMAINS.tarpit}`;
+    const balance = async () =>
+      (await okJson<{ account: { creditsRemaining: number } }>(await system.api('/api/v1/account'))).account
+        .creditsRemaining;
+    const before = await balance();
+    const startedAt = Date.now();
+    const response = await system.api('/api/v1/verify', { json: { email, timeoutMs: 2_000 } });
+    const elapsedMs = Date.now() - startedAt;
+    const cut = await okJson<VerifyBody>(response);
+    // The tarpit never greets: only the budget can have ended the call (the prober gives up
+    // on the greeting after COMMAND_TIMEOUT_MS, 3 s here). The overshoot is `npm run bench`'s.
+    expect(cut.data).toMatchObject({
+      status: 'unknown',
+      subStatus: 'timeout_exceeded',
+      checks: { mxRecords: true, smtpValid: null },
+      meta: { cached: false },
+    });
+    // Not before the budget, less the few ms the answer itself takes once it is spent.
+    expect(elapsedMs).toBeGreaterThanOrEqual(1_900);
+    expect(cut.creditsRemaining).toBe(before);
+    expect(await balance()).toBe(before);
+    // The probe goes on to the server's own answer, kept in the call's history entry.
+    const requestId = response.headers.get('X-Request-Id');
+    await untilValue(
+      async () => {
+        const { history } = await okJson<{ history: { id: string; subStatus: string | null }[] }>(
+          await system.api('/api/v1/history?kind=single&limit=20'),
+        );
+        return history.find((entry) => entry.id === requestId)?.subStatus === 'smtp_timeout'
+          ? true
+          : undefined;
+      },
+      'the late verdict is kept',
+      20_000,
+      250,
+    );
+    const next = await verify(email);
+    expect(next.data).toMatchObject({ subStatus: 'smtp_timeout', meta: { cached: true } });
+    expect(next.creditsRemaining).toBe(before - 1);
   });
 
   it('answers a repeated address from the verdict cache, marked and charged, without asking the server; fresh asks again', async () => {

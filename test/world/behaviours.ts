@@ -50,7 +50,8 @@ export type SmtpBehaviourName =
   | 'utf8'
   | 'gateway'
   | 'tenant'
-  | 'tenantRelayDenied';
+  | 'tenantRelayDenied'
+  | 'relayGateway';
 
 /** Postfix's answer (after the 550) for a local part it does not know. */
 export function userUnknownText(address: string): string {
@@ -116,6 +117,10 @@ export function createBehaviours(options: {
     // A security gateway takes every recipient of its customers' domains and sorts them out
     // after it has the message (docs/verdicts.md, "Catch-alls behind security gateways").
     gateway: { tls: 'offered', smtputf8: false, rcpt: () => null },
+    // A company's own Postfix relay in front of its tenant: relay_domains lists the domain and
+    // relay_recipient_maps is left at its default (empty), with which Postfix accepts every
+    // recipient of a relay domain (postfix.org/postconf.5.html#relay_recipient_maps).
+    relayGateway: { tls: 'offered', smtputf8: false, rcpt: () => null },
     // Exchange Online's answer for a recipient that is not in the tenant's directory.
     tenant: {
       tls: 'offered',

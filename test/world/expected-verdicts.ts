@@ -194,6 +194,22 @@ export const EXPECTED_VERDICTS: readonly ExpectedVerdict[] = [
     isCatchAll: true,
   },
   {
+    address: `alice@${DOMAINS.relayGateway}`,
+    status: 'deliverable',
+    subStatus: 'accepted_email',
+    because: 'a relay no registry names takes every RCPT; the Microsoft 365 tenant its DNS names answers 250',
+    verifiedVia: 'tenant',
+    isCatchAll: true,
+  },
+  {
+    address: `nobody@${DOMAINS.relayGateway}`,
+    status: 'undeliverable',
+    subStatus: 'mailbox_not_found',
+    because: 'the relay takes it; the tenant answers 550 5.1.10 RecipientNotFound',
+    verifiedVia: 'tenant',
+    isCatchAll: true,
+  },
+  {
     address: `alice@${DOMAINS.gatewayNoTenant}`,
     status: 'risky',
     subStatus: 'catch_all',

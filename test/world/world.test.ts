@@ -106,6 +106,7 @@ describe('fake MX servers', () => {
         'provider1',
         'provider2',
         'rbl',
+        'relayGateway',
         'slowgreylist',
         'starttls',
         'tarpit',
@@ -144,6 +145,14 @@ describe('fake MX servers', () => {
 
   test('the security gateway accepts any recipient of the domains behind it', async () => {
     const replies = await rcptReplies('gateway', ['x7f3k9q2@gatewayed.test', 'nobody@untenanted.test']);
+    expect(replies.map((reply) => reply.code)).toEqual([250, 250]);
+  });
+
+  test('the self-hosted relay accepts any recipient of its relay domain', async () => {
+    const replies = await rcptReplies('relayGateway', [
+      'x7f3k9q2@selfrelayed.test',
+      'alice@selfrelayed.test',
+    ]);
     expect(replies.map((reply) => reply.code)).toEqual([250, 250]);
   });
 

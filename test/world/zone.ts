@@ -66,6 +66,8 @@ export const MX_IPS = {
   tenantRelayDenied: '127.0.0.32',
   // Greylisting as milter-greylist answers it (451 4.7.1) rather than postgrey (450 4.2.0).
   greylistMilter: '127.0.0.33',
+  // A company's own relay in front of its Microsoft 365 tenant, under a name no registry knows.
+  relayGateway: '127.0.0.36',
 } as const;
 
 /** Host name of each fake MX, as its domain's MX record names it and its greeting announces it. */
@@ -97,6 +99,7 @@ export const MX_HOSTS = {
   tenant: 'gatewayed-test.mail.protection.outlook.com',
   tenantRelayDenied: 'tenantrefuses-test.mail.protection.outlook.com',
   greylistMilter: 'mx.greylist451.test',
+  relayGateway: 'mailgw.selfrelayed.test',
 } as const satisfies Record<keyof typeof MX_IPS, string>;
 
 /** Behaviour name → the domain to use for it. The bulk domains are `bulk-01.test` onwards. */
@@ -132,6 +135,9 @@ export const DOMAINS = {
   gateway: 'gatewayed.test',
   gatewayNoTenant: 'untenanted.test',
   gatewayTenantRefuses: 'tenantrefuses.test',
+  // Behind a catch-all relay whose name is in no registry: a Microsoft 365 tenant with every
+  // DNS signal, whose inbound host is the tenant server above.
+  relayGateway: 'selfrelayed.test',
 } as const;
 
 /** The domains of the defended servers, by server name. */
@@ -238,6 +244,13 @@ export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
     TXT: ['v=spf1 include:spf.protection.outlook.com -all'],
   },
   [MX_HOSTS.tenantRelayDenied]: { A: [MX_IPS.tenantRelayDenied] },
+  [DOMAINS.relayGateway]: {
+    MX: [{ preference: 10, exchange: MX_HOSTS.relayGateway }],
+    TXT: ['v=spf1 include:spf.protection.outlook.com -all', 'MS=ms70431895'],
+  },
+  [`autodiscover.${DOMAINS.relayGateway}`]: { CNAME: 'autodiscover.outlook.com' },
+  [MX_HOSTS.relayGateway]: { A: [MX_IPS.relayGateway] },
+  'selfrelayed-test.mail.protection.outlook.com': { A: [MX_IPS.tenant] },
 });
 
 /** The bulk domains of a world serving `count` of them: bulk-01.test … bulk-99.test, bulk-100.test … */

@@ -7,6 +7,7 @@ import {
   type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { Caller } from '../app-env.ts';
 import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
@@ -79,7 +80,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   const addresses = sandbox
     ? plan.addresses.map((address) => ({
         ...address,
-        result: addressResult(address.idx, sandboxVerify(address.email, now)),
+        result: addressResult(address.idx, sandboxVerify(checkSyntax(address.email), now)),
       }))
     : plan.addresses;
   const counts = plan.counts;

@@ -1,10 +1,10 @@
 // From uploaded rows to work: each row is empty, invalid (answered now, never charged),
 // unreadable (skipped) or an address; duplicates of an address share its verification.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
-import { assessAddress } from '@rcpt/shared/verify/assess';
 import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { JobCounts } from '../storage/job-creation.ts';
+import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
 import type { UploadRow } from './batch-input.ts';
 
 export interface PlannedRow {
@@ -60,8 +60,8 @@ export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchP
       if (uploadRow.unreadable) counts.skippedRows++;
       else if (input === '') counts.emptyRows++;
       else counts.invalidRows++;
-      const result = assessAddress({
-        email: input,
+      const { result } = verdictFromFacts({
+        address: checkSyntax(input),
         dns: null,
         probe: { kind: 'skipped' },
         verifiedAt,

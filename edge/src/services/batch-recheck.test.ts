@@ -4,6 +4,7 @@
 // replays, lost messages and lost probes change nothing twice.
 import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../test/settle-deps.ts';
@@ -23,7 +24,7 @@ const FIRST_ROUND_MS = 900_000;
 afterEach(() => vi.restoreAllMocks());
 
 function answered(email: string, as: string, now: number): VerificationResult {
-  return { ...sandboxVerify(`${as}@recheck.test`, now), email };
+  return { ...sandboxVerify(checkSyntax(`${as}@recheck.test`), now), email };
 }
 
 async function recheckJob(options: { recheck?: boolean; now: number; webhook?: boolean }) {

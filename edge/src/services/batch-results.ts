@@ -4,8 +4,9 @@
 // or final when the job's deadline would come first. docs/architecture.md, "A batch".
 import { storedVerificationResult } from '@rcpt/shared/contract/api';
 import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
-import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
 import { unfinishedAddresses } from '../storage/job-recovery.ts';
@@ -77,8 +78,8 @@ export async function settleBatchWork(
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
     let passedGreylisting = false;
     for (const address of task.addresses) {
-      const { result, policy } = assessVerdict({
-        email: address.email,
+      const { result, policy } = verdictFromFacts({
+        address: checkSyntax(address.email),
         dns: task.dns,
         probe,
         tenant: tenant ?? null,
@@ -177,8 +178,8 @@ export async function finishAtDeadline(
         route = facts.mailRoute(address.domain);
         routes.set(address.domain, route);
       }
-      const { result, policy } = assessVerdict({
-        email: address.email,
+      const { result, policy } = verdictFromFacts({
+        address: checkSyntax(address.email),
         dns: await route,
         probe: { kind: 'unavailable', message: 'no prober reached the address before the job deadline' },
         verifiedAt: new Date(now).toISOString(),

@@ -10,7 +10,7 @@ import { factsWorld } from '../../test/domain-facts.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../test/settle-deps.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
-import { recordResults } from '../storage/jobs.ts';
+import { recordResults } from '../storage/job-results.ts';
 import { ROW_OVERHEAD_BYTES, storageUsedOn } from '../storage/storage-budget.ts';
 import { domainsToLookAt, watchRowsBytes } from '../storage/watches.ts';
 import { changeAccountSettings } from './account-settings.ts';

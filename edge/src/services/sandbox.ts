@@ -3,9 +3,8 @@
 // exactly the shape and meaning of production results.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
-import { assessAddress } from '@rcpt/shared/verify/assess';
-import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import type { DnsOutcome, ProbeOutcome, SyntaxResult } from '@rcpt/shared/verify/inputs';
+import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
 
 const SANDBOX_MX = 'mx.sandbox.rcpt.invalid';
 
@@ -34,19 +33,18 @@ export const SANDBOX_ADDRESSES: Record<
   unknown: { describe: 'unknown / smtp_timeout', rcpt: null },
 };
 
-export function sandboxVerify(email: string, now: number): VerificationResult {
-  const syntax = checkSyntax(email);
+export function sandboxVerify(address: SyntaxResult, now: number): VerificationResult {
   const verifiedAt = new Date(now).toISOString();
-  if (!syntax.valid || syntax.ipLiteral)
-    return assessAddress({
-      email,
+  if (!address.valid || address.ipLiteral)
+    return verdictFromFacts({
+      address,
       dns: null,
       probe: { kind: 'skipped' },
       sandbox: true,
       verifiedAt,
       processingTimeMs: 0,
-    });
-  const magic = SANDBOX_ADDRESSES[syntax.localPart.toLowerCase()];
+    }).result;
+  const magic = SANDBOX_ADDRESSES[address.localPart.toLowerCase()];
   const dns: DnsOutcome = {
     kind: 'mx',
     dnsType: 'MX',
@@ -55,9 +53,9 @@ export function sandboxVerify(email: string, now: number): VerificationResult {
   let probe: ProbeOutcome = { kind: 'unavailable', message: 'test keys do not probe; use a magic address' };
   if (magic)
     probe = magic.rcpt
-      ? { kind: 'report', report: sandboxReport(syntax.email, magic.rcpt, magic.catchAll) }
+      ? { kind: 'report', report: sandboxReport(address.email, magic.rcpt, magic.catchAll) }
       : { kind: 'timeout' };
-  return assessAddress({ email, dns, probe, sandbox: true, verifiedAt, processingTimeMs: 0 });
+  return verdictFromFacts({ address, dns, probe, sandbox: true, verifiedAt, processingTimeMs: 0 }).result;
 }
 
 function sandboxReport(email: string, rcpt: SmtpReply, catchAll: SmtpReply | undefined): ProbeReport {

@@ -4,17 +4,21 @@
 // the charge opens the history row in the same transaction, the answer closes it, and any
 // failure in between refunds it — here, or in the recovery sweep if the refund fails too.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { refundsSingleCall } from '@rcpt/shared/contract/sub-statuses';
 import { ApiError } from '@rcpt/shared/errors';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../app-env.ts';
 import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
+  answerVerificationRefunded,
   type HistoryAnswer,
   type HistoryBudget,
   type HistoryRefusal,
   insertAnsweredVerification,
+  keepLateVerdict,
   openChargedVerification,
   refundVerification,
 } from '../storage/verifications.ts';
@@ -44,9 +48,18 @@ export async function verifyForCaller(input: {
   /** The account's quotas: every history row counts against the storage budget of the day. */
   quotas: Quotas;
   now: number;
+  /**
+   * The caller's budget (ms on Date.now's clock): by then the answer is what is known, refunded
+   * when the table says so, and the verification goes on in `background` for the next call.
+   */
+  answerBy?: number;
+  /** Keeps work going after the answer (the Worker's `waitUntil`). */
+  background?: (work: Promise<unknown>) => void;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
-  const key = verdictCacheKey(input.email);
+  // Parsed once: the cache key, the sandbox and the verification all take the parsed address.
+  const address = checkSyntax(input.email);
+  const key = verdictCacheKey(address);
   const cached =
     key && !input.fresh
       ? await cachedVerdict({
@@ -61,7 +74,7 @@ export async function verifyForCaller(input: {
       : null;
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
   if (caller.mode === 'test') {
-    const result = cached ?? sandboxVerify(input.email, now);
+    const result = cached ?? sandboxVerify(address, now);
     const refusal = await insertAnsweredVerification(
       db,
       {
@@ -97,11 +110,21 @@ export async function verifyForCaller(input: {
   const creditsRemaining = opened.balance;
   if (cached) return { result: cached, creditsRemaining };
   try {
-    const { result } = await verifyAddress(input.deps, input.email);
-    if (!(await answerVerification(db, requestId, historyAnswer(result, key)))) {
-      throw new Error(`verification ${requestId} was closed before its answer was recorded`);
+    const verification = await verifyAddress(
+      input.deps,
+      address,
+      input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+    );
+    const { result, completion } = verification;
+    if (completion) input.background?.(keepLate(db, requestId, key, completion));
+    const answer = historyAnswer(result, key);
+    if (refundsSingleCall(result.subStatus)) {
+      const refunded = await answerVerificationRefunded(db, requestId, answer, Date.now());
+      if (refunded) return { result, creditsRemaining: refunded.balance };
+    } else if (await answerVerification(db, requestId, answer)) {
+      return { result, creditsRemaining };
     }
-    return { result, creditsRemaining };
+    throw new Error(`verification ${requestId} was closed before its answer was recorded`);
   } catch (cause) {
     const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);
     log.error('single verification failed after the charge', {
@@ -111,6 +134,24 @@ export async function verifyForCaller(input: {
     });
     // If the refund failed as well, the recovery sweep refunds the open verification.
     throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
+  }
+}
+
+/**
+ * The verdict of a verification that went on after its call was answered `timeout_exceeded`,
+ * kept in the call's history row for the next call (docs/verdicts.md, "A time budget per call").
+ */
+async function keepLate(
+  db: Db,
+  requestId: string,
+  key: VerdictCacheKey | null,
+  completion: Promise<{ result: VerificationResult }>,
+): Promise<void> {
+  try {
+    const { result } = await completion;
+    if (keptUnder(key, result)) await keepLateVerdict(db, requestId, historyAnswer(result, key));
+  } catch (cause) {
+    log.error('a verification that went on after its answer failed', { requestId, ...errorFields(cause) });
   }
 }
 

@@ -31,8 +31,12 @@ class ScriptedProber implements ProbeGateway {
   down = false;
   readonly probes: ProbeRequest[] = [];
 
+  /** Set: each probe answers only once the test resolves this (a server slower than any budget). */
+  held: Promise<void> | null = null;
+
   async probe(request: ProbeRequest): Promise<ProbeOutcome> {
     this.probes.push(request);
+    if (this.held) await this.held;
     if (this.down) return { kind: 'unavailable', message: 'no prober connected before the deadline' };
     return {
       kind: 'report',
@@ -83,6 +87,7 @@ function scene(route: DnsOutcome) {
   const world: FactsWorld = factsWorld(route, () => clock);
   const prober = new ScriptedProber();
   const tenantProber = new ScriptedProber();
+  const background: Promise<unknown>[] = [];
   const deps = (facts: DomainFactsStore): VerifyDeps => ({
     mailRoute: (domain) => facts.mailRoute(domain),
     prober: facts.probing(prober),
@@ -99,10 +104,18 @@ function scene(route: DnsOutcome) {
     advance: (ms: number) => {
       clock += ms;
     },
-    verify: async (caller: Caller, email: string, options: { fresh?: boolean } = {}) => {
+    /** Work the call left running after its answer (its `waitUntil`). */
+    background,
+    verify: async (
+      caller: Caller,
+      email: string,
+      options: { fresh?: boolean; answerWithinMs?: number } = {},
+    ) => {
       const facts = world.store();
       const requestId = `req_${crypto.randomUUID()}`;
       const answer = await verifyForCaller({
+        ...(options.answerWithinMs === undefined ? {} : { answerBy: clock + options.answerWithinMs }),
+        background: (work) => background.push(work),
         db: db(),
         deps: deps(facts),
         facts,
@@ -237,6 +250,40 @@ describe('the account verdict cache', () => {
     const kept = await verify(caller, `gina@${domain}`);
     expect(kept.result).toMatchObject({ status: 'deliverable', meta: { cached: true } });
     expect(kept.result.meta.verifiedAt).toBe(real.result.meta.verifiedAt);
+  });
+
+  it("refunds a call the caller's budget cut short, and answers the verdict it went on to reach to the next call", async () => {
+    const domain = newDomain();
+    const { prober, verify, advance, background } = scene(routeVia(`mx.${domain}`));
+    const caller = await callerOf('live');
+    let release: () => void = () => {};
+    prober.held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The scene's clock stands still: the budget is the real 20 ms the timer waits.
+    const cut = await verify(caller, `ivy@${domain}`, { answerWithinMs: 20 });
+    expect(cut.result).toMatchObject({ status: 'unknown', subStatus: 'timeout_exceeded' });
+    expect(cut.creditsRemaining).toBe(20);
+    expect(await balanceOf(caller.accountId)).toBe(20);
+    expect(await ledgerOf(caller.accountId)).toEqual([
+      { delta: 20, reason: expect.any(String), reference: expect.any(String) },
+      { delta: -1, reason: 'verify', reference: cut.requestId },
+      { delta: 1, reason: 'verify_refund', reference: cut.requestId },
+    ]);
+    // Not a verdict: asked again before the check ends, the address is verified anew.
+    expect(background).toHaveLength(1);
+    release();
+    await Promise.all(background);
+    advance(1_000);
+    const next = await verify(caller, `ivy@${domain}`);
+    expect(next.result).toMatchObject({ status: 'deliverable', meta: { cached: true } });
+    expect(next.creditsRemaining).toBe(19);
+    expect(prober.probes).toHaveLength(1);
+    const history = await listHistory(db(), caller.accountId, { mode: 'live' }, { offset: 0, limit: 10 });
+    expect(history.rows.map((row) => [row.id, row.status])).toEqual([
+      [next.requestId, 'deliverable'],
+      [cut.requestId, 'deliverable'],
+    ]);
   });
 
   it('never keeps a resolver failure: neither the verdict nor the route, and DNS is asked again', async () => {

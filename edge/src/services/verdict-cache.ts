@@ -7,7 +7,7 @@
 // still hold.
 import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
 import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
-import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import type { DataMode } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
 import { latestVerdict, latestVerdictAndFacts } from '../storage/verifications.ts';
@@ -20,12 +20,11 @@ export interface VerdictCacheKey {
 }
 
 /**
- * The cache key of an address, or null for one whose verdict needs no DNS or SMTP (invalid
+ * The cache key of a parsed address, or null for one whose verdict needs no DNS or SMTP (invalid
  * syntax, an IP literal): those are reached locally in no time and never change.
  */
-export function verdictCacheKey(email: string): VerdictCacheKey | null {
-  const syntax = checkSyntax(email);
-  return syntax.valid && !syntax.ipLiteral ? { address: syntax.email, domain: syntax.domain } : null;
+export function verdictCacheKey(address: SyntaxResult): VerdictCacheKey | null {
+  return address.valid && !address.ipLiteral ? { address: address.email, domain: address.domain } : null;
 }
 
 /**

@@ -43,8 +43,9 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
   return new DomainFactsStore({
     db,
     resolveRoute: (domain) => resolveMailRouteWithTtl(domain, { doh, ...options }),
-    // Asked only for a gateway MX that accepted every address: a TXT lookup, the inbound host's
-    // A and AAAA, and autodiscover only when the TXT records name no tenant (a few subrequests).
+    // Asked only for a catch-all MX that is no mailbox provider's own: a TXT lookup, the inbound
+    // host's A and AAAA, and autodiscover only when the TXT records name no tenant (a few
+    // subrequests).
     detectTenant: (domain, mxHosts) => detectTenant(domain, mxHosts, dohLookup(doh), options),
     resolveHost: (host) => hostRoute(host, dohLookup(doh), options),
     now: Date.now,
@@ -52,14 +53,32 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
 }
 
 /**
+ * How long a Worker goes on with work handed to `waitUntil` after its response
+ * (developers.cloudflare.com/workers/runtime-apis/context/#waituntil: 30 seconds).
+ */
+const WAIT_UNTIL_MS = 30_000;
+
+/**
+ * The whole verification's budget for a call that answers within `answerWithinMs`: the
+ * deployment's budget, or the caller's when it is longer, so a short answer never cuts the check
+ * short — what finishes after the answer is kept for the next call — but never longer than the
+ * Worker goes on after answering.
+ */
+export function verificationBudgetMs(config: Config, answerWithinMs: number): number {
+  return Math.min(Math.max(config.VERIFY_TIMEOUT_MS, answerWithinMs), answerWithinMs + WAIT_UNTIL_MS);
+}
+
+/**
  * The pipeline's dependencies for `accountId`'s call: the mail route from the domain facts, probes
  * through the first region's hub that can take them (in the account's share), which feed them.
+ * `timeoutMs`: the whole verification's budget; default the deployment's.
  */
 export function verifyDepsOf(
   env: Env,
   config: Config,
   facts: DomainFactsStore,
   accountId: string,
+  timeoutMs = config.VERIFY_TIMEOUT_MS,
 ): VerifyDeps {
   const hub = regionsGateway(env.PROBER_HUB, proberRegionsOf(config), accountId);
   return {
@@ -72,6 +91,6 @@ export function verifyDepsOf(
     greylistDelay: (domain) => facts.greylistDelaySeconds(domain),
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,
-    timeoutMs: config.VERIFY_TIMEOUT_MS,
+    timeoutMs,
   };
 }

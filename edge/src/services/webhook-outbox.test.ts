@@ -1,6 +1,7 @@
 // Webhooks at least once: the event is written with the job's completion and the cron
 // delivers what is pending, always under the same webhook-id; private targets are refused.
 import { env } from 'cloudflare:workers';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { call, db, newCaller, quotas } from '../../test/fixtures.ts';
 import { type Config, configOf } from '../config.ts';
@@ -56,7 +57,7 @@ async function jobWithWebhook(webhookUrl: string | null, now: number) {
     quotas: quotas(),
     now,
   });
-  const results = emails.map((email, idx) => addressResult(idx, sandboxVerify(email, now)));
+  const results = emails.map((email, idx) => addressResult(idx, sandboxVerify(checkSyntax(email), now)));
   return { jobId, results, accountId: caller.accountId };
 }
 

@@ -8,6 +8,7 @@
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -183,11 +184,11 @@ async function run(steps: Step[]): Promise<string> {
       );
       const answers = asking.map(({ idx }) =>
         action.known[idx % 5]
-          ? recheckAnswerOf(idx, sandboxVerify('deliverable@ledger.test', now), {
+          ? recheckAnswerOf(idx, sandboxVerify(checkSyntax('deliverable@ledger.test'), now), {
               retry: 'none',
               refundable: false,
             })
-          : recheckAnswerOf(idx, sandboxVerify('greylisted@ledger.test', now), {
+          : recheckAnswerOf(idx, sandboxVerify(checkSyntax('greylisted@ledger.test'), now), {
               retry: 'greylist',
               refundable: true,
             }),
@@ -205,7 +206,7 @@ async function run(steps: Step[]): Promise<string> {
       const results = idxs.map((idx) => {
         const refundable = action.refundable && idx % 2 === 0;
         return {
-          ...addressResult(idx, sandboxVerify(job.emails[idx] ?? '', now), refundable),
+          ...addressResult(idx, sandboxVerify(checkSyntax(job.emails[idx] ?? ''), now), refundable),
           recheckable: refundable,
         };
       });

@@ -173,13 +173,54 @@ export async function openChargedVerification(
 
 /** Closes an open single verification with its result. Returns false if it was not open. */
 export async function answerVerification(db: Db, id: string, answer: HistoryAnswer): Promise<boolean> {
-  const outcome = await db.$client
+  const outcome = await answerStatement(db, id, answer).run();
+  return outcome.meta.changes > 0;
+}
+
+/** Writes `answer` into the single verification `id` while `condition` holds (default: still open). */
+function answerStatement(
+  db: Db,
+  id: string,
+  answer: HistoryAnswer,
+  condition = 'status IS NULL',
+): D1PreparedStatement {
+  return db.$client
     .prepare(
       `UPDATE verifications SET email = ?2, address = ?3, status = ?4, sub_status = ?5, score = ?6, result_json = ?7
-       WHERE id = ?1 AND kind = 'single' AND status IS NULL`,
+       WHERE id = ?1 AND kind = 'single' AND ${condition}`,
     )
-    .bind(id, answer.email, answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
-    .run();
+    .bind(id, answer.email, answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson);
+}
+
+/**
+ * Closes an open single verification with an answer that is refunded (the policy table's
+ * `singleCallRefunded`), refund and answer in one transaction. Returns the balance after the
+ * refund, or null if the verification was not open.
+ */
+export async function answerVerificationRefunded(
+  db: Db,
+  id: string,
+  answer: HistoryAnswer,
+  now: number,
+): Promise<{ balance: number } | null> {
+  const d1 = db.$client;
+  const refund = refundUnansweredVerification(id, now);
+  const [, balance] = await d1.batch<{ credit_balance: number }>([
+    prepare(d1, refund.entry),
+    prepare(d1, refund.balance),
+    answerStatement(db, id, answer),
+  ]);
+  const credits = balance?.results[0]?.credit_balance;
+  return credits === undefined ? null : { balance: credits };
+}
+
+/**
+ * Keeps the verdict a verification reached after its call was answered `timeout_exceeded`, in the
+ * call's history row: the verdict cache finds it there for the next call. Returns false if the
+ * row no longer holds that answer.
+ */
+export async function keepLateVerdict(db: Db, id: string, answer: HistoryAnswer): Promise<boolean> {
+  const outcome = await answerStatement(db, id, answer, "sub_status = 'timeout_exceeded'").run();
   return outcome.meta.changes > 0;
 }
 

@@ -157,6 +157,15 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
+/**
+ * Bounds of a single call's `timeoutMs`. Commercial verifiers take 2 to 60 seconds per request; an
+ * SMTP conversation (greeting, EHLO, STARTTLS, MAIL, two RCPTs) with a prompt server takes about a
+ * second, so below 2 s most answers would be cut short, and past 60 s a client's HTTP stack has
+ * usually given up.
+ */
+export const MIN_VERIFY_TIMEOUT_MS = 2_000;
+export const MAX_VERIFY_TIMEOUT_MS = 60_000;
+
 export const VerifyRequest = z
   .strictObject({
     email: EmailInput,
@@ -167,6 +176,20 @@ export const VerifyRequest = z
         'true: verify now even if the account has a recent verdict for this address, and keep the new one ' +
           'for later calls. Default false: a recent verdict is answered again, marked `meta.cached`, and ' +
           'charged like any other call.',
+      ),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(MIN_VERIFY_TIMEOUT_MS)
+      .max(MAX_VERIFY_TIMEOUT_MS)
+      .optional()
+      .describe(
+        `How long the caller waits for the answer, in milliseconds (${MIN_VERIFY_TIMEOUT_MS} to ${MAX_VERIFY_TIMEOUT_MS}). ` +
+          'When the mail server has not answered by then, the answer is what is known (syntax, DNS, lists) ' +
+          'with `subStatus` `timeout_exceeded`, and the call is refunded; the check goes on, and the next call ' +
+          'for the address gets its verdict from the verdict cache (charged as such an answer is). Without it, ' +
+          "the deployment's budget (10,000 ms unless its operator set another) bounds the check itself: a server " +
+          'that has not answered by then is `smtp_timeout`, a prober that could not be had `smtp_unavailable`.',
       ),
   })
   .meta({

@@ -7,6 +7,7 @@ import {
   moneyMarkdown,
   RETRY_PACES,
   type RetryPace,
+  refundsSingleCall,
   retryPaceMarkdown,
   SUB_STATUS_TABLE,
   SUB_STATUSES,
@@ -50,7 +51,7 @@ describe('SUB_STATUS_TABLE', () => {
 
   it("never remembers rcpt's own failures, keeps a greylisting answer until its retry point, a mailbox answer a day", () => {
     const never = rows.filter(([, row]) => row.remembered === 'never').map(([subStatus]) => subStatus);
-    expect(never.sort()).toEqual(['dns_error', 'internal_error', 'smtp_unavailable']);
+    expect(never.sort()).toEqual(['dns_error', 'internal_error', 'smtp_unavailable', 'timeout_exceeded']);
     for (const subStatus of never) expect(verdictLifetimeMs({ subStatus: subStatus as SubStatus })).toBe(0);
     expect(verdictLifetimeMs({ subStatus: 'greylisted', retryAfterSeconds: 45 })).toBe(45_000);
     expect(verdictLifetimeMs({ subStatus: 'greylisted', retryAfterSeconds: 3600 })).toBe(
@@ -85,8 +86,15 @@ describe('SUB_STATUS_TABLE', () => {
         'mail_server_temporary_error',
         'provider_unverifiable',
         'smtp_unavailable',
+        'timeout_exceeded',
       ].sort(),
     );
+  });
+
+  it("charges every single call but the one the caller's own budget cut short", () => {
+    const refunded = rows.filter(([subStatus]) => refundsSingleCall(subStatus as SubStatus));
+    expect(refunded.map(([subStatus]) => subStatus)).toEqual(['timeout_exceeded']);
+    expect(moneyMarkdown()).toContain('| `timeout_exceeded` | unknown | refunded |');
   });
 
   it('rechecks later only temporary unknown answers, never a mailbox answer, a timeout or a final one', () => {

@@ -92,6 +92,11 @@ export interface SubStatusRow {
   recheckable: boolean;
   /** How long a single call's answer is answered again from the account's verdict cache. */
   remembered: Remembered;
+  /**
+   * A single call answered with this is refunded: the answer is not the verdict yet, and the
+   * call that gets the verdict (from the verdict cache) is the one charged. Default: charged.
+   */
+  singleCallRefunded?: boolean;
 }
 
 const FINAL = { retry: 'none', refundable: false, recheckable: false, remembered: 'day' } as const;
@@ -252,6 +257,19 @@ export const SUB_STATUS_TABLE = {
     recheckable: false,
     remembered: 'never',
   },
+  // The caller's own budget (`timeoutMs`) ended the wait, not the mail server: the check goes
+  // on and its verdict is kept for the next call, which is charged for it (docs/verdicts.md,
+  // "A time budget per call"). A batch never answers it.
+  timeout_exceeded: {
+    status: 'unknown',
+    reason:
+      "The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict.",
+    retry: 'none',
+    refundable: true,
+    recheckable: false,
+    remembered: 'never',
+    singleCallRefunded: true,
+  },
 } as const satisfies Record<string, SubStatusRow>;
 
 export type SubStatus = keyof typeof SUB_STATUS_TABLE;
@@ -290,6 +308,12 @@ export function policyOf(subStatus: SubStatus): OutcomePolicy {
   return { retry: row.retry, refundable: row.refundable };
 }
 
+/** Whether a single call answered with `subStatus` is refunded (docs/money.md, "Single verification"). */
+export function refundsSingleCall(subStatus: SubStatus): boolean {
+  const row: SubStatusRow = SUB_STATUS_TABLE[subStatus];
+  return row.singleCallRefunded === true;
+}
+
 function yesNo(value: boolean): string {
   return value ? 'yes' : 'no';
 }
@@ -317,8 +341,9 @@ export function moneyMarkdown(): string {
         : '1 credit (`recheck_charge`), if the balance covers it; else left for the next round';
     // An invalid row is answered at upload and is not among the unique valid addresses charged.
     const atUpload = subStatus === 'invalid_syntax' ? 'free' : '1 credit';
+    const singleCall = row.singleCallRefunded ? 'refunded' : '1 credit';
     lines.push(
-      `| \`${subStatus}\` | ${row.status} | 1 credit | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
+      `| \`${subStatus}\` | ${row.status} | ${singleCall} | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
     );
   }
   return lines.join('\n');

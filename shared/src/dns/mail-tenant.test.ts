@@ -7,7 +7,7 @@ import {
 import { zoneLookup } from '../../../test/dns/zone-lookup.ts';
 import { PROVIDER_REGISTRY } from '../verify/providers.ts';
 import type { TenantLookup } from './lookup.ts';
-import { detectTenant, gatewayOf, inboundHostOf, tenantCandidates } from './mail-tenant.ts';
+import { detectTenant, inboundHostOf, tenantCandidates, tenantProvidersBehind } from './mail-tenant.ts';
 
 describe('detectTenant over an in-memory lookup', () => {
   const lookup = zoneLookup(MAIL_TENANT_ZONE);
@@ -42,7 +42,7 @@ function countingLookup(): { lookup: TenantLookup; asked: string[] } {
 describe('detectTenant questions (each one a subrequest on the edge)', () => {
   const options = { allowPrivateTargets: false };
 
-  it('asks nothing when the MX is no gateway', async () => {
+  it("asks nothing when the MX is a mailbox provider's own", async () => {
     const { lookup, asked } = countingLookup();
     await detectTenant(
       'direct.tenant.test',
@@ -103,7 +103,8 @@ describe('tenantCandidates (pure)', () => {
       ['microsoft', 'google'],
     ],
   ])('%s', (_name, txt, autodiscover, providers) => {
-    const candidates = tenantCandidates('example.co.uk', proofpoint, { txt, autodiscover });
+    const fronts = proofpoint.gateway?.fronts ?? [];
+    const candidates = tenantCandidates('example.co.uk', fronts, { txt, autodiscover });
     expect(candidates.map((candidate) => candidate.provider)).toEqual(providers);
   });
 
@@ -117,11 +118,35 @@ describe('tenantCandidates (pure)', () => {
     expect(inboundHostOf('example.com', google)).toBe('aspmx.l.google.com');
   });
 
-  it('knows every gateway of the registry, and no mailbox provider, as a gateway', () => {
-    expect(gatewayOf('example.com', ['mx1.example.iphmx.com'])?.id).toBe('cisco');
-    expect(gatewayOf('example.com', ['example-com.mail.protection.outlook.com'])).toBeNull();
+  it.each<[string, string, string[], string[] | null]>([
+    [
+      'a gateway of the registry: the providers it fronts',
+      'example.com',
+      ['mx1.example.iphmx.com'],
+      ['microsoft', 'google'],
+    ],
+    [
+      'an MX no registry knows: the providers whose inbound host exists for their tenants alone',
+      'example.com',
+      ['mailgw.example.com'],
+      ['microsoft'],
+    ],
+    [
+      "Microsoft 365's own MX: nobody behind it",
+      'example.com',
+      ['example-com.mail.protection.outlook.com'],
+      null,
+    ],
+    [
+      "a mailbox provider's MX that accepts everything (Fastmail): nobody behind it",
+      'example.com',
+      ['in1-smtp.messagingengine.com'],
+      null,
+    ],
     // The domain's own name decides first: gmail.com is Gmail whatever its MX says.
-    expect(gatewayOf('gmail.com', ['mx0a-1.pphosted.com'])).toBeNull();
+    ["a provider's own domain", 'gmail.com', ['mx0a-1.pphosted.com'], null],
+  ])('looks behind %s', (_name, domain, mxHosts, providers) => {
+    expect(tenantProvidersBehind(domain, mxHosts)).toEqual(providers);
   });
 
   it('has signals for every provider a gateway fronts', () => {

@@ -1,17 +1,12 @@
 // The mail tenant behind a security gateway (docs/verdicts.md, "Catch-alls behind security
-// gateways"): a company domain whose MX is Proofpoint, Mimecast, … in front of Microsoft 365 or
-// Google Workspace. The gateway takes every RCPT, so a probe of it cannot tell a mailbox from a
-// made-up one; the tenant's own inbound host answers per mailbox. The domain's DNS says which
+// gateways"): a company domain whose MX is Proofpoint, Mimecast, a self-hosted relay … in front
+// of Microsoft 365 or Google Workspace. The gateway takes every RCPT, so a probe of it cannot
+// tell a mailbox from a made-up one; the tenant's own inbound host answers per mailbox. The domain's DNS says which
 // tenant it has (the signals of each provider, as data in the provider registry), and the derived
 // inbound host must resolve before it is used. One algorithm for every caller: the edge asks over
 // DNS over HTTPS, `rcpt-prober verify` over the system resolver, so both find the same tenant.
 import type { MxTarget } from '../contract/prober.ts';
-import {
-  type MailProvider,
-  PROVIDER_REGISTRY,
-  type ProviderRegistry,
-  type TenantSignals,
-} from '../verify/providers.ts';
+import { PROVIDER_REGISTRY, type ProviderRegistry, type TenantSignals } from '../verify/providers.ts';
 import type { LookupOutcome, TenantLookup } from './lookup.ts';
 import { hostRoute, type MailRouteOptions } from './mail-route.ts';
 
@@ -47,23 +42,36 @@ export type TenantDetection =
   | { kind: 'none'; why: string }
   | { kind: 'error'; message: string };
 
-/** The gateway in front of `domain` (by its MX hosts), or null when its MX is no security gateway. */
-export function gatewayOf(
+/**
+ * Ids of the mailbox providers whose tenant may sit behind the MX of `domain` (with MX hosts
+ * `mxHosts`), in the order they are tried, or null when there is no one behind it: the MX is a mailbox provider's own (Microsoft 365, Gmail,
+ * Fastmail …: it answers per mailbox itself), or the domain is a provider's own. Behind a
+ * gateway the registry names, the providers it fronts. Behind an MX the registry does not know —
+ * a self-hosted or regional gateway — only the providers whose inbound host exists for their
+ * tenants' domains alone: that the host resolves is the provider's own confirmation. A provider
+ * with one inbound host for every domain (Google's aspmx.l.google.com) has none, and its signals
+ * are common on domains whose mail it does not take (`google-site-verification=` is also Search
+ * Console's), so behind an unknown MX it is not asked.
+ */
+export function tenantProvidersBehind(
   domain: string,
   mxHosts: readonly string[],
   registry: ProviderRegistry = PROVIDER_REGISTRY,
-): MailProvider | null {
+): readonly string[] | null {
   const match = registry.find(domain, mxHosts);
-  return match?.by === 'mx' && match.provider.gateway ? match.provider : null;
+  if (match) return (match.by === 'mx' && match.provider.gateway?.fronts) || null;
+  return registry.providers
+    .filter((provider) => provider.tenant?.inbound.kind === 'from_domain')
+    .map((provider) => provider.id);
 }
 
 /**
- * The tenants `evidence` names for `domain` behind `gateway`, in the order of the gateway's
- * `fronts`, each provider once with the first signal that named it. Pure.
+ * The tenants `evidence` names for `domain` among the providers `fronts`, in that order, each
+ * provider once with the first signal that named it. Pure.
  */
 export function tenantCandidates(
   domain: string,
-  gateway: MailProvider,
+  fronts: readonly string[],
   evidence: TenantEvidence,
   registry: ProviderRegistry = PROVIDER_REGISTRY,
 ): TenantCandidate[] {
@@ -72,7 +80,7 @@ export function tenantCandidates(
   const records = evidence.txt.map((record) => record.trim().toLowerCase());
   const autodiscover = evidence.autodiscover === null ? null : normaliseName(evidence.autodiscover);
   const candidates: TenantCandidate[] = [];
-  for (const id of gateway.gateway?.fronts ?? []) {
+  for (const id of fronts) {
     const signals = registry.byId(id)?.tenant;
     if (!signals) continue;
     const spf = signals.spfIncludes.find((target) => includes.includes(normaliseName(target)));
@@ -100,10 +108,11 @@ export function inboundHostOf(domain: string, signals: TenantSignals): string {
 }
 
 /**
- * The tenant behind the gateway MX of `domain`. Asks the domain's TXT records first (SPF and
- * verification records are one answer) and autodiscover only when they name no tenant whose
- * host resolves, so a Worker spends as few subrequests as it can; a candidate whose inbound host
- * does not resolve is not the domain's tenant (any more).
+ * The tenant behind the MX of `domain` (a gateway, named by the registry or not: see
+ * `tenantProvidersBehind`). Asks the domain's TXT records first (SPF and verification records are one
+ * answer) and autodiscover only when they name no tenant whose host resolves, so a Worker spends
+ * as few subrequests as it can; a candidate whose inbound host does not resolve is not the
+ * domain's tenant (any more).
  */
 export async function detectTenant(
   domain: string,
@@ -113,15 +122,15 @@ export async function detectTenant(
   registry: ProviderRegistry = PROVIDER_REGISTRY,
 ): Promise<TenantDetection> {
   const name = normaliseName(domain);
-  const gateway = gatewayOf(name, mxHosts, registry);
-  if (!gateway) return { kind: 'none', why: 'the MX is no security gateway' };
+  const fronts = tenantProvidersBehind(name, mxHosts, registry);
+  if (!fronts) return { kind: 'none', why: "the MX is a mailbox provider's own" };
 
   const txt = await lookup.txt(name);
   if (txt.kind === 'failure') return lookupError('TXT', name, txt);
   const evidence: TenantEvidence = { txt: txt.kind === 'answer' ? txt.records : [], autodiscover: null };
   const tried = new Set<string>();
   const fromTxt = await firstReachable(
-    tenantCandidates(name, gateway, evidence, registry),
+    tenantCandidates(name, fronts, evidence, registry),
     tried,
     lookup,
     options,
@@ -133,7 +142,7 @@ export async function detectTenant(
   if (cname.kind === 'failure') return lookupError('CNAME', autodiscoverName, cname);
   const target = cname.kind === 'answer' ? (cname.records[0] ?? null) : null;
   const fromAutodiscover = await firstReachable(
-    tenantCandidates(name, gateway, { ...evidence, autodiscover: target }, registry),
+    tenantCandidates(name, fronts, { ...evidence, autodiscover: target }, registry),
     tried,
     lookup,
     options,
@@ -142,7 +151,7 @@ export async function detectTenant(
   if (tried.size === 0) {
     return {
       kind: 'none',
-      why: `no ${gateway.gateway?.fronts.join(' or ')} tenant signal in SPF, TXT or autodiscover`,
+      why: `no ${fronts.join(' or ')} tenant signal in SPF, TXT or autodiscover`,
     };
   }
   return { kind: 'none', why: `the tenant's inbound host does not resolve: ${[...tried].join(', ')}` };

@@ -1,5 +1,6 @@
-// What a verdict is computed from, as plain data: the edge gathers these (syntax, lists,
-// typo, DNS over HTTPS, a probe through the hub) and `computeVerdict` turns them into a result.
+// What a verdict is computed from, as plain data: the parsed address, what DNS and SMTP said
+// (over DNS over HTTPS and a probe through the hub, or the prober's own), and the local checks;
+// `verdictFromFacts` turns them into a result.
 import type { MxTarget, ProbeReport } from '../contract/prober.ts';
 import type { DnsFailureKind } from '../dns/lookup.ts';
 
@@ -23,6 +24,9 @@ export type ProbeOutcome =
   // lateness — no prober in time, a prober that did not answer, the budget spent on DNS — is
   // `unavailable`: it says nothing about the server and is never kept as a verdict.
   | { kind: 'timeout' }
+  // The caller's time budget (`timeoutMs`) ran out first: the answer is given without the
+  // mailbox's, and the check goes on for the next call (docs/verdicts.md, "A time budget per call").
+  | { kind: 'over_budget' }
   | { kind: 'skipped' }; // not attempted: syntax or DNS already decided
 
 /**
@@ -36,10 +40,15 @@ export interface TenantProbe {
   probe: ProbeOutcome;
 }
 
-/** `checkSyntax`'s answer. The domain is lower-cased and in A-label (punycode) form. */
+/**
+ * `checkSyntax`'s answer: the parsed address every later step takes (parse once, pass it on).
+ * The domain is lower-cased and in A-label (punycode) form.
+ */
 export type SyntaxResult =
   | {
       valid: true;
+      /** The address as it was given, trimmed: what a result names. */
+      given: string;
       email: string; // normalised: trimmed, domain lower-cased A-labels, local part's case kept
       localPart: string;
       domain: string;
@@ -49,6 +58,7 @@ export type SyntaxResult =
     }
   | {
       valid: false;
+      given: string;
       email: string; // the input, trimmed
       localPart: string; // best effort split at the last '@' ('' if none)
       domain: string;

@@ -35,6 +35,8 @@ export const SCORE_BASES: Record<SubStatus, number> = {
 
   greylisted: 47,
   smtp_unavailable: 45,
+  // Nothing is known against the mailbox: only the caller's budget ran out.
+  timeout_exceeded: 45,
   mail_server_temporary_error: 42,
   provider_unverifiable: 40,
   smtp_timeout: 38,

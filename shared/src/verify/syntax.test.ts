@@ -277,6 +277,7 @@ describe('checkSyntax', () => {
   it('splits a valid address into the parts the email is made of', () => {
     expect(checkSyntax(' "a@b"@Bücher.TEST ')).toEqual({
       valid: true,
+      given: '"a@b"@Bücher.TEST',
       email: '"a@b"@xn--bcher-kva.test',
       localPart: '"a@b"',
       domain: 'xn--bcher-kva.test',
@@ -362,7 +363,8 @@ describe('checkSyntax properties', () => {
     fc.assert(
       fc.property(addressLike, (input) => {
         const result = checkSyntax(input);
-        if (result.valid) expect(checkSyntax(result.email)).toEqual(result);
+        // Everything but the address as given, which was another spelling.
+        if (result.valid) expect(checkSyntax(result.email)).toEqual({ ...result, given: result.email });
       }),
       { numRuns: 2000 },
     );

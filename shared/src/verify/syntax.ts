@@ -45,6 +45,7 @@ export function checkSyntax(input: string): SyntaxResult {
   const rawDomain = at < 0 ? '' : email.slice(at + 1);
   const reject = (reason: string): SyntaxResult => ({
     valid: false,
+    given: email,
     email,
     localPart,
     domain: rawDomain,
@@ -63,6 +64,7 @@ export function checkSyntax(input: string): SyntaxResult {
   }
   return {
     valid: true,
+    given: email,
     email: `${localPart}@${domain.domain}`,
     localPart,
     domain: domain.domain,

@@ -1,6 +1,7 @@
-// The verdict: a pure, deterministic and total function from the facts the edge gathered
-// (syntax, lists, typo, DNS, probe) to the API's VerificationResult and what a batch does with
-// it (docs/verdicts.md). The precedence, first decision wins:
+// The verdict: a pure, deterministic and total function from the facts gathered about an
+// address (the parsed address, DNS, the probe; the lists and typo follow from them) to the API's
+// VerificationResult and what a batch does with it (docs/verdicts.md). `verdictFromFacts` is the
+// one way in; `verifyAddress` (verify-address.ts) gathers the facts over DNS and SMTP first. The precedence, first decision wins:
 //
 //   1. Syntax: invalid → undeliverable/invalid_syntax. An IP literal is valid but cannot be
 //      verified (no DNS, and probing a literal address is refused) → unknown/provider_unverifiable.
@@ -25,7 +26,7 @@
 //   made-up address, or a mailbox code); `isCatchAll` stays true, for the gateway, and
 //   `meta.verifiedVia` says `tenant`. A tenant that refused the check, or none, leaves 3b's
 //   catch_all.
-//   A typo domain that the disposable lists carry is a typo, not disposable (see decideVerdict).
+//   A typo domain that the disposable lists carry is a typo, not disposable (see verdictOf).
 import {
   Meta,
   SUB_STATUSES,
@@ -37,17 +38,18 @@ import {
 import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
+import { lookupLists } from './lists.ts';
+import { providerFamilyOf } from './providers.ts';
 import { scoreVerdict } from './score.ts';
 import { classifyReply, replyStageOf } from './smtp-reply.ts';
 import { subaddressUser } from './subaddress.ts';
+import { suggestTypo } from './typo.ts';
 
-export interface VerdictInput {
-  /** The address as given, trimmed. */
-  email: string;
-  syntax: SyntaxResult;
-  lists: ListFacts;
-  typo: TypoSuggestion | null;
-  /** null: not resolved (invalid syntax or IP literal). */
+/** What DNS and SMTP said about a parsed address: all `verdictFromFacts` needs. */
+export interface VerdictFacts {
+  /** The address as `checkSyntax` parsed it, once, for every step. */
+  address: SyntaxResult;
+  /** null: not resolved (invalid syntax, an IP literal, or the caller's budget ran out first). */
   dns: DnsOutcome | null;
   probe: ProbeOutcome;
   /** The tenant behind a catch-all gateway MX and its probe, when one was asked. */
@@ -60,6 +62,19 @@ export interface VerdictInput {
   verifiedAt: string;
   processingTimeMs: number;
 }
+
+/** The facts with the local checks that follow from the address and its MX hosts. */
+interface VerdictInput extends VerdictFacts {
+  lists: ListFacts;
+  typo: TypoSuggestion | null;
+}
+
+export const NO_LIST_FACTS: ListFacts = Object.freeze({
+  isDisposable: false,
+  isRoleBased: false,
+  isFreeProvider: false,
+  provider: null,
+});
 
 const UNDELIVERABLE_TYPO_REASON = 'The domain does not exist and is probably a typo of a common domain.';
 
@@ -180,7 +195,7 @@ export function catchAllReading(reply: SmtpReply): boolean | null {
 
 /**
  * Whether the probe's MX accepted one of `addresses` and a made-up address too: the answer a
- * tenant behind a security gateway may replace (verifyAddress asks the tenant only then).
+ * tenant behind a security gateway may replace (probeBehindGateway asks the tenant only then).
  */
 export function acceptedByCatchAll(report: ProbeReport, addresses: readonly string[]): boolean {
   return catchAllState(report) === true && answerFor(report, addresses).accepted;
@@ -289,12 +304,13 @@ function localRiskSubStatus(input: VerdictInput, facts: AddressFacts): SubStatus
   return null;
 }
 
-function decide(input: VerdictInput, facts: AddressFacts): Decision {
-  const { syntax, dns, typo } = input;
+function decideAnswer(input: VerdictInput, facts: AddressFacts): Decision {
+  const { address: syntax, dns, typo } = input;
   if (!syntax.valid) return settled('invalid_syntax');
   if (syntax.ipLiteral) return settled('provider_unverifiable');
-  // A verifiable address reaches here only with DNS resolved; null is a pipeline fault.
-  if (!dns) return settled('internal_error');
+  // A verifiable address reaches here only with DNS resolved, or with the caller's budget
+  // spent before DNS answered; otherwise null is a pipeline fault.
+  if (!dns) return settled(input.probe.kind === 'over_budget' ? 'timeout_exceeded' : 'internal_error');
   switch (dns.kind) {
     case 'nxdomain':
       return typo ? settled('possible_typo', null, 'undeliverable') : settled('invalid_domain');
@@ -316,7 +332,7 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
   let mxHost = firstMxHost(dns);
   let verifiedVia: Decision['verifiedVia'] = null;
   if (probe.kind === 'report') {
-    const addresses = [input.email.trim(), syntax.email];
+    const addresses = [syntax.given, syntax.email];
     answer = answerFor(probe.report, addresses);
     isCatchAll = catchAllState(probe.report);
     mxHost = probe.report.session.mxHost ?? mxHost;
@@ -328,6 +344,8 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
     }
   } else if (probe.kind === 'timeout') {
     answer = noReply('smtp_timeout');
+  } else if (probe.kind === 'over_budget') {
+    answer = noReply('timeout_exceeded');
   }
 
   const base = { isCatchAll, mxHost, verifiedVia, greylisted: answer.subStatus === 'greylisted' };
@@ -379,7 +397,7 @@ function decide(input: VerdictInput, facts: AddressFacts): Decision {
 }
 
 function riskFactorsOf(input: VerdictInput, facts: AddressFacts, decision: Decision): string[] {
-  const { syntax, lists, typo } = input;
+  const { address: syntax, lists, typo } = input;
   const factors: string[] = [];
   if (facts.spamtrapLike) factors.push(RISK_FACTORS.spamtrap);
   if (lists.isRoleBased) factors.push(RISK_FACTORS.roleBased);
@@ -430,32 +448,49 @@ export interface Verdict {
   policy: OutcomePolicy;
 }
 
-/** Turns the gathered facts into the API's result. Pure, deterministic and total. */
-export function computeVerdict(input: VerdictInput): VerificationResult {
-  return decideVerdict(input).result;
+/**
+ * The verdict on what DNS and SMTP said about an address: the local checks (the lists with the
+ * MX hosts, the typo) and the decision, with what a batch does with the answer (ask again, how;
+ * refund when final). The one way from facts to a verdict — the single call and
+ * `rcpt-prober verify` (through `verifyAddress`), the batch, the sandbox, upload planning. Pure,
+ * deterministic and total.
+ */
+export function verdictFromFacts(facts: VerdictFacts): Verdict {
+  const { address } = facts;
+  // The MX hosts name the provider for custom domains (Google Workspace, Microsoft 365, …).
+  const mxHosts = facts.dns?.kind === 'mx' ? facts.dns.mx.map((mx) => mx.host) : [];
+  return verdictOf({
+    ...facts,
+    lists: address.valid
+      ? {
+          ...lookupLists(address.localPart, address.domain),
+          provider: providerFamilyOf(address.domain, mxHosts),
+        }
+      : NO_LIST_FACTS,
+    typo: address.valid && !address.ipLiteral ? suggestTypo(address.domain) : null,
+  });
 }
 
-/** `computeVerdict` with the batch policy of the answer (docs/money.md). */
-export function decideVerdict(given: VerdictInput): Verdict {
+function verdictOf(given: VerdictInput): Verdict {
   // Disposable-address lists carry typo-squatting domains (gmial.com, hotmial.com) because they
   // catch mistyped mail; for such a domain the typo is the better explanation, so it is not
   // reported as disposable, and the listing stays a risk factor.
   const typoSquatting = given.typo !== null && given.lists.isDisposable;
   const input = typoSquatting ? { ...given, lists: { ...given.lists, isDisposable: false } } : given;
-  const { syntax, lists, dns } = input;
+  const { address: syntax, lists, dns } = input;
   const facts: AddressFacts = {
     spamtrapLike: looksLikeSpamtrap(syntax.localPart),
     toxicity: toxicityOf(syntax.localPart, lists),
     typoSquatting,
   };
-  const decision = decide(input, facts);
+  const decision = decideAnswer(input, facts);
   const riskFactors = riskFactorsOf(input, facts, decision);
   const isDeliverable =
     decision.mailboxAccepted &&
     (decision.isCatchAll !== true || decision.verifiedVia === 'tenant') &&
     (decision.subStatus === 'accepted_email' || decision.subStatus === 'role_based');
   const result: VerificationResult = {
-    email: input.email.trim(),
+    email: syntax.given,
     status: decision.status,
     subStatus: decision.subStatus,
     reason:

@@ -1,14 +1,13 @@
-// One address verified end to end: syntax, the mail route, an SMTP probe within the time
-// budget, and the assessment. A pure sequence over injected dependencies, so the API (DNS over
+// One address verified end to end: the mail route, an SMTP probe within the time budget, and
+// the verdict on what they said. A pure sequence over injected dependencies, so the API (DNS over
 // HTTPS, a probe through the ProberHub) and `rcpt-prober verify` (the system resolver, a probe
 // from this machine) give the same verdict for the same world.
 import type { VerificationResult } from '../contract/api.ts';
 import type { ProbeRequest } from '../contract/prober.ts';
 import type { TenantDetection } from '../dns/mail-tenant.ts';
-import { assessAddress } from './assess.ts';
-import type { DnsOutcome, ProbeOutcome, TenantProbe } from './inputs.ts';
+import type { DnsOutcome, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { type ProbeGateway, probeBehindGateway, type TenantDeps } from './probe-behind-gateway.ts';
-import { checkSyntax } from './syntax.ts';
+import { verdictFromFacts } from './verdict.ts';
 
 export type { ProbeGateway, TenantDeps } from './probe-behind-gateway.ts';
 
@@ -38,12 +37,61 @@ export interface Verification {
   tenantDetection: TenantDetection | null;
   /** The tenant's probe, when one was found. */
   tenant: TenantProbe | null;
+  /**
+   * The whole verification, when the caller's `answerBy` came first and `result` is what was
+   * known then (`timeout_exceeded`, or a finding that needed no SMTP): it goes on within
+   * `deps.timeoutMs`.
+   */
+  completion?: Promise<Verification>;
 }
 
-export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Verification> {
+/**
+ * Verifies `address` (as `checkSyntax` parsed it) over DNS and SMTP within `deps.timeoutMs`, and
+ * turns what they said into the verdict (`verdictFromFacts`). With `answerBy` (ms on `deps.now`'s
+ * clock), answers by then with what is known when the verification has not finished: the
+ * caller's budget (docs/verdicts.md, "A time budget per call").
+ */
+export async function verifyAddress(
+  deps: VerifyDeps,
+  address: SyntaxResult,
+  options: { answerBy?: number } = {},
+): Promise<Verification> {
   const now = deps.now ?? Date.now;
   const startedAt = now();
-  const syntax = checkSyntax(email);
+  const progress: Progress = { dns: null };
+  const verification = verifyFully(deps, address, startedAt, progress);
+  const { answerBy } = options;
+  if (answerBy === undefined) return verification;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const budgetSpent = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), Math.max(0, answerBy - now()));
+  });
+  const first = await Promise.race([verification, budgetSpent]);
+  clearTimeout(timer);
+  if (first) return first;
+  const probe: ProbeOutcome = { kind: 'over_budget' };
+  const { result } = verdictFromFacts({
+    address,
+    dns: progress.dns,
+    probe,
+    verifiedAt: new Date(now()).toISOString(),
+    processingTimeMs: Math.max(0, now() - startedAt),
+  });
+  return { result, dns: progress.dns, probe, tenantDetection: null, tenant: null, completion: verification };
+}
+
+/** What a running verification has learnt so far: what an answer at the caller's budget says. */
+interface Progress {
+  dns: DnsOutcome | null;
+}
+
+async function verifyFully(
+  deps: VerifyDeps,
+  syntax: SyntaxResult,
+  startedAt: number,
+  progress: Progress,
+): Promise<Verification> {
+  const now = deps.now ?? Date.now;
   let dns: DnsOutcome | null = null;
   let probe: ProbeOutcome = { kind: 'skipped' };
   let tenantDetection: TenantDetection | null = null;
@@ -51,6 +99,7 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
 
   if (syntax.valid && !syntax.ipLiteral) {
     dns = await deps.mailRoute(syntax.domain);
+    progress.dns = dns;
     if (dns.kind === 'mx') {
       const remainingMs = deps.timeoutMs - (now() - startedAt);
       if (!deps.prober) probe = { kind: 'unavailable', message: 'SMTP probing is disabled' };
@@ -82,8 +131,9 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
     syntax.valid && probe.kind === 'report' && deps.greylistDelay
       ? await deps.greylistDelay(syntax.domain)
       : null;
-  const result = assessAddress({
-    email,
+  const { result } = verdictFromFacts({
+    address: syntax,
+    greylistDelaySeconds,
     dns,
     probe,
     tenant,

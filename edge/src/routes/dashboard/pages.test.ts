@@ -4,6 +4,7 @@
 
 import { env, exports } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
@@ -388,7 +389,7 @@ describe('job page', () => {
         {
           ...addressResult(
             0,
-            { ...sandboxVerify('greylisted@x.test', now), email: 'alice@nonexistent.test' },
+            { ...sandboxVerify(checkSyntax('greylisted@x.test'), now), email: 'alice@nonexistent.test' },
             true,
           ),
           retryAt,
@@ -399,7 +400,12 @@ describe('job page', () => {
     await recordResults(
       db,
       jobId,
-      [addressResult(1, { ...sandboxVerify('deliverable@x.test', now), email: 'bob@nonexistent.test' })],
+      [
+        addressResult(1, {
+          ...sandboxVerify(checkSyntax('deliverable@x.test'), now),
+          email: 'bob@nonexistent.test',
+        }),
+      ],
       now,
     );
     const page = await (await client.get(`/jobs/${jobId}`)).text();
@@ -420,8 +426,14 @@ describe('job page', () => {
     const jobId = await processingJob(accountId);
     const now = Date.now();
     await env.DB.prepare('UPDATE jobs SET recheck = 1 WHERE id = ?1').bind(jobId).run();
-    const greylisted = { ...sandboxVerify('greylisted@recheck.test', now), email: 'alice@nonexistent.test' };
-    const accepted = { ...sandboxVerify('deliverable@recheck.test', now), email: 'bob@nonexistent.test' };
+    const greylisted = {
+      ...sandboxVerify(checkSyntax('greylisted@recheck.test'), now),
+      email: 'alice@nonexistent.test',
+    };
+    const accepted = {
+      ...sandboxVerify(checkSyntax('deliverable@recheck.test'), now),
+      email: 'bob@nonexistent.test',
+    };
     const { recheckDueAt } = await recordResults(
       createDb(env.DB),
       jobId,

@@ -1,3 +1,4 @@
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { jsx } from 'hono/jsx';
 import { describe, expect, it } from 'vitest';
 import { sandboxVerify } from '../../services/sandbox.ts';
@@ -6,7 +7,7 @@ import { VerificationResultView } from './verification-result.tsx';
 const NOTE = 'this answer came from the Microsoft 365';
 
 async function rendered(verifiedVia: 'mx' | 'tenant' | 'sandbox' | null): Promise<string> {
-  const result = sandboxVerify('deliverable@example.com', 0);
+  const result = sandboxVerify(checkSyntax('deliverable@example.com'), 0);
   return await jsx(VerificationResultView, {
     result: { ...result, meta: { ...result.meta, verifiedVia } },
   }).toString();

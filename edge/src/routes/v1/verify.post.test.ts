@@ -21,6 +21,13 @@ const invalidUtf8 = new Uint8Array([
 
 const BAD_REQUESTS: BadRequest[] = [
   { name: 'missing email', json: {}, status: 400, code: 'VALIDATION_ERROR' },
+  // timeoutMs: 2,000 to 60,000 whole milliseconds (shared/src/contract/api.ts).
+  ...[1_999, 60_001, 0, -5_000, 2_500.5, '5000', null, Number.MAX_SAFE_INTEGER + 2].map((timeoutMs) => ({
+    name: `timeoutMs ${JSON.stringify(timeoutMs)}`,
+    json: { email: 'a@example.com', timeoutMs },
+    status: 400,
+    code: 'VALIDATION_ERROR',
+  })),
   { name: 'empty email', json: { email: '' }, status: 400, code: 'VALIDATION_ERROR' },
   { name: 'blank email', json: { email: '   ' }, status: 400, code: 'VALIDATION_ERROR' },
   { name: 'null email', json: { email: null }, status: 400, code: 'VALIDATION_ERROR' },
@@ -224,6 +231,36 @@ describe('POST /api/v1/verify charging', () => {
     expect(body.creditsRemaining).toBe(2);
     busy.close();
     await holding;
+  });
+
+  it("answers by the caller's timeoutMs with timeout_exceeded, refunded, while the probe goes on", async () => {
+    // A prober that never answers: only the caller's budget can end the call.
+    const silent = await startFakeProber('default', () => 'ignore', 1);
+    try {
+      const caller = await newCaller({ credits: 3 });
+      const startedAt = Date.now();
+      const response = await call('/api/v1/verify', {
+        key: caller.apiKey,
+        json: { email: 'alice@accept.test', timeoutMs: 2_000 },
+      });
+      const elapsedMs = Date.now() - startedAt;
+      const body = await response.json<{ creditsRemaining: number; data: Record<string, unknown> }>();
+      expect(body.data).toMatchObject({
+        status: 'unknown',
+        subStatus: 'timeout_exceeded',
+        checks: { mxRecords: true, smtpValid: null },
+      });
+      expect(body.creditsRemaining).toBe(3);
+      expect(await balanceOf(caller.accountId)).toBe(3);
+      // Well before the deployment's own budget (VERIFY_TIMEOUT_MS, 3 s here); the precision is
+      // measured by `npm run bench`, not asserted.
+      // Not before the budget, less the few ms the answer itself takes once it is spent.
+      expect(elapsedMs).toBeGreaterThanOrEqual(1_900);
+      expect(elapsedMs).toBeLessThan(3_000);
+      expect(silent.probes).toHaveLength(1);
+    } finally {
+      silent.close();
+    }
   });
 
   it('accepts a charset parameter and a +json media type', async () => {

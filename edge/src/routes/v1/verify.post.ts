@@ -7,7 +7,7 @@ import { admitPublishableVerification } from '../../middleware/publishable-keys.
 import { answerOnce, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
-import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
+import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../../services/verify-deps.ts';
 import { replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
@@ -17,6 +17,12 @@ import {
   JSON_BODY_ERRORS,
 } from '../openapi-errors.ts';
 
+/**
+ * What answering takes once the caller's budget is spent: the refund and the history row in one
+ * D1 batch, the idempotent answer, the response (`npm run bench -- time-budget` prints the rest).
+ */
+const ANSWER_TAIL_MS = 25;
+
 const route = createRoute({
   method: 'post',
   path: '/api/v1/verify',
@@ -24,7 +30,8 @@ const route = createRoute({
   summary: 'Verify one address',
   description:
     'Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. ' +
-    "Costs 1 credit whatever the status. The account's recent verdict for the same address is answered again " +
+    'Costs 1 credit whatever the status, except `timeout_exceeded` (the `timeoutMs` budget ran out first), which is refunded. ' +
+    "The account's recent verdict for the same address is answered again " +
     '(`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
     '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; ' +
     "every answer's history row counts against the account's storage budget of the day " +
@@ -99,9 +106,24 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
         },
         async () => {
           const facts = domainFactsOf(db, config);
+          // The caller's budget counts from the request's arrival, less what recording the answer
+          // and replying take; the verification itself may run longer, for the next call
+          // (docs/verdicts.md, "A time budget per call"). Without one, the deployment's budget
+          // bounds the verification itself, as it always has.
+          const { timeoutMs } = request;
           const { result, creditsRemaining } = await verifyForCaller({
             db,
-            deps: verifyDepsOf(c.env, config, facts, caller.accountId),
+            deps: verifyDepsOf(
+              c.env,
+              config,
+              facts,
+              caller.accountId,
+              timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
+            ),
+            ...(timeoutMs === undefined
+              ? {}
+              : { answerBy: c.get('receivedAt') + timeoutMs - ANSWER_TAIL_MS }),
+            background: (work) => c.executionCtx.waitUntil(work),
             facts,
             caller,
             email: request.email,
