@@ -3,8 +3,8 @@
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import type { JobCounts } from '../storage/job-creation.ts';
 import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
+import type { JobCounts } from '../storage/job-creation.ts';
 import type { UploadRow } from './batch-input.ts';
 
 export interface PlannedRow {

@@ -5,6 +5,7 @@
 import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
@@ -42,7 +43,7 @@ async function routeIs(domain: string, route: DnsOutcome) {
 }
 
 function answered(email: string, as: string, now: number): VerificationResult {
-  return { ...sandboxVerify(`${as}@watch.test`, now), email };
+  return { ...sandboxVerify(checkSyntax(`${as}@watch.test`), now), email };
 }
 
 /**

@@ -133,7 +133,6 @@ async function verifyFully(
       : null;
   const { result } = verdictFromFacts({
     address: syntax,
-    greylistDelaySeconds,
     dns,
     probe,
     tenant,

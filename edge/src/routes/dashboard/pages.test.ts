@@ -476,7 +476,12 @@ describe('job page', () => {
     await recordResults(
       createDb(env.DB),
       jobId,
-      [addressResult(0, { ...sandboxVerify('deliverable@watch.test', now), email: `alice@${domain}` })],
+      [
+        addressResult(0, {
+          ...sandboxVerify(checkSyntax('deliverable@watch.test'), now),
+          email: `alice@${domain}`,
+        }),
+      ],
       now,
     );
     const watching = await (await client.get(`/jobs/${jobId}`)).text();
