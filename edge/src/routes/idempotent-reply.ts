@@ -1,6 +1,41 @@
 import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { IdempotentAnswer } from '../services/idempotency.ts';
+import type { AppEnv } from '../app-env.ts';
+import { answerOnce, type IdempotentAnswer, requestFingerprint } from '../services/idempotency.ts';
+
+/**
+ * Runs a charged POST once per `Idempotency-Key` of the caller (answerOnce): the request is
+ * known by the operation, its content type, its query and the digest of its body.
+ */
+export function answerRequestOnce(
+  c: Context<AppEnv>,
+  request: {
+    operation: string;
+    key: string | undefined;
+    bodyDigest: () => Promise<string> | string;
+    now: number;
+  },
+  run: () => Promise<unknown>,
+): Promise<IdempotentAnswer> {
+  const caller = c.get('caller');
+  return answerOnce(
+    c.get('db'),
+    {
+      accountId: caller.accountId,
+      mode: caller.mode,
+      key: request.key,
+      fingerprint: async () =>
+        requestFingerprint({
+          operation: request.operation,
+          contentType: c.req.header('content-type'),
+          query: new URL(c.req.url).search,
+          bodyDigest: await request.bodyDigest(),
+        }),
+      now: request.now,
+    },
+    run,
+  );
+}
 
 /**
  * The answer of a charged POST, marked when it is the kept answer of an earlier request. A

@@ -18,10 +18,10 @@ import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middl
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
 import { createBatchJob } from '../../services/batch-jobs.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
-import { answerOnce, digestingBody, requestFingerprint } from '../../services/idempotency.ts';
+import { digestingBody } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
-import { replyWith } from '../idempotent-reply.ts';
+import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
   errorResponses,
@@ -296,19 +296,12 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
       : null;
     const db = c.get('db');
     const now = Date.now();
-    const answer = await answerOnce(
-      db,
+    const answer = await answerRequestOnce(
+      c,
       {
-        accountId: caller.accountId,
-        mode: caller.mode,
+        operation: 'bulk-upload',
         key,
-        fingerprint: async () =>
-          requestFingerprint({
-            operation: 'bulk-upload',
-            contentType: c.req.header('content-type'),
-            query: new URL(c.req.url).search,
-            bodyDigest: digesting ? await digesting.digest() : '',
-          }),
+        bodyDigest: async () => (digesting ? await digesting.digest() : ''),
         now,
       },
       () =>

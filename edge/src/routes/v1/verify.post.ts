@@ -4,11 +4,10 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { admitPublishableVerification } from '../../middleware/publishable-keys.ts';
-import { answerOnce, requestFingerprint } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../../services/verify-deps.ts';
-import { replyWith } from '../idempotent-reply.ts';
+import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import {
   AUTHENTICATED_ERRORS,
   errorResponses,
@@ -89,19 +88,12 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
       const caller = c.get('caller');
       const requestId = c.get('requestId');
       const now = Date.now();
-      const answer = await answerOnce(
-        db,
+      const answer = await answerRequestOnce(
+        c,
         {
-          accountId: caller.accountId,
-          mode: caller.mode,
+          operation: 'verify',
           key: c.req.valid('header')['idempotency-key'],
-          fingerprint: () =>
-            requestFingerprint({
-              operation: 'verify',
-              contentType: c.req.header('content-type'),
-              query: new URL(c.req.url).search,
-              bodyDigest: c.get('bodyDigest'),
-            }),
+          bodyDigest: () => c.get('bodyDigest'),
           now,
         },
         async () => {
