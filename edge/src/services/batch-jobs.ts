@@ -11,6 +11,7 @@ import {
   type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
+import { ownReplyOf, replyLine } from '@rcpt/shared/verify/evidence';
 import type { Caller } from '../app-env.ts';
 import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
@@ -72,6 +73,8 @@ export interface UploadInput {
   maxWaitSeconds: number | null;
   /** Greylist follow-up after completion; null or absent: the account's setting. */
   recheck?: boolean | null;
+  /** Each result carries the evidence behind its answer (docs/verdicts.md, "Evidence"). */
+  evidence?: boolean;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
   now: number;
@@ -120,6 +123,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.
       recheck: sandbox ? false : (input.recheck ?? null),
+      // Sandbox answers come from no SMTP session: there is no evidence to keep.
+      evidence: !sandbox && (input.evidence ?? false),
       now,
     },
     rows,
@@ -231,6 +236,7 @@ export function jobView(job: JobRow): Job {
     recheck: job.recheck === 1,
     recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
     nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
+    evidence: job.evidence === 1,
   };
 }
 
@@ -356,6 +362,13 @@ const VERDICT_COLUMNS = [
   'rcpt_suggestion',
 ];
 
+/** The column a job kept with its evidence adds: the reply to the address's own RCPT, code and text. */
+const EVIDENCE_COLUMNS = ['rcpt_smtp_reply'];
+
+function verdictColumnsOf(job: JobRow): string[] {
+  return job.evidence === 1 ? [...VERDICT_COLUMNS, ...EVIDENCE_COLUMNS] : VERDICT_COLUMNS;
+}
+
 /**
  * A download's file name: the list's name made safe for any file system (ASCII letters, digits
  * and dashes, accents dropped), else `rcpt-<job id>`, then the subset it holds, if any.
@@ -404,7 +417,7 @@ export function resultsCsvStream(
         if (!headerSent) {
           headerSent = true;
           // U+FEFF first: how Excel on Windows tells a CSV file is UTF-8 rather than its ANSI code page.
-          const header = csvLine([...(headers ?? ['email']), ...VERDICT_COLUMNS]);
+          const header = csvLine([...(headers ?? ['email']), ...verdictColumnsOf(job)]);
           controller.enqueue(encoder.encode(options.byteOrderMark ? `\uFEFF${header}` : header));
           return;
         }
@@ -415,7 +428,7 @@ export function resultsCsvStream(
           return;
         }
         offset += rows.length;
-        controller.enqueue(encoder.encode(rows.map((row) => csvLine(csvRow(job.id, row, headers))).join('')));
+        controller.enqueue(encoder.encode(rows.map((row) => csvLine(csvRow(job, row, headers))).join('')));
       },
     },
     { highWaterMark: 0 },
@@ -481,8 +494,8 @@ export async function resultsJsonStream(
   );
 }
 
-function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string[] {
-  const result = rowResult(jobId, row);
+function csvRow(job: JobRow, row: ResultRow, headers: string[] | null): string[] {
+  const result = rowResult(job.id, row);
   const cells = headers ? (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : []) : [result.email];
   while (headers && cells.length < headers.length) cells.push('');
   return [
@@ -494,7 +507,16 @@ function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string
     result.reason,
     result.checks.isCatchAll === null ? '' : String(result.checks.isCatchAll),
     result.checks.hasTypo?.suggested ?? '',
+    ...(job.evidence === 1 ? [smtpReplyCell(result)] : []),
   ];
+}
+
+/** `rcpt_smtp_reply`: the reply to the address's own RCPT in its evidence; empty without one. */
+function smtpReplyCell(result: VerificationResult): string {
+  // The address as asked: its local part at the domain in A-labels (meta.domain).
+  const asked = `${result.meta.localPart}@${result.meta.domain}`;
+  const reply = result.evidence ? ownReplyOf(result.evidence, asked) : null;
+  return reply ? replyLine(reply) : '';
 }
 
 function csvLine(cells: string[]): string {

@@ -41,14 +41,17 @@ export async function verifyForCaller(input: {
   email: string;
   /** Verify now even when the account has a live verdict for the address (which this one replaces). */
   fresh?: boolean;
+  /** The answer carries its evidence (docs/verdicts.md, "Evidence"); `deps` must ask the prober for it. */
+  evidence?: boolean;
   requestId: string;
   /** The account's quotas: every history row counts against the storage budget of the day. */
   quotas: Quotas;
   now: number;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
+  const evidence = input.evidence ?? false;
   const key = verdictCacheKey(input.email);
-  const cached =
+  const kept =
     key && !input.fresh
       ? await cachedVerdict({
           db,
@@ -60,6 +63,7 @@ export async function verifyForCaller(input: {
           now,
         })
       : null;
+  const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(input.email, now);
@@ -87,6 +91,7 @@ export async function verifyForCaller(input: {
       email: input.email,
       amount: SINGLE_VERIFICATION_CREDITS,
       now,
+      evidence,
       ...(cached ? { answer: historyAnswer(cached, key) } : {}),
     },
     budget,
@@ -113,6 +118,22 @@ export async function verifyForCaller(input: {
     // If the refund failed as well, the recovery sweep refunds the open verification.
     throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
   }
+}
+
+/**
+ * A kept verdict as this call answers it: without its evidence unless asked for; when asked for,
+ * only a verdict kept with its evidence (or one no SMTP session stood behind) answers, and any
+ * other is verified afresh (null). A test key's fixed answers have no session behind them.
+ */
+function answersEvidence(
+  kept: VerificationResult,
+  evidence: boolean,
+  sandbox: boolean,
+): VerificationResult | null {
+  const { evidence: keptEvidence, ...withoutEvidence } = kept;
+  if (!evidence) return withoutEvidence;
+  const fromSmtp = kept.meta.verifiedVia === 'mx' || kept.meta.verifiedVia === 'tenant';
+  return keptEvidence || sandbox || !fromSmtp ? kept : null;
 }
 
 function storageRefused(refusal: HistoryRefusal, quotas: Quotas, now: number): ApiError {

@@ -4,7 +4,13 @@ import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
 import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
-import { countStorage, RESULT_BYTES, rowBytes, storageFitsSql, storageUsedSql } from './storage-budget.ts';
+import {
+  countStorage,
+  rowBytes,
+  storageFitsSql,
+  storageUsedSql,
+  storedResultBytes,
+} from './storage-budget.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
 
@@ -31,11 +37,12 @@ function historyRowBytes(
   row: { id: string; accountId: string; apiKeyId: string | null },
   answer: HistoryAnswer | undefined,
   email: string,
+  withEvidence = false,
 ): number {
   const fixed = rowBytes(row.id, row.accountId, row.apiKeyId, 'single', 0, email);
   return answer
     ? fixed + rowBytes(answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
-    : fixed + RESULT_BYTES;
+    : fixed + storedResultBytes(withEvidence);
 }
 
 /**
@@ -114,6 +121,8 @@ export async function openChargedVerification(
     amount: number;
     now: number;
     answer?: HistoryAnswer;
+    /** The answer to come carries its evidence: counted at its bound. */
+    evidence?: boolean;
   },
   budget: HistoryBudget,
 ): Promise<{ balance: number } | HistoryRefusal> {
@@ -130,7 +139,7 @@ export async function openChargedVerification(
     },
     rowExists,
   );
-  const bytes = historyRowBytes(opening, answer, opening.email);
+  const bytes = historyRowBytes(opening, answer, opening.email, opening.evidence ?? false);
   const creditsCover = '(SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5';
   const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
   const results = await d1.batch<Record<string, number>>([

@@ -11,11 +11,11 @@ import { debit, refundFinishedJob } from './ledger.ts';
 import type { jobs } from './schema.ts';
 import {
   countStorage,
-  RESULT_BYTES,
   ROW_OVERHEAD_BYTES,
   rowBytes,
   storageFitsSql,
   storageUsedSql,
+  storedResultBytes,
   utf8Bytes,
 } from './storage-budget.ts';
 
@@ -43,6 +43,8 @@ export interface NewJob {
   deadlineAt: number;
   /** Greylist follow-up after completion; null: the account's default. */
   recheck: boolean | null;
+  /** Each result carries the evidence behind its answer. */
+  evidence: boolean;
   now: number;
 }
 
@@ -153,7 +155,7 @@ export async function createJobWithCharge(
   for (const chunk of rowChunks)
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
-  for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
+  for (const address of addresses) if (!address.result) jobBytes += storedResultBytes(job.evidence);
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,
@@ -198,9 +200,10 @@ export async function createJobWithCharge(
     prepare(d1, movement.entry),
     d1
       .prepare(
-        'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
+        `UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)),
+           evidence = ?3 WHERE id = ?1`,
       )
-      .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
+      .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0, job.evidence ? 1 : 0),
     countStorage(
       d1,
       { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },
@@ -626,13 +629,15 @@ export interface LiveJob {
   accountId: string;
   /** Null for a job created before jobs had deadlines: the consumer gives it one. */
   deadlineAt: number | null;
+  /** 1: its probes ask for the evidence behind each answer. */
+  evidence: number;
 }
 
 /** The jobs among `jobIds` that are still processing. */
 export async function processingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, LiveJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt FROM jobs
+      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`,
     )
     .bind(JSON.stringify(jobIds))

@@ -240,6 +240,8 @@ export const jobs = sqliteTable(
     recheckRoundEndsAt: integer('recheck_round_ends_at'),
     recheckedAt: integer('rechecked_at'),
     recheckChanges: integer('recheck_changes').notNull().default(0),
+    // 1: each result carries the evidence behind its answer (docs/verdicts.md, "Evidence").
+    evidence: integer('evidence').notNull().default(0),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),

@@ -1,6 +1,7 @@
 // The public API (docs/architecture.md) as zod schemas. Routes, the OpenAPI document and clients'
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
+import { Evidence, MAX_EVIDENCE_BYTES } from './prober.ts';
 import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
 import { UNKNOWN_VERDICT_LIFETIME_MS, VERDICT_LIFETIME_MS } from './verdict-lifetime.ts';
 
@@ -111,6 +112,7 @@ export const VerificationResult = z
       .min(0)
       .optional()
       .describe('present when greylisted: when a retry is likely to get an answer'),
+    evidence: Evidence.optional(),
   })
   .meta({ id: 'VerificationResult' });
 export type VerificationResult = z.infer<typeof VerificationResult>;
@@ -157,6 +159,18 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
+const EVIDENCE_DESCRIPTION =
+  'true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, ' +
+  "region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result " +
+  `for the result's retention. It is at most ${MAX_EVIDENCE_BYTES} bytes an address, counted at that bound against ` +
+  'the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is ' +
+  'verified afresh. Default false.';
+
+const EvidenceField = z.boolean().optional().describe(EVIDENCE_DESCRIPTION);
+
+/** `evidence` as a query or multipart form field, beside a CSV file. */
+export const EvidenceFormField = z.enum(['true', 'false']).describe(EVIDENCE_DESCRIPTION);
+
 export const VerifyRequest = z
   .strictObject({
     email: EmailInput,
@@ -168,6 +182,7 @@ export const VerifyRequest = z
           'for later calls. Default false: a recent verdict is answered again, marked `meta.cached`, and ' +
           'charged like any other call.',
       ),
+    evidence: EvidenceField,
   })
   .meta({
     id: 'VerifyRequest',
@@ -222,6 +237,7 @@ export const BulkUploadJsonRequest = z
     webhookUrl: z.url().max(2048).optional(),
     maxWaitSeconds: MaxWaitSeconds.optional(),
     recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
+    evidence: EvidenceField,
   })
   .meta({ id: 'BulkUploadRequest', example: { emails: ['alice@example.com', 'bob@example.org'] } });
 export type BulkUploadJsonRequest = z.infer<typeof BulkUploadJsonRequest>;
@@ -293,6 +309,11 @@ export const Job = z
       .datetime()
       .nullable()
       .describe('when a recheck last changed a verdict of this job; null until one does'),
+    evidence: z
+      .boolean()
+      .describe(
+        "whether the job's results carry the evidence behind their answers (see `evidence` of the upload)",
+      ),
     nextRecheckAt: z.iso
       .datetime()
       .nullable()

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Evidence, MAX_EVIDENCE_BYTES, type SmtpReply } from '../contract/prober.ts';
+import { assessAddress } from './assess.ts';
 import {
   type DialogueStep,
   evidenceBytes,
@@ -251,5 +252,83 @@ describe('sealEvidence', () => {
     expect(JSON.stringify(sealed)).not.toMatch(/leak\d/);
     expect(evidenceBytes(sealed)).toBeLessThanOrEqual(MAX_EVIDENCE_BYTES);
     expect(sealed.dialogue.some((step) => step.command === 'RCPT TO:<alice@example.com>')).toBe(true);
+  });
+});
+
+describe('the evidence in a verdict', () => {
+  const mx = [{ host: 'mx.example.com', preference: 10, ips: ['192.0.2.25'] }];
+  const session = {
+    mxHost: 'mx.example.com',
+    mxIp: '192.0.2.25',
+    tls: false,
+    tlsError: null,
+    smtputf8: false,
+    durationMs: 5,
+  };
+  function reportFor(email: string, answer: SmtpReply, catchAll: SmtpReply | null, host = 'mx.example.com') {
+    const evidence = evidenceFor(
+      dialogueOf([...opening(), rcpt(email, answer), rcpt('someone.else@example.com', answer)], {
+        mxHost: host,
+      }),
+      email,
+    );
+    return {
+      kind: 'report' as const,
+      report: {
+        perAddress: [{ email, reply: answer, failure: null, evidence }],
+        catchAllReply: catchAll,
+        session: { ...session, mxHost: host },
+      },
+    };
+  }
+
+  it("is the deciding session's, for the result's own address", () => {
+    const result = assessAddress({
+      email: 'Alice@Example.com',
+      dns: { kind: 'mx', dnsType: 'MX', mx },
+      probe: reportFor('Alice@example.com', reply(250, 'Ok', '2.1.5'), reply(550, 'no', '5.1.1')),
+      verifiedAt: '2026-11-26T12:00:00.000Z',
+      processingTimeMs: 5,
+    });
+    expect(result.status).toBe('deliverable');
+    expect(result.evidence?.dialogue.map((step) => step.command)).toContain('RCPT TO:<Alice@example.com>');
+    expect(JSON.stringify(result.evidence)).not.toContain('someone.else');
+  });
+
+  it("is the tenant's when the tenant answered in a catch-all gateway's place", () => {
+    const result = assessAddress({
+      email: 'alice@example.com',
+      dns: {
+        kind: 'mx',
+        dnsType: 'MX',
+        mx: [{ host: 'mx1.example.pphosted.com', preference: 10, ips: ['192.0.2.26'] }],
+      },
+      probe: reportFor('alice@example.com', reply(250, 'Ok'), reply(250, 'Ok'), 'mx1.example.pphosted.com'),
+      tenant: {
+        provider: 'microsoft',
+        inboundHost: 'example-com.mail.protection.outlook.com',
+        probe: reportFor(
+          'alice@example.com',
+          reply(250, 'Recipient OK', '2.1.5'),
+          reply(550, 'Recipient not found', '5.4.1'),
+          'example-com.mail.protection.outlook.com',
+        ),
+      },
+      verifiedAt: '2026-11-26T12:00:00.000Z',
+      processingTimeMs: 5,
+    });
+    expect(result.meta.verifiedVia).toBe('tenant');
+    expect(result.evidence?.mxHost).toBe('example-com.mail.protection.outlook.com');
+  });
+
+  it('is absent when the probe carried none', () => {
+    const result = assessAddress({
+      email: 'alice@example.com',
+      dns: { kind: 'mx', dnsType: 'MX', mx },
+      probe: { kind: 'unavailable', message: 'no prober' },
+      verifiedAt: '2026-11-26T12:00:00.000Z',
+      processingTimeMs: 5,
+    });
+    expect(result.evidence).toBeUndefined();
   });
 });

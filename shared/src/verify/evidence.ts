@@ -148,6 +148,11 @@ export function ownReplyOf(evidence: Evidence, own: string): SmtpReply | null {
   return evidence.dialogue.findLast((step) => step.command?.toLowerCase() === ownCommand)?.reply ?? null;
 }
 
+/** A reply on one line, `550 5.1.1 text` (a multi-line reply's lines joined by spaces). */
+export function replyLine(reply: SmtpReply): string {
+  return [reply.code, reply.enhanced, reply.text.replace(/\s*\n\s*/g, ' ')].filter(Boolean).join(' ');
+}
+
 /** `address` with its local part masked; the domain stays (it is the verified address's own, or rcpt's). */
 export function maskAddress(address: string): string {
   const at = address.lastIndexOf('@');

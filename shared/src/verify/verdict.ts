@@ -34,8 +34,9 @@ import {
   type VerificationResult,
   type VerificationStatus,
 } from '../contract/api.ts';
-import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
+import type { AddressOutcome, Evidence, ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
+import { sealEvidence } from './evidence.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { scoreVerdict } from './score.ts';
 import { classifyReply, replyStageOf } from './smtp-reply.ts';
@@ -210,10 +211,14 @@ function sameAddress(left: string, right: string): boolean {
   return a.localPart === b.localPart && a.domain === b.domain;
 }
 
-function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswer {
-  const outcome = report.perAddress.find((candidate) =>
+function outcomeFor(report: ProbeReport, addresses: readonly string[]): AddressOutcome | undefined {
+  return report.perAddress.find((candidate) =>
     addresses.some((email) => sameAddress(candidate.email, email)),
   );
+}
+
+function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswer {
+  const outcome = outcomeFor(report, addresses);
   if (!outcome) return NO_ANSWER;
   if (outcome.reply) {
     const { subStatus, accepted, rejectsMailbox, policy } = classifyReply(outcome.reply, 'rcpt');
@@ -428,6 +433,18 @@ export interface Verdict {
   policy: OutcomePolicy;
 }
 
+/**
+ * The evidence of the session whose answer decided (the tenant's when it answered in the
+ * gateway's place), when the probe carried it: masked again and bounded for this address.
+ */
+function evidenceOf(input: VerdictInput, verifiedVia: Decision['verifiedVia']): Evidence | null {
+  if (!input.syntax.valid || verifiedVia === null) return null;
+  const probe = verifiedVia === 'tenant' ? input.tenant?.probe : input.probe;
+  if (probe?.kind !== 'report') return null;
+  const evidence = outcomeFor(probe.report, [input.email.trim(), input.syntax.email])?.evidence;
+  return evidence ? sealEvidence(evidence, input.syntax.email) : null;
+}
+
 /** Turns the gathered facts into the API's result. Pure, deterministic and total. */
 export function computeVerdict(input: VerdictInput): VerificationResult {
   return decideVerdict(input).result;
@@ -493,6 +510,8 @@ export function decideVerdict(given: VerdictInput): Verdict {
     },
     riskFactors,
   };
+  const evidence = evidenceOf(input, decision.verifiedVia);
+  if (evidence) result.evidence = evidence;
   // The API names a delay only for greylisting, the one temporary answer a caller can act on.
   if (decision.subStatus === 'greylisted' && decision.policy.retryAfterSeconds !== undefined) {
     result.retryAfterSeconds = decision.policy.retryAfterSeconds;

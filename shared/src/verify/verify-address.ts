@@ -24,6 +24,8 @@ export interface VerifyDeps {
   timeoutMs: number;
   /** Ask the prober for the SMTP dialogue (the CLI prints it). */
   transcript?: boolean;
+  /** The answer carries the evidence behind it (docs/verdicts.md, "Evidence"). */
+  evidence?: boolean;
   now?: () => number;
 }
 
@@ -65,6 +67,7 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
           helo: deps.helo,
           timeoutMs: remainingMs,
           transcript: deps.transcript ?? false,
+          ...(deps.evidence ? { evidence: true } : {}),
         };
         // A gateway that accepted the address as a catch-all would: its tenant is asked too.
         ({ probe, tenantDetection, tenant } = await probeBehindGateway(

@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import {
   BulkUploadJsonRequest,
   BulkUploadResponse,
+  EvidenceFormField,
   IdempotencyHeaders,
   MAX_BATCH_EMAILS,
   MaxWaitSeconds,
@@ -41,6 +42,7 @@ const CsvOptions = z.object({
   webhookUrl: z.string().max(2048).optional(),
   maxWaitSeconds: MaxWaitSeconds.optional(),
   recheck: RecheckField.optional(),
+  evidence: EvidenceFormField.optional(),
 });
 
 const route = createRoute({
@@ -108,6 +110,7 @@ interface UploadOptions {
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
   recheck: boolean | null;
+  evidence: boolean | null;
 }
 
 interface UploadRequest extends UploadOptions {
@@ -168,6 +171,7 @@ async function readUpload(
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
       maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
       recheck: form.get('recheck') ?? c.req.query('recheck'),
+      evidence: form.get('evidence') ?? c.req.query('evidence'),
     });
     return {
       upload: await rowsFromCsv(file.stream(), options.emailColumn),
@@ -213,6 +217,7 @@ function jsonOptions(body: BulkUploadJsonRequest, query: Record<string, string>)
     webhookUrl: body.webhookUrl ?? null,
     maxWaitSeconds: body.maxWaitSeconds ?? null,
     recheck: body.recheck ?? null,
+    evidence: body.evidence ?? null,
   };
   const merged = { ...fromQuery };
   for (const option of Object.keys(fromBody) as (keyof UploadOptions)[]) {
@@ -233,6 +238,7 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
     webhookUrl: options.webhookUrl ?? null,
     maxWaitSeconds: options.maxWaitSeconds ?? null,
     recheck: options.recheck === undefined ? null : options.recheck === 'true',
+    evidence: options.evidence === undefined ? null : options.evidence === 'true',
   };
 }
 
@@ -289,6 +295,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           webhookUrl,
           maxWaitSeconds: request.maxWaitSeconds,
           recheck: request.recheck,
+          evidence: request.evidence ?? false,
           quotas: quotasOf(config),
           now,
         }),

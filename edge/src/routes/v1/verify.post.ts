@@ -101,11 +101,15 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
           const facts = domainFactsOf(db, config);
           const { result, creditsRemaining } = await verifyForCaller({
             db,
-            deps: verifyDepsOf(c.env, config, facts, caller.accountId),
+            deps: {
+              ...verifyDepsOf(c.env, config, facts, caller.accountId),
+              evidence: request.evidence ?? false,
+            },
             facts,
             caller,
             email: request.email,
             fresh: request.fresh ?? false,
+            evidence: request.evidence ?? false,
             requestId,
             quotas: quotasOf(config),
             now,
