@@ -81,14 +81,19 @@ export class Rcpt {
   /**
    * Verifies one address (1 credit); a retry after a lost answer is not charged again. The
    * account's recent answer for the address is given again (`meta.cached`) unless `fresh`.
+   * With `evidence`, an answer from SMTP carries the session behind it (`result.evidence`).
    */
   async verify(
     email: string,
-    options: { idempotencyKey?: string; fresh?: boolean } = {},
+    options: { idempotencyKey?: string; fresh?: boolean; evidence?: boolean } = {},
   ): Promise<{ result: VerificationResult; creditsRemaining: number }> {
     const { data } = await this.call(
       this.api.POST('/api/v1/verify', {
-        body: { email, ...(options.fresh ? { fresh: true } : {}) },
+        body: {
+          email,
+          ...(options.fresh ? { fresh: true } : {}),
+          ...(options.evidence ? { evidence: true } : {}),
+        },
         headers: { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() },
       }),
     );
