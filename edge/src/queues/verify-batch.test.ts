@@ -402,23 +402,14 @@ describe('verify-batch consumer', () => {
   });
 
   it('keeps the evidence behind each answer of a job uploaded with evidence, each with only its own address', async () => {
-    const prober = await startFakeProber('default', (probe) =>
-      withEvidence(
-        probe,
-        probe.emails.some((email) => email.startsWith('nobody'))
-          ? {
-              ...reportFor(probe, 250, '2.1.5', 'OK', 550),
-              perAddress: probe.emails.map((email) => ({
-                email,
-                reply: email.startsWith('nobody')
-                  ? { code: 550, enhanced: '5.1.1', text: 'User unknown' }
-                  : { code: 250, enhanced: '2.1.5', text: 'OK' },
-                failure: null,
-              })),
-            }
-          : reportFor(probe, 250, '2.1.5', 'OK', 550),
-      ),
-    );
+    const userUnknown = { code: 550, enhanced: '5.1.1', text: 'User unknown' };
+    const prober = await startFakeProber('default', (probe) => {
+      const report = reportFor(probe, 250, '2.1.5', 'OK', 550);
+      const perAddress = report.perAddress.map((outcome) =>
+        outcome.email.startsWith('nobody') ? { ...outcome, reply: userUnknown } : outcome,
+      );
+      return withEvidence(probe, { ...report, perAddress });
+    });
     await recordAcceptRoute('proof.test');
     const caller = await newCaller({ credits: 10 });
     const emails = ['alice@proof.test', 'nobody@proof.test', 'carol@proof.test'];
