@@ -12,6 +12,7 @@ import { randomInt } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import type {
   AddressOutcome,
+  Evidence,
   MxTarget,
   ProbeReport,
   ProbeRequest,
@@ -19,7 +20,7 @@ import type {
   SessionFailure,
   SmtpReply,
 } from '@rcpt/shared/contract/prober';
-import { evidenceFor, type SessionDialogue } from '@rcpt/shared/verify/evidence';
+import { sessionEvidence } from '@rcpt/shared/verify/evidence';
 import {
   type MailProvider,
   PROVIDER_REGISTRY,
@@ -653,37 +654,40 @@ function noteFacts(run: ProbeRun, session: SmtpSession, earlierTlsError: string 
  * refused). None without a session.
  */
 function addEvidence(run: ProbeRun): void {
-  const dialogues = new Map<SmtpSession, SessionDialogue>();
-  const dialogueOf = (session: SmtpSession): SessionDialogue | null => {
+  const views = new Map<SmtpSession, ((own: string) => Evidence) | null>();
+  const viewOf = (session: SmtpSession) => {
+    if (views.has(session)) return views.get(session) ?? null;
     const recorder = session.dialogue;
-    if (!recorder) return null;
-    const known = dialogues.get(session);
-    if (known) return known;
-    const dialogue: SessionDialogue = {
-      mxHost: session.host,
-      mxIp: session.ip,
-      egress: egressOf(run.deps.egress, session),
-      region: run.deps.region ?? null,
-      tls: session.tls
-        ? {
-            version: session.tlsVersion,
-            cipher: session.tlsCipher,
-            certificateVerified: session.tlsError === null,
-          }
-        : null,
-      startedAt: recorder.startedAt,
-      durationMs: recorder.durationMs,
-      steps: recorder.steps,
-      ended: recorder.ended,
-    };
-    dialogues.set(session, dialogue);
-    return dialogue;
+    const view = recorder
+      ? sessionEvidence(
+          {
+            mxHost: session.host,
+            mxIp: session.ip,
+            egress: egressOf(run.deps.egress, session),
+            region: run.deps.region ?? null,
+            tls: session.tls
+              ? {
+                  version: session.tlsVersion,
+                  cipher: session.tlsCipher,
+                  certificateVerified: session.tlsError === null,
+                }
+              : null,
+            startedAt: recorder.startedAt,
+            durationMs: recorder.durationMs,
+            steps: recorder.steps,
+            ended: recorder.ended,
+          },
+          run.catchAllPaths,
+        )
+      : null;
+    views.set(session, view);
+    return view;
   };
   const last = run.sessions.at(-1) ?? null;
   for (const address of run.probed) {
     const session = address.askedIn ?? last;
-    const dialogue = session ? dialogueOf(session) : null;
-    if (dialogue) address.outcome.evidence = evidenceFor(dialogue, address.wire, run.catchAllPaths);
+    const view = session ? viewOf(session) : null;
+    if (view) address.outcome.evidence = view(address.wire);
   }
 }
 

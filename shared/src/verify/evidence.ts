@@ -62,49 +62,82 @@ export function evidenceFor(
   own: string,
   catchAllPaths: ReadonlySet<string> = new Set(),
 ): Evidence {
-  const foreign = [
-    ...new Set(dialogue.steps.flatMap((step) => (step.path && !isOwn(step.path, own) ? [step.path] : []))),
-  ];
-  const masker = addressMasker(own, foreign);
-  const lastOwn = dialogue.steps.findLastIndex((step) => step.path !== undefined && isOwn(step.path, own));
-  const lastMailBeforeOwn = dialogue.steps.findLastIndex(
-    (step, index) => index < lastOwn && step.command?.startsWith('MAIL FROM:') === true,
-  );
-  const priorities = dialogue.steps.map((step, index): number => {
-    if (index === 0 && step.command === null) return OWN; // the greeting
-    if (step.path !== undefined && isOwn(step.path, own)) return OWN;
-    if (index === lastMailBeforeOwn || (step.path !== undefined && catchAllPaths.has(step.path)))
-      return CONTEXT;
-    if (step.command?.startsWith('RCPT TO:')) return OTHER_RECIPIENT;
-    if (/^(EHLO|HELO|STARTTLS)\b/.test(step.command ?? '')) return CONTEXT;
-    return ROUTINE;
-  });
-  const steps = dialogue.steps.map((step): EvidenceStep => {
-    // Its own echo in the reply (a bare local part) is masked in the reply to a foreign RCPT.
-    const echoed = step.path !== undefined && !isOwn(step.path, own) ? localPartOf(step.path) : null;
+  return sessionEvidence(dialogue, catchAllPaths)(own);
+}
+
+/**
+ * `evidenceFor` for each address of one session: the session's texts are masked once with every
+ * address in them masked, and only the steps that mention an address are masked again for it
+ * (a session of 50 recipients is masked once, not 50 times).
+ */
+export function sessionEvidence(
+  dialogue: SessionDialogue,
+  catchAllPaths: ReadonlySet<string> = new Set(),
+): (own: string) => Evidence {
+  const paths = [...new Set(dialogue.steps.flatMap((step) => (step.path ? [step.path] : [])))];
+  const maskedStep = (step: DialogueStep, masker: Masker, own: string | null): EvidenceStep => {
+    // A server's echo of a bare local part is masked in the reply to that address's RCPT.
+    const echoed =
+      step.path !== undefined && (own === null || !isOwn(step.path, own)) ? localPartOf(step.path) : null;
     return {
       atMs: wholeMs(step.atMs),
       command: step.command === null ? null : masker(step.command),
       reply: step.reply ? { ...step.reply, text: masker(step.reply.text, echoed) } : null,
       tookMs: step.tookMs === null ? null : wholeMs(step.tookMs),
     };
-  });
-  return boundEvidence(
-    {
-      mxHost: dialogue.mxHost,
-      mxIp: dialogue.mxIp,
-      egress: dialogue.egress,
-      region: dialogue.region,
-      tls: dialogue.tls,
-      startedAt: new Date(dialogue.startedAt).toISOString(),
-      durationMs: wholeMs(dialogue.durationMs),
-      dialogue: steps,
-      ended: dialogue.ended === null ? null : masker(dialogue.ended),
-      omittedSteps: 0,
-    },
-    priorities,
-    lastOwn,
-  );
+  };
+  const everyoneMasker = addressMasker(null, paths);
+  const everyoneMasked = dialogue.steps.map((step) => maskedStep(step, everyoneMasker, null));
+  const endedMasked = dialogue.ended === null ? null : everyoneMasker(dialogue.ended);
+  return (own) => {
+    const lower = own.toLowerCase();
+    const mentions = (text: string | null | undefined) => text?.toLowerCase().includes(lower) === true;
+    let ownMasker: Masker | null = null;
+    const masker = () => {
+      ownMasker ??= addressMasker(
+        own,
+        paths.filter((path) => !isOwn(path, own)),
+      );
+      return ownMasker;
+    };
+    const steps = dialogue.steps.map((step, index) =>
+      (step.path !== undefined && isOwn(step.path, own)) ||
+      mentions(step.command) ||
+      mentions(step.reply?.text)
+        ? maskedStep(step, masker(), own)
+        : (everyoneMasked[index] as EvidenceStep),
+    );
+    const lastOwn = dialogue.steps.findLastIndex((step) => step.path !== undefined && isOwn(step.path, own));
+    const lastMailBeforeOwn = dialogue.steps.findLastIndex(
+      (step, index) => index < lastOwn && step.command?.startsWith('MAIL FROM:') === true,
+    );
+    const priorities = dialogue.steps.map((step, index): number => {
+      if (index === 0 && step.command === null) return OWN; // the greeting
+      if (step.path !== undefined && isOwn(step.path, own)) return OWN;
+      if (index === lastMailBeforeOwn || (step.path !== undefined && catchAllPaths.has(step.path)))
+        return CONTEXT;
+      if (step.command?.startsWith('RCPT TO:')) return OTHER_RECIPIENT;
+      if (/^(EHLO|HELO|STARTTLS)\b/.test(step.command ?? '')) return CONTEXT;
+      return ROUTINE;
+    });
+    return boundEvidence(
+      {
+        mxHost: dialogue.mxHost,
+        mxIp: dialogue.mxIp,
+        egress: dialogue.egress,
+        region: dialogue.region,
+        tls: dialogue.tls,
+        startedAt: new Date(dialogue.startedAt).toISOString(),
+        durationMs: wholeMs(dialogue.durationMs),
+        dialogue: steps,
+        ended:
+          dialogue.ended === null ? null : mentions(dialogue.ended) ? masker()(dialogue.ended) : endedMasked,
+        omittedSteps: 0,
+      },
+      priorities,
+      lastOwn,
+    );
+  };
 }
 
 /**
@@ -164,10 +197,9 @@ export function maskAddress(address: string): string {
  * sent (`foreign`, matched exactly but for case, however unusual their form), then anything that
  * reads as an address, then, when given, a bare local part the server echoed.
  */
-function addressMasker(
-  own: string,
-  foreign: readonly string[],
-): (text: string, echoed?: string | null) => string {
+type Masker = (text: string, echoed?: string | null) => string;
+
+function addressMasker(own: string | null, foreign: readonly string[]): Masker {
   const known = [...foreign]
     .filter((address) => address.length > 0)
     .sort((a, b) => b.length - a.length)
@@ -176,7 +208,7 @@ function addressMasker(
     let masked = printable(text);
     for (const { pattern, masked: replacement } of known) masked = masked.replace(pattern, () => replacement);
     masked = replaceAddresses(masked, (address) =>
-      isOwn(address.replace(/\.+$/, ''), own) ? address : maskAddress(address),
+      own !== null && isOwn(address.replace(/\.+$/, ''), own) ? address : maskAddress(address),
     );
     if (echoed) {
       // Only as a whole word: delimiters are what ends an address in a reply.
