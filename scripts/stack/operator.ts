@@ -1,8 +1,21 @@
 // Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
-// through wrangler so they work on the local D1 and, with `remote`, on a deployed one.
+// through wrangler so they work on the local D1 and, with `remote`, on a deployed one. Every
+// write is the statement the edge's storage module writes it with, inlined.
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import { claimSignupMailbox, credit, type LedgerPair } from '../../edge/src/storage/ledger.ts';
+import {
+  accountCreation as accountStatements,
+  apiKeyInsert,
+  apiKeyRegistration as apiKeyUpsert,
+  operatorTokenInsert,
+  proberTokenInsert,
+} from '../../edge/src/storage/inserts.ts';
+import { credit, type LedgerPair, type SqlStatement } from '../../edge/src/storage/ledger.ts';
 import { type D1Target, executeSql, inlineStatement, sqlLiteral as q } from './d1.ts';
+
+/** Statements as one script (wrangler runs a command's statements in one transaction). */
+function script(statements: readonly SqlStatement[]): string {
+  return statements.map((statement) => `${inlineStatement(statement)};`).join('\n');
+}
 
 export interface IssuedCredential {
   id: string;
@@ -16,19 +29,15 @@ export function accountCreation(input: { id?: string; email?: string | null; cre
   sql: string;
 } {
   const id = input.id ?? crypto.randomUUID();
-  const now = Date.now();
-  const grant = credit({ accountId: id, amount: input.credits, reason: 'signup_grant', reference: id, now });
-  // Its mailbox has had its free credits (docs/money.md), unless another account had them first.
-  const claim = claimSignupMailbox({ accountId: id, email: input.email ?? null, amount: input.credits, now })
-    .map((statement) => `${inlineStatement(statement)};`)
-    .join('\n');
-  return {
+  // An operator's account needs no email confirmation, nor a password: it signs in with keys.
+  const statements = accountStatements({
     id,
-    // An operator's account needs no email confirmation: it is confirmed as it is made.
-    sql: `INSERT INTO accounts (id, email, credit_balance, created_at, email_confirmed_at) VALUES (${q(id)}, ${q(input.email ?? null)}, 0, ${q(now)}, ${q(now)});
-     ${claim}
-     ${movementSql(grant)}`,
-  };
+    email: input.email ?? null,
+    passwordHash: null,
+    initialCredits: input.credits,
+    now: Date.now(),
+  });
+  return { id, sql: script(statements) };
 }
 
 export function createAccount(
@@ -40,9 +49,9 @@ export function createAccount(
   return creation.id;
 }
 
-/** A ledger movement as one script (wrangler runs a command's statements in one transaction). */
+/** A ledger movement as one script. */
 function movementSql(movement: LedgerPair): string {
-  return `${inlineStatement(movement.entry)};\n${inlineStatement(movement.balance)};`;
+  return script([movement.entry, movement.balance]);
 }
 
 export function accountExists(target: D1Target, accountId: string): boolean {
@@ -78,10 +87,10 @@ export async function apiKeyCreation(input: {
 }): Promise<{ credential: IssuedCredential; sql: string }> {
   const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
   const id = crypto.randomUUID();
+  const key = { id, ...input, keyHash: issued.hash, prefix: issued.prefix, createdAt: Date.now() };
   return {
     credential: { id, secret: issued.secret, prefix: issued.prefix },
-    sql: `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
-     VALUES (${q(id)}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+    sql: script([apiKeyInsert(key)]),
   };
 }
 
@@ -102,9 +111,8 @@ export function apiKeyRegistration(input: {
   hash: string;
   prefix: string;
 }): string {
-  return `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at)
-     VALUES (${q(crypto.randomUUID())}, ${q(input.accountId)}, ${q(input.name)}, ${q(input.mode)}, ${q(input.hash)}, ${q(input.prefix)}, ${q(Date.now())})
-     ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ${q(input.accountId)};`;
+  const { hash, ...key } = input;
+  return script([apiKeyUpsert({ id: crypto.randomUUID(), ...key, keyHash: hash, createdAt: Date.now() })]);
 }
 
 export function isLiveCredential(
@@ -148,10 +156,10 @@ export async function proberTokenCreation(input: {
 }): Promise<{ credential: IssuedCredential; sql: string }> {
   const issued = await issueSecret('proberToken');
   const id = crypto.randomUUID();
+  const token = { id, ...input, tokenHash: issued.hash, prefix: issued.prefix, createdAt: Date.now() };
   return {
     credential: { id, secret: issued.secret, prefix: issued.prefix },
-    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
-     VALUES (${q(id)}, ${q(input.name)}, ${q(input.region)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+    sql: script([proberTokenInsert(token)]),
   };
 }
 
@@ -173,8 +181,15 @@ export async function createOperatorToken(
   const id = crypto.randomUUID();
   executeSql(
     target,
-    `INSERT INTO operator_tokens (id, name, token_hash, prefix, created_at)
-     VALUES (${q(id)}, ${q(input.name)}, ${q(issued.hash)}, ${q(issued.prefix)}, ${q(Date.now())});`,
+    script([
+      operatorTokenInsert({
+        id,
+        ...input,
+        tokenHash: issued.hash,
+        prefix: issued.prefix,
+        createdAt: Date.now(),
+      }),
+    ]),
   );
   return { id, secret: issued.secret, prefix: issued.prefix };
 }
@@ -188,13 +203,17 @@ export async function createApiKeys(
     Array.from({ length: input.count }, () => issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey')),
   );
   const now = Date.now();
-  const values = issued.map(
-    (key) =>
-      `(${q(crypto.randomUUID())}, ${q(input.accountId)}, 'bench key', ${q(input.mode)}, ${q(key.hash)}, ${q(key.prefix)}, ${q(now)})`,
+  const inserts = issued.map((key) =>
+    apiKeyInsert({
+      id: crypto.randomUUID(),
+      accountId: input.accountId,
+      name: 'bench key',
+      mode: input.mode,
+      keyHash: key.hash,
+      prefix: key.prefix,
+      createdAt: now,
+    }),
   );
-  executeSql(
-    target,
-    `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at) VALUES ${values.join(', ')}`,
-  );
+  executeSql(target, script(inserts));
   return issued.map((key) => key.secret);
 }

@@ -2,7 +2,6 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { mailRouteResolver } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
@@ -165,7 +164,6 @@ describe('recovery', () => {
     });
     const { jobId } = await response.json<{ jobId: string }>();
     const config = configOf(env);
-    const resolveRoute = mailRouteResolver(config);
     // Lease expired: the addresses were handed out long ago and never finished.
     await env.DB.prepare("UPDATE job_addresses SET enqueued_at = 0, state = 'queued' WHERE job_id = ?")
       .bind(jobId)
@@ -182,12 +180,8 @@ describe('recovery', () => {
     } as unknown as Queue<never>;
     const background: Promise<unknown>[] = [];
     const first = await recoverStuckJobs(
-      db(),
-      queue,
-      config,
+      { db: db(), queue, config, inBackground: (task) => background.push(task) },
       Date.now(),
-      (task) => background.push(task),
-      resolveRoute,
     );
     expect(first.requeued).toBe(2);
     expect(sent).toHaveLength(1);
@@ -196,12 +190,8 @@ describe('recovery', () => {
     // Past the deadline: failed with a reason, every unverified address refunded, once.
     const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
     const second = await recoverStuckJobs(
-      db(),
-      queue,
-      config,
+      { db: db(), queue, config, inBackground: (task) => background.push(task) },
       later,
-      (task) => background.push(task),
-      resolveRoute,
     );
     await Promise.all(background);
     expect(second.failedJobs).toBe(1);
@@ -210,7 +200,9 @@ describe('recovery', () => {
     }>();
     expect(status.job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
     expect(String(status.job.failureReason)).toMatch(/did not finish/);
-    expect((await recoverStuckJobs(db(), queue, config, later, () => {}, resolveRoute)).failedJobs).toBe(0);
+    expect(
+      (await recoverStuckJobs({ db: db(), queue, config, inBackground: () => {} }, later)).failedJobs,
+    ).toBe(0);
     expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 
@@ -236,12 +228,8 @@ describe('recovery', () => {
     const queue = { sendBatch: async () => {} } as unknown as Queue<never>;
     const background: Promise<unknown>[] = [];
     const report = await recoverStuckJobs(
-      db(),
-      queue,
-      config,
+      { db: db(), queue, config, inBackground: (task) => background.push(task) },
       Date.now() + 120_000,
-      (task) => background.push(task),
-      mailRouteResolver(config),
     );
     await Promise.all(background);
     expect(report.finishedAtDeadline).toBeGreaterThanOrEqual(1);

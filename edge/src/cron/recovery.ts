@@ -3,22 +3,19 @@
 // whose lease ran out (a consumer crashed, the hub restarted, an enqueue failed) is enqueued
 // again; a job still open past the hard limit fails with a reason and is refunded for what
 // was not verified. Nothing is charged twice: charges happen only at upload.
-import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
-import type { Config } from '../config.ts';
-import { ADDRESSES_PER_MESSAGE } from '../services/batch-jobs.ts';
-import { type BatchMessage, enqueueBatchWork, type WorkMessage } from '../services/batch-queue.ts';
+import { enqueueBatchWork, workMessages } from '../services/batch-queue.ts';
 import { type RecheckRecovery, recoverRechecks } from '../services/batch-recheck.ts';
-import { finishAtDeadline } from '../services/batch-results.ts';
+import { finishAtDeadline, type SettleDeps } from '../services/batch-results.ts';
+import type { DomainFactsStore } from '../services/domain-facts.ts';
 import { deliverJobWebhook } from '../services/webhooks.ts';
-import type { Db } from '../storage/db.ts';
-import { findUnansweredVerifications, refundVerification } from '../storage/history.ts';
 import {
-  failJob,
   findJobsPastDeadline,
   findOverdueJobs,
   findStaleAddresses,
   markRequeued,
-} from '../storage/jobs.ts';
+} from '../storage/job-recovery.ts';
+import { failJob } from '../storage/job-results.ts';
+import { findUnansweredVerifications, refundVerification } from '../storage/verifications.ts';
 
 /** How long after its deadline a job is finished by the sweep rather than its own message. */
 const DEADLINE_SWEEP_GRACE_MS = 60_000;
@@ -36,18 +33,14 @@ export interface RecoveryReport {
   rechecks: RecheckRecovery;
 }
 
+/** `deps.facts`: the domain facts a deadline's never-probed addresses are routed with (default: the deployment's). */
 export async function recoverStuckJobs(
-  db: Db,
-  queue: Queue<BatchMessage>,
-  config: Config,
+  deps: SettleDeps & { facts?: DomainFactsStore },
   now: number,
-  inBackground: (task: Promise<unknown>) => void,
-  resolveRoute: (domain: string) => Promise<DnsOutcome>,
 ): Promise<RecoveryReport> {
+  const { db, queue, config, inBackground } = deps;
   const pastDeadline = await findJobsPastDeadline(db, now - DEADLINE_SWEEP_GRACE_MS, 100);
-  for (const jobId of pastDeadline) {
-    await finishAtDeadline({ db, queue, config, inBackground, resolveRoute }, jobId, now);
-  }
+  for (const jobId of pastDeadline) await finishAtDeadline(deps, jobId, now);
 
   // A single verification charged and never answered (its request died between the charge
   // and the answer, and its own refund failed too) is refunded here.
@@ -70,25 +63,9 @@ export async function recoverStuckJobs(
   }
 
   const stale = await findStaleAddresses(db, now - config.BATCH_LEASE_SECONDS * 1000, ADDRESSES_PER_SWEEP);
-  const byJobAndDomain = new Map<string, typeof stale>();
-  for (const address of stale) {
-    const key = `${address.jobId} ${address.domain}`;
-    byJobAndDomain.set(key, [...(byJobAndDomain.get(key) ?? []), address]);
-  }
-  const messages: WorkMessage[] = [];
-  for (const addresses of byJobAndDomain.values()) {
-    for (let start = 0; start < addresses.length; start += ADDRESSES_PER_MESSAGE) {
-      const group = addresses.slice(start, start + ADDRESSES_PER_MESSAGE);
-      const first = group[0];
-      if (!first) continue;
-      messages.push({
-        jobId: first.jobId,
-        domain: first.domain,
-        attempt: Math.min(...group.map((address) => address.attempts)),
-        addresses: group.map(({ idx, email }) => ({ idx, email })),
-      });
-    }
-  }
+  const byJob = new Map<string, typeof stale>();
+  for (const address of stale) byJob.set(address.jobId, [...(byJob.get(address.jobId) ?? []), address]);
+  const messages = [...byJob].flatMap(([jobId, addresses]) => workMessages(jobId, addresses));
   for (const message of messages) {
     await markRequeued(
       db,
@@ -98,7 +75,7 @@ export async function recoverStuckJobs(
     );
   }
   await enqueueBatchWork(queue, messages);
-  const rechecks = await recoverRechecks({ db, queue, config, inBackground }, now);
+  const rechecks = await recoverRechecks(deps, now);
   return {
     rechecks,
     requeued: stale.length,

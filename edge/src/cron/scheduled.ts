@@ -4,7 +4,6 @@ import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { verifyQueueOf } from '../services/batch-queue.ts';
 import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
-import { mailRouteResolver } from '../services/verify-deps.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
 import { deleteExpired } from '../storage/retention.ts';
@@ -28,12 +27,8 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
       'recovery',
       () =>
         recoverStuckJobs(
-          db,
-          verifyQueueOf(env),
-          config,
+          { db, queue: verifyQueueOf(env), config, inBackground: (task) => ctx.waitUntil(task) },
           now,
-          (task) => ctx.waitUntil(task),
-          mailRouteResolver(config),
         ),
     ],
     ['webhooks', () => retryDueDeliveries(db, config, now)],

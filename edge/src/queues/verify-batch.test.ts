@@ -488,6 +488,78 @@ describe('verify-batch consumer', () => {
     expect(job.evidence).toBe(true);
   });
 
+  it('measures how long greylisting held an address back, and a single call then says to wait that long', async () => {
+    const domain = 'greylist-measured.test';
+    let greylisting = true;
+    let namesDelay = false;
+    const prober = await startFakeProber('default', (probe) =>
+      probe.domain !== domain || !greylisting
+        ? reportFor(probe, 250, '2.1.5', 'OK', 550)
+        : namesDelay
+          ? reportFor(probe, 451, '4.7.1', 'Greylisted, please try again in 180 seconds', 451)
+          : reportFor(
+              probe,
+              450,
+              '4.2.0',
+              'Recipient address rejected: Greylisted, see http://postgrey.example/',
+              450,
+            ),
+    );
+    await recordAcceptRoute(domain);
+    const caller = await newCaller({ credits: 10 });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: [`bob@${domain}`], maxWaitSeconds: 3600 },
+    });
+    const { jobId } = await upload.json<{ jobId: string }>();
+    const bob = { idx: 0, email: `bob@${domain}` };
+    const measured = async () =>
+      (
+        await env.DB.prepare('SELECT greylist_delay_s AS seconds FROM domain_facts WHERE domain = ?')
+          .bind(domain)
+          .first<{ seconds: number | null }>()
+      )?.seconds ?? null;
+    const since = Date.now() - 240_000;
+    // A retry still greylisted measures nothing.
+    await consume([
+      { jobId, domain, attempt: 1, retry: { schedule: 'greylist', count: 1, since }, addresses: [bob] },
+    ]);
+    await untilAnswered(jobId, 1);
+    expect(await measured()).toBeNull();
+
+    // The server lets the retry through: it held bob back for the time since the first answer.
+    greylisting = false;
+    await consume([
+      { jobId, domain, attempt: 2, retry: { schedule: 'greylist', count: 2, since }, addresses: [bob] },
+    ]);
+    const seconds = await untilValue(
+      async () => (await measured()) ?? undefined,
+      'the greylisting delay is measured',
+    );
+    expect(seconds).toBeGreaterThanOrEqual(240);
+    expect(seconds).toBeLessThan(300);
+
+    // Another address of the domain, greylisted on a single call, is told to wait the measured time
+    // (not postgrey's usual 300 s), and its answer is kept no longer than that.
+    greylisting = true;
+    const verify = async (email: string) =>
+      (
+        await (
+          await call('/api/v1/verify', { key: caller.apiKey, json: { email } })
+        ).json<{
+          data: { subStatus: string; retryAfterSeconds?: number };
+        }>()
+      ).data;
+    expect(await verify(`carol@${domain}`)).toMatchObject({
+      subStatus: 'greylisted',
+      retryAfterSeconds: seconds,
+    });
+    // A delay the server names is the one it means.
+    namesDelay = true;
+    expect(await verify(`dave@${domain}`)).toMatchObject({ subStatus: 'greylisted', retryAfterSeconds: 180 });
+    prober.close();
+  });
+
   it('refuses a maxWaitSeconds outside its bounds', async () => {
     const caller = await newCaller({ credits: 10 });
     for (const maxWaitSeconds of [5, 100_000, 'soon']) {

@@ -53,7 +53,6 @@ export async function consumeVerifyBatch(
   // every DoH fetch counted against this invocation's share of the plan's subrequest limit.
   const budget = new SubrequestBudget(dohBudgetOf(config));
   const facts = domainFactsOf(db, config, budget);
-  const resolveRoute = (domain: string) => facts.mailRoute(domain);
 
   const work: { body: WorkMessage; accountId: string; deadlineAt: number; evidence: boolean }[] = [];
   for (const { body } of batch.messages) {
@@ -76,7 +75,7 @@ export async function consumeVerifyBatch(
     const job = live.get(body.jobId);
     if (!job) continue; // completed, failed or deleted: nothing left to do
     if (body.kind === 'deadline') {
-      await finishAtDeadline({ ...deps, resolveRoute }, body.jobId, Date.now());
+      await finishAtDeadline({ ...deps, facts }, body.jobId, Date.now());
       continue;
     }
     work.push({

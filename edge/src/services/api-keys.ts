@@ -7,10 +7,10 @@ import {
   findApiKeyByHash,
   insertApiKeyWithin,
   LAST_USED_RESOLUTION_MS,
-  type NewApiKey,
   touchApiKey,
 } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
+import type { NewApiKey } from '../storage/inserts.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
 import { quotaExceeded } from './quotas.ts';
 import { seal } from './secret-box.ts';

@@ -92,14 +92,17 @@ export function planBatch(uploadRows: readonly UploadRow[], now: number): BatchP
 }
 
 /** Addresses grouped by domain in bounded groups: one queue message, one SMTP session each. */
-export function groupByDomain(addresses: readonly PlannedAddress[], groupSize: number): PlannedAddress[][] {
-  const byDomain = new Map<string, PlannedAddress[]>();
+export function groupByDomain<Address extends { domain: string }>(
+  addresses: readonly Address[],
+  groupSize: number,
+): Address[][] {
+  const byDomain = new Map<string, Address[]>();
   for (const address of addresses) {
     const group = byDomain.get(address.domain);
     if (group) group.push(address);
     else byDomain.set(address.domain, [address]);
   }
-  const groups: PlannedAddress[][] = [];
+  const groups: Address[][] = [];
   for (const domainAddresses of byDomain.values()) {
     for (let start = 0; start < domainAddresses.length; start += groupSize) {
       groups.push(domainAddresses.slice(start, start + groupSize));

@@ -1,5 +1,6 @@
 // The verify-batch queue's messages and how they are sent within the Queues limits.
 import { meteredQueue } from '../meter.ts';
+import { groupByDomain } from './batch-plan.ts';
 import type { RetryState } from './batch-retry.ts';
 
 /** Addresses of one domain of one job to verify (one SMTP session's worth). */
@@ -35,6 +36,35 @@ export interface RecheckMessage {
 }
 
 export type BatchMessage = WorkMessage | DeadlineMessage | RecheckMessage;
+
+/**
+ * Addresses of one domain per queue message, one probe: fewer than Postfix's hard error limit
+ * (smtpd_hard_error_limit = 20, postconf(5)) even when every one and the catch-all test are
+ * rejected, so no session is ever cut for "too many errors", and with 40 % unknown mailboxes
+ * (6 rejections) below its soft limit of 10 as well. Small probes also spread a domain over
+ * parallel sessions.
+ */
+export const ADDRESSES_PER_MESSAGE = 15;
+
+/**
+ * The work messages for addresses of one job: each domain's addresses in groups of
+ * ADDRESSES_PER_MESSAGE. A group's attempt is the fewest its addresses had; `recheckRound` marks
+ * a follow-up round's work.
+ */
+export function workMessages(
+  jobId: string,
+  addresses: readonly { idx: number; email: string; domain: string; attempts?: number }[],
+  recheckRound?: number,
+): WorkMessage[] {
+  return groupByDomain(addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
+    kind: 'work',
+    jobId,
+    domain: group[0]?.domain ?? '',
+    attempt: Math.min(...group.map((address) => address.attempts ?? 0)),
+    ...(recheckRound !== undefined ? { recheckRound } : {}),
+    addresses: group.map(({ idx, email }) => ({ idx, email })),
+  }));
+}
 
 /** The longest delay of a queue message: 12 hours (Cloudflare Queues, "Batching, Retries and Delays"). */
 export const MAX_QUEUE_DELAY_SECONDS = 43_200;

@@ -7,14 +7,16 @@ import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { findJobById, recordResults } from '../storage/jobs.ts';
+import { recordResults } from '../storage/job-results.ts';
+import { findJobById } from '../storage/jobs.ts';
 import { setAccountWebhook } from '../storage/webhooks.ts';
 import { changeAccountSettings } from './account-settings.ts';
 import { rowsFromJson } from './batch-input.ts';
-import { addressResult, createBatchJob, jobView, readJobResults } from './batch-jobs.ts';
+import { addressResult, createBatchJob, jobView } from './batch-jobs.ts';
 import type { BatchMessage, RecheckMessage, WorkMessage } from './batch-queue.ts';
 import { recheckAnswerOf, recordRecheck, recoverRechecks, startRecheckRound } from './batch-recheck.ts';
 import type { SettleDeps } from './batch-results.ts';
+import { readJobResults } from './job-downloads.ts';
 import { sandboxVerify } from './sandbox.ts';
 import { rotateWebhookSecret } from './webhooks.ts';
 

@@ -8,6 +8,7 @@
 // statements are in storage/rechecks.ts). Lost messages and lost probes are recovered by the cron.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
+import type { Config } from '../config.ts';
 import { findJobById } from '../storage/jobs.ts';
 import {
   claimRecheckRound,
@@ -16,19 +17,29 @@ import {
   type RecheckAnswer,
   recordRecheckAnswers,
 } from '../storage/rechecks.ts';
-import { ADDRESSES_PER_MESSAGE, addressResult, defaultMaxWaitSeconds } from './batch-jobs.ts';
-import { groupByDomain } from './batch-plan.ts';
+import { addressResult, defaultMaxWaitSeconds } from './batch-jobs.ts';
 import {
   type BatchMessage,
   enqueueBatchWork,
   MAX_QUEUE_DELAY_SECONDS,
   type RecheckMessage,
+  workMessages,
 } from './batch-queue.ts';
 import type { SettleDeps } from './batch-results.ts';
 import { deliverJobWebhook } from './webhooks.ts';
 
 /** How long after its time a round is started by the cron rather than its own message. */
 const RECHECK_SWEEP_GRACE_MS = 60_000;
+
+/**
+ * How long after its job completed the round that follows `roundsStarted` rounds starts (ms), or
+ * null: the schedule (RECHECK_SCHEDULE_SECONDS) has no more rounds, or SMTP is disabled for the
+ * deployment, so that asking again could only answer the same.
+ */
+export function recheckOffsetMs(config: Config, roundsStarted: number): number | null {
+  const seconds = config.SMTP_ENABLED ? config.RECHECK_SCHEDULE_SECONDS[roundsStarted] : undefined;
+  return seconds === undefined ? null : seconds * 1000;
+}
 
 /** Sends the message that starts a round at its time, at most Queues' longest delay ahead. */
 export async function sendRecheckMessage(
@@ -59,24 +70,24 @@ export async function startRecheckRound(
   }
   const job = await findJobById(deps.db, message.jobId);
   if (!job?.completedAt) return;
-  const nextAfterSeconds = deps.config.RECHECK_SCHEDULE_SECONDS[message.round + 1];
+  const nextAfterMs = recheckOffsetMs(deps.config, message.round + 1);
   const started = await claimRecheckRound(deps.db, {
     jobId: job.id,
     round: message.round,
     now,
     // Probes of the round get the time a job of this size gets before its deadline.
     endsAt: now + defaultMaxWaitSeconds(job.totalEmails) * 1000,
-    nextAfterMs: nextAfterSeconds === undefined ? null : nextAfterSeconds * 1000,
+    nextAfterMs,
   });
   if (!started) return;
-  if (nextAfterSeconds !== undefined) {
+  if (nextAfterMs !== null) {
     await sendRecheckMessage(
       deps.queue,
       {
         kind: 'recheck',
         jobId: job.id,
         round: started.round,
-        dueAt: job.completedAt + nextAfterSeconds * 1000,
+        dueAt: job.completedAt + nextAfterMs,
       },
       now,
     );
@@ -85,17 +96,7 @@ export async function startRecheckRound(
     await recordRecheckAnswers(deps.db, job.id, [], now);
     return;
   }
-  await enqueueBatchWork(
-    deps.queue,
-    groupByDomain(started.addresses, ADDRESSES_PER_MESSAGE).map((group) => ({
-      kind: 'work',
-      jobId: job.id,
-      domain: group[0]?.domain ?? '',
-      attempt: 0,
-      recheckRound: started.round,
-      addresses: group.map(({ idx, email }) => ({ idx, email })),
-    })),
-  );
+  await enqueueBatchWork(deps.queue, workMessages(job.id, started.addresses, started.round));
 }
 
 /**

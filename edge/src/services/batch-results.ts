@@ -8,17 +8,14 @@ import { assessVerdict } from '@rcpt/shared/verify/assess';
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
-import {
-  type AddressResult,
-  recordProvisional,
-  recordResults,
-  unfinishedAddresses,
-} from '../storage/jobs.ts';
+import { unfinishedAddresses } from '../storage/job-recovery.ts';
+import { type AddressResult, recordProvisional, recordResults } from '../storage/job-results.ts';
 import type { RecheckAnswer } from '../storage/rechecks.ts';
 import { addressResult } from './batch-jobs.ts';
 import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './batch-queue.ts';
-import { recheckAnswerOf, recordRecheck, sendRecheckMessage } from './batch-recheck.ts';
+import { recheckAnswerOf, recheckOffsetMs, recordRecheck, sendRecheckMessage } from './batch-recheck.ts';
 import { nextAttemptAt, type RetryState, retryPaceOf } from './batch-retry.ts';
+import type { DomainFactsStore } from './domain-facts.ts';
 import { domainFactsOf } from './verify-deps.ts';
 import { deliverJobWebhook } from './webhooks.ts';
 
@@ -80,6 +77,7 @@ export async function settleBatchWork(
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
+    let passedGreylisting = false;
     for (const address of task.addresses) {
       const { result, policy } = assessVerdict({
         email: address.email,
@@ -89,12 +87,15 @@ export async function settleBatchWork(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
+      passedGreylisting ||= policy.retry === 'none' && result.meta.verifiedVia === 'mx';
       if (task.recheckRound !== undefined) {
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));
         continue;
       }
       const pace = final || task.attempt + 1 >= deps.config.BATCH_MAX_ATTEMPTS ? null : retryPaceOf(policy);
-      const count = task.retry?.schedule === pace ? task.retry.count : 0;
+      // A change of pace starts its count, and its clock, again.
+      const kept = task.retry?.schedule === pace ? task.retry : undefined;
+      const count = kept?.count ?? 0;
       const at = pace
         ? nextAttemptAt({
             pace,
@@ -121,7 +122,7 @@ export async function settleBatchWork(
           jobId: task.jobId,
           domain: task.domain,
           attempt: task.attempt + 1,
-          retry: { schedule: pace, count: count + 1 },
+          retry: { schedule: pace, count: count + 1, since: kept?.since ?? now },
           addresses: [],
         },
         delaySeconds,
@@ -130,6 +131,12 @@ export async function settleBatchWork(
       retryGroups.set(key, group);
     }
     writes.retries.push(...retryGroups.values());
+    // Addresses that greylisting held back, answered by the server at last: how long that took
+    // is what a single call's greylisted answer tells its caller to wait (docs/verdicts.md).
+    const greylistedSince = task.retry?.schedule === 'greylist' ? task.retry.since : undefined;
+    if (passedGreylisting && greylistedSince !== undefined) {
+      await facts.observeGreylistDelay(task.domain, (now - greylistedSince) / 1000);
+    }
   }
 
   for (const [jobId, writes] of byJob) {
@@ -144,14 +151,17 @@ export async function settleBatchWork(
 
 /**
  * The job's deadline: every address without a final answer gets one now — its last temporary
- * answer, or `smtp_unavailable` (rcpt's own failure, refunded) when it was never probed.
+ * answer, or `smtp_unavailable` (rcpt's own failure, refunded) when it was never probed. The
+ * mail route of a never-probed address comes from the domain facts, as a probe's would: `facts`
+ * of the caller's request or batch, else the deployment's.
  */
 export async function finishAtDeadline(
-  deps: SettleDeps & { resolveRoute: (domain: string) => Promise<DnsOutcome> },
+  deps: SettleDeps & { facts?: DomainFactsStore },
   jobId: string,
   now: number,
 ): Promise<void> {
   const unfinished = await unfinishedAddresses(deps.db, jobId);
+  const facts = deps.facts ?? domainFactsOf(deps.db, deps.config);
   const routes = new Map<string, Promise<DnsOutcome>>();
   const finals = await Promise.all(
     unfinished.map(async (address): Promise<AddressResult> => {
@@ -166,7 +176,7 @@ export async function finishAtDeadline(
       }
       let route = routes.get(address.domain);
       if (!route) {
-        route = deps.resolveRoute(address.domain);
+        route = facts.mailRoute(address.domain);
         routes.set(address.domain, route);
       }
       const { result, policy } = assessVerdict({
@@ -191,14 +201,12 @@ async function recordFinals(
   finals: readonly AddressResult[],
   now: number,
 ): Promise<void> {
-  // With SMTP disabled for the deployment, asking again could only answer the same.
-  const firstRecheckSeconds = deps.config.SMTP_ENABLED ? deps.config.RECHECK_SCHEDULE_SECONDS[0] : undefined;
   const { completed, recheckDueAt } = await recordResults(
     deps.db,
     jobId,
     finals,
     now,
-    firstRecheckSeconds === undefined ? null : firstRecheckSeconds * 1000,
+    recheckOffsetMs(deps.config, 0),
   );
   if (!completed) return;
   deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));

@@ -13,6 +13,8 @@ export function retryPaceOf(policy: OutcomePolicy): Exclude<RetryPace, 'none'> |
 export interface RetryState {
   schedule: Exclude<RetryPace, 'none'>;
   count: number;
+  /** When the first answer at this pace came (ms): how long a greylisting held it back is measured from it. */
+  since?: number;
 }
 
 /**

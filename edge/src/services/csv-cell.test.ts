@@ -3,7 +3,7 @@
 // examples, and a formula behind a separator that a spreadsheet splitting on `;` would run.
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { csvCell } from './batch-jobs.ts';
+import { csvCell } from './job-downloads.ts';
 
 const FORMULA_CHARACTERS = ['=', '+', '-', '@', '\t', '\r', '\n'];
 

@@ -1,7 +1,7 @@
 // The bulk page's preview: what an upload would cost, computed exactly as the real upload
 // plans it (same parser, same dedupe), with nothing stored and nothing charged.
 
-import { readBalance } from '../storage/credits.ts';
+import { readBalance } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { rowsFromCsv } from './batch-input.ts';
 import type { BatchCounts } from './batch-plan.ts';

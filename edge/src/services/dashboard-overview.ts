@@ -1,6 +1,6 @@
 // The overview page's figures: balance, the last 30 days of use day by day (UTC), and the
 // verdict mix of those days.
-import { readBalance } from '../storage/credits.ts';
+import { readBalance } from '../storage/accounts.ts';
 import { dailyUsage, type VerdictMix, verdictMix } from '../storage/dashboard-usage.ts';
 import type { Db } from '../storage/db.ts';
 

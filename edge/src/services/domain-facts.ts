@@ -20,12 +20,22 @@ import {
   readDomainFacts,
   readManyDomainFacts,
   recordCatchAll,
+  recordGreylistDelay,
   recordMailRoute,
   recordTenant,
 } from '../storage/domain-facts.ts';
 
 /** Longest a mail route is kept, whatever its DNS TTL: a moved MX is noticed within the hour. */
 export const MAIL_ROUTE_MAX_TTL_SECONDS = 3_600;
+
+/**
+ * How long a measured greylisting delay is trusted: a day, as long as retention keeps a facts
+ * row nobody touched. Greylisters keep their delay for months (postgrey's `--delay`), but one
+ * reconfigured should not be misreported for longer.
+ */
+export const GREYLIST_DELAY_TTL_MS = 86_400_000;
+/** The longest measured delay kept: past the greylist pace's end a batch never measures one. */
+const MAX_GREYLIST_DELAY_SECONDS = 3_600;
 
 /** A fact and when it is to be asked again. */
 export interface TimedFact<Value> {
@@ -47,6 +57,8 @@ export interface DomainFacts {
   catchAll: TimedFact<SmtpReply> | null;
   /** What tenant detection found behind the domain's gateway MX, once it was asked. */
   tenant?: TimedFact<KeptTenant> | null;
+  /** How long the domain's greylisting held an address back (seconds), as a batch last measured it. */
+  greylistDelay?: TimedFact<number> | null;
   /** When a fact last changed its answer: verdicts reached before then no longer hold. */
   changedAt: number;
 }
@@ -178,6 +190,30 @@ export class DomainFactsStore {
   }
 
   /**
+   * Records that the domain's greylisting let an address through `seconds` after its first
+   * greylisting answer: the batch retry that was let through, so the measure is at most one
+   * step of the greylist pace longer than the server's delay. The last measure wins: a
+   * greylister reconfigured is followed.
+   */
+  async observeGreylistDelay(domain: string, seconds: number): Promise<void> {
+    const value = Math.min(Math.max(1, Math.round(seconds)), MAX_GREYLIST_DELAY_SECONDS);
+    const now = this.#deps.now();
+    const expiresAt = now + GREYLIST_DELAY_TTL_MS;
+    await recordGreylistDelay(this.#deps.db, { domain, seconds: value, expiresAt, now });
+    const facts = await this.facts(domain);
+    this.#update(domain, facts, {
+      greylistDelay: { value, expiresAt },
+      changedAt: facts?.changedAt ?? now,
+    });
+  }
+
+  /** The domain's measured greylisting delay (seconds) while it is trusted, else null. */
+  async greylistDelaySeconds(domain: string): Promise<number | null> {
+    const delay = (await this.facts(domain))?.greylistDelay;
+    return delay && delay.expiresAt > this.#deps.now() ? delay.value : null;
+  }
+
+  /**
    * The tenant behind the gateway MX of `domain`: the kept detection while it lasts (its inbound
    * host's addresses asked again, through the DNS cache), else DNS's answer, kept for
    * TENANT_TTL_MS unless a lookup failed.
@@ -288,6 +324,10 @@ function factsOf(row: DomainFactsRow): DomainFacts {
     tenant:
       row.tenant !== null && row.tenantExpiresAt !== null
         ? { value: JSON.parse(row.tenant) as KeptTenant, expiresAt: row.tenantExpiresAt }
+        : null,
+    greylistDelay:
+      row.greylistDelaySeconds !== null && row.greylistDelayExpiresAt !== null
+        ? { value: row.greylistDelaySeconds, expiresAt: row.greylistDelayExpiresAt }
         : null,
     changedAt: row.changedAt,
   };

@@ -2,8 +2,8 @@
 // entry's job, as the API and the dashboard both show it.
 import type { Job } from '@rcpt/shared/contract/api';
 import type { Db } from '../storage/db.ts';
-import { type HistoryFilters, type HistoryRow, listHistory } from '../storage/history.ts';
 import { findJobs } from '../storage/jobs.ts';
+import { type HistoryFilters, type HistoryRow, listHistory } from '../storage/verifications.ts';
 import { jobView } from './batch-jobs.ts';
 
 export interface HistoryEntry extends HistoryRow {

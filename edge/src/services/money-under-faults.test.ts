@@ -10,12 +10,11 @@ import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
 import { createDb, type Db } from '../storage/db.ts';
-import { listHistory } from '../storage/history.ts';
+import { listHistory } from '../storage/verifications.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { createBatchJob } from './batch-jobs.ts';
 import type { BatchMessage, WorkMessage } from './batch-queue.ts';
 import { verifyForCaller } from './single-verification.ts';
-import { mailRouteResolver } from './verify-deps.ts';
 
 const MX: DnsOutcome = {
   kind: 'mx',
@@ -65,7 +64,7 @@ async function historyTotal(accountId: string): Promise<number> {
 
 async function recover(now: number, queue: Queue<BatchMessage> = recordingQueue([])) {
   const config = configOf(env);
-  return recoverStuckJobs(db(), queue, config, now, () => undefined, mailRouteResolver(config));
+  return recoverStuckJobs({ db: db(), queue, config, inBackground: () => undefined }, now);
 }
 
 function recordingQueue(sent: BatchMessage[]): Queue<BatchMessage> {

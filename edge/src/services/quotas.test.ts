@@ -16,7 +16,7 @@ import {
   type TestCaller,
 } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { failJob } from '../storage/jobs.ts';
+import { failJob } from '../storage/job-results.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { createApiKey } from './api-keys.ts';
 import { rowsFromJson } from './batch-input.ts';

@@ -2,11 +2,13 @@
 // that no account — least of all with work that ends up free: sandbox keys, lists with no valid
 // address, refunded answers — can fill the database every account shares. The limits are
 // deployment config; each check runs in the same D1 transaction as the insert it guards
-// (storage/jobs.ts, storage/history.ts, storage/api-keys.ts, storage/webhooks.ts), so two
-// concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
-// stored or charged.
+// (storage/job-creation.ts, storage/verifications.ts, storage/api-keys.ts, storage/webhooks.ts), so
+// two concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
+// stored or charged; past the balance, 402 INSUFFICIENT_CREDITS.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../config.ts';
+import { readBalance } from '../storage/accounts.ts';
+import type { Db } from '../storage/db.ts';
 
 export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
 
@@ -78,4 +80,10 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
     case 'api_keys':
       return `An account can have at most ${count(limit)} active API keys; revoke one to create another.`;
   }
+}
+
+/** 402 INSUFFICIENT_CREDITS with what was required and what the account has now. */
+export async function insufficientCredits(db: Db, accountId: string, required: number): Promise<ApiError> {
+  const available = (await readBalance(db, accountId)) ?? 0;
+  return new ApiError('INSUFFICIENT_CREDITS', { details: { required, available } });
 }

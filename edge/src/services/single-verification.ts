@@ -17,10 +17,9 @@ import {
   insertAnsweredVerification,
   openChargedVerification,
   refundVerification,
-} from '../storage/history.ts';
-import { insufficientCredits } from './credits.ts';
+} from '../storage/verifications.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
-import { type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
+import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
 import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 

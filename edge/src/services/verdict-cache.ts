@@ -10,7 +10,7 @@ import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/ve
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { DataMode } from '../storage/api-keys.ts';
 import type { Db } from '../storage/db.ts';
-import { latestVerdict, latestVerdictAndFacts } from '../storage/history.ts';
+import { latestVerdict, latestVerdictAndFacts } from '../storage/verifications.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 
 export interface VerdictCacheKey {

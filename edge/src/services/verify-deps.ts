@@ -1,11 +1,10 @@
 // Wires the verification pipeline's dependencies from the deployment's bindings and config.
 import { hostRoute } from '@rcpt/shared/dns/mail-route';
 import { detectTenant } from '@rcpt/shared/dns/mail-tenant';
-import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { type Config, proberRegionsOf } from '../config.ts';
 import { type DnsAnswer, DohClient } from '../dns/doh-client.ts';
-import { dohLookup, resolveMailRoute, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
+import { dohLookup, resolveMailRouteWithTtl } from '../dns/mail-route.ts';
 import type { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { TtlCache } from '../dns/ttl-cache.ts';
 import type { Db } from '../storage/db.ts';
@@ -32,12 +31,6 @@ export function dohClientFor(config: Config, budget?: SubrequestBudget): DohClie
     resolvers.set(key, client);
   }
   return client;
-}
-
-/** The deployment's mail-route lookup (DNS over HTTPS, with the isolate's cache). */
-export function mailRouteResolver(config: Config): (domain: string) => Promise<DnsOutcome> {
-  const doh = dohClientFor(config);
-  return (domain) => resolveMailRoute(domain, { doh, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
 }
 
 /**
@@ -76,6 +69,7 @@ export function verifyDepsOf(
     tenants: config.SMTP_ENABLED
       ? { detect: (domain, mxHosts) => facts.tenant(domain, mxHosts), prober: hub }
       : null,
+    greylistDelay: (domain) => facts.greylistDelaySeconds(domain),
     mailFrom: config.MAIL_FROM,
     helo: config.HELO_NAME,
     timeoutMs: config.VERIFY_TIMEOUT_MS,

@@ -4,7 +4,7 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { call, db, newCaller, quotas } from '../../test/fixtures.ts';
 import { type Config, configOf } from '../config.ts';
-import { failJob, recordResults } from '../storage/jobs.ts';
+import { failJob, recordResults } from '../storage/job-results.ts';
 import { dueDeliveries, setAccountWebhook } from '../storage/webhooks.ts';
 import { rowsFromJson } from './batch-input.ts';
 import { addressResult, createBatchJob } from './batch-jobs.ts';

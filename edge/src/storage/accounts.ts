@@ -1,46 +1,13 @@
 import { eq } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { claimSignupMailbox, credit, signupGrantOnConfirmation } from './ledger.ts';
+import { accountCreation, type NewAccount } from './inserts.ts';
+import { signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
 
-export interface NewAccount {
-  id: string;
-  email: string | null;
-  passwordHash: string | null;
-  initialCredits: number;
-  now: number;
-}
-
-/**
- * Creates a confirmed account (no confirmation to wait for: made by an operator or a test)
- * with an empty balance and grants its opening credits, in one batch; with an email and
- * credits, it claims the email's mailbox as ledger.ts `claimSignupMailbox` says.
- */
+/** Runs `accountCreation` in one batch. */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
-  const grant = credit({
-    accountId: account.id,
-    amount: account.initialCredits,
-    reason: 'signup_grant',
-    reference: account.id,
-    now: account.now,
-  });
-  await d1.batch([
-    d1
-      .prepare(
-        `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
-         VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
-      )
-      .bind(account.id, account.email, account.passwordHash, account.now),
-    ...claimSignupMailbox({
-      accountId: account.id,
-      email: account.email,
-      amount: account.initialCredits,
-      now: account.now,
-    }).map((claim) => prepare(d1, claim)),
-    prepare(d1, grant.entry),
-    prepare(d1, grant.balance),
-  ]);
+  await d1.batch(accountCreation(account).map((statement) => prepare(d1, statement)));
 }
 
 /** A dashboard sign-up: no credits and no confirmation until the owner follows the emailed link. */
@@ -125,4 +92,13 @@ export async function updateAccountSettings(
     .bind(accountId, settings.recheck === undefined ? null : settings.recheck ? 1 : 0)
     .first<{ recheck: number }>();
   return row ? { recheck: row.recheck === 1 } : null;
+}
+
+/** The account's credit balance (movements are built in ledger.ts and run in their callers' batches). */
+export async function readBalance(db: Db, accountId: string): Promise<number | null> {
+  const row = await db.$client
+    .prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
+    .bind(accountId)
+    .first<{ credit_balance: number }>();
+  return row?.credit_balance ?? null;
 }

@@ -1,5 +1,6 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Db } from './db.ts';
+import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, type NewApiKey } from './inserts.ts';
 import { accounts, apiKeys } from './schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -17,24 +18,6 @@ export function dataModeSql(mode: DataMode): string {
     : "(api_key_id IS NULL OR api_key_id IN (SELECT id FROM api_keys WHERE mode = 'live'))";
 }
 
-export type NewApiKey = Pick<
-  typeof apiKeys.$inferInsert,
-  | 'id'
-  | 'accountId'
-  | 'name'
-  | 'mode'
-  | 'keyHash'
-  | 'prefix'
-  | 'createdAt'
-  | 'kind'
-  | 'scopes'
-  | 'allowedCidrs'
-  | 'allowedOrigins'
-  | 'dailyCap'
-  | 'publishableKey'
-  | 'turnstileSecret'
->;
-
 /**
  * Inserts the key only while the account has fewer than `maxActive` active keys, the count
  * and the insert in one transaction (so two concurrent creations cannot both take the last
@@ -51,29 +34,8 @@ export async function insertApiKeyWithin(
   const [count, insert] = await d1.batch([
     d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
     d1
-      .prepare(
-        `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind, scopes,
-           allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-         WHERE (${activeKeys('?2')}) < ?8 RETURNING id`,
-      )
-      .bind(
-        key.id,
-        key.accountId,
-        key.name,
-        key.mode,
-        key.keyHash,
-        key.prefix,
-        key.createdAt,
-        maxActive,
-        key.kind ?? 'secret',
-        key.scopes ?? null,
-        key.allowedCidrs ?? null,
-        key.allowedOrigins ?? null,
-        key.dailyCap ?? null,
-        key.publishableKey ?? null,
-        key.turnstileSecret ?? null,
-      ),
+      .prepare(`${API_KEY_INSERT} SELECT ${API_KEY_VALUES} WHERE (${activeKeys('?2')}) < ?15 RETURNING id`)
+      .bind(...apiKeyParams(key), maxActive),
   ]);
   return {
     inserted: (insert?.results.length ?? 0) > 0,

@@ -14,13 +14,16 @@ export interface DomainFactsRow {
   catchAllExpiresAt: number | null;
   tenant: string | null;
   tenantExpiresAt: number | null;
+  greylistDelaySeconds: number | null;
+  greylistDelayExpiresAt: number | null;
   changedAt: number;
   updatedAt: number;
 }
 
 const FACTS_COLUMNS = `domain, route, route_key AS routeKey, route_expires_at AS routeExpiresAt, provider,
   catch_all_reply AS catchAllReply, catch_all AS catchAll, catch_all_expires_at AS catchAllExpiresAt,
-  tenant, tenant_expires_at AS tenantExpiresAt, changed_at AS changedAt, updated_at AS updatedAt`;
+  tenant, tenant_expires_at AS tenantExpiresAt, greylist_delay_s AS greylistDelaySeconds,
+  greylist_delay_expires_at AS greylistDelayExpiresAt, changed_at AS changedAt, updated_at AS updatedAt`;
 
 export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
   return readDomainFactsStatement(db, domain).first<DomainFactsRow>();
@@ -109,4 +112,23 @@ export async function recordTenant(
     .bind(fact.domain, fact.tenant, fact.expiresAt, fact.now)
     .first<{ changedAt: number }>();
   return row?.changedAt ?? fact.now;
+}
+
+/**
+ * Records how long the domain's greylisting held an address back, as last measured. A delay is
+ * no verdict's ground, so `changed_at` stays.
+ */
+export async function recordGreylistDelay(
+  db: Db,
+  fact: { domain: string; seconds: number; expiresAt: number; now: number },
+): Promise<void> {
+  await db.$client
+    .prepare(
+      `INSERT INTO domain_facts (domain, greylist_delay_s, greylist_delay_expires_at, changed_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?4)
+       ON CONFLICT (domain) DO UPDATE SET greylist_delay_s = excluded.greylist_delay_s,
+         greylist_delay_expires_at = excluded.greylist_delay_expires_at, updated_at = excluded.updated_at`,
+    )
+    .bind(fact.domain, fact.seconds, fact.expiresAt, fact.now)
+    .run();
 }

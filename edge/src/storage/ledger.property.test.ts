@@ -23,7 +23,7 @@ import { recheckAnswerOf, recordRecheck, startRecheckRound } from '../services/b
 import { sandboxVerify } from '../services/sandbox.ts';
 import { verifyForCaller } from '../services/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
-import { failJob, recordResults } from './jobs.ts';
+import { failJob, recordResults } from './job-results.ts';
 import { applyRefund, grantPaidPurchase, insertPurchase } from './purchases.ts';
 
 const MX: DnsOutcome = {
@@ -216,12 +216,8 @@ async function run(steps: Step[]): Promise<string> {
       const config = configOf(env);
       const later = now + action.minutesLater * 60_000 + UNANSWERED_VERIFICATION_MS;
       await recoverStuckJobs(
-        db(),
-        queue,
-        config,
+        { db: db(), queue, config, inBackground: () => undefined, facts: factsWorld(MX).store() },
         later,
-        () => undefined,
-        async () => MX,
       );
     }
   }

@@ -1,5 +1,6 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { type NewProberToken, proberTokenInsert } from './inserts.ts';
 import { proberTokens } from './schema.ts';
 
 export type ProberTokenRow = typeof proberTokens.$inferSelect;
@@ -10,8 +11,8 @@ export async function findLiveProberToken(db: Db, tokenHash: string): Promise<Pr
   });
 }
 
-export async function insertProberToken(db: Db, token: typeof proberTokens.$inferInsert): Promise<void> {
-  await db.insert(proberTokens).values(token);
+export async function insertProberToken(db: Db, token: NewProberToken): Promise<void> {
+  await prepare(db.$client, proberTokenInsert(token)).run();
 }
 
 export async function touchProberToken(db: Db, tokenId: string, now: number): Promise<void> {

@@ -8,7 +8,7 @@
 // (docs/money.md, "Batch"); one the balance does not cover keeps its answer and is due again.
 
 import { type Db, prepare } from './db.ts';
-import { type AddressResult, countersStatement } from './jobs.ts';
+import { type AddressResult, countersStatement } from './job-results.ts';
 import { chargeRecheckedAddresses } from './ledger.ts';
 
 export interface RecheckAddress {

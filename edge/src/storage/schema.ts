@@ -159,6 +159,11 @@ export const domainFacts = sqliteTable(
     // The mail tenant behind a security gateway (JSON), once detected.
     tenant: text('tenant'),
     tenantExpiresAt: integer('tenant_expires_at'),
+    // How long the domain's greylisting held an address back before a batch retry was let
+    // through (seconds), as last measured, and when that measure is no longer trusted. Not a
+    // fact verdicts rest on: it does not move `changed_at`.
+    greylistDelaySeconds: integer('greylist_delay_s'),
+    greylistDelayExpiresAt: integer('greylist_delay_expires_at'),
     changedAt: integer('changed_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -8,6 +8,7 @@
 // that causes it is admitted, as a fixed estimate per row.
 import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import type { Db } from './db.ts';
+import type { SqlValue } from './ledger.ts';
 
 /**
  * What a stored row costs beside its values: SQLite's record header and key, and its index
@@ -95,6 +96,41 @@ export function countStorage(
        ON CONFLICT (account_id, day) DO UPDATE SET bytes = bytes + excluded.bytes`,
     )
     .bind(charge.accountId, charge.day, integer(charge.bytes, 'bytes'), ...(onlyIf?.params ?? []));
+}
+
+/**
+ * Inserts `row` into `table` only if `fit.bytes` more fit the account's budget of the day, and
+ * counts them, in one transaction. `row` names its columns; it has the table's `id` and the
+ * account's `account_id`. Returns null when the row was inserted, else the bytes the account had
+ * used on the day.
+ */
+export async function insertWithinBudget(
+  db: Db,
+  table: string,
+  row: { id: string; account_id: string } & Record<string, SqlValue>,
+  fit: { day: number; bytes: number; limit: number | null },
+): Promise<number | null> {
+  const d1 = db.$client;
+  const columns = Object.keys(row);
+  const params = Object.values(row);
+  const account = `?${columns.indexOf('account_id') + 1}`;
+  const [usage, insert] = await d1.batch([
+    d1.prepare(`SELECT ${storageUsedSql('?1', fit.day)} AS used`).bind(row.account_id),
+    d1
+      .prepare(
+        `INSERT INTO ${table} (${columns.join(', ')})
+         SELECT ${columns.map((_, index) => `?${index + 1}`).join(', ')}
+         WHERE ${storageFitsSql(account, fit)} RETURNING id`,
+      )
+      .bind(...params),
+    countStorage(
+      d1,
+      { accountId: row.account_id, day: fit.day, bytes: fit.bytes },
+      { sql: `EXISTS (SELECT 1 FROM ${table} WHERE id = ?4)`, params: [row.id] },
+    ),
+  ]);
+  if ((insert?.results.length ?? 0) > 0) return null;
+  return (usage?.results[0] as { used: number } | undefined)?.used ?? 0;
 }
 
 /** The bytes the account has written on `day`. */

@@ -1,6 +1,6 @@
 import type { Db } from './db.ts';
 import type { webhookDeliveries } from './schema.ts';
-import { countStorage, rowBytes, storageFitsSql, storageUsedSql } from './storage-budget.ts';
+import { insertWithinBudget, rowBytes } from './storage-budget.ts';
 
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 
@@ -14,7 +14,6 @@ export async function insertDeliveryWithin(
   delivery: WebhookDeliveryRow,
   budget: { day: number; limit: number | null },
 ): Promise<{ used: number; bytes: number } | null> {
-  const d1 = db.$client;
   // The values now, and what its attempts will add: a last error of at most 200 characters
   // and five numbers (attempts, last status, next attempt, created, delivered).
   const bytes =
@@ -28,33 +27,23 @@ export async function insertDeliveryWithin(
     ) +
     200 +
     5 * 8;
-  const [usage, insert] = await d1.batch([
-    d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(delivery.accountId),
-    d1
-      .prepare(
-        `INSERT INTO webhook_deliveries (id, account_id, job_id, event_type, url, payload, state, next_attempt_at, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-         WHERE ${storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit })} RETURNING id`,
-      )
-      .bind(
-        delivery.id,
-        delivery.accountId,
-        delivery.jobId,
-        delivery.eventType,
-        delivery.url,
-        delivery.payload,
-        delivery.state,
-        delivery.nextAttemptAt,
-        delivery.createdAt,
-      ),
-    countStorage(
-      d1,
-      { accountId: delivery.accountId, day: budget.day, bytes },
-      { sql: 'EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?4)', params: [delivery.id] },
-    ),
-  ]);
-  if ((insert?.results.length ?? 0) > 0) return null;
-  return { used: (usage?.results[0] as { used: number } | undefined)?.used ?? 0, bytes };
+  const used = await insertWithinBudget(
+    db,
+    'webhook_deliveries',
+    {
+      id: delivery.id,
+      account_id: delivery.accountId,
+      job_id: delivery.jobId,
+      event_type: delivery.eventType,
+      url: delivery.url,
+      payload: delivery.payload,
+      state: delivery.state,
+      next_attempt_at: delivery.nextAttemptAt,
+      created_at: delivery.createdAt,
+    },
+    { day: budget.day, bytes, limit: budget.limit },
+  );
+  return used === null ? null : { used, bytes };
 }
 
 export async function recordAttempt(

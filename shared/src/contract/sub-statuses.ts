@@ -266,6 +266,11 @@ export interface OutcomePolicy {
   retry: RetryPace;
   /** The server's stated delay, or the known one (greylisting), when a retry is due. */
   retryAfterSeconds?: number;
+  /**
+   * true: neither the reply nor its table row named the delay, so `retryAfterSeconds` is the
+   * usual greylisting delay; what rcpt has measured of the server replaces it.
+   */
+  retryAfterGuessed?: boolean;
   refundable: boolean;
 }
 

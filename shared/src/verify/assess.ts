@@ -25,6 +25,8 @@ export interface Assessment {
   tenant?: TenantProbe | null;
   /** A test key's fixed answer. */
   sandbox?: boolean;
+  /** How long the domain's greylisting held addresses back, as rcpt measured it (seconds). */
+  greylistDelaySeconds?: number | null;
   verifiedAt: string;
   processingTimeMs: number;
 }
@@ -53,6 +55,7 @@ export function assessVerdict(assessment: Assessment): Verdict {
     probe: assessment.probe,
     tenant: assessment.tenant ?? null,
     sandbox: assessment.sandbox ?? false,
+    greylistDelaySeconds: assessment.greylistDelaySeconds ?? null,
     verifiedAt: assessment.verifiedAt,
     processingTimeMs: assessment.processingTimeMs,
   });

@@ -796,6 +796,19 @@ describe('classifyReply on real server replies', () => {
       expect(classified.policy.retryAfterSeconds).toBe(row.retryAfterSeconds);
   });
 
+  it('marks a greylisting delay as guessed only when neither the reply nor its row named one', () => {
+    const guessed = (line: string) =>
+      classifyReply(parseReplyLines([line])!, 'rcpt').policy.retryAfterGuessed ?? false;
+    expect(
+      guessed(
+        '450 4.2.0 <a@example.com>: Recipient address rejected: Greylisted, see http://postgrey.example/',
+      ),
+    ).toBe(true);
+    expect(guessed('451 Greylisted, please try again in 180 seconds')).toBe(false);
+    expect(guessed('451 4.7.1 Greylisting in action, please come back in 00:04:59')).toBe(false);
+    expect(guessed('550 5.1.1 User unknown')).toBe(false);
+  });
+
   it('classifies every real reply that names a policy word as something other than undeliverable', () => {
     const policyPattern = new RegExp(
       POLICY_WORDS.map((word) => word.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')).join('|'),

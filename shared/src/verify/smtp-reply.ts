@@ -625,11 +625,12 @@ function classifyText(code: number, enhanced: string | null, text: string, stage
     refundable: table.refundable,
   };
   if (policy.retry !== 'none') {
-    const retryAfterSeconds =
-      statedDelaySeconds(text) ??
-      rule.retryAfterSeconds ??
-      (policy.retry === 'greylist' ? DEFAULT_GREYLIST_SECONDS : undefined);
-    if (retryAfterSeconds !== undefined) policy.retryAfterSeconds = retryAfterSeconds;
+    const named = statedDelaySeconds(text) ?? rule.retryAfterSeconds;
+    if (named !== undefined) policy.retryAfterSeconds = named;
+    else if (policy.retry === 'greylist') {
+      policy.retryAfterSeconds = DEFAULT_GREYLIST_SECONDS;
+      policy.retryAfterGuessed = true;
+    }
   }
   // Shared by every caller that reads the same reply: frozen, so none can change it for the others.
   return Object.freeze({

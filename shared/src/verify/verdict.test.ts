@@ -990,7 +990,11 @@ describe('decideVerdict policy: what a batch does with each answer', () => {
   });
 
   it.each<
-    [string, Partial<VerdictInput>, { retry: string; refundable: boolean; retryAfterSeconds?: number }]
+    [
+      string,
+      Partial<VerdictInput>,
+      { retry: string; refundable: boolean; retryAfterSeconds?: number; retryAfterGuessed?: boolean },
+    ]
   >([
     [
       'a mailbox answer is final and charged',
@@ -1005,7 +1009,7 @@ describe('decideVerdict policy: what a batch does with each answer', () => {
     [
       'greylisting is asked again after its delay and refunded when final',
       { probe: rcpt('alice@example.com', GREYLISTED) },
-      { retry: 'greylist', refundable: true, retryAfterSeconds: 300 },
+      { retry: 'greylist', refundable: true, retryAfterSeconds: 300, retryAfterGuessed: true },
     ],
     [
       'a permanent policy block is refunded and not asked again',
@@ -1073,6 +1077,27 @@ describe('decideVerdict policy: what a batch does with each answer', () => {
     const { result } = decideVerdict(input);
     expect(result).toEqual(computeVerdict(input));
     expect(result.retryAfterSeconds).toBe(300);
+  });
+
+  it('tells a greylisted caller the delay rcpt measured of the server, unless the server named one', () => {
+    const guessed = decideVerdict(
+      verdictInput('alice@example.com', {
+        probe: rcpt('alice@example.com', GREYLISTED),
+        greylistDelaySeconds: 95,
+      }),
+    );
+    expect(guessed.result.retryAfterSeconds).toBe(95);
+    const named = decideVerdict(
+      verdictInput('alice@example.com', {
+        probe: rcpt('alice@example.com', {
+          code: 451,
+          enhanced: null,
+          text: 'Greylisted, try again in 180 seconds',
+        }),
+        greylistDelaySeconds: 95,
+      }),
+    );
+    expect(named.result.retryAfterSeconds).toBe(180);
   });
 
   it("follows the subStatus's row unless a reply refines the schedule", () => {

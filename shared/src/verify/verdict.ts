@@ -55,6 +55,8 @@ export interface VerdictInput {
   tenant?: TenantProbe | null;
   /** A test key's fixed answer (edge/src/services/sandbox.ts): `meta.verifiedVia` says so. */
   sandbox?: boolean;
+  /** How long the domain's greylisting held addresses back, as rcpt measured it (seconds). */
+  greylistDelaySeconds?: number | null;
   /** ISO 8601 instant. */
   verifiedAt: string;
   processingTimeMs: number;
@@ -512,9 +514,11 @@ export function decideVerdict(given: VerdictInput): Verdict {
   };
   const evidence = evidenceOf(input, decision.verifiedVia);
   if (evidence) result.evidence = evidence;
-  // The API names a delay only for greylisting, the one temporary answer a caller can act on.
+  // The API names a delay only for greylisting, the one temporary answer a caller can act on:
+  // the one the server named, else the one rcpt measured of it, else the usual one.
   if (decision.subStatus === 'greylisted' && decision.policy.retryAfterSeconds !== undefined) {
-    result.retryAfterSeconds = decision.policy.retryAfterSeconds;
+    const measured = decision.policy.retryAfterGuessed ? input.greylistDelaySeconds : null;
+    result.retryAfterSeconds = measured ?? decision.policy.retryAfterSeconds;
   }
   return { result, policy: decision.policy };
 }

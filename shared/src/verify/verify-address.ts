@@ -22,6 +22,8 @@ export interface VerifyDeps {
   helo: string;
   /** The whole verification's budget, DNS and SMTP. */
   timeoutMs: number;
+  /** How long the domain's greylisting held addresses back, as rcpt measured it (seconds), if known. */
+  greylistDelay?: (domain: string) => Promise<number | null>;
   /** Ask the prober for the SMTP dialogue (the CLI prints it). */
   transcript?: boolean;
   /** The answer carries the evidence behind it (docs/verdicts.md, "Evidence"). */
@@ -79,11 +81,16 @@ export async function verifyAddress(deps: VerifyDeps, email: string): Promise<Ve
     }
   }
 
+  const greylistDelaySeconds =
+    syntax.valid && probe.kind === 'report' && deps.greylistDelay
+      ? await deps.greylistDelay(syntax.domain)
+      : null;
   const result = assessAddress({
     email,
     dns,
     probe,
     tenant,
+    greylistDelaySeconds,
     verifiedAt: new Date(now()).toISOString(),
     processingTimeMs: Math.max(0, now() - startedAt),
   });

@@ -14,7 +14,7 @@ import { addressOfRow } from '../../services/batch-plan.ts';
 import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { quotasOf } from '../../services/quotas.ts';
-import { readBalance } from '../../storage/credits.ts';
+import { readBalance } from '../../storage/accounts.ts';
 import { listJobs } from '../../storage/jobs.ts';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';

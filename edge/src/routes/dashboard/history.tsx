@@ -5,7 +5,7 @@ import { VERIFICATION_STATUSES, type VerificationStatus } from '@rcpt/shared/con
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { type HistoryEntry, historyPage } from '../../services/history.ts';
-import type { HistoryFilters } from '../../storage/history.ts';
+import type { HistoryFilters } from '../../storage/verifications.ts';
 import { Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';

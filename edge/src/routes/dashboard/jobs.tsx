@@ -19,17 +19,15 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { DashboardEnv } from '../../middleware/session.ts';
+import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
+import { BOUNCE_LEVEL_FROM, rowsBounceEstimate } from '../../services/bounce-estimate.ts';
 import {
-  BOUNCE_LEVEL_FROM,
   downloadFileName,
-  jobView,
-  notFoundJob,
   type ResultsPage,
   readJobResults,
   resultsCsvStream,
   resultsJsonStream,
-  rowsBounceEstimate,
-} from '../../services/batch-jobs.ts';
+} from '../../services/job-downloads.ts';
 import {
   countRowsByVerdict,
   findJob,

@@ -14,8 +14,8 @@ import type { BatchMessage } from '../../services/batch-queue.ts';
 import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
 import { sandboxVerify } from '../../services/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
-import { insertVerification } from '../../storage/history.ts';
-import { recordProvisional, recordResults } from '../../storage/jobs.ts';
+import { recordProvisional, recordResults } from '../../storage/job-results.ts';
+import { insertVerification } from '../../storage/verifications.ts';
 
 async function balanceOf(accountId: string): Promise<number> {
   const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')

@@ -8,7 +8,7 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
-import { readBalance } from '../../storage/credits.ts';
+import { readBalance } from '../../storage/accounts.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';

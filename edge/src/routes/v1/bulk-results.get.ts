@@ -3,12 +3,8 @@ import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
-import {
-  downloadFileName,
-  notFoundJob,
-  resultsCsvStream,
-  resultsJsonStream,
-} from '../../services/batch-jobs.ts';
+import { notFoundJob } from '../../services/batch-jobs.ts';
+import { downloadFileName, resultsCsvStream, resultsJsonStream } from '../../services/job-downloads.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 

@@ -1,3 +1,7 @@
+// Single verifications in D1 (the table \`verifications\`, which the dashboard shows as history):
+// the charge that opens a row and its answer or refund, a free (test key) answer under the
+// storage budget, the verdict cache's lookup, the recovery sweep's unanswered rows, and the
+// history list.
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
@@ -6,6 +10,7 @@ import { debit, refundUnansweredVerification } from './ledger.ts';
 import { verifications } from './schema.ts';
 import {
   countStorage,
+  insertWithinBudget,
   rowBytes,
   storageFitsSql,
   storageUsedSql,
@@ -55,43 +60,27 @@ export async function insertAnsweredVerification(
   row: { id: string; accountId: string; apiKeyId: string | null; now: number; answer: HistoryAnswer },
   budget: HistoryBudget,
 ): Promise<HistoryRefusal | null> {
-  const d1 = db.$client;
   const { answer } = row;
   const bytes = historyRowBytes(row, answer, answer.email);
-  const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
-  const [usage, insert] = await d1.batch([
-    d1.prepare(`SELECT ${storageUsedSql('?1', budget.day)} AS used`).bind(row.accountId),
-    d1
-      .prepare(
-        `INSERT INTO verifications (id, account_id, api_key_id, kind, email, address, status, sub_status, score,
-           result_json, created_at)
-         SELECT ?1, ?2, ?3, 'single', ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${fits}
-         RETURNING id`,
-      )
-      .bind(
-        row.id,
-        row.accountId,
-        row.apiKeyId,
-        answer.email,
-        answer.address,
-        answer.status,
-        answer.subStatus,
-        answer.score,
-        answer.resultJson,
-        row.now,
-      ),
-    countStorage(
-      d1,
-      { accountId: row.accountId, day: budget.day, bytes },
-      { sql: 'EXISTS (SELECT 1 FROM verifications WHERE id = ?4)', params: [row.id] },
-    ),
-  ]);
-  if ((insert?.results.length ?? 0) > 0) return null;
-  return {
-    refused: 'storage',
-    storageUsed: (usage?.results[0] as { used: number } | undefined)?.used ?? 0,
-    bytes,
-  };
+  const storageUsed = await insertWithinBudget(
+    db,
+    'verifications',
+    {
+      id: row.id,
+      account_id: row.accountId,
+      api_key_id: row.apiKeyId,
+      kind: 'single',
+      email: answer.email,
+      address: answer.address,
+      status: answer.status,
+      sub_status: answer.subStatus,
+      score: answer.score,
+      result_json: answer.resultJson,
+      created_at: row.now,
+    },
+    { day: budget.day, bytes, limit: budget.limit },
+  );
+  return storageUsed === null ? null : { refused: 'storage', storageUsed, bytes };
 }
 
 /** A single verification's answer as its history row keeps it. */

@@ -1,0 +1,127 @@
+// The statements that create accounts, API keys, prober and operator tokens, built here once
+// for the storage modules that run them in D1 batches and for the operator's scripts
+// (scripts/stack/operator.ts), which inline them for wrangler. Like ledger.ts, this file uses no
+// Workers types, so Node scripts can import it.
+import { claimSignupMailbox, credit, type SqlStatement } from './ledger.ts';
+import type { apiKeys, operatorTokens, proberTokens } from './schema.ts';
+
+export interface NewAccount {
+  id: string;
+  email: string | null;
+  passwordHash: string | null;
+  initialCredits: number;
+  now: number;
+}
+
+/**
+ * The statements that create a confirmed account (no confirmation to wait for: made by an
+ * operator or a test) with an empty balance and grant its opening credits, to run as one
+ * transaction; with an email and credits, it claims the email's mailbox as ledger.ts
+ * `claimSignupMailbox` says. The operator's scripts run the same statements through wrangler.
+ */
+export function accountCreation(account: NewAccount): SqlStatement[] {
+  const grant = credit({
+    accountId: account.id,
+    amount: account.initialCredits,
+    reason: 'signup_grant',
+    reference: account.id,
+    now: account.now,
+  });
+  return [
+    {
+      sql: `INSERT INTO accounts (id, email, password_hash, credit_balance, created_at, email_confirmed_at)
+            VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
+      params: [account.id, account.email, account.passwordHash, account.now],
+    },
+    ...claimSignupMailbox({
+      accountId: account.id,
+      email: account.email,
+      amount: account.initialCredits,
+      now: account.now,
+    }),
+    grant.entry,
+    grant.balance,
+  ];
+}
+
+export type NewApiKey = Pick<
+  typeof apiKeys.$inferInsert,
+  | 'id'
+  | 'accountId'
+  | 'name'
+  | 'mode'
+  | 'keyHash'
+  | 'prefix'
+  | 'createdAt'
+  | 'kind'
+  | 'scopes'
+  | 'allowedCidrs'
+  | 'allowedOrigins'
+  | 'dailyCap'
+  | 'publishableKey'
+  | 'turnstileSecret'
+>;
+
+export const API_KEY_INSERT = `INSERT INTO api_keys (id, account_id, name, mode, key_hash, prefix, created_at, kind,
+  scopes, allowed_cidrs, allowed_origins, daily_cap, publishable_key, turnstile_secret)`;
+export const API_KEY_VALUES = '?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14';
+
+export function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
+  return [
+    key.id,
+    key.accountId,
+    key.name,
+    key.mode,
+    key.keyHash,
+    key.prefix,
+    key.createdAt,
+    key.kind ?? 'secret',
+    key.scopes ?? null,
+    key.allowedCidrs ?? null,
+    key.allowedOrigins ?? null,
+    key.dailyCap ?? null,
+    key.publishableKey ?? null,
+    key.turnstileSecret ?? null,
+  ];
+}
+
+/** The statement that stores a key as it is (the operator's scripts run it through wrangler). */
+export function apiKeyInsert(key: NewApiKey): SqlStatement {
+  return { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) };
+}
+
+/**
+ * The statement that stores a key whose secret the operator chose (its hash is given), or
+ * makes it live again if the account already had it and revoked it.
+ */
+export function apiKeyRegistration(key: NewApiKey): SqlStatement {
+  return {
+    sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
+          ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
+    params: apiKeyParams(key),
+  };
+}
+
+export type NewProberToken = Pick<
+  typeof proberTokens.$inferInsert,
+  'id' | 'name' | 'region' | 'tokenHash' | 'prefix' | 'createdAt'
+>;
+
+/** The statement that stores a prober token (the operator's scripts run it through wrangler). */
+export function proberTokenInsert(token: NewProberToken): SqlStatement {
+  return {
+    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
+          VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+    params: [token.id, token.name, token.region, token.tokenHash, token.prefix, token.createdAt],
+  };
+}
+
+/** The statement that stores an operator token (the operator's scripts run it through wrangler). */
+export function operatorTokenInsert(
+  token: Pick<typeof operatorTokens.$inferInsert, 'id' | 'name' | 'tokenHash' | 'prefix' | 'createdAt'>,
+): SqlStatement {
+  return {
+    sql: 'INSERT INTO operator_tokens (id, name, token_hash, prefix, created_at) VALUES (?1, ?2, ?3, ?4, ?5)',
+    params: [token.id, token.name, token.tokenHash, token.prefix, token.createdAt],
+  };
+}
