@@ -14,6 +14,7 @@ export interface CleanFileOptions {
   only?: readonly Status[];
   maxWaitSeconds?: number;
   recheck?: boolean;
+  watch?: boolean;
   onProgress?: (job: Job) => void;
   signal?: AbortSignal;
 }
@@ -51,6 +52,7 @@ export async function cleanCsvFile(
       name: basename(path),
       maxWaitSeconds: options.maxWaitSeconds,
       recheck: options.recheck,
+      watch: options.watch,
       onProgress: options.onProgress,
       signal: options.signal,
     },

@@ -27,6 +27,9 @@ Options:
       --recheck             clean: ask greylisted and other temporary answers again over the
                             next hours; a refunded address that then gets an answer is charged
                             (default: your account's setting)
+      --watch               clean: watch the list's domains for 30 days and verify their
+                            addresses again when one moves its MX, stops taking mail or turns
+                            catch-all on or off (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
       --evidence            verify: print the SMTP session behind the answer (mail server,
                             TLS, the dialogue; other addresses masked)
@@ -95,6 +98,7 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
         only: parseStatuses(values.only),
         maxWaitSeconds: parseMaxWait(values['max-wait']),
         recheck: values.recheck,
+        watch: values.watch,
         onProgress: (update) => progress?.update(update),
       });
       progress?.done();
@@ -146,6 +150,7 @@ function parseCommandLine(argv: readonly string[]) {
         column: { type: 'string' },
         'max-wait': { type: 'string' },
         recheck: { type: 'boolean' },
+        watch: { type: 'boolean' },
         fresh: { type: 'boolean' },
         evidence: { type: 'boolean' },
         json: { type: 'boolean' },

@@ -35,6 +35,13 @@ export interface UploadOptions {
   maxWaitSeconds?: number;
   /** Ask temporary answers again over the next hours (greylist follow-up); the account's setting when absent. */
   recheck?: boolean;
+  /**
+   * Watch the completed job's domains and verify their addresses again when one changes (MX moved,
+   * mail stopped, catch-all on or off); the account's setting when absent.
+   */
+  watch?: boolean;
+  /** How many days the watch lasts (1 to 60; 30 when absent). */
+  watchDays?: number;
   /** Sent as `Idempotency-Key`; one is generated per call when absent, and reused by its retries. */
   idempotencyKey?: string;
 }
@@ -108,6 +115,8 @@ export class Rcpt {
       webhookUrl: options.webhookUrl,
       maxWaitSeconds: options.maxWaitSeconds,
       recheck: options.recheck,
+      watch: options.watch,
+      watchDays: options.watchDays,
     };
     if (isAddressList(list)) {
       const { data } = await this.call(

@@ -77,6 +77,8 @@ function job(overrides: Partial<Job> = {}): Job {
     recheckedAt: null,
     nextRecheckAt: '2026-11-26T10:15:09.000Z',
     evidence: false,
+    watchDays: null,
+    watchedUntil: null,
     ...overrides,
   };
 }
@@ -311,9 +313,10 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
               bounceEstimate: null,
               nextRecheckAt: null,
             }),
+            domainChanges: [],
           }),
         ),
-        jsonAnswer(200, { success: true, job: job() }),
+        jsonAnswer(200, { success: true, job: job(), domainChanges: [] }),
         csvAnswer(),
       ],
       (update) => progress.push(update),
@@ -368,7 +371,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     writeFileSync(input, 'email\r\nalice@example.com\r\n');
     const written = await call('clean_csv', { path: input }, [
       uploaded(),
-      jsonAnswer(200, { success: true, job: job() }),
+      jsonAnswer(200, { success: true, job: job(), domainChanges: [] }),
       csvAnswer(),
     ]);
     expect(written.isError, textOf(written)).toBeFalsy();
@@ -392,6 +395,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
       jsonAnswer(200, {
         success: true,
         job: job({ status: 'failed', failureReason: 'the list could not be read', completedAt: null }),
+        domainChanges: [],
       }),
     ]);
     expect(failed.isError).toBe(true);
@@ -403,7 +407,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
   it('get_job answers the job with its status and counts', async () => {
     const running = job({ status: 'processing', progress: 50, processedEmails: 1, completedAt: null });
     const result = await call('get_job', { jobId: JOB_ID }, [
-      jsonAnswer(200, { success: true, job: running }),
+      jsonAnswer(200, { success: true, job: running, domainChanges: [] }),
     ]);
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toEqual(running);

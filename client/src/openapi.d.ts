@@ -160,7 +160,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses already paid for, and a `job.updated` says what changed.
          */
         post: {
             parameters: {
@@ -175,6 +175,10 @@ export interface paths {
                     recheck?: "true" | "false";
                     /** @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false. */
                     evidence?: "true" | "false";
+                    /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
+                    watch?: "true" | "false";
+                    /** @description How many days after completion a watched job watches its domains (1 to 60, default 30); giving it watches the job unless `watch` is false, which it contradicts (400). */
+                    watchDays?: number;
                 };
                 header?: {
                     /** @description A unique value (a UUID, say) per logical request. A retry with the same key and the same request (the same bytes of body, content type and query) answers the first response (with `Idempotent-Replayed: true`) and is not charged again; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still running, 409 `IDEMPOTENCY_KEY_IN_USE`. Keys are kept 24 hours per account and key mode: a test key and a live key never share one. Only a success is kept: a refusal (402, 429, …) did nothing and a failure (500, 503) was refunded, so a retry with the same key runs afresh. */
@@ -203,6 +207,13 @@ export interface paths {
                          * @enum {string}
                          */
                         evidence?: "true" | "false";
+                        /**
+                         * @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched.
+                         * @enum {string}
+                         */
+                        watch?: "true" | "false";
+                        /** @description How many days after completion a watched job watches its domains (1 to 60, default 30); giving it watches the job unless `watch` is false, which it contradicts (400). */
+                        watchDays?: number;
                         /**
                          * Format: binary
                          * @description the CSV file
@@ -348,7 +359,7 @@ export interface paths {
         };
         /**
          * Job status
-         * @description Progress, counts per status, the bounce estimate, and the credits charged and refunded.
+         * @description Progress, counts per status, the bounce estimate, the credits charged and refunded, and for a watched job until when it watches its domains and the changes it saw.
          */
         get: {
             parameters: {
@@ -740,7 +751,7 @@ export interface paths {
         get?: never;
         /**
          * Change the account's defaults
-         * @description `recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist follow-up; see `recheck` of `POST /api/v1/bulk/upload`). A field left out keeps its value. Live keys only.
+         * @description `recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch their domains for 30 days after completion (see `watch` of the upload). A field left out keeps its value. Live keys only.
          */
         put: {
             parameters: {
@@ -1033,7 +1044,7 @@ export interface paths {
         get?: never;
         /**
          * Set the default webhook URL
-         * @description Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to the job's `webhookUrl` or this default. https only.
+         * @description Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round, or a watched domain's change, changed a verdict) go to the job's `webhookUrl` or this default. https only.
          */
         put: {
             parameters: {
@@ -1638,11 +1649,17 @@ export interface components {
             recheck?: boolean;
             /** @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false. */
             evidence?: boolean;
+            /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
+            watch?: boolean;
+            /** @description How many days after completion a watched job watches its domains (1 to 60, default 30); giving it watches the job unless `watch` is false, which it contradicts (400). */
+            watchDays?: number;
         };
         BulkStatusResponse: {
             /** @enum {boolean} */
             success: true;
             job: components["schemas"]["Job"];
+            /** @description a watched job's changed domains, each with the latest change rcpt saw, the most recent first (at most 100); each change is also sent as it is seen, in a `job.updated` webhook. Empty for a job that is not watched */
+            domainChanges: components["schemas"]["WatchChange"][];
         };
         Job: {
             /** Format: uuid */
@@ -1687,6 +1704,13 @@ export interface components {
              * @description when the next recheck round starts; null when none is planned
              */
             nextRecheckAt: string | null;
+            /** @description how many days after completion the job watches its domains (see `watch` of the upload); null: not watched */
+            watchDays: number | null;
+            /**
+             * Format: date-time
+             * @description when the watch ends; null until the job completed, and for a job that is not watched
+             */
+            watchedUntil: string | null;
         };
         BounceEstimate: {
             percent: number;
@@ -1695,6 +1719,32 @@ export interface components {
             /** @description how the estimate was computed */
             basis: string;
         } | null;
+        WatchChange: {
+            domain: string;
+            /**
+             * Format: date-time
+             * @description when rcpt saw the change and verified the addresses at the domain again
+             */
+            seenAt: string;
+            changes: ("mx_moved" | "mail_stopped" | "mail_resumed" | "catch_all_on" | "catch_all_off" | "tenant_changed")[];
+            before: components["schemas"]["WatchedDomainState"];
+            after: components["schemas"]["WatchedDomainState"];
+            /** @description the job's addresses at the domain, all verified again */
+            addresses: number;
+            /** @description of those, how many got another verdict */
+            changedAddresses: number;
+        };
+        WatchedDomainState: {
+            /**
+             * @description how the domain takes mail (`mx`: through the hosts below); null when rcpt had no answer
+             * @enum {string|null}
+             */
+            mail: "mx" | "null_mx" | "no_mail_route" | "nxdomain" | "unroutable" | null;
+            /** @description its MX hosts, most preferred first */
+            mxHosts: string[];
+            /** @description whether its mail server accepts made-up addresses; null: not known */
+            catchAll: boolean | null;
+        };
         BulkResultsResponse: {
             /** @enum {boolean} */
             success: true;
@@ -1747,6 +1797,8 @@ export interface components {
         AccountSettings: {
             /** @description the default of an upload's `recheck` when it does not say (greylist follow-up) */
             recheck: boolean;
+            /** @description the default of an upload's `watch` when it does not say (watched for 30 days) */
+            watch: boolean;
         };
         AccountSettingsResponse: {
             /** @enum {boolean} */
@@ -1755,12 +1807,15 @@ export interface components {
         };
         /**
          * @example {
-         *       "recheck": true
+         *       "recheck": true,
+         *       "watch": true
          *     }
          */
         AccountSettingsRequest: {
             /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
             recheck?: boolean;
+            /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
+            watch?: boolean;
         };
         PaymentsResponse: {
             /** @enum {boolean} */
@@ -1899,6 +1954,13 @@ export interface components {
                  * @description when the next recheck round starts; null when none is planned
                  */
                 nextRecheckAt: string | null;
+                /** @description how many days after completion the job watches its domains (see `watch` of the upload); null: not watched */
+                watchDays: number | null;
+                /**
+                 * Format: date-time
+                 * @description when the watch ends; null until the job completed, and for a job that is not watched
+                 */
+                watchedUntil: string | null;
             };
         };
         WebhookSettingsResponse: {

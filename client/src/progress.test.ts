@@ -26,6 +26,8 @@ function job(processed: number, total = 10_000): Job {
     recheckedAt: null,
     nextRecheckAt: null,
     evidence: false,
+    watchDays: null,
+    watchedUntil: null,
   };
 }
 

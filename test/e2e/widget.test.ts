@@ -10,6 +10,7 @@ import type { Page, Request as PageRequest, Response as PageResponse } from 'pla
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
+import { signUpAndConfirm } from './browser/sign-up.ts';
 import { type System, startSystem } from './harness.ts';
 import { type FakeSiteverify, startFakeSiteverify } from './turnstile-siteverify.ts';
 
@@ -193,15 +194,8 @@ describe('publishable keys and the form widget in a browser', () => {
   });
 
   it('makes a publishable key for the page’s origin and a daily cap in the dashboard', async () => {
-    await page.goto('/signup');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    // The new account is signed in at once.
-    await page.waitForURL('**/?welcome=1');
     // Publishable keys are live keys: they wait for the confirmed email address.
-    await page.goto(await system.confirmationLink(email));
-    await page.waitForURL('**/?email-confirmed=new');
+    await signUpAndConfirm(page, system, email, password);
 
     const create = async (name: string, cap: number, turnstileSecret = ''): Promise<string> => {
       await page.goto('/keys/publishable');

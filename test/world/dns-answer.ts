@@ -67,7 +67,13 @@ export function answerQuery(
       break;
     }
     if (entry?.CNAME !== undefined && question.type !== 'CNAME') {
-      answers.push({ type: 'CNAME', name: owner, ttl: ZONE_TTL, class: 'IN', data: entry.CNAME });
+      answers.push({
+        type: 'CNAME',
+        name: owner,
+        ttl: entry.ttl ?? ZONE_TTL,
+        class: 'IN',
+        data: entry.CNAME,
+      });
       owner = entry.CNAME;
       continue;
     }
@@ -102,7 +108,7 @@ export function answerQuery(
 }
 
 function recordsOf(entry: ZoneEntry, type: string, name: string): dnsPacket.Answer[] {
-  const common = { name, ttl: ZONE_TTL, class: 'IN' } as const;
+  const common = { name, ttl: entry.ttl ?? ZONE_TTL, class: 'IN' } as const;
   switch (type) {
     case 'MX':
       return (entry.MX ?? []).map((mx) => ({ ...common, type: 'MX', data: { ...mx } }));

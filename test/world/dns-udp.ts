@@ -8,11 +8,13 @@ export interface UdpDns {
   /** host:port, as `dns.setServers` and DNS_SERVERS take it. */
   server: string;
   port: number;
+  /** Takes names added to or removed from the zone since the start into account. */
+  zoneChanged(): void;
   close(): Promise<void>;
 }
 
 export async function startUdpDns(zone: Readonly<Record<string, ZoneEntry>>, port: number): Promise<UdpDns> {
-  const existingNames = namesThatExist(zone);
+  let existingNames = namesThatExist(zone);
   const socket = createSocket('udp4');
   socket.on('message', (query, peer) => {
     try {
@@ -31,6 +33,9 @@ export async function startUdpDns(zone: Readonly<Record<string, ZoneEntry>>, por
   return {
     server: `127.0.0.1:${bound}`,
     port: bound,
+    zoneChanged() {
+      existingNames = namesThatExist(zone);
+    },
     close: () => new Promise((resolve) => socket.close(() => resolve())),
   };
 }

@@ -4,6 +4,7 @@
 // names that do not exist, NODATA for types a name lacks, SERVFAIL where the zone says so
 // (the answers themselves come from dns-answer.ts, which the UDP server shares).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import dnsPacket from 'dns-packet';
 import { answerQuery, MalformedQuery, namesThatExist } from './dns-answer.ts';
 import { listenOnLoopback } from './loopback.ts';
 import { ZONE_TTL, type ZoneEntry } from './zone.ts';
@@ -15,6 +16,8 @@ export interface DohStub {
   /** DNS queries answered (malformed ones excluded) since the start or the last resetStats(). */
   queries(): number;
   resetStats(): void;
+  /** Takes names added to or removed from the zone since the start into account. */
+  zoneChanged(): void;
   close(): Promise<void>;
 }
 
@@ -39,7 +42,7 @@ export async function startDohStub(
   zone: Readonly<Record<string, ZoneEntry>>,
   port: number,
 ): Promise<DohStub> {
-  const existingNames = namesThatExist(zone);
+  let existingNames = namesThatExist(zone);
   let queries = 0;
 
   const server = createServer((request, response) => {
@@ -53,7 +56,7 @@ export async function startDohStub(
           'content-type': DNS_MESSAGE,
           'content-length': answer.length,
           // RFC 8484 §5.1: HTTP caching must not outlive the smallest TTL of the answer.
-          'cache-control': `max-age=${ZONE_TTL}`,
+          'cache-control': `max-age=${smallestTtl(answer)}`,
         });
         response.end(answer);
       })
@@ -72,6 +75,9 @@ export async function startDohStub(
     resetStats() {
       queries = 0;
     },
+    zoneChanged() {
+      existingNames = namesThatExist(zone);
+    },
     close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections of fetch() would otherwise hold the port until they idle out.
@@ -79,6 +85,14 @@ export async function startDohStub(
       return closed;
     },
   };
+}
+
+/** The smallest TTL of an answer's records; ZONE_TTL for an answer without any. */
+function smallestTtl(answer: Buffer): number {
+  const ttls = (dnsPacket.decode(answer).answers ?? []).map((record) =>
+    'ttl' in record ? (record.ttl ?? 0) : 0,
+  );
+  return ttls.length === 0 ? ZONE_TTL : Math.min(...ttls);
 }
 
 function sendError(

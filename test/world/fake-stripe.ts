@@ -674,6 +674,8 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
+// The page names its icon, as Stripe's hosted page does: the browser then asks this origin for
+// no /favicon.ico, which the fake API would answer 401 like any request without a key.
 function page(title: string, body: string): string {
-  return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>${title} · fake Stripe Checkout</title></head><body><main>${body}</main></body></html>`;
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>${title} · fake Stripe Checkout</title></head><body><main>${body}</main></body></html>`;
 }

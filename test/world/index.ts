@@ -21,6 +21,7 @@ import {
   PROVIDER_HOSTS,
   tarpitZone,
   ZONE,
+  type ZoneEntry,
 } from './zone.ts';
 
 export type { MxDefences, MxStats } from './defences.ts';
@@ -47,7 +48,7 @@ export {
   tarpitDomainNames,
   ZONE,
 } from './zone.ts';
-export type { FakeMx };
+export type { FakeMx, ZoneEntry };
 
 /**
  * The company scenario: Postfix's defaults on every host, except the connection count limit,
@@ -117,6 +118,11 @@ export interface MailWorld {
   mailboxes: readonly string[];
   /** The DoH stub's counters. */
   doh: { queries(): number; resetStats(): void };
+  /**
+   * Changes the DNS of `name` from now on (null: the name no longer exists), as its owner would:
+   * a moved MX, a domain let go. Both resolvers answer the new records at once.
+   */
+  setZone(name: string, entry: ZoneEntry | null): void;
   close(): Promise<void>;
 }
 
@@ -164,7 +170,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
   const servers = await startOnOnePort(starters, options.smtpPort);
   const smtpPort = servers[0]?.port ?? 0;
 
-  const zone = {
+  const zone: Record<string, ZoneEntry> = {
     ...ZONE,
     ...bulkZone(options.bulkDomains ?? 50),
     ...companyZone(companies.domains, companies.hosts),
@@ -192,6 +198,12 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     companyMx: servers.filter((server) => server.name.startsWith('company')),
     mailboxes: MAILBOXES,
     doh: { queries: doh.queries, resetStats: doh.resetStats },
+    setZone(name, entry) {
+      if (entry === null) delete zone[name];
+      else zone[name] = entry;
+      doh.zoneChanged();
+      udpDns.zoneChanged();
+    },
     close() {
       closing ??= Promise.all([doh.close(), udpDns.close(), ...servers.map((server) => server.close())]).then(
         () => {},

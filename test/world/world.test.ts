@@ -583,6 +583,26 @@ describe('DoH stub HTTP', () => {
   });
 });
 
+describe('a domain whose owner changes its DNS', () => {
+  test('answers the new records at once, with the TTL the owner set, and NXDOMAIN once it is let go', async () => {
+    const name = 'moving.test';
+    expect((await resolve('GET', name, 'MX')).rcode).toBe('NXDOMAIN');
+    world.setZone(name, { MX: [{ preference: 10, exchange: 'mx.accept.test' }], ttl: 1 });
+    const url = `${world.dohUrl}?dns=${dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'MX', name }] }).toString('base64url')}`;
+    // RFC 8484 §5.1: the HTTP freshness lifetime is the answer's smallest TTL.
+    expect((await fetch(url)).headers.get('cache-control')).toBe('max-age=1');
+    expect((await resolve('POST', name, 'MX')).answers).toEqual([
+      { type: 'MX', name, ttl: 1, data: { preference: 10, exchange: 'mx.accept.test' } },
+    ]);
+    world.setZone(name, { MX: [{ preference: 10, exchange: 'mx.disabled.test' }], ttl: 1 });
+    expect((await resolve('GET', name, 'MX')).answers.map((record) => record.data)).toEqual([
+      { preference: 10, exchange: 'mx.disabled.test' },
+    ]);
+    world.setZone(name, null);
+    expect((await resolve('GET', name, 'MX')).rcode).toBe('NXDOMAIN');
+  });
+});
+
 describe('zone and expectations', () => {
   test('every MX host of the zone has an A record on loopback', () => {
     for (const [name, entry] of Object.entries(ZONE)) {

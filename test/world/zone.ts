@@ -20,6 +20,11 @@ export interface ZoneEntry {
   readonly CNAME?: string;
   /** No answer ever comes for the name, as when the path to its servers is down: clients time out. */
   readonly silent?: true;
+  /**
+   * The TTL of the name's records, in seconds (default ZONE_TTL). A domain about to move its mail
+   * lowers it first, so that resolvers notice the move soon.
+   */
+  readonly ttl?: number;
 }
 
 /** TTL of every answer, in seconds. */

@@ -1,8 +1,9 @@
-// The cron trigger: retention, stuck-job recovery and webhook retries, each independent so
-// that one failing does not stop the others.
+// The cron trigger: retention, stuck-job recovery, watched jobs' domains and webhook retries,
+// each independent so that one failing does not stop the others.
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { verifyQueueOf } from '../services/batch-queue.ts';
+import { watchDomains } from '../services/job-watch.ts';
 import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
@@ -27,6 +28,14 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
       'recovery',
       () =>
         recoverStuckJobs(
+          { db, queue: verifyQueueOf(env), config, inBackground: (task) => ctx.waitUntil(task) },
+          now,
+        ),
+    ],
+    [
+      'watch',
+      () =>
+        watchDomains(
           { db, queue: verifyQueueOf(env), config, inBackground: (task) => ctx.waitUntil(task) },
           now,
         ),

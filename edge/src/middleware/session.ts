@@ -53,6 +53,15 @@ export const loadSession = createMiddleware<DashboardEnv>(async (c, next) => {
   else if (token !== undefined) clearSessionCookie(c);
 });
 
+/**
+ * The balance the page of this request shows in its header, once the request has spent or been
+ * granted credits: the session's was read when the request began, before the charge.
+ */
+export function setPageBalance(c: Context<DashboardEnv>, creditBalance: number): void {
+  const session = c.get('session');
+  if (session) c.set('session', { ...session, creditBalance });
+}
+
 /** Pages: no session → the login page, coming back here afterwards. */
 export const requireSessionPage = createMiddleware<DashboardEnv>(async (c, next) => {
   if (!c.get('session')) {

@@ -14,8 +14,9 @@ import { configOf } from '../config.ts';
 import { rowsFromJson } from '../services/batch-input.ts';
 import { createBatchJob } from '../services/batch-jobs.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
+import { routeFetchesAtMost } from '../services/domain-facts.ts';
 import { recordCatchAll, recordMailRoute } from '../storage/domain-facts.ts';
-import { consumeVerifyBatch, dohBudgetOf, routeFetchesAtMost } from './verify-batch.ts';
+import { consumeVerifyBatch, dohBudgetOf } from './verify-batch.ts';
 
 /** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
 async function messagesOf(jobId: string): Promise<WorkMessage[]> {

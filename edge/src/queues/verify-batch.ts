@@ -7,8 +7,6 @@
 // DNS stays within the plan's subrequest limit (docs/operations.md, "Subrequests"): work whose
 // route does not fit in this invocation goes back on the queue for the next.
 // A replayed message changes nothing: writes are once-only upserts.
-import { MAX_MX_HOSTS } from '@rcpt/shared/dns/mail-route';
-import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { type Config, configOf, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { defaultDeadlineAt } from '../services/batch-jobs.ts';
@@ -22,7 +20,7 @@ import {
   settleBatchWork,
 } from '../services/batch-results.ts';
 import { batchHubWork } from '../services/batch-sink.ts';
-import type { DomainFactsStore } from '../services/domain-facts.ts';
+import { routeFetchesAtMost, routesWithin } from '../services/domain-facts.ts';
 import { dispatchToRegions } from '../services/prober-gateway.ts';
 import { domainFactsOf } from '../services/verify-deps.ts';
 import { createDb } from '../storage/db.ts';
@@ -148,41 +146,4 @@ export async function consumeVerifyBatch(
  */
 export function dohBudgetOf(config: Config): number {
   return Math.floor(config.SUBREQUEST_LIMIT * 0.8);
-}
-
-/**
- * The most DoH fetches one mail route can take: its MX lookup and the A and AAAA lookups of each
- * of its hosts (at most MAX_MX_HOSTS), each asked of every resolver of DOH_URL in turn when the
- * earlier ones fail.
- */
-export function routeFetchesAtMost(config: Config): number {
-  return (1 + 2 * MAX_MX_HOSTS) * config.DOH_URL.length;
-}
-
-/**
- * The routes of `domains` that fit in `budget`: the kept ones, then the others resolved in waves,
- * each wave as many routes as the budget left covers at their worst (`routeCost` each), so the
- * invocation never fetches past it. A route that is not in the answer is for a later invocation.
- */
-async function routesWithin(
-  budget: SubrequestBudget,
-  facts: DomainFactsStore,
-  domains: readonly string[],
-  routeCost: number,
-): Promise<Map<string, DnsOutcome>> {
-  const routes = new Map<string, DnsOutcome>();
-  const cold: string[] = [];
-  for (const domain of new Set(domains)) {
-    if (await facts.routeKept(domain)) routes.set(domain, await facts.mailRoute(domain));
-    else cold.push(domain);
-  }
-  while (cold.length > 0) {
-    let wave = cold.splice(0, Math.floor(budget.left / routeCost));
-    // A route dearer than the whole budget (many resolvers, a small plan) still gets its turn,
-    // alone: the budget stops its fetches past the limit.
-    if (wave.length === 0 && budget.left === budget.limit) wave = cold.splice(0, 1);
-    if (wave.length === 0) break;
-    await Promise.all(wave.map(async (domain) => routes.set(domain, await facts.mailRoute(domain))));
-  }
-  return routes;
 }

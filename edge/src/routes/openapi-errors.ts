@@ -33,6 +33,8 @@ export const AUTHENTICATED_ERRORS = [
   'RATE_LIMITED',
   'INTERNAL_ERROR',
 ] as const;
+/** Errors of the operations behind settingsKeyOnly: a test key is refused with FORBIDDEN. */
+export const SETTINGS_KEY_ERRORS = [...AUTHENTICATED_ERRORS, 'FORBIDDEN'] as const;
 /** Errors of the operations that take an `Idempotency-Key`. */
 export const IDEMPOTENCY_ERRORS = ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'] as const;
 /** Errors of every operation that takes a JSON body. */

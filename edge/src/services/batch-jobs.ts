@@ -13,6 +13,7 @@ import type { Db } from '../storage/db.ts';
 import { createJobWithCharge } from '../storage/job-creation.ts';
 import type { AddressResult } from '../storage/job-results.ts';
 import { type JobRow, queueOutlook } from '../storage/jobs.ts';
+import { defaultWatchDays } from '../storage/watches.ts';
 import type { ParsedUpload } from './batch-input.ts';
 import { planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork, workMessages } from './batch-queue.ts';
@@ -57,6 +58,8 @@ export interface UploadInput {
   recheck?: boolean | null;
   /** Each result carries the evidence behind its answer (docs/verdicts.md, "Evidence"). */
   evidence?: boolean;
+  /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
+  watchDays?: number | 'off' | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
   now: number;
@@ -107,6 +110,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       recheck: sandbox ? false : (input.recheck ?? null),
       // Sandbox answers come from no SMTP session: there is no evidence to keep.
       evidence: !sandbox && (input.evidence ?? false),
+      // Sandbox answers never change, and its jobs send no events: nothing to watch.
+      watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
       now,
     },
     rows,
@@ -211,6 +216,8 @@ export function jobView(job: JobRow): Job {
     recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
     nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
     evidence: job.evidence === 1,
+    watchDays: job.watchDays,
+    watchedUntil: job.watchUntil === null ? null : new Date(job.watchUntil).toISOString(),
   };
 }
 

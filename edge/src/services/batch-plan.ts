@@ -4,6 +4,7 @@ import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { assessAddress } from '@rcpt/shared/verify/assess';
 import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import type { JobCounts } from '../storage/job-creation.ts';
 import type { UploadRow } from './batch-input.ts';
 
 export interface PlannedRow {
@@ -20,15 +21,7 @@ export interface PlannedAddress {
   domain: string;
 }
 
-export interface BatchCounts {
-  totalRows: number;
-  /** Unique valid addresses: what is verified and charged. */
-  totalEmails: number;
-  duplicateCount: number;
-  emptyRows: number;
-  invalidRows: number;
-  skippedRows: number;
-}
+export type BatchCounts = JobCounts;
 
 export interface BatchPlan {
   rows: PlannedRow[];

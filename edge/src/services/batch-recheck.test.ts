@@ -6,86 +6,28 @@ import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../test/settle-deps.ts';
 import { configOf } from '../config.ts';
 import { recordResults } from '../storage/job-results.ts';
 import { findJobById } from '../storage/jobs.ts';
-import { setAccountWebhook } from '../storage/webhooks.ts';
 import { changeAccountSettings } from './account-settings.ts';
 import { rowsFromJson } from './batch-input.ts';
-import { addressResult, createBatchJob, jobView } from './batch-jobs.ts';
-import type { BatchMessage, RecheckMessage, WorkMessage } from './batch-queue.ts';
+import { addressResult, createBatchJob } from './batch-jobs.ts';
+import type { RecheckMessage, WorkMessage } from './batch-queue.ts';
 import { recheckAnswerOf, recordRecheck, recoverRechecks, startRecheckRound } from './batch-recheck.ts';
-import type { SettleDeps } from './batch-results.ts';
 import { readJobResults } from './job-downloads.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { rotateWebhookSecret } from './webhooks.ts';
 
 const FIRST_ROUND_MS = 900_000;
 
 afterEach(() => vi.restoreAllMocks());
-
-/** Deps whose queue records what is sent and whose background work can be awaited. */
-function recordingDeps() {
-  const sent: BatchMessage[] = [];
-  const delays: (number | undefined)[] = [];
-  const background: Promise<unknown>[] = [];
-  const queue = {
-    send: async (body: BatchMessage) => {
-      sent.push(body);
-    },
-    sendBatch: async (batch: MessageSendRequest<BatchMessage>[]) => {
-      sent.push(...batch.map((message) => message.body));
-      delays.push(...batch.map((message) => message.delaySeconds));
-    },
-  } as unknown as Queue<BatchMessage>;
-  const deps: SettleDeps = {
-    db: db(),
-    queue,
-    config: configOf(env),
-    inBackground: (task) => background.push(task),
-  };
-  return { deps, sent, delays, settled: () => Promise.all(background.splice(0)) };
-}
-
-/** Webhook calls to hooks.rcpt.test, answered 200 and recorded. */
-function receiveWebhooks(): { id: string | null; body: string }[] {
-  const received: { id: string | null; body: string }[] = [];
-  const passThrough = globalThis.fetch.bind(globalThis);
-  vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
-    const request = new Request(input, init);
-    if (new URL(request.url).hostname !== 'hooks.rcpt.test') return passThrough(input, init);
-    received.push({ id: request.headers.get('webhook-id'), body: await request.text() });
-    return new Response(null, { status: 200 });
-  });
-  return received;
-}
 
 function answered(email: string, as: string, now: number): VerificationResult {
   return { ...sandboxVerify(`${as}@recheck.test`, now), email };
 }
 
 async function recheckJob(options: { recheck?: boolean; now: number; webhook?: boolean }) {
-  const caller = await newCaller({ credits: 10 });
-  if (options.webhook) {
-    await rotateWebhookSecret(db(), caller.accountId, configOf(env).SECRETS_KEY);
-    await setAccountWebhook(db(), caller.accountId, { webhookUrl: 'https://hooks.rcpt.test/account' });
-  }
-  const emails = ['alice@recheck.test', 'bob@recheck.test'];
-  const { deps } = recordingDeps();
-  const { jobId } = await createBatchJob({
-    db: db(),
-    queue: deps.queue,
-    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 10 },
-    upload: rowsFromJson(emails),
-    source: 'json',
-    name: null,
-    webhookUrl: null,
-    maxWaitSeconds: null,
-    ...(options.recheck === undefined ? {} : { recheck: options.recheck }),
-    quotas: quotas(),
-    now: options.now,
-  });
-  return { jobId, accountId: caller.accountId };
+  return liveJob({ ...options, emails: ['alice@recheck.test', 'bob@recheck.test'] });
 }
 
 /** alice deliverable; bob greylisted (recheckable unless said otherwise) — the job completes. */
@@ -103,12 +45,6 @@ async function complete(jobId: string, now: number, bobRecheckable = true) {
     now,
     FIRST_ROUND_MS,
   );
-}
-
-async function view(jobId: string) {
-  const job = await findJobById(db(), jobId);
-  if (!job) throw new Error('no job');
-  return jobView(job);
 }
 
 async function eventsOf(jobId: string) {
@@ -134,7 +70,7 @@ describe('greylist follow-up', () => {
     const { jobId, accountId } = await recheckJob({ recheck: true, now, webhook: true });
     const completion = await complete(jobId, now);
     expect(completion).toEqual({ completed: true, recheckDueAt: now + FIRST_ROUND_MS });
-    expect(await view(jobId)).toMatchObject({
+    expect(await jobViewOf(jobId)).toMatchObject({
       status: 'completed',
       recheck: true,
       recheckedAt: null,
@@ -177,7 +113,7 @@ describe('greylist follow-up', () => {
     const answer = recheckAnswerOf(1, accepted, { retry: 'none', refundable: false });
     await recordRecheck(deps, jobId, [answer], later);
     await settled();
-    const updated = await view(jobId);
+    const updated = await jobViewOf(jobId);
     expect(updated).toMatchObject({
       status: 'completed',
       recheckedAt: new Date(later).toISOString(),
@@ -218,7 +154,7 @@ describe('greylist follow-up', () => {
     // The same answer again (a replayed probe) changes nothing, charges nothing, sends nothing.
     await recordRecheck(deps, jobId, [answer], later + 1_000);
     await settled();
-    expect(await view(jobId)).toEqual(updated);
+    expect(await jobViewOf(jobId)).toEqual(updated);
     expect(await eventsOf(jobId)).toHaveLength(2);
     expect(await balanceOf(accountId)).toBe(8);
   });
@@ -277,13 +213,13 @@ describe('greylist follow-up', () => {
     expect(await balanceOf(caller.accountId)).toBe(0);
     expect(await recheckStateOf(jobId, 2)).toBeNull();
     expect(await recheckStateOf(jobId, 3)).toBe('due');
-    expect(await view(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
+    expect(await jobViewOf(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
     const secondAt = now + (configOf(env).RECHECK_SCHEDULE_SECONDS[1] ?? 0) * 1000;
     await round(2, secondAt);
     // Nothing left to pay with: dan's answer is not taken, and the balance stays at zero.
     expect(await balanceOf(caller.accountId)).toBe(0);
     expect(await recheckStateOf(jobId, 3)).toBe('due');
-    expect(await view(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
+    expect(await jobViewOf(jobId)).toMatchObject({ deliverableCount: 2, unknownCount: 1, creditsCharged: 5 });
     expect((await ledgerOf(caller.accountId)).filter((entry) => entry.reason === 'recheck_charge')).toEqual([
       { delta: -1, reason: 'recheck_charge', reference: `${jobId}:round-1` },
     ]);
@@ -293,7 +229,7 @@ describe('greylist follow-up', () => {
     const now = Date.now();
     const off = await recheckJob({ now });
     expect(await complete(off.jobId, now)).toEqual({ completed: true, recheckDueAt: null });
-    expect(await view(off.jobId)).toMatchObject({ recheck: false, nextRecheckAt: null });
+    expect(await jobViewOf(off.jobId)).toMatchObject({ recheck: false, nextRecheckAt: null });
     expect(await recheckStateOf(off.jobId, 1)).toBeNull();
 
     const permanent = await recheckJob({ recheck: true, now });
@@ -301,8 +237,11 @@ describe('greylist follow-up', () => {
     expect(await recheckStateOf(permanent.jobId, 1)).toBeNull();
 
     const caller = await newCaller();
-    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({ recheck: true });
-    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true });
+    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({
+      recheck: true,
+      watch: false,
+    });
+    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true, watch: false });
     const { deps } = recordingDeps();
     const upload = (recheck?: boolean) =>
       createBatchJob({
@@ -318,8 +257,8 @@ describe('greylist follow-up', () => {
         quotas: quotas(),
         now,
       });
-    expect((await view((await upload()).jobId)).recheck).toBe(true);
-    expect((await view((await upload(false)).jobId)).recheck).toBe(false);
+    expect((await jobViewOf((await upload()).jobId)).recheck).toBe(true);
+    expect((await jobViewOf((await upload(false)).jobId)).recheck).toBe(false);
     // Sandbox answers are made up: never asked again.
     const sandbox = await createBatchJob({
       db: db(),
@@ -334,7 +273,7 @@ describe('greylist follow-up', () => {
       quotas: quotas(),
       now,
     });
-    expect(await view(sandbox.jobId)).toMatchObject({
+    expect(await jobViewOf(sandbox.jobId)).toMatchObject({
       status: 'completed',
       recheck: false,
       nextRecheckAt: null,
@@ -369,7 +308,7 @@ describe('greylist follow-up', () => {
     sent.length = 0;
     await startRecheckRound(deps, resent as RecheckMessage, due + 61_000);
     expect(await recheckStateOf(jobId, 1)).toBe('asking');
-    expect((await view(jobId)).nextRecheckAt).not.toBeNull();
+    expect((await jobViewOf(jobId)).nextRecheckAt).not.toBeNull();
 
     // A temporary answer again: nothing changes, and bob is due for the next round.
     const again = recheckAnswerOf(1, answered('bob@recheck.test', 'greylisted', due), {
@@ -381,7 +320,7 @@ describe('greylist follow-up', () => {
     const afterRound = due + 61_000 + 24 * 3600_000;
     await recoverRechecks(deps, afterRound);
     expect(await recheckStateOf(jobId, 1)).toBe('due');
-    expect(await view(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
+    expect(await jobViewOf(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
     expect((await eventsOf(jobId)).map((event) => event.type)).toEqual(['job.completed']);
     // A late answer of the closed round is not taken.
     await recordRecheck(
@@ -395,7 +334,7 @@ describe('greylist follow-up', () => {
       ],
       afterRound,
     );
-    expect(await view(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
+    expect(await jobViewOf(jobId)).toMatchObject({ recheckedAt: null, unknownCount: 1 });
   });
 });
 

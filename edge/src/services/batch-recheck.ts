@@ -70,7 +70,9 @@ export async function startRecheckRound(
   }
   const job = await findJobById(deps.db, message.jobId);
   if (!job?.completedAt) return;
-  const nextAfterMs = recheckOffsetMs(deps.config, message.round + 1);
+  // The schedule counts the greylist rounds only: a watched job's rounds for its domain changes
+  // (job-watch.ts) share the numbering but not the schedule.
+  const nextAfterMs = recheckOffsetMs(deps.config, message.round + 1 - job.watchRounds);
   const started = await claimRecheckRound(deps.db, {
     jobId: job.id,
     round: message.round,
@@ -92,11 +94,25 @@ export async function startRecheckRound(
       now,
     );
   }
-  if (started.addresses.length === 0) {
-    await recordRecheckAnswers(deps.db, job.id, [], now);
+  await enqueueRoundWork(deps, job.id, started.round, started.addresses, now);
+}
+
+/**
+ * Sends a started round's addresses to the consumer as ordinary work of one domain each, marked
+ * with the round; a round with none closes at once.
+ */
+export async function enqueueRoundWork(
+  deps: SettleDeps,
+  jobId: string,
+  round: number,
+  addresses: readonly { idx: number; email: string; domain: string }[],
+  now: number,
+): Promise<void> {
+  if (addresses.length === 0) {
+    await recordRecheckAnswers(deps.db, jobId, [], now);
     return;
   }
-  await enqueueBatchWork(deps.queue, workMessages(job.id, started.addresses, started.round));
+  await enqueueBatchWork(deps.queue, workMessages(jobId, addresses, round));
 }
 
 /**

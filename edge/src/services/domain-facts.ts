@@ -6,6 +6,7 @@
 //
 // One instance serves one request (or one consumer batch): it reads each domain's row once.
 import type { ProbeReport, SmtpReply } from '@rcpt/shared/contract/prober';
+import { MAX_MX_HOSTS } from '@rcpt/shared/dns/mail-route';
 import { type MailTenant, TENANT_TTL_MS, type TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import { CATCH_ALL_TTL_MS, isLastingCatchAllReply } from '@rcpt/shared/verify/catch-all';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
@@ -13,7 +14,9 @@ import { providerFamilyOf } from '@rcpt/shared/verify/providers';
 import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
 import { catchAllReading } from '@rcpt/shared/verify/verdict';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
+import type { Config } from '../config.ts';
 import type { TimedMailRoute } from '../dns/mail-route.ts';
+import type { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import type { Db } from '../storage/db.ts';
 import {
   type DomainFactsRow,
@@ -303,6 +306,23 @@ function routeKeyOf(route: DnsOutcome): string {
   return [route.kind, dnsType, ...route.mx.map((mx) => `${mx.preference} ${mx.host}`)].join('|');
 }
 
+/** How a domain takes mail, read back from its route key: the route's kind and its hosts by preference. */
+export function mailOfRouteKey(routeKey: string): { kind: string; mxHosts: string[] } {
+  const [kind = '', , ...hosts] = routeKey.split('|');
+  return { kind, mxHosts: hosts.map((host) => host.slice(host.indexOf(' ') + 1)) };
+}
+
+/**
+ * What a watched job's verdicts at a domain rest on (docs/architecture.md, "Watched jobs"): the
+ * route key, the catch-all reading and the tenant. The same shape as the SQL `json_array` that
+ * starts a watch, so either can be compared with the other.
+ */
+export type FactsKey = [routeKey: string | null, catchAll: number | null, tenant: string | null];
+
+export function factsKeyOf(row: DomainFactsRow): FactsKey {
+  return [row.routeKey, row.catchAll, row.tenant];
+}
+
 function anyAccepted(report: ProbeReport): boolean {
   return report.perAddress.some(
     (outcome) => outcome.reply !== null && classifyReply(outcome.reply, 'rcpt').accepted,
@@ -331,4 +351,41 @@ function factsOf(row: DomainFactsRow): DomainFacts {
         : null,
     changedAt: row.changedAt,
   };
+}
+
+/**
+ * The most DoH fetches one mail route can take: its MX lookup and the A and AAAA lookups of each
+ * of its hosts (at most MAX_MX_HOSTS), each asked of every resolver of DOH_URL in turn when the
+ * earlier ones fail.
+ */
+export function routeFetchesAtMost(config: Config): number {
+  return (1 + 2 * MAX_MX_HOSTS) * config.DOH_URL.length;
+}
+
+/**
+ * The routes of `domains` that fit in `budget`: the kept ones, then the others resolved in waves,
+ * each wave as many routes as the budget left covers at their worst (`routeCost` each), so the
+ * invocation never fetches past it. A route that is not in the answer is for a later invocation.
+ */
+export async function routesWithin(
+  budget: SubrequestBudget,
+  facts: DomainFactsStore,
+  domains: readonly string[],
+  routeCost: number,
+): Promise<Map<string, DnsOutcome>> {
+  const routes = new Map<string, DnsOutcome>();
+  const cold: string[] = [];
+  for (const domain of new Set(domains)) {
+    if (await facts.routeKept(domain)) routes.set(domain, await facts.mailRoute(domain));
+    else cold.push(domain);
+  }
+  while (cold.length > 0) {
+    let wave = cold.splice(0, Math.floor(budget.left / routeCost));
+    // A route dearer than the whole budget (many resolvers, a small plan) still gets its turn,
+    // alone: the budget stops its fetches past the limit.
+    if (wave.length === 0 && budget.left === budget.limit) wave = cold.splice(0, 1);
+    if (wave.length === 0) break;
+    await Promise.all(wave.map(async (domain) => routes.set(domain, await facts.mailRoute(domain))));
+  }
+  return routes;
 }

@@ -3,6 +3,7 @@
 // per-account `whsec_` secret shown once and stored sealed. Failed job events are retried
 // with exponential backoff by the cron, fairly across accounts; a test event is sent once, to
 // the caller who waits for it. Every attempt is visible to the account.
+import type { WatchChange } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../config.ts';
@@ -21,6 +22,7 @@ import {
 } from '../storage/webhooks.ts';
 import { jobView } from './batch-jobs.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
+import { domainChangesOf } from './job-watch.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from './quotas.ts';
 import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
 import { dohClientFor } from './verify-deps.ts';
@@ -272,10 +274,28 @@ async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string |
     timestamp: new Date(delivery.createdAt).toISOString(),
     data: {
       job: jobView(job),
-      ...(delivery.eventType === 'job.updated' ? { changedAddresses: job.recheckChanges } : {}),
+      ...(delivery.eventType === 'job.updated' ? await updateOf(db, delivery, job.recheckChanges) : {}),
     },
   });
   return fixDeliveryPayload(db, delivery.id, payload);
+}
+
+/**
+ * What a `job.updated` event adds: how many verdicts its round changed and why it ran — `recheck`
+ * (greylist follow-up) or `watch`, with the domain changes that started it (job-watch.ts). The
+ * round is named by the event's id (`…_updated_<round>`).
+ */
+async function updateOf(
+  db: Db,
+  delivery: WebhookDeliveryRow,
+  changedAddresses: number,
+): Promise<{ changedAddresses: number; cause: 'recheck' | 'watch'; domainChanges: WatchChange[] }> {
+  const round = Number(/_updated_(\d+)$/.exec(delivery.id)?.[1]);
+  const domainChanges =
+    delivery.jobId === null || !Number.isInteger(round)
+      ? []
+      : await domainChangesOf({ db }, delivery.jobId, round);
+  return { changedAddresses, cause: domainChanges.length > 0 ? 'watch' : 'recheck', domainChanges };
 }
 
 /**

@@ -83,15 +83,17 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
 export async function updateAccountSettings(
   db: Db,
   accountId: string,
-  settings: { recheck?: boolean },
-): Promise<{ recheck: boolean } | null> {
+  settings: { recheck?: boolean; watch?: boolean },
+): Promise<{ recheck: boolean; watch: boolean } | null> {
+  const flag = (value: boolean | undefined) => (value === undefined ? null : value ? 1 : 0);
   const row = await db.$client
     .prepare(
-      'UPDATE accounts SET recheck_default = COALESCE(?2, recheck_default) WHERE id = ?1 RETURNING recheck_default AS recheck',
+      `UPDATE accounts SET recheck_default = COALESCE(?2, recheck_default), watch_default = COALESCE(?3, watch_default)
+       WHERE id = ?1 RETURNING recheck_default AS recheck, watch_default AS watch`,
     )
-    .bind(accountId, settings.recheck === undefined ? null : settings.recheck ? 1 : 0)
-    .first<{ recheck: number }>();
-  return row ? { recheck: row.recheck === 1 } : null;
+    .bind(accountId, flag(settings.recheck), flag(settings.watch))
+    .first<{ recheck: number; watch: number }>();
+  return row ? { recheck: row.recheck === 1, watch: row.watch === 1 } : null;
 }
 
 /** The account's credit balance (movements are built in ledger.ts and run in their callers' batches). */

@@ -14,8 +14,20 @@ import {
   storedResultBytes,
   utf8Bytes,
 } from './storage-budget.ts';
+import { watchDaysStatement, watchRowsBytes } from './watches.ts';
 
-export interface NewJob {
+/** What an upload's rows came to: the job's counts as stored. */
+export interface JobCounts {
+  totalRows: number;
+  /** Unique valid addresses: what is verified and charged. */
+  totalEmails: number;
+  duplicateCount: number;
+  emptyRows: number;
+  invalidRows: number;
+  skippedRows: number;
+}
+
+export interface NewJob extends JobCounts {
   id: string;
   /** Credits to take: the unique valid addresses, or 0 for a sandbox job. */
   charge: number;
@@ -23,12 +35,6 @@ export interface NewJob {
   apiKeyId: string | null;
   name: string | null;
   source: 'json' | 'csv';
-  totalRows: number;
-  totalEmails: number;
-  duplicateCount: number;
-  emptyRows: number;
-  invalidRows: number;
-  skippedRows: number;
   csvHeaders: string[] | null;
   /** Every row's original cells (CSV uploads), in row order, as JSON arrays of rows. */
   csvCells: readonly JsonChunk[] | null;
@@ -39,6 +45,8 @@ export interface NewJob {
   recheck: boolean | null;
   /** Each result carries the evidence behind its answer. */
   evidence: boolean;
+  /** Days a watched job watches its domains after completion; 'off': not watched. */
+  watchDays: number | 'off';
   now: number;
 }
 
@@ -150,6 +158,11 @@ export async function createJobWithCharge(
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += storedResultBytes(job.evidence);
+  if (job.watchDays !== 'off')
+    jobBytes += watchRowsBytes(
+      job.id,
+      addresses.map((address) => address.domain),
+    );
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,
@@ -198,6 +211,7 @@ export async function createJobWithCharge(
            evidence = ?3 WHERE id = ?1`,
       )
       .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0, job.evidence ? 1 : 0),
+    watchDaysStatement(d1, job.id, job.watchDays),
     countStorage(
       d1,
       { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },

@@ -5,6 +5,7 @@ import { dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { jsonChunks } from './json-chunks.ts';
 import { refundFinishedJob } from './ledger.ts';
+import { startWatchStatements } from './watches.ts';
 
 /** status, sub_status, catch_all, refundable, result_json: one address's result as stored. */
 export function resultColumns(result: AddressResult): unknown[] {
@@ -109,6 +110,7 @@ export function completionStatements(
            AND EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'due')`,
       )
       .bind(jobId, firstRecheckAfterMs),
+    ...startWatchStatements(d1, jobId),
     ...finalizeStatements(d1, jobId, now),
   ];
 }

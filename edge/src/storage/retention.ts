@@ -88,7 +88,7 @@ async function deleteExpiredJobs(
       .all<{ id: string }>();
     if (results.length === 0) break;
     const ids = JSON.stringify(results.map((row) => row.id));
-    for (const table of ['job_rows', 'job_addresses'] as const) {
+    for (const table of ['job_rows', 'job_addresses', 'job_watch_domains'] as const) {
       let deleted = ROWS_PER_STATEMENT;
       while (deleted === ROWS_PER_STATEMENT) {
         if (statements++ >= MAX_JOB_STATEMENTS) return jobs;

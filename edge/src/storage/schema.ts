@@ -19,6 +19,9 @@ export const accounts = sqliteTable('accounts', {
   // Whether the account's jobs ask temporary answers again over the next hours when the
   // upload does not say (`recheck`, docs/architecture.md "Greylist follow-up"). 1: yes.
   recheckDefault: integer('recheck_default').notNull().default(0),
+  // Whether the account's jobs watch their domains when the upload does not say (`watch`,
+  // docs/architecture.md "Watched jobs"). 1: yes, for WATCH_DEFAULT_DAYS.
+  watchDefault: integer('watch_default').notNull().default(0),
 });
 
 /**
@@ -247,6 +250,12 @@ export const jobs = sqliteTable(
     recheckChanges: integer('recheck_changes').notNull().default(0),
     // 1: each result carries the evidence behind its answer (docs/verdicts.md, "Evidence").
     evidence: integer('evidence').notNull().default(0),
+    // Watched jobs (docs/architecture.md): the days a completed job watches its domains (null:
+    // not watched), until when (set at completion), and how many of its follow-up rounds a
+    // domain change started (the greylist schedule counts only its own).
+    watchDays: integer('watch_days'),
+    watchUntil: integer('watch_until'),
+    watchRounds: integer('watch_rounds').notNull().default(0),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
@@ -305,6 +314,33 @@ export const jobAddresses = sqliteTable(
     // The few addresses a follow-up round asks again: found without reading the job's others
     // (every settled probe checks whether its job has any).
     index('job_addresses_recheck').on(table.jobId, table.recheck).where(sql`recheck IS NOT NULL`),
+  ],
+);
+
+/**
+ * The domains of a watched job (docs/architecture.md, "Watched jobs"), one row each: the domain
+ * facts its verdicts rest on (`facts_changed_at`, and `facts_key`: the route key, catch-all
+ * reading and tenant, null when there were none), when the cron last looked at them, and the
+ * last change seen with the follow-up round that verified the domain's addresses again.
+ */
+export const jobWatchDomains = sqliteTable(
+  'job_watch_domains',
+  {
+    jobId: text('job_id').notNull(),
+    domain: text('domain').notNull(),
+    accountId: text('account_id').notNull(),
+    factsChangedAt: integer('facts_changed_at').notNull(),
+    factsKey: text('facts_key'),
+    lookedAt: integer('looked_at').notNull(),
+    // JSON: the WatchChange last seen (shared/src/contract/api.ts); null until one is.
+    change: text('change'),
+    changedAt: integer('changed_at'),
+    round: integer('round'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.jobId, table.domain] }),
+    // Every watcher of a domain, when the cron looks at it.
+    index('job_watch_domains_domain').on(table.domain),
   ],
 );
 

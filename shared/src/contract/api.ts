@@ -229,6 +229,35 @@ const RECHECK_DESCRIPTION =
 /** `recheck` as a query or multipart form field, beside a CSV file. */
 export const RecheckField = z.enum(['true', 'false']).describe(RECHECK_DESCRIPTION);
 
+/** How long a watched job watches its domains by default, and the bounds of `watchDays`. */
+export const WATCH_DEFAULT_DAYS = 30;
+export const MIN_WATCH_DAYS = 1;
+/** No longer than a job is kept (60 days, SPEC "Retention"): a deleted job watches nothing. */
+export const MAX_WATCH_DAYS = 60;
+
+const WATCH_DESCRIPTION =
+  "Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days " +
+  `(default ${WATCH_DEFAULT_DAYS}). When rcpt sees that a domain of the job changed — its MX hosts moved, it ` +
+  'stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another ' +
+  "mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts " +
+  'update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed ' +
+  'per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at ' +
+  'completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), ' +
+  "as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else " +
+  'false. Test-key jobs are never watched.';
+
+const WATCH_DAYS_DESCRIPTION = `How many days after completion a watched job watches its domains (${MIN_WATCH_DAYS} to ${MAX_WATCH_DAYS}, default ${WATCH_DEFAULT_DAYS}); giving it watches the job unless \`watch\` is false, which it contradicts (400).`;
+
+export const WatchDays = z.coerce
+  .number()
+  .int()
+  .min(MIN_WATCH_DAYS)
+  .max(MAX_WATCH_DAYS)
+  .describe(WATCH_DAYS_DESCRIPTION);
+
+/** `watch` as a query or multipart form field, beside a CSV file. */
+export const WatchField = z.enum(['true', 'false']).describe(WATCH_DESCRIPTION);
+
 export const BulkUploadJsonRequest = z
   .strictObject({
     // An empty item is kept (it is counted in emptyRows); a control character is refused.
@@ -238,6 +267,8 @@ export const BulkUploadJsonRequest = z
     maxWaitSeconds: MaxWaitSeconds.optional(),
     recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
     evidence: EvidenceField,
+    watch: z.boolean().optional().describe(WATCH_DESCRIPTION),
+    watchDays: WatchDays.optional(),
   })
   .meta({ id: 'BulkUploadRequest', example: { emails: ['alice@example.com', 'bob@example.org'] } });
 export type BulkUploadJsonRequest = z.infer<typeof BulkUploadJsonRequest>;
@@ -318,12 +349,82 @@ export const Job = z
       .datetime()
       .nullable()
       .describe('when the next recheck round starts; null when none is planned'),
+    watchDays: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        'how many days after completion the job watches its domains (see `watch` of the upload); null: not watched',
+      ),
+    watchedUntil: z.iso
+      .datetime()
+      .nullable()
+      .describe('when the watch ends; null until the job completed, and for a job that is not watched'),
   })
   .meta({ id: 'Job' });
 export type Job = z.infer<typeof Job>;
 
+export const WATCH_CHANGE_KINDS = [
+  'mx_moved',
+  'mail_stopped',
+  'mail_resumed',
+  'catch_all_on',
+  'catch_all_off',
+  'tenant_changed',
+] as const;
+export const WatchChangeKind = z
+  .enum(WATCH_CHANGE_KINDS)
+  .describe(
+    '`mx_moved`: other MX hosts; `mail_stopped`: the domain no longer takes mail (null MX, no MX or address, ' +
+      'gone from DNS, or only private addresses); `mail_resumed`: it takes mail again; `catch_all_on` / ' +
+      '`catch_all_off`: its mail server started or stopped accepting made-up addresses; `tenant_changed`: ' +
+      'another mail tenant (or none) behind its security gateway',
+  );
+export type WatchChangeKind = z.infer<typeof WatchChangeKind>;
+
+export const DOMAIN_MAIL_STATES = ['mx', 'null_mx', 'no_mail_route', 'nxdomain', 'unroutable'] as const;
+
+export const WatchedDomainState = z
+  .object({
+    mail: z
+      .enum(DOMAIN_MAIL_STATES)
+      .nullable()
+      .describe('how the domain takes mail (`mx`: through the hosts below); null when rcpt had no answer'),
+    mxHosts: z.array(z.string()).describe('its MX hosts, most preferred first'),
+    catchAll: z
+      .boolean()
+      .nullable()
+      .describe('whether its mail server accepts made-up addresses; null: not known'),
+  })
+  .meta({ id: 'WatchedDomainState' });
+
+export const WatchChange = z
+  .object({
+    domain: z.string(),
+    seenAt: z.iso
+      .datetime()
+      .describe('when rcpt saw the change and verified the addresses at the domain again'),
+    changes: z.array(WatchChangeKind),
+    before: WatchedDomainState,
+    after: WatchedDomainState,
+    addresses: z.number().int().describe("the job's addresses at the domain, all verified again"),
+    changedAddresses: z.number().int().describe('of those, how many got another verdict'),
+  })
+  .meta({ id: 'WatchChange' });
+export type WatchChange = z.infer<typeof WatchChange>;
+
 export const BulkStatusResponse = z
-  .object({ success: z.literal(true), job: Job })
+  .object({
+    success: z.literal(true),
+    job: Job,
+    domainChanges: z
+      .array(WatchChange)
+      .describe(
+        "a watched job's changed domains, each with the latest change rcpt saw, the most recent first (at most " +
+          '100); each change is also sent as it is seen, in a `job.updated` webhook. Empty for a job that is not ' +
+          'watched',
+      ),
+  })
   .meta({ id: 'BulkStatusResponse' });
 
 export const OriginalCsvData = z
@@ -393,13 +494,21 @@ export const AccountSettings = z
     recheck: z
       .boolean()
       .describe("the default of an upload's `recheck` when it does not say (greylist follow-up)"),
+    watch: z
+      .boolean()
+      .describe(
+        `the default of an upload's \`watch\` when it does not say (watched for ${WATCH_DEFAULT_DAYS} days)`,
+      ),
   })
   .meta({ id: 'AccountSettings' });
 export type AccountSettings = z.infer<typeof AccountSettings>;
 
 export const AccountSettingsRequest = z
-  .strictObject({ recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION) })
-  .meta({ id: 'AccountSettingsRequest', example: { recheck: true } });
+  .strictObject({
+    recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
+    watch: z.boolean().optional().describe(WATCH_DESCRIPTION),
+  })
+  .meta({ id: 'AccountSettingsRequest', example: { recheck: true, watch: true } });
 
 export const AccountSettingsResponse = z
   .object({ success: z.literal(true), settings: AccountSettings })

@@ -29,12 +29,17 @@ export async function seriousViolations(page: Page): Promise<string[]> {
     );
 }
 
+/** axe on the current page at the viewport it has now, failing the test on a violation. */
+export async function expectAccessibleHere(page: Page, name: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  expect(violations, `${name}:\n${violations.join('\n')}`).toEqual([]);
+}
+
 /** axe on the current page at both widths, failing the test on a violation; the desktop size is restored afterwards. */
 export async function expectAccessible(page: Page, name: string): Promise<void> {
   for (const [label, size] of Object.entries(VIEWPORTS)) {
     await page.setViewportSize(size);
-    const violations = await seriousViolations(page);
-    expect(violations, `${name} at ${label} width:\n${violations.join('\n')}`).toEqual([]);
+    await expectAccessibleHere(page, `${name} at ${label} width`);
   }
   await page.setViewportSize(VIEWPORTS.desktop);
 }

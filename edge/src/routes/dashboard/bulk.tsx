@@ -171,7 +171,16 @@ async function optionalText(c: Context<DashboardEnv>, name: string): Promise<str
 }
 
 export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
-  dashboard.get('/bulk', ...signedInPage, async (c) => {
+  /** The Bulk page with the account's balance and recent jobs; a refused upload adds its form's state. */
+  const bulkPage = async (
+    c: Context<DashboardEnv>,
+    refused?: {
+      error: string;
+      name: string | undefined;
+      emailColumn: string | undefined;
+      status: 400 | 402 | 413 | 429;
+    },
+  ) => {
     const creditsAvailable = (await readBalance(c.get('db'), c.get('caller').accountId)) ?? 0;
     return renderPage(
       c,
@@ -180,10 +189,14 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
           csrfToken={c.get('csrfToken')}
           creditsAvailable={creditsAvailable}
           jobs={await recentJobs(c)}
+          {...(refused ? { error: refused.error, name: refused.name, emailColumn: refused.emailColumn } : {})}
         />
       </Layout>,
+      refused?.status,
     );
-  });
+  };
+
+  dashboard.get('/bulk', ...signedInPage, (c) => bulkPage(c));
 
   dashboard.post('/bulk', ...spendingPage, async (c) => {
     const db = c.get('db');
@@ -225,20 +238,12 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
             ? `The file is larger than ${MAX_CSV_BYTES / 1024 / 1024} MB.`
             : error.message;
       if (error.retryAfterSeconds !== undefined) c.header('Retry-After', String(error.retryAfterSeconds));
-      return renderPage(
-        c,
-        <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>
-          <BulkPage
-            csrfToken={c.get('csrfToken')}
-            creditsAvailable={creditsAvailable}
-            jobs={await recentJobs(c)}
-            error={message}
-            name={name}
-            emailColumn={emailColumn}
-          />
-        </Layout>,
-        error.httpStatus as 400 | 402 | 413 | 429,
-      );
+      return bulkPage(c, {
+        error: message,
+        name,
+        emailColumn,
+        status: error.httpStatus as 400 | 402 | 413 | 429,
+      });
     }
   });
 

@@ -6,7 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
-import { type DashboardEnv, sessionOf } from '../../middleware/session.ts';
+import { type DashboardEnv, sessionOf, setPageBalance } from '../../middleware/session.ts';
 import { formatPrice, packOf, startCheckout, watchBalance, watchDepsOf } from '../../services/purchases.ts';
 import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/stripe-client.ts';
 import { findAccount } from '../../storage/accounts.ts';
@@ -48,11 +48,12 @@ async function renderCredits(
   const enabled = purchasesEnabled(config);
   const notice = state.notice ? NOTICES[state.notice] : undefined;
   const balance = account?.creditBalance ?? 0;
+  setPageBalance(c, balance);
   const csrfToken = c.get('csrfToken');
   if (enabled) c.header('Content-Security-Policy', dashboardCsp({ forms: [checkoutOrigin(config)] }));
   return renderPage(
     c,
-    <Layout title="Credits" section="credits" {...layoutContext(c)} creditBalance={balance}>
+    <Layout title="Credits" section="credits" {...layoutContext(c)}>
       <h1>Credits</h1>
       {notice ? <Notice kind={notice.kind}>{notice.text}</Notice> : null}
       {state.error ? <Notice kind="error">{state.error}</Notice> : null}

@@ -14,6 +14,8 @@ import {
   MAX_BATCH_EMAILS,
   VERIFICATION_STATUSES,
   type VerificationStatus,
+  type WatchChange,
+  type WatchChangeKind,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
@@ -28,6 +30,7 @@ import {
   resultsCsvStream,
   resultsJsonStream,
 } from '../../services/job-downloads.ts';
+import { domainChangesOf } from '../../services/job-watch.ts';
 import {
   countRowsByVerdict,
   findJob,
@@ -478,6 +481,8 @@ interface JobLive {
 interface JobPageProps {
   job: Job;
   row: JobRow;
+  /** A watched job's changed domains, each with its latest change. */
+  domainChanges: WatchChange[];
   filter: ResultsFilter;
   live: JobLive;
 }
@@ -561,6 +566,7 @@ function JobPage(props: JobPageProps) {
             ) : null}
           </p>
         ) : null}
+        <WatchSection row={row} changes={props.domainChanges} />
         <p class="muted">
           Credits charged: {job.creditsCharged}
           {job.creditsRefunded > 0 ? `, refunded: ${job.creditsRefunded}` : ''}.
@@ -572,6 +578,85 @@ function JobPage(props: JobPageProps) {
         <a href="/history?kind=batch">All batch jobs</a>
       </p>
     </section>
+  );
+}
+
+const CHANGE_TEXT: Record<WatchChangeKind, string> = {
+  mx_moved: 'moved its mail to other MX hosts',
+  mail_stopped: 'stopped taking mail',
+  mail_resumed: 'takes mail again',
+  catch_all_on: 'turned catch-all on',
+  catch_all_off: 'turned catch-all off',
+  tenant_changed: 'has another mail tenant behind its gateway',
+};
+
+const MAIL_TEXT: Record<NonNullable<WatchChange['after']['mail']>, string> = {
+  mx: 'MX',
+  null_mx: 'a null MX',
+  no_mail_route: 'no MX and no address',
+  nxdomain: 'no longer exists',
+  unroutable: 'only private addresses',
+};
+
+/** How the domain took mail, in a few words: its MX hosts, or why it takes none. */
+function mailText(state: WatchChange['before']): string {
+  if (state.mail === null) return 'unknown';
+  return state.mail === 'mx' ? state.mxHosts.join(', ') : MAIL_TEXT[state.mail];
+}
+
+/** Until when a watched job watches its domains, and what changed (docs/architecture.md, "Watched jobs"). */
+function WatchSection(props: { row: JobRow; changes: WatchChange[] }) {
+  const { row, changes } = props;
+  if (row.watchDays === null) return null;
+  return (
+    <div data-job-watch>
+      <p class="muted">
+        {row.watchUntil !== null ? (
+          <>
+            Watched until <Timestamp at={row.watchUntil} />
+          </>
+        ) : (
+          <>Watched for {row.watchDays} days once complete</>
+        )}
+        : when a domain of this list moves its MX, stops taking mail or turns catch-all on or off, its
+        addresses are verified again, free for addresses already paid for.
+      </p>
+      {changes.length > 0 ? (
+        <div class="table-scroll">
+          <table class="data-table stack-on-phone">
+            <caption>Domain changes</caption>
+            <thead>
+              <tr>
+                <th scope="col">Domain</th>
+                <th scope="col">What changed</th>
+                <th scope="col">Mail before → now</th>
+                <th scope="col">Seen</th>
+                <th scope="col">Verdicts changed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {changes.map((change) => (
+                <tr data-domain-change={change.domain}>
+                  <td data-label="Domain">{change.domain}</td>
+                  <td data-label="What changed">
+                    {change.changes.map((kind) => CHANGE_TEXT[kind]).join('; ')}
+                  </td>
+                  <td data-label="Mail before → now">
+                    {mailText(change.before)} → {mailText(change.after)}
+                  </td>
+                  <td data-label="Seen">
+                    <Timestamp at={Date.parse(change.seenAt)} />
+                  </td>
+                  <td data-label="Verdicts changed">
+                    {change.changedAddresses} of {change.addresses}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </div>
   );
 }
 
@@ -628,7 +713,13 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
     return renderPage(
       c,
       <Layout title={job.name ?? 'Bulk job'} section="bulk" head={refresh} {...layoutContext(c)}>
-        <JobPage job={job} row={row} filter={filter} live={live} />
+        <JobPage
+          job={job}
+          row={row}
+          filter={filter}
+          live={live}
+          domainChanges={row.watchDays === null ? [] : await domainChangesOf({ db }, job.id)}
+        />
       </Layout>,
     );
   });

@@ -137,6 +137,12 @@ describe('publishable keys', () => {
     [{ origins: '', dailyCap: '10' }, 'List at least one origin'],
     [{ origins: 'https://shop.example', dailyCap: '0' }, 'Give a whole number from 1'],
     [{ origins: 'https://shop.example', dailyCap: '2.5' }, 'Give a whole number from 1'],
+    // The same name rule as a secret key's.
+    [{ name: '  ', origins: 'https://shop.example', dailyCap: '10' }, 'Give the key a name.'],
+    [
+      { name: 'x'.repeat(101), origins: 'https://shop.example', dailyCap: '10' },
+      'Use at most 100 characters.',
+    ],
   ])('refuses %j, saying why and creating nothing', async (fields, why) => {
     const { client, accountId } = await signedIn('keys-publishable-bad');
     const response = await client.submit('/keys/publishable', '/keys/publishable', {

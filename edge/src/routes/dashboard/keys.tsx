@@ -16,13 +16,12 @@ import {
 } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
-import { CsrfField, formText, Notice, TextAreaField, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
+import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
-
-const MAX_KEY_NAME = 100;
 
 interface CreatedKey {
   name: string;
@@ -63,12 +62,8 @@ function KeysPage(props: {
         <h2 id="create-key-heading">Create a key</h2>
         <form method="post" action="/keys" class="stack">
           <CsrfField token={props.csrfToken} />
-          <TextField
+          <KeyNameField
             id="key-name"
-            name="name"
-            label="Name"
-            required
-            maxlength={MAX_KEY_NAME}
             value={props.name}
             hint="Where the key is used, e.g. “signup form” or “CRM import”."
             error={props.error}
@@ -304,12 +299,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const chosenScopes = KEY_SCOPES.filter((scope) => scopes.includes(scope));
     const cidrs = await formText(c, 'cidrs');
     const allowed = parseAllowedCidrs(cidrs);
-    const problem =
-      name === ''
-        ? 'Give the key a name.'
-        : name.length > MAX_KEY_NAME
-          ? `Use at most ${MAX_KEY_NAME} characters.`
-          : null;
+    const problem = keyNameProblem(name);
     const scopesError = chosenScopes.length === 0 ? 'Tick at least one scope.' : null;
     const cidrsError = 'problem' in allowed ? allowed.problem : null;
     let created: CreatedKey | null = null;

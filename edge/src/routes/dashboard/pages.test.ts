@@ -7,11 +7,14 @@ import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
+import { factsWorld } from '../../../test/domain-facts.ts';
 import { quotas } from '../../../test/fixtures.ts';
+import { configOf } from '../../config.ts';
 import { rowsFromCsv } from '../../services/batch-input.ts';
 import { addressResult, createBatchJob } from '../../services/batch-jobs.ts';
 import type { BatchMessage } from '../../services/batch-queue.ts';
 import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
+import { watchDomains } from '../../services/job-watch.ts';
 import { sandboxVerify } from '../../services/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { recordProvisional, recordResults } from '../../storage/job-results.ts';
@@ -132,6 +135,8 @@ describe('single verification', () => {
     expect(html).toContain('invalid syntax');
     expect(html).toMatch(/<meter id="result-score"[^>]*value="\d+"/);
     expect(html).toMatch(/data-testid="credits-remaining">99</);
+    // The header of the page that charged shows the balance after the charge.
+    expect(html).toMatch(/data-testid="header-balance"><strong>99<\/strong> credits</);
     // The domain of an address that is not one was never looked up: no check but syntax ran.
     expect(html).toMatch(/Valid syntax<\/th><td><span class="check check-bad">no</);
     for (const label of [
@@ -429,6 +434,54 @@ describe('job page', () => {
     expect(page).toContain('data-job-state="completed"');
     expect(page).toContain('Temporary answers are asked again at');
     expect(page).toContain(`datetime="${new Date(now + 900_000).toISOString()}"`);
+  });
+
+  it('says until when a watched job watches its domains, and what changed', async () => {
+    const { client, accountId } = await signedIn('job-watch');
+    const domain = `watched-${crypto.randomUUID().slice(0, 8)}.test`;
+    const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
+    const now = Date.now();
+    const { jobId } = await createBatchJob({
+      db: createDb(env.DB),
+      queue,
+      caller: { accountId, apiKeyId: null, mode: 'live', creditBalance: await balanceOf(accountId) },
+      upload: await rowsFromCsv(new TextEncoder().encode(`email\nalice@${domain}\n`)),
+      source: 'csv',
+      name: 'watched list',
+      webhookUrl: null,
+      maxWaitSeconds: null,
+      watchDays: 30,
+      quotas: quotas(),
+      now,
+    });
+    await factsWorld(
+      { kind: 'mx', dnsType: 'MX', mx: [{ host: `mx.${domain}`, preference: 10, ips: ['192.0.2.7'] }] },
+      Date.now,
+      3600,
+    )
+      .store()
+      .mailRoute(domain);
+    await recordResults(
+      createDb(env.DB),
+      jobId,
+      [addressResult(0, { ...sandboxVerify('deliverable@watch.test', now), email: `alice@${domain}` })],
+      now,
+    );
+    const watching = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(watching).toContain('Watched until');
+    expect(watching).toContain(`datetime="${new Date(now + 30 * 86_400_000).toISOString()}"`);
+    expect(watching).not.toContain('Domain changes');
+
+    // The domain publishes a null MX; its kept route expired, so DNS is asked again.
+    await env.DB.prepare('UPDATE domain_facts SET route_expires_at = 0 WHERE domain = ?1').bind(domain).run();
+    await factsWorld({ kind: 'null_mx' }, Date.now, 3600).store().mailRoute(domain);
+    const deps = { db: createDb(env.DB), queue, config: configOf(env), inBackground: () => {} };
+    expect((await watchDomains(deps, Date.now())).rounds).toBe(1);
+    const changed = await (await client.get(`/jobs/${jobId}`)).text();
+    expect(changed).toContain('<caption>Domain changes</caption>');
+    expect(changed).toContain(`<tr data-domain-change="${domain}">`);
+    expect(changed).toContain('stopped taking mail');
+    expect(changed).toContain(`mx.${domain} → a null MX`);
   });
 
   /** A job of a test key: the sandbox answers every address at once, so it is completed. */

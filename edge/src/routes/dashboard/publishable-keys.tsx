@@ -13,10 +13,10 @@ import { quotasOf } from '../../services/quotas.ts';
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
 import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
+import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
-const MAX_KEY_NAME = 100;
 /** Cloudflare's Turnstile secret keys are short tokens; anything far longer is a paste mistake. */
 const MAX_TURNSTILE_SECRET = 200;
 
@@ -43,12 +43,8 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
         <h2 id="publishable-form-heading">Where it may be used</h2>
         <form method="post" action="/keys/publishable" class="stack">
           <CsrfField token={props.csrfToken} />
-          <TextField
+          <KeyNameField
             id="publishable-name"
-            name="name"
-            label="Name"
-            required
-            maxlength={MAX_KEY_NAME}
             value={state?.name}
             hint="Which site or form, e.g. “shop sign-up”."
             error={state?.errors.name}
@@ -198,8 +194,8 @@ export function registerPublishableKeyPages(dashboard: Hono<DashboardEnv>): void
       refusal: null,
     };
     const turnstileSecret = (await formText(c, 'turnstileSecret')).trim();
-    if (state.name === '') state.errors.name = 'Give the key a name.';
-    else if (state.name.length > MAX_KEY_NAME) state.errors.name = `Use at most ${MAX_KEY_NAME} characters.`;
+    const nameProblem = keyNameProblem(state.name);
+    if (nameProblem) state.errors.name = nameProblem;
     const origins = parseAllowedOrigins(state.origins);
     if ('problem' in origins) state.errors.origins = origins.problem;
     const dailyCap = Number(state.dailyCap);

@@ -4,7 +4,7 @@
 import { type VerificationResult, VerifyRequest } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
-import type { DashboardEnv } from '../../middleware/session.ts';
+import { type DashboardEnv, setPageBalance } from '../../middleware/session.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
@@ -104,6 +104,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
         creditsRemaining = 0;
       }
     }
+    setPageBalance(c, creditsRemaining);
     return renderPage(
       c,
       <Layout

@@ -96,9 +96,9 @@ async function renderWebhooks(
       <h1>Webhooks</h1>
       <p>
         rcpt posts <code>job.completed</code> and <code>job.failed</code> events, and <code>job.updated</code>{' '}
-        when a recheck round changes a job&apos;s verdicts, signed per Standard Webhooks (
-        <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>), and retries
-        failed deliveries with backoff.
+        when a recheck round or a watched domain&apos;s change changes a job&apos;s verdicts, signed per
+        Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>,{' '}
+        <code>webhook-signature</code>), and retries failed deliveries with backoff.
       </p>
       {unconfirmedEmail ? (
         <Notice kind="info">

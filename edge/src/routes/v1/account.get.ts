@@ -42,7 +42,7 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
           email: account.email,
           creditsRemaining: account.creditBalance,
           createdAt: new Date(account.createdAt).toISOString(),
-          settings: { recheck: account.recheckDefault === 1 },
+          settings: { recheck: account.recheckDefault === 1, watch: account.watchDefault === 1 },
           usage: {
             ...usage,
             storage: {

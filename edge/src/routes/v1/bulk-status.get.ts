@@ -4,6 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
 import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
+import { domainChangesOf } from '../../services/job-watch.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
@@ -12,7 +13,9 @@ const route = createRoute({
   path: '/api/v1/bulk/status/{jobId}',
   tags: ['Batch'],
   summary: 'Job status',
-  description: 'Progress, counts per status, the bounce estimate, and the credits charged and refunded.',
+  description:
+    'Progress, counts per status, the bounce estimate, the credits charged and refunded, and for a watched job ' +
+    'until when it watches its domains and the changes it saw.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['bulk', 'read'])] as const,
   request: { params: JobIdParam },
@@ -35,6 +38,7 @@ export function registerBulkStatus(app: OpenAPIHono<AppEnv>): void {
       dataModeOf(c.get('caller')),
     );
     if (!job) throw notFoundJob();
-    return c.json({ success: true as const, job: jobView(job) }, 200);
+    const domainChanges = job.watchDays === null ? [] : await domainChangesOf({ db: c.get('db') }, job.id);
+    return c.json({ success: true as const, job: jobView(job), domainChanges }, 200);
   });
 }

@@ -7,6 +7,9 @@ import {
   MAX_BATCH_EMAILS,
   MaxWaitSeconds,
   RecheckField,
+  WATCH_DEFAULT_DAYS,
+  WatchDays,
+  WatchField,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
@@ -43,6 +46,8 @@ const CsvOptions = z.object({
   maxWaitSeconds: MaxWaitSeconds.optional(),
   recheck: RecheckField.optional(),
   evidence: EvidenceFormField.optional(),
+  watch: WatchField.optional(),
+  watchDays: WatchDays.optional(),
 });
 
 const route = createRoute({
@@ -71,7 +76,10 @@ const route = createRoute({
     "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
     'setting), addresses whose final answer is temporary are asked again over the next hours; a refunded ' +
     'address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), ' +
-    'and each round that changes a verdict updates the completed job and sends `job.updated`.',
+    'and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or ' +
+    "the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its " +
+    'MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses ' +
+    'already paid for, and a `job.updated` says what changed.',
   security: [{ ApiKeyAuth: [] }],
   request: {
     headers: IdempotencyHeaders,
@@ -111,6 +119,8 @@ interface UploadOptions {
   maxWaitSeconds: number | null;
   recheck: boolean | null;
   evidence: boolean | null;
+  watch: boolean | null;
+  watchDays: number | null;
 }
 
 interface UploadRequest extends UploadOptions {
@@ -172,6 +182,8 @@ async function readUpload(
       maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
       recheck: form.get('recheck') ?? c.req.query('recheck'),
       evidence: form.get('evidence') ?? c.req.query('evidence'),
+      watch: form.get('watch') ?? c.req.query('watch'),
+      watchDays: form.get('watchDays') ?? c.req.query('watchDays'),
     });
     return {
       upload: await rowsFromCsv(file.stream(), options.emailColumn),
@@ -218,6 +230,8 @@ function jsonOptions(body: BulkUploadJsonRequest, query: Record<string, string>)
     maxWaitSeconds: body.maxWaitSeconds ?? null,
     recheck: body.recheck ?? null,
     evidence: body.evidence ?? null,
+    watch: body.watch ?? null,
+    watchDays: body.watchDays ?? null,
   };
   const merged = { ...fromQuery };
   for (const option of Object.keys(fromBody) as (keyof UploadOptions)[]) {
@@ -239,7 +253,25 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
     maxWaitSeconds: options.maxWaitSeconds ?? null,
     recheck: options.recheck === undefined ? null : options.recheck === 'true',
     evidence: options.evidence === undefined ? null : options.evidence === 'true',
+    watch: options.watch === undefined ? null : options.watch === 'true',
+    watchDays: options.watchDays ?? null,
   };
+}
+
+/**
+ * The days an upload watches its job: its `watchDays`, or the default with `watch: true`; 'off'
+ * with `watch: false` (and `watchDays` beside it contradicts it); null when it says neither, for
+ * the account's default.
+ */
+function watchDaysOf(options: UploadOptions): number | 'off' | null {
+  if (options.watch === false) {
+    if (options.watchDays !== null)
+      throw new ApiError('VALIDATION_ERROR', {
+        message: 'watchDays is given with watch false: leave one out.',
+      });
+    return 'off';
+  }
+  return options.watchDays ?? (options.watch ? WATCH_DEFAULT_DAYS : null);
 }
 
 export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
@@ -255,6 +287,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
     // With a key, the body is hashed as it is read: the fingerprint never needs a copy of it.
     const digesting = key === undefined ? null : digestingBody(c.req.raw.body);
     const request = await readUpload(c, digesting ? digesting.body : c.req.raw.body);
+    const watchDays = watchDaysOf(request);
     const config = c.get('config');
     const caller = c.get('caller');
     // Sandbox jobs send no webhooks (docs/money.md, "Sandbox keys"): the account's signing secret is
@@ -296,6 +329,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           maxWaitSeconds: request.maxWaitSeconds,
           recheck: request.recheck,
           evidence: request.evidence ?? false,
+          watchDays,
           quotas: quotasOf(config),
           now,
         }),

@@ -624,7 +624,7 @@ describe('recheck (greylist follow-up) on upload and as the account default', ()
           await call('/api/v1/account', { key: caller.apiKey })
         ).json<{ account: { settings: unknown } }>()
       ).account.settings;
-    expect(await account()).toEqual({ recheck: false });
+    expect(await account()).toEqual({ recheck: false, watch: false });
     const jobOf = async (response: Response) => {
       expect(response.status).toBe(200);
       return recheckOf(caller.apiKey, (await response.json<UploadBody>()).jobId);
@@ -658,8 +658,8 @@ describe('recheck (greylist follow-up) on upload and as the account default', ()
       json: { recheck: true },
     });
     expect(set.status).toBe(200);
-    expect(await set.json()).toEqual({ success: true, settings: { recheck: true } });
-    expect(await account()).toEqual({ recheck: true });
+    expect(await set.json()).toEqual({ success: true, settings: { recheck: true, watch: false } });
+    expect(await account()).toEqual({ recheck: true, watch: false });
     expect(await jobOf(await upload(caller.apiKey, ['e@nonexistent.test']))).toBe(true);
     expect(
       await jobOf(
@@ -669,5 +669,84 @@ describe('recheck (greylist follow-up) on upload and as the account default', ()
         }),
       ),
     ).toBe(false);
+  });
+});
+
+describe('watch (watched jobs) on upload and as the account default', () => {
+  async function watchDaysOf(key: string, response: Response): Promise<unknown> {
+    expect(response.status, await response.clone().text()).toBe(200);
+    const { jobId } = await response.json<UploadBody>();
+    const status = await call(`/api/v1/bulk/status/${jobId}`, { key });
+    const body = await status.json<{ job: { watchDays: number | null }; domainChanges: unknown[] }>();
+    expect(body.domainChanges).toEqual([]);
+    return body.job.watchDays;
+  }
+
+  it('refuses watch that is not a boolean and watchDays out of 1 to 60 or beside watch false, charging nothing', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const refused = [
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['a@nonexistent.test'], watch: 'yes' },
+      }),
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['a@nonexistent.test'], watchDays: 0 },
+      }),
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['a@nonexistent.test'], watchDays: 61 },
+      }),
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['a@nonexistent.test'], watchDays: 1.5 },
+      }),
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['a@nonexistent.test'], watch: false, watchDays: 10 },
+      }),
+      await uploadCsv(caller.apiKey, 'email\na@nonexistent.test\n', '?watch=sometimes'),
+      await uploadCsv(caller.apiKey, 'email\na@nonexistent.test\n', '?watchDays=90'),
+    ];
+    for (const response of refused) {
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    }
+    expect(await balanceOf(caller.accountId)).toBe(10);
+  });
+
+  it('takes watch and watchDays from JSON, the query and the form, else from the account setting', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const key = caller.apiKey;
+    expect(await watchDaysOf(key, await upload(key, ['a@nonexistent.test']))).toBeNull();
+    expect(
+      await watchDaysOf(
+        key,
+        await call('/api/v1/bulk/upload', { key, json: { emails: ['b@nonexistent.test'], watch: true } }),
+      ),
+    ).toBe(30);
+    expect(
+      await watchDaysOf(
+        key,
+        await call('/api/v1/bulk/upload', { key, json: { emails: ['c@nonexistent.test'], watchDays: 7 } }),
+      ),
+    ).toBe(7);
+    expect(
+      await watchDaysOf(key, await uploadCsv(key, 'email\nd@nonexistent.test\n', '?watch=true&watchDays=60')),
+    ).toBe(60);
+    const form = new FormData();
+    form.set('file', new Blob(['email\ne@nonexistent.test\n'], { type: 'text/csv' }), 'list.csv');
+    form.set('watch', 'true');
+    expect(await watchDaysOf(key, await call('/api/v1/bulk/upload', { key, body: form }))).toBe(30);
+
+    const set = await call('/api/v1/account/settings', { key, method: 'PUT', json: { watch: true } });
+    expect(await set.json()).toEqual({ success: true, settings: { recheck: false, watch: true } });
+    expect(await watchDaysOf(key, await upload(key, ['f@nonexistent.test']))).toBe(30);
+    expect(
+      await watchDaysOf(
+        key,
+        await call('/api/v1/bulk/upload', { key, json: { emails: ['g@nonexistent.test'], watch: false } }),
+      ),
+    ).toBeNull();
   });
 });

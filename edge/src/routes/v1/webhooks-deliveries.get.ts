@@ -3,7 +3,7 @@ import { PageQuery, WebhookDeliveriesResponse } from '@rcpt/shared/contract/api'
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { listDeliveries } from '../../storage/webhooks.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { errorResponses, RATE_LIMIT_HEADERS, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
 
 const route = createRoute({
@@ -21,7 +21,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookDeliveriesResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'VALIDATION_ERROR']),
+    ...errorResponses([...SETTINGS_KEY_ERRORS, 'VALIDATION_ERROR']),
   },
 });
 

@@ -3,7 +3,7 @@ import { WebhookSecretResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { rotateWebhookSecret } from '../../services/webhooks.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { errorResponses, RATE_LIMIT_HEADERS, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'post',
@@ -21,7 +21,7 @@ const route = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: { 'application/json': { schema: WebhookSecretResponse } },
     },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'EMAIL_NOT_CONFIRMED', 'SERVICE_UNAVAILABLE']),
+    ...errorResponses([...SETTINGS_KEY_ERRORS, 'EMAIL_NOT_CONFIRMED', 'SERVICE_UNAVAILABLE']),
   },
 });
 

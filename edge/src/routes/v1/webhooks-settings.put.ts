@@ -1,36 +1,21 @@
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSettingsRequest, WebhookSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { settingsKeyOnly } from '../../middleware/auth.ts';
-import { jsonBody } from '../../middleware/json-body.ts';
 import { setDefaultWebhookUrl } from '../../services/webhooks.ts';
 import { findAccount } from '../../storage/accounts.ts';
-import {
-  AUTHENTICATED_ERRORS,
-  errorResponses,
-  JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
-} from '../openapi-errors.ts';
+import { settingsChangeRoute } from './settings-change-route.ts';
 
-const route = createRoute({
-  method: 'put',
+const route = settingsChangeRoute({
   path: '/api/v1/webhooks',
   tags: ['Webhooks'],
   summary: 'Set the default webhook URL',
   description:
-    'Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round changed a verdict) go to ' +
-    "the job's `webhookUrl` or this default. https only.",
-  security: [{ ApiKeyAuth: [] }],
-  middleware: [settingsKeyOnly, jsonBody] as const,
-  request: { body: { required: true, content: { 'application/json': { schema: WebhookSettingsRequest } } } },
-  responses: {
-    200: {
-      description: 'The settings.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: WebhookSettingsResponse } },
-    },
-    ...errorResponses([...AUTHENTICATED_ERRORS, 'FORBIDDEN', 'EMAIL_NOT_CONFIRMED', ...JSON_BODY_ERRORS]),
-  },
+    "Job events (`job.completed`, `job.failed`, and `job.updated` when a recheck round, or a watched domain's " +
+    "change, changed a verdict) go to the job's `webhookUrl` or this default. https only.",
+  body: WebhookSettingsRequest,
+  answer: WebhookSettingsResponse,
+  answered: 'The settings.',
+  errors: ['EMAIL_NOT_CONFIRMED'],
 });
 
 export function registerWebhookSettings(app: OpenAPIHono<AppEnv>): void {
