@@ -34,6 +34,8 @@ Options:
       --timeout <ms>        verify: answer within this many milliseconds (2000 to 60000); a
                             server slower than that gives timeout_exceeded, refunded, and the
                             next verify of the address gets the verdict (default: the API's)
+      --evidence            verify: print the SMTP session behind the answer (mail server,
+                            TLS, the dialogue; other addresses masked)
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
@@ -82,9 +84,14 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
       const timeoutMs = wholeNumber('--timeout', values.timeout, 'milliseconds');
       const { result, creditsRemaining } = await rcpt.verify(email, {
         fresh: values.fresh === true,
+        evidence: values.evidence === true,
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
       });
-      io.stdout.write(json ? `${JSON.stringify({ ...result, creditsRemaining })}\n` : describe(result));
+      io.stdout.write(
+        json
+          ? `${JSON.stringify({ ...result, creditsRemaining })}\n`
+          : `${describe(result)}${values.evidence ? describeEvidence(result) : ''}`,
+      );
       return EXIT.done;
     }
     case 'clean': {
@@ -151,6 +158,7 @@ function parseCommandLine(argv: readonly string[]) {
         watch: { type: 'boolean' },
         fresh: { type: 'boolean' },
         timeout: { type: 'string' },
+        evidence: { type: 'boolean' },
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
         'base-url': { type: 'string' },
@@ -194,6 +202,30 @@ function describe(result: VerificationResult): string {
     lines.push(`  your answer of ${result.meta.verifiedAt}, given again (--fresh asks now)`);
   if (result.checks.hasTypo) lines.push(`  did you mean …@${result.checks.hasTypo.suggested}?`);
   for (const factor of result.riskFactors) lines.push(`  - ${factor}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The session behind an SMTP answer, as a mail administrator reads a session log. */
+function describeEvidence(result: VerificationResult): string {
+  const { evidence } = result;
+  if (!evidence) return '  no SMTP evidence: no mail server session decided this answer\n';
+  const tls = evidence.tls
+    ? `${evidence.tls.version ?? 'TLS'}${evidence.tls.cipher ? ` ${evidence.tls.cipher}` : ''}`
+    : 'no TLS';
+  const lines = [
+    `  SMTP evidence: ${evidence.mxHost ?? '?'} [${evidence.mxIp ?? '?'}] from ${evidence.egress ?? '?'}` +
+      `${evidence.region ? ` (region ${evidence.region})` : ''}, ${tls}, ${evidence.startedAt}, ${evidence.durationMs} ms`,
+  ];
+  for (const step of evidence.dialogue) {
+    if (step.command !== null) lines.push(`    +${step.atMs} ms C: ${step.command}`);
+    if (step.reply) {
+      const { code, enhanced, text } = step.reply;
+      const said = [code, enhanced, text.replace(/\s*\n\s*/g, ' ')].filter(Boolean).join(' ');
+      lines.push(`    +${step.atMs + (step.tookMs ?? 0)} ms S: ${said}`);
+    }
+  }
+  if (evidence.ended) lines.push(`    ended early: ${evidence.ended}`);
+  if (evidence.omittedSteps > 0) lines.push(`    (${evidence.omittedSteps} steps left out)`);
   return `${lines.join('\n')}\n`;
 }
 

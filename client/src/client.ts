@@ -89,10 +89,11 @@ export class Rcpt {
    * Verifies one address (1 credit); a retry after a lost answer is not charged again. The
    * account's recent answer for the address is given again (`meta.cached`) unless `fresh`.
    * `timeoutMs`: answer by then (`timeout_exceeded`, refunded, if the server is slower).
+   * With `evidence`, an answer from SMTP carries the session behind it (`result.evidence`).
    */
   async verify(
     email: string,
-    options: { idempotencyKey?: string; fresh?: boolean; timeoutMs?: number } = {},
+    options: { idempotencyKey?: string; fresh?: boolean; timeoutMs?: number; evidence?: boolean } = {},
   ): Promise<{ result: VerificationResult; creditsRemaining: number }> {
     const { data } = await this.call(
       this.api.POST('/api/v1/verify', {
@@ -100,6 +101,7 @@ export class Rcpt {
           email,
           ...(options.fresh ? { fresh: true } : {}),
           ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+          ...(options.evidence ? { evidence: true } : {}),
         },
         headers: { 'Idempotency-Key': options.idempotencyKey ?? crypto.randomUUID() },
       }),

@@ -76,6 +76,7 @@ function job(overrides: Partial<Job> = {}): Job {
     recheck: true,
     recheckedAt: null,
     nextRecheckAt: '2026-11-26T10:15:09.000Z',
+    evidence: false,
     watchDays: null,
     watchedUntil: null,
     ...overrides,

@@ -173,6 +173,8 @@ export interface paths {
                     maxWaitSeconds?: number;
                     /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
                     recheck?: "true" | "false";
+                    /** @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false. */
+                    evidence?: "true" | "false";
                     /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
                     watch?: "true" | "false";
                     /** @description How many days after completion a watched job watches its domains (1 to 60, default 30); giving it watches the job unless `watch` is false, which it contradicts (400). */
@@ -200,6 +202,11 @@ export interface paths {
                          * @enum {string}
                          */
                         recheck?: "true" | "false";
+                        /**
+                         * @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false.
+                         * @enum {string}
+                         */
+                        evidence?: "true" | "false";
                         /**
                          * @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched.
                          * @enum {string}
@@ -1490,6 +1497,7 @@ export interface components {
             riskFactors: string[];
             /** @description present when greylisted: when a retry is likely to get an answer */
             retryAfterSeconds?: number;
+            evidence?: components["schemas"]["Evidence"];
         };
         Checks: {
             syntax: boolean;
@@ -1538,6 +1546,53 @@ export interface components {
             /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`, a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, `dns_error`, `internal_error` — not at all), given again; false: reached for this request */
             cached: boolean;
         };
+        /** @description The SMTP session behind the answer (only when asked for with `evidence: true`, and only for answers that came from SMTP). For an answer from the tenant behind a security gateway (`meta.verifiedVia: tenant`), the tenant's session. */
+        Evidence: {
+            /** @description the MX host rcpt spoke to */
+            mxHost: string | null;
+            /** @description its address */
+            mxIp: string | null;
+            /** @description where the session went out from: the source address, or the egress name */
+            egress: string | null;
+            /** @description the prober's region */
+            region: string | null;
+            /** @description null: the dialogue ran in plaintext (STARTTLS not offered or failed) */
+            tls: {
+                /** @description e.g. TLSv1.3 */
+                version: string | null;
+                /** @description e.g. TLS_AES_256_GCM_SHA384 */
+                cipher: string | null;
+                /** @description whether the MX's certificate verified (MX certificates often do not; rcpt goes on) */
+                certificateVerified: boolean;
+            } | null;
+            /**
+             * Format: date-time
+             * @description when the connection to the MX began
+             */
+            startedAt: string;
+            /** @description from connecting to the end of the session */
+            durationMs: number;
+            /** @description greeting, EHLO, STARTTLS, MAIL FROM and each RCPT with its reply, in order. Every address that is not this result's own — the MAIL FROM, the made-up address of the catch-all test, other addresses asked in the same session — shows as `***@domain`, in commands and in reply texts alike */
+            dialogue: components["schemas"]["EvidenceStep"][];
+            /** @description why the session ended before QUIT (a timeout, a hang-up, a refusal); null when it ended normally */
+            ended: string | null;
+            /** @description steps left out to keep the evidence within 4096 bytes (other addresses' RCPTs first); texts longer than 512 characters are cut and end in … */
+            omittedSteps: number;
+        };
+        EvidenceStep: {
+            /** @description when the command was sent (or the connection opened, for the greeting), ms after `startedAt` */
+            atMs: number;
+            /** @description what rcpt sent; null for the server's greeting (or a reply nobody asked for) */
+            command: string | null;
+            /** @description what the server answered (all lines of a multi-line reply); null when it never did */
+            reply: {
+                code: number;
+                enhanced: string | null;
+                text: string;
+            } | null;
+            /** @description ms from the command to its whole reply */
+            tookMs: number | null;
+        };
         Error: {
             /** @enum {boolean} */
             success: false;
@@ -1560,6 +1615,8 @@ export interface components {
             fresh?: boolean;
             /** @description How long the caller waits for the answer, in milliseconds (2000 to 60000). When the mail server has not answered by then, the answer is what is known (syntax, DNS, lists) with `subStatus` `timeout_exceeded`, and the call is refunded; the check goes on, and the next call for the address gets its verdict from the verdict cache (charged as such an answer is). Without it, the deployment's budget (10,000 ms unless its operator set another) bounds the check itself: a server that has not answered by then is `smtp_timeout`, a prober that could not be had `smtp_unavailable`. */
             timeoutMs?: number;
+            /** @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false. */
+            evidence?: boolean;
         };
         BulkUploadResponse: {
             /** @enum {boolean} */
@@ -1593,6 +1650,8 @@ export interface components {
             maxWaitSeconds?: number;
             /** @description Greylist follow-up: true asks the addresses whose final answer is temporary and marked recheckable in the subStatus table (`greylisted`, temporary errors and blocks, failed connections, rcpt's own failures — never a permanent 5xx reply) again over the next hours (by default 15 min, 1 h, 4 h and 12 h after the job completed). Each round that changes a verdict updates the results and counts (the job stays `completed`, with `recheckedAt`) and sends a `job.updated` webhook. Asking again is free, but an address refunded at completion that a round answers with a known verdict (deliverable, undeliverable, risky) is charged 1 credit then (ledger reason `recheck_charge`, counted in `creditsCharged`), as far as the balance covers it; the rest waits for a later round. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never rechecked. */
             recheck?: boolean;
+            /** @description true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result for the result's retention. It is at most 4096 bytes an address, counted at that bound against the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is verified afresh. Default false. */
+            evidence?: boolean;
             /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
             watch?: boolean;
             /** @description How many days after completion a watched job watches its domains (1 to 60, default 30); giving it watches the job unless `watch` is false, which it contradicts (400). */
@@ -1641,6 +1700,8 @@ export interface components {
              * @description when a recheck last changed a verdict of this job; null until one does
              */
             recheckedAt: string | null;
+            /** @description whether the job's results carry the evidence behind their answers (see `evidence` of the upload) */
+            evidence: boolean;
             /**
              * Format: date-time
              * @description when the next recheck round starts; null when none is planned
@@ -1890,6 +1951,8 @@ export interface components {
                  * @description when a recheck last changed a verdict of this job; null until one does
                  */
                 recheckedAt: string | null;
+                /** @description whether the job's results carry the evidence behind their answers (see `evidence` of the upload) */
+                evidence: boolean;
                 /**
                  * Format: date-time
                  * @description when the next recheck round starts; null when none is planned

@@ -25,6 +25,7 @@ function job(processed: number, total = 10_000): Job {
     recheck: false,
     recheckedAt: null,
     nextRecheckAt: null,
+    evidence: false,
     watchDays: null,
     watchedUntil: null,
   };

@@ -10,6 +10,7 @@ import {
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { evidenceFor, type SessionDialogue } from '@rcpt/shared/verify/evidence';
 import { until } from '../../test/eventually.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
 import { db } from './fixtures.ts';
@@ -133,5 +134,48 @@ export function blockAt(egress: string, host: string, since: number, text?: stri
       text: text ?? `Service unavailable; Client host [${egress}] blocked using zen.spamhaus.org`,
     },
     level: 1,
+  };
+}
+
+/**
+ * `report` with each address's evidence as a prober builds it when the probe asks for it: one
+ * session that asked every address of the probe, from the probe's MAIL FROM.
+ */
+export function withEvidence(probe: ProbeMessage, report: ProbeReport): ProbeReport {
+  if (!probe.evidence) return report;
+  const dialogue: SessionDialogue = {
+    mxHost: report.session.mxHost ?? 'mx.unknown.test',
+    mxIp: report.session.mxIp ?? '127.0.0.2',
+    egress: '127.0.0.1',
+    region: 'default',
+    tls: null,
+    startedAt: Date.now(),
+    durationMs: report.session.durationMs,
+    steps: [
+      { atMs: 0, command: null, reply: { code: 220, enhanced: null, text: 'mx ESMTP' }, tookMs: 1 },
+      { atMs: 1, command: `EHLO ${probe.helo}`, reply: { code: 250, enhanced: null, text: 'mx' }, tookMs: 1 },
+      {
+        atMs: 2,
+        command: `MAIL FROM:<${probe.mailFrom}>`,
+        path: probe.mailFrom,
+        reply: { code: 250, enhanced: '2.1.0', text: `<${probe.mailFrom}> ok` },
+        tookMs: 1,
+      },
+      ...report.perAddress.map((outcome, index) => ({
+        atMs: 3 + index,
+        command: `RCPT TO:<${outcome.email}>`,
+        path: outcome.email,
+        reply: outcome.reply && { ...outcome.reply, text: `<${outcome.email}>: ${outcome.reply.text}` },
+        tookMs: 1,
+      })),
+    ],
+    ended: null,
+  };
+  return {
+    ...report,
+    perAddress: report.perAddress.map((outcome) => ({
+      ...outcome,
+      evidence: evidenceFor(dialogue, outcome.email),
+    })),
   };
 }

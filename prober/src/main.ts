@@ -89,6 +89,7 @@ export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine
     timeouts: { connectMs: config.connectTimeoutMs, commandMs: config.commandTimeoutMs },
     throttle,
     catchAllCache: new CatchAllCache(),
+    region: config.region,
   };
   return {
     probe: (request) =>

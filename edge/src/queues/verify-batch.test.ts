@@ -5,9 +5,10 @@ import {
   waitOnExecutionContext,
 } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
+import { parse } from 'csv-parse/sync';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
-import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
+import { reportFor, startFakeProber, withEvidence } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { rowsFromJson } from '../services/batch-input.ts';
@@ -399,6 +400,93 @@ describe('verify-batch consumer', () => {
     expect(results.results.map((result) => result.subStatus)).toEqual(['accepted_email', 'greylisted']);
     expect(await balanceOf(caller.accountId)).toBe(9);
     prober.close();
+  });
+
+  it('keeps the evidence behind each answer of a job uploaded with evidence, each with only its own address', async () => {
+    const userUnknown = { code: 550, enhanced: '5.1.1', text: 'User unknown' };
+    const prober = await startFakeProber('default', (probe) => {
+      const report = reportFor(probe, 250, '2.1.5', 'OK', 550);
+      const perAddress = report.perAddress.map((outcome) =>
+        outcome.email.startsWith('nobody') ? { ...outcome, reply: userUnknown } : outcome,
+      );
+      return withEvidence(probe, { ...report, perAddress });
+    });
+    await recordAcceptRoute('proof.test');
+    const caller = await newCaller({ credits: 10 });
+    const emails = ['alice@proof.test', 'nobody@proof.test', 'carol@proof.test'];
+    const { jobId } = await (
+      await call('/api/v1/bulk/upload', { key: caller.apiKey, json: { emails, evidence: true } })
+    ).json<{ jobId: string }>();
+    await consume(await messagesOf(jobId));
+    expect(await jobOnceSettled(caller.apiKey, jobId)).toMatchObject({ status: 'completed', evidence: true });
+    expect(prober.probes.at(-1)?.evidence).toBe(true);
+
+    const { results } = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { email: string; evidence?: { dialogue: { command: string | null }[] } }[];
+    }>();
+    for (const result of results) {
+      const shown = JSON.stringify(result.evidence);
+      expect(result.evidence?.dialogue.map((step) => step.command)).toContain(`RCPT TO:<${result.email}>`);
+      for (const other of emails.filter((email) => email !== result.email))
+        expect(shown).not.toContain(other.slice(0, other.indexOf('@')));
+    }
+    const csv = await (await call(`/api/v1/bulk/results/${jobId}?format=csv`, { key: caller.apiKey })).text();
+    expect((parse(csv) as string[][]).map((row) => row.at(-1))).toEqual([
+      'rcpt_smtp_reply',
+      '250 2.1.5 <alice@proof.test>: OK',
+      '550 5.1.1 <nobody@proof.test>: User unknown',
+      '250 2.1.5 <carol@proof.test>: OK',
+    ]);
+    prober.close();
+  });
+
+  it('asks for no evidence, and exports no rcpt_smtp_reply, for a job uploaded without it', async () => {
+    const prober = await startFakeProber('default', (probe) =>
+      withEvidence(probe, reportFor(probe, 250, '2.1.5', 'OK', 550)),
+    );
+    await recordAcceptRoute('no-proof.test');
+    const caller = await newCaller({ credits: 10 });
+    const { jobId } = await (
+      await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        body: 'email\nalice@no-proof.test\n',
+        headers: { 'content-type': 'text/csv' },
+      })
+    ).json<{ jobId: string }>();
+    await consume(await messagesOf(jobId));
+    expect(await jobOnceSettled(caller.apiKey, jobId)).toMatchObject({
+      status: 'completed',
+      evidence: false,
+    });
+    expect(prober.probes.at(-1)?.evidence).toBeUndefined();
+    const csv = await (await call(`/api/v1/bulk/results/${jobId}?format=csv`, { key: caller.apiKey })).text();
+    expect(csv).not.toContain('rcpt_smtp_reply');
+    const { results } = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
+      results: { evidence?: unknown }[];
+    }>();
+    expect(results[0]?.evidence).toBeUndefined();
+    prober.close();
+  });
+
+  it('takes evidence as a CSV upload field and refuses a value that is not true or false', async () => {
+    // The job's messages may be consumed in the background: its route needs no DNS.
+    await recordAcceptRoute('form-proof.test');
+    const caller = await newCaller({ credits: 10 });
+    const form = (evidence: string) => {
+      const body = new FormData();
+      body.set('file', new File(['email\nalice@form-proof.test\n'], 'list.csv', { type: 'text/csv' }));
+      body.set('evidence', evidence);
+      return call('/api/v1/bulk/upload', { key: caller.apiKey, body });
+    };
+    const refused = await form('yes');
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect(await balanceOf(caller.accountId)).toBe(10);
+    const { jobId } = await (await form('true')).json<{ jobId: string }>();
+    const { job } = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
+      job: { evidence: boolean };
+    }>();
+    expect(job.evidence).toBe(true);
   });
 
   it('measures how long greylisting held an address back, and a single call then says to wait that long', async () => {

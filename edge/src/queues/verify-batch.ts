@@ -52,7 +52,7 @@ export async function consumeVerifyBatch(
   const budget = new SubrequestBudget(dohBudgetOf(config));
   const facts = domainFactsOf(db, config, budget);
 
-  const work: { body: WorkMessage; accountId: string; deadlineAt: number }[] = [];
+  const work: { body: WorkMessage; accountId: string; deadlineAt: number; evidence: boolean }[] = [];
   for (const { body } of batch.messages) {
     if (body.kind === 'recheck') {
       await startRecheckRound(deps, body, Date.now());
@@ -62,7 +62,12 @@ export async function consumeVerifyBatch(
       // A round's work: only while that round runs (a late or replayed one probes nothing).
       const round = rechecking.get(body.jobId);
       if (round?.round === body.recheckRound)
-        work.push({ body, accountId: round.accountId, deadlineAt: round.roundEndsAt });
+        work.push({
+          body,
+          accountId: round.accountId,
+          deadlineAt: round.roundEndsAt,
+          evidence: round.evidence === 1,
+        });
       continue;
     }
     const job = live.get(body.jobId);
@@ -75,6 +80,7 @@ export async function consumeVerifyBatch(
       body,
       accountId: job.accountId,
       deadlineAt: job.deadlineAt ?? defaultDeadlineAt(body.addresses.length, Date.now()),
+      evidence: job.evidence === 1,
     });
   }
 
@@ -88,7 +94,7 @@ export async function consumeVerifyBatch(
   // Work whose route did not fit in this invocation goes back on the queue, as it was.
   const postponed = work.filter(({ body }) => !routes.has(body.domain));
   if (postponed.length > 0) await deps.queue.sendBatch(postponed.map(({ body }) => ({ body })));
-  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt }) => {
+  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence }) => {
     const dns = routes.get(body.domain);
     if (!dns) return [];
     return [
@@ -102,6 +108,7 @@ export async function consumeVerifyBatch(
         ...(body.recheckRound !== undefined ? { recheckRound: body.recheckRound } : {}),
         addresses: body.addresses,
         dns,
+        ...(evidence ? { evidence } : {}),
       },
     ];
   });

@@ -57,6 +57,8 @@ export interface UploadInput {
   maxWaitSeconds: number | null;
   /** Greylist follow-up after completion; null or absent: the account's setting. */
   recheck?: boolean | null;
+  /** Each result carries the evidence behind its answer (docs/verdicts.md, "Evidence"). */
+  evidence?: boolean;
   /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
   watchDays?: number | 'off' | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
@@ -107,6 +109,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       deadlineAt,
       // Sandbox answers are made up at once: nothing to ask again.
       recheck: sandbox ? false : (input.recheck ?? null),
+      // Sandbox answers come from no SMTP session: there is no evidence to keep.
+      evidence: !sandbox && (input.evidence ?? false),
       // Sandbox answers never change, and its jobs send no events: nothing to watch.
       watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
       now,
@@ -212,6 +216,7 @@ export function jobView(job: JobRow): Job {
     recheck: job.recheck === 1,
     recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
     nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
+    evidence: job.evidence === 1,
     watchDays: job.watchDays,
     watchedUntil: job.watchUntil === null ? null : new Date(job.watchUntil).toISOString(),
   };

@@ -35,6 +35,8 @@ export interface BatchTask {
   recheckRound?: number;
   addresses: { idx: number; email: string }[];
   dns: DnsOutcome;
+  /** The job keeps the evidence behind each answer: its probes ask for it. */
+  evidence?: boolean;
 }
 
 export interface SettledTask {

@@ -54,6 +54,7 @@ export function batchHubWork(task: BatchTask, config: Config): HubWork<BatchTask
       helo: config.HELO_NAME,
       timeoutMs: config.BATCH_PROBE_TIMEOUT_MS,
       transcript: false,
+      ...(task.evidence ? { evidence: true } : {}),
     },
     ticket: task,
   };

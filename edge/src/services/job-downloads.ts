@@ -7,6 +7,7 @@ import {
   type VerificationResult,
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
+import { ownReplyOf, replyLine } from '@rcpt/shared/verify/evidence';
 import type { Db } from '../storage/db.ts';
 import {
   countResultRows,
@@ -75,6 +76,13 @@ const VERDICT_COLUMNS = [
   'rcpt_suggestion',
 ];
 
+/** The column a job kept with its evidence adds: the reply to the address's own RCPT, code and text. */
+const EVIDENCE_COLUMNS = ['rcpt_smtp_reply'];
+
+function verdictColumnsOf(job: JobRow): string[] {
+  return job.evidence === 1 ? [...VERDICT_COLUMNS, ...EVIDENCE_COLUMNS] : VERDICT_COLUMNS;
+}
+
 /**
  * A download's file name: the list's name made safe for any file system (ASCII letters, digits
  * and dashes, accents dropped), else `rcpt-<job id>`, then the subset it holds, if any.
@@ -123,7 +131,7 @@ export function resultsCsvStream(
         if (!headerSent) {
           headerSent = true;
           // U+FEFF first: how Excel on Windows tells a CSV file is UTF-8 rather than its ANSI code page.
-          const header = csvLine([...(headers ?? ['email']), ...VERDICT_COLUMNS]);
+          const header = csvLine([...(headers ?? ['email']), ...verdictColumnsOf(job)]);
           controller.enqueue(encoder.encode(options.byteOrderMark ? `\uFEFF${header}` : header));
           return;
         }
@@ -134,7 +142,7 @@ export function resultsCsvStream(
           return;
         }
         offset += rows.length;
-        controller.enqueue(encoder.encode(rows.map((row) => csvLine(csvRow(job.id, row, headers))).join('')));
+        controller.enqueue(encoder.encode(rows.map((row) => csvLine(csvRow(job, row, headers))).join('')));
       },
     },
     { highWaterMark: 0 },
@@ -200,8 +208,8 @@ export async function resultsJsonStream(
   );
 }
 
-function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string[] {
-  const result = rowResult(jobId, row);
+function csvRow(job: JobRow, row: ResultRow, headers: string[] | null): string[] {
+  const result = rowResult(job.id, row);
   const cells = headers ? (row.csvValues ? (JSON.parse(row.csvValues) as string[]) : []) : [result.email];
   while (headers && cells.length < headers.length) cells.push('');
   return [
@@ -213,7 +221,16 @@ function csvRow(jobId: string, row: ResultRow, headers: string[] | null): string
     result.reason,
     result.checks.isCatchAll === null ? '' : String(result.checks.isCatchAll),
     result.checks.hasTypo?.suggested ?? '',
+    ...(job.evidence === 1 ? [smtpReplyCell(result)] : []),
   ];
+}
+
+/** `rcpt_smtp_reply`: the reply to the address's own RCPT in its evidence; empty without one. */
+function smtpReplyCell(result: VerificationResult): string {
+  // The address as asked: its local part at the domain in A-labels (meta.domain).
+  const asked = `${result.meta.localPart}@${result.meta.domain}`;
+  const reply = result.evidence ? ownReplyOf(result.evidence, asked) : null;
+  return reply ? replyLine(reply) : '';
 }
 
 function csvLine(cells: string[]): string {

@@ -44,6 +44,8 @@ export async function verifyForCaller(input: {
   email: string;
   /** Verify now even when the account has a live verdict for the address (which this one replaces). */
   fresh?: boolean;
+  /** The answer carries its evidence (docs/verdicts.md, "Evidence"); `deps` must ask the prober for it. */
+  evidence?: boolean;
   requestId: string;
   /** The account's quotas: every history row counts against the storage budget of the day. */
   quotas: Quotas;
@@ -57,10 +59,11 @@ export async function verifyForCaller(input: {
   background?: (work: Promise<unknown>) => void;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
+  const evidence = input.evidence ?? false;
   // Parsed once: the cache key, the sandbox and the verification all take the parsed address.
   const address = checkSyntax(input.email);
   const key = verdictCacheKey(address);
-  const cached =
+  const kept =
     key && !input.fresh
       ? await cachedVerdict({
           db,
@@ -72,6 +75,7 @@ export async function verifyForCaller(input: {
           now,
         })
       : null;
+  const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(address, now);
@@ -99,6 +103,7 @@ export async function verifyForCaller(input: {
       email: input.email,
       amount: SINGLE_VERIFICATION_CREDITS,
       now,
+      evidence,
       ...(cached ? { answer: historyAnswer(cached, key) } : {}),
     },
     budget,
@@ -153,6 +158,22 @@ async function keepLate(
   } catch (cause) {
     log.error('a verification that went on after its answer failed', { requestId, ...errorFields(cause) });
   }
+}
+
+/**
+ * A kept verdict as this call answers it: without its evidence unless asked for; when asked for,
+ * only a verdict kept with its evidence (or one no SMTP session stood behind) answers, and any
+ * other is verified afresh (null). A test key's fixed answers have no session behind them.
+ */
+function answersEvidence(
+  kept: VerificationResult,
+  evidence: boolean,
+  sandbox: boolean,
+): VerificationResult | null {
+  const { evidence: keptEvidence, ...withoutEvidence } = kept;
+  if (!evidence) return withoutEvidence;
+  const fromSmtp = kept.meta.verifiedVia === 'mx' || kept.meta.verifiedVia === 'tenant';
+  return keptEvidence || sandbox || !fromSmtp ? kept : null;
 }
 
 function storageRefused(refusal: HistoryRefusal, quotas: Quotas, now: number): ApiError {

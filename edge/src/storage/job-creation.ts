@@ -7,11 +7,11 @@ import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit } from './ledger.ts';
 import {
   countStorage,
-  RESULT_BYTES,
   ROW_OVERHEAD_BYTES,
   rowBytes,
   storageFitsSql,
   storageUsedSql,
+  storedResultBytes,
   utf8Bytes,
 } from './storage-budget.ts';
 import { watchDaysStatement, watchRowsBytes } from './watches.ts';
@@ -43,6 +43,8 @@ export interface NewJob extends JobCounts {
   deadlineAt: number;
   /** Greylist follow-up after completion; null: the account's default. */
   recheck: boolean | null;
+  /** Each result carries the evidence behind its answer. */
+  evidence: boolean;
   /** Days a watched job watches its domains after completion; 'off': not watched. */
   watchDays: number | 'off';
   now: number;
@@ -155,7 +157,7 @@ export async function createJobWithCharge(
   for (const chunk of rowChunks)
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
-  for (const address of addresses) if (!address.result) jobBytes += RESULT_BYTES;
+  for (const address of addresses) if (!address.result) jobBytes += storedResultBytes(job.evidence);
   if (job.watchDays !== 'off')
     jobBytes += watchRowsBytes(
       job.id,
@@ -205,9 +207,10 @@ export async function createJobWithCharge(
     prepare(d1, movement.entry),
     d1
       .prepare(
-        'UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)) WHERE id = ?1',
+        `UPDATE jobs SET recheck = COALESCE(?2, (SELECT recheck_default FROM accounts WHERE id = account_id)),
+           evidence = ?3 WHERE id = ?1`,
       )
-      .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0),
+      .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0, job.evidence ? 1 : 0),
     watchDaysStatement(d1, job.id, job.watchDays),
     countStorage(
       d1,

@@ -60,13 +60,15 @@ export interface LiveJob {
   accountId: string;
   /** Null for a job created before jobs had deadlines: the consumer gives it one. */
   deadlineAt: number | null;
+  /** 1: its probes ask for the evidence behind each answer. */
+  evidence: number;
 }
 
 /** The jobs among `jobIds` that are still processing. */
 export async function processingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, LiveJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt FROM jobs
+      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`,
     )
     .bind(JSON.stringify(jobIds))

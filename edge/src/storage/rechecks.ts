@@ -209,13 +209,15 @@ export interface RecheckingJob {
   round: number;
   /** When the running round ends: its probes' deadline. */
   roundEndsAt: number;
+  /** 1: the job keeps the evidence behind each answer. */
+  evidence: number;
 }
 
 /** The jobs among `jobIds` with a recheck round running. */
 export async function recheckingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, RecheckingJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, recheck_round AS round, recheck_round_ends_at AS roundEndsAt FROM jobs
+      `SELECT id, account_id AS accountId, recheck_round AS round, recheck_round_ends_at AS roundEndsAt, evidence FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'completed' AND recheck_round_ends_at IS NOT NULL`,
     )
     .bind(JSON.stringify(jobIds))

@@ -248,6 +248,8 @@ export const jobs = sqliteTable(
     recheckRoundEndsAt: integer('recheck_round_ends_at'),
     recheckedAt: integer('rechecked_at'),
     recheckChanges: integer('recheck_changes').notNull().default(0),
+    // 1: each result carries the evidence behind its answer (docs/verdicts.md, "Evidence").
+    evidence: integer('evidence').notNull().default(0),
     // Watched jobs (docs/architecture.md): the days a completed job watches its domains (null:
     // not watched), until when (set at completion), and how many of its follow-up rounds a
     // domain change started (the greylist schedule counts only its own).

@@ -6,6 +6,7 @@
 // A write's bytes are the UTF-8 bytes of the values it stores plus ROW_OVERHEAD_BYTES per row;
 // what a write will add later (a job's results, its webhook events) is counted when the write
 // that causes it is admitted, as a fixed estimate per row.
+import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import type { Db } from './db.ts';
 import type { SqlValue } from './ledger.ts';
 
@@ -20,6 +21,15 @@ export const ROW_OVERHEAD_BYTES = 100;
  * job or a call will answer, before the answer exists. Measured results are 0.7–1.1 KB.
  */
 export const RESULT_BYTES = 1_200;
+
+/**
+ * The estimate of one stored result: RESULT_BYTES, and with its evidence (asked for with
+ * `evidence: true`) the evidence's bound as well, since a dialogue's size is not known before it
+ * happens (docs/money.md, "Quotas and free work").
+ */
+export function storedResultBytes(withEvidence: boolean): number {
+  return RESULT_BYTES + (withEvidence ? MAX_EVIDENCE_BYTES : 0);
+}
 
 /** The UTF-8 length of `text`, without encoding it. */
 export function utf8Bytes(text: string | null | undefined): number {

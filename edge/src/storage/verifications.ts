@@ -11,10 +11,10 @@ import { verifications } from './schema.ts';
 import {
   countStorage,
   insertWithinBudget,
-  RESULT_BYTES,
   rowBytes,
   storageFitsSql,
   storageUsedSql,
+  storedResultBytes,
 } from './storage-budget.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
@@ -42,11 +42,12 @@ function historyRowBytes(
   row: { id: string; accountId: string; apiKeyId: string | null },
   answer: HistoryAnswer | undefined,
   email: string,
+  withEvidence = false,
 ): number {
   const fixed = rowBytes(row.id, row.accountId, row.apiKeyId, 'single', 0, email);
   return answer
     ? fixed + rowBytes(answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
-    : fixed + RESULT_BYTES;
+    : fixed + storedResultBytes(withEvidence);
 }
 
 /**
@@ -109,6 +110,8 @@ export async function openChargedVerification(
     amount: number;
     now: number;
     answer?: HistoryAnswer;
+    /** The answer to come carries its evidence: counted at its bound. */
+    evidence?: boolean;
   },
   budget: HistoryBudget,
 ): Promise<{ balance: number } | HistoryRefusal> {
@@ -125,7 +128,7 @@ export async function openChargedVerification(
     },
     rowExists,
   );
-  const bytes = historyRowBytes(opening, answer, opening.email);
+  const bytes = historyRowBytes(opening, answer, opening.email, opening.evidence ?? false);
   const creditsCover = '(SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5';
   const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
   const results = await d1.batch<Record<string, number>>([

@@ -12,6 +12,7 @@ import { randomInt } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import type {
   AddressOutcome,
+  Evidence,
   MxTarget,
   ProbeReport,
   ProbeRequest,
@@ -19,6 +20,7 @@ import type {
   SessionFailure,
   SmtpReply,
 } from '@rcpt/shared/contract/prober';
+import { sessionEvidence } from '@rcpt/shared/verify/evidence';
 import {
   type MailProvider,
   PROVIDER_REGISTRY,
@@ -62,6 +64,8 @@ export interface ProbeDeps {
   catchAllCache?: CatchAllCache;
   /** Where the sessions go out from (egress/egress.ts); default the system's choice. */
   egress?: Egress;
+  /** The prober's region, named in the evidence. */
+  region?: string;
 }
 
 // RFC 5321 §4.5.3.1.8 obliges servers to take 100 recipients per transaction; staying well
@@ -88,6 +92,8 @@ interface ProbedAddress {
   needsSmtputf8: boolean;
   /** Sessions that ended before this address was answered. */
   cutShort: number;
+  /** The session that last asked it: where its outcome came from. */
+  askedIn: SmtpSession | null;
 }
 
 interface Candidate {
@@ -107,6 +113,12 @@ interface ProbeRun {
   catchAllKey: string;
   /** Addresses waiting to be asked; a session takes them a group at a time and gives back what it could not ask. */
   pending: ProbedAddress[];
+  /** Every address that passed the guards. */
+  probed: ProbedAddress[];
+  /** The sessions opened so far, recording their dialogue when the request asks for evidence. */
+  sessions: SmtpSession[];
+  /** The made-up addresses of the catch-all test, as sent. */
+  catchAllPaths: Set<string>;
   provider: MailProvider | null;
   facts: SessionFacts;
   catchAllReply: SmtpReply | null;
@@ -148,6 +160,9 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     request,
     deps,
     pending: [],
+    probed: [],
+    sessions: [],
+    catchAllPaths: new Set(),
     provider: null,
     asciiDomain: toAsciiDomain(request.domain),
     catchAllKey: catchAllKeyOf(request, deps.providers ?? PROVIDER_REGISTRY),
@@ -175,6 +190,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     }
     const session: SessionFacts = { ...run.facts, durationMs: Math.max(0, Math.round(now() - startedAt)) };
     if (run.transcript) session.transcript = run.transcript.lines;
+    if (request.evidence) addEvidence(run);
     return { perAddress, catchAllReply: run.catchAllReply, session };
   };
 
@@ -190,8 +206,9 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
   for (const outcome of perAddress) {
     const address = addressOf(outcome.email, run.asciiDomain);
     if (typeof address === 'string') outcome.failure = guardFailure(address);
-    else run.pending.push({ outcome, ...address, cutShort: 0 });
+    else run.pending.push({ outcome, ...address, cutShort: 0, askedIn: null });
   }
+  run.probed = [...run.pending];
   if (deps.catchAllCache?.get(run.catchAllKey)) run.catchAll.state = 'answered';
   if (run.pending.length === 0) return report();
 
@@ -387,12 +404,14 @@ async function runSession(
     ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
     startTls,
     transcript: run.transcript,
+    recordDialogue: request.evidence ?? false,
     ...(deps.egress ? { egress: deps.egress } : {}),
     onConnected: () => {
       disconnected = deps.throttle.noteConnected(host.candidate.ip);
     },
   });
   let disconnected = () => {};
+  run.sessions.push(session);
   try {
     try {
       await session.open();
@@ -469,10 +488,10 @@ async function askRecipients(
       run.catchAll.attempts++;
     }
     const randomLocalPart = deps.randomLocalPart ?? catchAllLocalPart;
-    const recipients = [
-      ...(withCatchAll ? [`${randomLocalPart()}@${run.asciiDomain}`] : []),
-      ...group.map((address) => address.wire),
-    ];
+    const catchAllPath = withCatchAll ? `${randomLocalPart()}@${run.asciiDomain}` : null;
+    if (catchAllPath) run.catchAllPaths.add(catchAllPath);
+    const recipients = [...(catchAllPath ? [catchAllPath] : []), ...group.map((address) => address.wire)];
+    for (const address of group) address.askedIn = session;
     const smtputf8 = mailFromNeedsSmtputf8 || group.some((address) => address.needsSmtputf8);
     const outcome = await session.transaction(request.mailFrom, recipients, { smtputf8, reset: !first });
     first = false;
@@ -629,6 +648,55 @@ function noteFacts(run: ProbeRun, session: SmtpSession, earlierTlsError: string 
   };
 }
 
+/**
+ * Each address's evidence: the session that last asked it (where its answer came from), or, for
+ * an address no session got to ask, the last session opened (a refused connection, a greeting
+ * refused). None without a session.
+ */
+function addEvidence(run: ProbeRun): void {
+  const views = new Map<SmtpSession, ((own: string) => Evidence) | null>();
+  const viewOf = (session: SmtpSession) => {
+    if (views.has(session)) return views.get(session) ?? null;
+    const recorder = session.dialogue;
+    const view = recorder
+      ? sessionEvidence(
+          {
+            mxHost: session.host,
+            mxIp: session.ip,
+            egress: egressOf(run.deps.egress, session),
+            region: run.deps.region ?? null,
+            tls: session.tls
+              ? {
+                  version: session.tlsVersion,
+                  cipher: session.tlsCipher,
+                  certificateVerified: session.tlsError === null,
+                }
+              : null,
+            startedAt: recorder.startedAt,
+            durationMs: recorder.durationMs,
+            steps: recorder.steps,
+            ended: recorder.ended,
+          },
+          run.catchAllPaths,
+        )
+      : null;
+    views.set(session, view);
+    return view;
+  };
+  const last = run.sessions.at(-1) ?? null;
+  for (const address of run.probed) {
+    const session = address.askedIn ?? last;
+    const view = session ? viewOf(session) : null;
+    if (view) address.outcome.evidence = view(address.wire);
+  }
+}
+
+/** What the evidence names as the session's egress: its source address, or the proxy. */
+function egressOf(egress: Egress | undefined, session: SmtpSession): string | null {
+  if (egress?.kind === 'socks5') return egress.id;
+  return egress?.localAddress ?? session.localAddress ?? egress?.id ?? null;
+}
+
 /** Gives `failure` to every address still without an outcome. */
 function settle(addresses: readonly ProbedAddress[], failure: SessionFailure): void {
   for (const address of addresses) {
@@ -712,7 +780,10 @@ function catchAllKeyOf(request: ProbeRequest, providers: ProviderRegistry): stri
   return match?.by === 'mx' ? `${domain} via ${match.provider.id}` : domain;
 }
 
-function addressOf(email: string, asciiDomain: string): Omit<ProbedAddress, 'outcome' | 'cutShort'> | string {
+function addressOf(
+  email: string,
+  asciiDomain: string,
+): Pick<ProbedAddress, 'wire' | 'needsSmtputf8'> | string {
   const refusal = wireTextRefusal(email, 'the address');
   if (refusal) return refusal;
   const at = email.lastIndexOf('@');

@@ -12,6 +12,7 @@ import type { SessionFailure, SmtpReply } from '@rcpt/shared/contract/prober';
 import { isFinalReplyLine, parseReplyLines } from '@rcpt/shared/verify/smtp-reply';
 import type { Egress } from '../egress/egress.ts';
 import { socks5Connect } from '../egress/socks5.ts';
+import { DialogueRecorder } from './dialogue-recorder.ts';
 import { wireTextRefusal } from './guards.ts';
 
 export type SessionStage = SessionFailure['stage'];
@@ -59,6 +60,8 @@ export interface SmtpSessionOptions {
   startTls?: StartTlsPolicy;
   /** Where to record the dialogue; none when not asked for. */
   transcript?: Transcript | null;
+  /** Record the dialogue step by step for the evidence (`dialogue`). */
+  recordDialogue?: boolean;
   /** Called once the TCP connection is up (the server counts the session from here). */
   onConnected?: () => void;
   /** Where the session goes out from: a local source address or a SOCKS5 proxy; default the system's choice. */
@@ -122,6 +125,13 @@ export class SmtpSession {
   tls = false;
   /** Why TLS was not verified or not used (certificate problem, refused STARTTLS, failed handshake). */
   tlsError: string | null = null;
+  /** The negotiated TLS version and cipher, once TLS is up. */
+  tlsVersion: string | null = null;
+  tlsCipher: string | null = null;
+  /** The local address of a direct connection, once it is up (null through a proxy). */
+  localAddress: string | null = null;
+  /** The dialogue step by step, when asked for with `recordDialogue`. */
+  readonly dialogue: DialogueRecorder | null;
   /** The EHLO keywords (upper case) and their parameters; empty after a HELO fallback. */
   extensions: ReadonlyMap<string, string> = new Map();
 
@@ -162,6 +172,7 @@ export class SmtpSession {
     this.#sessionTimeoutMs = options.sessionTimeoutMs;
     this.#startTls = options.startTls ?? 'opportunistic';
     this.#transcript = options.transcript ?? null;
+    this.dialogue = options.recordDialogue ? new DialogueRecorder() : null;
     this.#onConnected = options.onConnected;
     this.#egress = options.egress;
   }
@@ -235,7 +246,11 @@ export class SmtpSession {
     try {
       if (this.pipelining) {
         // RFC 2920 §3.1: RSET may open the group too, so a new transaction costs no extra round trip.
-        this.#write([...(options.reset ? ['RSET'] : []), mailCommand, ...rcptCommands], 'mail');
+        this.#write([...(options.reset ? ['RSET'] : []), mailCommand, ...rcptCommands], 'mail', [
+          ...(options.reset ? [undefined] : []),
+          reversePath,
+          ...recipients,
+        ]);
         if (options.reset) {
           const reset = await this.#readReply('mail', this.#timeouts.commandMs);
           if (reset.reply.code !== 250) {
@@ -262,10 +277,12 @@ export class SmtpSession {
       }
       if (options.reset) await this.reset();
       timing.sentAt = performance.now();
-      const mail = await this.#command(mailCommand, 'mail');
+      const mail = await this.#command(mailCommand, 'mail', this.#timeouts.commandMs, reversePath);
       timing.mailAt = mail.at;
       if (!isPositive(mail.reply)) return { replies, failure: mailRefusal(mail.reply), timing };
-      for (const command of rcptCommands) rcpt(await this.#command(command, 'rcpt'));
+      for (const [index, command] of rcptCommands.entries()) {
+        rcpt(await this.#command(command, 'rcpt', this.#timeouts.commandMs, recipients[index]));
+      }
       return { replies, failure: null, timing };
     } catch (error) {
       return { replies, failure: failureOf(error), timing };
@@ -274,7 +291,7 @@ export class SmtpSession {
 
   /** One more RCPT TO in the open transaction. Throws SmtpSessionError. */
   async recipient(address: string): Promise<SmtpReply> {
-    return (await this.#command(`RCPT TO:<${address}>`, 'rcpt')).reply;
+    return (await this.#command(`RCPT TO:<${address}>`, 'rcpt', this.#timeouts.commandMs, address)).reply;
   }
 
   /** RSET: ends the transaction so the next can start (RFC 5321 §4.1.1.5). Throws SmtpSessionError. */
@@ -315,6 +332,7 @@ export class SmtpSession {
   /** Drops the connection at once. Idempotent. */
   close(): void {
     this.#finished = true;
+    this.dialogue?.finish();
     if (this.#sessionTimer) clearTimeout(this.#sessionTimer);
     this.#sessionTimer = null;
     if (this.#pending) {
@@ -333,6 +351,7 @@ export class SmtpSession {
     return this.#step('connect', this.#timeouts.connectMs, (done) => {
       const connected = () => {
         this.#repliesOwed = 1; // the greeting (RFC 5321 §4.3.1)
+        this.dialogue?.connected();
         this.#onConnected?.();
         done(undefined);
       };
@@ -369,7 +388,10 @@ export class SmtpSession {
       this.#socket = socket;
       this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
       this.#listen(socket);
-      socket.once('connect', connected);
+      socket.once('connect', () => {
+        this.localAddress = socket.localAddress ?? null;
+        connected();
+      });
     });
   }
 
@@ -427,6 +449,8 @@ export class SmtpSession {
       ? null
       : String(secure.authorizationError ?? 'certificate not verified');
     const cipher = secure.getCipher();
+    this.tlsVersion = secure.getProtocol();
+    this.tlsCipher = cipher.name;
     this.#record(
       '*',
       `TLS established: ${secure.getProtocol() ?? 'unknown protocol'} ${cipher.name}` +
@@ -545,6 +569,7 @@ export class SmtpSession {
       this.#repliesOwed--;
     }
     if (reply.code === 421) this.#closingReply = reply;
+    this.dialogue?.replied(reply, received.at);
     const waiter = this.#replyWaiter;
     if (waiter) {
       this.#replyWaiter = null;
@@ -570,12 +595,18 @@ export class SmtpSession {
     line: string,
     stage: SessionStage,
     timeoutMs = this.#timeouts.commandMs,
+    path?: string,
   ): Promise<ReceivedReply> {
-    this.#write([line], stage);
+    this.#write([line], stage, [path]);
     return this.#readReply(stage, timeoutMs);
   }
 
-  #write(commands: readonly string[], stage: SessionStage): void {
+  /** Writes `commands`; `paths[i]` is the MAIL FROM or RCPT TO path of `commands[i]`, for the dialogue. */
+  #write(
+    commands: readonly string[],
+    stage: SessionStage,
+    paths: readonly (string | undefined)[] = [],
+  ): void {
     this.#stage = stage;
     this.#throwIfUnusable(stage);
     for (const command of commands) {
@@ -584,7 +615,10 @@ export class SmtpSession {
       if (refusal)
         throw new SmtpSessionError({ kind: 'target_refused', stage: 'guard', reply: null, message: refusal });
     }
-    for (const command of commands) this.#record('C', command);
+    for (const [index, command] of commands.entries()) {
+      this.#record('C', command);
+      this.dialogue?.sent(command, paths[index]);
+    }
     this.#repliesOwed += commands.length;
     this.#socket?.write(commands.map((command) => `${command}\r\n`).join(''));
   }
@@ -667,6 +701,7 @@ export class SmtpSession {
     if (this.#failure !== null || this.#finished) return;
     this.#failure = failure;
     this.#record('*', `${failure.kind} at ${failure.stage}: ${failure.message}`);
+    this.dialogue?.failed(`${failure.kind} at ${failure.stage}: ${failure.message}`);
     const pending = this.#pending;
     this.#pending = null;
     this.#replyWaiter = null;

@@ -1,6 +1,7 @@
 // The public API (docs/architecture.md) as zod schemas. Routes, the OpenAPI document and clients'
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
+import { Evidence, MAX_EVIDENCE_BYTES } from './prober.ts';
 import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
 import { UNKNOWN_VERDICT_LIFETIME_MS, VERDICT_LIFETIME_MS } from './verdict-lifetime.ts';
 
@@ -111,6 +112,7 @@ export const VerificationResult = z
       .min(0)
       .optional()
       .describe('present when greylisted: when a retry is likely to get an answer'),
+    evidence: Evidence.optional(),
   })
   .meta({ id: 'VerificationResult' });
 export type VerificationResult = z.infer<typeof VerificationResult>;
@@ -166,6 +168,18 @@ export const IdempotencyHeaders = z.object({
 export const MIN_VERIFY_TIMEOUT_MS = 2_000;
 export const MAX_VERIFY_TIMEOUT_MS = 60_000;
 
+const EVIDENCE_DESCRIPTION =
+  'true: each answer that came from SMTP carries `evidence`, the session behind it (MX host and address, egress, ' +
+  "region, TLS, the dialogue with its times, every address but the answer's own masked), stored with the result " +
+  `for the result's retention. It is at most ${MAX_EVIDENCE_BYTES} bytes an address, counted at that bound against ` +
+  'the storage budget of the day. A recent verdict kept without evidence is not answered again: the address is ' +
+  'verified afresh. Default false.';
+
+const EvidenceField = z.boolean().optional().describe(EVIDENCE_DESCRIPTION);
+
+/** `evidence` as a query or multipart form field, beside a CSV file. */
+export const EvidenceFormField = z.enum(['true', 'false']).describe(EVIDENCE_DESCRIPTION);
+
 export const VerifyRequest = z
   .strictObject({
     email: EmailInput,
@@ -191,6 +205,8 @@ export const VerifyRequest = z
           "the deployment's budget (10,000 ms unless its operator set another) bounds the check itself: a server " +
           'that has not answered by then is `smtp_timeout`, a prober that could not be had `smtp_unavailable`.',
       ),
+
+    evidence: EvidenceField,
   })
   .meta({
     id: 'VerifyRequest',
@@ -274,6 +290,7 @@ export const BulkUploadJsonRequest = z
     webhookUrl: z.url().max(2048).optional(),
     maxWaitSeconds: MaxWaitSeconds.optional(),
     recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
+    evidence: EvidenceField,
     watch: z.boolean().optional().describe(WATCH_DESCRIPTION),
     watchDays: WatchDays.optional(),
   })
@@ -347,6 +364,11 @@ export const Job = z
       .datetime()
       .nullable()
       .describe('when a recheck last changed a verdict of this job; null until one does'),
+    evidence: z
+      .boolean()
+      .describe(
+        "whether the job's results carry the evidence behind their answers (see `evidence` of the upload)",
+      ),
     nextRecheckAt: z.iso
       .datetime()
       .nullable()

@@ -31,6 +31,99 @@ export const SmtpReply = z.object({
 });
 export type SmtpReply = z.infer<typeof SmtpReply>;
 
+// ── Evidence (docs/verdicts.md, "Evidence") ─────────────────────────────────────────────
+// The evidence behind an answer that came from SMTP: where rcpt spoke from and to, and the
+// dialogue, with every address but the result's own masked. The prober builds it
+// (shared/src/verify/evidence.ts), the edge stores it with the result, and the API, the
+// dashboard, the CSV export and the CLI show it.
+/** Most UTF-8 bytes one address's evidence takes as JSON: what is stored, and counted, per address. */
+export const MAX_EVIDENCE_BYTES = 4_096;
+/** Most steps of a dialogue the evidence keeps. */
+export const MAX_EVIDENCE_STEPS = 64;
+/** Longest command or reply text kept (RFC 5321 §4.5.3.1.5: a reply line is at most 512 octets). */
+export const MAX_EVIDENCE_TEXT = 512;
+/** What stands for an address's local part that is not the customer's. */
+export const MASKED_LOCAL_PART = '***';
+
+export const EvidenceStep = z
+  .object({
+    atMs: z
+      .number()
+      .int()
+      .min(0)
+      .describe(
+        'when the command was sent (or the connection opened, for the greeting), ms after `startedAt`',
+      ),
+    command: z
+      .string()
+      .max(MAX_EVIDENCE_TEXT)
+      .nullable()
+      .describe("what rcpt sent; null for the server's greeting (or a reply nobody asked for)"),
+    reply: SmtpReply.extend({ text: z.string().max(MAX_EVIDENCE_TEXT) })
+      .nullable()
+      .describe('what the server answered (all lines of a multi-line reply); null when it never did'),
+    tookMs: z.number().int().min(0).nullable().describe('ms from the command to its whole reply'),
+  })
+  .meta({ id: 'EvidenceStep' });
+export type EvidenceStep = z.infer<typeof EvidenceStep>;
+
+export const EvidenceTls = z
+  .object({
+    version: z.string().max(64).nullable().describe('e.g. TLSv1.3'),
+    cipher: z.string().max(128).nullable().describe('e.g. TLS_AES_256_GCM_SHA384'),
+    certificateVerified: z
+      .boolean()
+      .describe("whether the MX's certificate verified (MX certificates often do not; rcpt goes on)"),
+  })
+  .meta({ id: 'EvidenceTls' });
+export type EvidenceTls = z.infer<typeof EvidenceTls>;
+
+export const Evidence = z
+  .object({
+    mxHost: z.string().max(253).nullable().describe('the MX host rcpt spoke to'),
+    mxIp: z.string().max(64).nullable().describe('its address'),
+    egress: z
+      .string()
+      .max(128)
+      .nullable()
+      .describe('where the session went out from: the source address, or the egress name'),
+    region: z.string().max(64).nullable().describe("the prober's region"),
+    tls: EvidenceTls.nullable().describe(
+      'null: the dialogue ran in plaintext (STARTTLS not offered or failed)',
+    ),
+    startedAt: z.iso.datetime().describe('when the connection to the MX began'),
+    durationMs: z.number().int().min(0).describe('from connecting to the end of the session'),
+    dialogue: z
+      .array(EvidenceStep)
+      .max(MAX_EVIDENCE_STEPS)
+      .describe(
+        "greeting, EHLO, STARTTLS, MAIL FROM and each RCPT with its reply, in order. Every address that is not this result's " +
+          `own — the MAIL FROM, the made-up address of the catch-all test, other addresses asked in the same session — ` +
+          `shows as \`${MASKED_LOCAL_PART}@domain\`, in commands and in reply texts alike`,
+      ),
+    ended: z
+      .string()
+      .max(MAX_EVIDENCE_TEXT)
+      .nullable()
+      .describe(
+        'why the session ended before QUIT (a timeout, a hang-up, a refusal); null when it ended normally',
+      ),
+    omittedSteps: z
+      .number()
+      .int()
+      .min(0)
+      .describe(
+        `steps left out to keep the evidence within ${MAX_EVIDENCE_BYTES} bytes (other addresses' RCPTs first); texts ` +
+          `longer than ${MAX_EVIDENCE_TEXT} characters are cut and end in …`,
+      ),
+  })
+  .meta({
+    id: 'Evidence',
+    description:
+      "The SMTP session behind the answer (only when asked for with `evidence: true`, and only for answers that came from SMTP). For an answer from the tenant behind a security gateway (`meta.verifiedVia: tenant`), the tenant's session.",
+  });
+export type Evidence = z.infer<typeof Evidence>;
+
 /** Where an SMTP conversation stopped before an address got its RCPT answer. */
 export const SESSION_FAILURE_KINDS = [
   'connection_failed', // no TCP connection to any MX
@@ -58,6 +151,8 @@ export const AddressOutcome = z.object({
   email: z.string(),
   reply: SmtpReply.nullable(),
   failure: SessionFailure.nullable(),
+  /** The session that gave this outcome, masked for this address; only when the probe asked for it. */
+  evidence: Evidence.optional(),
 });
 export type AddressOutcome = z.infer<typeof AddressOutcome>;
 
@@ -95,6 +190,8 @@ export const ProbeRequest = z.object({
   helo: z.string().min(1).max(253),
   timeoutMs: z.number().int().min(100).max(300_000),
   transcript: z.boolean().default(false),
+  /** Each address's outcome carries its evidence (docs/verdicts.md, "Evidence"). */
+  evidence: z.boolean().optional(),
 });
 export type ProbeRequest = z.infer<typeof ProbeRequest>;
 

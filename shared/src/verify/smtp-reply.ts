@@ -565,12 +565,23 @@ function statedDelaySeconds(text: string): number | undefined {
 // The address a reply names ("<jane@example.com>: Recipient address rejected") says nothing
 // about the reply's meaning, and its words must not match a rule (a mailbox called spam@ or
 // user.disabled@): rules read the text with every address in it replaced by an empty `<>`.
-const ADDRESS_IN_TEXT = /<?[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+>?/g;
+const ADDRESS_IN_TEXT = /<?([^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+)>?/g;
 const ADDRESS_TOKEN = '<>';
 
 /** `text` with every email address in it replaced by `<>`: a reply fit for logs and operator views. */
 export function withoutAddresses(text: string): string {
   return text.includes('@') ? text.replace(ADDRESS_IN_TEXT, ADDRESS_TOKEN) : text;
+}
+
+/**
+ * `text` with each email address in it (without its angle brackets, which stay) replaced by
+ * what `replace` makes of it: the same reading of "an address in a reply" as `withoutAddresses`.
+ */
+export function replaceAddresses(text: string, replace: (address: string) => string): string {
+  if (!text.includes('@')) return text;
+  return text.replace(ADDRESS_IN_TEXT, (match: string, address: string) =>
+    match.replace(address, () => replace(address)),
+  );
 }
 
 /**

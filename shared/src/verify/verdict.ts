@@ -35,8 +35,9 @@ import {
   type VerificationResult,
   type VerificationStatus,
 } from '../contract/api.ts';
-import type { ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
+import type { AddressOutcome, Evidence, ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
+import { sealEvidence } from './evidence.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { lookupLists } from './lists.ts';
 import { providerFamilyOf } from './providers.ts';
@@ -227,10 +228,14 @@ function sameAddress(left: string, right: string): boolean {
   return a.localPart === b.localPart && a.domain === b.domain;
 }
 
-function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswer {
-  const outcome = report.perAddress.find((candidate) =>
+function outcomeFor(report: ProbeReport, addresses: readonly string[]): AddressOutcome | undefined {
+  return report.perAddress.find((candidate) =>
     addresses.some((email) => sameAddress(candidate.email, email)),
   );
+}
+
+function answerFor(report: ProbeReport, addresses: readonly string[]): SmtpAnswer {
+  const outcome = outcomeFor(report, addresses);
   if (!outcome) return NO_ANSWER;
   if (outcome.reply) {
     const { subStatus, accepted, rejectsMailbox, policy } = classifyReply(outcome.reply, 'rcpt');
@@ -471,6 +476,19 @@ export function verdictFromFacts(facts: VerdictFacts): Verdict {
   });
 }
 
+/**
+ * The evidence of the session whose answer decided (the tenant's when it answered in the
+ * gateway's place), when the probe carried it: masked again and bounded for this address.
+ */
+function evidenceOf(input: VerdictInput, verifiedVia: Decision['verifiedVia']): Evidence | null {
+  const { address } = input;
+  if (!address.valid || verifiedVia === null) return null;
+  const probe = verifiedVia === 'tenant' ? input.tenant?.probe : input.probe;
+  if (probe?.kind !== 'report') return null;
+  const evidence = outcomeFor(probe.report, [address.given, address.email])?.evidence;
+  return evidence ? sealEvidence(evidence, address.email) : null;
+}
+
 function verdictOf(given: VerdictInput): Verdict {
   // Disposable-address lists carry typo-squatting domains (gmial.com, hotmial.com) because they
   // catch mistyped mail; for such a domain the typo is the better explanation, so it is not
@@ -530,6 +548,8 @@ function verdictOf(given: VerdictInput): Verdict {
     },
     riskFactors,
   };
+  const evidence = evidenceOf(input, decision.verifiedVia);
+  if (evidence) result.evidence = evidence;
   // The API names a delay only for greylisting, the one temporary answer a caller can act on:
   // the one the server named, else the one rcpt measured of it, else the usual one.
   if (decision.subStatus === 'greylisted' && decision.policy.retryAfterSeconds !== undefined) {

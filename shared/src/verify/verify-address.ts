@@ -25,6 +25,8 @@ export interface VerifyDeps {
   greylistDelay?: (domain: string) => Promise<number | null>;
   /** Ask the prober for the SMTP dialogue (the CLI prints it). */
   transcript?: boolean;
+  /** The answer carries the evidence behind it (docs/verdicts.md, "Evidence"). */
+  evidence?: boolean;
   now?: () => number;
 }
 
@@ -116,6 +118,7 @@ async function verifyFully(
           helo: deps.helo,
           timeoutMs: remainingMs,
           transcript: deps.transcript ?? false,
+          ...(deps.evidence ? { evidence: true } : {}),
         };
         // A gateway that accepted the address as a catch-all would: its tenant is asked too.
         ({ probe, tenantDetection, tenant } = await probeBehindGateway(

@@ -4,6 +4,7 @@
 // counts and the cost from POST /bulk/preview (nothing stored) before they confirm. Below the
 // form, the account's recent jobs, each linked to its page.
 import { type Job, MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
+import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
@@ -136,6 +137,10 @@ function BulkPage(props: {
           value={props.name}
           maxlength={200}
         />
+        <label class="checkbox">
+          <input type="checkbox" name="evidence" value="true" /> Keep the SMTP evidence behind each answer (up
+          to {MAX_EVIDENCE_BYTES / 1024} KB an address, counted in your storage budget)
+        </label>
         <section class="preview" data-preview hidden aria-live="polite" aria-label="Preview of the upload" />
         <div class="button-row">
           <button type="submit" class="button" data-submit-label="Verify list">
@@ -198,6 +203,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
     const caller = c.get('caller');
     const emailColumn = await optionalText(c, 'emailColumn');
     const name = await optionalText(c, 'name');
+    const evidence = (await formText(c, 'evidence')) === 'true';
     try {
       const upload = await rowsFromCsv(await uploadedFile(c), emailColumn);
       // A column picked by hand without a single address in it (the wrong one) would be a job of
@@ -217,6 +223,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
         name: name ?? null,
         webhookUrl: null,
         maxWaitSeconds: null,
+        evidence,
         quotas: quotasOf(c.get('config')),
         now: Date.now(),
       });

@@ -40,6 +40,7 @@ import {
   type ResultRowsQuery,
   type RowCounts,
 } from '../../storage/jobs.ts';
+import { EvidenceView } from './evidence.tsx';
 import { Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -435,6 +436,7 @@ function ResultsTable(props: {
                   <td data-label="Verdict">
                     <StatusBadge status={result.status} />{' '}
                     <span class="muted">{readableSubStatus(result.subStatus)}</span>
+                    {result.evidence ? <EvidenceView evidence={result.evidence} /> : null}
                   </td>
                   <td data-label="Score">{result.score}</td>
                 </tr>

@@ -1,3 +1,4 @@
+import type { Evidence } from '@rcpt/shared/contract/prober';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { jsx } from 'hono/jsx';
 import { describe, expect, it } from 'vitest';
@@ -24,4 +25,59 @@ describe('a verification result in the dashboard', () => {
       expect(rendered(verifiedVia)).not.toContain(NOTE);
     },
   );
+});
+
+describe('the evidence of a result in the dashboard', () => {
+  const evidence: Evidence = {
+    mxHost: 'mx.example.com',
+    mxIp: '192.0.2.25',
+    egress: '198.51.100.7',
+    region: 'eu',
+    tls: { version: 'TLSv1.3', cipher: 'TLS_AES_256_GCM_SHA384', certificateVerified: false },
+    startedAt: '2026-11-26T12:00:00.000Z',
+    durationMs: 40,
+    dialogue: [
+      {
+        atMs: 0,
+        command: null,
+        reply: { code: 220, enhanced: null, text: 'mx.example.com ESMTP' },
+        tookMs: 3,
+      },
+      {
+        atMs: 10,
+        command: 'RCPT TO:<deliverable@example.com>',
+        reply: { code: 250, enhanced: '2.1.5', text: 'Ok' },
+        tookMs: 2,
+      },
+      {
+        atMs: 13,
+        command: 'RCPT TO:<***@example.com>',
+        reply: { code: 550, enhanced: '5.1.1', text: '<***@example.com>: User unknown' },
+        tookMs: 2,
+      },
+    ],
+    ended: null,
+    omittedSteps: 2,
+  };
+
+  it('shows the session facts and the dialogue as a log, escaped', async () => {
+    const result = sandboxVerify(checkSyntax('deliverable@example.com'), 0);
+    const html = await jsx(VerificationResultView, { result: { ...result, evidence } }).toString();
+    expect(html).toContain('mx.example.com [192.0.2.25]');
+    expect(html).toContain('198.51.100.7 (region eu)');
+    expect(html).toContain('TLSv1.3, TLS_AES_256_GCM_SHA384 (certificate not verified)');
+    expect(html).toContain('+3 ms S: 220 mx.example.com ESMTP');
+    expect(html).toContain('+10 ms C: RCPT TO:&lt;deliverable@example.com&gt;');
+    expect(html).toContain('+12 ms S: 250 2.1.5 Ok');
+    expect(html).toContain('+15 ms S: 550 5.1.1 &lt;***@example.com&gt;: User unknown');
+    expect(html).toContain('2 steps left out');
+    expect(html).not.toContain('<deliverable@');
+  });
+
+  it('shows no evidence section for a result without one', async () => {
+    const html = await jsx(VerificationResultView, {
+      result: sandboxVerify(checkSyntax('deliverable@example.com'), 0),
+    }).toString();
+    expect(html).not.toContain('SMTP evidence');
+  });
 });

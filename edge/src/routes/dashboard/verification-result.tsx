@@ -3,6 +3,7 @@
 // factors and a typo suggestion. Colour is never the only signal: every badge has its word.
 import type { Checks, VerificationResult, VerificationStatus } from '@rcpt/shared/contract/api';
 import { RISK_FACTORS } from '@rcpt/shared/verify/verdict';
+import { EvidenceView } from './evidence.tsx';
 import { CsrfField } from './forms.tsx';
 
 export function StatusBadge(props: {
@@ -173,6 +174,7 @@ export function VerificationResultView(props: { result: VerificationResult; csrf
           </dl>
         </div>
       </div>
+      {result.evidence ? <EvidenceView evidence={result.evidence} open /> : null}
     </section>
   );
 }

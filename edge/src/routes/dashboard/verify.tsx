@@ -19,6 +19,7 @@ function VerifyForm(props: {
   email?: string;
   error?: string | null;
   creditsRemaining: number;
+  evidence?: boolean;
 }) {
   return (
     <section class="card" aria-labelledby="verify-heading">
@@ -41,6 +42,10 @@ function VerifyForm(props: {
           error={props.error}
           placeholder="someone@example.com"
         />
+        <label class="checkbox">
+          <input type="checkbox" name="evidence" value="true" checked={props.evidence} /> Keep the SMTP
+          evidence (the session behind the answer)
+        </label>
         <button type="submit" class="button">
           Verify
         </button>
@@ -64,6 +69,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
     const db = c.get('db');
     const caller = c.get('caller');
     const raw = await formText(c, 'email');
+    const evidence = (await formText(c, 'evidence')) === 'true';
     const parsed = VerifyRequest.safeParse({ email: raw });
     let result: VerificationResult | null = null;
     let error: string | null = null;
@@ -81,10 +87,11 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
         const facts = domainFactsOf(db, c.get('config'));
         const verification = await verifyForCaller({
           db,
-          deps: verifyDepsOf(c.env, c.get('config'), facts, caller.accountId),
+          deps: { ...verifyDepsOf(c.env, c.get('config'), facts, caller.accountId), evidence },
           facts,
           caller,
           email: parsed.data.email,
+          evidence,
           requestId: c.get('requestId'),
           quotas: quotasOf(c.get('config')),
           now: Date.now(),
@@ -110,6 +117,7 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
           email={raw}
           error={error}
           creditsRemaining={creditsRemaining}
+          evidence={evidence}
         />
         {status === 402 ? (
           <Notice kind="error">Not enough credits: each check uses one, and you have none left.</Notice>

@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import {
   BulkUploadJsonRequest,
   BulkUploadResponse,
+  EvidenceFormField,
   IdempotencyHeaders,
   MAX_BATCH_EMAILS,
   MaxWaitSeconds,
@@ -44,6 +45,7 @@ const CsvOptions = z.object({
   webhookUrl: z.string().max(2048).optional(),
   maxWaitSeconds: MaxWaitSeconds.optional(),
   recheck: RecheckField.optional(),
+  evidence: EvidenceFormField.optional(),
   watch: WatchField.optional(),
   watchDays: WatchDays.optional(),
 });
@@ -116,6 +118,7 @@ interface UploadOptions {
   webhookUrl: string | null;
   maxWaitSeconds: number | null;
   recheck: boolean | null;
+  evidence: boolean | null;
   watch: boolean | null;
   watchDays: number | null;
 }
@@ -178,6 +181,7 @@ async function readUpload(
       webhookUrl: form.get('webhookUrl') ?? c.req.query('webhookUrl'),
       maxWaitSeconds: form.get('maxWaitSeconds') ?? c.req.query('maxWaitSeconds'),
       recheck: form.get('recheck') ?? c.req.query('recheck'),
+      evidence: form.get('evidence') ?? c.req.query('evidence'),
       watch: form.get('watch') ?? c.req.query('watch'),
       watchDays: form.get('watchDays') ?? c.req.query('watchDays'),
     });
@@ -225,6 +229,7 @@ function jsonOptions(body: BulkUploadJsonRequest, query: Record<string, string>)
     webhookUrl: body.webhookUrl ?? null,
     maxWaitSeconds: body.maxWaitSeconds ?? null,
     recheck: body.recheck ?? null,
+    evidence: body.evidence ?? null,
     watch: body.watch ?? null,
     watchDays: body.watchDays ?? null,
   };
@@ -247,6 +252,7 @@ function nameAndHook(options: z.infer<typeof CsvOptions>): UploadOptions {
     webhookUrl: options.webhookUrl ?? null,
     maxWaitSeconds: options.maxWaitSeconds ?? null,
     recheck: options.recheck === undefined ? null : options.recheck === 'true',
+    evidence: options.evidence === undefined ? null : options.evidence === 'true',
     watch: options.watch === undefined ? null : options.watch === 'true',
     watchDays: options.watchDays ?? null,
   };
@@ -315,6 +321,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           webhookUrl,
           maxWaitSeconds: request.maxWaitSeconds,
           recheck: request.recheck,
+          evidence: request.evidence ?? false,
           watchDays,
           quotas: quotasOf(config),
           now,

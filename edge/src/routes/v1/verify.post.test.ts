@@ -1,6 +1,7 @@
+import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
 import { until } from '../../../../test/eventually.ts';
-import { hubOf, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
+import { hubOf, reportFor, startFakeProber, withEvidence } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
 
 interface BadRequest {
@@ -323,5 +324,87 @@ describe('POST /api/v1/verify answers a repeated address from the account verdic
     } finally {
       prober.close();
     }
+  });
+});
+
+describe('POST /api/v1/verify with evidence', () => {
+  interface EvidenceAnswer {
+    data: {
+      status: string;
+      meta: { cached: boolean };
+      evidence?: { mxHost: string; dialogue: { command: string | null; reply: { code: number } | null }[] };
+    };
+  }
+
+  it('carries the session behind the answer only when asked, and never answers a kept verdict without it', async () => {
+    const prober = await startFakeProber('default', (probe) =>
+      withEvidence(probe, reportFor(probe, 250, '2.1.5', 'OK', 550)),
+    );
+    try {
+      const caller = await newCaller({ credits: 10 });
+      const email = `proof-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      const verify = async (json: Record<string, unknown>) => {
+        const response = await call('/api/v1/verify', { key: caller.apiKey, json: { email, ...json } });
+        expect(response.status).toBe(200);
+        return (await response.json<EvidenceAnswer>()).data;
+      };
+      const plain = await verify({});
+      expect(plain.evidence).toBeUndefined();
+      expect(prober.probes.at(-1)?.evidence).toBeUndefined();
+
+      // The kept verdict has no evidence: asked for, the address is verified again.
+      const proven = await verify({ evidence: true });
+      expect(prober.probes.at(-1)?.evidence).toBe(true);
+      expect(prober.probes.filter((probe) => probe.emails.includes(email))).toHaveLength(2);
+      expect(proven.meta.cached).toBe(false);
+      expect(proven.evidence?.mxHost).toBe('mx.accept.test');
+      expect(proven.evidence?.dialogue.map((step) => step.command)).toEqual([
+        null,
+        'EHLO verify.rcpt.dev',
+        'MAIL FROM:<***@verify.rcpt.dev>',
+        `RCPT TO:<${email}>`,
+      ]);
+
+      // Kept with its evidence now: answered again with it, and without it when not asked.
+      const again = await verify({ evidence: true });
+      expect(again).toMatchObject({ meta: { cached: true }, evidence: proven.evidence });
+      const cachedPlain = await verify({});
+      expect(cachedPlain.meta.cached).toBe(true);
+      expect(cachedPlain.evidence).toBeUndefined();
+      expect(prober.probes.filter((probe) => probe.emails.includes(email))).toHaveLength(2);
+    } finally {
+      prober.close();
+    }
+  });
+
+  it('counts the evidence at its bound against the storage budget of the day', async () => {
+    const prober = await startFakeProber('default', (probe) =>
+      withEvidence(probe, reportFor(probe, 250, '2.1.5', 'OK', 550)),
+    );
+    try {
+      const stored = async (evidence: boolean) => {
+        const caller = await newCaller({ credits: 3 });
+        const email = `bytes-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+        await call('/api/v1/verify', { key: caller.apiKey, json: { email, evidence } });
+        const account = await (await call('/api/v1/account', { key: caller.apiKey })).json<{
+          account: { usage: { storage: { usedBytesToday: number } } };
+        }>();
+        return account.account.usage.storage.usedBytesToday;
+      };
+      expect((await stored(true)) - (await stored(false))).toBe(MAX_EVIDENCE_BYTES);
+    } finally {
+      prober.close();
+    }
+  });
+
+  it('refuses an evidence flag that is not a boolean', async () => {
+    const caller = await newCaller({ credits: 3 });
+    const response = await call('/api/v1/verify', {
+      key: caller.apiKey,
+      json: { email: 'alice@accept.test', evidence: 'yes' },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect(await balanceOf(caller.accountId)).toBe(3);
   });
 });

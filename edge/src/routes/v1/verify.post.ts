@@ -105,13 +105,16 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
           const { timeoutMs } = request;
           const { result, creditsRemaining } = await verifyForCaller({
             db,
-            deps: verifyDepsOf(
-              c.env,
-              config,
-              facts,
-              caller.accountId,
-              timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
-            ),
+            deps: {
+              ...verifyDepsOf(
+                c.env,
+                config,
+                facts,
+                caller.accountId,
+                timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
+              ),
+              evidence: request.evidence ?? false,
+            },
             ...(timeoutMs === undefined
               ? {}
               : { answerBy: c.get('receivedAt') + timeoutMs - ANSWER_TAIL_MS }),
@@ -120,6 +123,7 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
             caller,
             email: request.email,
             fresh: request.fresh ?? false,
+            evidence: request.evidence ?? false,
             requestId,
             quotas: quotasOf(config),
             now,

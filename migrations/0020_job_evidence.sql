@@ -1,0 +1,1 @@
+ALTER TABLE `jobs` ADD `evidence` integer DEFAULT 0 NOT NULL;
