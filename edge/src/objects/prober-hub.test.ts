@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
+import type { ProbeMessage, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import {
@@ -276,6 +276,19 @@ describe('ProberHub probes', () => {
 });
 
 /** A batch task of `count` addresses on `domain`, routed to `mxHost`, for a job that need not exist. */
+/** Every egress of the prober was refused at the MX, as a Spamhaus listing says it. */
+function refusedEverywhere(probe: ProbeMessage): ProbeReport {
+  return {
+    ...reportFor(
+      probe,
+      554,
+      '5.7.1',
+      'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org',
+    ),
+    egressesRefused: true,
+  };
+}
+
 function task(
   jobId: string,
   accountId: string,
@@ -339,7 +352,9 @@ describe('ProberHub scheduling', () => {
   });
 
   it('refuses batch work when no prober is connected', async () => {
-    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toEqual([0]);
+    expect(await hubOf('hub-nobody').dispatch([task('job-x', 'acct', 'x.test', 'mx.x.test')])).toEqual([
+      { index: 0 },
+    ]);
   });
 
   it("keeps a prober's reserve free of one account's long-held probes: another account's call and work start at once, and take freed slots first", async () => {
@@ -542,6 +557,111 @@ describe('ProberHub regions', () => {
     expect(outcome.kind).toBe('report');
     expect(prober.probes).toHaveLength(1);
     prober.close();
+  });
+
+  it('passes a call whose every egress here was refused to the next region, whose answer is the verdict', async () => {
+    const refusing = await startFakeProber('region-listed', refusedEverywhere);
+    const clean = await startFakeProber('region-clean', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-listed' }, { name: 'region-clean' }],
+      'acct',
+    );
+    const outcome = await gateway.probe(request, 5_000);
+    expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.code).toBe(250);
+    expect(refusing.probes).toHaveLength(1);
+    expect(clean.probes).toHaveLength(1);
+    refusing.close();
+    clean.close();
+  });
+
+  it("keeps a region's refusal as the answer when no later region has a prober, without waiting for one", async () => {
+    const refusing = await startFakeProber('region-listed-alone', refusedEverywhere);
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-listed-alone' }, { name: 'region-listed-nobody' }],
+      'acct',
+    );
+    // A budget longer than the test's own timeout: an answer proves the last region did not wait it out.
+    const outcome = await gateway.probe(request, 120_000);
+    expect(outcome.kind === 'report' && outcome.report.egressesRefused).toBe(true);
+    expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.text).toContain('spamhaus');
+    expect(refusing.probes).toHaveLength(1);
+    refusing.close();
+  });
+
+  it('passes a call and batch work that every egress here is blocked for at once, as its probers reported, and the last region keeps them', async () => {
+    const region = 'region-blocked';
+    const blocked = await startFakeProber(region, (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    announceEgresses(blocked, region, [
+      { id: '192.0.2.7', kind: 'direct', helo: null },
+      { id: '192.0.2.8', kind: 'direct', helo: null },
+    ]);
+    const now = Date.now();
+    const host = request.mx[0]?.host ?? '';
+    // One egress blocked: the region still serves the host.
+    blocked.send({
+      type: 'egress_state',
+      id: 'state-1',
+      blocks: [blockAt('192.0.2.7', host, now)],
+      uses: [],
+      sessions: 0,
+    });
+    await untilValue(
+      async () => (await hubOf(region).status()).find((entry) => entry.egress.reportedAt !== null),
+      'the first egress state reaches the hub',
+    );
+    expect(await hubOf(region).probe(request, 3_000, 'acct', true)).toMatchObject({ kind: 'report' });
+    expect(blocked.probes).toHaveLength(1);
+
+    blocked.send({
+      type: 'egress_state',
+      id: 'state-2',
+      blocks: [blockAt('192.0.2.7', host, now), blockAt('192.0.2.8', host, now)],
+      uses: [],
+      sessions: 0,
+    });
+    await untilValue(
+      async () => (await hubOf(region).status()).find((entry) => entry.egress.blocks.length === 2),
+      'both blocks reach the hub',
+    );
+    const passed = await hubOf(region).probe(request, 3_000, 'acct', true);
+    expect(passed).toMatchObject({
+      kind: 'passed',
+      why: `every egress in this region is blocked at ${host}`,
+    });
+    expect(passed.kind === 'passed' && passed.refusal?.egressesRefused).toBe(true);
+    expect(passed.kind === 'passed' && passed.refusal?.perAddress[0]?.failure?.reply?.text).toContain(
+      'zen.spamhaus.org',
+    );
+    // Another MX host is not blocked; and as the last region, the blocked host is asked all the same.
+    const elsewhere = { ...request, mx: [{ host: 'mx.other.test', preference: 10, ips: ['127.0.0.2'] }] };
+    expect(await hubOf(region).probe(elsewhere, 3_000, 'acct', true)).toMatchObject({ kind: 'report' });
+    expect(await hubOf(region).probe(request, 3_000, 'acct', false)).toMatchObject({ kind: 'report' });
+    expect(blocked.probes).toHaveLength(3);
+
+    // Batch work: the blocked host's goes to the next region, with the refusal when none takes it.
+    const jobId = `job-${crypto.randomUUID()}`;
+    const next = await startFakeProber('region-blocked-next', () => 'ignore');
+    const work = [task(jobId, 'acct', 'b0.test', host), task(jobId, 'acct', 'b1.test', 'mx.other.test')];
+    expect(
+      await dispatchToRegions(env.PROBER_HUB, [{ name: region }, { name: 'region-blocked-next' }], work),
+    ).toEqual([]);
+    await until(
+      () => next.probes.length === 1 && blocked.probes.length === 4,
+      'each probe is out in its region',
+    );
+    expect(next.probes[0]?.domain).toBe('b0.test');
+    expect(blocked.probes[3]?.domain).toBe('b1.test');
+    const untaken = await dispatchToRegions(
+      env.PROBER_HUB,
+      [{ name: region }, { name: 'region-blocked-nobody' }],
+      [task(jobId, 'acct', 'b2.test', host)],
+    );
+    expect(untaken).toHaveLength(1);
+    expect(untaken[0]?.refusal?.egressesRefused).toBe(true);
+    blocked.close();
+    next.close();
   });
 
   it('hands batch work to the first region that takes it', async () => {
