@@ -55,9 +55,9 @@ export interface LocalStack {
   stopProber(signal?: NodeJS.Signals): Promise<number | null>;
   /**
    * Links one more prober (own process), stopped by close(): in the primary region with the
-   * stack's token, or in `region` with a token of its own.
+   * stack's token, or in `region` with a token of its own; `env` over the stack's prober env.
    */
-  addProber(options?: { region?: string }): Promise<ChildProcess>;
+  addProber(options?: { region?: string; env?: Record<string, string> }): Promise<ChildProcess>;
   /** The prober regions the edge uses, the primary (where the stack's prober links) first. */
   regions: string[];
   close(): Promise<void>;
@@ -122,6 +122,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   /** Starts a prober process and resolves once its link to the edge is up. */
   const launchProber = async (
     region = regions[0] ?? 'default',
+    env: Record<string, string> = {},
   ): Promise<{ process: ChildProcess; opsUrl: string }> => {
     // A token is for one region: the stack's is the primary's; another region gets its own.
     const token =
@@ -141,6 +142,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
         OPS_PORT: String(opsPort),
         LOG_LEVEL: 'warn',
         ...options.proberEnv,
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -172,7 +174,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       proberOpsUrl = launched.opsUrl;
     },
     async addProber(added = {}) {
-      const launched = await launchProber(added.region);
+      const launched = await launchProber(added.region, added.env);
       extraProbers.push(launched.process);
       return launched.process;
     },
