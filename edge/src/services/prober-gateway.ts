@@ -8,7 +8,7 @@ import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
-import type { HubWork } from '../objects/prober-hub.ts';
+import { type HubWork, PROBER_TOKEN_ID_HEADER } from '../objects/prober-hub.ts';
 import type { BatchTask } from './batch-results.ts';
 
 type Hubs = Env['PROBER_HUB'];
@@ -17,6 +17,24 @@ type Hubs = Env['PROBER_HUB'];
 export function regionHub(hubs: Hubs, region: ProberRegion) {
   const id = hubs.idFromName(region.name);
   return region.locationHint ? hubs.get(id, { locationHint: region.locationHint }) : hubs.get(id);
+}
+
+/**
+ * Hands an authenticated prober's WebSocket upgrade to the hub of its token's region. The hub of
+ * a listed region is placed by its location hint, whoever reaches it first.
+ */
+export function linkToRegionHub(
+  hubs: Hubs,
+  regions: readonly ProberRegion[],
+  link: { tokenId: string; region: string },
+  upgrade: Request,
+): Promise<Response> {
+  const region = regions.find(({ name }) => name === link.region) ?? { name: link.region };
+  const url = new URL(upgrade.url);
+  url.searchParams.set('region', link.region);
+  const forwarded = new Request(url, upgrade);
+  forwarded.headers.set(PROBER_TOKEN_ID_HEADER, link.tokenId);
+  return regionHub(hubs, region).fetch(forwarded);
 }
 
 /**
