@@ -16,7 +16,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterKey, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
-import { DEV_ACCOUNT_ID, type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
+import {
+  DEV_ACCOUNT_ID,
+  type LocalStack,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
@@ -24,6 +29,9 @@ import { percentile } from './latency.ts';
 import { busiestShare, treeCpuSeconds } from './process-tree.ts';
 import type { Figure } from './run.ts';
 import { uploadAndWait } from './upload-and-wait.ts';
+
+// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
+stopStartedProcessesOnSigterm();
 
 /** Workers Paid prices in USD per unit, as published on developers.cloudflare.com (README). */
 const PRICES: Partial<Record<MeterKey, number>> = {

@@ -15,12 +15,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DATABASE_NAME } from '../scripts/stack/d1.ts';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import {
+  DEV_ACCOUNT_ID,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
 import type { Figure } from './run.ts';
+
+// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
+stopStartedProcessesOnSigterm();
 
 const CALLS = 20;
 const NEW_DOMAINS = 10;

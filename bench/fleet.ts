@@ -8,11 +8,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import {
+  DEV_ACCOUNT_ID,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../scripts/stack/local-stack.ts';
 import { createAccount, createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { bulkDomainNames, startWorld, tarpitDomainNames } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
 import type { Figure } from './run.ts';
+
+// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
+stopStartedProcessesOnSigterm();
 
 const CALLS = 40;
 const world = await startWorld();

@@ -7,11 +7,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import {
+  DEV_ACCOUNT_ID,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { startWorld } from '../test/world/index.ts';
 import { percentile, timeConcurrently } from './latency.ts';
 import type { Figure } from './run.ts';
+
+// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
+stopStartedProcessesOnSigterm();
 
 const REQUESTS = { 1: 200, 20: 600 } as const;
 const world = await startWorld();

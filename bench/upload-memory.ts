@@ -17,9 +17,16 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import {
+  DEV_ACCOUNT_ID,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../scripts/stack/local-stack.ts';
 import { createApiKey, grantCredits } from '../scripts/stack/operator.ts';
 import type { Figure } from './run.ts';
+
+// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
+stopStartedProcessesOnSigterm();
 
 const MB = 1024 * 1024;
 const TARGET = '≤ 64 (isolate heap)';
