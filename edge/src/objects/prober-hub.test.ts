@@ -664,6 +664,34 @@ describe('ProberHub regions', () => {
     next.close();
   });
 
+  it('asks batch work caught at a dead prober again at once when another region can take it, on the retry pace when none can', async () => {
+    /** How long after its answer was recorded the job's one address is asked again. */
+    const lost = async (region: string, passable: boolean) => {
+      const jobId = `job-${crypto.randomUUID()}`;
+      const prober = await startFakeProber(region, () => 'ignore');
+      expect(
+        await hubOf(region).dispatch([task(jobId, 'acct', 'lost.test', 'mx.lost.test')], passable),
+      ).toEqual([]);
+      await until(() => prober.probes.length === 1, 'the probe is out');
+      prober.close(1001);
+      return untilValue(
+        async () =>
+          (await env.DB.prepare(
+            'SELECT sub_status AS subStatus, retry_at - enqueued_at AS waitMs FROM job_addresses WHERE job_id = ? AND retry_at IS NOT NULL',
+          )
+            .bind(jobId)
+            .first<{ subStatus: string; waitMs: number }>()) ?? undefined,
+        'the address is asked again',
+      );
+    };
+    expect(await lost('region-batch-lost', true)).toEqual({ subStatus: 'smtp_unavailable', waitMs: 0 });
+    // The rcpt pace's first delay is 2 s (shared/src/contract/sub-statuses.ts).
+    expect(await lost('region-batch-lost-last', false)).toEqual({
+      subStatus: 'smtp_unavailable',
+      waitMs: 2_000,
+    });
+  });
+
   it('hands batch work to the first region that takes it', async () => {
     const prober = await startFakeProber('region-batch', () => 'ignore');
     const jobId = `job-${crypto.randomUUID()}`;

@@ -400,8 +400,9 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
 
   /**
    * A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`.
-   * One this region passes on is rcpt's own failure here, asked again on its schedule, when the
-   * next region takes it (this one now refuses it at dispatch).
+   * One this region passes on is rcpt's own failure here, asked again — at once when the region
+   * lost its probers, on its schedule when every egress here was refused — and then the next
+   * region takes it (this one refuses it at dispatch).
    */
   #batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back', passable: boolean): ProbeGateway {
     return {
@@ -409,7 +410,15 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
         new Promise<ProbeOutcome>((finish) => {
           this.#queue(
             hubProbe('batch', accountId, request, deadlineAt, passable, (answer) =>
-              finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
+              finish(
+                answer.kind === 'passed'
+                  ? {
+                      kind: 'unavailable',
+                      message: answer.why,
+                      ...(answer.refusal ? {} : { passedOn: true }),
+                    }
+                  : answer,
+              ),
             ),
             end,
           );
@@ -470,8 +479,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   #pump(): void {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
-      this.#failWaitingBatch('no prober connected');
-      this.#passWaitingSingles();
+      this.#leaveWithoutProbers();
       return;
     }
     const now = Date.now();
@@ -689,28 +697,23 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   }
 
   /**
-   * With no prober left, batch work goes back to its schedule (its retries and deadline own
-   * it); single calls keep waiting until their own deadline, for a prober that links.
+   * With no prober left, what another region can serve goes there (region failover,
+   * docs/operations.md); other batch work goes back to its schedule (its retries and deadline
+   * own it); other single calls keep waiting until their own deadline, for a prober that links.
    */
-  #failWaitingBatch(message: string): void {
-    const waiting: HubProbe[] = [];
-    for (const lane of this.#batch.values()) waiting.push(...lane);
-    for (const probe of waiting) {
+  #leaveWithoutProbers(): void {
+    const leaving: [HubProbe, HubAnswer][] = [];
+    for (const lane of this.#single.values())
+      for (const probe of lane) if (probe.passable) leaving.push([probe, noProberHere()]);
+    for (const lane of this.#batch.values())
+      for (const probe of lane)
+        leaving.push([
+          probe,
+          probe.passable ? noProberHere() : { kind: 'unavailable', message: 'no prober connected' },
+        ]);
+    for (const [probe, answer] of leaving) {
       this.#unqueue(probe);
-      probe.finish({ kind: 'unavailable', message });
-    }
-  }
-
-  /**
-   * Single calls another region can serve go there when this one has lost its last prober
-   * (region failover, docs/operations.md); the others wait their budget for one to link.
-   */
-  #passWaitingSingles(): void {
-    const passing: HubProbe[] = [];
-    for (const lane of this.#single.values()) passing.push(...lane.filter((probe) => probe.passable));
-    for (const probe of passing) {
-      this.#unqueue(probe);
-      probe.finish(noProberHere());
+      probe.finish(answer);
     }
   }
 
