@@ -7,25 +7,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  DEV_ACCOUNT_ID,
-  startLocalStack,
-  stopStartedProcessesOnSigterm,
-} from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { startWorld } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import { percentile, timeConcurrently } from './latency.ts';
 import type { Figure } from './run.ts';
-
-// The runner's time limit ends a bench with SIGTERM: its edge and probers go with it.
-stopStartedProcessesOnSigterm();
 
 const REQUESTS = { 1: 200, 20: 600 } as const;
 const world = await startWorld();
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
 // The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
 const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const stack = await startLocalStack({
+const stack = await startBenchStack({
   persistTo,
   vars: { DOH_URL: world.dohUrl, ...common },
   proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
