@@ -115,12 +115,6 @@ export interface HubPass {
 /** A probe's outcome, or its pass to the next region. */
 export type HubAnswer = ProbeOutcome | HubPass;
 
-/** A piece of batch work a region did not take (by its index in the call), with the region's refusal if that was why. */
-export interface RefusedWork {
-  index: number;
-  refusal?: ProbeReport;
-}
-
 interface Running {
   probe: HubProbe;
   proberId: string;
@@ -355,19 +349,18 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   /**
    * Batch work handed over: the hub probes it as probers have room — the tenant behind a
    * catch-all gateway too, through the same sequence as a single call — and gives each answer to
-   * its sink as it comes. Answers the work it refused (all of it with no prober linked; with
-   * `passable`, another region after this one, also what every egress here is blocked for), for
-   * the next region or a later try.
+   * its sink as it comes. Answers the indexes of the work it refused (all of it with no prober
+   * linked; with `passable`, another region after this one, also what every egress here is
+   * blocked for), for the next region or a later try.
    */
-  dispatch(work: HubWork<Ticket>[], passable = false): RefusedWork[] {
+  dispatch(work: HubWork<Ticket>[], passable = false): number[] {
     meter({ doRequests: 1 });
-    const refused: RefusedWork[] = [];
+    const refused: number[] = [];
     // Each probe joins its lane as its sequence starts; the lanes are pumped once, at the end.
     this.#dispatching = true;
     for (const [index, item] of work.entries()) {
-      const pass = this.#passOf(item.request, passable);
-      if (pass) {
-        refused.push({ index, ...(pass.refusal ? { refusal: pass.refusal } : {}) });
+      if (this.#passOf(item.request, passable)) {
+        refused.push(index);
         continue;
       }
       const { accountId, deadlineAt, ticket } = item;

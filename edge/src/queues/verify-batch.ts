@@ -121,21 +121,15 @@ export async function consumeVerifyBatch(
     else toProbe.push(task);
   }
   if (toProbe.length > 0) {
-    // Work no region takes: refused by every egress of a region (and no later region has a
-    // prober), or else no prober linked anywhere, rcpt's own failure; either is asked again on
-    // its schedule until the deadline.
-    const untaken = await dispatchToRegions(
+    // Work no region takes (no prober linked where its egresses are not all blocked): rcpt's own
+    // failure, asked again on its schedule until the deadline.
+    const refused = await dispatchToRegions(
       env.PROBER_HUB,
       proberRegionsOf(config),
       toProbe.map((task) => batchHubWork(task, config)),
     );
-    for (const { work: item, refusal } of untaken)
-      decided.push({
-        task: item.ticket,
-        probe: refusal
-          ? { kind: 'report', report: refusal }
-          : { kind: 'unavailable', message: 'no prober connected' },
-      });
+    for (const { ticket } of refused)
+      decided.push({ task: ticket, probe: { kind: 'unavailable', message: 'no prober connected' } });
   }
   await settleBatchWork(deps, decided, Date.now());
   batch.ackAll();

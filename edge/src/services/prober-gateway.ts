@@ -4,7 +4,6 @@
 // once (the cost of one call to its hub), as does one whose every egress is blocked at the
 // probe's MX.
 
-import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
@@ -73,34 +72,22 @@ export function regionsGateway(
   };
 }
 
-/** Batch work no region took, with the refusal of a region whose every egress is blocked at its MX. */
-export interface UntakenWork {
-  work: HubWork<BatchTask>;
-  refusal?: ProbeReport;
-}
-
 /**
  * Hands batch work to the first region that takes each piece (every region but the last passes
- * on what its egresses are all blocked for); answers what no region took.
+ * on what its egresses are all blocked for); answers what no region took. That is asked again on
+ * its schedule, not ended `antispam_blocked`: a later region's egresses were not refused, it
+ * only had no prober linked yet.
  */
 export async function dispatchToRegions(
   hubs: Hubs,
   regions: readonly ProberRegion[],
   work: HubWork<BatchTask>[],
-): Promise<UntakenWork[]> {
-  let left: UntakenWork[] = work.map((item) => ({ work: item }));
+): Promise<HubWork<BatchTask>[]> {
+  let left = work;
   for (const [index, region] of regions.entries()) {
     if (left.length === 0) break;
-    const last = index === regions.length - 1;
-    const refused = await regionHub(hubs, region).dispatch(
-      left.map((item) => item.work),
-      !last,
-    );
-    left = refused.map(({ index: at, refusal }) => {
-      const item = left[at] as UntakenWork;
-      const kept = item.refusal ?? refusal;
-      return { work: item.work, ...(kept ? { refusal: kept } : {}) };
-    });
+    const refused = await regionHub(hubs, region).dispatch(left, index < regions.length - 1);
+    left = refused.map((at) => left[at] as HubWork<BatchTask>);
   }
   return left;
 }
