@@ -16,10 +16,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterKey, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
-import { DEV_ACCOUNT_ID, type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID, type LocalStack } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import { percentile } from './latency.ts';
 import { busiestShare, treeCpuSeconds } from './process-tree.ts';
 import type { Figure } from './run.ts';
@@ -59,7 +60,7 @@ const figures: Figure[] = [];
  */
 async function startStack(metered: boolean): Promise<{ stack: LocalStack; persistTo: string }> {
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-batch-'));
-  const stack = await startLocalStack({
+  const stack = await startBenchStack({
     persistTo,
     vars: { DOH_URL: world.dohUrl, ...(metered ? { RCPT_METER: 'true' } : {}), ...common },
     proberEnv: {

@@ -15,11 +15,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DATABASE_NAME } from '../scripts/stack/d1.ts';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 
 const CALLS = 20;
@@ -33,7 +34,7 @@ const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-capacity-'));
 // The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
 const common = { ALLOW_PRIVATE_TARGETS: 'true' };
 const meterLines: string[] = [];
-const stack = await startLocalStack({
+const stack = await startBenchStack({
   persistTo,
   vars: { DOH_URL: world.dohUrl, RCPT_METER: 'true', ...common },
   proberEnv: { ...common, SMTP_PORT: String(world.smtpPort), CAPACITY: '200', PER_MX_CONCURRENCY: '20' },

@@ -8,10 +8,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID, type LocalStack } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, createOperatorToken, grantCredits } from '../scripts/stack/operator.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 import { subStatusesOf, uploadAndWait } from './upload-and-wait.ts';
 
@@ -28,7 +29,7 @@ async function run(
   sourceAddresses: string,
 ): Promise<{ seconds: number; right: number; stack: LocalStack; persistTo: string }> {
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-egress-'));
-  const stack = await startLocalStack({
+  const stack = await startBenchStack({
     persistTo,
     vars: { DOH_URL: world.dohUrl, ...common },
     proberEnv: {

@@ -8,9 +8,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createAccount, createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
 import { bulkDomainNames, startWorld, tarpitDomainNames } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import { percentile } from './latency.ts';
 import type { Figure } from './run.ts';
 
@@ -18,7 +19,7 @@ const CALLS = 40;
 const world = await startWorld();
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-fleet-'));
 const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const stack = await startLocalStack({
+const stack = await startBenchStack({
   persistTo,
   vars: { DOH_URL: world.dohUrl, PROBER_REGIONS: 'primary,secondary', ...common },
   proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },

@@ -23,6 +23,12 @@ const BENCHES = [
   'upload-memory',
   'widget',
 ];
+/**
+ * Longest one bench may run: the slowest (batch, egress) take a few minutes on a loaded two-core
+ * machine. Past it the bench is ended (its stack goes with it) and its row says so, and the
+ * others still run: a bench that waits for ever never holds up the whole table.
+ */
+const BENCH_LIMIT_MS = 20 * 60_000;
 const selected = process.argv.slice(2).filter((name) => !name.startsWith('-'));
 const rows: (Figure & { bench: string })[] = [];
 
@@ -32,10 +38,18 @@ for (const bench of selected.length > 0 ? selected : BENCHES) {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 16 * 1024 * 1024,
+    timeout: BENCH_LIMIT_MS,
+    killSignal: 'SIGTERM',
   });
-  const line = run.stdout.trim().split('\n').at(-1) ?? '';
+  const line = (run.stdout ?? '').trim().split('\n').at(-1) ?? '';
   if (run.status !== 0 || !line.startsWith('[')) {
-    rows.push({ bench, name: 'failed', value: Number.NaN, unit: `exit ${run.status}` });
+    const timedOut = (run.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
+    rows.push({
+      bench,
+      name: 'failed',
+      value: Number.NaN,
+      unit: timedOut ? `no end in ${BENCH_LIMIT_MS / 60_000} min` : `exit ${run.status ?? run.signal}`,
+    });
     continue;
   }
   for (const figure of JSON.parse(line) as Figure[]) rows.push({ bench, ...figure });

@@ -17,8 +17,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, startLocalStack } from '../scripts/stack/local-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKey, grantCredits } from '../scripts/stack/operator.ts';
+import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 
 const MB = 1024 * 1024;
@@ -190,7 +191,7 @@ class Inspector {
 const figures: Figure[] = [];
 if (readdirSync('/proc').length === 0) throw new Error('needs /proc (Linux)');
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-upload-'));
-const stack = await startLocalStack({ persistTo, startProber: false });
+const stack = await startBenchStack({ persistTo, startProber: false });
 try {
   const upload = `${stack.baseUrl}/api/v1/bulk/upload`;
   const live = { 'content-type': 'text/csv', 'x-api-key': stack.apiKey };

@@ -5,8 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalStack, startLocalStack } from '../scripts/stack/local-stack.ts';
+import type { LocalStack } from '../scripts/stack/local-stack.ts';
 import { type MailWorld, startWorld } from '../test/world/index.ts';
+import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 
 export async function benchOnWorld(
@@ -16,7 +17,7 @@ export async function benchOnWorld(
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
   // The world's MX hosts are on 127.0.0.x; the prober alone speaks SMTP, on the world's port.
   const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-  const stack = await startLocalStack({
+  const stack = await startBenchStack({
     persistTo,
     vars: { DOH_URL: world.dohUrl, ...common },
     proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },

@@ -74,6 +74,8 @@ console.log(
 const stack = await startLocalStack({
   host,
   port,
+  // Its own folder lets a second stack (or a test) run beside the usual one.
+  ...(env.RCPT_STATE_DIR ? { persistTo: env.RCPT_STATE_DIR } : {}),
   // The demo buys credits from the fake Stripe: its keys are the edge's Stripe secrets.
   vars: stripe && fakeStripe ? { ...shared, ...fakeStripe.stripeEdgeVars(stripe) } : shared,
   proberEnv: {

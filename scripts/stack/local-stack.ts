@@ -1,7 +1,7 @@
 // The whole system on one machine: `wrangler dev` (local D1, Durable Objects, Queues) with
 // migrations applied, a seeded development account, and one prober linked to it.
 // Used by `npm start`, `npm run demo`, the end-to-end tests and the benchmarks.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -55,9 +55,9 @@ export interface LocalStack {
   stopProber(signal?: NodeJS.Signals): Promise<number | null>;
   /**
    * Links one more prober (own process), stopped by close(): in the primary region with the
-   * stack's token, or in `region` with a token of its own.
+   * stack's token, or in `region` with a token of its own; `env` over the stack's prober env.
    */
-  addProber(options?: { region?: string }): Promise<ChildProcess>;
+  addProber(options?: { region?: string; env?: Record<string, string> }): Promise<ChildProcess>;
   /** The prober regions the edge uses, the primary (where the stack's prober links) first. */
   regions: string[];
   close(): Promise<void>;
@@ -122,6 +122,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   /** Starts a prober process and resolves once its link to the edge is up. */
   const launchProber = async (
     region = regions[0] ?? 'default',
+    env: Record<string, string> = {},
   ): Promise<{ process: ChildProcess; opsUrl: string }> => {
     // A token is for one region: the stack's is the primary's; another region gets its own.
     const token =
@@ -141,13 +142,22 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
         OPS_PORT: String(opsPort),
         LOG_LEVEL: 'warn',
         ...options.proberEnv,
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     stopOnExit(child, false);
-    pipeLines(child, 'prober', options.onLog);
+    // A refused link is retried for ever (an operator fixes the token and the prober links):
+    // here that would be a wait without end, so the first refusal ends the start instead.
+    let refusal: string | null = null;
+    pipeLines(child, 'prober', options.onLog, (line) => {
+      refusal ??= linkRefusalOf(line);
+    });
     // The prober's /healthz turns 200 once its link to the edge is up.
-    await waitUntil('the prober to link', child, async () => (await fetch(`${opsUrl}/healthz`)).ok);
+    await waitUntil('the prober to link', { 'the prober': child, 'the edge': edge }, async () => {
+      if (refusal) throw new StackStartError(`the edge refused the prober's link: ${refusal}`);
+      return (await fetch(`${opsUrl}/healthz`)).ok;
+    });
     step(`a prober is linked in region ${region}`);
     return { process: child, opsUrl };
   };
@@ -172,7 +182,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       proberOpsUrl = launched.opsUrl;
     },
     async addProber(added = {}) {
-      const launched = await launchProber(added.region);
+      const launched = await launchProber(added.region, added.env);
       extraProbers.push(launched.process);
       return launched.process;
     },
@@ -305,30 +315,70 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** A reason to stop waiting that no retry will change; `ready` throws it to end the wait. */
+export class StackStartError extends Error {}
+
 /**
- * Polls `ready` until it holds; fails at once if the process exits first. There is no time
- * limit of its own: how long wrangler and workerd take to start depends on the machine and
- * its load (minutes on a busy two-core runner), and the caller's own limit (a test hook's
- * timeout, Ctrl-C) decides when to give up.
+ * Polls `ready` until it holds; fails at once if a `watched` process (or one of the named ones)
+ * exits first, or
+ * `ready` throws a StackStartError (any other error is "not listening yet"). There is no time
+ * limit of its own: how long wrangler and workerd take to start depends on the machine and its
+ * load (minutes on a busy two-core runner), and the caller's own limit (a test hook's timeout,
+ * Ctrl-C, the benchmark runner's limit) decides when to give up.
  */
 export async function waitUntil(
   what: string,
-  child: ChildProcess,
+  watched: ChildProcess | Readonly<Record<string, ChildProcess>>,
   ready: () => Promise<boolean>,
 ): Promise<void> {
-  let exited: number | null = null;
-  child.once('exit', (code) => {
-    exited = code ?? -1;
-  });
+  let exited: string | null = null;
+  const named = watched instanceof ChildProcess ? { 'the process': watched } : watched;
+  for (const [name, child] of Object.entries(named)) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      exited = `${name} exited with ${child.exitCode ?? child.signalCode}`;
+    child.once('exit', (code, signal) => {
+      exited ??= `${name} exited with ${code ?? signal}`;
+    });
+  }
   for (;;) {
-    if (exited !== null) throw new Error(`gave up waiting for ${what}: the process exited with ${exited}`);
+    if (exited !== null) throw new Error(`gave up waiting for ${what}: ${exited}`);
     try {
       if (await ready()) return;
-    } catch {
+    } catch (error) {
+      if (error instanceof StackStartError) throw new Error(`gave up waiting for ${what}: ${error.message}`);
       // not listening yet
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Why the edge refused a prober's link, from one of its JSON log lines, or null: its token
+ * (401/403), its protocol version, or its region (the hub closes with 4003) — refusals the
+ * prober retries for ever. Closes and errors that another try can mend are not.
+ */
+export function linkRefusalOf(line: string): string | null {
+  let entry: { level?: unknown; msg?: unknown; code?: unknown; reason?: unknown; status?: unknown };
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (entry.code === 4003) return `closed with 4003 (${String(entry.reason)})`;
+  if (entry.level === 'error' && (entry.status !== undefined || entry.code !== undefined))
+    return String(entry.msg);
+  return null;
+}
+
+/**
+ * On SIGTERM (a test runner ending its worker, a benchmark past its time), kills every edge and
+ * prober started here and exits 143: for callers that have no shutdown of their own.
+ */
+export function stopStartedProcessesOnSigterm(): void {
+  process.once('SIGTERM', () => {
+    killStartedProcesses();
+    process.exit(143);
+  });
 }
 
 /** Children started here and still running: the edge's process groups and the probers. */
@@ -358,7 +408,12 @@ export function killStartedProcesses(): void {
   running.clear();
 }
 
-function pipeLines(child: ChildProcess, source: 'edge' | 'prober', onLog: StackOptions['onLog']): void {
+function pipeLines(
+  child: ChildProcess,
+  source: 'edge' | 'prober',
+  onLog: StackOptions['onLog'],
+  onLine?: (line: string) => void,
+): void {
   for (const stream of [child.stdout, child.stderr]) {
     let buffered = '';
     stream?.setEncoding('utf8');
@@ -366,7 +421,11 @@ function pipeLines(child: ChildProcess, source: 'edge' | 'prober', onLog: StackO
       buffered += chunk;
       const lines = buffered.split('\n');
       buffered = lines.pop() ?? '';
-      for (const line of lines) if (line.trim() && !isWranglerInfo(line)) onLog?.(source, line);
+      for (const line of lines) {
+        if (!line.trim() || isWranglerInfo(line)) continue;
+        onLine?.(line);
+        onLog?.(source, line);
+      }
     });
   }
 }

@@ -5,19 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.ts';
-import { killStartedProcesses, type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
+import {
+  type LocalStack,
+  startLocalStack,
+  stopStartedProcessesOnSigterm,
+} from '../../scripts/stack/local-stack.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type FakeStripe, startFakeStripe, stripeEdgeVars } from '../world/fake-stripe.ts';
 import { type MailWorld, startWorld, type WorldOptions } from '../world/index.ts';
 
-// vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
-// system was still starting: the stack it was building must not outlive the worker.
 const LOG_DIR = join(import.meta.dirname, '..', '..', '.test-artifacts', 'e2e-logs');
 
-process.once('SIGTERM', () => {
-  killStartedProcesses();
-  process.exit(143);
-});
+// vitest ends a test file's worker with SIGTERM, also when a hook timed out while the
+// system was still starting: the stack it was building must not outlive the worker.
+stopStartedProcessesOnSigterm();
 
 export interface System {
   world: MailWorld;

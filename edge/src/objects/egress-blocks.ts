@@ -2,13 +2,16 @@
 // the list from its hello, and the blocks and hourly use it reports whenever a block begins or
 // ends. Kept in memory beside the link: a prober says it all again when it links anew. The
 // hub uses it to send a probe that every egress of one prober was refused for to another
-// prober, and the operator's view reads it.
+// prober, to pass one that every egress of its region is blocked for to the next region, and
+// the operator's view reads it.
 import type {
   EgressBlockInfo,
   EgressInfo,
   EgressStateMessage,
   ProbeReport,
+  SmtpReply,
 } from '@rcpt/shared/contract/prober';
+import type { BlockScope } from '@rcpt/shared/verify/egress-refusal';
 
 /** One prober's egresses as the operator's view shows them. */
 export interface ProberEgresses {
@@ -49,6 +52,28 @@ export class FleetEgresses {
 
   forget(proberId: string): void {
     this.#byProber.delete(proberId);
+  }
+
+  /**
+   * The refusal behind `proberId`'s blocks at `scope` when every egress it named is blocked there
+   * now, else null (an egress is open, or the prober named none).
+   */
+  refusalAt(proberId: string, scope: BlockScope, now: number): SmtpReply | null {
+    const known = this.#byProber.get(proberId);
+    if (!known || known.egresses.length === 0) return null;
+    let refusal: SmtpReply | null = null;
+    for (const egress of known.egresses) {
+      const block = known.blocks.find(
+        (candidate) =>
+          candidate.egress === egress.id &&
+          candidate.until > now &&
+          candidate.scope.kind === scope.kind &&
+          candidate.scope.name === scope.name,
+      );
+      if (!block) return null;
+      refusal ??= block.reply;
+    }
+    return refusal;
   }
 
   /** What the operator's view shows of `proberId`, the blocks that have ended left out. */

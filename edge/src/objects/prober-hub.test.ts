@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import type { ProbeMessage, ProbeRequest } from '@rcpt/shared/contract/prober';
+import type { ProbeMessage, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import {
@@ -276,6 +276,19 @@ describe('ProberHub probes', () => {
 });
 
 /** A batch task of `count` addresses on `domain`, routed to `mxHost`, for a job that need not exist. */
+/** Every egress of the prober was refused at the MX, as a Spamhaus listing says it. */
+function refusedEverywhere(probe: ProbeMessage): ProbeReport {
+  return {
+    ...reportFor(
+      probe,
+      554,
+      '5.7.1',
+      'Service unavailable; Client host [192.0.2.7] blocked using zen.spamhaus.org',
+    ),
+    egressesRefused: true,
+  };
+}
+
 function task(
   jobId: string,
   accountId: string,
@@ -542,6 +555,138 @@ describe('ProberHub regions', () => {
     expect(outcome.kind).toBe('report');
     expect(prober.probes).toHaveLength(1);
     prober.close();
+  });
+
+  it('passes a call whose every egress here was refused to the next region, whose answer is the verdict', async () => {
+    const refusing = await startFakeProber('region-listed', refusedEverywhere);
+    const clean = await startFakeProber('region-clean', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-listed' }, { name: 'region-clean' }],
+      'acct',
+    );
+    const outcome = await gateway.probe(request, 5_000);
+    expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.code).toBe(250);
+    expect(refusing.probes).toHaveLength(1);
+    expect(clean.probes).toHaveLength(1);
+    refusing.close();
+    clean.close();
+  });
+
+  it("keeps a region's refusal as the answer when no later region has a prober, without waiting for one", async () => {
+    const refusing = await startFakeProber('region-listed-alone', refusedEverywhere);
+    const gateway = regionsGateway(
+      env.PROBER_HUB,
+      [{ name: 'region-listed-alone' }, { name: 'region-listed-nobody' }],
+      'acct',
+    );
+    // A budget longer than the test's own timeout: an answer proves the last region did not wait it out.
+    const outcome = await gateway.probe(request, 120_000);
+    expect(outcome.kind === 'report' && outcome.report.egressesRefused).toBe(true);
+    expect(outcome.kind === 'report' && outcome.report.perAddress[0]?.reply?.text).toContain('spamhaus');
+    expect(refusing.probes).toHaveLength(1);
+    refusing.close();
+  });
+
+  it('passes a call and batch work that every egress here is blocked for at once, as its probers reported, and the last region keeps them', async () => {
+    const region = 'region-blocked';
+    const blocked = await startFakeProber(region, (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    announceEgresses(blocked, region, [
+      { id: '192.0.2.7', kind: 'direct', helo: null },
+      { id: '192.0.2.8', kind: 'direct', helo: null },
+    ]);
+    const now = Date.now();
+    const host = request.mx[0]?.host ?? '';
+    // One egress blocked: the region still serves the host.
+    blocked.send({
+      type: 'egress_state',
+      id: 'state-1',
+      blocks: [blockAt('192.0.2.7', host, now)],
+      uses: [],
+      sessions: 0,
+    });
+    await untilValue(
+      async () => (await hubOf(region).status()).find((entry) => entry.egress.reportedAt !== null),
+      'the first egress state reaches the hub',
+    );
+    expect(await hubOf(region).probe(request, 3_000, 'acct', true)).toMatchObject({ kind: 'report' });
+    expect(blocked.probes).toHaveLength(1);
+
+    blocked.send({
+      type: 'egress_state',
+      id: 'state-2',
+      blocks: [blockAt('192.0.2.7', host, now), blockAt('192.0.2.8', host, now)],
+      uses: [],
+      sessions: 0,
+    });
+    await untilValue(
+      async () => (await hubOf(region).status()).find((entry) => entry.egress.blocks.length === 2),
+      'both blocks reach the hub',
+    );
+    const passed = await hubOf(region).probe(request, 3_000, 'acct', true);
+    expect(passed).toMatchObject({
+      kind: 'passed',
+      why: `every egress in this region is blocked at ${host}`,
+    });
+    expect(passed.kind === 'passed' && passed.refusal?.egressesRefused).toBe(true);
+    expect(passed.kind === 'passed' && passed.refusal?.perAddress[0]?.failure?.reply?.text).toContain(
+      'zen.spamhaus.org',
+    );
+    // Another MX host is not blocked; and as the last region, the blocked host is asked all the same.
+    const elsewhere = { ...request, mx: [{ host: 'mx.other.test', preference: 10, ips: ['127.0.0.2'] }] };
+    expect(await hubOf(region).probe(elsewhere, 3_000, 'acct', true)).toMatchObject({ kind: 'report' });
+    expect(await hubOf(region).probe(request, 3_000, 'acct', false)).toMatchObject({ kind: 'report' });
+    expect(blocked.probes).toHaveLength(3);
+
+    // Batch work: the blocked host's goes to the next region; with none to take it, it is left for a later try.
+    const jobId = `job-${crypto.randomUUID()}`;
+    const next = await startFakeProber('region-blocked-next', () => 'ignore');
+    const work = [task(jobId, 'acct', 'b0.test', host), task(jobId, 'acct', 'b1.test', 'mx.other.test')];
+    expect(
+      await dispatchToRegions(env.PROBER_HUB, [{ name: region }, { name: 'region-blocked-next' }], work),
+    ).toEqual([]);
+    await until(
+      () => next.probes.length === 1 && blocked.probes.length === 4,
+      'each probe is out in its region',
+    );
+    expect(next.probes[0]?.domain).toBe('b0.test');
+    expect(blocked.probes[3]?.domain).toBe('b1.test');
+    const untaken = await dispatchToRegions(
+      env.PROBER_HUB,
+      [{ name: region }, { name: 'region-blocked-nobody' }],
+      [task(jobId, 'acct', 'b2.test', host)],
+    );
+    expect(untaken.map((work) => work.request.domain)).toEqual(['b2.test']);
+    blocked.close();
+    next.close();
+  });
+
+  it('asks batch work caught at a dead prober again at once when another region can take it, on the retry pace when none can', async () => {
+    /** How long after its answer was recorded the job's one address is asked again. */
+    const lost = async (region: string, passable: boolean) => {
+      const jobId = `job-${crypto.randomUUID()}`;
+      const prober = await startFakeProber(region, () => 'ignore');
+      expect(
+        await hubOf(region).dispatch([task(jobId, 'acct', 'lost.test', 'mx.lost.test')], passable),
+      ).toEqual([]);
+      await until(() => prober.probes.length === 1, 'the probe is out');
+      prober.close(1001);
+      return untilValue(
+        async () =>
+          (await env.DB.prepare(
+            'SELECT sub_status AS subStatus, retry_at - enqueued_at AS waitMs FROM job_addresses WHERE job_id = ? AND retry_at IS NOT NULL',
+          )
+            .bind(jobId)
+            .first<{ subStatus: string; waitMs: number }>()) ?? undefined,
+        'the address is asked again',
+      );
+    };
+    expect(await lost('region-batch-lost', true)).toEqual({ subStatus: 'smtp_unavailable', waitMs: 0 });
+    // The rcpt pace's first delay is 2 s (shared/src/contract/sub-statuses.ts).
+    expect(await lost('region-batch-lost-last', false)).toEqual({
+      subStatus: 'smtp_unavailable',
+      waitMs: 2_000,
+    });
   });
 
   it('hands batch work to the first region that takes it', async () => {

@@ -6,8 +6,11 @@
 // - fair shares (fair-shares.ts): the next slot goes to the account that has held the least
 //   slot-time, single calls first within a bound per account, and no account takes a prober's
 //   last slots, so one list of tarpits or one flood of calls takes its account's share only;
-// - a region that cannot serve a call or work (no prober linked) says so at once, and the
-//   caller asks the next region (services/prober-gateway.ts, docs/operations.md, "Regions");
+// - a region that cannot serve a call or work (no prober linked, or every egress of its
+//   probers blocked at the probe's MX) says so at once, and the caller asks the next region
+//   (services/prober-gateway.ts, docs/operations.md, "Regions"); a probe whose every egress
+//   here was refused goes on to the next region as well, the refusal kept as the answer
+//   should no later region have an egress that is not;
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
@@ -18,10 +21,13 @@ import { DurableObject } from 'cloudflare:workers';
 import {
   type EdgeMessage,
   PROBER_PROTOCOL_VERSION,
+  type ProbeReport,
   type ProbeRequest,
   ProberMessage,
+  type SmtpReply,
 } from '@rcpt/shared/contract/prober';
 import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
+import { blockedReport, blockScopeOf } from '@rcpt/shared/verify/egress-refusal';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import {
   type GatewayProbe,
@@ -87,13 +93,27 @@ interface HubProbe {
   resends: number;
   /** Probers that refused it or dropped it: the next one in hash order takes it. */
   passedOver: Set<string>;
-  /** A single call that another region can serve: passed back at once when this one has no prober. */
+  /**
+   * Another region can serve it: passed back at once when this one has no prober, or when every
+   * egress here was refused at its MX.
+   */
   passable: boolean;
   finish: (answer: HubAnswer) => void;
 }
 
-/** A probe's outcome, or `passed`: this region cannot serve it, and the next region in order is asked. */
-export type HubAnswer = ProbeOutcome | { kind: 'passed'; why: string };
+/** This region cannot serve a probe: the next region in order is asked. */
+export interface HubPass {
+  kind: 'passed';
+  why: string;
+  /**
+   * Every egress of this region was refused at the probe's MX (or is blocked there): the answer
+   * (`antispam_blocked`) should no later region have an egress that is not.
+   */
+  refusal?: ProbeReport;
+}
+
+/** A probe's outcome, or its pass to the next region. */
+export type HubAnswer = ProbeOutcome | HubPass;
 
 interface Running {
   probe: HubProbe;
@@ -258,8 +278,12 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
         const { type: _type, id, ...report } = parsed;
         if (!this.#answersOwnProbe(attachment, id, 'result')) return;
         // Every egress of that prober is refused at this MX: another prober may send from
-        // addresses that are not (docs/operations.md, "Egress addresses").
-        if (refusedAtEveryEgress(report) && this.#passToAnotherProber(id)) return;
+        // addresses that are not, or else another region (docs/operations.md, "Egress addresses").
+        if (
+          refusedAtEveryEgress(report) &&
+          (this.#passToAnotherProber(id) || this.#passToNextRegion(id, report))
+        )
+          return;
         this.#end(id, { kind: 'report', report });
         return;
       }
@@ -289,13 +313,15 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   /**
    * One probe for `accountId`'s caller, who waits (single verification): served before batch
    * work, within the account's bound. `passable` (another region can take it): with no prober
-   * here it is passed back at once, also when its prober goes and none is left. Otherwise it
-   * waits within its budget: a prober that links (or frees up) in time answers it, and only one
-   * that never does makes it rcpt's own failure.
+   * here, or every egress here blocked at its MX, it is passed back at once, and also when its
+   * prober goes and none is left, or when every egress here is refused. Otherwise it waits
+   * within its budget: a prober that links (or frees up) in time answers it, and only one that
+   * never does makes it rcpt's own failure.
    */
   probe(request: ProbeRequest, deadlineMs: number, accountId = '', passable = false): Promise<HubAnswer> {
     meter({ doRequests: 1 });
-    if (passable && !this.#canServe(request)) return Promise.resolve(noProberHere());
+    const pass = passable ? this.#passOf(request, true) : null;
+    if (pass) return Promise.resolve(pass);
     return new Promise<HubAnswer>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
@@ -324,15 +350,16 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
    * Batch work handed over: the hub probes it as probers have room — the tenant behind a
    * catch-all gateway too, through the same sequence as a single call — and gives each answer to
    * its sink as it comes. Answers the indexes of the work it refused (all of it with no prober
-   * linked), for the next region or a later try.
+   * linked; with `passable`, another region after this one, also what every egress here is
+   * blocked for), for the next region or a later try.
    */
-  dispatch(work: HubWork<Ticket>[]): number[] {
+  dispatch(work: HubWork<Ticket>[], passable = false): number[] {
     meter({ doRequests: 1 });
     const refused: number[] = [];
     // Each probe joins its lane as its sequence starts; the lanes are pumped once, at the end.
     this.#dispatching = true;
     for (const [index, item] of work.entries()) {
-      if (!this.#canServe(item.request)) {
+      if (this.#passOf(item.request, passable)) {
         refused.push(index);
         continue;
       }
@@ -340,10 +367,10 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       const tenants = {
         detect: (domain: string, mxHosts: readonly string[]) => this.#sink.detectTenant(domain, mxHosts),
         // The tenant's probe goes before the account's waiting work: its address is half answered.
-        prober: this.#batchLane(accountId, deadlineAt, 'front'),
+        prober: this.#batchLane(accountId, deadlineAt, 'front', passable),
       };
       const answered = probeBehindGateway(
-        { prober: this.#batchLane(accountId, deadlineAt, 'back'), tenants },
+        { prober: this.#batchLane(accountId, deadlineAt, 'back', passable), tenants },
         item.request,
         deadlineAt,
       ).then(
@@ -364,14 +391,27 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return refused;
   }
 
-  /** A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`. */
-  #batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back'): ProbeGateway {
+  /**
+   * A gateway into an account's batch lane: each probe waits there for a prober until `deadlineAt`.
+   * One this region passes on is rcpt's own failure here, asked again — at once when the region
+   * lost its probers, on its schedule when every egress here was refused — and then the next
+   * region takes it (this one refuses it at dispatch).
+   */
+  #batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back', passable: boolean): ProbeGateway {
     return {
       probe: (request) =>
         new Promise<ProbeOutcome>((finish) => {
           this.#queue(
-            hubProbe('batch', accountId, request, deadlineAt, false, (answer) =>
-              finish(answer.kind === 'passed' ? { kind: 'unavailable', message: answer.why } : answer),
+            hubProbe('batch', accountId, request, deadlineAt, passable, (answer) =>
+              finish(
+                answer.kind === 'passed'
+                  ? {
+                      kind: 'unavailable',
+                      message: answer.why,
+                      ...(answer.refusal ? {} : { passedOn: true }),
+                    }
+                  : answer,
+              ),
             ),
             end,
           );
@@ -432,8 +472,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   #pump(): void {
     const probers = this.#readyProbers();
     if (probers.length === 0) {
-      this.#failWaitingBatch('no prober connected');
-      this.#passWaitingSingles();
+      this.#leaveWithoutProbers();
       return;
     }
     const now = Date.now();
@@ -583,6 +622,25 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return true;
   }
 
+  /**
+   * Answers probe `id`, whose every egress in this region was refused, with a pass to the next
+   * region when there is one (the refusal goes along); false (nothing done) otherwise, and the
+   * refusal stands.
+   */
+  #passToNextRegion(id: string, refusal: ProbeReport): boolean {
+    const running = this.#running.get(id);
+    if (!running?.probe.passable || running.probe.deadlineAt - Date.now() <= 2 * DEADLINE_MARGIN_MS)
+      return false;
+    this.#release(id);
+    running.probe.finish({
+      kind: 'passed',
+      why: 'every egress in this region was refused at its MX',
+      refusal,
+    });
+    this.#pump();
+    return true;
+  }
+
   /** A probe its prober dropped or refused goes back to the front of its lane. */
   #resend(id: string): void {
     const running = this.#release(id);
@@ -632,37 +690,51 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   }
 
   /**
-   * With no prober left, batch work goes back to its schedule (its retries and deadline own
-   * it); single calls keep waiting until their own deadline, for a prober that links.
+   * With no prober left, what another region can serve goes there (region failover,
+   * docs/operations.md); other batch work goes back to its schedule (its retries and deadline
+   * own it); other single calls keep waiting until their own deadline, for a prober that links.
    */
-  #failWaitingBatch(message: string): void {
-    const waiting: HubProbe[] = [];
-    for (const lane of this.#batch.values()) waiting.push(...lane);
-    for (const probe of waiting) {
+  #leaveWithoutProbers(): void {
+    const leaving: [HubProbe, HubAnswer][] = [];
+    for (const lane of this.#single.values())
+      for (const probe of lane) if (probe.passable) leaving.push([probe, noProberHere()]);
+    for (const lane of this.#batch.values())
+      for (const probe of lane)
+        leaving.push([
+          probe,
+          probe.passable ? noProberHere() : { kind: 'unavailable', message: 'no prober connected' },
+        ]);
+    for (const [probe, answer] of leaving) {
       this.#unqueue(probe);
-      probe.finish({ kind: 'unavailable', message });
+      probe.finish(answer);
     }
   }
 
   /**
-   * Single calls another region can serve go there when this one has lost its last prober
-   * (region failover, docs/operations.md); the others wait their budget for one to link.
+   * Why this region passes a probe of `request` on instead of taking it, or null when it takes
+   * it: it has no linked prober; or, when another region can take it (`passable`), every egress
+   * of every prober here is blocked at its MX, as the probers reported their blocks — with the
+   * blocks' refusal as the answer should no later region have an egress that is not. A prober
+   * that named no egresses, or whose blocks the hub scopes otherwise, is asked, and its refused
+   * report passes the probe on just the same.
    */
-  #passWaitingSingles(): void {
-    const passing: HubProbe[] = [];
-    for (const lane of this.#single.values()) passing.push(...lane.filter((probe) => probe.passable));
-    for (const probe of passing) {
-      this.#unqueue(probe);
-      probe.finish(noProberHere());
+  #passOf(request: ProbeRequest, passable: boolean): HubPass | null {
+    const probers = this.#readyProbers();
+    if (probers.length === 0) return noProberHere();
+    if (!passable) return null;
+    const scope = blockScopeOf(request);
+    const now = Date.now();
+    let refusal: SmtpReply | null = null;
+    for (const { attachment } of probers) {
+      const reply = this.#egresses.refusalAt(attachment.proberId, scope, now);
+      if (!reply) return null;
+      refusal ??= reply;
     }
-  }
-
-  /**
-   * Whether this region can take a probe of `request` now: it has a linked prober. The hook where
-   * a region with no unblocked egress for the probe's MX will pass it on as well.
-   */
-  #canServe(_request: ProbeRequest): boolean {
-    return this.#hasReadyProber();
+    return {
+      kind: 'passed',
+      why: `every egress in this region is blocked at ${scope.name}`,
+      refusal: blockedReport(request.emails, refusal, scope.name),
+    };
   }
 
   #readyProbers(): ReadyProber[] {
@@ -757,15 +829,15 @@ function decrement(counts: Map<string, number>, key: string): void {
   else counts.delete(key);
 }
 
+function noProberHere(): HubPass {
+  return { kind: 'passed', why: 'no prober linked in this region' };
+}
+
 /**
  * The prober gave no answer by the deadline, though it had its own timeout set before it, so a
  * mail server's slowness would have come back as its report: this is rcpt's own failure
  * (`smtp_unavailable`), asked again in a batch, never kept as a single call's verdict.
  */
-function noProberHere(): HubAnswer {
-  return { kind: 'passed', why: 'no prober linked in this region' };
-}
-
 function silentProber(): ProbeOutcome {
   return { kind: 'unavailable', message: 'the prober did not answer in time' };
 }

@@ -125,8 +125,8 @@ export async function consumeVerifyBatch(
     else toProbe.push(task);
   }
   if (toProbe.length > 0) {
-    // Work no region takes (no prober linked anywhere): rcpt's own failure, asked again on its
-    // schedule until the deadline.
+    // Work no region takes (no prober linked where its egresses are not all blocked): rcpt's own
+    // failure, asked again on its schedule until the deadline.
     const refused = await dispatchToRegions(
       env.PROBER_HUB,
       proberRegionsOf(config),

@@ -107,6 +107,7 @@ export async function settleBatchWork(
             now,
             deadlineAt: task.deadlineAt,
             probeMs: MIN_PROBE_MS,
+            passedOn: answered.kind === 'unavailable' && answered.passedOn === true,
           })
         : null;
       const stored = addressResult(address.idx, result, policy.refundable);

@@ -30,9 +30,15 @@ export function nextAttemptAt(input: {
   deadlineAt: number;
   /** The least time a probe needs to give an answer. */
   probeMs: number;
+  /**
+   * Its region lost its probers with it and passed it on: asked again at once, when the next
+   * region takes it (the pace still counts the try).
+   */
+  passedOn?: boolean;
 }): number | null {
   const scheduled: number | undefined = RETRY_PACES[input.pace].delays[input.count];
   if (scheduled === undefined) return null;
+  if (input.passedOn) return input.now + input.probeMs <= input.deadlineAt ? input.now : null;
   // A server that names a shorter wait is asked then; a longer (or guessed) one costs one
   // more RCPT at most, while waiting for it could miss a deadline the server would have met.
   const delaySeconds =

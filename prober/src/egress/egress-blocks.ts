@@ -6,6 +6,7 @@
 // up to 6 hours. A listing on Spamhaus's or Barracuda's lists lasts hours to days, so asking
 // every few minutes would only collect refusals; a block that is gone shows at the next try.
 import type { SmtpReply } from '@rcpt/shared/contract/prober';
+import type { BlockScope } from '@rcpt/shared/verify/egress-refusal';
 import { withoutAddresses } from '@rcpt/shared/verify/smtp-reply';
 
 export const DEFAULT_BLOCK_BASE_MS = 10 * 60_000;
@@ -14,13 +15,6 @@ export const DEFAULT_BLOCK_CAP_MS = 6 * 60 * 60_000;
 const REPEAT_WINDOW_MS = 24 * 60 * 60_000;
 // Ended blocks are remembered (for the next cool-down's length) up to this many.
 const MAX_REMEMBERED = 10_000;
-
-/** What the egress is blocked at: a provider of the registry (all its MX hosts) or one MX host. */
-export interface BlockScope {
-  kind: 'provider' | 'mx_host';
-  /** The provider's id, or the MX host's name. */
-  name: string;
-}
 
 export interface EgressBlock {
   egress: string;

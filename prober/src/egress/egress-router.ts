@@ -6,29 +6,19 @@
 // block lists — and the addresses it could not ask are asked at once from the next egress.
 // A refusal is never a verdict: a mailbox answer from any egress is. Only when every egress
 // is refused does the report say so (`egressesRefused`), for the hub to try another prober.
-import type {
-  AddressOutcome,
-  ProbeReport,
-  ProbeRequest,
-  SessionFacts,
-  SmtpReply,
-} from '@rcpt/shared/contract/prober';
+import type { AddressOutcome, ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
+import {
+  type BlockScope,
+  blockedOutcome,
+  blockScopeOf,
+  NO_SESSION,
+} from '@rcpt/shared/verify/egress-refusal';
 import { PROVIDER_REGISTRY, type ProviderRegistry } from '@rcpt/shared/verify/providers';
 import { refusesClient, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
 import { type ProbeDeps, probe } from '../smtp/probe.ts';
 import type { EgressBudget } from '../throttle/egress-budget.ts';
 import type { Egress } from './egress.ts';
-import type { BlockScope, EgressBlocks } from './egress-blocks.ts';
-
-/** The facts of a report no session stands behind (every egress blocked, or over budget). */
-const NO_SESSION: SessionFacts = Object.freeze({
-  mxHost: null,
-  mxIp: null,
-  tls: false,
-  tlsError: null,
-  smtputf8: false,
-  durationMs: 0,
-});
+import type { EgressBlocks } from './egress-blocks.ts';
 
 // Below this a new attempt cannot finish a session; the refusal already in hand is the answer.
 const MIN_ATTEMPT_MS = 100;
@@ -68,10 +58,7 @@ export class EgressRouter {
       request.mx.map((mx) => mx.host),
     )?.provider;
     const firstHost = [...request.mx].sort((a, b) => a.preference - b.preference)[0]?.host ?? request.domain;
-    const scopeAt = (mxHost: string | null): BlockScope =>
-      provider
-        ? { kind: 'provider', name: provider.id }
-        : { kind: 'mx_host', name: (mxHost ?? firstHost).toLowerCase() };
+    const scopeAt = (mxHost: string | null): BlockScope => blockScopeOf(request, mxHost, this.#providers);
     const outcomes = new Map<string, AddressOutcome>();
     const tried = new Set<string>();
     let pending = [...request.emails];
@@ -127,16 +114,7 @@ export class EgressRouter {
     }
     const perAddress = request.emails.map(
       (email): AddressOutcome =>
-        outcomes.get(email) ?? {
-          email,
-          reply: null,
-          failure: {
-            kind: 'rejected',
-            stage: 'connect',
-            reply: blockReply,
-            message: `every egress of this prober is blocked at ${provider?.name ?? firstHost}`,
-          },
-        },
+        outcomes.get(email) ?? blockedOutcome(email, blockReply, provider?.name ?? firstHost),
     );
     return {
       perAddress,

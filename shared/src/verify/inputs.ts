@@ -19,7 +19,9 @@ export type DnsOutcome =
 /** What the SMTP step gave. */
 export type ProbeOutcome =
   | { kind: 'report'; report: ProbeReport }
-  | { kind: 'unavailable'; message: string } // no prober connected, or SMTP disabled
+  // No prober connected, or SMTP disabled. `passedOn`: its region lost its last prober while it
+  // waited there, and the next region can take it now (a batch asks again at once).
+  | { kind: 'unavailable'; message: string; passedOn?: true }
   // The mail server took the whole budget (the sandbox's stand-in for a tarpit). rcpt's own
   // lateness — no prober in time, a prober that did not answer, the budget spent on DNS — is
   // `unavailable`: it says nothing about the server and is never kept as a verdict.

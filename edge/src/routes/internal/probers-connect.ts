@@ -5,8 +5,7 @@ import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { proberRegionsOf } from '../../config.ts';
-import { PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
-import { regionHub } from '../../services/prober-gateway.ts';
+import { linkToRegionHub } from '../../services/prober-gateway.ts';
 import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
@@ -33,15 +32,11 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
         message: `This prober token is for region "${row.region}", not "${requested}".`,
       });
     }
-    // The hub of a listed region is placed by its location hint, whoever reaches it first.
-    const region = proberRegionsOf(c.get('config')).find(({ name }) => name === row.region) ?? {
-      name: row.region,
-    };
-    const hub = regionHub(c.env.PROBER_HUB, region);
-    const url = new URL(c.req.url);
-    url.searchParams.set('region', row.region);
-    const forwarded = new Request(url, c.req.raw);
-    forwarded.headers.set(PROBER_TOKEN_ID_HEADER, row.id);
-    return hub.fetch(forwarded);
+    return linkToRegionHub(
+      c.env.PROBER_HUB,
+      proberRegionsOf(c.get('config')),
+      { tokenId: row.id, region: row.region },
+      c.req.raw,
+    );
   });
 }
