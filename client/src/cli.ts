@@ -32,7 +32,7 @@ Options:
                             catch-all on or off (default: your account's setting)
       --fresh               verify: ask now, not your answer of the last 24 hours
       --timeout <ms>        verify: answer within this many milliseconds (2000 to 60000); a
-                            server slower than that gives timeout_exceeded, refunded, and the
+                            server slower than that gives timeout_exceeded, and the
                             next verify of the address gets the verdict (default: the API's)
       --evidence            verify: print the SMTP session behind the answer (mail server,
                             TLS, the dialogue; other addresses masked)

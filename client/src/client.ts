@@ -88,7 +88,7 @@ export class Rcpt {
   /**
    * Verifies one address (1 credit); a retry after a lost answer is not charged again. The
    * account's recent answer for the address is given again (`meta.cached`) unless `fresh`.
-   * `timeoutMs`: answer by then (`timeout_exceeded`, refunded, if the server is slower).
+   * `timeoutMs`: answer by then (`timeout_exceeded` if the server is slower).
    * With `evidence`, an answer from SMTP carries the session behind it (`result.evidence`).
    */
   async verify(

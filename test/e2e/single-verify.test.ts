@@ -173,7 +173,7 @@ describe('single verification end to end', () => {
     });
   });
 
-  it("answers by the caller's timeoutMs from a tarpit, refunded, and keeps the verdict the probe reaches later", async () => {
+  it("answers by the caller's timeoutMs from a tarpit, charged, and keeps the verdict the probe reaches later", async () => {
     const email = `budget@${DOMAINS.tarpit}`;
     const balance = async () =>
       (await okJson<{ account: { creditsRemaining: number } }>(await system.api('/api/v1/account'))).account
@@ -193,8 +193,9 @@ describe('single verification end to end', () => {
     });
     // Not before the budget, less the few ms the answer itself takes once it is spent.
     expect(elapsedMs).toBeGreaterThanOrEqual(1_900);
-    expect(cut.creditsRemaining).toBe(before);
-    expect(await balance()).toBe(before);
+    // SPEC §1: 1 credit whatever the status.
+    expect(cut.creditsRemaining).toBe(before - 1);
+    expect(await balance()).toBe(before - 1);
     // The probe goes on to the server's own answer, kept in the call's history entry.
     const requestId = response.headers.get('X-Request-Id');
     await untilValue(
@@ -212,7 +213,7 @@ describe('single verification end to end', () => {
     );
     const next = await verify(email);
     expect(next.data).toMatchObject({ subStatus: 'smtp_timeout', meta: { cached: true } });
-    expect(next.creditsRemaining).toBe(before - 1);
+    expect(next.creditsRemaining).toBe(before - 2);
   });
 
   it('answers a repeated address from the verdict cache, marked and charged, without asking the server; fresh asks again', async () => {

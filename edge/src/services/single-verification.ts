@@ -4,7 +4,6 @@
 // the charge opens the history row in the same transaction, the answer closes it, and any
 // failure in between refunds it — here, or in the recovery sweep if the refund fails too.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
-import { refundsSingleCall } from '@rcpt/shared/contract/sub-statuses';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
@@ -13,7 +12,6 @@ import { errorFields, log } from '../logger.ts';
 import type { Db } from '../storage/db.ts';
 import {
   answerVerification,
-  answerVerificationRefunded,
   type HistoryAnswer,
   type HistoryBudget,
   type HistoryRefusal,
@@ -122,13 +120,9 @@ export async function verifyForCaller(input: {
     );
     const { result, completion } = verification;
     if (completion) input.background?.(keepLate(db, requestId, key, completion));
-    const answer = historyAnswer(result, key);
-    if (refundsSingleCall(result.subStatus)) {
-      const refunded = await answerVerificationRefunded(db, requestId, answer, Date.now());
-      if (refunded) return { result, creditsRemaining: refunded.balance };
-    } else if (await answerVerification(db, requestId, answer)) {
+    // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
+    if (await answerVerification(db, requestId, historyAnswer(result, key)))
       return { result, creditsRemaining };
-    }
     throw new Error(`verification ${requestId} was closed before its answer was recorded`);
   } catch (cause) {
     const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);

@@ -252,7 +252,7 @@ describe('the account verdict cache', () => {
     expect(kept.result.meta.verifiedAt).toBe(real.result.meta.verifiedAt);
   });
 
-  it("refunds a call the caller's budget cut short, and answers the verdict it went on to reach to the next call", async () => {
+  it("charges a call the caller's budget cut short, and answers the verdict it went on to reach to the next call", async () => {
     const domain = newDomain();
     const { prober, verify, advance, background } = scene(routeVia(`mx.${domain}`));
     const caller = await callerOf('live');
@@ -263,12 +263,12 @@ describe('the account verdict cache', () => {
     // The scene's clock stands still: the budget is the real 20 ms the timer waits.
     const cut = await verify(caller, `ivy@${domain}`, { answerWithinMs: 20 });
     expect(cut.result).toMatchObject({ status: 'unknown', subStatus: 'timeout_exceeded' });
-    expect(cut.creditsRemaining).toBe(20);
-    expect(await balanceOf(caller.accountId)).toBe(20);
+    // SPEC §1: a single verification costs 1 credit whatever status it returns.
+    expect(cut.creditsRemaining).toBe(19);
+    expect(await balanceOf(caller.accountId)).toBe(19);
     expect(await ledgerOf(caller.accountId)).toEqual([
       { delta: 20, reason: expect.any(String), reference: expect.any(String) },
       { delta: -1, reason: 'verify', reference: cut.requestId },
-      { delta: 1, reason: 'verify_refund', reference: cut.requestId },
     ]);
     // Not a verdict: asked again before the check ends, the address is verified anew.
     expect(background).toHaveLength(1);
@@ -277,7 +277,7 @@ describe('the account verdict cache', () => {
     advance(1_000);
     const next = await verify(caller, `ivy@${domain}`);
     expect(next.result).toMatchObject({ status: 'deliverable', meta: { cached: true } });
-    expect(next.creditsRemaining).toBe(19);
+    expect(next.creditsRemaining).toBe(18);
     expect(prober.probes).toHaveLength(1);
     const history = await listHistory(db(), caller.accountId, { mode: 'live' }, { offset: 0, limit: 10 });
     expect(history.rows.map((row) => [row.id, row.status])).toEqual([

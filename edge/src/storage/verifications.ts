@@ -196,28 +196,6 @@ function answerStatement(
 }
 
 /**
- * Closes an open single verification with an answer that is refunded (the policy table's
- * `singleCallRefunded`), refund and answer in one transaction. Returns the balance after the
- * refund, or null if the verification was not open.
- */
-export async function answerVerificationRefunded(
-  db: Db,
-  id: string,
-  answer: HistoryAnswer,
-  now: number,
-): Promise<{ balance: number } | null> {
-  const d1 = db.$client;
-  const refund = refundUnansweredVerification(id, now);
-  const [, balance] = await d1.batch<{ credit_balance: number }>([
-    prepare(d1, refund.entry),
-    prepare(d1, refund.balance),
-    answerStatement(db, id, answer),
-  ]);
-  const credits = balance?.results[0]?.credit_balance;
-  return credits === undefined ? null : { balance: credits };
-}
-
-/**
  * Keeps the verdict a verification reached after its call was answered `timeout_exceeded`, in the
  * call's history row: the verdict cache finds it there for the next call. Returns false if the
  * row no longer holds that answer.

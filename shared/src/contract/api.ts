@@ -200,7 +200,7 @@ export const VerifyRequest = z
       .describe(
         `How long the caller waits for the answer, in milliseconds (${MIN_VERIFY_TIMEOUT_MS} to ${MAX_VERIFY_TIMEOUT_MS}). ` +
           'When the mail server has not answered by then, the answer is what is known (syntax, DNS, lists) ' +
-          'with `subStatus` `timeout_exceeded`, and the call is refunded; the check goes on, and the next call ' +
+          'with `subStatus` `timeout_exceeded` (charged, as every single call is); the check goes on, and the next call ' +
           'for the address gets its verdict from the verdict cache (charged as such an answer is). Without it, ' +
           "the deployment's budget (10,000 ms unless its operator set another) bounds the check itself: a server " +
           'that has not answered by then is `smtp_timeout`, a prober that could not be had `smtp_unavailable`.',

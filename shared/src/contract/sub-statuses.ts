@@ -92,11 +92,6 @@ export interface SubStatusRow {
   recheckable: boolean;
   /** How long a single call's answer is answered again from the account's verdict cache. */
   remembered: Remembered;
-  /**
-   * A single call answered with this is refunded: the answer is not the verdict yet, and the
-   * call that gets the verdict (from the verdict cache) is the one charged. Default: charged.
-   */
-  singleCallRefunded?: boolean;
 }
 
 const FINAL = { retry: 'none', refundable: false, recheckable: false, remembered: 'day' } as const;
@@ -268,7 +263,6 @@ export const SUB_STATUS_TABLE = {
     refundable: true,
     recheckable: false,
     remembered: 'never',
-    singleCallRefunded: true,
   },
 } as const satisfies Record<string, SubStatusRow>;
 
@@ -308,12 +302,6 @@ export function policyOf(subStatus: SubStatus): OutcomePolicy {
   return { retry: row.retry, refundable: row.refundable };
 }
 
-/** Whether a single call answered with `subStatus` is refunded (docs/money.md, "Single verification"). */
-export function refundsSingleCall(subStatus: SubStatus): boolean {
-  const row: SubStatusRow = SUB_STATUS_TABLE[subStatus];
-  return row.singleCallRefunded === true;
-}
-
 function yesNo(value: boolean): string {
   return value ? 'yes' : 'no';
 }
@@ -341,9 +329,8 @@ export function moneyMarkdown(): string {
         : '1 credit (`recheck_charge`), if the balance covers it; else left for the next round';
     // An invalid row is answered at upload and is not among the unique valid addresses charged.
     const atUpload = subStatus === 'invalid_syntax' ? 'free' : '1 credit';
-    const singleCall = row.singleCallRefunded ? 'refunded' : '1 credit';
     lines.push(
-      `| \`${subStatus}\` | ${row.status} | ${singleCall} | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
+      `| \`${subStatus}\` | ${row.status} | 1 credit | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
     );
   }
   return lines.join('\n');

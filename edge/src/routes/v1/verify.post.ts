@@ -29,7 +29,7 @@ const route = createRoute({
   summary: 'Verify one address',
   description:
     'Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. ' +
-    'Costs 1 credit whatever the status, except `timeout_exceeded` (the `timeoutMs` budget ran out first), which is refunded. ' +
+    'Costs 1 credit whatever the status (`timeout_exceeded` included). ' +
     "The account's recent verdict for the same address is answered again " +
     '(`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts ' +
     '`deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; ' +
