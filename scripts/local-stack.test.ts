@@ -6,7 +6,13 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { afterAll, describe, expect, it } from 'vitest';
-import { linkRefusalOf, StackStartError, stopProcess, waitUntil } from './stack/local-stack.ts';
+import {
+  buildFailureReader,
+  linkRefusalOf,
+  StackStartError,
+  stopProcess,
+  waitUntil,
+} from './stack/local-stack.ts';
 import { REPO_ROOT } from './stack/wrangler-cli.ts';
 
 const children: ChildProcess[] = [];
@@ -114,6 +120,34 @@ describe('linkRefusalOf', () => {
       }
     });
     expect(refusal).toContain('token rejected by the edge');
+  });
+});
+
+describe('buildFailureReader', () => {
+  // wrangler dev 4's output when the Worker's bundle does not build, as it prints it (coloured).
+  const failedBuild = [
+    '\x1b[33m▲ \x1b[43;33m[\x1b[43;30mWARNING\x1b[43;33m]\x1b[0m \x1b[1mScheduled Workers are not automatically triggered during local development.\x1b[0m',
+    '\x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1mBuild failed with 3 errors:\x1b[0m',
+    '  \x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1mCould not resolve "stripe"\x1b[0m',
+    '      edge/src/routes/stripe-webhook.ts:8:19:',
+    '  \x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1mCould not resolve "stripe"\x1b[0m',
+  ];
+
+  it('names the first error of a failed build, and what to run for a missing module', () => {
+    const build = buildFailureReader();
+    for (const line of failedBuild) build.read(line);
+    expect(build.failure()).toBe('Could not resolve "stripe" (run npm install)');
+  });
+
+  it('says nothing for warnings and errors of a running Worker, and reads only what follows the failure', () => {
+    const build = buildFailureReader();
+    build.read(failedBuild[0] ?? '');
+    build.read('✘ [ERROR] Uncaught TypeError: x is not a function');
+    expect(build.failure()).toBeNull();
+    build.read('✘ [ERROR] Build failed with 1 error:');
+    expect(build.failure()).toBe('see its output');
+    build.read('✘ [ERROR] Expected ";" but found "}"');
+    expect(build.failure()).toBe('Expected ";" but found "}"');
   });
 });
 

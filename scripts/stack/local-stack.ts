@@ -111,9 +111,17 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     ...varArgs,
   ]);
   stopOnExit(edge, true);
-  pipeLines(edge, 'edge', options.onLog);
+  // A Worker that does not build leaves wrangler dev waiting for a file to change, not exiting:
+  // the first build error ends the start instead of a wait without end.
+  const build = buildFailureReader();
+  pipeLines(edge, 'edge', options.onLog, build.read);
   const baseUrl = `http://${host}:${port}`;
-  await waitUntil(`the edge at ${baseUrl}`, edge, async () => (await fetch(`${baseUrl}/healthz`)).ok);
+  await waitUntil(`the edge at ${baseUrl}`, edge, async () => {
+    const failure = build.failure();
+    if (failure) throw new StackStartError(`wrangler could not build the Worker: ${failure}`);
+    // wrangler's proxy holds a request until the Worker is built: ask again rather than wait.
+    return (await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
+  });
   step(`the edge answers at ${baseUrl}`);
 
   let prober: ChildProcess | null = null;
@@ -350,6 +358,31 @@ export async function waitUntil(
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Reads wrangler dev's output for a failed build of the Worker ("✘ [ERROR] Build failed with N
+ * errors:" and then one "✘ [ERROR]" line each). `failure()` is null until the build fails, then
+ * the first error it names; a module that does not resolve says what to run.
+ */
+export function buildFailureReader(): { read: (line: string) => void; failure: () => string | null } {
+  let failed = false;
+  let first: string | null = null;
+  return {
+    read(line) {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: wrangler colours its lines (ANSI SGR)
+      const text = line.replace(/\x1b\[[0-9;]*m/g, '').trim();
+      const error = /\[ERROR\]\s*(.*)$/.exec(text)?.[1];
+      if (error === undefined) return;
+      if (/^Build failed/.test(error)) failed = true;
+      else if (failed) first ??= error;
+    },
+    failure() {
+      if (!failed) return null;
+      if (first === null) return 'see its output';
+      return /^Could not resolve/.test(first) ? `${first} (run npm install)` : first;
+    },
+  };
 }
 
 /**
