@@ -5,26 +5,16 @@
 //   (each its own MX name, each refused recipient held 5 s as Exchange does) runs;
 // - failover: a single call's time with the primary region's prober stopped, beside the same
 //   call with it linked: what passing the call on to the next region adds.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+
+import type { LocalStack } from '../scripts/stack/local-stack.ts';
 import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createAccount, createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
-import { bulkDomainNames, startWorld, tarpitDomainNames } from '../test/world/index.ts';
-import { startBenchStack } from './bench-stack.ts';
+import { bulkDomainNames, type MailWorld, tarpitDomainNames } from '../test/world/index.ts';
 import { percentile } from './latency.ts';
 import type { Figure } from './run.ts';
+import { benchOnWorld } from './world-stack.ts';
 
 const CALLS = 40;
-const world = await startWorld();
-const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-fleet-'));
-const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const stack = await startBenchStack({
-  persistTo,
-  vars: { DOH_URL: world.dohUrl, PROBER_REGIONS: 'primary,secondary', ...common },
-  proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
-});
-const figures: Figure[] = [];
 
 /** Keys of one account, each used for fewer than 100 requests a minute (the rate limit). */
 function keyRing(keys: string[]): () => string {
@@ -32,19 +22,24 @@ function keyRing(keys: string[]): () => string {
   return () => keys[Math.floor(used++ / 60) % keys.length] ?? '';
 }
 
-async function api(path: string, key: string, json?: unknown): Promise<unknown> {
-  const response = await fetch(`${stack.baseUrl}${path}`, {
-    method: json === undefined ? 'GET' : 'POST',
-    headers: { 'x-api-key': key, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-  });
-  if (response.status !== 200)
-    throw new Error(`${path} answered ${response.status}: ${await response.text()}`);
-  return response.json();
-}
+type Api = (path: string, key: string, json?: unknown) => Promise<unknown>;
+
+/** The edge's API at `baseUrl`: a GET, or a POST of `json`; the parsed 200 answer. */
+const apiAt =
+  (baseUrl: string): Api =>
+  async (path, key, json) => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method: json === undefined ? 'GET' : 'POST',
+      headers: { 'x-api-key': key, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+    });
+    if (response.status !== 200)
+      throw new Error(`${path} answered ${response.status}: ${await response.text()}`);
+    return response.json();
+  };
 
 /** `CALLS` single calls one after another, each a real probe; their durations, sorted. */
-async function singleCalls(key: () => string, label: string): Promise<number[]> {
+async function singleCalls(api: Api, world: MailWorld, key: () => string, label: string): Promise<number[]> {
   const durations: number[] = [];
   for (let call = 0; call < CALLS; call++) {
     const started = performance.now();
@@ -60,7 +55,7 @@ async function singleCalls(key: () => string, label: string): Promise<number[]> 
 }
 
 /** Uploads `emails` and waits until the job completes; its wall time in seconds. */
-async function listSeconds(emails: string[], key: () => string): Promise<number> {
+async function listSeconds(api: Api, emails: string[], key: () => string): Promise<number> {
   const started = performance.now();
   const { jobId } = (await api('/api/v1/bulk/upload', key(), { emails })) as { jobId: string };
   for (;;) {
@@ -76,7 +71,9 @@ async function listSeconds(emails: string[], key: () => string): Promise<number>
   }
 }
 
-try {
+async function measureFleet(stack: LocalStack, world: MailWorld): Promise<Figure[]> {
+  const api = apiAt(stack.baseUrl);
+  const figures: Figure[] = [];
   await stack.addProber({ region: 'secondary' });
   grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 1_000 });
   const tarpitKey = keyRing(
@@ -87,13 +84,12 @@ try {
   const domains = bulkDomainNames(50);
   const list = (round: number) =>
     Array.from({ length: 1_000 }, (_, index) => `user${round}x${index}@${domains[index % domains.length]}`);
-  figures.push({ name: 'load average (1 min) before', value: loadavg()[0] ?? Number.NaN, unit: '' });
 
-  await singleCalls(otherKey, 'warm-up');
+  await singleCalls(api, world, otherKey, 'warm-up');
   // The first list also resolves the 50 domains' routes, which the later ones find kept.
-  await listSeconds(list(9), otherKey);
-  const aloneCalls = await singleCalls(otherKey, 'alone');
-  const aloneList = await listSeconds(list(0), otherKey);
+  await listSeconds(api, list(9), otherKey);
+  const aloneCalls = await singleCalls(api, world, otherKey, 'alone');
+  const aloneList = await listSeconds(api, list(0), otherKey);
   figures.push(
     { name: 'single call, alone, p50', value: percentile(aloneCalls, 0.5), unit: 'ms' },
     { name: 'single call, alone, p95', value: percentile(aloneCalls, 0.95), unit: 'ms' },
@@ -105,8 +101,8 @@ try {
   })) as { jobId: string };
   // The tarpit list holds the probers' slots before the other account comes.
   await new Promise((resolve) => setTimeout(resolve, 3_000));
-  const sharedCalls = await singleCalls(otherKey, 'beside the tarpit list');
-  const sharedList = await listSeconds(list(1), otherKey);
+  const sharedCalls = await singleCalls(api, world, otherKey, 'beside the tarpit list');
+  const sharedList = await listSeconds(api, list(1), otherKey);
   const { job: tarpitStatus } = (await api(`/api/v1/bulk/status/${tarpitJob}`, tarpitKey())) as {
     job: { status: string };
   };
@@ -159,7 +155,7 @@ try {
       throw new Error(`a call in flight at the stop answered ${data.status}`);
   }
   inFlight.sort((a, b) => a - b);
-  const failover = await singleCalls(otherKey, 'primary stopped');
+  const failover = await singleCalls(api, world, otherKey, 'primary stopped');
   figures.push(
     {
       name: "single call, primary region's prober stopped, p50",
@@ -183,10 +179,7 @@ try {
       target: '≤ a few hundred',
     },
   );
-  figures.push({ name: 'load average (1 min) after', value: loadavg()[0] ?? Number.NaN, unit: '' });
-} finally {
-  await stack.close();
-  await world.close();
-  rmSync(persistTo, { recursive: true, force: true });
+  return figures;
 }
-console.log(JSON.stringify(figures));
+
+await benchOnWorld(measureFleet, { vars: { PROBER_REGIONS: 'primary,secondary' } });

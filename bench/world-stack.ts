@@ -12,6 +12,7 @@ import type { Figure } from './run.ts';
 
 export async function benchOnWorld(
   measure: (stack: LocalStack, world: MailWorld) => Promise<Figure[]>,
+  options: { vars?: Record<string, string> } = {},
 ): Promise<void> {
   const world = await startWorld();
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
@@ -19,7 +20,7 @@ export async function benchOnWorld(
   const common = { ALLOW_PRIVATE_TARGETS: 'true' };
   const stack = await startBenchStack({
     persistTo,
-    vars: { DOH_URL: world.dohUrl, ...common },
+    vars: { DOH_URL: world.dohUrl, ...common, ...options.vars },
     proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
   });
   const figures: Figure[] = [

@@ -67,3 +67,29 @@ export const IDEMPOTENT_ANSWER_HEADERS = {
     schema: { type: 'string' as const },
   },
 };
+
+/**
+ * The answers of a charged POST that takes an `Idempotency-Key` (a verification, an upload): its
+ * 200 with the rate-limit and replay headers, and the errors every such POST answers beside the
+ * operation's own `errors`.
+ */
+export function chargedPostResponses<Schema>(
+  success: { description: string; schema: Schema },
+  errors: readonly ErrorCode[],
+) {
+  return {
+    200: {
+      description: success.description,
+      headers: IDEMPOTENT_ANSWER_HEADERS,
+      content: { 'application/json': { schema: success.schema } },
+    },
+    ...errorResponses([
+      ...AUTHENTICATED_ERRORS,
+      ...JSON_BODY_ERRORS,
+      'INSUFFICIENT_CREDITS',
+      'QUOTA_EXCEEDED',
+      ...errors,
+      ...IDEMPOTENCY_ERRORS,
+    ]),
+  };
+}

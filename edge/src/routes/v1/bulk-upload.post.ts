@@ -23,13 +23,7 @@ import { digestingBody } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
-import {
-  AUTHENTICATED_ERRORS,
-  errorResponses,
-  IDEMPOTENCY_ERRORS,
-  IDEMPOTENT_ANSWER_HEADERS,
-  JSON_BODY_ERRORS,
-} from '../openapi-errors.ts';
+import { chargedPostResponses } from '../openapi-errors.ts';
 
 const PATH = '/api/v1/bulk/upload';
 /** 10,000 addresses of the longest accepted length, with JSON overhead. */
@@ -95,22 +89,10 @@ const route = createRoute({
       },
     },
   },
-  responses: {
-    200: {
-      description: 'The job was created and queued.',
-      headers: IDEMPOTENT_ANSWER_HEADERS,
-      content: { 'application/json': { schema: BulkUploadResponse } },
-    },
-    ...errorResponses([
-      ...AUTHENTICATED_ERRORS,
-      ...JSON_BODY_ERRORS,
-      'TOO_MANY_EMAILS',
-      'INSUFFICIENT_CREDITS',
-      'QUOTA_EXCEEDED',
-      'SERVICE_UNAVAILABLE',
-      ...IDEMPOTENCY_ERRORS,
-    ]),
-  },
+  responses: chargedPostResponses(
+    { description: 'The job was created and queued.', schema: BulkUploadResponse },
+    ['TOO_MANY_EMAILS', 'SERVICE_UNAVAILABLE'],
+  ),
 });
 
 interface UploadOptions {

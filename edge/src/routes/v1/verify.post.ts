@@ -8,13 +8,7 @@ import { quotasOf } from '../../services/quotas.ts';
 import { verifyForCaller } from '../../services/single-verification.ts';
 import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../../services/verify-deps.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
-import {
-  AUTHENTICATED_ERRORS,
-  errorResponses,
-  IDEMPOTENCY_ERRORS,
-  IDEMPOTENT_ANSWER_HEADERS,
-  JSON_BODY_ERRORS,
-} from '../openapi-errors.ts';
+import { chargedPostResponses } from '../openapi-errors.ts';
 
 /**
  * What answering takes once the caller's budget is spent: the refund and the history row in one
@@ -55,26 +49,10 @@ const route = createRoute({
     }),
     body: { required: true, content: { 'application/json': { schema: VerifyRequest } } },
   },
-  responses: {
-    200: {
-      description: 'The verdict, with the checks behind it.',
-      headers: IDEMPOTENT_ANSWER_HEADERS,
-      content: {
-        'application/json': {
-          schema: VerifyResponse,
-        },
-      },
-    },
-    ...errorResponses([
-      ...AUTHENTICATED_ERRORS,
-      ...JSON_BODY_ERRORS,
-      'INSUFFICIENT_CREDITS',
-      'QUOTA_EXCEEDED',
-      'CHALLENGE_FAILED',
-      'DAILY_CAP_REACHED',
-      ...IDEMPOTENCY_ERRORS,
-    ]),
-  },
+  responses: chargedPostResponses(
+    { description: 'The verdict, with the checks behind it.', schema: VerifyResponse },
+    ['CHALLENGE_FAILED', 'DAILY_CAP_REACHED'],
+  ),
 });
 
 export function registerVerify(app: OpenAPIHono<AppEnv>): void {
