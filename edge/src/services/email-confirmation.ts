@@ -9,10 +9,11 @@
 
 import { ApiError } from '@rcpt/shared/errors';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
+import type { Config } from '../config.ts';
 import type { KeyLimiter } from '../objects/key-limiter.ts';
 import { confirmAccountEmail, findAccount } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
-import type { AccountMailSender } from './confirmation-sender.ts';
+import { type AccountMailSender, confirmationSenderFor } from './confirmation-sender.ts';
 import { SIGNUP_CREDITS } from './dashboard-accounts.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 
@@ -126,6 +127,25 @@ export async function requireConfirmedEmail(db: Db, accountId: string): Promise<
   if (account?.emailConfirmedAt == null) throw new ApiError('EMAIL_NOT_CONFIRMED');
 }
 
+/** What sending an account email (a confirmation or a reset link) takes. */
+export interface AccountMailDeps {
+  db: Db;
+  /** The per-mailbox limits on account emails (CONFIRMATION_MAIL_LIMITS). */
+  limiters: DurableObjectNamespace<KeyLimiter>;
+  /** Signs the link. */
+  secretsKey: string | undefined;
+  sender: AccountMailSender;
+}
+
+export function accountMailDepsOf(db: Db, config: Config, env: Env): AccountMailDeps {
+  return {
+    db,
+    limiters: env.KEY_LIMITER,
+    secretsKey: config.SECRETS_KEY,
+    sender: confirmationSenderFor(config, env),
+  };
+}
+
 export type ResendOutcome =
   | { kind: 'sent'; to: string }
   | { kind: 'already-confirmed' }
@@ -133,12 +153,7 @@ export type ResendOutcome =
 
 /** Sends the link again to a signed-in, unconfirmed account, within CONFIRMATION_MAIL_LIMITS. */
 export async function resendConfirmation(
-  deps: {
-    db: Db;
-    limiters: DurableObjectNamespace<KeyLimiter>;
-    secretsKey: string | undefined;
-    sender: AccountMailSender;
-  },
+  deps: AccountMailDeps,
   input: { accountId: string; origin: string; now: number },
 ): Promise<ResendOutcome> {
   const account = await findAccount(deps.db, input.accountId);

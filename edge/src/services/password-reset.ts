@@ -5,14 +5,12 @@
 // checked against, so two uses of one link at once change it once. A reset ends every session
 // of the account. Asking for a link answers the same whether or not the address has an
 // account; it is counted per client network and, with the confirmation emails, per mailbox.
-import type { KeyLimiter } from '../objects/key-limiter.ts';
 import { findAccount, findAccountByEmail } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { deleteAccountSessions, replacePasswordHash } from '../storage/sessions.ts';
-import type { AccountMailSender } from './confirmation-sender.ts';
 import { normaliseAccountEmail, passwordProblem } from './dashboard-accounts.ts';
 import { admitSignInAttempt } from './dashboard-sign-in-limits.ts';
-import { admitAccountMail } from './email-confirmation.ts';
+import { type AccountMailDeps, admitAccountMail } from './email-confirmation.ts';
 import { hashPassword } from './passwords.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 
@@ -26,12 +24,7 @@ export type ResetRequestOutcome = { kind: 'sent' } | { kind: 'limited'; retryAft
  * mailbox before anything is looked up, so the answer and the limits tell nothing about accounts.
  */
 export async function requestPasswordReset(
-  deps: {
-    db: Db;
-    limiters: DurableObjectNamespace<KeyLimiter>;
-    secretsKey: string | undefined;
-    sender: AccountMailSender;
-  },
+  deps: AccountMailDeps,
   input: { email: string; clientIp: string; origin: string; now: number },
 ): Promise<ResetRequestOutcome> {
   const email = normaliseAccountEmail(input.email);

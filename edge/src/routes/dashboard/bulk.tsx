@@ -16,6 +16,7 @@ import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import { listJobs } from '../../storage/jobs.ts';
+import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -39,37 +40,24 @@ function RecentJobs(props: { jobs: Job[] }) {
       {props.jobs.length === 0 ? (
         <p class="muted">No list uploaded yet.</p>
       ) : (
-        <div class="table-scroll">
-          <table class="data-table stack-on-phone" data-recent-jobs>
-            <thead>
-              <tr>
-                <th scope="col">List</th>
-                <th scope="col">Created</th>
-                <th scope="col">Status</th>
-                <th scope="col">Addresses</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.jobs.map((job) => (
-                <tr>
-                  <td data-label="List">
-                    <a href={`/jobs/${job.id}`}>{job.name ?? `Job ${job.id.slice(0, 8)}`}</a>
-                  </td>
-                  <td data-label="Created">
-                    <Timestamp at={Date.parse(job.createdAt)} />
-                  </td>
-                  <td data-label="Status">
-                    <StatusBadge status={job.status} />{' '}
-                    {job.status === 'completed' ? null : `${job.progress}%`}
-                  </td>
-                  <td data-label="Addresses">
-                    {job.processedEmails} of {job.totalEmails} verified
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable columns={['List', 'Created', 'Status', 'Addresses']} data-recent-jobs>
+          {props.jobs.map((job) => (
+            <tr>
+              <td data-label="List">
+                <a href={`/jobs/${job.id}`}>{job.name ?? `Job ${job.id.slice(0, 8)}`}</a>
+              </td>
+              <td data-label="Created">
+                <Timestamp at={Date.parse(job.createdAt)} />
+              </td>
+              <td data-label="Status">
+                <StatusBadge status={job.status} /> {job.status === 'completed' ? null : `${job.progress}%`}
+              </td>
+              <td data-label="Addresses">
+                {job.processedEmails} of {job.totalEmails} verified
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       <p>
         <a href="/history?kind=batch">All batch jobs</a>

@@ -7,8 +7,8 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import { securityHeaders } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, loadSession, sessionOf } from '../../middleware/session.ts';
-import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
 import {
+  accountMailDepsOf,
   CONFIRMATION_LINK_TTL_MS,
   CONFIRMATION_PATH,
   confirmationMailLimited,
@@ -35,16 +35,11 @@ export function registerConfirmEmailPages(dashboard: Hono<DashboardEnv>): void {
   });
 
   dashboard.post(`${CONFIRMATION_PATH}/resend`, ...signedInPage, async (c) => {
-    const config = c.get('config');
-    const outcome = await resendConfirmation(
-      {
-        db: c.get('db'),
-        limiters: c.env.KEY_LIMITER,
-        secretsKey: config.SECRETS_KEY,
-        sender: confirmationSenderFor(config, c.env),
-      },
-      { accountId: sessionOf(c).accountId, origin: new URL(c.req.url).origin, now: Date.now() },
-    );
+    const outcome = await resendConfirmation(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
+      accountId: sessionOf(c).accountId,
+      origin: new URL(c.req.url).origin,
+      now: Date.now(),
+    });
     if (outcome.kind === 'already-confirmed') return c.redirect('/?email-confirmed=already', 303);
     if (outcome.kind === 'limited') c.header('Retry-After', String(outcome.retryAfterSeconds));
     return renderPage(

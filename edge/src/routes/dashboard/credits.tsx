@@ -18,6 +18,7 @@ import {
   type Purchase,
   saveBalanceAlerts,
 } from '../../storage/purchases.ts';
+import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -111,23 +112,11 @@ async function renderCredits(
         {receipts.length === 0 ? (
           <p class="muted">No payments yet.</p>
         ) : (
-          <div class="table-scroll">
-            <table class="data-table stack-on-phone" data-testid="receipts">
-              <thead>
-                <tr>
-                  <th scope="col">Date</th>
-                  <th scope="col">Credits</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Status</th>
-                </tr>
-              </thead>
-              <tbody>
-                {receipts.map((purchase) => (
-                  <ReceiptRow purchase={purchase} />
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable columns={['Date', 'Credits', 'Amount', 'Status']} data-testid="receipts">
+            {receipts.map((purchase) => (
+              <ReceiptRow purchase={purchase} />
+            ))}
+          </DataTable>
         )}
       </section>
     </Layout>,

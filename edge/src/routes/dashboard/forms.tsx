@@ -11,12 +11,15 @@ export interface TextFieldProps {
   id: string;
   name: string;
   label: string;
-  type?: 'text' | 'email' | 'password' | 'url' | 'search' | 'date';
+  type?: 'text' | 'email' | 'password' | 'url' | 'search' | 'date' | 'number';
   value?: string | undefined;
   autocomplete?: string;
   required?: boolean;
   minlength?: number;
   maxlength?: number;
+  /** The bounds of a `number` field, which is typed on a numeric keypad. */
+  min?: number;
+  max?: number;
   placeholder?: string;
   hint?: Child;
   /** Shown under the field and announced with it. */
@@ -39,6 +42,9 @@ export function TextField(props: TextFieldProps) {
         required={props.required}
         minlength={props.minlength}
         maxlength={props.maxlength}
+        min={props.min}
+        max={props.max}
+        inputmode={props.type === 'number' ? 'numeric' : undefined}
         placeholder={props.placeholder}
         aria-describedby={describedBy}
         aria-invalid={props.error ? 'true' : undefined}

@@ -6,6 +6,7 @@ import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { type HistoryEntry, historyPage } from '../../services/history.ts';
 import type { HistoryFilters } from '../../storage/verifications.ts';
+import { DataTable } from './data-table.tsx';
 import { Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -181,24 +182,11 @@ export function registerHistoryPage(dashboard: Hono<DashboardEnv>): void {
           {rows.length === 0 ? (
             <p class="muted">Nothing matches these filters.</p>
           ) : (
-            <div class="table-scroll">
-              <table class="data-table stack-on-phone">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Type</th>
-                    <th scope="col">Address or list</th>
-                    <th scope="col">Result</th>
-                    <th scope="col">Score</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map((row) => (
-                    <HistoryEntryRow row={row} />
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={['When', 'Type', 'Address or list', 'Result', 'Score']}>
+              {rows.map((row) => (
+                <HistoryEntryRow row={row} />
+              ))}
+            </DataTable>
           )}
           <nav class="pagination" aria-label="History pages">
             {query.page > 1 ? (

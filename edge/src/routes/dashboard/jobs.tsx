@@ -40,6 +40,7 @@ import {
   type ResultRowsQuery,
   type RowCounts,
 } from '../../storage/jobs.ts';
+import { DataTable } from './data-table.tsx';
 import { EvidenceView } from './evidence.tsx';
 import { Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
@@ -418,32 +419,21 @@ function ResultsTable(props: {
       {page.results.length === 0 ? (
         <p class="muted">No row matches this filter.</p>
       ) : (
-        <div class="table-scroll">
-          <table class="data-table stack-on-phone results-table">
-            <thead>
-              <tr>
-                <th scope="col">Address</th>
-                <th scope="col">Verdict</th>
-                <th scope="col">Score</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.results.map((result) => (
-                <tr data-result-status={result.status}>
-                  <td data-label="Address" class="email-cell">
-                    {result.email || <span class="muted">(empty)</span>}
-                  </td>
-                  <td data-label="Verdict">
-                    <StatusBadge status={result.status} />{' '}
-                    <span class="muted">{readableSubStatus(result.subStatus)}</span>
-                    {result.evidence ? <EvidenceView evidence={result.evidence} /> : null}
-                  </td>
-                  <td data-label="Score">{result.score}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable columns={['Address', 'Verdict', 'Score']} class="results-table">
+          {page.results.map((result) => (
+            <tr data-result-status={result.status}>
+              <td data-label="Address" class="email-cell">
+                {result.email || <span class="muted">(empty)</span>}
+              </td>
+              <td data-label="Verdict">
+                <StatusBadge status={result.status} />{' '}
+                <span class="muted">{readableSubStatus(result.subStatus)}</span>
+                {result.evidence ? <EvidenceView evidence={result.evidence} /> : null}
+              </td>
+              <td data-label="Score">{result.score}</td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       {pages > 1 ? (
         <nav class="pagination" aria-label="Result pages">
@@ -622,39 +612,26 @@ function WatchSection(props: { row: JobRow; changes: WatchChange[] }) {
         addresses are verified again, free for addresses already paid for.
       </p>
       {changes.length > 0 ? (
-        <div class="table-scroll">
-          <table class="data-table stack-on-phone">
-            <caption>Domain changes</caption>
-            <thead>
-              <tr>
-                <th scope="col">Domain</th>
-                <th scope="col">What changed</th>
-                <th scope="col">Mail before → now</th>
-                <th scope="col">Seen</th>
-                <th scope="col">Verdicts changed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {changes.map((change) => (
-                <tr data-domain-change={change.domain}>
-                  <td data-label="Domain">{change.domain}</td>
-                  <td data-label="What changed">
-                    {change.changes.map((kind) => CHANGE_TEXT[kind]).join('; ')}
-                  </td>
-                  <td data-label="Mail before → now">
-                    {mailText(change.before)} → {mailText(change.after)}
-                  </td>
-                  <td data-label="Seen">
-                    <Timestamp at={Date.parse(change.seenAt)} />
-                  </td>
-                  <td data-label="Verdicts changed">
-                    {change.changedAddresses} of {change.addresses}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          columns={['Domain', 'What changed', 'Mail before → now', 'Seen', 'Verdicts changed']}
+          caption="Domain changes"
+        >
+          {changes.map((change) => (
+            <tr data-domain-change={change.domain}>
+              <td data-label="Domain">{change.domain}</td>
+              <td data-label="What changed">{change.changes.map((kind) => CHANGE_TEXT[kind]).join('; ')}</td>
+              <td data-label="Mail before → now">
+                {mailText(change.before)} → {mailText(change.after)}
+              </td>
+              <td data-label="Seen">
+                <Timestamp at={Date.parse(change.seenAt)} />
+              </td>
+              <td data-label="Verdicts changed">
+                {change.changedAddresses} of {change.addresses}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
     </div>
   );

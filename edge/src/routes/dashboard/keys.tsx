@@ -16,6 +16,7 @@ import {
 } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
+import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
@@ -141,45 +142,30 @@ function KeysPage(props: {
         {secretKeys.length === 0 ? (
           <p class="muted">No keys yet.</p>
         ) : (
-          <div class="table-scroll">
-            <table class="data-table stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Mode</th>
-                  <th scope="col">Limits</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {secretKeys.map((key) => (
-                  <tr data-key-id={key.id}>
-                    <td data-label="Name">{key.name}</td>
-                    <td data-label="Key">
-                      <code>{key.prefix}…</code>
-                    </td>
-                    <td data-label="Mode">{key.mode}</td>
-                    <td data-label="Limits">
-                      <KeyLimitsSummary apiKey={key} />
-                    </td>
-                    <td data-label="Created">
-                      <Timestamp at={key.createdAt} />
-                    </td>
-                    <td data-label="Last used">
-                      <Timestamp at={key.lastUsedAt} empty="never" />
-                    </td>
-                    <KeyStatusCells apiKey={key} />
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={['Name', 'Key', 'Mode', 'Limits', 'Created', 'Last used', 'Status']}
+            actionsColumn
+          >
+            {secretKeys.map((key) => (
+              <tr data-key-id={key.id}>
+                <td data-label="Name">{key.name}</td>
+                <td data-label="Key">
+                  <code>{key.prefix}…</code>
+                </td>
+                <td data-label="Mode">{key.mode}</td>
+                <td data-label="Limits">
+                  <KeyLimitsSummary apiKey={key} />
+                </td>
+                <td data-label="Created">
+                  <Timestamp at={key.createdAt} />
+                </td>
+                <td data-label="Last used">
+                  <Timestamp at={key.lastUsedAt} empty="never" />
+                </td>
+                <KeyStatusCells apiKey={key} />
+              </tr>
+            ))}
+          </DataTable>
         )}
       </section>
       <PublishableKeyList keys={props.keys} widgetUrl={props.widgetUrl} />

@@ -6,7 +6,7 @@
 // from other sites, and logs hold paths only.
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
+import { accountMailDepsOf } from '../../services/email-confirmation.ts';
 import { checkResetLink, requestPasswordReset, resetPassword } from '../../services/password-reset.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { clientIp, tooManyAttempts } from './auth.tsx';
@@ -79,16 +79,12 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
-    const config = c.get('config');
-    const outcome = await requestPasswordReset(
-      {
-        db: c.get('db'),
-        limiters: c.env.KEY_LIMITER,
-        secretsKey: config.SECRETS_KEY,
-        sender: confirmationSenderFor(config, c.env),
-      },
-      { email, clientIp: clientIp(c), origin: new URL(c.req.url).origin, now: Date.now() },
-    );
+    const outcome = await requestPasswordReset(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
+      email,
+      clientIp: clientIp(c),
+      origin: new URL(c.req.url).origin,
+      now: Date.now(),
+    });
     if (outcome.kind === 'limited') {
       c.header('Retry-After', String(outcome.retryAfterSeconds));
       return renderPage(

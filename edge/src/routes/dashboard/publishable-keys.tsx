@@ -11,6 +11,7 @@ import { createPublishableKey, keyLimitsOf, parseAllowedOrigins } from '../../se
 import { DAILY_CAP } from '../../services/publishable-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
+import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
@@ -63,32 +64,18 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
             }
             error={state?.errors.origins}
           />
-          <div class="field">
-            <label for="publishable-cap">Daily cap</label>
-            <input
-              id="publishable-cap"
-              name="dailyCap"
-              type="number"
-              inputmode="numeric"
-              min={DAILY_CAP.min}
-              max={DAILY_CAP.max}
-              required
-              value={state?.dailyCap ?? String(DAILY_CAP.default)}
-              aria-describedby={
-                state?.errors.dailyCap ? 'publishable-cap-hint publishable-cap-error' : 'publishable-cap-hint'
-              }
-              aria-invalid={state?.errors.dailyCap ? 'true' : undefined}
-            />
-            <p class="hint" id="publishable-cap-hint">
-              Verifications a day (UTC) at most: if the key is copied onto another page, it costs you no more
-              than this.
-            </p>
-            {state?.errors.dailyCap ? (
-              <p class="field-error" id="publishable-cap-error">
-                {state.errors.dailyCap}
-              </p>
-            ) : null}
-          </div>
+          <TextField
+            id="publishable-cap"
+            name="dailyCap"
+            type="number"
+            label="Daily cap"
+            min={DAILY_CAP.min}
+            max={DAILY_CAP.max}
+            required
+            value={state?.dailyCap ?? String(DAILY_CAP.default)}
+            hint="Verifications a day (UTC) at most: if the key is copied onto another page, it costs you no more than this."
+            error={state?.errors.dailyCap}
+          />
           <TextField
             id="publishable-turnstile"
             name="turnstileSecret"
@@ -126,43 +113,29 @@ export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string
       {publishable.length === 0 ? (
         <p class="muted">No publishable keys yet.</p>
       ) : (
-        <div class="table-scroll">
-          <table class="data-table stack-on-phone">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Key and snippet</th>
-                <th scope="col">Origins</th>
-                <th scope="col">Daily cap</th>
-                <th scope="col">Turnstile</th>
-                <th scope="col">Status</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+        <DataTable
+          columns={['Name', 'Key and snippet', 'Origins', 'Daily cap', 'Turnstile', 'Status']}
+          actionsColumn
+        >
+          {publishable.map((key) => {
+            const limits = keyLimitsOf(key);
+            return (
+              <tr data-key-id={key.id}>
+                <td data-label="Name">{key.name}</td>
+                <td data-label="Key and snippet">
+                  <code class="publishable-key">{key.publishableKey}</code>
+                  <pre class="snippet">
+                    <code>{`<script src="${props.widgetUrl}" data-rcpt-key="${key.publishableKey}" defer></script>`}</code>
+                  </pre>
+                </td>
+                <td data-label="Origins">{limits.allowedOrigins?.join(', ')}</td>
+                <td data-label="Daily cap">{limits.dailyCap?.toLocaleString('en-US')}</td>
+                <td data-label="Turnstile">{limits.turnstileSecret ? 'required' : 'off'}</td>
+                <KeyStatusCells apiKey={key} />
               </tr>
-            </thead>
-            <tbody>
-              {publishable.map((key) => {
-                const limits = keyLimitsOf(key);
-                return (
-                  <tr data-key-id={key.id}>
-                    <td data-label="Name">{key.name}</td>
-                    <td data-label="Key and snippet">
-                      <code class="publishable-key">{key.publishableKey}</code>
-                      <pre class="snippet">
-                        <code>{`<script src="${props.widgetUrl}" data-rcpt-key="${key.publishableKey}" defer></script>`}</code>
-                      </pre>
-                    </td>
-                    <td data-label="Origins">{limits.allowedOrigins?.join(', ')}</td>
-                    <td data-label="Daily cap">{limits.dailyCap?.toLocaleString('en-US')}</td>
-                    <td data-label="Turnstile">{limits.turnstileSecret ? 'required' : 'off'}</td>
-                    <KeyStatusCells apiKey={key} />
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       )}
     </section>
   );

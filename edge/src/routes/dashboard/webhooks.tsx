@@ -8,6 +8,7 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from '../../services/webhooks.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
+import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -24,43 +25,29 @@ interface WebhooksState {
 
 function DeliveryRows(props: { deliveries: WebhookDeliveryRow[] }) {
   return (
-    <div class="table-scroll">
-      <table class="data-table stack-on-phone">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Event</th>
-            <th scope="col">URL</th>
-            <th scope="col">State</th>
-            <th scope="col">HTTP status</th>
-            <th scope="col">Attempts</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.deliveries.map((delivery) => (
-            <tr>
-              <td data-label="When">
-                <Timestamp at={delivery.createdAt} />
-              </td>
-              <td data-label="Event">
-                <code>{delivery.eventType}</code>
-              </td>
-              <td data-label="URL" class="url-cell">
-                {delivery.url}
-              </td>
-              <td data-label="State">
-                <span class={`badge badge-delivery-${delivery.state}`}>{delivery.state}</span>
-              </td>
-              <td data-label="HTTP status">
-                {delivery.lastStatus ??
-                  (delivery.lastError ? <span class="muted">{delivery.lastError}</span> : '—')}
-              </td>
-              <td data-label="Attempts">{delivery.attempts}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={['When', 'Event', 'URL', 'State', 'HTTP status', 'Attempts']}>
+      {props.deliveries.map((delivery) => (
+        <tr>
+          <td data-label="When">
+            <Timestamp at={delivery.createdAt} />
+          </td>
+          <td data-label="Event">
+            <code>{delivery.eventType}</code>
+          </td>
+          <td data-label="URL" class="url-cell">
+            {delivery.url}
+          </td>
+          <td data-label="State">
+            <span class={`badge badge-delivery-${delivery.state}`}>{delivery.state}</span>
+          </td>
+          <td data-label="HTTP status">
+            {delivery.lastStatus ??
+              (delivery.lastError ? <span class="muted">{delivery.lastError}</span> : '—')}
+          </td>
+          <td data-label="Attempts">{delivery.attempts}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
