@@ -66,6 +66,12 @@ export interface UploadInput {
   now: number;
 }
 
+/**
+ * Creates the job and puts its work, one message a domain, on the verify-batch queue. What
+ * follows: `queues/verify-batch.ts` takes the messages and hands them to the probers, and each
+ * answer is settled by `settleBatchWork` (`batch-results.ts`), which asks `verdictFromFacts`
+ * what the reply means and keeps it, or asks it again later at the pace its policy names.
+ */
 export async function createBatchJob(input: UploadInput): Promise<BulkUploadResponse> {
   const { db, caller, upload, now } = input;
   if (upload.rows.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The list has no rows.' });

@@ -1,4 +1,5 @@
-// The verify-batch queue's messages and how they are sent within the Queues limits.
+// The verify-batch queue's messages and how they are sent within the Queues limits. Its
+// consumer is queues/verify-batch.ts.
 import { meteredQueue } from '../meter.ts';
 import { groupByDomain } from './batch-plan.ts';
 import type { RetryState } from './batch-retry.ts';
