@@ -588,6 +588,66 @@ describe('a JSON upload and the query options the document lists for it', () => 
   });
 });
 
+describe("the upload's query options on a JSON body, case by case from the OpenAPI document", () => {
+  interface QueryParameter {
+    name: string;
+    in: string;
+    schema: { type?: string; enum?: string[]; maxLength?: number; minimum?: number; maximum?: number };
+  }
+
+  /** Values the document's schema for a query option refuses, as a fuzzer's negative cases are made. */
+  function refusedValues(schema: QueryParameter['schema']): string[] {
+    const values: string[] = [];
+    if (schema.enum) values.push('not-one-of-them');
+    if (schema.maxLength !== undefined) values.push('a'.repeat(schema.maxLength + 1));
+    if (schema.minimum !== undefined) values.push(String(schema.minimum - 1));
+    if (schema.maximum !== undefined) values.push(String(schema.maximum + 1));
+    if (schema.type === 'integer' || schema.type === 'number') values.push('ten');
+    return values;
+  }
+
+  it('answers every refused value of every documented option with 400, charging nothing', async () => {
+    const document = await (await call('/openapi.json')).json<{
+      paths: Record<string, { post: { parameters: QueryParameter[] } }>;
+    }>();
+    const options = document.paths['/api/v1/bulk/upload']?.post.parameters.filter(
+      (parameter) => parameter.in === 'query',
+    );
+    // The options the route declares (CsvOptions): a new one is fuzzed as soon as it is listed.
+    expect(options?.map((option) => option.name).sort()).toEqual(
+      [
+        'emailColumn',
+        'evidence',
+        'maxWaitSeconds',
+        'name',
+        'recheck',
+        'watch',
+        'watchDays',
+        'webhookUrl',
+      ].sort(),
+    );
+    const caller = await newCaller({ credits: 10 });
+    const cases = (options ?? []).flatMap((option) =>
+      refusedValues(option.schema).map((value) => ({ name: option.name, value })),
+    );
+    // Each option's schema bounds it, so each has refused values.
+    expect(new Set(cases.map(({ name }) => name)).size).toBe(options?.length);
+    for (const { name, value } of cases) {
+      const response = await call(`/api/v1/bulk/upload?${new URLSearchParams({ [name]: value })}`, {
+        key: caller.apiKey,
+        json: { emails: ['alice@nonexistent.test'] },
+      });
+      expect({ name, value: value.slice(0, 20), status: response.status }).toEqual({
+        name,
+        value: value.slice(0, 20),
+        status: 400,
+      });
+      expect(await response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
+    }
+    expect(await balanceOf(caller.accountId)).toBe(10);
+  });
+});
+
 describe('recheck (greylist follow-up) on upload and as the account default', () => {
   async function recheckOf(key: string, jobId: string): Promise<unknown> {
     const response = await call(`/api/v1/bulk/status/${jobId}`, { key });
