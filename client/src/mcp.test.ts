@@ -174,9 +174,14 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
 
     const verify = byName.get('verify_email')!;
     expect(verify.inputSchema.required).toEqual(['email']);
+    // The time budget's bounds are the API's own (client/openapi.json).
+    const document = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'));
+    const budget = document.components.schemas.VerifyRequest.properties.timeoutMs;
     expect(verify.inputSchema.properties).toMatchObject({
       email: { type: 'string' },
       fresh: { type: 'boolean' },
+      timeoutMs: { type: 'integer', minimum: budget.minimum, maximum: budget.maximum },
+      evidence: { type: 'boolean' },
     });
 
     const clean = byName.get('clean_csv')!;
@@ -213,6 +218,24 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     expect(sent).toMatchObject({ method: 'POST', path: '/api/v1/verify', apiKey: API_KEY });
     expect(sent?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
     expect(JSON.parse(sent?.body ?? '')).toEqual({ email: 'alice@example.com', fresh: true });
+  });
+
+  it('verify_email passes a time budget and the evidence request on to the API', async () => {
+    const result = await call(
+      'verify_email',
+      { email: 'alice@example.com', timeoutMs: 5_000, evidence: true },
+      [jsonAnswer(200, { success: true, data: alice, creditsRemaining: 40 })],
+    );
+    expect(result.isError).toBeFalsy();
+    expect(JSON.parse(api.requests[0]?.body ?? '')).toEqual({
+      email: 'alice@example.com',
+      timeoutMs: 5_000,
+      evidence: true,
+    });
+    // Outside the API's bounds: refused by the tool, nothing sent.
+    const refused = await call('verify_email', { email: 'alice@example.com', timeoutMs: 500 }, []);
+    expect(refused.isError).toBe(true);
+    expect(api.requests).toHaveLength(0);
   });
 
   it('answers API refusals as tool errors with their code, and goes on serving', async () => {

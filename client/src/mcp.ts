@@ -44,12 +44,31 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
           .describe(
             'true: verify now, even if this account verified the address in the last 24 hours. Default false: a recent verdict is given again (meta.cached is true); it costs the same.',
           ),
+        timeoutMs: z
+          .number()
+          .int()
+          .min(2_000)
+          .max(60_000)
+          .optional()
+          .describe(
+            'Answer within this many milliseconds (2000 to 60000). A mail server slower than that gives subStatus timeout_exceeded (charged; the check goes on and a later call gets its verdict). Default: the service bounds the check itself (10 s).',
+          ),
+        evidence: z
+          .boolean()
+          .optional()
+          .describe(
+            'true: the answer carries evidence, the SMTP session behind it (mail server, egress, TLS, the dialogue with its times, other addresses masked). Default false.',
+          ),
       },
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
-    ({ email, fresh }) =>
+    ({ email, fresh, timeoutMs, evidence }) =>
       answer(log, 'verify_email', async () => {
-        const { result, creditsRemaining } = await rcpt.verify(email, { fresh: fresh === true });
+        const { result, creditsRemaining } = await rcpt.verify(email, {
+          fresh: fresh === true,
+          evidence: evidence === true,
+          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        });
         return { ...result, creditsRemaining };
       }),
   );
