@@ -184,6 +184,32 @@ describe('single verification', () => {
     expect(await balanceOf(accountId)).toBe(98);
   });
 
+  it('asks the mail server again when told to, and keeps the choices on the page it answers', async () => {
+    const { client, accountId } = await signedIn('verify-fresh');
+    await client.submit('/verify', '/verify', { email: 'alice@gmial.com' });
+    const again = await (
+      await client.submit('/verify', '/verify', {
+        email: 'alice@gmial.com',
+        fresh: 'true',
+        timeoutMs: '5000',
+      })
+    ).text();
+    expect(again).not.toContain('Answered from');
+    expect(again).toMatch(/<input type="checkbox" name="fresh" value="true" checked=""/);
+    expect(again).toMatch(/<option value="5000" selected="">5 s<\/option>/);
+    expect(await balanceOf(accountId)).toBe(98);
+  });
+
+  it('refuses a time budget outside the API bounds, charging nothing', async () => {
+    const { client, accountId } = await signedIn('verify-budget');
+    for (const timeoutMs of ['500', '61000', 'soon']) {
+      const response = await client.submit('/verify', '/verify', { email: 'alice@gmial.com', timeoutMs });
+      expect(response.status).toBe(400);
+      expect(await response.text()).toContain('Choose a time between 2 and 60 seconds.');
+    }
+    expect(await balanceOf(accountId)).toBe(100);
+  });
+
   it('asks for an address instead of charging for an empty one', async () => {
     const { client, accountId } = await signedIn('verify-empty');
     const response = await client.submit('/verify', '/verify', { email: '  ' });

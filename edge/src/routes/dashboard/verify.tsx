@@ -1,18 +1,25 @@
 /** @jsxImportSource hono/jsx */
 // Verify (`/verify`): one address, charged like the API (1 credit whatever the answer), the
-// result rendered in full. The dashboard is the caller: the account, no API key.
-import { type VerificationResult, VerifyRequest } from '@rcpt/shared/contract/api';
+// result rendered in full, with the API's `fresh`, `evidence` and time budget. The dashboard is
+// the caller: the account, no API key.
+import {
+  MAX_VERIFY_TIMEOUT_MS,
+  MIN_VERIFY_TIMEOUT_MS,
+  type VerificationResult,
+  VerifyRequest,
+} from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import { type DashboardEnv, setPageBalance } from '../../middleware/session.ts';
-import { quotasOf } from '../../services/quotas.ts';
-import { verifyForCaller } from '../../services/single-verification.ts';
-import { domainFactsOf, verifyDepsOf } from '../../services/verify-deps.ts';
 import { readBalance } from '../../storage/accounts.ts';
+import { verifyAsAsked } from '../single-call.ts';
 import { CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerificationResultView } from './verification-result.tsx';
+
+/** The time budgets offered: the API's bounds and the usual steps between them. */
+const TIME_BUDGETS_MS = [MIN_VERIFY_TIMEOUT_MS, 5_000, 10_000, 30_000, MAX_VERIFY_TIMEOUT_MS];
 
 function VerifyForm(props: {
   csrfToken: string;
@@ -20,6 +27,10 @@ function VerifyForm(props: {
   error?: string | null;
   creditsRemaining: number;
   evidence?: boolean;
+  fresh?: boolean;
+  timeoutMs?: number | undefined;
+  /** The deployment's own budget for a check (VERIFY_TIMEOUT_MS). */
+  defaultTimeoutMs: number;
 }) {
   return (
     <section class="card" aria-labelledby="verify-heading">
@@ -42,6 +53,27 @@ function VerifyForm(props: {
           error={props.error}
           placeholder="someone@example.com"
         />
+        <div class="field">
+          <label for="verify-timeout">Answer within</label>
+          <select id="verify-timeout" name="timeoutMs" aria-describedby="verify-timeout-hint">
+            <option value="" selected={props.timeoutMs === undefined}>
+              the server's own time (up to {props.defaultTimeoutMs / 1000} s)
+            </option>
+            {TIME_BUDGETS_MS.map((ms) => (
+              <option value={String(ms)} selected={props.timeoutMs === ms}>
+                {ms / 1000} s
+              </option>
+            ))}
+          </select>
+          <p class="hint" id="verify-timeout-hint">
+            A mail server slower than that is answered <code>timeout_exceeded</code> (a check like any other);
+            the check goes on, and asking again later gives its verdict.
+          </p>
+        </div>
+        <label class="checkbox">
+          <input type="checkbox" name="fresh" value="true" checked={props.fresh} /> Ask the mail server now,
+          not the verdict of the last 24 hours
+        </label>
         <label class="checkbox">
           <input type="checkbox" name="evidence" value="true" checked={props.evidence} /> Keep the SMTP
           evidence (the session behind the answer)
@@ -60,7 +92,11 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
     return renderPage(
       c,
       <Layout title="Verify" section="verify" {...layoutContext(c)}>
-        <VerifyForm csrfToken={c.get('csrfToken')} creditsRemaining={creditsRemaining} />
+        <VerifyForm
+          csrfToken={c.get('csrfToken')}
+          creditsRemaining={creditsRemaining}
+          defaultTimeoutMs={c.get('config').VERIFY_TIMEOUT_MS}
+        />
       </Layout>,
     );
   });
@@ -70,32 +106,25 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
     const caller = c.get('caller');
     const raw = await formText(c, 'email');
     const evidence = (await formText(c, 'evidence')) === 'true';
-    const parsed = VerifyRequest.safeParse({ email: raw });
+    const fresh = (await formText(c, 'fresh')) === 'true';
+    const budget = await formText(c, 'timeoutMs');
+    const timeoutMs = budget === '' ? undefined : Number(budget);
+    const parsed = VerifyRequest.safeParse({ email: raw, evidence, fresh, timeoutMs });
     let result: VerificationResult | null = null;
     let error: string | null = null;
     let status: 200 | 400 | 402 = 200;
     let creditsRemaining: number;
     if (!parsed.success) {
-      error =
-        raw.trim() === ''
+      error = parsed.error.issues.some((issue) => issue.path[0] === 'timeoutMs')
+        ? `Choose a time between ${MIN_VERIFY_TIMEOUT_MS / 1000} and ${MAX_VERIFY_TIMEOUT_MS / 1000} seconds.`
+        : raw.trim() === ''
           ? 'Enter an address to verify.'
           : 'That address is too long or holds control characters.';
       status = 400;
       creditsRemaining = (await readBalance(db, caller.accountId)) ?? 0;
     } else {
       try {
-        const facts = domainFactsOf(db, c.get('config'));
-        const verification = await verifyForCaller({
-          db,
-          deps: { ...verifyDepsOf(c.env, c.get('config'), facts, caller.accountId), evidence },
-          facts,
-          caller,
-          email: parsed.data.email,
-          evidence,
-          requestId: c.get('requestId'),
-          quotas: quotasOf(c.get('config')),
-          now: Date.now(),
-        });
+        const verification = await verifyAsAsked(c, parsed.data, Date.now());
         result = verification.result;
         creditsRemaining = verification.creditsRemaining;
       } catch (cause) {
@@ -118,6 +147,9 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
           error={error}
           creditsRemaining={creditsRemaining}
           evidence={evidence}
+          fresh={fresh}
+          timeoutMs={timeoutMs}
+          defaultTimeoutMs={c.get('config').VERIFY_TIMEOUT_MS}
         />
         {status === 402 ? (
           <Notice kind="error">Not enough credits: each check uses one, and you have none left.</Notice>

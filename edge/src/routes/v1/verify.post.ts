@@ -4,17 +4,9 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { admitPublishableVerification } from '../../middleware/publishable-keys.ts';
-import { quotasOf } from '../../services/quotas.ts';
-import { verifyForCaller } from '../../services/single-verification.ts';
-import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../../services/verify-deps.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import { chargedPostResponses } from '../openapi-errors.ts';
-
-/**
- * What answering takes once the caller's budget is spent: the refund and the history row in one
- * D1 batch, the idempotent answer, the response (`npm run bench -- time-budget` prints the rest).
- */
-const ANSWER_TAIL_MS = 25;
+import { verifyAsAsked } from '../single-call.ts';
 
 const route = createRoute({
   method: 'post',
@@ -61,10 +53,6 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
     app.openapi(definition, async (c) => {
       const request = c.req.valid('json');
       await admitPublishableVerification(c);
-      const db = c.get('db');
-      const config = c.get('config');
-      const caller = c.get('caller');
-      const requestId = c.get('requestId');
       const now = Date.now();
       const answer = await answerRequestOnce(
         c,
@@ -75,37 +63,7 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
           now,
         },
         async () => {
-          const facts = domainFactsOf(db, config);
-          // The caller's budget counts from the request's arrival, less what recording the answer
-          // and replying take; the verification itself may run longer, for the next call
-          // (docs/verdicts.md, "A time budget per call"). Without one, the deployment's budget
-          // bounds the verification itself, as it always has.
-          const { timeoutMs } = request;
-          const { result, creditsRemaining } = await verifyForCaller({
-            db,
-            deps: {
-              ...verifyDepsOf(
-                c.env,
-                config,
-                facts,
-                caller.accountId,
-                timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
-              ),
-              evidence: request.evidence ?? false,
-            },
-            ...(timeoutMs === undefined
-              ? {}
-              : { answerBy: c.get('receivedAt') + timeoutMs - ANSWER_TAIL_MS }),
-            background: (work) => c.executionCtx.waitUntil(work),
-            facts,
-            caller,
-            email: request.email,
-            fresh: request.fresh ?? false,
-            evidence: request.evidence ?? false,
-            requestId,
-            quotas: quotasOf(config),
-            now,
-          });
+          const { result, creditsRemaining } = await verifyAsAsked(c, request, now);
           return { success: true as const, data: result, creditsRemaining };
         },
       );

@@ -1,0 +1,54 @@
+// A single verification as its caller asked for it, from the API (POST /api/v1/verify) or the
+// dashboard's Verify page: built once, so that `fresh`, `evidence` and a time budget mean the
+// same on both.
+import type { VerifyRequest } from '@rcpt/shared/contract/api';
+import type { Context } from 'hono';
+import type { AppEnv } from '../app-env.ts';
+import { quotasOf } from '../services/quotas.ts';
+import { type SingleVerification, verifyForCaller } from '../services/single-verification.ts';
+import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../services/verify-deps.ts';
+
+/**
+ * What answering takes once the caller's budget is spent: the refund and the history row in one
+ * D1 batch, the idempotent answer, the response (`npm run bench -- time-budget` prints the rest).
+ */
+const ANSWER_TAIL_MS = 25;
+
+export function verifyAsAsked<E extends AppEnv>(
+  c: Context<E>,
+  request: VerifyRequest,
+  now: number,
+): Promise<SingleVerification> {
+  const db = c.get('db');
+  const config = c.get('config');
+  const facts = domainFactsOf(db, config);
+  // The caller's budget counts from the request's arrival, less what recording the answer and
+  // replying take; the verification itself may run longer, for the next call (docs/verdicts.md,
+  // "A time budget per call"). Without one, the deployment's budget bounds the verification
+  // itself, as it always has.
+  const { timeoutMs } = request;
+  const evidence = request.evidence ?? false;
+  return verifyForCaller({
+    db,
+    deps: {
+      ...verifyDepsOf(
+        c.env,
+        config,
+        facts,
+        c.get('caller').accountId,
+        timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
+      ),
+      evidence,
+    },
+    ...(timeoutMs === undefined ? {} : { answerBy: c.get('receivedAt') + timeoutMs - ANSWER_TAIL_MS }),
+    background: (work) => c.executionCtx.waitUntil(work),
+    facts,
+    caller: c.get('caller'),
+    email: request.email,
+    fresh: request.fresh ?? false,
+    evidence,
+    requestId: c.get('requestId'),
+    quotas: quotasOf(config),
+    now,
+  });
+}
