@@ -27,9 +27,6 @@ export interface TextFieldProps {
 }
 
 export function TextField(props: TextFieldProps) {
-  const hintId = props.hint ? `${props.id}-hint` : undefined;
-  const errorId = props.error ? `${props.id}-error` : undefined;
-  const describedBy = [hintId, errorId].filter(Boolean).join(' ') || undefined;
   return (
     <div class="field">
       <label for={props.id}>{props.label}</label>
@@ -46,12 +43,45 @@ export function TextField(props: TextFieldProps) {
         max={props.max}
         inputmode={props.type === 'number' ? 'numeric' : undefined}
         placeholder={props.placeholder}
-        aria-describedby={describedBy}
-        aria-invalid={props.error ? 'true' : undefined}
+        {...describedBy(props)}
       />
       <FieldNotes id={props.id} hint={props.hint} error={props.error} />
     </div>
   );
+}
+
+/** A labelled choice of `options` (value and label), with TextField's hint and error. */
+export function SelectField(props: {
+  id: string;
+  name: string;
+  label: string;
+  options: readonly { value: string; label: string }[];
+  value?: string | undefined;
+  hint?: Child;
+  error?: string | null | undefined;
+}) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} name={props.name} {...describedBy(props)}>
+        {props.options.map((option) => (
+          <option value={option.value} selected={option.value === (props.value ?? '')}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+      <FieldNotes id={props.id} hint={props.hint} error={props.error} />
+    </div>
+  );
+}
+
+/** A field's ARIA link to its hint and error (FieldNotes gives them these ids), and its invalid state. */
+function describedBy(props: { id: string; hint?: Child; error?: string | null | undefined }) {
+  const ids = [props.hint ? `${props.id}-hint` : null, props.error ? `${props.id}-error` : null];
+  return {
+    'aria-describedby': ids.filter(Boolean).join(' ') || undefined,
+    'aria-invalid': props.error ? ('true' as const) : undefined,
+  };
 }
 
 /** A field's hint and its error, with the ids its `aria-describedby` names. */
@@ -83,8 +113,6 @@ export function TextAreaField(props: {
   hint?: Child;
   error?: string | null | undefined;
 }) {
-  const hintId = props.hint ? `${props.id}-hint` : undefined;
-  const errorId = props.error ? `${props.id}-error` : undefined;
   return (
     <div class="field">
       <label for={props.id}>{props.label}</label>
@@ -94,8 +122,7 @@ export function TextAreaField(props: {
         rows={props.rows ?? 3}
         required={props.required}
         spellcheck={false}
-        aria-describedby={[hintId, errorId].filter(Boolean).join(' ') || undefined}
-        aria-invalid={props.error ? 'true' : undefined}
+        {...describedBy(props)}
       >
         {props.value ?? ''}
       </textarea>

@@ -13,7 +13,7 @@ import type { Hono } from 'hono';
 import { type DashboardEnv, setPageBalance } from '../../middleware/session.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import { verifyAsAsked } from '../single-call.ts';
-import { CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { CsrfField, formText, Notice, SelectField, TextField } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerificationResultView } from './verification-result.tsx';
@@ -28,7 +28,9 @@ function VerifyForm(props: {
   creditsRemaining: number;
   evidence?: boolean;
   fresh?: boolean;
-  timeoutMs?: number | undefined;
+  /** As posted: a budget outside the API's bounds is shown back with its error. */
+  timeoutMs?: string | undefined;
+  budgetError?: string | null;
   /** The deployment's own budget for a check (VERIFY_TIMEOUT_MS). */
   defaultTimeoutMs: number;
 }) {
@@ -53,23 +55,23 @@ function VerifyForm(props: {
           error={props.error}
           placeholder="someone@example.com"
         />
-        <div class="field">
-          <label for="verify-timeout">Answer within</label>
-          <select id="verify-timeout" name="timeoutMs" aria-describedby="verify-timeout-hint">
-            <option value="" selected={props.timeoutMs === undefined}>
-              the server's own time (up to {props.defaultTimeoutMs / 1000} s)
-            </option>
-            {TIME_BUDGETS_MS.map((ms) => (
-              <option value={String(ms)} selected={props.timeoutMs === ms}>
-                {ms / 1000} s
-              </option>
-            ))}
-          </select>
-          <p class="hint" id="verify-timeout-hint">
-            A mail server slower than that is answered <code>timeout_exceeded</code> (a check like any other);
-            the check goes on, and asking again later gives its verdict.
-          </p>
-        </div>
+        <SelectField
+          id="verify-timeout"
+          name="timeoutMs"
+          label="Answer within"
+          options={[
+            { value: '', label: `the server's own time (up to ${props.defaultTimeoutMs / 1000} s)` },
+            ...TIME_BUDGETS_MS.map((ms) => ({ value: String(ms), label: `${ms / 1000} s` })),
+          ]}
+          value={props.timeoutMs}
+          hint={
+            <>
+              A mail server slower than that is answered <code>timeout_exceeded</code> (a check like any
+              other); the check goes on, and asking again later gives its verdict.
+            </>
+          }
+          error={props.budgetError}
+        />
         <label class="checkbox">
           <input type="checkbox" name="fresh" value="true" checked={props.fresh} /> Ask the mail server now,
           not the verdict of the last 24 hours
@@ -112,14 +114,18 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
     const parsed = VerifyRequest.safeParse({ email: raw, evidence, fresh, timeoutMs });
     let result: VerificationResult | null = null;
     let error: string | null = null;
+    let budgetError: string | null = null;
     let status: 200 | 400 | 402 = 200;
     let creditsRemaining: number;
     if (!parsed.success) {
-      error = parsed.error.issues.some((issue) => issue.path[0] === 'timeoutMs')
-        ? `Choose a time between ${MIN_VERIFY_TIMEOUT_MS / 1000} and ${MAX_VERIFY_TIMEOUT_MS / 1000} seconds.`
-        : raw.trim() === ''
-          ? 'Enter an address to verify.'
-          : 'That address is too long or holds control characters.';
+      const invalid = new Set(parsed.error.issues.map((issue) => issue.path[0]));
+      if (invalid.has('timeoutMs'))
+        budgetError = `Choose a time between ${MIN_VERIFY_TIMEOUT_MS / 1000} and ${MAX_VERIFY_TIMEOUT_MS / 1000} seconds.`;
+      if (invalid.has('email'))
+        error =
+          raw.trim() === ''
+            ? 'Enter an address to verify.'
+            : 'That address is too long or holds control characters.';
       status = 400;
       creditsRemaining = (await readBalance(db, caller.accountId)) ?? 0;
     } else {
@@ -148,7 +154,8 @@ export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
           creditsRemaining={creditsRemaining}
           evidence={evidence}
           fresh={fresh}
-          timeoutMs={timeoutMs}
+          timeoutMs={budget}
+          budgetError={budgetError}
           defaultTimeoutMs={c.get('config').VERIFY_TIMEOUT_MS}
         />
         {status === 402 ? (
