@@ -43,6 +43,9 @@ describe('rcpt command line', () => {
       [['mcp', 'list.csv'], { RCPT_API_KEY: 'k' }, /expected: rcpt mcp/],
       [['mcp'], { RCPT_API_KEY: 'k', RCPT_BASE_URL: 'rcpt.example' }, /base URL must be an http\(s\) URL/],
       [['verify', 'a@b.test', '--base-url', 'ftp://x'], { RCPT_API_KEY: 'k' }, /base URL must be/],
+      // The key would cross the network in clear.
+      [['mcp'], { RCPT_API_KEY: 'k', RCPT_BASE_URL: 'http://rcpt.example' }, /plain http to another machine/],
+      [['verify', 'a@b.test', '--base-url', 'http://10.0.0.7:8787'], { RCPT_API_KEY: 'k' }, /in clear/],
     ];
     for (const [argv, env, message] of cases) {
       const run = io(env);

@@ -2,6 +2,7 @@
 // script. Exit codes are part of the interface (see client/README.md): 0 done, 1 the API refused
 // the request, 2 usage error, 3 no answer from the API, 4 the job failed.
 import { parseArgs } from 'node:util';
+import { checkedBaseUrl } from './base-url.ts';
 import { type CleanSummary, cleanCsvFile } from './clean-csv-file.ts';
 import { Rcpt, STATUSES, type Status, type VerificationResult } from './client.ts';
 import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
@@ -36,6 +37,9 @@ Options:
                             next verify of the address gets the verdict (default: the API's)
       --evidence            verify: print the SMTP session behind the answer (mail server,
                             TLS, the dialogue; other addresses masked)
+      --root <folder>       mcp: the only folder whose .csv files clean_csv may read and
+                            write (default: the working directory); symlinks out of it,
+                            other files and existing outputs without overwrite are refused
       --json                print JSON for scripts instead of text
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
@@ -73,8 +77,11 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const apiKey = values['api-key'] ?? io.env.RCPT_API_KEY;
   if (!apiKey) throw new UsageError('no API key: set RCPT_API_KEY or pass --api-key');
   const baseUrl = values['base-url'] ?? io.env.RCPT_BASE_URL ?? 'http://127.0.0.1:8787';
-  if (!/^https?:$/.test(URL.parse(baseUrl)?.protocol ?? ''))
-    throw new UsageError(`the base URL must be an http(s) URL; got "${baseUrl}"`);
+  try {
+    checkedBaseUrl(baseUrl);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   const rcpt = io.client ? io.client({ apiKey, baseUrl }) : new Rcpt({ apiKey, baseUrl });
   const json = values.json === true;
 
@@ -133,10 +140,14 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return EXIT.done;
     }
     case 'mcp': {
-      if (operands.length > 0) throw new UsageError('expected: rcpt mcp');
+      if (operands.length > 0) throw new UsageError('expected: rcpt mcp [--root <folder>]');
       // Loaded only here: the MCP SDK is not needed by the other commands.
       const { serveMcpOnStdio } = await import('./mcp.ts');
-      await serveMcpOnStdio(rcpt, { baseUrl, log: (line) => io.stderr.write(`${line}\n`) });
+      await serveMcpOnStdio(rcpt, {
+        baseUrl,
+        root: values.root ?? process.cwd(),
+        log: (line) => io.stderr.write(`${line}\n`),
+      });
       return EXIT.done;
     }
     default:
@@ -162,6 +173,7 @@ function parseCommandLine(argv: readonly string[]) {
         json: { type: 'boolean' },
         'api-key': { type: 'string' },
         'base-url': { type: 'string' },
+        root: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });

@@ -2,6 +2,7 @@
 // generator cannot know — polling a job with backoff, idempotent retries of charged calls,
 // downloading results in upload order, and errors as exceptions that carry `code` and `requestId`.
 import createClient, { type Client } from 'openapi-fetch';
+import { checkedBaseUrl } from './base-url.ts';
 import { errorOf, RcptConnectionError, RcptJobFailedError } from './errors.ts';
 import type { components, paths } from './openapi.d.ts';
 import { RetryingTransport } from './transport.ts';
@@ -16,7 +17,10 @@ export const STATUSES: readonly Status[] = ['deliverable', 'risky', 'unknown', '
 
 export interface RcptOptions {
   apiKey: string;
-  /** The deployment's base URL; default `http://127.0.0.1:8787` (what `npm start` serves). */
+  /**
+   * The deployment's base URL; default `http://127.0.0.1:8787` (what `npm start` serves). Plain
+   * `http://` is refused unless the host is this machine: the key would travel in clear.
+   */
   baseUrl?: string;
   /** Retries of a failed request (429, 5xx, network) after the first attempt; default 5. */
   maxRetries?: number;
@@ -79,7 +83,7 @@ export class Rcpt {
       random: options.random ?? Math.random,
     });
     this.api = createClient<paths>({
-      baseUrl: (options.baseUrl ?? 'http://127.0.0.1:8787').replace(/\/+$/, ''),
+      baseUrl: checkedBaseUrl(options.baseUrl ?? 'http://127.0.0.1:8787'),
       headers: { 'X-API-Key': options.apiKey },
       fetch: transport.fetch,
     });

@@ -94,3 +94,8 @@ export function errorOf(response: Response, body: unknown): RcptError {
     undefined,
   );
 }
+
+/** The client was set up in a way it refuses to work with (a base URL that would send the key in clear). */
+export class RcptConfigurationError extends Error {
+  override readonly name = 'RcptConfigurationError';
+}

@@ -1,3 +1,4 @@
+export { checkedBaseUrl } from './base-url.ts';
 export {
   type Account,
   type CleanedList,
@@ -14,6 +15,7 @@ export {
 export {
   type ErrorCode,
   type QuotaName,
+  RcptConfigurationError,
   RcptConnectionError,
   RcptError,
   RcptJobFailedError,

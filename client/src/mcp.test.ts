@@ -1,6 +1,14 @@
 // `rcpt mcp` as an MCP client runs it: its own process on stdio, driven by the SDK's Client,
 // against the scripted fake of the API served on 127.0.0.1.
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -187,7 +195,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     const clean = byName.get('clean_csv')!;
     expect(clean.inputSchema.required).toEqual(['path']);
     expect(Object.keys(clean.inputSchema.properties ?? {}).sort()).toEqual(
-      ['emailColumn', 'maxWaitSeconds', 'only', 'output', 'path', 'recheck'].sort(),
+      ['emailColumn', 'maxWaitSeconds', 'only', 'output', 'overwrite', 'path', 'recheck'].sort(),
     );
     // The deadline's bounds are the API's own (client/openapi.json), so a model is told the truth.
     const upload = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'));
@@ -413,7 +421,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     expect(overwrite.isError).toBe(true);
     expect(textOf(overwrite)).toMatch(/output must not be the input file/);
 
-    const failed = await call('clean_csv', { path: input }, [
+    const failed = await call('clean_csv', { path: input, overwrite: true }, [
       uploaded(),
       jsonAnswer(200, {
         success: true,
@@ -425,6 +433,102 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     expect(failed.structuredContent).toMatchObject({
       error: { code: 'JOB_FAILED', job: { id: JOB_ID, failureReason: 'the list could not be read' } },
     });
+  });
+
+  it('clean_csv reads and writes only .csv files under its root, never through a link out, never over a file unasked', async () => {
+    const outside = realpathSync(mkdtempSync(join(tmpdir(), 'rcpt-mcp-outside-')));
+    try {
+      writeFileSync(join(outside, 'secret.csv'), 'email\r\nceo@example.com\r\n');
+      writeFileSync(join(scratch, 'notes.txt'), 'email\r\nalice@example.com\r\n');
+      writeFileSync(join(scratch, 'kept.csv'), 'email\r\nalice@example.com\r\n');
+      writeFileSync(join(scratch, 'kept.cleaned.csv'), 'mine\r\n');
+      symlinkSync(join(outside, 'secret.csv'), join(scratch, 'linked-in.csv'));
+      symlinkSync(join(outside, 'secret.csv'), join(scratch, 'linked-out.csv'));
+      symlinkSync(outside, join(scratch, 'elsewhere'));
+
+      const refusals: [Record<string, unknown>, RegExp][] = [
+        [{ path: '../../etc/passwd' }, /is outside the folder/],
+        [{ path: '/etc/passwd' }, /is outside the folder/],
+        [{ path: '~/.bashrc' }, /"~" is not expanded/],
+        [{ path: '../../../../tmp/x.csv' }, /is outside the folder/],
+        [{ path: 'notes.txt' }, /\.csv files only/],
+        [{ path: 'linked-in.csv' }, /leads out of the folder/],
+        [{ path: 'elsewhere/secret.csv' }, /leads out of the folder/],
+        [{ path: 'kept.csv', output: '../escape.csv' }, /is outside the folder/],
+        [{ path: 'kept.csv', output: 'kept.cleaned.txt' }, /\.csv files only/],
+        [{ path: 'kept.csv', output: 'linked-out.csv', overwrite: true }, /is a symlink/],
+        [{ path: 'kept.csv', output: 'elsewhere/new.csv' }, /folder that leads out of/],
+        [{ path: 'kept.csv' }, /kept\.cleaned\.csv exists; pass overwrite: true/],
+      ];
+      for (const [args, message] of refusals) {
+        const refused = await call('clean_csv', args, []);
+        expect(refused.isError, JSON.stringify(args)).toBe(true);
+        expect(refused.structuredContent, JSON.stringify(args)).toMatchObject({
+          error: { code: 'INVALID_INPUT' },
+        });
+        expect(textOf(refused), JSON.stringify(args)).toMatch(message);
+        // Refused before the upload: nothing sent, nothing charged.
+        expect(api.requests, JSON.stringify(args)).toHaveLength(0);
+      }
+      expect(readFileSync(join(outside, 'secret.csv'), 'utf8')).toBe('email\r\nceo@example.com\r\n');
+      expect(readFileSync(join(scratch, 'kept.cleaned.csv'), 'utf8')).toBe('mine\r\n');
+
+      const replaced = await call('clean_csv', { path: 'kept.csv', overwrite: true }, [
+        uploaded(),
+        jsonAnswer(200, { success: true, job: job(), domainChanges: [] }),
+        csvAnswer(),
+      ]);
+      expect(replaced.isError, textOf(replaced)).toBeFalsy();
+      expect(readFileSync(join(scratch, 'kept.cleaned.csv'), 'utf8')).toBe(CLEANED_CSV);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('rcpt mcp --root confines clean_csv to that folder, whatever the working directory', async () => {
+    const jail = join(scratch, 'jail');
+    mkdirSync(jail);
+    writeFileSync(join(jail, 'inner.csv'), 'email\r\nalice@example.com\r\n');
+    writeFileSync(join(scratch, 'beside.csv'), 'email\r\nalice@example.com\r\n');
+    const confined = new Client({ name: 'rcpt-mcp-test-root', version: '1.0.0' });
+    await confined.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [RCPT_BIN, 'mcp', '--root', 'jail'],
+        env: { RCPT_API_KEY: API_KEY, RCPT_BASE_URL: served.baseUrl },
+        cwd: scratch,
+        stderr: 'ignore',
+      }),
+    );
+    try {
+      api = scriptedServer([]);
+      const beside = (await confined.callTool({
+        name: 'clean_csv',
+        arguments: { path: '../beside.csv' },
+      })) as CallToolResult;
+      expect(textOf(beside)).toMatch(/is outside the folder/);
+      const absolute = (await confined.callTool({
+        name: 'clean_csv',
+        arguments: { path: join(scratch, 'beside.csv') },
+      })) as CallToolResult;
+      expect(textOf(absolute)).toMatch(/is outside the folder/);
+      expect(api.requests).toHaveLength(0);
+
+      api = scriptedServer([
+        uploaded(),
+        jsonAnswer(200, { success: true, job: job(), domainChanges: [] }),
+        csvAnswer(),
+      ]);
+      const inner = (await confined.callTool({
+        name: 'clean_csv',
+        arguments: { path: 'inner.csv' },
+      })) as CallToolResult;
+      expect(inner.isError, textOf(inner)).toBeFalsy();
+      expect(inner.structuredContent).toMatchObject({ output: join(jail, 'inner.cleaned.csv') });
+      expect(readFileSync(join(jail, 'inner.cleaned.csv'), 'utf8')).toBe(CLEANED_CSV);
+    } finally {
+      await confined.close();
+    }
   });
 
   it('get_job answers the job with its status and counts', async () => {

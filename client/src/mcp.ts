@@ -4,7 +4,7 @@
 // An API refusal is a tool result with `isError: true` (MCP, "Tools — Error Handling"), never
 // a protocol error or a crash: the model reads the API's `code` and can act on it.
 import { readFileSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { cleanCsvFile } from './clean-csv-file.ts';
 import { type Job, type Rcpt, STATUSES, type Status } from './client.ts';
 import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
+import { FileRefusedError, McpFiles } from './mcp-files.ts';
 import { progressLine } from './progress.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -24,8 +25,15 @@ Each verdict has a status (deliverable, risky, unknown, undeliverable), a subSta
 verify_email costs 1 credit per call; clean_csv costs 1 credit per unique valid address of the file, and what could not be verified is refunded.
 Errors carry the API's code: INSUFFICIENT_CREDITS (buy credits), QUOTA_EXCEEDED (an account quota; details say which, and resetAt when it frees), INVALID_API_KEY, VALIDATION_ERROR.`;
 
-/** The MCP server with rcpt's tools, calling the API through `rcpt`. */
-export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => {}): McpServer {
+/**
+ * The MCP server with rcpt's tools, calling the API through `rcpt`; clean_csv touches only the
+ * `.csv` files of `files` (mcp-files.ts).
+ */
+export function createMcpServer(
+  rcpt: Rcpt,
+  files: McpFiles,
+  log: (line: string) => void = () => {},
+): McpServer {
   const server = new McpServer({ name: 'rcpt', version }, { instructions: INSTRUCTIONS });
 
   server.registerTool(
@@ -86,7 +94,7 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
         path: z
           .string()
           .describe(
-            'The CSV file on the machine running this server; a relative path is resolved against its working directory.',
+            `A .csv file under the folder this server was started for (${files.root}); a relative path is resolved against that folder. Paths outside it, "~" and symlinks leading out are refused.`,
           ),
         emailColumn: z
           .string()
@@ -98,7 +106,13 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
           .string()
           .optional()
           .describe(
-            'Where to write the cleaned CSV (an existing file is replaced). Default: <name>.cleaned.csv next to the input.',
+            'Where to write the cleaned CSV: a .csv file under the same folder. Default: <name>.cleaned.csv next to the input. An existing file is replaced only with overwrite: true.',
+          ),
+        overwrite: z
+          .boolean()
+          .optional()
+          .describe(
+            'true: replace the output file if it exists. Default false: an existing file is refused before anything is charged.',
           ),
         only: z
           .array(z.enum(STATUSES as readonly [Status, ...Status[]]))
@@ -126,19 +140,20 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
     },
     (input, extra) =>
       answer(log, 'clean_csv', async () => {
-        const path = resolve(input.path);
-        const output = resolve(input.output ?? cleanedPathOf(path));
-        if (output === path) throw new ToolInputError('output must not be the input file: it would be lost');
-        const { summary } = await cleanCsvFile(rcpt, path, {
+        // Every path is settled before the upload, so a refused one charges nothing.
+        const path = await files.input(input.path);
+        const overwrite = input.overwrite === true;
+        const output = await files.output(input.output ?? cleanedPathOf(path), { overwrite, input: path });
+        const { csv, summary } = await cleanCsvFile(rcpt, path, {
           emailColumn: input.emailColumn,
-          output,
           only: input.only,
           maxWaitSeconds: input.maxWaitSeconds,
           recheck: input.recheck,
           onProgress: progressNotifier(extra, log),
           signal: extra.signal,
         });
-        return { ...summary };
+        await files.write(output, csv, overwrite);
+        return { ...summary, output };
       }),
   );
 
@@ -162,22 +177,26 @@ export function createMcpServer(rcpt: Rcpt, log: (line: string) => void = () => 
  * Serves the tools on this process's stdin and stdout until stdin ends (the MCP client closed
  * it). Logs go to `log`: stdout carries the protocol and nothing else (MCP stdio transport).
  */
-export async function serveMcpOnStdio(rcpt: Rcpt, options: { baseUrl: string; log: (line: string) => void }) {
+export async function serveMcpOnStdio(
+  rcpt: Rcpt,
+  options: { baseUrl: string; root: string; log: (line: string) => void },
+) {
   // A stray console.log from any module would corrupt the stream; send it to stderr instead.
   console.log = console.info = console.debug = console.error;
-  const server = createMcpServer(rcpt, options.log);
+  const files = await McpFiles.under(options.root);
+  const server = createMcpServer(rcpt, files, options.log);
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = resolve;
   });
   await server.connect(transport);
   process.stdin.once('end', () => void server.close());
-  options.log(`rcpt mcp: serving on stdio for ${new URL(options.baseUrl).origin}`);
+  options.log(
+    `rcpt mcp: serving on stdio for ${new URL(options.baseUrl).origin}; CSV files under ${files.root}`,
+  );
   await closed;
   options.log('rcpt mcp: stdin closed, stopped');
 }
-
-class ToolInputError extends Error {}
 
 /** The tool's result as structured content, or the failure as a tool error the model can read. */
 async function answer(
@@ -210,7 +229,7 @@ async function answer(
       return failure(error.message, { code: 'CONNECTION_FAILED', message: error.message });
     if (error instanceof Error && error.name === 'AbortError')
       return failure(`${tool} cancelled`, { code: 'CANCELLED', message: error.message });
-    if (error instanceof ToolInputError || isFileError(error))
+    if (error instanceof FileRefusedError || isFileError(error))
       return failure((error as Error).message, { code: 'INVALID_INPUT', message: (error as Error).message });
     log(`rcpt mcp: ${tool} failed: ${(error as Error).stack ?? String(error)}`);
     return failure(`${tool} failed: ${(error as Error).message}`, {
