@@ -1,4 +1,4 @@
-// The deploy check's rules (`npm run admin -- check`, docs/operations.md "Deploying the edge"):
+// The deploy check's rules (`npm run admin -- check`, docs/operations.md, "Deploying"):
 // the production set-up, item by item, against what a deployment declares. Pure, and free of
 // Worker types, so the operator script runs it in Node; config.ts parses the same settings in
 // the Worker.
@@ -30,8 +30,8 @@ export interface DeploymentFinding {
 }
 
 /**
- * The production set-up of docs/operations.md ("Deploying the edge", "Sign-up: confirmation
- * emails"), item by item, against what a deployment declares.
+ * The production set-up of docs/operations.md, "Deploying", item by item, against what a
+ * deployment declares.
  */
 export function checkProductionSettings(
   settings: DeploymentSettings,
