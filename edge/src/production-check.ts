@@ -53,7 +53,7 @@ export function checkProductionSettings(
       : {
           setting: name,
           state: 'missing',
-          message: `the ${name} secret is not set (wrangler secret put ${name}): ${why}`,
+          message: `the ${name} secret is not set (npx wrangler secret put ${name}): ${why}`,
         };
   };
   const findings: DeploymentFinding[] = [
@@ -244,7 +244,7 @@ function checkPurchases(
       findings.push({
         setting: name,
         state: 'missing',
-        message: `${name} is a plain var, readable in the deployment's configuration: remove it and run wrangler secret put ${name}`,
+        message: `${name} is a plain var, readable in the deployment's configuration: remove it and run npx wrangler secret put ${name}`,
       });
     }
   }
@@ -284,7 +284,7 @@ function checkPurchases(
     findings.push({
       setting: missing,
       state: 'missing',
-      message: `purchases are configured half-way: ${present[0]} is set but ${missing} is not (wrangler secret put ${missing}); until both are, the dashboard says purchases are off`,
+      message: `purchases are configured half-way: ${present[0]} is set but ${missing} is not (npx wrangler secret put ${missing}); until both are, the dashboard says purchases are off`,
     });
   }
   return findings;
