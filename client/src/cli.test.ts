@@ -45,6 +45,7 @@ describe('rcpt command line', () => {
       [['verify'], { RCPT_API_KEY: 'k' }, /expected: rcpt verify <email>/],
       [['clean', 'list.csv', '--only', 'valid'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
       [['clean', 'list.csv', '--only', 'safe,risky'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
+      [['results', 'job', '--only', 'constructor'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
       [['results'], { RCPT_API_KEY: 'k' }, /expected: rcpt results <job-id>/],
       [['verify', 'a@b.test', '--bogus'], { RCPT_API_KEY: 'k' }, /Unknown option '--bogus'/],
       [['clean', 'list.csv', '--max-wait', '2m'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],

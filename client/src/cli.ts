@@ -217,7 +217,7 @@ const ADVICE_WORDS: Record<string, SendAdvice> = { safe: 'send', decide: 'decide
 function parseOnly(list: string | undefined): ResultsFilter {
   if (list === undefined) return {};
   const words = list.split(',').map((word) => word.trim());
-  if (words.every((word) => word in ADVICE_WORDS))
+  if (words.every((word) => Object.hasOwn(ADVICE_WORDS, word)))
     return { advice: words.map((word) => ADVICE_WORDS[word] as SendAdvice) };
   if (words.every((word) => (STATUSES as readonly string[]).includes(word)))
     return { only: words as Status[] };
