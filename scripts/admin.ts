@@ -6,18 +6,21 @@ import type { D1Target } from './stack/d1.ts';
 import { deploymentSettings } from './stack/deployment.ts';
 import { fleetLines } from './stack/fleet-view.ts';
 import {
+  accountOfApiKey,
   createAccount,
   createApiKey,
   createOperatorToken,
   createProberToken,
   grantCredits,
+  isApiKey,
   revokeCredential,
 } from './stack/operator.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist-to DIR] [--json]
 
   account create [--email E] [--credits N]        create an account (default 100 credits)
-  credits grant --account ID --amount N           add credits (a ledger row says why)
+  credits grant --account ID|API_KEY --amount N   add credits (a ledger row says why); the account is
+                                                  its id, or found from one of its API keys (rk_…)
   key create --account ID [--name N] [--test]     create an API key; prints the secret once
   key revoke --key ID|PREFIX                      revoke an API key at once
   prober-token create [--region R] [--name N]     create a prober token; prints it once
@@ -26,8 +29,11 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
   operator-token revoke --token ID|PREFIX         revoke an operator token
   fleet [--edge URL] [--region R]                 the probers, their egresses, blocks and hourly use
                                                   (RCPT_OPERATOR_TOKEN; edge default http://127.0.0.1:8787)
-  check [--config FILE] [--env NAME]              check the edge's production set-up (docs/operations.md);
-                                                  with --remote, its secrets too; exits 1 when one is missing`;
+  check [--config FILE] [--env NAME] [--region R]  check the edge's production set-up (docs/operations.md,
+                                                  "Deploying"): the database id, the probing identity,
+                                                  the regions R of your probers (comma-separated) against
+                                                  PROBER_REGIONS, sign-up, payments; with --remote, its
+                                                  secrets too; exits 1 when one is missing`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -86,11 +92,11 @@ async function main(): Promise<void> {
       return report({ accountId: id, credits }, [`account ${id} created with ${credits} credits`]);
     }
     case 'credits grant': {
-      const balance = grantCredits(target, {
-        accountId: required('account', values.account),
-        amount: positiveInteger('amount', values.amount),
-      });
-      return report({ balance }, [`balance is now ${balance}`]);
+      const account = required('account', values.account);
+      const accountId = isApiKey(account) ? await accountOfApiKey(target, account) : account;
+      if (!accountId) fail('no live API key is that one');
+      const balance = grantCredits(target, { accountId, amount: positiveInteger('amount', values.amount) });
+      return report({ accountId, balance }, [`account ${accountId}: balance is now ${balance}`]);
     }
     case 'key create': {
       const key = await createApiKey(target, {
@@ -151,6 +157,13 @@ async function main(): Promise<void> {
           ...(values.config ? { configPath: values.config } : {}),
           ...(values.env ? { env: values.env } : {}),
         }),
+        {
+          proberRegions:
+            values.region
+              ?.split(',')
+              .map((region) => region.trim())
+              .filter(Boolean) ?? [],
+        },
       );
       const missing = findings.filter((finding) => finding.state === 'missing');
       const label = { ok: 'ok', missing: 'MISSING', unchecked: 'unchecked' } as const;

@@ -8,24 +8,70 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { checkProductionSettings, type DeploymentSettings } from '../edge/src/production-check.ts';
 import { REPO_ROOT } from './stack/wrangler-cli.ts';
 
+const DATABASE_ID = '4b2f1c7e-93d1-4c55-8d0e-6f1a2b3c4d5e';
+
 const COMPLETE: DeploymentSettings = {
   vars: {
     EMAIL_FROM: 'accounts@rcpt.example',
     TURNSTILE_SITE_KEY: '0x4AAAAAAA-site-key',
     ALLOW_PRIVATE_TARGETS: 'false',
+    HELO_NAME: 'probe1.mailcheck.acme.io',
+    MAIL_FROM: 'verify@mailcheck.acme.io',
+    PROBER_REGIONS: 'eu:weur,us',
   },
   secretNames: ['SECRETS_KEY', 'TURNSTILE_SECRET_KEY'],
   sendEmailBindings: ['EMAIL'],
+  d1Databases: [{ binding: 'DB', databaseId: DATABASE_ID }],
 };
 
-const missingOf = (settings: DeploymentSettings) =>
-  checkProductionSettings(settings)
+const missingOf = (settings: DeploymentSettings, proberRegions?: string[]) =>
+  checkProductionSettings(settings, { proberRegions })
     .filter((finding) => finding.state === 'missing')
     .map((finding) => finding.setting);
 
 describe('checkProductionSettings', () => {
   it('finds nothing missing in the documented set-up', () => {
-    expect(missingOf(COMPLETE)).toEqual([]);
+    expect(missingOf(COMPLETE, ['eu', 'us'])).toEqual([]);
+  });
+
+  it.each<[string, DeploymentSettings['d1Databases']]>([
+    ["wrangler.toml's placeholder", [{ binding: 'DB', databaseId: '00000000-0000-0000-0000-000000000000' }]],
+    ['no id', [{ binding: 'DB', databaseId: undefined }]],
+    ['a name instead of an id', [{ binding: 'DB', databaseId: 'rcpt' }]],
+    ['no DB binding', [{ binding: 'OTHER', databaseId: DATABASE_ID }]],
+  ])('fails a database that was never created: %s', (_, d1Databases) => {
+    expect(missingOf({ ...COMPLETE, d1Databases })).toEqual(['DB']);
+  });
+
+  it.each<[Record<string, string | undefined>, string[]]>([
+    [{ HELO_NAME: 'verify.rcpt.dev', MAIL_FROM: 'probe@verify.rcpt.dev' }, ['HELO_NAME', 'MAIL_FROM']],
+    [{ HELO_NAME: 'probe.example.com' }, ['HELO_NAME']],
+    [{ HELO_NAME: 'mx.acme.test' }, ['HELO_NAME']],
+    [{ MAIL_FROM: 'verify@example.org' }, ['MAIL_FROM']],
+    [{ MAIL_FROM: 'verify' }, ['MAIL_FROM']],
+    [{ HELO_NAME: undefined, MAIL_FROM: undefined }, ['HELO_NAME', 'MAIL_FROM']],
+  ])('fails an example probing identity: %j', (vars, missing) => {
+    expect(missingOf({ ...COMPLETE, vars: { ...COMPLETE.vars, ...vars } })).toEqual(missing);
+  });
+
+  it("fails a prober's region the edge does not list, naming the ones it does", () => {
+    const findings = checkProductionSettings(COMPLETE, { proberRegions: ['eu', 'eu-west'] });
+    expect(findings.filter((finding) => finding.setting === 'PROBER_REGIONS')).toEqual([
+      { setting: 'PROBER_REGIONS', state: 'ok', message: 'probers of region "eu" are sent work' },
+      {
+        setting: 'PROBER_REGIONS',
+        state: 'missing',
+        message: expect.stringContaining('region "eu-west" is not in PROBER_REGIONS ("eu,us")'),
+      },
+    ]);
+    // Unset, the edge's regions are `default` (or PROBER_REGION alone), as the edge reads them.
+    const { PROBER_REGIONS: _, ...withoutRegions } = COMPLETE.vars;
+    expect(missingOf({ ...COMPLETE, vars: withoutRegions }, ['default'])).toEqual([]);
+    expect(missingOf({ ...COMPLETE, vars: withoutRegions }, ['eu'])).toEqual(['PROBER_REGIONS']);
+    expect(missingOf({ ...COMPLETE, vars: { ...withoutRegions, PROBER_REGION: 'eu' } }, ['eu'])).toEqual([]);
+    expect(missingOf({ ...COMPLETE, vars: { ...COMPLETE.vars, PROBER_REGIONS: 'eu:mars' } })).toEqual([
+      'PROBER_REGIONS',
+    ]);
   });
 
   it.each<[string, DeploymentSettings, string[]]>([
@@ -99,7 +145,7 @@ describe('checkProductionSettings', () => {
     expect(findings.filter((finding) => finding.state === 'missing')).toEqual([]);
     expect(
       findings.filter((finding) => finding.state === 'unchecked').map((finding) => finding.setting),
-    ).toEqual(['SECRETS_KEY', 'TURNSTILE_SECRET_KEY']);
+    ).toEqual(['SECRETS_KEY', 'PROBER_REGIONS', 'TURNSTILE_SECRET_KEY']);
   });
 });
 
@@ -107,7 +153,12 @@ describe('npm run admin -- check', () => {
   const folder = mkdtempSync(join(tmpdir(), 'rcpt-deploy-check-'));
   afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-  function check(vars: Record<string, string>): { status: number | null; stdout: string } {
+  const IDENTITY = { HELO_NAME: 'probe1.mailcheck.acme.io', MAIL_FROM: 'verify@mailcheck.acme.io' };
+
+  function check(
+    vars: Record<string, string>,
+    options: { databaseId?: string; args?: string[] } = {},
+  ): { status: number | null; stdout: string } {
     const configPath = join(folder, `wrangler-${crypto.randomUUID()}.toml`);
     writeFileSync(
       configPath,
@@ -119,9 +170,14 @@ describe('npm run admin -- check', () => {
         ...Object.entries(vars).map(([name, value]) => `${name} = "${value}"`),
         '[[send_email]]',
         'name = "EMAIL"',
+        '[[d1_databases]]',
+        'binding = "DB"',
+        'database_name = "rcpt"',
+        `database_id = "${options.databaseId ?? DATABASE_ID}"`,
       ].join('\n'),
     );
-    const result = spawnSync(process.execPath, ['scripts/admin.ts', 'check', '--config', configPath], {
+    const args = ['scripts/admin.ts', 'check', '--config', configPath, ...(options.args ?? [])];
+    const result = spawnSync(process.execPath, args, {
       cwd: REPO_ROOT,
       encoding: 'utf8',
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true' },
@@ -130,7 +186,7 @@ describe('npm run admin -- check', () => {
   }
 
   it('exits 1 and says so when Turnstile is not configured', () => {
-    const { status, stdout } = check({ EMAIL_FROM: 'accounts@rcpt.example' });
+    const { status, stdout } = check({ EMAIL_FROM: 'accounts@rcpt.example', ...IDENTITY });
     expect(stdout).toMatch(/^MISSING\s+TURNSTILE_SITE_KEY: Turnstile is not configured/m);
     expect(stdout).toContain('1 missing from the production set-up of docs/operations.md');
     expect(status).toBe(1);
@@ -140,10 +196,28 @@ describe('npm run admin -- check', () => {
     const { status, stdout } = check({
       EMAIL_FROM: 'accounts@rcpt.example',
       TURNSTILE_SITE_KEY: '0x4AAAAAAA-site-key',
+      ...IDENTITY,
     });
     expect(stdout).toMatch(/^ok\s+TURNSTILE_SITE_KEY: Turnstile is on for sign-up$/m);
     expect(stdout).toMatch(/^unchecked\s+TURNSTILE_SECRET_KEY: .*--remote/m);
     expect(stdout).toContain('the production set-up of docs/operations.md is complete');
     expect(status).toBe(0);
+  });
+
+  it("exits 1 for the repository's own wrangler.toml: a placeholder database, the example probing identity, an unlisted region", () => {
+    const result = spawnSync(process.execPath, ['scripts/admin.ts', 'check', '--region', 'eu-west'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true' },
+    });
+    expect(result.stdout).toMatch(
+      /^MISSING\s+DB: the D1 binding DB names database_id "00000000-0000-0000-0000-000000000000", a placeholder/m,
+    );
+    expect(result.stdout).toMatch(/^MISSING\s+HELO_NAME: HELO_NAME is "verify.rcpt.dev", an example name/m);
+    expect(result.stdout).toMatch(/^MISSING\s+MAIL_FROM: MAIL_FROM is "probe@verify.rcpt.dev"/m);
+    expect(result.stdout).toMatch(
+      /^MISSING\s+PROBER_REGIONS: region "eu-west" is not in PROBER_REGIONS \("default"\)/m,
+    );
+    expect(result.status).toBe(1);
   });
 });

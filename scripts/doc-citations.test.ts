@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 const SOURCE_FOLDERS = ['edge/src', 'shared/src', 'prober/src', 'client/src', 'scripts', 'test', 'bench'];
 const PAGES: Record<string, string> = {
+  'docs/api.md': 'docs/api.md',
   'docs/architecture.md': 'docs/architecture.md',
   'docs/capacity.md': 'docs/capacity.md',
   'docs/money.md': 'docs/money.md',

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { untilValue } from '../test/eventually.ts';
-import { freePort, stopProcess } from './stack/local-stack.ts';
+import { DEV_ACCOUNT_ID, freePort, stopProcess } from './stack/local-stack.ts';
 import { REPO_ROOT } from './stack/wrangler-cli.ts';
 
 // Hang guards only: starting wrangler and workerd takes minutes on a busy two-core runner.
@@ -88,6 +88,10 @@ describe('npm start when its prober exits', () => {
     'keeps the edge serving, says so, starts a prober again, and answers a single call again',
     async () => {
       const apiKey = /API key\s+(rk_live_\S+)/.exec(output)?.[1] ?? '';
+      // The account id, for the operator command that adds credits (README, "Clean a list").
+      expect(output).toContain(
+        `Account    ${DEV_ACCOUNT_ID}   (more credits: npm run admin -- credits grant`,
+      );
       const sample = /"email":"([^"]+)"/.exec(output)?.[1] ?? '';
       expect(apiKey).not.toBe('');
       expect(await verify(apiKey, sample)).toEqual({ status: 200, subStatus: 'accepted_email' });

@@ -101,6 +101,7 @@ rcpt is running.
   API        ${stack.baseUrl}/api/v1/verify
   Reference  ${stack.baseUrl}/docs   (OpenAPI: ${stack.baseUrl}/openapi.json)
   API key    ${stack.apiKey}
+  Account    ${stack.accountId}   (more credits: npm run admin -- credits grant --account ${stack.accountId} --amount 1000)
   DNS        ${shared.DOH_URL ?? 'public DNS over HTTPS (wrangler.toml)'}
   Payments   ${stripe ? `the fake Stripe at ${stripe.url} ("Buy credits": card 4242 4242 4242 4242 pays)` : 'off (no Stripe keys): the Credits page says so'}
 

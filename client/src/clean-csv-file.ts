@@ -3,7 +3,7 @@
 // the cleaned CSV — the original columns plus rcpt's verdict columns — downloaded and written.
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import type { Job, Rcpt, Status } from './client.ts';
+import type { Job, Rcpt, SendAdvice, Status, UploadResponse } from './client.ts';
 
 export interface CleanFileOptions {
   /** Header name (case-insensitive) or 0-based position; found from the header when absent. */
@@ -12,9 +12,13 @@ export interface CleanFileOptions {
   output?: string;
   /** Keep only the rows whose verdict has one of these statuses. */
   only?: readonly Status[];
+  /** Keep only the rows whose subStatus has one of these send advices (`['send']`: the ones to send to). */
+  advice?: readonly SendAdvice[];
   maxWaitSeconds?: number;
   recheck?: boolean;
   watch?: boolean;
+  /** Told the job id as soon as the list is uploaded, before the wait. */
+  onUpload?: (upload: UploadResponse) => void;
   onProgress?: (job: Job) => void;
   signal?: AbortSignal;
 }
@@ -24,6 +28,7 @@ export interface CleanSummary {
   jobId: string;
   output: string | null;
   only: Status[] | null;
+  advice: SendAdvice[] | null;
   totalEmails: number;
   duplicateCount: number;
   invalidRows: number;
@@ -53,11 +58,12 @@ export async function cleanCsvFile(
       maxWaitSeconds: options.maxWaitSeconds,
       recheck: options.recheck,
       watch: options.watch,
+      onUpload: options.onUpload,
       onProgress: options.onProgress,
       signal: options.signal,
     },
   );
-  const csv = await rcpt.resultsCsv(job.id, { only: options.only });
+  const csv = await rcpt.resultsCsv(job.id, { only: options.only, advice: options.advice });
   if (options.output !== undefined) await writeFile(options.output, csv);
   return {
     csv,
@@ -65,6 +71,7 @@ export async function cleanCsvFile(
       jobId: job.id,
       output: options.output ?? null,
       only: options.only ? [...options.only] : null,
+      advice: options.advice ? [...options.advice] : null,
       totalEmails: job.totalEmails,
       duplicateCount: upload.duplicateCount,
       invalidRows: upload.invalidRows,

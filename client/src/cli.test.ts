@@ -1,7 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLEANED_CSV, csvAnswer, JOB_ID, job, uploaded } from '../test/job-answers.ts';
 import { jsonAnswer, scriptedServer } from '../test/scripted-api.ts';
 import { EXIT, main } from './cli.ts';
 import { Rcpt, type VerificationResult } from './client.ts';
+
+const scratch = mkdtempSync(join(tmpdir(), 'rcpt-cli-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A client for `main` that talks to `api` and never sleeps between polls. */
+function clientOf(api: { fetch: typeof fetch }) {
+  return ({ apiKey, baseUrl }: { apiKey: string; baseUrl: string }) =>
+    new Rcpt({ apiKey, baseUrl, fetch: api.fetch, sleep: async () => {} });
+}
 
 function io(env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -30,7 +43,10 @@ describe('rcpt command line', () => {
       [['verify', 'a@b.test'], {}, /no API key/],
       [['frobnicate'], { RCPT_API_KEY: 'k' }, /unknown command "frobnicate"/],
       [['verify'], { RCPT_API_KEY: 'k' }, /expected: rcpt verify <email>/],
-      [['clean', 'list.csv', '--only', 'valid'], { RCPT_API_KEY: 'k' }, /--only takes statuses/],
+      [['clean', 'list.csv', '--only', 'valid'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
+      [['clean', 'list.csv', '--only', 'safe,risky'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
+      [['results', 'job', '--only', 'constructor'], { RCPT_API_KEY: 'k' }, /--only takes safe/],
+      [['results'], { RCPT_API_KEY: 'k' }, /expected: rcpt results <job-id>/],
       [['verify', 'a@b.test', '--bogus'], { RCPT_API_KEY: 'k' }, /Unknown option '--bogus'/],
       [['clean', 'list.csv', '--max-wait', '2m'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
       [['clean', 'list.csv', '--max-wait', '90.5'], { RCPT_API_KEY: 'k' }, /--max-wait takes whole seconds/],
@@ -97,5 +113,75 @@ describe('rcpt command line', () => {
       subStatus: 'timeout_exceeded',
       creditsRemaining: 7,
     });
+  });
+
+  it('documents in client/README.md exactly the help it prints: every command and option', async () => {
+    const help = io();
+    await main(['--help'], help.io);
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const block = /<!-- rcpt --help[^>]*-->\n```text\n([\s\S]*?)```/.exec(readme);
+    expect(block?.[1]).toBe(help.out.join(''));
+  });
+
+  it('says the job id as soon as the list is uploaded, before the wait, and how to fetch it again', async () => {
+    const input = join(scratch, 'list.csv');
+    writeFileSync(input, 'name,email\r\nAlice,alice@example.com\r\n');
+    const run = io({ RCPT_API_KEY: 'k' });
+    const errWhenPolled: string[] = [];
+    const script = scriptedServer([
+      uploaded(),
+      jsonAnswer(200, { success: true, job: job({ status: 'processing', progress: 50, completedAt: null }) }),
+      jsonAnswer(200, { success: true, job: job() }),
+      csvAnswer(),
+    ]);
+    const api = {
+      fetch: (async (request: Request) => {
+        if (new URL(request.url).pathname.includes('/bulk/status/')) errWhenPolled.push(run.err.join(''));
+        return script.fetch(request);
+      }) as typeof fetch,
+    };
+    const output = join(scratch, 'cleaned.csv');
+    expect(await main(['clean', input, '-o', output], { ...run.io, client: clientOf(api) })).toBe(EXIT.done);
+    expect(errWhenPolled[0]).toContain(
+      `job ${JOB_ID}: 2 addresses, 2 credits charged. Ctrl-C stops waiting, not the job; \`rcpt results ${JOB_ID} -o ${output}\``,
+    );
+    expect(readFileSync(output, 'utf8')).toBe(CLEANED_CSV);
+  });
+
+  it('rcpt results downloads a job again, waiting while it runs, and never uploads (no new charge)', async () => {
+    const api = scriptedServer([
+      jsonAnswer(200, { success: true, job: job({ status: 'processing', progress: 50, completedAt: null }) }),
+      jsonAnswer(200, { success: true, job: job() }),
+      csvAnswer(),
+    ]);
+    const run = io({ RCPT_API_KEY: 'k' });
+    const output = join(scratch, 'again.csv');
+    const argv = ['results', JOB_ID, '-o', output, '--only', 'safe'];
+    expect(await main(argv, { ...run.io, client: clientOf(api) })).toBe(EXIT.done);
+    expect(readFileSync(output, 'utf8')).toBe(CLEANED_CSV);
+    expect(api.requests.map(({ method, path }) => `${method} ${path}`)).toEqual([
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+      `GET /api/v1/bulk/status/${JOB_ID}`,
+      `GET /api/v1/bulk/results/${JOB_ID}?format=csv&advice=send`,
+    ]);
+    expect(run.out.join('')).toContain(`wrote ${output} (rows kept: safe)`);
+  });
+
+  it('rcpt results of a job that failed exits 4, and of an unknown job 1 with the API code', async () => {
+    const failed = scriptedServer([
+      jsonAnswer(200, {
+        success: true,
+        job: job({ status: 'failed', failureReason: 'the list could not be read', completedAt: null }),
+      }),
+    ]);
+    expect(
+      await main(['results', JOB_ID], { ...io({ RCPT_API_KEY: 'k' }).io, client: clientOf(failed) }),
+    ).toBe(EXIT.jobFailed);
+    const unknown = scriptedServer([
+      jsonAnswer(404, { success: false, code: 'NOT_FOUND', message: 'No such job.', requestId: 'req-1' }),
+    ]);
+    const run = io({ RCPT_API_KEY: 'k' });
+    expect(await main(['results', JOB_ID], { ...run.io, client: clientOf(unknown) })).toBe(EXIT.apiError);
+    expect(run.err.join('')).toContain('NOT_FOUND');
   });
 });

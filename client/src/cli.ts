@@ -1,10 +1,20 @@
 // `rcpt`: verify an address, clean a list, look at jobs and the account, from a terminal or a
 // script. Exit codes are part of the interface (see client/README.md): 0 done, 1 the API refused
 // the request, 2 usage error, 3 no answer from the API, 4 the job failed.
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { checkedBaseUrl } from './base-url.ts';
 import { type CleanSummary, cleanCsvFile } from './clean-csv-file.ts';
-import { Rcpt, STATUSES, type Status, type VerificationResult } from './client.ts';
+import {
+  type Job,
+  Rcpt,
+  type ResultsFilter,
+  type SendAdvice,
+  STATUSES,
+  type Status,
+  type UploadResponse,
+  type VerificationResult,
+} from './client.ts';
 import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
 import { formatCount, progressWriter } from './progress.ts';
 
@@ -14,15 +24,20 @@ const USAGE = `Usage: rcpt <command> [options]
 
 Commands:
   verify <email>            verify one address (1 credit; a recent answer is given again)
-  clean <list.csv>          verify a CSV list and write it back with verdict columns
+  clean <list.csv>          verify a CSV list and write it back with verdict columns; it
+                            prints the job id first, and Ctrl-C stops the waiting, not the job
+  results <job-id>          download a job's cleaned CSV again (waiting while it runs); free:
+                            a list is charged once, at upload
   jobs                      list your batch jobs, newest first
   account                   show your balance and usage
   mcp                       serve the tools verify_email, clean_csv and get_job to an AI
                             assistant over the Model Context Protocol (stdin/stdout)
 
 Options:
-  -o, --output <file>       clean: where to write the cleaned CSV (default: standard output)
-      --only <statuses>     clean: keep only rows of these statuses, e.g. deliverable,risky
+  -o, --output <file>       clean, results: write the cleaned CSV here, not to standard output
+      --only <which>        clean, results: keep only some rows: safe (exactly the addresses to
+                            send to), safe,decide (and those only you can judge: catch-all,
+                            role, not verified), or statuses, e.g. deliverable,risky
       --column <name|index> clean: the email column (default: found from the header)
       --max-wait <seconds>  clean: finish the job within this many seconds (default: the API's)
       --recheck             clean: ask greylisted and other temporary answers again over the
@@ -40,7 +55,7 @@ Options:
       --root <folder>       mcp: the only folder whose .csv files clean_csv may read and
                             write (default: the working directory); symlinks out of it,
                             other files and existing outputs without overwrite are refused
-      --json                print JSON for scripts instead of text
+      --json                print JSON for scripts instead of text (results: the results)
       --api-key <key>       default: $RCPT_API_KEY
       --base-url <url>      default: $RCPT_BASE_URL, else http://127.0.0.1:8787
   -h, --help                show this help
@@ -107,10 +122,11 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
       const { csv, summary } = await cleanCsvFile(rcpt, path, {
         emailColumn: values.column,
         output: values.output || undefined,
-        only: parseStatuses(values.only),
+        ...parseOnly(values.only),
         maxWaitSeconds: wholeNumber('--max-wait', values['max-wait'], 'seconds'),
         recheck: values.recheck,
         watch: values.watch,
+        onUpload: (upload) => io.stderr.write(uploadedLine(upload, values.output)),
         onProgress: (update) => progress?.update(update),
       });
       progress?.done();
@@ -118,6 +134,25 @@ async function run(argv: readonly string[], io: CliIo): Promise<number> {
       (values.output ? io.stdout : io.stderr).write(
         json ? `${JSON.stringify(summary)}\n` : cleanSummary(summary),
       );
+      return EXIT.done;
+    }
+    case 'results': {
+      const jobId = single(operands, 'results <job-id>');
+      const filter = parseOnly(values.only);
+      const progress = json ? null : progressWriter(io.stderr);
+      const job = await rcpt.waitForJob(jobId, { onProgress: (update) => progress?.update(update) });
+      progress?.done();
+      if (json) {
+        io.stdout.write(`${JSON.stringify((await rcpt.results(jobId, filter)).results)}\n`);
+        return EXIT.done;
+      }
+      const csv = await rcpt.resultsCsv(jobId, filter);
+      if (!values.output) {
+        io.stdout.write(csv);
+        return EXIT.done;
+      }
+      await writeFile(values.output, csv);
+      io.stdout.write(`${resultsSummary(job)}wrote ${values.output}${keptText(filter)}\n`);
       return EXIT.done;
     }
     case 'jobs': {
@@ -187,13 +222,54 @@ function single(operands: readonly string[], form: string): string {
   return operands[0];
 }
 
-function parseStatuses(list: string | undefined): Status[] | undefined {
-  if (list === undefined) return undefined;
-  const statuses = list.split(',').map((status) => status.trim());
-  const unknown = statuses.filter((status) => !(STATUSES as readonly string[]).includes(status));
-  if (unknown.length > 0 || statuses.length === 0)
-    throw new UsageError(`--only takes statuses from ${STATUSES.join(', ')}; got "${list}"`);
-  return statuses as Status[];
+/** `--only`'s words for the send advice: `safe` is the API's `send`. */
+const ADVICE_WORDS: Record<string, SendAdvice> = { safe: 'send', decide: 'decide' };
+
+/** `--only`: statuses, or the send advice (`safe`, `safe,decide`); the two kinds are not mixed. */
+function parseOnly(list: string | undefined): ResultsFilter {
+  if (list === undefined) return {};
+  const words = list.split(',').map((word) => word.trim());
+  if (words.every((word) => Object.hasOwn(ADVICE_WORDS, word)))
+    return { advice: words.map((word) => ADVICE_WORDS[word] as SendAdvice) };
+  if (words.every((word) => (STATUSES as readonly string[]).includes(word)))
+    return { only: words as Status[] };
+  throw new UsageError(
+    `--only takes safe (the addresses to send to), safe,decide, or statuses from ${STATUSES.join(', ')}; got "${list}"`,
+  );
+}
+
+/** Said as soon as a list is uploaded: the job id, and how to get the results without paying again. */
+function uploadedLine(upload: UploadResponse, output: string | undefined): string {
+  return (
+    `job ${upload.jobId}: ${formatCount(upload.totalEmails)} addresses, ${formatCount(upload.creditsCharged)} credits charged. ` +
+    `Ctrl-C stops waiting, not the job; \`rcpt results ${upload.jobId} -o ${output || 'cleaned.csv'}\` fetches it, free.\n`
+  );
+}
+
+function keptText(filter: ResultsFilter): string {
+  const kept = [
+    ...(filter.only ?? []),
+    ...(filter.advice ?? []).map((advice) => (advice === 'send' ? 'safe' : advice)),
+  ];
+  return kept.length > 0 ? ` (rows kept: ${kept.join(', ')})` : '';
+}
+
+/** `job …: N unique addresses — deliverable n · risky n · unknown n · undeliverable n` */
+function countsLine(jobId: string, totalEmails: number, counts: Record<Status, number>): string {
+  return (
+    `job ${jobId}: ${formatCount(totalEmails)} unique addresses — ` +
+    STATUSES.map((status) => `${status} ${formatCount(counts[status])}`).join(' · ')
+  );
+}
+
+function resultsSummary(job: Job): string {
+  const counts = {
+    deliverable: job.deliverableCount,
+    risky: job.riskyCount,
+    unknown: job.unknownCount,
+    undeliverable: job.undeliverableCount,
+  };
+  return `${countsLine(job.id, job.totalEmails, counts)}\n`;
 }
 
 /** A whole number of `unit`; the API checks its range (a 400 VALIDATION_ERROR, nothing charged). */
@@ -242,10 +318,9 @@ function describeEvidence(result: VerificationResult): string {
 }
 
 function cleanSummary(summary: CleanSummary): string {
-  const kept = summary.only ? ` (rows kept: ${summary.only.join(', ')})` : '';
+  const kept = keptText({ only: summary.only ?? undefined, advice: summary.advice ?? undefined });
   return [
-    `job ${summary.jobId}: ${formatCount(summary.totalEmails)} unique addresses — ` +
-      STATUSES.map((status) => `${status} ${formatCount(summary[status])}`).join(' · '),
+    countsLine(summary.jobId, summary.totalEmails, summary),
     `credits: ${formatCount(summary.creditsCharged)} charged, ${formatCount(summary.creditsRefunded)} refunded`,
     summary.output ? `wrote ${summary.output}${kept}` : `cleaned CSV written above${kept}`,
   ]

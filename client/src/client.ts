@@ -14,6 +14,20 @@ export type UploadResponse = Schemas['BulkUploadResponse'];
 export type Account = Schemas['AccountResponse']['account'];
 export type Status = VerificationResult['status'];
 export const STATUSES: readonly Status[] = ['deliverable', 'risky', 'unknown', 'undeliverable'];
+/**
+ * Whether to send to an address, per subStatus (the API's send advice, docs/verdicts.md "What to
+ * send to"): the results filter `advice` keeps the rows of the subStatuses marked so.
+ */
+export type SendAdvice = 'send' | 'decide' | 'do_not_send';
+export const SEND_ADVICE: readonly SendAdvice[] = ['send', 'decide', 'do_not_send'];
+
+/** Which rows of a job's results to keep: all when neither is given, else those matching both. */
+export interface ResultsFilter {
+  /** Keep only rows whose verdict has one of these statuses. */
+  only?: readonly Status[];
+  /** Keep only rows whose subStatus has one of these send advices (`['send']`: the addresses to send to). */
+  advice?: readonly SendAdvice[];
+}
 
 export interface RcptOptions {
   apiKey: string;
@@ -58,8 +72,8 @@ export interface WaitOptions {
 }
 
 export interface CleanOptions extends UploadOptions, WaitOptions {
-  /** Keep only results of these statuses; all when absent. */
-  only?: readonly Status[];
+  /** Told the upload's answer (the job id) as soon as the job exists, before the wait. */
+  onUpload?: (upload: UploadResponse) => void;
 }
 
 export interface CleanedList {
@@ -170,14 +184,14 @@ export class Rcpt {
     }
   }
 
-  /** A completed job's results in upload order, optionally only some statuses. */
+  /** A completed job's results in upload order, optionally only some of them; free of charge. */
   async results(
     jobId: string,
-    options: { only?: readonly Status[] } = {},
+    filter: ResultsFilter = {},
   ): Promise<{ results: VerificationResult[]; originalCsvData: Schemas['OriginalCsvData'] }> {
     const { data } = await this.call(
       this.api.GET('/api/v1/bulk/results/{jobId}', {
-        params: { path: { jobId }, query: { status: statusQuery(options.only) } },
+        params: { path: { jobId }, query: filterQuery(filter) },
       }),
     );
     // The operation also answers text/csv; without `format: 'csv'` the body is the JSON one.
@@ -185,11 +199,14 @@ export class Rcpt {
     return { results: body.results, originalCsvData: body.originalCsvData };
   }
 
-  /** A completed job's results as CSV: the original columns plus rcpt's verdict columns. */
-  async resultsCsv(jobId: string, options: { only?: readonly Status[] } = {}): Promise<string> {
+  /**
+   * A completed job's results as CSV: the original columns plus rcpt's verdict columns. As often
+   * as asked, free of charge: a list is paid for once, at upload.
+   */
+  async resultsCsv(jobId: string, filter: ResultsFilter = {}): Promise<string> {
     const { data } = await this.call(
       this.api.GET('/api/v1/bulk/results/{jobId}', {
-        params: { path: { jobId }, query: { format: 'csv', status: statusQuery(options.only) } },
+        params: { path: { jobId }, query: { format: 'csv', ...filterQuery(filter) } },
         parseAs: 'text',
       }),
     );
@@ -199,6 +216,7 @@ export class Rcpt {
   /** Upload, wait, and report the finished job: the whole list-cleaning loop in one call. */
   async cleanList(list: ListInput, options: CleanOptions = {}): Promise<CleanedList> {
     const upload = await this.upload(list, options);
+    options.onUpload?.(upload);
     const job = await this.waitForJob(upload.jobId, options);
     return { upload, job };
   }
@@ -234,6 +252,9 @@ function isAddressList(list: ListInput): list is readonly string[] {
   return Array.isArray(list);
 }
 
-function statusQuery(only: readonly Status[] | undefined): string | undefined {
-  return only && only.length > 0 ? only.join(',') : undefined;
+function filterQuery(filter: ResultsFilter): { status?: string; advice?: string } {
+  return {
+    ...(filter.only && filter.only.length > 0 ? { status: filter.only.join(',') } : {}),
+    ...(filter.advice && filter.advice.length > 0 ? { advice: filter.advice.join(',') } : {}),
+  };
 }

@@ -16,6 +16,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../test/eventually.ts';
+import { CLEANED_CSV, csvAnswer, JOB_ID, job, uploaded } from '../test/job-answers.ts';
 import {
   jsonAnswer,
   type ScriptedServer,
@@ -23,12 +24,10 @@ import {
   scriptedServer,
   serveOverHttp,
 } from '../test/scripted-api.ts';
-import { type Job, STATUSES, type VerificationResult } from './client.ts';
+import { STATUSES, type VerificationResult } from './client.ts';
 
 const RCPT_BIN = new URL('../bin/rcpt.js', import.meta.url).pathname;
 const API_KEY = 'rk_live_mcp_test_secret_0123456789abcdef';
-const JOB_ID = '6d1f9c1e-4f0a-4a57-9d8e-2b8f5e0c7a11';
-
 const alice: VerificationResult = {
   email: 'alice@example.com',
   status: 'deliverable',
@@ -61,36 +60,6 @@ const alice: VerificationResult = {
   riskFactors: [],
 };
 
-function job(overrides: Partial<Job> = {}): Job {
-  return {
-    id: JOB_ID,
-    name: 'list.csv',
-    status: 'completed',
-    progress: 100,
-    totalEmails: 2,
-    processedEmails: 2,
-    deliverableCount: 1,
-    undeliverableCount: 1,
-    riskyCount: 0,
-    unknownCount: 0,
-    catchAllCount: 0,
-    createdAt: '2026-11-26T10:00:00.000Z',
-    completedAt: '2026-11-26T10:00:09.000Z',
-    deadlineAt: '2026-11-26T10:10:00.000Z',
-    bounceEstimate: { percent: 50, level: 'high', basis: '1 of 2 addresses undeliverable' },
-    creditsCharged: 2,
-    creditsRefunded: 0,
-    failureReason: null,
-    recheck: true,
-    recheckedAt: null,
-    nextRecheckAt: '2026-11-26T10:15:09.000Z',
-    evidence: false,
-    watchDays: null,
-    watchedUntil: null,
-    ...overrides,
-  };
-}
-
 function refusal(
   status: number,
   code: string,
@@ -100,26 +69,6 @@ function refusal(
 ) {
   return jsonAnswer(status, { success: false, code, message, requestId: `req-${code}`, details }, headers);
 }
-
-const uploaded = () =>
-  jsonAnswer(200, {
-    success: true,
-    jobId: JOB_ID,
-    totalEmails: 2,
-    duplicateCount: 1,
-    skippedRows: 0,
-    emptyRows: 0,
-    invalidRows: 0,
-    estimatedTimeSeconds: 20,
-    creditsCharged: 2,
-  });
-
-const CLEANED_CSV =
-  'name,email,rcpt_status,rcpt_sub_status,rcpt_score,rcpt_is_deliverable,rcpt_reason,rcpt_is_catch_all,rcpt_suggestion\r\n' +
-  'Alice,alice@example.com,deliverable,accepted_email,97,true,The mail server accepted the address.,false,\r\n' +
-  'Alice again,alice@example.com,deliverable,accepted_email,97,true,The mail server accepted the address.,false,\r\n';
-
-const csvAnswer = () => new Response(CLEANED_CSV, { status: 200, headers: { 'content-type': 'text/csv' } });
 
 let api: ScriptedServer = scriptedServer([]);
 let served: ServedApi;
@@ -195,13 +144,14 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     const clean = byName.get('clean_csv')!;
     expect(clean.inputSchema.required).toEqual(['path']);
     expect(Object.keys(clean.inputSchema.properties ?? {}).sort()).toEqual(
-      ['emailColumn', 'maxWaitSeconds', 'only', 'output', 'overwrite', 'path', 'recheck'].sort(),
+      ['advice', 'emailColumn', 'maxWaitSeconds', 'only', 'output', 'overwrite', 'path', 'recheck'].sort(),
     );
     // The deadline's bounds are the API's own (client/openapi.json), so a model is told the truth.
     const upload = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'));
     const { minimum, maximum } = upload.components.schemas.BulkUploadRequest.properties.maxWaitSeconds;
     expect(clean.inputSchema.properties).toMatchObject({
       only: { type: 'array', items: { enum: [...STATUSES] } },
+      advice: { type: 'array', items: { enum: ['send', 'decide', 'do_not_send'] } },
       maxWaitSeconds: { type: 'integer', minimum, maximum },
       recheck: { type: 'boolean' },
     });
@@ -326,6 +276,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
         output: 'send.csv',
         emailColumn: 'email',
         only: ['deliverable', 'risky'],
+        advice: ['send', 'decide'],
         maxWaitSeconds: 600,
         recheck: true,
       },
@@ -359,6 +310,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
       jobId: JOB_ID,
       output: join(scratch, 'send.csv'),
       only: ['deliverable', 'risky'],
+      advice: ['send', 'decide'],
       totalEmails: 2,
       duplicateCount: 1,
       invalidRows: 0,
@@ -381,7 +333,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
       `GET /api/v1/bulk/status/${JOB_ID}`,
       `GET /api/v1/bulk/status/${JOB_ID}`,
       `GET /api/v1/bulk/status/${JOB_ID}`,
-      `GET /api/v1/bulk/results/${JOB_ID}?format=csv&status=deliverable%2Crisky`,
+      `GET /api/v1/bulk/results/${JOB_ID}?format=csv&status=deliverable%2Crisky&advice=send%2Cdecide`,
     ]);
     const [upload] = api.requests;
     const form = await new Response(upload?.body, {
@@ -409,6 +361,7 @@ describe('rcpt mcp', { timeout: 30_000 }, () => {
     expect(written.structuredContent).toMatchObject({
       output: join(scratch, 'customers.cleaned.csv'),
       only: null,
+      advice: null,
     });
     expect(readFileSync(join(scratch, 'customers.cleaned.csv'), 'utf8')).toBe(CLEANED_CSV);
 

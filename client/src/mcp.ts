@@ -11,7 +11,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { cleanCsvFile } from './clean-csv-file.ts';
-import { type Job, type Rcpt, STATUSES, type Status } from './client.ts';
+import { type Job, type Rcpt, SEND_ADVICE, type SendAdvice, STATUSES, type Status } from './client.ts';
 import { RcptConnectionError, RcptError, RcptJobFailedError } from './errors.ts';
 import { FileRefusedError, McpFiles } from './mcp-files.ts';
 import { progressLine } from './progress.ts';
@@ -118,7 +118,15 @@ export function createMcpServer(
           .array(z.enum(STATUSES as readonly [Status, ...Status[]]))
           .optional()
           .describe(
-            'Write only the rows whose status is one of these, e.g. ["deliverable"] for a list to send to. Default: all rows.',
+            'Write only the rows whose status is one of these, e.g. ["deliverable", "risky"]. Default: all rows.',
+          ),
+        advice: z
+          .array(z.enum(SEND_ADVICE as readonly [SendAdvice, ...SendAdvice[]]))
+          .optional()
+          .describe(
+            'Write only the rows whose answer has one of these send advices: ["send"] is exactly the addresses to ' +
+              'send to; "decide" the ones only the sender can judge (catch-all, role, not verified); "do_not_send" ' +
+              'the rest. With only, a row must match both. Default: all rows.',
           ),
         maxWaitSeconds: z
           .number()
@@ -147,6 +155,7 @@ export function createMcpServer(
         const { csv, summary } = await cleanCsvFile(rcpt, path, {
           emailColumn: input.emailColumn,
           only: input.only,
+          advice: input.advice,
           maxWaitSeconds: input.maxWaitSeconds,
           recheck: input.recheck,
           onProgress: progressNotifier(extra, log),

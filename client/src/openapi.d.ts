@@ -160,7 +160,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses already paid for, and a `job.updated` says what changed.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. A `webhookUrl` needs the account's signing secret (`POST /api/v1/webhooks/secret`): without one, 400 `WEBHOOK_SECRET_MISSING`. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses already paid for, and a `job.updated` says what changed.
          */
         post: {
             parameters: {
@@ -243,7 +243,7 @@ export interface paths {
                         "application/json": components["schemas"]["BulkUploadResponse"];
                     };
                 };
-                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. `TOO_MANY_EMAILS`: A batch holds at most 10,000 addresses. */
+                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. `TOO_MANY_EMAILS`: A batch holds at most 10,000 addresses. `WEBHOOK_SECRET_MISSING`: A webhookUrl needs the account's webhook signing secret, or no event could be signed: create one first (POST /api/v1/webhooks/secret, or the dashboard's Webhooks page). */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -462,7 +462,7 @@ export interface paths {
         };
         /**
          * Job results
-         * @description Results in the original upload order (a duplicate appears at each of its positions with the same verdict), paginated with `offset`/`limit` and filtered by verdict with `status`. `originalCsvData` holds the uploaded header and each row by position, aligned with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.
+         * @description Results in the original upload order (a duplicate appears at each of its positions with the same verdict), paginated with `offset`/`limit`, filtered by verdict with `status` and by what to send to with `advice` (`advice=send`: the addresses to send to). `originalCsvData` holds the uploaded header and each row by position, aligned with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.
          */
         get: {
             parameters: {
@@ -473,8 +473,10 @@ export interface paths {
                     format?: "json" | "csv";
                     /** @description CSV only: `1` starts the file with a UTF-8 byte-order mark, which Excel on Windows needs to read non-ASCII text right (the dashboard adds it by default); default `0` */
                     bom?: "0" | "1";
-                    /** @description only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky` keeps the addresses worth mailing); `pagination.total` counts the rows kept */
+                    /** @description only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky`); `pagination.total` counts the rows kept */
                     status?: string;
+                    /** @description only rows whose subStatus has one of these send advices, comma-separated: `send` keeps exactly the addresses to send to (accepted_email), `decide` the ones only the sender can judge, `do_not_send` the rest (the subStatus table's "send to it?" column); with `status`, a row must match both */
+                    advice?: string;
                 };
                 header?: never;
                 path: {
@@ -1453,35 +1455,35 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
-             *     | --- | --- | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | 24 h | no | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | 24 h | no | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | 24 h | no | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | 24 h | no | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | 24 h | no | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | 24 h | no | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | 24 h | no | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | 24 h | no | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | 24 h | no | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | 24 h | no | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | 24 h | no | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | connection | yes | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | timeout | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | connection | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | connection | no | yes |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
-             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | not kept: a repeat asks again | no | yes | no |
+             *     | subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | send | 24 h | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | don't send | 24 h | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | don't send | 24 h | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | don't send | 24 h | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | don't send | 24 h | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | don't send | 24 h | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | don't send | 24 h | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
+             *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | don't send | 24 h | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | don't send | 24 h | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | decide | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | decide | 10 min | connection | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | decide | 10 min | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | decide | 10 min | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | decide | 10 min | timeout | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | decide | 10 min | connection | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | decide | 10 min | connection | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | decide | 10 min | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | decide | not kept: a repeat asks again | rcpt | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | decide | not kept: a repeat asks again | connection | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | decide | not kept: a repeat asks again | no | yes | no |
+             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
@@ -1597,7 +1599,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {
@@ -1876,35 +1878,35 @@ export interface components {
             /**
              * @description The exact reason, one of:
              *
-             *     | subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
-             *     | --- | --- | --- | --- | --- | --- | --- |
-             *     | `accepted_email` | deliverable | The mail server accepted the address. | 24 h | no | no | no |
-             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | 24 h | no | no | no |
-             *     | `invalid_domain` | undeliverable | The domain does not exist. | 24 h | no | no | no |
-             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | 24 h | no | no | no |
-             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | 24 h | no | no | no |
-             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | 24 h | no | no | no |
-             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | 24 h | no | no | no |
-             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | 24 h | no | no | no |
-             *     | `possible_typo` | risky | The domain exists but is probably a typo of a common domain. | 24 h | no | no | no |
-             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | 24 h | no | no | no |
-             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | 24 h | no | no | no |
-             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | 24 h | no | no | no |
-             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | 24 h | no | no | no |
-             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | 24 h | no | no | no |
-             *     | `toxic` | risky | The address is likely to produce abuse complaints. | 24 h | no | no | no |
-             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
-             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | 10 min | connection | yes | yes |
-             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | 10 min | throttle | yes | yes |
-             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | 10 min | no | yes | no |
-             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | 10 min | timeout | no | no |
-             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | 10 min | connection | no | yes |
-             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | 10 min | connection | no | yes |
-             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | 10 min | no | no | no |
-             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | not kept: a repeat asks again | rcpt | yes | yes |
-             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | not kept: a repeat asks again | connection | yes | yes |
-             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | not kept: a repeat asks again | no | yes | no |
-             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | not kept: a repeat asks again | no | yes | no |
+             *     | subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
+             *     | --- | --- | --- | --- | --- | --- | --- | --- |
+             *     | `accepted_email` | deliverable | The mail server accepted the address. | send | 24 h | no | no | no |
+             *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | don't send | 24 h | no | no | no |
+             *     | `invalid_domain` | undeliverable | The domain does not exist. | don't send | 24 h | no | no | no |
+             *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | don't send | 24 h | no | no | no |
+             *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | don't send | 24 h | no | no | no |
+             *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | don't send | 24 h | no | no | no |
+             *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | don't send | 24 h | no | no | no |
+             *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
+             *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
+             *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+             *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
+             *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
+             *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
+             *     | `possible_spamtrap` | risky | The address looks like a spam trap. | don't send | 24 h | no | no | no |
+             *     | `toxic` | risky | The address is likely to produce abuse complaints. | don't send | 24 h | no | no | no |
+             *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | decide | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+             *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | decide | 10 min | connection | yes | yes |
+             *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | decide | 10 min | throttle | yes | yes |
+             *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | decide | 10 min | no | yes | no |
+             *     | `smtp_timeout` | unknown | The mail server did not answer in time. | decide | 10 min | timeout | no | no |
+             *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | decide | 10 min | connection | no | yes |
+             *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | decide | 10 min | connection | no | yes |
+             *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | decide | 10 min | no | no | no |
+             *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | decide | not kept: a repeat asks again | rcpt | yes | yes |
+             *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | decide | not kept: a repeat asks again | connection | yes | yes |
+             *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | decide | not kept: a repeat asks again | no | yes | no |
+             *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}
              */
             subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;

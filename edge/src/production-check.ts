@@ -1,7 +1,8 @@
-// The deploy check's rules (`npm run admin -- check`, docs/operations.md "Deploying the edge"):
+// The deploy check's rules (`npm run admin -- check`, docs/operations.md, "Deploying"):
 // the production set-up, item by item, against what a deployment declares. Pure, and free of
 // Worker types, so the operator script runs it in Node; config.ts parses the same settings in
 // the Worker.
+import { regionsOfVars } from '@rcpt/shared/prober-regions';
 
 /**
  * What a deployment declares, as the deploy check (`npm run admin -- check`) reads it from the
@@ -12,6 +13,13 @@ export interface DeploymentSettings {
   vars: Readonly<Record<string, unknown>>;
   secretNames: readonly string[] | null;
   sendEmailBindings: readonly string[];
+  /** The D1 bindings and the database id each names (undefined: none given). */
+  d1Databases: readonly { binding: string; databaseId: string | undefined }[];
+}
+
+/** What the operator tells the check beyond the deployment: the regions its probers join. */
+export interface CheckOptions {
+  proberRegions?: readonly string[];
 }
 
 /** One line of the deploy check: `missing` fails it, `unchecked` is said but does not. */
@@ -22,10 +30,13 @@ export interface DeploymentFinding {
 }
 
 /**
- * The production set-up of docs/operations.md ("Deploying the edge", "Sign-up: confirmation
- * emails"), item by item, against what a deployment declares.
+ * The production set-up of docs/operations.md, "Deploying", item by item, against what a
+ * deployment declares.
  */
-export function checkProductionSettings(settings: DeploymentSettings): DeploymentFinding[] {
+export function checkProductionSettings(
+  settings: DeploymentSettings,
+  options: CheckOptions = {},
+): DeploymentFinding[] {
   const text = (name: string) => {
     const value = settings.vars[name];
     return typeof value === 'string' && value !== '' ? value : undefined;
@@ -42,14 +53,17 @@ export function checkProductionSettings(settings: DeploymentSettings): Deploymen
       : {
           setting: name,
           state: 'missing',
-          message: `the ${name} secret is not set (wrangler secret put ${name}): ${why}`,
+          message: `the ${name} secret is not set (npx wrangler secret put ${name}): ${why}`,
         };
   };
   const findings: DeploymentFinding[] = [
+    checkDatabase(settings),
     secret(
       'SECRETS_KEY',
       'it seals webhook secrets and signs confirmation links; sign-up answers 503 without it',
     ),
+    ...checkProbingIdentity(text),
+    ...checkProberRegions(settings, options.proberRegions ?? []),
   ];
 
   const sender = text('EMAIL_SENDER') ?? 'cloudflare';
@@ -119,6 +133,99 @@ export function checkProductionSettings(settings: DeploymentSettings): Deploymen
   return findings;
 }
 
+/** The id `npx wrangler d1 create` gives is a UUID; wrangler.toml ships all zeros in its place. */
+const DATABASE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PLACEHOLDER_DATABASE_ID = /^[0-]+$/;
+
+/** The `DB` binding names a database `npx wrangler d1 create rcpt` made, not the placeholder. */
+function checkDatabase(settings: DeploymentSettings): DeploymentFinding {
+  const databaseId = settings.d1Databases.find((database) => database.binding === 'DB')?.databaseId;
+  const fix = 'run npx wrangler d1 create rcpt and put the id it prints in wrangler.toml (database_id)';
+  if (!databaseId)
+    return { setting: 'DB', state: 'missing', message: `the D1 binding DB has no database_id: ${fix}` };
+  if (PLACEHOLDER_DATABASE_ID.test(databaseId) || !DATABASE_ID.test(databaseId))
+    return {
+      setting: 'DB',
+      state: 'missing',
+      message: `the D1 binding DB names database_id "${databaseId}", a placeholder: ${fix}`,
+    };
+  return { setting: 'DB', state: 'ok', message: `the D1 binding DB names database ${databaseId}` };
+}
+
+/** The probing identity wrangler.toml ships with, to be replaced by the deployment's own. */
+const SHIPPED_MAIL_DOMAIN = 'verify.rcpt.dev';
+
+/** A name reserved for examples and tests (RFC 2606, RFC 6761), or the shipped one: never a real sender. */
+function isExampleDomain(domain: string): boolean {
+  const name = domain.toLowerCase().replace(/\.$/, '');
+  return (
+    name === SHIPPED_MAIL_DOMAIN ||
+    name.endsWith(`.${SHIPPED_MAIL_DOMAIN}`) ||
+    /(^|\.)example\.(com|net|org)$/.test(name) ||
+    /(^|\.)(example|test|invalid|localhost)$/.test(name)
+  );
+}
+
+/**
+ * HELO_NAME and MAIL_FROM are who the probes say they are: a mail server checks the HELO name
+ * against the prober's PTR record and MAIL FROM's domain against SPF (prober/README.md, "What a
+ * probing IP needs"). Left at an example, every probe announces a name the deployment does not hold.
+ */
+function checkProbingIdentity(text: (name: string) => string | undefined): DeploymentFinding[] {
+  const helo = text('HELO_NAME');
+  const mailFrom = text('MAIL_FROM');
+  const mailDomain = mailFrom?.split('@').at(-1);
+  return [
+    !helo || isExampleDomain(helo)
+      ? {
+          setting: 'HELO_NAME',
+          state: 'missing',
+          message: `HELO_NAME is ${helo ? `"${helo}", an example name` : 'not set'}: set it to the name your probers' PTR records give`,
+        }
+      : { setting: 'HELO_NAME', state: 'ok', message: `probes say EHLO ${helo}` },
+    !mailFrom || !mailDomain || mailFrom === mailDomain || isExampleDomain(mailDomain)
+      ? {
+          setting: 'MAIL_FROM',
+          state: 'missing',
+          message: `MAIL_FROM is ${mailFrom ? `"${mailFrom}", not an address of your own domain` : 'not set'}: set it to an address of a domain whose SPF record includes your probers' IPs`,
+        }
+      : { setting: 'MAIL_FROM', state: 'ok', message: `probes send MAIL FROM:<${mailFrom}>` },
+  ];
+}
+
+/**
+ * The regions the operator's probers join must be among PROBER_REGIONS: the edge refuses a prober
+ * of any other region (it would never be sent work).
+ */
+function checkProberRegions(
+  settings: DeploymentSettings,
+  proberRegions: readonly string[],
+): DeploymentFinding[] {
+  let listed: string[];
+  try {
+    listed = regionsOfVars(settings.vars).map((region) => region.name);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return [{ setting: 'PROBER_REGIONS', state: 'missing', message: `PROBER_REGIONS is not valid: ${why}` }];
+  }
+  const findings: DeploymentFinding[] = proberRegions.map((region) =>
+    listed.includes(region)
+      ? { setting: 'PROBER_REGIONS', state: 'ok', message: `probers of region "${region}" are sent work` }
+      : {
+          setting: 'PROBER_REGIONS',
+          state: 'missing',
+          message: `region "${region}" is not in PROBER_REGIONS ("${listed.join(',')}"): the edge refuses its probers; add it, or create their tokens with --region ${listed[0]}`,
+        },
+  );
+  if (proberRegions.length === 0)
+    findings.push({
+      setting: 'PROBER_REGIONS',
+      state: 'unchecked',
+      message: `PROBER_REGIONS is "${listed.join(',')}"; name your probers' regions with --region to check them against it`,
+    });
+  return findings;
+}
+
 const STRIPE_SECRETS = ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'] as const;
 
 /**
@@ -137,7 +244,7 @@ function checkPurchases(
       findings.push({
         setting: name,
         state: 'missing',
-        message: `${name} is a plain var, readable in the deployment's configuration: remove it and run wrangler secret put ${name}`,
+        message: `${name} is a plain var, readable in the deployment's configuration: remove it and run npx wrangler secret put ${name}`,
       });
     }
   }
@@ -177,7 +284,7 @@ function checkPurchases(
     findings.push({
       setting: missing,
       state: 'missing',
-      message: `purchases are configured half-way: ${present[0]} is set but ${missing} is not (wrangler secret put ${missing}); until both are, the dashboard says purchases are off`,
+      message: `purchases are configured half-way: ${present[0]} is set but ${missing} is not (npx wrangler secret put ${missing}); until both are, the dashboard says purchases are off`,
     });
   }
   return findings;

@@ -1,5 +1,8 @@
-// A prober inside the test: it connects to the real /internal/probers/connect route over a
-// WebSocket, says hello, and answers probes with whatever the test decides.
+// A prober inside the test: it links to a region's hub over a WebSocket, says hello, and
+// answers probes with whatever the test decides. `connectProber` goes through the real
+// /internal/probers/connect route; `startFakeProber` links as that route does once it has checked
+// the token and the region, since each test's hub is a region of its own that the deployment's
+// PROBER_REGIONS (which the route holds to) does not list.
 
 import { env, exports } from 'cloudflare:workers';
 import {
@@ -12,6 +15,7 @@ import {
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { evidenceFor, type SessionDialogue } from '@rcpt/shared/verify/evidence';
 import { until } from '../../test/eventually.ts';
+import { linkToRegionHub } from '../src/services/prober-gateway.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
 import { db } from './fixtures.ts';
 
@@ -46,6 +50,14 @@ export async function connectProber(token: string, region: string): Promise<Resp
   });
 }
 
+/** Links a prober's WebSocket to `region`'s hub under the token `tokenId`, past the route's checks. */
+export async function linkToHub(tokenId: string, region: string): Promise<Response> {
+  const upgrade = new Request(`http://edge.test/internal/probers/connect?region=${region}`, {
+    headers: { Upgrade: 'websocket' },
+  });
+  return linkToRegionHub(env.PROBER_HUB, [], { tokenId, region }, upgrade);
+}
+
 /** Connects a fake prober to `region` and waits until the hub counts it as ready. */
 export async function startFakeProber(
   region: string,
@@ -54,7 +66,7 @@ export async function startFakeProber(
   perMxConcurrency?: number,
 ): Promise<FakeProber> {
   const token = await newProberToken(region);
-  const response = await connectProber(token.secret, region);
+  const response = await linkToHub(token.id, region);
   const ws = response.webSocket;
   if (response.status !== 101 || !ws)
     throw new Error(`connect failed: ${response.status} ${await response.text()}`);

@@ -1,5 +1,5 @@
 // What a deployment of the edge declares, for the deploy check (`npm run admin -- check`): the
-// vars and send_email bindings of its wrangler configuration, and, with `remote`, the names of
+// vars, D1 and send_email bindings of its wrangler configuration, and, with `remote`, the names of
 // the secrets Cloudflare holds for the Worker (`wrangler secret list`; never their values).
 import { join } from 'node:path';
 import { unstable_readConfig } from 'wrangler';
@@ -25,6 +25,10 @@ export function deploymentSettings(source: DeploymentSource): DeploymentSettings
     vars: config.vars,
     secretNames: source.remote ? secretNames(configPath, source.env) : null,
     sendEmailBindings: config.send_email.map((binding: { name: string }) => binding.name),
+    d1Databases: config.d1_databases.map((database: { binding: string; database_id?: string }) => ({
+      binding: database.binding,
+      databaseId: database.database_id,
+    })),
   };
 }
 

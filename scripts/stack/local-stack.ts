@@ -5,7 +5,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { parseProberRegions } from '@rcpt/shared/prober-regions';
+import { regionsOfVars } from '@rcpt/shared/prober-regions';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { applyMigrations, type D1Target, executeSql } from './d1.ts';
 import {
@@ -287,8 +287,7 @@ function localProberOf(options: StackOptions): { region: string; name: string } 
 
 /** The edge's prober regions from its vars, as the edge reads them (PROBER_REGIONS, else PROBER_REGION). */
 function regionsOf(vars: Record<string, string> | undefined): string[] {
-  const value = vars?.PROBER_REGIONS || vars?.PROBER_REGION || 'default';
-  return parseProberRegions(value).map((region) => region.name);
+  return regionsOfVars(vars ?? {}).map((region) => region.name);
 }
 
 /** The key the operator chose (RCPT_DEV_API_KEY), registered under its hash. */

@@ -1,7 +1,7 @@
 // Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
 // through wrangler so they work on the local D1 and, with `remote`, on a deployed one. Every
 // write is the statement the edge's storage module writes it with, inlined.
-import { issueSecret } from '@rcpt/shared/secret-tokens';
+import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
 import {
   accountCreation as accountStatements,
   apiKeyInsert,
@@ -57,6 +57,21 @@ function movementSql(movement: LedgerPair): string {
 export function accountExists(target: D1Target, accountId: string): boolean {
   const [rows] = executeSql(target, `SELECT id FROM accounts WHERE id = ${q(accountId)}`);
   return (rows?.length ?? 0) > 0;
+}
+
+/** Whether `value` is an API key's secret (`rk_live_…`, `rk_test_…`), not an account id. */
+export function isApiKey(value: string): boolean {
+  const kind = secretKindOf(value);
+  return kind === 'liveKey' || kind === 'testKey';
+}
+
+/** The account of the live (not revoked) API key `secret`, found by its hash; null when none. */
+export async function accountOfApiKey(target: D1Target, secret: string): Promise<string | null> {
+  const [rows] = executeSql(
+    target,
+    `SELECT account_id FROM api_keys WHERE key_hash = ${q(await hashSecret(secret))} AND revoked_at IS NULL`,
+  );
+  return (rows?.[0] as { account_id?: string } | undefined)?.account_id ?? null;
 }
 
 /** Adds credits with a ledger row; returns the new balance. */

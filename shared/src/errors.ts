@@ -1,5 +1,6 @@
 // The one error table: every error the API can answer, its HTTP status and message.
-// Routes throw `ApiError(code)`; the OpenAPI error responses are generated from this table.
+// Routes throw `ApiError(code)`; the OpenAPI error responses and docs/api.md's table of error
+// codes (`errorsMarkdown()`, a test compares the two) are generated from this table.
 import { z } from 'zod';
 
 export const ERRORS = {
@@ -9,6 +10,12 @@ export const ERRORS = {
   CONFIRMATION_LINK_INVALID: {
     httpStatus: 400,
     message: 'This confirmation link is not valid. Sign in and ask for a new one.',
+  },
+  WEBHOOK_SECRET_MISSING: {
+    httpStatus: 400,
+    message:
+      "A webhookUrl needs the account's webhook signing secret, or no event could be signed: create one first " +
+      "(POST /api/v1/webhooks/secret, or the dashboard's Webhooks page).",
   },
   WEBHOOK_SIGNATURE_INVALID: {
     httpStatus: 400,
@@ -43,6 +50,12 @@ export const ERRORS = {
     httpStatus: 403,
     message:
       "A publishable key answers only pages of the origins it lists; this request's Origin is not one.",
+  },
+  PROBER_REGION_UNUSED: {
+    httpStatus: 403,
+    message:
+      "This prober's region is not in the edge's PROBER_REGIONS, so it would never be sent work: add the region " +
+      'to PROBER_REGIONS, or give the prober a token of a listed region.',
   },
   NOT_FOUND: { httpStatus: 404, message: 'The resource does not exist.' },
   METHOD_NOT_ALLOWED: { httpStatus: 405, message: 'This method is not allowed on this path.' },
@@ -123,4 +136,12 @@ export function errorBody(
   const safeMessage =
     ERRORS[code].httpStatus >= 500 ? ERRORS[code].message : (message ?? ERRORS[code].message);
   return { success: false, code, message: safeMessage, requestId, ...(details ? { details } : {}) };
+}
+
+/** The error table as Markdown: docs/api.md's table of error codes (a test compares the two). */
+export function errorsMarkdown(): string {
+  const lines = ['| code | HTTP status | meaning |', '| --- | --- | --- |'];
+  for (const [code, { httpStatus, message }] of Object.entries(ERRORS))
+    lines.push(`| \`${code}\` | ${httpStatus} | ${message.replaceAll('|', '\\|')} |`);
+  return lines.join('\n');
 }

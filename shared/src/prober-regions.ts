@@ -44,3 +44,15 @@ export type ProberRegion = z.infer<typeof proberRegions>[number];
 export function parseProberRegions(value: string): ProberRegion[] {
   return proberRegions.parse(value);
 }
+
+/**
+ * The regions a deployment's vars name, as the edge reads them: PROBER_REGIONS, else
+ * PROBER_REGION alone, else `default`. Throws when the value is invalid.
+ */
+export function regionsOfVars(vars: Readonly<Record<string, unknown>>): ProberRegion[] {
+  const text = (name: string) =>
+    typeof vars[name] === 'string' && vars[name] !== '' ? vars[name] : undefined;
+  const listed = text('PROBER_REGIONS');
+  if (listed !== undefined) return parseProberRegions(listed);
+  return [{ name: regionName.parse(text('PROBER_REGION') ?? 'default') }];
+}

@@ -119,6 +119,28 @@ describe('npm run admin', () => {
     expect(withoutToken.stderr).toContain('RCPT_OPERATOR_TOKEN is required');
   });
 
+  it('grants credits to the account of an API key, the key given in place of the account id', async () => {
+    const { accountId } = JSON.parse(
+      (await admin('account', 'create', '--credits', '3', '--json')).stdout,
+    ) as {
+      accountId: string;
+    };
+    const { apiKey } = JSON.parse(
+      (await admin('key', 'create', '--account', accountId, '--json')).stdout,
+    ) as {
+      apiKey: string;
+    };
+    const granted = await admin('credits', 'grant', '--account', apiKey, '--amount', '40', '--json');
+    expect(JSON.parse(granted.stdout)).toEqual({ accountId, balance: 43 });
+    // The key never reaches the output.
+    expect(granted.stdout + granted.stderr).not.toContain(apiKey);
+
+    expect((await admin('key', 'revoke', '--key', apiKey.slice(0, 12))).code).toBe(0);
+    const revoked = await admin('credits', 'grant', '--account', apiKey, '--amount', '40');
+    expect(revoked.code).toBe(2);
+    expect(revoked.stderr).toContain('no live API key is that one');
+  });
+
   it('exits 2 with the usage for an unknown command, a missing option or a bad number', async () => {
     for (const args of [
       ['bogus'],

@@ -9,6 +9,7 @@ import {
   connectProber,
   type FakeProber,
   hubOf,
+  linkToHub,
   newProberToken,
   reportFor,
   startFakeProber,
@@ -53,8 +54,8 @@ describe('ProberHub link', () => {
   });
 
   it('accepts a valid token with 101 Switching Protocols', async () => {
-    const token = await newProberToken('hub-accept');
-    const response = await connectProber(token.secret, 'hub-accept');
+    const token = await newProberToken('default');
+    const response = await connectProber(token.secret, 'default');
     expect(response.status).toBe(101);
     response.webSocket?.accept();
     response.webSocket?.close(1000, 'done');
@@ -68,7 +69,7 @@ describe('ProberHub limits on what a prober claims', () => {
     expect(elsewhere.status).toBe(403);
     expect(await elsewhere.json()).toMatchObject({ code: 'FORBIDDEN' });
 
-    const home = await connectProber(token.secret, 'hub-region-eu');
+    const home = await linkToHub(token.id, 'hub-region-eu');
     expect(home.status).toBe(101);
     const ws = home.webSocket;
     if (!ws) throw new Error('no WebSocket');

@@ -11,6 +11,7 @@ import { ownReplyOf, replyLine } from '@rcpt/shared/verify/evidence';
 import type { Db } from '../storage/db.ts';
 import {
   countResultRows,
+  isFilteredQuery,
   type JobRow,
   type ResultRow,
   type ResultRowsQuery,
@@ -54,7 +55,7 @@ export async function readJobResults(
   else assertCompleted(job);
   const [rows, total] = await Promise.all([
     readResultRows(db, job.id, query),
-    query.statuses || query.search ? countResultRows(db, job.id, query) : job.totalRows,
+    isFilteredQuery(query) ? countResultRows(db, job.id, query) : job.totalRows,
   ]);
   const headers = csvHeadersOf(job);
   return {
@@ -161,7 +162,7 @@ export async function resultsJsonStream(
   shape: { lead: Record<string, unknown>; pagination: boolean },
 ): Promise<ReadableStream<Uint8Array>> {
   assertCompleted(job);
-  const total = query.statuses || query.search ? await countResultRows(db, job.id, query) : job.totalRows;
+  const total = isFilteredQuery(query) ? await countResultRows(db, job.id, query) : job.totalRows;
   const headers = csvHeadersOf(job);
   async function* pages(encode: (row: ResultRow) => string): AsyncGenerator<string> {
     const end = query.offset + query.limit;

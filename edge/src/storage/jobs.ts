@@ -89,6 +89,8 @@ export interface ResultRowsQuery {
   limit: number;
   /** Only rows whose verdict has one of these statuses; all rows when absent. */
   statuses?: readonly string[] | undefined;
+  /** Only rows whose verdict has one of these subStatuses; all rows when absent. */
+  subStatuses?: readonly string[] | undefined;
   /** Only rows whose address, as uploaded, contains this text (ASCII case-insensitive). */
   search?: string | undefined;
 }
@@ -98,19 +100,27 @@ export interface ResultRowsQuery {
 // again, is not yet a verdict), or the row's own for one without an address to verify.
 const ROW_STATUS =
   "COALESCE(CASE WHEN a.state = 'done' THEN a.status END, json_extract(r.result_json, '$.status'))";
+const ROW_SUB_STATUS =
+  "COALESCE(CASE WHEN a.state = 'done' THEN a.sub_status END, json_extract(r.result_json, '$.subStatus'))";
 
 const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
        WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))
-         AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')`;
+         AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')
+         AND (?4 IS NULL OR ${ROW_SUB_STATUS} IN (SELECT value FROM json_each(?4)))`;
+
+/** Whether the query selects some of a job's rows only, so their number must be counted. */
+export function isFilteredQuery(query: ResultRowsQuery): boolean {
+  return Boolean(query.statuses || query.subStatuses || query.search);
+}
 
 /** Rows in upload order with their results (a duplicate row shows its address's result). */
 export async function readResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<ResultRow[]> {
   const { results } = await db.$client
     .prepare(
       `SELECT r.row, r.input, COALESCE(r.result_json, a.result_json) AS resultJson, r.csv_values AS csvValues
-       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?4 OFFSET ?5`,
+       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?5 OFFSET ?6`,
     )
-    .bind(jobId, statusFilter(query), searchPattern(query), query.limit, query.offset)
+    .bind(jobId, statusFilter(query), searchPattern(query), subStatusFilter(query), query.limit, query.offset)
     .all<ResultRow>();
   return results;
 }
@@ -119,13 +129,17 @@ export async function readResultRows(db: Db, jobId: string, query: ResultRowsQue
 export async function countResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<number> {
   const row = await db.$client
     .prepare(`SELECT COUNT(*) AS total ${ROWS_WITH_RESULTS}`)
-    .bind(jobId, statusFilter(query), searchPattern(query))
+    .bind(jobId, statusFilter(query), searchPattern(query), subStatusFilter(query))
     .first<{ total: number }>();
   return row?.total ?? 0;
 }
 
 function statusFilter(query: ResultRowsQuery): string | null {
   return query.statuses ? JSON.stringify(query.statuses) : null;
+}
+
+function subStatusFilter(query: ResultRowsQuery): string | null {
+  return query.subStatuses ? JSON.stringify(query.subStatuses) : null;
 }
 
 // The search text matched literally: LIKE's wildcards and the escape character are escaped
@@ -151,7 +165,7 @@ export async function countRowsByVerdict(db: Db, jobId: string): Promise<RowCoun
       `SELECT ${ROW_STATUS} AS status, COUNT(*) AS total, COALESCE(SUM(a.catch_all = 1), 0) AS catchAll
        ${ROWS_WITH_RESULTS} GROUP BY 1`,
     )
-    .bind(jobId, null, null)
+    .bind(jobId, null, null, null)
     .all<{ status: string | null; total: number; catchAll: number }>();
   const counts: RowCounts = {
     byStatus: { deliverable: 0, undeliverable: 0, risky: 0, unknown: 0 },

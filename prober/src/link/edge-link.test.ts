@@ -82,14 +82,28 @@ class FakeHub {
     });
   }
 
-  static async start(options: { acceptedToken?: string; autoPong?: boolean } = {}): Promise<FakeHub> {
+  static async start(
+    options: {
+      acceptedToken?: string;
+      autoPong?: boolean;
+      /** Refuse every upgrade with this status and JSON error body, as the edge's routes answer. */
+      refuseWith?: { status: number; body: Record<string, unknown> };
+    } = {},
+  ): Promise<FakeHub> {
     const acceptedToken = options.acceptedToken ?? TOKEN;
+    const { refuseWith } = options;
     let hub: FakeHub | null = null;
     const server = new WebSocketServer({
       host: '127.0.0.1',
       port: 0,
       autoPong: options.autoPong ?? true,
       verifyClient: (info, callback) => {
+        if (refuseWith) {
+          if (hub) hub.rejectedUpgrades += 1;
+          return callback(false, refuseWith.status, JSON.stringify(refuseWith.body), {
+            'Content-Type': 'application/json',
+          });
+        }
         if (info.req.headers.authorization === `Bearer ${acceptedToken}`) return callback(true);
         if (hub) hub.rejectedUpgrades += 1;
         callback(false, 401, 'Unauthorized');
@@ -277,6 +291,33 @@ describe('EdgeLink', () => {
     expect(link.reconnects).toBeGreaterThanOrEqual(3);
     expect(link.linked).toBe(false);
     expect(logLines.join('')).toContain('token rejected');
+  });
+
+  it("logs the edge's refusal of a region it does not use, and retries only at the capped delay", async () => {
+    const message =
+      'Region "eu-test" is not in this edge\'s PROBER_REGIONS ("default"), so it would never be sent work.';
+    const hub = await startHub({
+      refuseWith: {
+        status: 403,
+        body: { success: false, code: 'PROBER_REGION_UNUSED', message, requestId: 'req-1' },
+      },
+    });
+    const link = startLink(hub, { backoff: { baseMs: 1, capMs: 8, stableAfterMs: 60_000 } });
+    const refused = eventCount(link, 'regionRefused', 2);
+    const retries = eventCount(link, 'reconnecting', 2);
+    const rejectedTokens = eventCount(link, 'tokenRejected', 1);
+
+    expect(await refused).toEqual([[{ region: 'eu-test', message }], [{ region: 'eu-test', message }]]);
+    // Never the tiny base delay: the edge's configuration must change first.
+    expect((await retries).map(([retry]) => retry.delayMs)).toEqual([6, 6]);
+    const logged = logLines
+      .map((line) => JSON.parse(line))
+      .find((line) => line.code === 'PROBER_REGION_UNUSED');
+    expect(logged).toMatchObject({ level: 'error', status: 403, edgeSays: message });
+    expect(logged.msg).toContain('the edge does not use region "eu-test"');
+    // Not mistaken for a bad token.
+    expect(await Promise.race([rejectedTokens, Promise.resolve('none')])).toBe('none');
+    expect(link.linked).toBe(false);
   });
 
   it('backs off exponentially with full jitter while the edge is unreachable', async () => {

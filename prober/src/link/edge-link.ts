@@ -4,6 +4,7 @@
 // and on drain finishes what it has without taking more.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import {
   EdgeMessage,
   type EgressInfo,
@@ -50,6 +51,50 @@ const RECENT_RESULTS = 1_000;
 const CLOSE_GRACE_MS = 2_000;
 /** An inbound message above this is not a probe we could have been sent (100 addresses, 20 MX). */
 const MAX_INBOUND_BYTES = 1024 * 1024;
+/** Most of a refused upgrade's body read for its error code and message. */
+const MAX_REFUSAL_BYTES = 8 * 1024;
+/** How long the body of a refused upgrade is waited for. */
+const REFUSAL_READ_MS = 5_000;
+
+/** What the edge said when it refused the link: its error body's `code` and `message`, if JSON. */
+interface LinkRefusal {
+  status: number;
+  code: string | null;
+  message: string | null;
+}
+
+/** Reads a refused upgrade's error body (`{ code, message }`), bounded in size and time. */
+function readRefusal(response: IncomingMessage): Promise<LinkRefusal> {
+  const status = response.statusCode ?? 0;
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      response.removeAllListeners('data');
+      response.resume();
+      let body: { code?: unknown; message?: unknown } = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+      } catch {
+        // Not the edge's JSON (a proxy's page, say): the status alone says what happened.
+      }
+      resolve({
+        status,
+        code: typeof body?.code === 'string' ? body.code : null,
+        message: typeof body?.message === 'string' ? body.message.slice(0, 500) : null,
+      });
+    };
+    const timer = setTimeout(finish, REFUSAL_READ_MS);
+    response.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size <= MAX_REFUSAL_BYTES) chunks.push(chunk);
+      else finish();
+    });
+    response.once('end', finish);
+    response.once('error', finish);
+  });
+}
 
 export interface EdgeLinkOptions {
   /** The hub's URL, from `proberConnectUrl`. */
@@ -83,8 +128,10 @@ export interface EdgeLinkEvents {
   disconnected: [{ code: number; reason: string }];
   /** A new connection attempt is scheduled after `delayMs`. */
   reconnecting: [{ attempt: number; delayMs: number }];
-  /** The edge answered the upgrade with 401 or 403. */
+  /** The edge answered the upgrade with 401 or 403 for the token. */
   tokenRejected: [{ status: number }];
+  /** The edge refused the link because it never sends work to this prober's region. */
+  regionRefused: [{ region: string; message: string }];
   drained: [{ abandoned: number }];
 }
 
@@ -218,13 +265,16 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
       perMessageDeflate: false,
     });
     this.#socket = socket;
-    let refusedStatus: number | null = null;
+    let refusal: LinkRefusal | null = null;
     let openedAt: number | null = null;
 
     socket.on('unexpected-response', (_request, response) => {
-      refusedStatus = response.statusCode ?? 0;
-      response.resume();
-      socket.terminate();
+      // The edge says why in its JSON error body: read it before the socket goes.
+      refusal = { status: response.statusCode ?? 0, code: null, message: null };
+      void readRefusal(response).then((read) => {
+        refusal = read;
+        socket.terminate();
+      });
     });
     socket.on('open', () => {
       openedAt = Date.now();
@@ -254,7 +304,7 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
     socket.on('pong', () => this.#heard());
     socket.on('error', (error) => {
       // 'close' follows and decides what happens next; this only says why.
-      if (refusedStatus === null) this.#log.warn({ error: error.message }, 'link error');
+      if (refusal === null) this.#log.warn({ error: error.message }, 'link error');
     });
     socket.on('close', (code, reasonBytes) => {
       if (this.#socket === socket) this.#socket = null;
@@ -269,22 +319,31 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
         this.#state = 'closed';
         return;
       }
-      this.#afterFailure(code, reason, refusedStatus);
+      this.#afterFailure(code, reason, refusal);
     });
   }
 
-  #afterFailure(code: number, reason: string, refusedStatus: number | null): void {
+  #afterFailure(code: number, reason: string, refusal: LinkRefusal | null): void {
     let persistent = false;
-    if (refusedStatus === 401 || refusedStatus === 403) {
+    const said = refusal?.message ? { edgeSays: refusal.message } : {};
+    if (refusal?.code === 'PROBER_REGION_UNUSED') {
+      // The edge's configuration, not the link, must change: wait the longest delay meanwhile.
+      persistent = true;
+      this.#log.error(
+        { status: refusal.status, code: refusal.code, ...said },
+        `the edge does not use region "${this.#options.region}" (its PROBER_REGIONS): this prober will get no work until the region is added there or REGION and PROBER_TOKEN name a listed one`,
+      );
+      this.emit('regionRefused', { region: this.#options.region, message: refusal.message ?? '' });
+    } else if (refusal?.status === 401 || refusal?.status === 403) {
       // Retrying at once cannot fix a bad token: wait the longest delay, the operator must act.
       persistent = true;
       this.#log.error(
-        { status: refusedStatus },
+        { status: refusal.status, ...(refusal.code ? { code: refusal.code } : {}), ...said },
         'token rejected by the edge: check PROBER_TOKEN (create one with `npm run admin -- prober-token create`)',
       );
-      this.emit('tokenRejected', { status: refusedStatus });
-    } else if (refusedStatus !== null) {
-      this.#log.warn({ status: refusedStatus }, 'edge refused the link upgrade');
+      this.emit('tokenRejected', { status: refusal.status });
+    } else if (refusal !== null) {
+      this.#log.warn({ status: refusal.status, ...said }, 'edge refused the link upgrade');
     } else if (code === 4000) {
       // The hub closes with 4000 when it does not speak our protocol version (a deploy skew).
       persistent = true;

@@ -2,7 +2,14 @@
 // types are all derived from these; field names here are the API.
 import { z } from 'zod';
 import { Evidence, MAX_EVIDENCE_BYTES } from './prober.ts';
-import { SUB_STATUS_TABLE, subStatusMarkdown, VERIFICATION_STATUSES } from './sub-statuses.ts';
+import {
+  SEND_ADVICE,
+  type SendAdvice,
+  SUB_STATUS_TABLE,
+  subStatusesAdvised,
+  subStatusMarkdown,
+  VERIFICATION_STATUSES,
+} from './sub-statuses.ts';
 import { UNKNOWN_VERDICT_LIFETIME_MS, VERDICT_LIFETIME_MS } from './verdict-lifetime.ts';
 
 /** Longest `email` string the API accepts at all; longer is a 400, not a verdict. */
@@ -480,9 +487,9 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25),
 });
 
-const STATUS_LIST = new RegExp(
-  `^(${VERIFICATION_STATUSES.join('|')})(,(${VERIFICATION_STATUSES.join('|')}))*$`,
-);
+/** A comma-separated list of `words`. */
+const listOf = (words: readonly string[]) => new RegExp(`^(${words.join('|')})(,(${words.join('|')}))*$`);
+const STATUS_LIST = listOf(VERIFICATION_STATUSES);
 
 export const BulkResultsQuery = z.object({
   offset: z.coerce.number().int().min(0).max(MAX_BATCH_EMAILS).default(0),
@@ -504,8 +511,19 @@ export const BulkResultsQuery = z.object({
     .transform((list) => [...new Set(list.split(','))] as VerificationStatus[])
     .optional()
     .describe(
-      'only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky` keeps the ' +
-        'addresses worth mailing); `pagination.total` counts the rows kept',
+      'only rows whose verdict has one of these statuses, comma-separated (e.g. `deliverable,risky`); ' +
+        '`pagination.total` counts the rows kept',
+    ),
+  advice: z
+    .string()
+    .regex(listOf(SEND_ADVICE), `a comma-separated list of ${SEND_ADVICE.join(', ')}`)
+    .transform((list) => [...new Set(list.split(','))] as SendAdvice[])
+    .optional()
+    .describe(
+      'only rows whose subStatus has one of these send advices, comma-separated: `send` keeps exactly the ' +
+        `addresses to send to (${subStatusesAdvised(['send']).join(', ')}), \`decide\` the ones only the sender ` +
+        'can judge, `do_not_send` the rest (the subStatus table\'s "send to it?" column); with `status`, a row ' +
+        'must match both',
     ),
 });
 

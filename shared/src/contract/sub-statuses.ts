@@ -12,6 +12,12 @@
 // again, over the next hours, the addresses whose final answer is `recheckable` — only when
 // that answer was temporary (a 4xx or no answer), never a permanent (5xx) reply.
 //
+// Sending (docs/verdicts.md, "What to send to"): `send` says whether mail to an address with
+// this answer should go out — `send`, `do_not_send`, or `decide` (rcpt cannot tell, or the
+// answer is a judgement only the sender can make) — and `sendWhy` says why. The README's
+// subStatus table shows it, docs/verdicts.md prints `sendAdviceMarkdown()`, and the results
+// filter `advice` (`rcpt clean --only safe`) keeps exactly the rows it marks `send`.
+//
 // Money (docs/money.md): a single call costs one credit whatever it answers. In a batch, an
 // address is refunded when rcpt got no answer about the mailbox because the provider blocked
 // or deferred verification, refuses verification traffic, or rcpt itself could not run the
@@ -77,10 +83,23 @@ export type RetryPace = keyof typeof RETRY_PACES | 'none';
 export const REMEMBERED = ['day', 'minutes', 'until_retry', 'never'] as const;
 export type Remembered = (typeof REMEMBERED)[number];
 
+/** Whether mail should go to an address with this answer (docs/verdicts.md, "What to send to"). */
+export const SEND_ADVICE = ['send', 'decide', 'do_not_send'] as const;
+export type SendAdvice = (typeof SEND_ADVICE)[number];
+
 export interface SubStatusRow {
   status: Status;
+  /**
+   * The other status this subStatus is answered with, when the verdict finds it so, and the
+   * `reason` it then gives.
+   */
+  otherStatus?: { status: Status; when: string; reason: string };
   /** One plain-English sentence: the result's `reason`. */
   reason: string;
+  /** Whether to send to an address with this answer. */
+  send: SendAdvice;
+  /** Why, in one sentence a list owner can act on. */
+  sendWhy: string;
   /** Whether, and how, a batch asks again while this is the answer. */
   retry: RetryPace;
   /** A batch refunds the address when this is its final answer. */
@@ -96,71 +115,131 @@ export interface SubStatusRow {
 
 const FINAL = { retry: 'none', refundable: false, recheckable: false, remembered: 'day' } as const;
 
+/** The advice for every answer that says mail to the address would bounce. */
+const BOUNCES = {
+  send: 'do_not_send',
+  sendWhy: "Mail to it bounces, and every hard bounce costs the sender's reputation.",
+} as const;
+/** The advice for every answer that did not verify the mailbox. */
+const UNVERIFIED = {
+  send: 'decide',
+  sendWhy:
+    'rcpt could not tell: verify it again later, or send only when the address came from a source you trust.',
+} as const;
+
 /** The vocabulary (docs/verdicts.md). Keys are the API's `subStatus` values. */
 export const SUB_STATUS_TABLE = {
-  accepted_email: { status: 'deliverable', reason: 'The mail server accepted the address.', ...FINAL },
+  accepted_email: {
+    status: 'deliverable',
+    reason: 'The mail server accepted the address.',
+    send: 'send',
+    sendWhy: 'The mailbox exists and takes mail.',
+    ...FINAL,
+  },
 
-  invalid_syntax: { status: 'undeliverable', reason: 'The address is not valid email syntax.', ...FINAL },
-  invalid_domain: { status: 'undeliverable', reason: 'The domain does not exist.', ...FINAL },
+  invalid_syntax: {
+    status: 'undeliverable',
+    reason: 'The address is not valid email syntax.',
+    ...BOUNCES,
+    ...FINAL,
+  },
+  invalid_domain: { status: 'undeliverable', reason: 'The domain does not exist.', ...BOUNCES, ...FINAL },
   no_mx_record: {
     status: 'undeliverable',
     reason: 'The domain has no mail server (no MX, A or AAAA record).',
+    ...BOUNCES,
     ...FINAL,
   },
   does_not_accept_mail: {
     status: 'undeliverable',
     reason: 'The domain publishes a null MX record, so it accepts no email.',
+    ...BOUNCES,
     ...FINAL,
   },
   unroutable_ip_address: {
     status: 'undeliverable',
     reason: "The domain's mail server is on a private or reserved address that cannot be reached.",
+    ...BOUNCES,
     ...FINAL,
   },
   mailbox_not_found: {
     status: 'undeliverable',
     reason: 'The mail server says this mailbox does not exist.',
+    ...BOUNCES,
     ...FINAL,
   },
   mailbox_disabled: {
     status: 'undeliverable',
     reason: 'The mail server says this mailbox is disabled.',
+    ...BOUNCES,
     ...FINAL,
   },
 
   // Undeliverable instead when the typo domain does not exist (the verdict says so).
   possible_typo: {
     status: 'risky',
+    otherStatus: {
+      status: 'undeliverable',
+      when: 'when the domain does not exist',
+      reason: 'The domain does not exist and is probably a typo of a common domain.',
+    },
     reason: 'The domain exists but is probably a typo of a common domain.',
+    send: 'do_not_send',
+    sendWhy:
+      'Correct the address first (`checks.hasTypo.suggested` is the likely domain): a typo domain that exists belongs to someone else.',
     ...FINAL,
   },
   catch_all: {
     status: 'risky',
     reason: 'The domain accepts mail for any address, so this mailbox cannot be confirmed.',
+    send: 'decide',
+    sendWhy:
+      'The domain takes mail for every address, so this one may still bounce or go unread; send when the address came from a source you trust (a confirmed sign-up, a customer).',
     ...FINAL,
   },
   role_based: {
     status: 'risky',
     reason: 'The mailbox exists but belongs to a role such as info@ or support@, not a person.',
+    send: 'decide',
+    sendWhy:
+      'A real mailbox read by a team: fine for business mail to that team, a source of complaints in marketing.',
     ...FINAL,
   },
   disposable: {
     status: 'risky',
     reason: 'The address belongs to a disposable (temporary) email provider.',
+    send: 'do_not_send',
+    sendWhy: 'A throwaway inbox: it expires, and nobody reads it for long.',
     ...FINAL,
   },
   mailbox_full: {
     status: 'risky',
     reason: 'The mailbox exists but is full, so new mail bounces for now.',
+    send: 'do_not_send',
+    sendWhy:
+      'Mail bounces while it is full, and a mailbox left full is often abandoned; verify it again in a few weeks.',
     ...FINAL,
   },
-  possible_spamtrap: { status: 'risky', reason: 'The address looks like a spam trap.', ...FINAL },
-  toxic: { status: 'risky', reason: 'The address is likely to produce abuse complaints.', ...FINAL },
+  possible_spamtrap: {
+    status: 'risky',
+    reason: 'The address looks like a spam trap.',
+    send: 'do_not_send',
+    sendWhy: 'Mail to a spam trap gets the sender listed.',
+    ...FINAL,
+  },
+  toxic: {
+    status: 'risky',
+    reason: 'The address is likely to produce abuse complaints.',
+    send: 'do_not_send',
+    sendWhy: 'Complaints cost the sender more than the address is worth.',
+    ...FINAL,
+  },
 
   // The provider held the check back: asked again, refunded if it never answered.
   greylisted: {
     status: 'unknown',
     reason: 'The mail server asked to try again later (greylisting).',
+    ...UNVERIFIED,
     retry: 'greylist',
     refundable: true,
     recheckable: true,
@@ -169,6 +248,7 @@ export const SUB_STATUS_TABLE = {
   mail_server_temporary_error: {
     status: 'unknown',
     reason: 'The mail server reported a temporary error.',
+    ...UNVERIFIED,
     retry: 'connection',
     refundable: true,
     recheckable: true,
@@ -179,6 +259,7 @@ export const SUB_STATUS_TABLE = {
   antispam_blocked: {
     status: 'unknown',
     reason: 'The mail server refused the check under its anti-spam policy, so the mailbox was not verified.',
+    ...UNVERIFIED,
     retry: 'throttle',
     refundable: true,
     recheckable: true,
@@ -187,6 +268,9 @@ export const SUB_STATUS_TABLE = {
   provider_unverifiable: {
     status: 'unknown',
     reason: 'The mailbox cannot be verified: its mail server, or the form of the address, does not allow it.',
+    send: 'decide',
+    sendWhy:
+      'Nobody can verify it (its provider accepts every address, as Yahoo and AOL do, or it names an IP address): send when the address came from a source you trust.',
     retry: 'none',
     refundable: true,
     recheckable: false,
@@ -197,6 +281,7 @@ export const SUB_STATUS_TABLE = {
   smtp_timeout: {
     status: 'unknown',
     reason: 'The mail server did not answer in time.',
+    ...UNVERIFIED,
     retry: 'timeout',
     refundable: false,
     recheckable: false,
@@ -205,6 +290,7 @@ export const SUB_STATUS_TABLE = {
   smtp_connection_failed: {
     status: 'unknown',
     reason: 'No connection could be made to the mail server.',
+    ...UNVERIFIED,
     retry: 'connection',
     refundable: false,
     recheckable: true,
@@ -213,6 +299,7 @@ export const SUB_STATUS_TABLE = {
   forcible_disconnect: {
     status: 'unknown',
     reason: 'The mail server closed the connection before answering.',
+    ...UNVERIFIED,
     retry: 'connection',
     refundable: false,
     recheckable: true,
@@ -221,6 +308,7 @@ export const SUB_STATUS_TABLE = {
   invalid_smtp_response: {
     status: 'unknown',
     reason: 'The mail server answered outside the SMTP protocol.',
+    ...UNVERIFIED,
     ...FINAL,
     remembered: 'minutes',
   },
@@ -230,6 +318,7 @@ export const SUB_STATUS_TABLE = {
     status: 'unknown',
     reason:
       'rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified.',
+    ...UNVERIFIED,
     retry: 'rcpt',
     refundable: true,
     recheckable: true,
@@ -239,6 +328,7 @@ export const SUB_STATUS_TABLE = {
     status: 'unknown',
     reason:
       "rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed).",
+    ...UNVERIFIED,
     retry: 'connection',
     refundable: true,
     recheckable: true,
@@ -247,6 +337,7 @@ export const SUB_STATUS_TABLE = {
   internal_error: {
     status: 'unknown',
     reason: 'rcpt could not run the check because of an internal error.',
+    ...UNVERIFIED,
     retry: 'none',
     refundable: true,
     recheckable: false,
@@ -259,6 +350,8 @@ export const SUB_STATUS_TABLE = {
     status: 'unknown',
     reason:
       "The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict.",
+    send: 'decide',
+    sendWhy: 'Not verified yet: the next call for the address gets the verdict the check reaches.',
     retry: 'none',
     refundable: true,
     recheckable: false,
@@ -302,6 +395,13 @@ export function policyOf(subStatus: SubStatus): OutcomePolicy {
   return { retry: row.retry, refundable: row.refundable };
 }
 
+/** The subStatuses whose advice is one of `advice`: what the results filter `advice` keeps. */
+export function subStatusesAdvised(advice: readonly SendAdvice[]): SubStatus[] {
+  return (Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][])
+    .filter(([, row]) => advice.includes(row.send))
+    .map(([subStatus]) => subStatus);
+}
+
 function yesNo(value: boolean): string {
   return value ? 'yes' : 'no';
 }
@@ -312,6 +412,13 @@ const REMEMBERED_TEXT: Record<Remembered, string> = {
   until_retry: `until its \`retryAfterSeconds\` (at most ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} min)`,
   never: 'not kept: a repeat asks again',
 };
+
+const SEND_TEXT: Record<SendAdvice, string> = { send: 'send', decide: 'decide', do_not_send: "don't send" };
+
+/** A row's status as the tables print it: both statuses of a subStatus that has two. */
+function statusText(row: SubStatusRow): string {
+  return row.otherStatus ? `${row.status}; ${row.otherStatus.status} ${row.otherStatus.when}` : row.status;
+}
 
 /**
  * Every charge, refund and recheck rule per subStatus, as Markdown: docs/money.md prints it
@@ -330,7 +437,7 @@ export function moneyMarkdown(): string {
     // An invalid row is answered at upload and is not among the unique valid addresses charged.
     const atUpload = subStatus === 'invalid_syntax' ? 'free' : '1 credit';
     lines.push(
-      `| \`${subStatus}\` | ${row.status} | 1 credit | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
+      `| \`${subStatus}\` | ${statusText(row)} | 1 credit | ${REMEMBERED_TEXT[row.remembered]} | ${atUpload} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} | ${roundAnswer} |`,
     );
   }
   return lines.join('\n');
@@ -354,14 +461,22 @@ export function retryPaceMarkdown(): string {
 /** The table as Markdown: the README's subStatus section and the OpenAPI description. */
 export function subStatusMarkdown(): string {
   const lines = [
-    '| subStatus | status | meaning | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][]) {
     const retry = row.retry === 'none' ? 'no' : row.retry;
     lines.push(
-      `| \`${subStatus}\` | ${row.status} | ${row.reason} | ${REMEMBERED_TEXT[row.remembered]} | ${retry} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} |`,
+      `| \`${subStatus}\` | ${statusText(row)} | ${row.reason} | ${SEND_TEXT[row.send]} | ${REMEMBERED_TEXT[row.remembered]} | ${retry} | ${yesNo(row.refundable)} | ${yesNo(row.recheckable)} |`,
     );
   }
+  return lines.join('\n');
+}
+
+/** What to send to, per subStatus, and why: docs/verdicts.md's table (a test compares the two). */
+export function sendAdviceMarkdown(): string {
+  const lines = ['| subStatus | status | send to it? | why |', '| --- | --- | --- | --- |'];
+  for (const [subStatus, row] of Object.entries(SUB_STATUS_TABLE) as [SubStatus, SubStatusRow][])
+    lines.push(`| \`${subStatus}\` | ${statusText(row)} | **${SEND_TEXT[row.send]}** | ${row.sendWhy} |`);
   return lines.join('\n');
 }

@@ -77,8 +77,6 @@ export const NO_LIST_FACTS: ListFacts = Object.freeze({
   provider: null,
 });
 
-const UNDELIVERABLE_TYPO_REASON = 'The domain does not exist and is probably a typo of a common domain.';
-
 /** The plain-English risk factors a result can carry. */
 export const RISK_FACTORS = {
   spamtrap: 'Local part looks like a spam trap',
@@ -513,7 +511,7 @@ function verdictOf(given: VerdictInput): Verdict {
     subStatus: decision.subStatus,
     reason:
       decision.subStatus === 'possible_typo' && decision.status === 'undeliverable'
-        ? UNDELIVERABLE_TYPO_REASON
+        ? SUB_STATUS_TABLE.possible_typo.otherStatus.reason
         : SUB_STATUS_TABLE[decision.subStatus].reason,
     score: scoreVerdict({
       status: decision.status,

@@ -32,11 +32,18 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
         message: `This prober token is for region "${row.region}", not "${requested}".`,
       });
     }
-    return linkToRegionHub(
-      c.env.PROBER_HUB,
-      proberRegionsOf(c.get('config')),
-      { tokenId: row.id, region: row.region },
-      c.req.raw,
-    );
+    // A region the edge never sends work to would hold a prober that looks linked and does
+    // nothing, while every call answers smtp_unavailable: refused, with a message the prober logs.
+    const regions = proberRegionsOf(c.get('config'));
+    if (!regions.some(({ name }) => name === row.region)) {
+      const listed = regions.map(({ name }) => name).join(',');
+      throw new ApiError('PROBER_REGION_UNUSED', {
+        message:
+          `Region "${row.region}" is not in this edge's PROBER_REGIONS ("${listed}"), so it would never be sent ` +
+          `work: add it to PROBER_REGIONS (docs/operations.md, "Regions"), or give this prober a token of a listed region.`,
+        details: { region: row.region, proberRegions: regions.map(({ name }) => name) },
+      });
+    }
+    return linkToRegionHub(c.env.PROBER_HUB, regions, { tokenId: row.id, region: row.region }, c.req.raw);
   });
 }

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/contract/api';
+import { subStatusesAdvised } from '@rcpt/shared/contract/sub-statuses';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { dataModeOf } from '../../services/api-keys.ts';
@@ -15,7 +16,8 @@ const route = createRoute({
   summary: 'Job results',
   description:
     'Results in the original upload order (a duplicate appears at each of its positions with the same verdict), ' +
-    'paginated with `offset`/`limit` and filtered by verdict with `status`. `originalCsvData` holds the uploaded header and each row by position, aligned ' +
+    'paginated with `offset`/`limit`, filtered by verdict with `status` and by what to send to with `advice` ' +
+    '(`advice=send`: the addresses to send to). `originalCsvData` holds the uploaded header and each row by position, aligned ' +
     'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell ' +
     "is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is " +
     'prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
@@ -38,15 +40,16 @@ const route = createRoute({
 export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { jobId } = c.req.valid('param');
-    const { offset, limit, format, status, bom } = c.req.valid('query');
+    const { offset, limit, format, status, advice, bom } = c.req.valid('query');
     const job = await findJob(c.get('db'), c.get('caller').accountId, jobId, dataModeOf(c.get('caller')));
     if (!job) throw notFoundJob();
-    const query = { offset, limit, statuses: status };
+    const query = { offset, limit, statuses: status, subStatuses: advice && subStatusesAdvised(advice) };
     const wantsCsv =
       format === 'csv' || (format === undefined && /\btext\/csv\b/.test(c.req.header('accept') ?? ''));
     if (wantsCsv) {
       const csv = resultsCsvStream(c.get('db'), job, query, { byteOrderMark: bom === '1' });
-      c.header('Content-Disposition', `attachment; filename="${downloadFileName(job, status ?? [], 'csv')}"`);
+      const subset = [...(status ?? []), ...(advice ?? [])];
+      c.header('Content-Disposition', `attachment; filename="${downloadFileName(job, subset, 'csv')}"`);
       return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
     }
     // A page may be the whole job (10,000 results and their rows): streamed, never held whole.

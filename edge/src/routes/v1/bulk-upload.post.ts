@@ -22,6 +22,7 @@ import { verifyQueueOf } from '../../services/batch-queue.ts';
 import { digestingBody } from '../../services/idempotency.ts';
 import { quotasOf } from '../../services/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks.ts';
+import { findAccount } from '../../storage/accounts.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import { chargedPostResponses } from '../openapi-errors.ts';
 
@@ -55,7 +56,8 @@ const route = createRoute({
       MAX_CSV_BYTES / 1024 / 1024
     } MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters \`,\` \`;\` or tab, header row ` +
     'detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is ' +
-    '400. Duplicates (same local part, ' +
+    "400. A `webhookUrl` needs the account's signing secret (`POST /api/v1/webhooks/secret`): without one, 400 " +
+    '`WEBHOOK_SECRET_MISSING`. Duplicates (same local part, ' +
     'domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / ' +
     'invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. ' +
     'The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary ' +
@@ -91,7 +93,7 @@ const route = createRoute({
   },
   responses: chargedPostResponses(
     { description: 'The job was created and queued.', schema: BulkUploadResponse },
-    ['TOO_MANY_EMAILS', 'SERVICE_UNAVAILABLE'],
+    ['TOO_MANY_EMAILS', 'WEBHOOK_SECRET_MISSING', 'SERVICE_UNAVAILABLE'],
   ),
 });
 
@@ -283,6 +285,10 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
       ? validateWebhookUrl(request.webhookUrl, config.ALLOW_PRIVATE_TARGETS)
       : null;
     const db = c.get('db');
+    // Events are signed with the account's secret: without one, none could ever be sent, so the
+    // upload is refused before anything is charged (docs/api.md, "Webhooks").
+    if (webhookUrl && !(await findAccount(db, caller.accountId))?.webhookSecret)
+      throw new ApiError('WEBHOOK_SECRET_MISSING');
     const now = Date.now();
     const answer = await answerRequestOnce(
       c,

@@ -1,6 +1,9 @@
+import { env } from 'cloudflare:workers';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { balanceOf, call, ledgerOf, newCaller } from '../../../test/fixtures.ts';
+import { balanceOf, call, db, ledgerOf, newCaller } from '../../../test/fixtures.ts';
+import { seal } from '../../services/secret-box.ts';
+import { setAccountWebhook } from '../../storage/webhooks.ts';
 
 interface UploadBody {
   success: boolean;
@@ -87,6 +90,24 @@ describe('POST /api/v1/bulk/upload (JSON)', () => {
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ code });
     expect(await balanceOf(caller.accountId)).toBe(5);
+  });
+
+  it('refuses a webhookUrl while the account has no signing secret, charging nothing', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const withHook = { emails: ['alice@nonexistent.test'], webhookUrl: 'https://hooks.example.com/rcpt' };
+    const refused = await call('/api/v1/bulk/upload', { key: caller.apiKey, json: withHook });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ success: false, code: 'WEBHOOK_SECRET_MISSING' });
+    expect(await balanceOf(caller.accountId)).toBe(5);
+    const jobs = await (await call('/api/v1/bulk/jobs', { key: caller.apiKey })).json<{ jobs: unknown[] }>();
+    expect(jobs.jobs).toEqual([]);
+
+    await setAccountWebhook(db(), caller.accountId, {
+      webhookSecret: await seal(env.SECRETS_KEY, 'whsec_AAAA'),
+    });
+    const accepted = await call('/api/v1/bulk/upload', { key: caller.apiKey, json: withHook });
+    expect(accepted.status).toBe(200);
+    expect(await balanceOf(caller.accountId)).toBe(4);
   });
 
   it('refuses an http webhook URL outside loopback', async () => {
@@ -208,6 +229,46 @@ describe('GET /api/v1/bulk/status and results', () => {
       const refused = await call(`/api/v1/bulk/results/${jobId}?status=${status}`, { key: caller.apiKey });
       expect(refused.status).toBe(400);
       expect(await refused.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    }
+  });
+
+  it('keeps the rows of the asked send advice: send is exactly the subStatuses the table marks send', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const emails = [
+      'deliverable@x.test', // accepted_email: send
+      'catchall@x.test', // catch_all: decide
+      'risky@x.test', // mailbox_full: do not send
+      'oops', // invalid_syntax: do not send
+      'unknown@x.test', // smtp_timeout: decide
+      'undeliverable@x.test', // mailbox_not_found: do not send
+    ];
+    const { jobId } = await (await upload(caller.apiKey, emails)).json<UploadBody>();
+    const kept = async (advice: string) =>
+      (
+        await (
+          await call(`/api/v1/bulk/results/${jobId}?advice=${advice}`, { key: caller.apiKey })
+        ).json<ResultsBody>()
+      ).results.map((result) => `${result.email} ${result.subStatus}`);
+
+    expect(await kept('send')).toEqual(['deliverable@x.test accepted_email']);
+    expect(await kept('decide')).toEqual(['catchall@x.test catch_all', 'unknown@x.test smtp_timeout']);
+    expect(await kept('do_not_send')).toEqual([
+      'risky@x.test mailbox_full',
+      'oops invalid_syntax',
+      'undeliverable@x.test mailbox_not_found',
+    ]);
+    expect(await kept('send,decide')).toHaveLength(3);
+
+    const csv = await call(`/api/v1/bulk/results/${jobId}?advice=send&format=csv`, { key: caller.apiKey });
+    expect((parse(await csv.text()) as string[][]).map((row) => row[0])).toEqual([
+      'email',
+      'deliverable@x.test',
+    ]);
+    expect(csv.headers.get('content-disposition')).toMatch(/-send\.csv"$/);
+
+    for (const advice of ['safe', 'send;decide']) {
+      const refused = await call(`/api/v1/bulk/results/${jobId}?advice=${advice}`, { key: caller.apiKey });
+      expect(refused.status).toBe(400);
     }
   });
 });
