@@ -363,9 +363,8 @@ export class SmtpSession {
         ready.then(
           () => {
             if (this.#finished || this.#failure) return;
+            // Listening now, in the turn `ready` resolved in, reads what the server already said.
             this.#listen(socket);
-            // socks5Connect paused it with what the server already said put back: read on.
-            socket.resume();
             connected();
           },
           (error: Error) =>
