@@ -1,6 +1,6 @@
 // The SOCKS5 client against the fake world's proxy and against a proxy written byte by byte.
 import { createServer, type Server } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { listenOnLoopback } from '../../../test/world/loopback.ts';
 import { type Socks5Server, startSocks5Server } from '../../../test/world/socks5-server.ts';
 import { Socks5Error, socks5Connect } from './socks5.ts';
@@ -19,6 +19,7 @@ describe('socks5Connect', () => {
     const { ready } = socks5Connect(
       { host: proxy.host, port: proxy.port, username: 'u', password: 'p' },
       { host: '127.0.0.22', port: proxy.port },
+      5_000,
     );
     await expect(ready).rejects.toThrow(
       new Socks5Error('Socks5 proxy rejected connection - ConnectionRefused'),
@@ -29,8 +30,40 @@ describe('socks5Connect', () => {
     const { ready } = socks5Connect(
       { host: proxy.host, port: proxy.port, username: null, password: null },
       { host: '127.0.0.1', port: 25 },
+      5_000,
     );
     await expect(ready).rejects.toThrow('no accepted authentication type');
+  });
+
+  test("the caller's deadline comes first: socks's own timer ends a silent proxy's handshake a second later", async () => {
+    let greeted = () => {};
+    const greeting = new Promise<void>((resolve) => {
+      greeted = resolve;
+    });
+    // A proxy that reads the greeting and never answers.
+    const server: Server = createServer((socket) => socket.once('data', () => greeted()));
+    const port = await listenOnLoopback(server, '127.0.0.1', 0);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { socket, ready } = socks5Connect(
+        { host: '127.0.0.1', port, username: null, password: null },
+        { host: '127.0.0.1', port: 25 },
+        2_000,
+      );
+      let failed = false;
+      ready.catch(() => {
+        failed = true;
+      });
+      await greeting;
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(failed).toBe(false);
+      await vi.advanceTimersByTimeAsync(1_000);
+      await expect(ready).rejects.toThrow(new Socks5Error('Proxy connection timed out'));
+      socket.destroy();
+    } finally {
+      vi.useRealTimers();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   test.each([
@@ -64,6 +97,7 @@ describe('socks5Connect', () => {
         const { socket, ready } = socks5Connect(
           { host: '127.0.0.1', port, username: null, password: null },
           { host, port: 25 },
+          5_000,
         );
         await ready;
         const greeting = await new Promise<string>((resolve) => {

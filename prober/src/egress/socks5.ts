@@ -15,14 +15,18 @@ export class Socks5Error extends Error {
 }
 
 /**
- * Dials `proxy` and asks it to CONNECT to `target`. The socket is returned at once; `ready`
- * resolves once the proxy has connected. Attach the `data` listener when it resolves: bytes the
+ * Dials `proxy` and asks it to CONNECT to `target`. The socket is returned at once, for the
+ * caller to destroy on its deadline of `deadlineMs`; `socks`'s own timer (30 s unless told) is
+ * set a second past it, so the caller's deadline is the one that ends a slow handshake and the
+ * library's timer, which outlives the connection, holds it no longer. `ready` resolves once
+ * the proxy has connected. Attach the `data` listener when it resolves: bytes the
  * target sent along with the proxy's reply come as the first `data` event, on the next turn of
  * the event loop, when `socks` resumes the socket.
  */
 export function socks5Connect(
   proxy: Socks5Proxy,
   target: { host: string; port: number },
+  deadlineMs: number,
 ): { socket: Socket; ready: Promise<void> } {
   const socket = tcpConnect({ host: proxy.host, port: proxy.port, noDelay: true });
   const ready = new Promise<void>((resolve, reject) => {
@@ -43,6 +47,7 @@ export function socks5Connect(
         command: 'connect',
         destination: target,
         existing_socket: socket,
+        timeout: deadlineMs + 1_000,
       }).then(
         () => resolve(),
         // A SocksClientError holds the options it was given, password included: keep its message only.

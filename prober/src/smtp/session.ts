@@ -357,7 +357,11 @@ export class SmtpSession {
       };
       const egress = this.#egress;
       if (egress?.kind === 'socks5') {
-        const { socket, ready } = socks5Connect(egress.proxy, { host: this.ip, port: this.port });
+        const { socket, ready } = socks5Connect(
+          egress.proxy,
+          { host: this.ip, port: this.port },
+          this.#timeouts.connectMs,
+        );
         this.#socket = socket;
         this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
         ready.then(
