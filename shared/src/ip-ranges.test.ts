@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isAddressInBlocks, isNotUnicastAddress, isSpecialPurposeAddress, parseCidr } from './ip-ranges.ts';
+import {
+  embeddedIpv4,
+  isAddressInBlocks,
+  isNotUnicastAddress,
+  isSpecialPurposeAddress,
+  networkPrefixOf,
+  parseCidr,
+} from './ip-ranges.ts';
 
 // Each special-purpose range with its first and last address, and the nearest addresses
 // outside it that are public, so an off-by-one prefix length fails here.
@@ -69,8 +76,51 @@ describe('isSpecialPurposeAddress', () => {
     '1.2.3.4::',
     'fe80::1%eth0',
     '12345::',
+    // Spellings some parsers read as an address and others refuse or read otherwise.
+    '0x7f.0.0.1',
+    '2130706433',
+    '::ffff:010.0.0.1',
+    '::ffff:0x7f.0.0.1',
+    '::ffff:08.08.08.08',
   ])('%j is not an address', (text) => {
     expect(isSpecialPurposeAddress(text)).toBe(true);
+  });
+});
+
+describe('::a.b.c.d is the IPv4-compatible address it spells (RFC 4291 §2.5.5.1), not IPv4-mapped', () => {
+  it('in ::/96 like its hexadecimal spelling, so special even when the IPv4 address is public', () => {
+    expect([isSpecialPurposeAddress('::8.8.8.8'), isSpecialPurposeAddress('::808:808')]).toEqual([
+      true,
+      true,
+    ]);
+    expect(isSpecialPurposeAddress('::ffff:8.8.8.8')).toBe(false);
+  });
+
+  it('an allow-list of IPv4 blocks does not take it for the IPv4 address', () => {
+    const block = parseCidr('203.0.113.0/24');
+    if (!block) throw new Error('203.0.113.0/24');
+    expect([
+      isAddressInBlocks('::203.0.113.9', [block]),
+      isAddressInBlocks('::ffff:203.0.113.9', [block]),
+    ]).toEqual([false, true]);
+  });
+});
+
+describe('embeddedIpv4', () => {
+  it.each([
+    ['::ffff:192.0.2.1', '192.0.2.1'],
+    ['::ffff:c000:201', '192.0.2.1'],
+    ['::192.0.2.1', '192.0.2.1'],
+    ['::c000:201', '192.0.2.1'],
+    ['64:ff9b::8.8.8.8', '8.8.8.8'],
+    ['2002:808:808::1', '8.8.8.8'],
+    ['::1', null],
+    ['::', null],
+    ['2001:db8::1', null],
+    ['8.8.8.8', null],
+    ['not an address', null],
+  ])('%s → %s', (ip, ipv4) => {
+    expect(embeddedIpv4(ip)).toBe(ipv4);
   });
 });
 
@@ -158,5 +208,19 @@ describe('isAddressInBlocks', () => {
     const v4 = parseCidr('0.0.0.0/0');
     expect(v4 && isAddressInBlocks('2001:db8::1', [v4])).toBe(false);
     expect(isAddressInBlocks('203.0.113.9', [])).toBe(false);
+  });
+});
+
+describe('networkPrefixOf', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.0/24'],
+    ['::ffff:203.0.113.7', '203.0.113.0/24'],
+    ['2001:db8:1:2:aaaa::1', '2001:db8:1:2::/64'],
+    // A zone index names an interface of the host, not a network: left out.
+    ['fe80::1%eth0', 'fe80::/64'],
+    ['2001:db8::1::2', null],
+    ['local', null],
+  ])('%s → %s', (ip, prefix) => {
+    expect(networkPrefixOf(ip, { v4: 24, v6: 64 })).toBe(prefix);
   });
 });

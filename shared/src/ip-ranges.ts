@@ -2,7 +2,9 @@
 // that are private, loopback, link-local, documentation, benchmarking, multicast or reserved.
 // A mail exchanger on the public Internet never has one, so an MX resolving only to these is
 // unroutable for us (the mail route drops them), and a webhook aimed at one would reach into
-// the network it is sent from.
+// the network it is sent from. The table is ours; reading addresses and matching prefixes is
+// ipaddr.js's, with the few places where rcpt reads stricter said where they are.
+import ipaddr from 'ipaddr.js';
 
 interface SpecialRange {
   /** CIDR prefix. */
@@ -57,17 +59,10 @@ const SPECIAL_RANGES: readonly SpecialRange[] = [
   { prefix: 'ff00::/8', purpose: 'multicast (RFC 4291)', notUnicast: true },
 ];
 
-type Family = 4 | 6;
-const BITS: Record<Family, number> = { 4: 32, 6: 128 };
-
-interface ParsedAddress {
-  family: Family;
-  value: bigint;
-}
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 interface ParsedRange {
-  family: Family;
-  base: bigint;
+  network: Address;
   length: number;
   embeddedIpv4At: number | undefined;
   notUnicast: boolean;
@@ -105,23 +100,20 @@ export function isNotUnicastAddress(ip: string): boolean {
  */
 export function embeddedIpv4(ip: string): string | null {
   const address = parseAddress(ip);
-  if (address === null || address.family !== 6) return null;
-  let at: number | undefined;
-  for (const range of PARSED_RANGES) {
-    if (range.family !== 6 || range.embeddedIpv4At === undefined) continue;
-    const shift = BigInt(128 - range.length);
-    if (address.value >> shift === range.base >> shift) at = range.embeddedIpv4At;
-  }
+  if (!(address instanceof ipaddr.IPv6)) return null;
+  let at = PARSED_RANGES.find(
+    (range) => range.embeddedIpv4At !== undefined && matches(address, range.network, range.length),
+  )?.embeddedIpv4At;
   // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1); :: and ::1 are IPv6's own.
-  if (at === undefined && address.value >> 32n === 0n && address.value > 0xffffn) at = 96;
+  const bytes = address.toByteArray();
+  if (at === undefined && bytes.slice(0, 12).every((byte) => byte === 0) && (bytes[12] || bytes[13])) at = 96;
   if (at === undefined) return null;
-  return formatAddress({ family: 4, value: (address.value >> BigInt(128 - at - 32)) & 0xffff_ffffn });
+  return ipv4At(address, at).toString();
 }
 
 /** A CIDR block (RFC 4632 §3.1; RFC 4291 §2.3 for IPv6), in its canonical text form. */
 export interface CidrBlock {
-  readonly family: Family;
-  readonly base: bigint;
+  readonly network: Address;
   readonly length: number;
   /** The network address and length, `203.0.113.0/24`, `2001:db8::/32` (RFC 5952 for IPv6). */
   readonly text: string;
@@ -135,15 +127,16 @@ export interface CidrBlock {
 export function parseCidr(text: string): CidrBlock | null {
   const [prefix, lengthText, extra] = text.trim().split('/');
   if (extra !== undefined || prefix === undefined) return null;
-  const base = parseAddress(prefix);
-  if (base === null) return null;
-  const bits = BITS[base.family];
+  const network = parseAddress(prefix);
+  if (network === null) return null;
+  const bits = network.kind() === 'ipv4' ? 32 : 128;
+  // ipaddr.js would read `/024` as 24; a length is written without leading zeros.
   if (lengthText !== undefined && !/^(0|[1-9]\d{0,2})$/.test(lengthText)) return null;
   const length = lengthText === undefined ? bits : Number(lengthText);
   if (length > bits) return null;
-  const hostBits = BigInt(bits - length);
-  if ((base.value >> hostBits) << hostBits !== base.value) return null;
-  return { family: base.family, base: base.value, length, text: `${formatAddress(base)}/${length}` };
+  const canonical = formatAddress(network);
+  if (formatAddress(networkOf(network, length)) !== canonical) return null;
+  return { network, length, text: `${canonical}/${length}` };
 }
 
 /**
@@ -151,128 +144,93 @@ export function parseCidr(text: string): CidrBlock | null {
  * the IPv4 address it carries; anything that is not an address lies in none.
  */
 export function isAddressInBlocks(ip: string, blocks: readonly CidrBlock[]): boolean {
-  let address = parseAddress(ip);
+  const address = parseAddress(ip);
   if (address === null) return false;
-  if (address.family === 6 && address.value >> 32n === 0xffffn) {
-    address = { family: 4, value: address.value & 0xffff_ffffn };
-  }
-  const { family, value } = address;
-  return blocks.some((block) => {
-    if (block.family !== family) return false;
-    const shift = BigInt(BITS[family] - block.length);
-    return value >> shift === block.base >> shift;
-  });
-}
-
-function formatAddress(address: ParsedAddress): string {
-  if (address.family === 4) {
-    return [24n, 16n, 8n, 0n].map((shift) => String((address.value >> shift) & 0xffn)).join('.');
-  }
-  return formatIpv6Groups(
-    [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => Number((address.value >> shift) & 0xffffn)),
-  );
+  const judged = unmapped(address);
+  return blocks.some((block) => matches(judged, block.network, block.length));
 }
 
 /**
- * The eight 16-bit groups of an IPv6 address as RFC 5952 §4 writes it: lower-case hex, no
- * leading zeros, the longest run of two or more zero groups (the first of equals) as `::`.
+ * `ip` cut to its first `lengths.v4` or `lengths.v6` bits, written `network/bits`
+ * (`203.0.113.0/24`, `2001:db8:1:2::/64`, RFC 5952 for IPv6), or null when it is not an
+ * address. An IPv4-mapped IPv6 address is the IPv4 address it carries, and a zone index
+ * (`%eth0`, RFC 4007 §11) is left out: it names an interface, not a network.
  */
-export function formatIpv6Groups(groups: readonly number[]): string {
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let start = 0; start < groups.length; start++) {
-    let length = 0;
-    while (groups[start + length] === 0) length++;
-    if (length > bestLength) {
-      bestStart = start;
-      bestLength = length;
-    }
-  }
-  const hex = groups.map((group) => group.toString(16));
-  if (bestStart < 0) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+export function networkPrefixOf(ip: string, lengths: { v4: number; v6: number }): string | null {
+  const address = parseAddress(ip, 'drop');
+  if (address === null) return null;
+  const judged = unmapped(address);
+  const length = judged.kind() === 'ipv4' ? lengths.v4 : lengths.v6;
+  return `${formatAddress(networkOf(judged, length))}/${length}`;
 }
 
 /** The first range holding the address (its embedded IPv4 address's, where it carries one). */
-function specialRangeOf(address: ParsedAddress): ParsedRange | null {
-  const bits = BITS[address.family];
+function specialRangeOf(address: Address): ParsedRange | null {
   for (const range of PARSED_RANGES) {
-    if (range.family !== address.family) continue;
-    const shift = BigInt(bits - range.length);
-    if (address.value >> shift !== range.base >> shift) continue;
-    if (range.embeddedIpv4At === undefined) return range;
-    const embedded = (address.value >> BigInt(bits - range.embeddedIpv4At - 32)) & 0xffff_ffffn;
-    return specialRangeOf({ family: 4, value: embedded });
+    if (!matches(address, range.network, range.length)) continue;
+    if (range.embeddedIpv4At === undefined || !(address instanceof ipaddr.IPv6)) return range;
+    return specialRangeOf(ipv4At(address, range.embeddedIpv4At));
   }
   return null;
 }
 
 function parseRange(range: SpecialRange): ParsedRange {
   const [prefix, length] = range.prefix.split('/');
-  const base = parseAddress(prefix ?? '');
-  if (base === null || length === undefined) throw new Error(`bad special-purpose range ${range.prefix}`);
+  const network = parseAddress(prefix ?? '');
+  if (network === null || length === undefined) throw new Error(`bad special-purpose range ${range.prefix}`);
   return {
-    family: base.family,
-    base: base.value,
+    network,
     length: Number(length),
     embeddedIpv4At: range.embeddedIpv4At,
     notUnicast: range.notUnicast ?? false,
   };
 }
 
-/** Parses a textual IPv4 (dotted quad) or IPv6 (RFC 4291 §2.2) address; null if it is neither. */
-function parseAddress(text: string): ParsedAddress | null {
-  if (text.includes(':')) {
-    const value = parseIpv6(text);
-    return value === null ? null : { family: 6, value };
-  }
-  const value = parseIpv4(text);
-  return value === null ? null : { family: 4, value };
+/** ipaddr.js throws when asked to match across families; an IPv4 address is in no IPv6 block. */
+function matches(address: Address, network: Address, length: number): boolean {
+  return address.kind() === network.kind() && address.match(network, length);
 }
 
-function parseIpv4(text: string): bigint | null {
-  const octets = text.split('.');
-  if (octets.length !== 4) return null;
-  let value = 0n;
-  for (const octet of octets) {
-    // Decimal only, no leading zeros: "010" is octal to some parsers and decimal to others.
-    if (!/^(0|[1-9]\d{0,2})$/.test(octet)) return null;
-    const number = Number(octet);
-    if (number > 255) return null;
-    value = (value << 8n) | BigInt(number);
-  }
-  return value;
+function unmapped(address: Address): Address {
+  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
 }
 
-function parseIpv6(text: string): bigint | null {
-  const halves = text.toLowerCase().split('::');
-  if (halves.length > 2) return null;
-  const head = groupsOf(halves[0] ?? '', halves.length === 1);
-  const tail = halves.length === 2 ? groupsOf(halves[1] ?? '', true) : [];
-  if (head === null || tail === null) return null;
-  const missing = 8 - head.length - tail.length;
-  // "::" stands for one or more zero groups; without it all eight must be there.
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
-  const groups = [...head, ...Array<number>(halves.length === 2 ? missing : 0).fill(0), ...tail];
-  let value = 0n;
-  for (const group of groups) value = (value << 16n) | BigInt(group);
-  return value;
+/** The IPv4 address carried in the 32 bits at bit `at` of an IPv6 address. */
+function ipv4At(address: ipaddr.IPv6, at: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4(address.toByteArray().slice(at / 8, at / 8 + 4));
 }
 
-/** The 16-bit groups of one side of "::"; a dotted quad ending the address counts as two groups. */
-function groupsOf(part: string, endsAddress: boolean): number[] | null {
-  if (part === '') return [];
-  const pieces = part.split(':');
-  const groups: number[] = [];
-  for (const [index, piece] of pieces.entries()) {
-    if (endsAddress && index === pieces.length - 1 && piece.includes('.')) {
-      const ipv4 = parseIpv4(piece);
-      if (ipv4 === null) return null;
-      groups.push(Number(ipv4 >> 16n), Number(ipv4 & 0xffffn));
-    } else {
-      if (!/^[0-9a-f]{1,4}$/.test(piece)) return null;
-      groups.push(Number.parseInt(piece, 16));
-    }
-  }
-  return groups;
+/** The address with every bit past the first `length` cleared. */
+function networkOf(address: Address, length: number): Address {
+  const mask = (
+    address.kind() === 'ipv4'
+      ? ipaddr.IPv4.subnetMaskFromPrefixLength(length)
+      : ipaddr.IPv6.subnetMaskFromPrefixLength(length)
+  ).toByteArray();
+  return ipaddr.fromByteArray(address.toByteArray().map((byte, index) => byte & (mask[index] ?? 0)));
+}
+
+function formatAddress(address: Address): string {
+  return address instanceof ipaddr.IPv6 ? address.toRFC5952String() : address.toString();
+}
+
+/**
+ * A textual IPv4 (dotted quad) or IPv6 (RFC 4291 §2.2) address, or null. Stricter than
+ * ipaddr.js in three places, so one text means one address to every parser it meets: an IPv4
+ * address, alone or ending an IPv6 one, is four decimal numbers without leading zeros ("010"
+ * is octal to some parsers and decimal to others; "0x7f" and "2130706433" are addresses to
+ * some); `::a.b.c.d` is the IPv4-compatible address it spells (RFC 4291 §2.5.5.1), where
+ * ipaddr.js reads it as IPv4-mapped; and a zone index (`%eth0`) is refused unless `zone` says
+ * to drop it, since it names an interface of one host only.
+ */
+function parseAddress(text: string, zone: 'refuse' | 'drop' = 'refuse'): Address | null {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+  if (!ipaddr.IPv6.isValid(text)) return null;
+  const [bare = '', zoneIndex] = text.split('%');
+  if (zoneIndex !== undefined && zone === 'refuse') return null;
+  const dotted = /[^:]*\.[^:]*$/.exec(bare)?.[0];
+  if (dotted !== undefined && !ipaddr.IPv4.isValidFourPartDecimal(dotted)) return null;
+  const { parts } = ipaddr.IPv6.parse(bare);
+  if (dotted !== undefined && /^::[^:]*$/.test(bare)) parts[5] = 0;
+  return new ipaddr.IPv6(parts);
 }

@@ -1,16 +1,20 @@
 // Turning an upload into rows: a JSON list of addresses, or a CSV/TSV file with its header,
 // delimiter and email column found, each row's original cells kept for the results.
 //
-// A CSV file is parsed as it streams in and reading stops as soon as the file is known to be
-// too big (bytes, rows, columns or cells): a Worker isolate has 128 MB (Cloudflare Workers
-// limits), and an array per row of a 1.5 MB file of one-character lines is already most of it.
-// Past the first rows (which choose the header and the email column) a row is kept as its
-// address, and its cells go at once into the JSON chunks they are stored from — not kept as an
-// array of strings, whose per-cell headers would cost several times the file, nor as a JSON
-// string per row that would then be copied into the chunks.
+// A CSV file is parsed by csv-parse as it streams in, and reading stops as soon as the file is
+// known to be too big (bytes, rows, columns or cells): a Worker isolate has 128 MB (Cloudflare
+// Workers limits), and an array per row of a 1.5 MB file of one-character lines is already most
+// of it. Each record is taken in csv-parse's `on_record` callback as it is completed — none is
+// queued in the stream — and no record grows past MAX_CSV_COLUMNS + 1 cells
+// (`ignore_last_delimiters`), so a line of ten million commas is one refused record, not an
+// array of ten million cells. Past the first rows (which choose the header and the email
+// column) a row is kept as its address, and its cells go at once into the JSON chunks they are
+// stored from. The delimiter is chosen here, from the first line: csv-parse's own guess weighs
+// every character, and an address list would split on its `.` or `@`.
 import { MAX_BATCH_EMAILS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { CsvError, type Parser, parse } from 'csv-parse';
 import { type JsonChunk, JsonChunker } from '../storage/json-chunks.ts';
 
 /** Largest CSV file accepted (413 above). */
@@ -121,17 +125,7 @@ interface ChosenColumn {
 
 function uploadRow(cells: string[], column: number): UploadRow {
   const cell = cells[column];
-  return { input: detached((cell ?? '').trim()), unreadable: cell === undefined };
-}
-
-/**
- * A copy of `text` that does not keep alive the chunk of the file it was cut from: V8 makes a
- * substring of 13 characters or more a slice that holds its parent string (V8's
- * src/objects/string.h, `SlicedString::kMinLength`), so every address kept would hold its whole
- * chunk of the file.
- */
-function detached(text: string): string {
-  return text.length < 13 ? text : (JSON.parse(JSON.stringify(text)) as string);
+  return { input: (cell ?? '').trim(), unreadable: cell === undefined };
 }
 
 function headersOf(first: string[], hasHeader: boolean, width: number): string[] {
@@ -163,17 +157,11 @@ async function readRecords(
   take: (record: string[]) => void,
 ): Promise<void> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }); // drops a BOM
-  let parser: CsvParser | null = null;
+  let parser: Parser | null = null;
   // Text read before the first line is complete: the delimiter is chosen from that line.
   const head = new FirstLine();
   let bytes = 0;
   const reader = stream.getReader();
-  const takeAll = (parsed: string[][]) => {
-    for (const record of parsed) {
-      // A line of only delimiters is as empty as a blank line.
-      if (record.some((cell) => cell.trim() !== '')) take(record);
-    }
-  };
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -191,118 +179,62 @@ async function readRecords(
       if (parser === null) {
         const firstLine = head.add(text);
         if (firstLine === null && !done) continue;
-        parser = new CsvParser(detectDelimiter(firstLine ?? head.text));
+        parser = csvParser(detectDelimiter(firstLine ?? head.text), take);
         text = head.text;
       }
-      takeAll(parser.push(text));
+      const csv = parser;
+      if (text !== '') await settled((callback) => csv.write(text, callback));
       if (done) {
-        takeAll(parser.end());
+        await settled((callback) => csv.end(callback));
         return;
       }
     }
   } catch (error) {
+    parser?.destroy();
     await reader.cancel().catch(() => {});
-    throw error;
+    throw error instanceof CsvError ? unparsable(error) : error;
   }
 }
 
 /**
- * An incremental RFC 4180 parser: fields split by the delimiter, records by CRLF, LF or CR,
- * `"` quoting with `""` for a quote inside. A quote inside an unquoted field is kept as text
- * (`John "Jr" Smith`); a quoted field must end at a delimiter or a line end, and be closed.
+ * RFC 4180 with what spreadsheets write besides: records end at CRLF, LF or CR, rows may differ
+ * in length, a quote inside an unquoted field is text (`John "Jr" Smith`), and so is a closed
+ * quote followed by more text (`"a"b` is the cell `"a"b`: csv-parse's `relax_quotes` takes
+ * both), and a record of only blank cells is skipped like a blank line. An unclosed quote
+ * fails. Records go to `take` and are not queued.
  */
-class CsvParser {
-  private field = '';
-  private record: string[] = [];
-  private state: 'start' | 'unquoted' | 'quoted' | 'quote-in-quoted' | 'after-cr' = 'start';
-  private line = 1;
-  private readonly delimiter: string;
+function csvParser(delimiter: string, take: (record: string[]) => void): Parser {
+  const parser = parse({
+    delimiter,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    relax_column_count: true,
+    relax_quotes: true,
+    skip_empty_lines: true,
+    skip_records_with_empty_values: true,
+    // The cell past the limit takes the rest of its line, delimiters included.
+    ignore_last_delimiters: MAX_CSV_COLUMNS + 1,
+    on_record: (record: string[]) => {
+      if (record.length > MAX_CSV_COLUMNS) throw tooManyColumns();
+      take(record);
+      return null;
+    },
+  });
+  // Errors come back through the write and end callbacks; a stream error without a listener
+  // would be thrown again on its own.
+  parser.on('error', () => {});
+  return parser;
+}
 
-  constructor(delimiter: string) {
-    this.delimiter = delimiter;
-  }
+/** Resolves when a stream call's callback says it is done, rejects with what it failed with. */
+function settled(call: (callback: (error?: Error | null) => void) => void): Promise<void> {
+  return new Promise((resolve, reject) => call((error) => (error ? reject(error) : resolve())));
+}
 
-  /** The records completed by `text`. */
-  push(text: string): string[][] {
-    const done: string[][] = [];
-    let fieldStart = -1; // start of an unquoted run in `text` not yet copied into `field`
-    const flushRun = (end: number) => {
-      if (fieldStart >= 0) this.field += text.slice(fieldStart, end);
-      fieldStart = -1;
-    };
-    for (let index = 0; index < text.length; index++) {
-      const character = text[index] as string;
-      if (this.state === 'after-cr') {
-        this.state = 'start';
-        if (character === '\n') continue;
-      }
-      if (this.state === 'quoted') {
-        if (character === '"') {
-          flushRun(index);
-          this.state = 'quote-in-quoted';
-        } else {
-          if (character === '\n') this.line++;
-          if (fieldStart < 0) fieldStart = index;
-        }
-        continue;
-      }
-      if (this.state === 'quote-in-quoted') {
-        if (character === '"') {
-          this.field += '"';
-          this.state = 'quoted';
-          continue;
-        }
-        if (character !== this.delimiter && character !== '\n' && character !== '\r') {
-          throw new ApiError('VALIDATION_ERROR', {
-            message: `The CSV file could not be parsed (near line ${this.line}): a quoted field must end at a delimiter or a line end.`,
-          });
-        }
-        this.state = 'unquoted';
-      }
-      if (character === this.delimiter) {
-        flushRun(index);
-        this.endField();
-        if (this.record.length > MAX_CSV_COLUMNS) throw tooManyColumns();
-        this.state = 'start';
-      } else if (character === '\n' || character === '\r') {
-        flushRun(index);
-        done.push(this.endRecord());
-        this.line++;
-        this.state = character === '\r' ? 'after-cr' : 'start';
-      } else if (character === '"' && this.state === 'start') {
-        this.state = 'quoted';
-      } else {
-        if (fieldStart < 0) fieldStart = index;
-        this.state = 'unquoted';
-      }
-    }
-    flushRun(text.length);
-    return done;
-  }
-
-  /** The last record, when the file does not end with a line break. */
-  end(): string[][] {
-    if (this.state === 'quoted') {
-      throw new ApiError('VALIDATION_ERROR', {
-        message: `The CSV file could not be parsed (near line ${this.line}): a quoted field is not closed.`,
-      });
-    }
-    if (this.state === 'start' && this.record.length === 0 && this.field === '') return [];
-    if (this.state === 'after-cr') return [];
-    return [this.endRecord()];
-  }
-
-  private endField(): void {
-    this.record.push(this.field);
-    this.field = '';
-  }
-
-  private endRecord(): string[] {
-    this.endField();
-    const record = this.record;
-    this.record = [];
-    return record;
-  }
+function unparsable(error: CsvError): ApiError {
+  const why = error.code === 'CSV_QUOTE_NOT_CLOSED' ? 'a quoted field is not closed' : error.message;
+  return new ApiError('VALIDATION_ERROR', {
+    message: `The CSV file could not be parsed (near line ${error.lines}): ${why}.`,
+  });
 }
 
 function tooManyColumns(): ApiError {

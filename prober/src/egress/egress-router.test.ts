@@ -213,7 +213,7 @@ describe('a SOCKS5 egress', () => {
     const report = await through.probe(companyRequest(1, ['user1']), deps());
     const failure = report.perAddress[0]?.failure;
     expect(failure?.kind).toBe('connection_failed');
-    expect(failure?.message).toContain('refused the user name and password');
+    expect(failure?.message).toContain('Socks5 Authentication failed');
     expect(failure?.message).not.toContain('wrong');
     expect(proxy.stats().authFailures).toBe(failures + 1);
   });

@@ -357,15 +357,18 @@ export class SmtpSession {
       };
       const egress = this.#egress;
       if (egress?.kind === 'socks5') {
-        const { socket, ready } = socks5Connect(egress.proxy, { host: this.ip, port: this.port });
+        const { socket, ready } = socks5Connect(
+          egress.proxy,
+          { host: this.ip, port: this.port },
+          this.#timeouts.connectMs,
+        );
         this.#socket = socket;
         this.#closed = new Promise((resolve) => socket.once('close', () => resolve()));
         ready.then(
           () => {
             if (this.#finished || this.#failure) return;
+            // Listening now, in the turn `ready` resolved in, reads what the server already said.
             this.#listen(socket);
-            // socks5Connect paused it with what the server already said put back: read on.
-            socket.resume();
             connected();
           },
           (error: Error) =>
