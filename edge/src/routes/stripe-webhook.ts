@@ -45,6 +45,12 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
     }
     const outcome = await applyStripeEvent({ db: c.get('db'), config, stripe, now: Date.now() }, event);
     log.info('stripe event', { event: event.id, type: event.type, outcome });
+    if (outcome === 'deferred') {
+      // An error answer: Stripe delivers the event again later (https://docs.stripe.com/webhooks#retries).
+      throw new ApiError('SERVICE_UNAVAILABLE', {
+        message: 'The payment this event is about is not recorded yet; deliver the event again later.',
+      });
+    }
     return c.json({ received: true, outcome });
   });
 }
