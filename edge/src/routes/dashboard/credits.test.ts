@@ -10,6 +10,7 @@ import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/api-keys.ts';
 import { formatPrice, watchBalance, watchDepsOf } from '../../services/purchases.ts';
 import { createDb } from '../../storage/db.ts';
+import { MAX_EVENT_BYTES } from '../stripe-webhook.ts';
 
 const FAKE_STRIPE = env.STRIPE_API_URL;
 const PACK = configOf(env).CREDIT_PACKS[0] as { credits: number; price: number };
@@ -237,6 +238,29 @@ describe('buying credits', () => {
     }
     expect(await balanceOf(accountId)).toBe(before);
     expect((await purchaseRows(accountId))[0]?.status).toBe('pending');
+  });
+
+  it('a body past the limit without a Content-Length is refused while it streams in, not read to the end', async () => {
+    const chunk = new Uint8Array(16 * 1024).fill(0x20);
+    let pulled = 0;
+    // 4 MB of spaces without a Content-Length (chunked): reading stops at the limit.
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= 4 * 1024 * 1024) return controller.close();
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const refused = await exports.default.fetch(
+      new Request('https://edge.test/stripe/webhook', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+        body: endless,
+      }),
+    );
+    expect(refused.status).toBe(413);
+    expect(await refused.json()).toMatchObject({ success: false, code: 'PAYLOAD_TOO_LARGE' });
+    expect(pulled).toBeLessThan(MAX_EVENT_BYTES + 4 * chunk.byteLength);
   });
 
   it('a refund takes back the unspent credits in proportion, never below zero, once per refunded amount', async () => {
