@@ -84,6 +84,8 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
       siteverifyUrl: config.TURNSTILE_SITEVERIFY_URL,
       token: c.req.header(TURNSTILE_TOKEN_HEADER) ?? '',
       clientAddress,
+      // apiKeyAuth admitted the call only with an Origin the key lists.
+      origin: c.req.header('origin') ?? '',
     });
     if (!passes) {
       throw new ApiError('CHALLENGE_FAILED', {

@@ -6,7 +6,7 @@ import type { KeyLimiter } from '../objects/key-limiter.ts';
 import { networkPrefix } from './client-network.ts';
 import { DAY_MS, utcDayStart } from './quotas.ts';
 import { open } from './secret-box.ts';
-import { type TurnstileConfig, turnstilePasses } from './turnstile.ts';
+import { PUBLISHABLE_TURNSTILE_ACTION, type TurnstileConfig, turnstilePasses } from './turnstile.ts';
 
 /**
  * Calls one client network may make with one publishable key per minute. The network is the
@@ -63,6 +63,8 @@ export async function publishableTurnstilePasses(
     siteverifyUrl: string;
     token: string;
     clientAddress: string | null;
+    /** The page's origin (one the key lists): the token must have been solved on its host. */
+    origin: string;
   },
   fetcher: typeof fetch = fetch,
 ): Promise<boolean> {
@@ -72,5 +74,11 @@ export async function publishableTurnstilePasses(
     TURNSTILE_SECRET_KEY: await open(input.secretsKey, input.sealedSecret),
     TURNSTILE_SITEVERIFY_URL: input.siteverifyUrl,
   };
-  return turnstilePasses(config, input.token, input.clientAddress, fetcher);
+  return turnstilePasses(
+    config,
+    input.token,
+    input.clientAddress,
+    { hostname: new URL(input.origin).hostname, action: PUBLISHABLE_TURNSTILE_ACTION },
+    fetcher,
+  );
 }
