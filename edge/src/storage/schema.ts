@@ -399,8 +399,11 @@ export const idempotencyKeys = sqliteTable(
     responseStatus: integer('response_status'),
     responseBody: text('response_body'),
     createdAt: integer('created_at').notNull(),
-    // When the running request took the key; a key held far longer than any request is taken over.
+    // When the running request took the key; a key held far longer than any request is taken over,
+    // unless it charged: then its answer is lost, and running it again would charge twice.
     lockedAt: integer('locked_at').notNull(),
+    // The ledger reference the holding request charges under (its request id, or its job id).
+    chargeReference: text('charge_reference'),
   },
   (table) => [
     primaryKey({ columns: [table.accountId, table.mode, table.key] }),
