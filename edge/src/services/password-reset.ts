@@ -4,24 +4,36 @@
 // earlier link needs. The password is replaced only if the hash is still the one the link was
 // checked against, so two uses of one link at once change it once. A reset ends every session
 // of the account. Asking for a link answers the same whether or not the address has an
-// account; it is counted per client network and, with the confirmation emails, per mailbox.
+// account; it is counted per client network.
+//
+// Anyone may ask for a link to anyone's address, so no allowance a request spends may stand
+// between the owner and a link: reset emails are not counted with the confirmation emails (which
+// strangers spend by signing up with the address), and a mailbox gets a new link at most every
+// RESET_MAIL_INTERVAL_MS, half a link's life. A request in between sends nothing and answers as
+// one that sent, because the mailbox holds a link sent since, good for at least half an hour
+// more: whoever asks, and however often, the owner always has a working link in the inbox, and
+// the mailbox receives at most two reset emails an hour.
+import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
 import { findAccount, findAccountByEmail } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { deleteAccountSessions, replacePasswordHash } from '../storage/sessions.ts';
 import { normaliseAccountEmail, passwordProblem } from './dashboard-accounts.ts';
 import { admitSignInAttempt } from './dashboard-sign-in-limits.ts';
-import { type AccountMailDeps, admitAccountMail } from './email-confirmation.ts';
+import type { AccountMailDeps } from './email-confirmation.ts';
 import { hashPassword } from './passwords.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 
 export const PASSWORD_RESET_TTL_MS = 3_600_000;
+/** A mailbox gets a new reset link at most this often: the last one then has half its life left. */
+export const RESET_MAIL_INTERVAL_MS = PASSWORD_RESET_TTL_MS / 2;
 export const PASSWORD_RESET_PATH = '/reset-password';
 
 export type ResetRequestOutcome = { kind: 'sent' } | { kind: 'limited'; retryAfterSeconds: number };
 
 /**
- * Sends a reset link to the account of `email`, if there is one. Counted per network and per
- * mailbox before anything is looked up, so the answer and the limits tell nothing about accounts.
+ * Sends a reset link to the account of `email`, if there is one and its mailbox got none in the
+ * last RESET_MAIL_INTERVAL_MS. Counted per network before anything is looked up, so the answer
+ * and the limits tell nothing about accounts.
  */
 export async function requestPasswordReset(
   deps: AccountMailDeps,
@@ -34,10 +46,8 @@ export async function requestPasswordReset(
     email,
   });
   if (!attempt.allowed) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
-  const mail = await admitAccountMail(deps.limiters, email);
-  if (!mail.allowed) return { kind: 'limited', retryAfterSeconds: mail.retryAfterSeconds };
   const account = await findAccountByEmail(deps.db, email);
-  if (account?.email && account.passwordHash) {
+  if (account?.email && account.passwordHash && (await admitResetMail(deps.limiters, account.email))) {
     const expiresAt = input.now + PASSWORD_RESET_TTL_MS;
     const token = await signLink(deps.secretsKey, 'password reset', {
       accountId: account.id,
@@ -52,6 +62,12 @@ export async function requestPasswordReset(
     });
   }
   return { kind: 'sent' };
+}
+
+/** Whether the mailbox of `email` may get a new reset link now (RESET_MAIL_INTERVAL_MS). */
+async function admitResetMail(limiters: AccountMailDeps['limiters'], email: string): Promise<boolean> {
+  const limiter = limiters.get(limiters.idFromName(`reset-mail:${normaliseMailbox(email)}`));
+  return (await limiter.hit(1, RESET_MAIL_INTERVAL_MS)).allowed;
 }
 
 export type ResetLink =
