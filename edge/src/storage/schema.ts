@@ -28,6 +28,10 @@ export const accounts = sqliteTable('accounts', {
   // Credits a lost dispute left owed (the disputed purchase's credits already spent); the next
   // purchases settle it before their credits reach the balance.
   creditDebt: integer('credit_debt').notNull().default(0),
+  // When the password was last set through a reset link, until the owner has looked at the API
+  // keys made before then (whoever held the account may have made them): the keys page lists
+  // them. Null: nothing to review.
+  keysReviewBefore: integer('keys_review_before'),
 });
 
 /**

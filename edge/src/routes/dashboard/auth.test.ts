@@ -575,6 +575,55 @@ describe('password reset', () => {
     expect((await new CookieClient().logIn(email, PASSWORD)).status).toBe(303);
   });
 
+  it('answers a known and an unknown address alike even when the email cannot be sent: it leaves off the request path', async () => {
+    const { email } = await signedIn('reset-offpath');
+    // The console sender refuses a link for a host other than loopback, as a misconfigured
+    // deployment's sender fails: the failure must not show in the answer.
+    const answers = [];
+    for (const address of [email, uniqueEmail('reset-offpath-unknown')]) {
+      const client = new CookieClient(undefined, null, 'https://rcpt.example');
+      answers.push(await askForLink(client, address));
+    }
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toContain('If an account uses this email address, it has a link');
+    }
+    expect(resetLinkCount(email)).toBe(0);
+  });
+
+  it('lists the API keys made before a reset on the keys page until the owner has looked at them', async () => {
+    const { client, email } = await signedIn('reset-keys');
+    const made = await client.submit('/keys', '/keys', { name: 'made before', mode: 'test' });
+    expect(made.status).toBe(201);
+    expect(await (await client.get('/keys')).text()).not.toContain('data-testid="keys-to-review"');
+    await askForLink(new CookieClient(), email);
+    const path = await linkPath(email);
+    const browser = new CookieClient();
+    const token = new URL(path, 'https://x.invalid').searchParams.get('token') ?? '';
+    expect((await browser.submit(path, '/reset-password', { token, password: NEW_PASSWORD })).status).toBe(
+      303,
+    );
+
+    const owner = new CookieClient();
+    expect((await owner.logIn(email, NEW_PASSWORD)).status).toBe(303);
+    const after = await owner.submit('/keys', '/keys', { name: 'made after', mode: 'test' });
+    expect(after.status).toBe(201);
+    const page = await (await owner.get('/keys')).text();
+    const listed = /data-testid="keys-to-review"[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
+    expect(listed).toContain('made before');
+    expect(listed).not.toContain('made after');
+    expect(listed).toContain('/revoke');
+
+    expect(
+      (
+        await owner.submit('/keys', '/keys/reviewed', {
+          before: /name="before" value="(\d+)"/.exec(page)?.[1] ?? '',
+        })
+      ).status,
+    ).toBe(303);
+    expect(await (await owner.get('/keys')).text()).not.toContain('data-testid="keys-to-review"');
+  });
+
   it(`limits requests per network (${RESET_LIMITS.perNetwork} an hour), not per address`, async () => {
     const [high = 0, low = 0] = crypto.getRandomValues(new Uint8Array(2));
     const network = `10.${high}.${low}`;

@@ -79,12 +79,11 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
-    const outcome = await requestPasswordReset(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
-      email,
-      clientIp: clientIp(c),
-      origin: new URL(c.req.url).origin,
-      now: Date.now(),
-    });
+    const outcome = await requestPasswordReset(
+      accountMailDepsOf(c.get('db'), c.get('config'), c.env),
+      { email, clientIp: clientIp(c), origin: new URL(c.req.url).origin, now: Date.now() },
+      (work) => c.executionCtx.waitUntil(work),
+    );
     if (outcome.kind === 'limited') {
       c.header('Retry-After', String(outcome.retryAfterSeconds));
       return renderPage(
