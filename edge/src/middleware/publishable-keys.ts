@@ -79,6 +79,8 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
   if (limits.turnstileSecret) {
     const config = c.get('config');
     const passes = await publishableTurnstilePasses({
+      db: c.get('db'),
+      keyId: apiKeyId,
       sealedSecret: limits.turnstileSecret,
       secretsKey: config.SECRETS_KEY,
       siteverifyUrl: config.TURNSTILE_SITEVERIFY_URL,

@@ -24,7 +24,7 @@ import { jobView } from './batch-jobs.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
 import { domainChangesOf } from './job-watch.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from './quotas.ts';
-import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
+import { fromBase64, openStored, type SealedPlace, seal, toBase64 } from './secret-box.ts';
 import { dohClientFor } from './verify-deps.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
@@ -86,6 +86,11 @@ export async function setDefaultWebhookUrl(
   return webhookUrl;
 }
 
+/** Where an account's webhook signing secret is stored, sealed. */
+function webhookSecretPlace(accountId: string): SealedPlace {
+  return { table: 'accounts', column: 'webhook_secret', rowId: accountId };
+}
+
 /** A new signing secret for the account; the previous one stops working. Shown once. */
 export async function rotateWebhookSecret(
   db: Db,
@@ -94,7 +99,8 @@ export async function rotateWebhookSecret(
 ): Promise<string> {
   await requireConfirmedEmail(db, accountId);
   const secret = `${SECRET_PREFIX}${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
-  await setAccountWebhook(db, accountId, { webhookSecret: await seal(secretsKey, secret) });
+  const sealed = await seal(secretsKey, secret, webhookSecretPlace(accountId));
+  await setAccountWebhook(db, accountId, { webhookSecret: sealed });
   return secret;
 }
 
@@ -217,7 +223,12 @@ async function attemptDelivery(
     error = refusal;
   } else {
     try {
-      const secret = await open(config.SECRETS_KEY, account.webhookSecret);
+      const secret = await openStored(
+        db,
+        config.SECRETS_KEY,
+        account.webhookSecret,
+        webhookSecretPlace(account.id),
+      );
       const timestamp = Math.floor(now / 1000);
       const response = await fetch(delivery.url, {
         method: 'POST',
