@@ -50,22 +50,20 @@ function sealingKey(secretsKey: string | undefined): Promise<CryptoKey> {
   const raw = rawSecretsKey(secretsKey);
   let key = sealingKeys.get(secretsKey as string);
   if (!key) {
-    key = crypto.subtle
-      .importKey('raw', raw, 'HKDF', false, ['deriveKey'])
-      .then((base) =>
-        crypto.subtle.deriveKey(
-          {
-            name: 'HKDF',
-            hash: 'SHA-256',
-            salt: new Uint8Array(0),
-            info: new TextEncoder().encode(SEAL_INFO),
-          },
-          base,
-          { name: 'AES-GCM', length: 256 },
-          false,
-          ['encrypt', 'decrypt'],
-        ),
-      );
+    key = crypto.subtle.importKey('raw', raw, 'HKDF', false, ['deriveKey']).then((base) =>
+      crypto.subtle.deriveKey(
+        {
+          name: 'HKDF',
+          hash: 'SHA-256',
+          salt: new Uint8Array(0),
+          info: new TextEncoder().encode(SEAL_INFO),
+        },
+        base,
+        { name: 'AES-GCM', length: 256 },
+        false,
+        ['encrypt', 'decrypt'],
+      ),
+    );
     sealingKeys.set(secretsKey as string, key);
   }
   return key;
