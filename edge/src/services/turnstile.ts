@@ -14,14 +14,7 @@ import type { Config } from '../config.ts';
 export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 export const TURNSTILE_SCRIPT = `${TURNSTILE_ORIGIN}/turnstile/v0/api.js`;
 export const TURNSTILE_FIELD = 'cf-turnstile-response';
-/** The `data-action` of the dashboard's sign-up widget. */
-export const SIGNUP_TURNSTILE_ACTION = 'signup';
-/**
- * The `data-action` a customer's Turnstile widget must have for its tokens to open a publishable
- * key's check (docs/publishable-keys.md): a token of the same site's other widgets (its login
- * form, say) does not.
- */
-export const PUBLISHABLE_TURNSTILE_ACTION = 'rcpt-verify';
+export { PUBLISHABLE_TURNSTILE_ACTION, SIGNUP_TURNSTILE_ACTION } from './turnstile-actions.ts';
 
 /** Where and for what the token must have been solved: Siteverify's `hostname` and `action`. */
 export interface TurnstileExpectation {
