@@ -432,21 +432,15 @@ export async function reconcileTopUp(
   purchase: Purchase,
   customerId: string,
 ): Promise<boolean> {
-  if (purchase.status !== 'pending') {
-    // Settled already (its webhook came between two reads): this frees only the slot.
-    await closeUnpaidPurchase(deps.db, {
-      purchaseId: purchase.id,
-      status: 'expired',
-      reason: null,
-      now: deps.now,
-    });
-    return true;
-  }
-  const intent = purchase.paymentIntentId
-    ? await deps.stripe.paymentIntents.retrieve(purchase.paymentIntentId)
-    : await intentOfPurchase(deps.stripe, customerId, purchase.id);
+  // Settled already (its webhook came between two reads), or unknown to Stripe (its creation
+  // never reached Stripe: nothing was charged): closing it frees the slot, and closes a pending one.
+  const intent =
+    purchase.status !== 'pending'
+      ? null
+      : purchase.paymentIntentId
+        ? await deps.stripe.paymentIntents.retrieve(purchase.paymentIntentId)
+        : await intentOfPurchase(deps.stripe, customerId, purchase.id);
   if (!intent) {
-    // Stripe has no PaymentIntent for it: its creation never reached Stripe, nothing was charged.
     await closeUnpaidPurchase(deps.db, {
       purchaseId: purchase.id,
       status: 'expired',

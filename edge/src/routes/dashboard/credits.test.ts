@@ -110,6 +110,28 @@ async function purchaseRows(accountId: string) {
   return results;
 }
 
+/**
+ * A new account with a saved card whose automatic top-up (the larger pack, threshold just above
+ * the balance) has started: the top-up purchase, and the balance before it.
+ */
+async function topUpStarted(label: string, settings: Record<string, string> = {}) {
+  const { client, accountId } = await signedInAccount(label);
+  const sessionId = await buy(client, { saveCard: true });
+  await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'));
+  const balance = await balanceOf(accountId);
+  await client.submit('/credits', '/credits/settings', {
+    autoTopUp: 'true',
+    autoTopUpThreshold: String(balance + 1),
+    autoTopUpCredits: String(TOP_UP_PACK.credits),
+    ...settings,
+  });
+  const topUp = await untilValue(
+    async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
+    'the automatic top-up purchase',
+  );
+  return { client, accountId, balance, topUp };
+}
+
 describe('buying credits', () => {
   it('without Stripe keys the Credits page says purchases are off, and the webhook answers 503', async () => {
     const off = { STRIPE_SECRET_KEY: '', STRIPE_WEBHOOK_SECRET: '' };
@@ -458,19 +480,7 @@ describe('buying credits', () => {
   });
 
   it('a slow top-up webhook: the watch reconciles with Stripe before another top-up, granting once, and the late event adds nothing', async () => {
-    const { client, accountId } = await signedInAccount('slowhook');
-    const sessionId = await buy(client, { saveCard: true });
-    await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'));
-    const balance = await balanceOf(accountId);
-    await client.submit('/credits', '/credits/settings', {
-      autoTopUp: 'true',
-      autoTopUpThreshold: String(balance + 1),
-      autoTopUpCredits: String(TOP_UP_PACK.credits),
-    });
-    const topUp = await untilValue(
-      async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
-      'the automatic top-up purchase',
-    );
+    const { accountId, balance, topUp } = await topUpStarted('slowhook');
     // Stripe charged the card and sent its event, but the event has not reached rcpt.
     const succeeded = await eventOf(topUp.id, 'payment_intent.succeeded');
     const startedAt = Date.now();
@@ -497,19 +507,7 @@ describe('buying credits', () => {
   });
 
   it("a top-up whose creation answer was lost is found among the customer's PaymentIntents and settled once", async () => {
-    const { client, accountId } = await signedInAccount('lostanswer');
-    const sessionId = await buy(client, { saveCard: true });
-    await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'));
-    const balance = await balanceOf(accountId);
-    await client.submit('/credits', '/credits/settings', {
-      autoTopUp: 'true',
-      autoTopUpThreshold: String(balance + 1),
-      autoTopUpCredits: String(TOP_UP_PACK.credits),
-    });
-    const topUp = await untilValue(
-      async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
-      'the automatic top-up purchase',
-    );
+    const { accountId, balance, topUp } = await topUpStarted('lostanswer');
     await eventOf(topUp.id, 'payment_intent.succeeded');
     // As if the answer to the PaymentIntent's creation never came back: rcpt does not know its id.
     await env.DB.prepare('UPDATE purchases SET payment_intent_id = NULL WHERE id = ?1').bind(topUp.id).run();
@@ -522,26 +520,14 @@ describe('buying credits', () => {
   });
 
   it('at most the daily limit of top-ups a day, then one email that day', async () => {
-    const { client, accountId } = await signedInAccount('toplimit');
-    const sessionId = await buy(client, { saveCard: true });
-    await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'));
+    // Signed up before the console is listened to: the sign-up's link is read from it.
+    const { accountId, topUp: first } = await topUpStarted('toplimit', { autoTopUpDailyLimit: '1' });
     const lines: string[] = [];
     const original = console.log;
     console.log = (...items: unknown[]) => {
       lines.push(items.map(String).join(' '));
     };
     try {
-      const threshold = (await balanceOf(accountId)) + 1;
-      await client.submit('/credits', '/credits/settings', {
-        autoTopUp: 'true',
-        autoTopUpThreshold: String(threshold),
-        autoTopUpCredits: String(TOP_UP_PACK.credits),
-        autoTopUpDailyLimit: '1',
-      });
-      const first = await untilValue(
-        async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
-        'the first top-up',
-      );
       await deliverEvent(await eventOf(first.id, 'payment_intent.succeeded'));
       // Spent below the threshold again the same day: no second top-up, one email saying why.
       await spendDownTo(accountId, 5);
@@ -581,20 +567,16 @@ describe('buying credits', () => {
     ]);
 
     // Paid work is refused before anything is charged; test keys still work.
-    const live = await createApiKey(createDb(env.DB), {
-      accountId,
-      name: 'live',
-      mode: 'live',
-      maxActiveKeys: configOf(env).QUOTA_API_KEYS,
-      now: Date.now(),
-    });
-    const test = await createApiKey(createDb(env.DB), {
-      accountId,
-      name: 'test',
-      mode: 'test',
-      maxActiveKeys: configOf(env).QUOTA_API_KEYS,
-      now: Date.now(),
-    });
+    const keyOf = (mode: 'live' | 'test') =>
+      createApiKey(createDb(env.DB), {
+        accountId,
+        name: mode,
+        mode,
+        maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+        now: Date.now(),
+      });
+    const live = await keyOf('live');
+    const test = await keyOf('test');
     const refused = await call('/api/v1/verify', {
       key: live.secret,
       json: { email: 'someone@[192.0.2.1]' },
