@@ -78,7 +78,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `CHALLENGE_FAILED`: The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `PAYMENT_DISPUTED`: A payment of this account is disputed with the card's bank: paid work (live verifications, uploads) and new payments are suspended until the dispute closes. Test keys still work. `CHALLENGE_FAILED`: The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -270,7 +270,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `PAYMENT_DISPUTED`: A payment of this account is disputed with the card's bank: paid work (live verifications, uploads) and new payments are suspended until the dispute closes. Test keys still work. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1599,7 +1599,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "PAYMENT_DISPUTED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {

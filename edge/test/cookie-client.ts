@@ -101,12 +101,17 @@ export class CookieClient {
   /** Worker vars over the test env for every request of this client (a deployment's options). */
   readonly vars: Record<string, string> | null;
 
+  /** Where the dashboard is reached (its scheme and host). */
+  readonly origin: string;
+
   constructor(
     ip = `2001:db8:${randomGroup()}:${randomGroup()}::1`,
     vars: Record<string, string> | null = null,
+    origin = DASHBOARD_ORIGIN,
   ) {
     this.ip = ip;
     this.vars = vars;
+    this.origin = origin;
   }
 
   async request(path: string, init: RequestInit = {}): Promise<Response> {
@@ -115,7 +120,7 @@ export class CookieClient {
     if (this.cookies.size > 0) {
       headers.set('Cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));
     }
-    const request = new Request(`${DASHBOARD_ORIGIN}${path}`, { ...init, headers, redirect: 'manual' });
+    const request = new Request(`${this.origin}${path}`, { ...init, headers, redirect: 'manual' });
     const response = this.vars
       ? await fetchWithVars(request, this.vars)
       : await exports.default.fetch(request);

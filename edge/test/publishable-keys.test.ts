@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { configOf } from '../src/config.ts';
 import { createPublishableKey } from '../src/services/api-keys.ts';
 import { PUBLISHABLE_PER_CLIENT } from '../src/services/publishable-keys.ts';
+import { PUBLISHABLE_TURNSTILE_ACTION } from '../src/services/turnstile.ts';
 import { balanceOf, call, db, ledgerOf, newCaller } from './fixtures.ts';
 
 const SHOP = 'https://shop.example';
@@ -164,8 +165,15 @@ describe('a publishable key with Turnstile on', () => {
     vi.restoreAllMocks();
   });
 
-  /** Siteverify as Cloudflare documents it: form fields in, `{ success }` out. */
-  function stubSiteverify(secret: string, validToken: string): { secret: string; response: string }[] {
+  /**
+   * Siteverify as Cloudflare documents it: form fields in, `{ success, hostname, action }` out, the
+   * token solved on `solved` (by default the shop's page, with the action rcpt asks for).
+   */
+  function stubSiteverify(
+    secret: string,
+    validToken: string,
+    solved = { hostname: new URL(SHOP).hostname, action: PUBLISHABLE_TURNSTILE_ACTION },
+  ): { secret: string; response: string }[] {
     const calls: { secret: string; response: string }[] = [];
     const realFetch = globalThis.fetch;
     vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
@@ -174,7 +182,8 @@ describe('a publishable key with Turnstile on', () => {
       const form = init?.body as FormData;
       const fields = { secret: String(form.get('secret')), response: String(form.get('response')) };
       calls.push(fields);
-      return Response.json({ success: fields.secret === secret && fields.response === validToken });
+      const success = fields.secret === secret && fields.response === validToken;
+      return Response.json(success ? { success, ...solved } : { success });
     });
     return calls;
   }
@@ -202,5 +211,24 @@ describe('a publishable key with Turnstile on', () => {
       .bind(key)
       .first<{ turnstile_secret: string }>();
     expect(stored?.turnstile_secret).not.toContain('customer-turnstile-secret');
+  });
+
+  it("refuses a valid token solved on another site's page or by another of the shop's widgets", async () => {
+    const { accountId, key } = await newPublishableKey({
+      dailyCap: 5,
+      credits: 10,
+      turnstileSecret: 'customer-turnstile-secret',
+    });
+    for (const solved of [
+      { hostname: 'attacker.example', action: PUBLISHABLE_TURNSTILE_ACTION },
+      { hostname: new URL(SHOP).hostname, action: 'login' },
+    ]) {
+      vi.restoreAllMocks();
+      stubSiteverify('customer-turnstile-secret', 'good-token', solved);
+      const response = await verifyFrom(key, SHOP, { 'X-Turnstile-Token': 'good-token' });
+      expect(response.status, JSON.stringify(solved)).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'CHALLENGE_FAILED' });
+    }
+    expect(await balanceOf(accountId)).toBe(10);
   });
 });

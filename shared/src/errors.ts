@@ -37,6 +37,12 @@ export const ERRORS = {
     message:
       'The check that a person is there (Cloudflare Turnstile) did not pass; complete it and try again.',
   },
+  PAYMENT_DISPUTED: {
+    httpStatus: 403,
+    message:
+      "A payment of this account is disputed with the card's bank: paid work (live verifications, uploads) " +
+      'and new payments are suspended until the dispute closes. Test keys still work.',
+  },
   KEY_SCOPE_DENIED: {
     httpStatus: 403,
     message: "This API key's scopes do not include this operation; `details` names the scopes it holds.",

@@ -115,11 +115,13 @@ describe('buying credits', () => {
     await expect.poll(() => headerBalance()).toBe(1_600);
     await page.getByLabel('Buy a pack automatically when the balance falls below the threshold').check();
     await page.getByLabel('Threshold (credits)').fill('2000');
+    // The threshold is at most the pack a top-up buys: the 10,000-credit pack.
+    await page.getByLabel('Pack', { exact: true }).selectOption('10000');
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await page.waitForURL('**/credits?saved=saved');
     await expectAccessible('credits with automatic top-up');
     // Saving a threshold above the balance starts one top-up; its webhook grants the pack.
-    await expect.poll(() => headerBalance()).toBe(2_600);
+    await expect.poll(() => headerBalance()).toBe(11_600);
     const stripe = fakeStripe();
     const topUps = stripe.events.filter(
       (event) =>

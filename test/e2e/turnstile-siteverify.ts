@@ -4,20 +4,24 @@
 // `{ success, "error-codes" }`. A token is valid once: "A replayed token will be rejected with
 // the `timeout-or-duplicate` error code"; an unknown one is `invalid-input-response`, a wrong
 // secret `invalid-input-secret`, no token `missing-input-response`. The tokens it accepts are
-// the ones `issueToken` handed out, as Turnstile's widget hands them to a page.
+// the ones `issueToken` handed out, as Turnstile's widget hands them to a page; a valid token's
+// answer names the `hostname` it was solved on and the widget's `action`, as Siteverify's does.
 import { createServer, type Server } from 'node:http';
 
 export interface FakeSiteverify {
   url: string;
-  /** A new token, as the widget would put in `cf-turnstile-response` after a challenge. */
-  issueToken(): string;
+  /**
+   * A new token, as the widget would put in `cf-turnstile-response` after a challenge solved on a
+   * page of `solved.hostname` by a widget with `data-action` `solved.action`.
+   */
+  issueToken(solved: { hostname: string; action: string }): string;
   /** Every validation asked, in order. */
   calls: { secret: string; response: string; remoteip: string | null; success: boolean }[];
   close(): Promise<void>;
 }
 
 export async function startFakeSiteverify(secret: string): Promise<FakeSiteverify> {
-  const issued = new Set<string>();
+  const issued = new Map<string, { hostname: string; action: string }>();
   const redeemed = new Set<string>();
   const calls: FakeSiteverify['calls'] = [];
   let counter = 0;
@@ -47,16 +51,23 @@ export async function startFakeSiteverify(secret: string): Promise<FakeSiteverif
     if (success) redeemed.add(token);
     calls.push({ secret: field('secret') ?? '', response: token, remoteip: field('remoteip'), success });
     response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ success, 'error-codes': errorCodes }));
+    const solved = success ? issued.get(token) : undefined;
+    response.end(
+      JSON.stringify({
+        success,
+        'error-codes': errorCodes,
+        ...(solved ? { ...solved, challenge_ts: new Date().toISOString(), cdata: '' } : {}),
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
   return {
     url: `http://127.0.0.1:${address.port}/turnstile/v0/siteverify`,
-    issueToken() {
+    issueToken(solved) {
       const token = `turnstile-token-${++counter}-${crypto.randomUUID()}`;
-      issued.add(token);
+      issued.set(token, solved);
       return token;
     },
     calls,

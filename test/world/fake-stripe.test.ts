@@ -168,4 +168,76 @@ describe('fake Stripe', () => {
       statusCode: 400,
     });
   });
+
+  test('the 0259 card is paid, then disputed; the dispute closes won or lost with the evidence text, as Stripe test mode does', async () => {
+    const outcomes: Record<string, string> = {};
+    for (const evidence of ['winning_evidence', 'losing_evidence', null] as const) {
+      const session = await openSession(false);
+      await fake.payCheckout(session.id, TEST_CARDS.disputed);
+      const intentId = (await stripe.checkout.sessions.retrieve(session.id)).payment_intent as string;
+      const created = received.find(
+        (event) =>
+          event.type === 'charge.dispute.created' &&
+          (event.data.object as Stripe.Dispute).payment_intent === intentId,
+      );
+      const dispute = created?.data.object as Stripe.Dispute;
+      // The Dispute object as Stripe documents it (https://docs.stripe.com/api/disputes/object).
+      expect(dispute).toMatchObject({
+        object: 'dispute',
+        amount: 900,
+        currency: 'usd',
+        reason: 'fraudulent',
+        status: 'needs_response',
+        charge: expect.stringMatching(/^ch_/),
+        evidence: expect.objectContaining({ uncategorized_text: null }),
+        evidence_details: expect.objectContaining({ has_evidence: false, submission_count: 0 }),
+      });
+      expect(dispute.id).toMatch(/^du_/);
+      expect((await stripe.disputes.retrieve(dispute.id)).status).toBe('needs_response');
+      if (evidence === null) await stripe.disputes.close(dispute.id);
+      else await stripe.disputes.update(dispute.id, { evidence: { uncategorized_text: evidence } });
+      await until(
+        () =>
+          received.some(
+            (event) => event.type === 'charge.dispute.closed' && event.data.object.id === dispute.id,
+          ),
+        'the charge.dispute.closed delivery',
+      );
+      const closed = received.find(
+        (event) => event.type === 'charge.dispute.closed' && event.data.object.id === dispute.id,
+      );
+      outcomes[evidence ?? 'accepted'] = String((closed?.data.object as Stripe.Dispute | undefined)?.status);
+      await expect(stripe.disputes.close(dispute.id)).rejects.toMatchObject({ statusCode: 400 });
+    }
+    expect(outcomes).toEqual({ winning_evidence: 'won', losing_evidence: 'lost', accepted: 'lost' });
+  });
+
+  test('a held delivery is posted only when released, after events that happened later', async () => {
+    const hold = fake.holdDeliveries(['payment_intent.succeeded']);
+    const session = await openSession(false);
+    await fake.payCheckout(session.id);
+    const intentId = (await stripe.checkout.sessions.retrieve(session.id)).payment_intent as string;
+    const about = (event: Stripe.Event) =>
+      event.type === 'payment_intent.succeeded' && event.data.object.id === intentId;
+    // The event happened (its object says so, and it is listed), but the endpoint has not seen it;
+    // the session's own event, which came after it, was delivered.
+    expect(fake.events.some((event) => about(event as unknown as Stripe.Event))).toBe(true);
+    expect(received.some(about)).toBe(false);
+    expect(
+      received.some(
+        (event) => event.type === 'checkout.session.completed' && event.data.object.id === session.id,
+      ),
+    ).toBe(true);
+    expect(await hold.release()).toEqual([200]);
+    expect(received.filter(about)).toHaveLength(1);
+  });
+
+  test('lists PaymentIntents of a customer, newest first', async () => {
+    const session = await openSession(true);
+    await fake.payCheckout(session.id);
+    const customer = (await stripe.checkout.sessions.retrieve(session.id)).customer as string;
+    const listed = await stripe.paymentIntents.list({ customer, limit: 100 });
+    expect(listed.data.map((intent) => intent.customer)).toEqual([customer]);
+    expect(listed.data[0]?.id).toBe((await stripe.checkout.sessions.retrieve(session.id)).payment_intent);
+  });
 });

@@ -17,7 +17,17 @@
 // - a Checkout Session in `payment` mode completes with `checkout.session.completed`; a
 //   PaymentIntent confirmed off-session sends `payment_intent.succeeded` or
 //   `payment_intent.payment_failed`; a refund sends `charge.refunded` with the charge's
-//   cumulative `amount_refunded` (https://docs.stripe.com/api/events/types).
+//   cumulative `amount_refunded` (https://docs.stripe.com/api/events/types);
+// - disputes (https://docs.stripe.com/testing#disputes): a charge of 4000 0000 0000 0259 succeeds
+//   and is then disputed as fraudulent (`charge.dispute.created`, then
+//   `charge.dispute.funds_withdrawn`), one of 4000 0000 0000 1976 opens an inquiry
+//   (`warning_needs_response`, no funds withdrawn). Updating the dispute with the evidence text
+//   `winning_evidence` or `losing_evidence` closes it won or lost, and closing it
+//   (`POST /v1/disputes/:id/close`, accepting it) closes it lost, each with `charge.dispute.closed`
+//   (https://docs.stripe.com/disputes/api#test-evidence). The Dispute object has Stripe's shape
+//   (https://docs.stripe.com/api/disputes/object);
+// - webhooks can be slow: `holdDeliveries` keeps events from the endpoint until released, as a
+//   delivery Stripe retries hours later would arrive (https://docs.stripe.com/webhooks#retries).
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Stripe from 'stripe';
@@ -64,6 +74,12 @@ export interface FakeStripe {
   sign(event: StripeEvent): Promise<SignedDelivery>;
   /** Posts the event to `webhookUrl` again, as Stripe's retries and the Dashboard's "Resend" do. */
   redeliver(eventId: string): Promise<number>;
+  /**
+   * A slow webhook: events of `types` (every type when omitted) happen (they are recorded, and
+   * listed to tests) but are not posted until `release`, which posts them in order and returns
+   * the endpoint's answers.
+   */
+  holdDeliveries(types?: readonly string[]): { release(): Promise<number[]> };
   close(): Promise<void>;
 }
 
@@ -72,6 +88,10 @@ export const TEST_CARDS = {
   declined: '4000000000000002',
   /** Attaches to a customer; every later charge of it is declined. */
   declinedAfterAttaching: '4000000000000341',
+  /** Charges succeed, then each is disputed as fraudulent. */
+  disputed: '4000000000000259',
+  /** Charges succeed, then each gets an inquiry (a dispute that has not withdrawn funds yet). */
+  inquiry: '4000000000001976',
 } as const;
 
 /** The edge's settings that point its Stripe library at this fake and turn purchases on. */
@@ -146,6 +166,9 @@ export async function startFakeStripe(
   const intents = new Map<string, StripeObject>();
   const charges = new Map<string, StripeObject>();
   const methods = new Map<string, StripeObject & { cardNumber: string }>();
+  const disputes = new Map<string, StripeObject>();
+  /** Deliveries held back by `holdDeliveries`: which types, and the events waiting. */
+  const holds: { types: readonly string[] | null; waiting: StripeEvent[] }[] = [];
   const idempotent = new Map<string, { digest: string; status: number; body: string }>();
   const events: StripeEvent[] = [];
   const deliveries = new Map<string, number[]>();
@@ -165,6 +188,11 @@ export async function startFakeStripe(
 
   const deliver = async (event: StripeEvent): Promise<number | null> => {
     if (!fake.webhookUrl) return null;
+    const hold = holds.find((candidate) => candidate.types === null || candidate.types.includes(event.type));
+    if (hold) {
+      hold.waiting.push(event);
+      return null;
+    }
     const { payload, signature } = await sign(event);
     const response = await fetch(fake.webhookUrl, {
       method: 'POST',
@@ -249,6 +277,49 @@ export async function startFakeStripe(
     return made;
   };
 
+  /** The dispute a test card's charge gets once paid (none for other cards): its events, in order. */
+  const disputeIfTestCard = async (intent: StripeObject): Promise<SignedDelivery[]> => {
+    const paid = typeof intent.latest_charge === 'string' ? charges.get(intent.latest_charge) : undefined;
+    const method = typeof intent.payment_method === 'string' ? methods.get(intent.payment_method) : undefined;
+    const inquiry = method?.cardNumber === TEST_CARDS.inquiry;
+    if (!paid || !method || (method.cardNumber !== TEST_CARDS.disputed && !inquiry)) return [];
+    const dispute: StripeObject = {
+      id: id('du'),
+      object: 'dispute',
+      amount: paid.amount,
+      balance_transactions: [],
+      charge: paid.id,
+      created: seconds(),
+      currency: paid.currency,
+      evidence: Object.fromEntries(DISPUTE_EVIDENCE_FIELDS.map((field) => [field, null])),
+      evidence_details: {
+        due_by: seconds() + 7 * 86_400,
+        has_evidence: false,
+        past_due: false,
+        submission_count: 0,
+      },
+      is_charge_refundable: inquiry,
+      livemode: false,
+      metadata: {},
+      payment_intent: intent.id,
+      reason: inquiry ? 'general' : 'fraudulent',
+      status: inquiry ? 'warning_needs_response' : 'needs_response',
+    };
+    disputes.set(dispute.id, dispute);
+    paid.disputed = true;
+    const sent = [await emit('charge.dispute.created', dispute)];
+    if (!inquiry) sent.push(await emit('charge.dispute.funds_withdrawn', dispute));
+    return sent;
+  };
+
+  /** Closes a dispute `won` or `lost` (an inquiry closes `warning_closed` unless lost); its events. */
+  const closeDisputeAs = async (dispute: StripeObject, outcome: 'won' | 'lost'): Promise<void> => {
+    const inquiry = String(dispute.status).startsWith('warning_');
+    dispute.status = outcome === 'won' && inquiry ? 'warning_closed' : outcome;
+    await emit('charge.dispute.closed', dispute);
+    if (outcome === 'won' && !inquiry) await emit('charge.dispute.funds_reinstated', dispute);
+  };
+
   const expandable = (object: StripeObject, expand: unknown): StripeObject => {
     const copy = structuredClone(object);
     const paths = Array.isArray(expand) ? expand : [];
@@ -302,6 +373,7 @@ export async function startFakeStripe(
     Object.assign(session, { status: 'complete', payment_status: 'paid', payment_intent: intent.id });
     const sent = [await emit('payment_intent.succeeded', intent)];
     sent.push(await emit('checkout.session.completed', publicSession(session)));
+    sent.push(...(await disputeIfTestCard(intent)));
     return sent;
   };
 
@@ -344,8 +416,8 @@ export async function startFakeStripe(
     path: string,
     params: Params,
   ): Promise<[number, unknown, (() => Promise<unknown>)?]> => {
-    const route = `${method} ${path.replace(/\/(cus|cs|pi|pm|ch)_test_[A-Za-z0-9]+/, '/:id')}`;
-    const objectId = /\/((?:cus|cs|pi|pm|ch)_test_[A-Za-z0-9]+)/.exec(path)?.[1] ?? '';
+    const route = `${method} ${path.replace(/\/(cus|cs|pi|pm|ch|du)_test_[A-Za-z0-9]+/, '/:id')}`;
+    const objectId = /\/((?:cus|cs|pi|pm|ch|du)_test_[A-Za-z0-9]+)/.exec(path)?.[1] ?? '';
     switch (route) {
       case 'POST /v1/customers': {
         const customer = {
@@ -461,7 +533,63 @@ export async function startFakeStripe(
             () => emit('payment_intent.payment_failed', intent),
           ];
         }
-        return [200, intent, () => emit('payment_intent.succeeded', intent)];
+        return [
+          200,
+          intent,
+          async () => {
+            await emit('payment_intent.succeeded', intent);
+            await disputeIfTestCard(intent);
+          },
+        ];
+      }
+      case 'GET /v1/payment_intents': {
+        // https://docs.stripe.com/api/payment_intents/list: newest first, filtered by customer.
+        const customer = typeof params.customer === 'string' ? params.customer : null;
+        const limit = params.limit === undefined ? 10 : integer(params.limit, 'limit');
+        const listed = [...intents.values()]
+          .filter((intent) => customer === null || intent.customer === customer)
+          .reverse();
+        return [
+          200,
+          {
+            object: 'list',
+            url: '/v1/payment_intents',
+            has_more: listed.length > limit,
+            data: listed.slice(0, limit),
+          },
+        ];
+      }
+      case 'GET /v1/disputes/:id': {
+        const dispute = disputes.get(objectId);
+        if (!dispute) throw invalid(`No such dispute: '${objectId}'`, 'id');
+        return [200, dispute];
+      }
+      case 'POST /v1/disputes/:id': {
+        const dispute = disputes.get(objectId);
+        if (!dispute) throw invalid(`No such dispute: '${objectId}'`, 'id');
+        if (!['needs_response', 'warning_needs_response'].includes(String(dispute.status)))
+          throw invalid('This dispute is already closed or under review.');
+        const evidence = (params.evidence ?? {}) as Params;
+        Object.assign(dispute.evidence as Params, evidence);
+        const text = evidence.uncategorized_text;
+        const evidenceDetails = dispute.evidence_details as Params;
+        evidenceDetails.has_evidence = true;
+        evidenceDetails.submission_count = Number(evidenceDetails.submission_count) + 1;
+        const outcome = text === 'winning_evidence' ? 'won' : text === 'losing_evidence' ? 'lost' : null;
+        if (outcome === null) {
+          await emit('charge.dispute.updated', dispute);
+          return [200, dispute];
+        }
+        return [200, dispute, () => closeDisputeAs(dispute, outcome)];
+      }
+      case 'POST /v1/disputes/:id/close': {
+        const dispute = disputes.get(objectId);
+        if (!dispute) throw invalid(`No such dispute: '${objectId}'`, 'id');
+        if (['won', 'lost', 'warning_closed'].includes(String(dispute.status)))
+          throw invalid('This dispute is already closed.');
+        // Closing a dispute accepts it: it is lost (https://docs.stripe.com/api/disputes/close).
+        await closeDisputeAs(dispute, 'lost');
+        return [200, dispute];
       }
       case 'POST /v1/refunds': {
         const amount = params.amount === undefined ? undefined : integer(params.amount, 'amount');
@@ -603,6 +731,21 @@ export async function startFakeStripe(
     payCheckout,
     refund,
     sign,
+    holdDeliveries(types) {
+      const hold = { types: types ?? null, waiting: [] as StripeEvent[] };
+      holds.push(hold);
+      return {
+        async release() {
+          holds.splice(holds.indexOf(hold), 1);
+          const statuses: number[] = [];
+          for (const event of hold.waiting.splice(0)) {
+            const status = await deliver(event);
+            if (status !== null) statuses.push(status);
+          }
+          return statuses;
+        },
+      };
+    },
     async redeliver(eventId) {
       const event = events.find((candidate) => candidate.id === eventId);
       if (!event) throw new Error(`no event ${eventId}`);
@@ -631,6 +774,37 @@ function isAbout(event: StripeEvent, objectId: string): boolean {
       metadata.purchase_id === objectId)
   );
 }
+
+/** The evidence fields of a Dispute object (https://docs.stripe.com/api/disputes/object#dispute_object-evidence). */
+const DISPUTE_EVIDENCE_FIELDS = [
+  'access_activity_log',
+  'billing_address',
+  'cancellation_policy',
+  'cancellation_policy_disclosure',
+  'cancellation_rebuttal',
+  'customer_communication',
+  'customer_email_address',
+  'customer_name',
+  'customer_purchase_ip',
+  'customer_signature',
+  'duplicate_charge_documentation',
+  'duplicate_charge_explanation',
+  'duplicate_charge_id',
+  'product_description',
+  'receipt',
+  'refund_policy',
+  'refund_policy_disclosure',
+  'refund_refusal_explanation',
+  'service_date',
+  'service_documentation',
+  'shipping_address',
+  'shipping_carrier',
+  'shipping_date',
+  'shipping_documentation',
+  'shipping_tracking_number',
+  'uncategorized_file',
+  'uncategorized_text',
+] as const;
 
 function cardError(code: string, message: string): Record<string, unknown> {
   return {

@@ -79,11 +79,15 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
   if (limits.turnstileSecret) {
     const config = c.get('config');
     const passes = await publishableTurnstilePasses({
+      db: c.get('db'),
+      keyId: apiKeyId,
       sealedSecret: limits.turnstileSecret,
       secretsKey: config.SECRETS_KEY,
       siteverifyUrl: config.TURNSTILE_SITEVERIFY_URL,
       token: c.req.header(TURNSTILE_TOKEN_HEADER) ?? '',
       clientAddress,
+      // apiKeyAuth admitted the call only with an Origin the key lists.
+      origin: c.req.header('origin') ?? '',
     });
     if (!passes) {
       throw new ApiError('CHALLENGE_FAILED', {

@@ -13,6 +13,8 @@ export function answerRequestOnce(
     operation: string;
     key: string | undefined;
     bodyDigest: () => Promise<string> | string;
+    /** The ledger reference `run` charges under; the request id unless it says otherwise (a job id). */
+    chargeReference?: string;
     now: number;
   },
   run: () => Promise<unknown>,
@@ -31,6 +33,7 @@ export function answerRequestOnce(
           query: new URL(c.req.url).search,
           bodyDigest: await request.bodyDigest(),
         }),
+      chargeReference: request.chargeReference ?? c.get('requestId'),
       now: request.now,
     },
     run,

@@ -87,6 +87,7 @@ export function chargedPostResponses<Schema>(
       ...AUTHENTICATED_ERRORS,
       ...JSON_BODY_ERRORS,
       'INSUFFICIENT_CREDITS',
+      'PAYMENT_DISPUTED',
       'QUOTA_EXCEEDED',
       ...errors,
       ...IDEMPOTENCY_ERRORS,

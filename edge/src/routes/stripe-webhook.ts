@@ -8,13 +8,16 @@ import { ApiError } from '@rcpt/shared/errors';
 import Stripe from 'stripe';
 import type { AppEnv } from '../app-env.ts';
 import { log } from '../logger.ts';
+import { readBoundedBody } from '../middleware/json-body.ts';
 import { applyStripeEvent } from '../services/purchases.ts';
 import { stripeClientOf, webhookCryptoProvider } from '../services/stripe-client.ts';
 
 export const STRIPE_WEBHOOK_PATH = '/stripe/webhook';
 
 /** Stripe's events are a few kilobytes; anything far larger is not one. */
-const MAX_EVENT_BYTES = 256 * 1024;
+export const MAX_EVENT_BYTES = 256 * 1024;
+
+const utf8 = new TextDecoder();
 
 export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
   app.post(STRIPE_WEBHOOK_PATH, async (c) => {
@@ -23,11 +26,10 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
     if (!stripe || !config.STRIPE_WEBHOOK_SECRET) {
       throw new ApiError('SERVICE_UNAVAILABLE', { message: 'Purchases are off on this deployment.' });
     }
-    if (Number(c.req.header('content-length') ?? 0) > MAX_EVENT_BYTES)
-      throw new ApiError('PAYLOAD_TOO_LARGE');
     const signature = c.req.header('stripe-signature');
-    // The signature covers the exact bytes Stripe sent: read them before anything parses them.
-    const payload = await c.req.text();
+    // The signature covers the exact bytes Stripe sent: read them before anything parses them,
+    // and stop reading at the limit whatever Content-Length says (a chunked body has none).
+    const payload = await readBoundedBody(c.req.raw, MAX_EVENT_BYTES, (bytes) => utf8.decode(bytes));
     if (!signature) throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
     let event: Stripe.Event;
     try {
@@ -45,6 +47,12 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
     }
     const outcome = await applyStripeEvent({ db: c.get('db'), config, stripe, now: Date.now() }, event);
     log.info('stripe event', { event: event.id, type: event.type, outcome });
+    if (outcome === 'deferred') {
+      // An error answer: Stripe delivers the event again later (https://docs.stripe.com/webhooks#retries).
+      throw new ApiError('SERVICE_UNAVAILABLE', {
+        message: 'The payment this event is about is not recorded yet; deliver the event again later.',
+      });
+    }
     return c.json({ received: true, outcome });
   });
 }

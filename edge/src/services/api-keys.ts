@@ -13,7 +13,7 @@ import type { Db } from '../storage/db.ts';
 import type { NewApiKey } from '../storage/inserts.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
 import { quotaExceeded } from './quotas.ts';
-import { seal } from './secret-box.ts';
+import { type SealedPlace, seal } from './secret-box.ts';
 
 /**
  * What a key may call (docs/publishable-keys.md, "Scopes"): `verify` the single verify,
@@ -236,9 +236,12 @@ export async function createPublishableKey(
 ): Promise<CreatedApiKey> {
   await requireConfirmedEmail(db, input.accountId);
   const issued = await issueSecret('publishableKey');
+  // Made first: the sealed Turnstile secret is bound to the key's row.
+  const id = crypto.randomUUID();
   return insertKey(
     db,
     {
+      id,
       accountId: input.accountId,
       name: input.name,
       mode: 'live',
@@ -250,20 +253,27 @@ export async function createPublishableKey(
       allowedOrigins: JSON.stringify(input.allowedOrigins),
       dailyCap: input.dailyCap,
       publishableKey: issued.secret,
-      turnstileSecret: input.turnstileSecret ? await seal(input.secretsKey, input.turnstileSecret) : null,
+      turnstileSecret: input.turnstileSecret
+        ? await seal(input.secretsKey, input.turnstileSecret, turnstileSecretPlace(id))
+        : null,
     },
     issued.secret,
     input,
   );
 }
 
+/** Where a publishable key's Turnstile secret is stored, sealed. */
+export function turnstileSecretPlace(keyId: string): SealedPlace {
+  return { table: 'api_keys', column: 'turnstile_secret', rowId: keyId };
+}
+
 async function insertKey(
   db: Db,
-  key: Omit<NewApiKey, 'id'>,
+  key: Omit<NewApiKey, 'id'> & { id?: string },
   secret: string,
   input: { maxActiveKeys: number; now: number },
 ): Promise<CreatedApiKey> {
-  const id = crypto.randomUUID();
+  const id = key.id ?? crypto.randomUUID();
   const outcome = await insertApiKeyWithin(db, { id, ...key }, input.maxActiveKeys);
   if (!outcome.inserted) {
     throw quotaExceeded({

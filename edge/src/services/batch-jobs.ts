@@ -46,6 +46,8 @@ export function defaultDeadlineAt(totalEmails: number, now: number): number {
 }
 
 export interface UploadInput {
+  /** The new job's id, when the caller needs it first (an Idempotency-Key names its charge); else made here. */
+  jobId?: string;
   db: Db;
   queue: Queue<BatchMessage>;
   caller: Caller;
@@ -76,7 +78,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   const { db, caller, upload, now } = input;
   if (upload.rows.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The list has no rows.' });
   const plan = planBatch(upload.rows, now);
-  const jobId = crypto.randomUUID();
+  const jobId = input.jobId ?? crypto.randomUUID();
   const sandbox = caller.mode === 'test';
   const rows = plan.rows.map((row) => ({
     row: row.row,

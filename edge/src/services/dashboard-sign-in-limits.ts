@@ -1,5 +1,6 @@
 // Brakes on the dashboard's forms, each subject counted by its own KeyLimiter object: password
-// guessing, sign-up floods and password reset requests per client network and per account email (the network is checked
+// guessing and sign-up floods per client network and per account email, password reset requests
+// per client network only (the network is checked
 // first so that a flood from one network does not also use up its victims' per-email
 // allowance), and changes to a signed-in account (keys, webhook URL and secret, settings) per
 // account, each of which writes to D1.
@@ -52,11 +53,16 @@ export async function admitSignInAttempt(
     : { limit: SIGN_IN_LIMITS.perIp, windowMs: SIGN_IN_LIMITS.windowMs };
   const subjects: [string, { limit: number; windowMs: number }][] = [
     [`dashboard-${attempt.action}:net:${network}`, perNetwork],
-    [
+  ];
+  // A reset request is not counted per email: anyone may ask for anyone's address, so an
+  // allowance per email would be one strangers spend to refuse its owner. What a reset request
+  // can send to a mailbox is bounded by password-reset.ts instead.
+  if (attempt.action !== 'reset') {
+    subjects.push([
       `dashboard-${attempt.action}:email:${normaliseAccountEmail(attempt.email)}`,
       { limit: SIGN_IN_LIMITS.perEmail, windowMs: SIGN_IN_LIMITS.windowMs },
-    ],
-  ];
+    ]);
+  }
   return admitEach(limiters, subjects);
 }
 

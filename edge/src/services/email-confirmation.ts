@@ -20,9 +20,11 @@ import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 export const CONFIRMATION_LINK_TTL_MS = 24 * 3_600_000;
 export const CONFIRMATION_PATH = '/confirm-email';
 /**
- * Account emails one mailbox (shared `normaliseMailbox`) receives, whichever path sends them (a
- * sign-up, a signed-in "send it again", a password reset), per window: enough for a lost
- * message, too few to mail-bomb an inbox through rcpt, however its address is spelt.
+ * Confirmation emails one mailbox (shared `normaliseMailbox`) receives, whichever path sends them
+ * (a sign-up, a signed-in "send it again"), per window: enough for a lost message, too few to
+ * mail-bomb an inbox through rcpt, however its address is spelt. Password reset emails have their
+ * own bound (password-reset.ts), so that strangers signing up with an address cannot use this one
+ * up to keep its owner from a reset link.
  */
 export const CONFIRMATION_MAIL_LIMITS = [
   { limit: 3, windowMs: 3_600_000 },

@@ -82,6 +82,8 @@ export async function answerOnce(
     key: string | undefined;
     /** requestFingerprint of the request; read only when there is a key. */
     fingerprint: () => Promise<string>;
+    /** The ledger reference `run` charges under (a request id, a job id). */
+    chargeReference: string;
     now: number;
   },
   run: () => Promise<unknown>,
@@ -90,9 +92,24 @@ export async function answerOnce(
   if (key === undefined) return { status: 200, body: await run(), replayed: false };
   const held: HeldKey = { accountId: request.accountId, mode: request.mode, key };
   const fingerprint = await request.fingerprint();
-  const claim = await claimIdempotencyKey(db, { ...held, fingerprint, now: request.now });
+  const claim = await claimIdempotencyKey(db, {
+    ...held,
+    fingerprint,
+    now: request.now,
+    chargeReference: request.chargeReference,
+  });
   if (claim.kind === 'other-request') throw new ApiError('IDEMPOTENCY_KEY_REUSED');
   if (claim.kind === 'running') throw new ApiError('IDEMPOTENCY_KEY_IN_USE');
+  if (claim.kind === 'charged') {
+    // Its answer was lost (rcpt failed to keep it, or died before): running it again would
+    // charge twice, so it is never run again under this key (docs/money.md).
+    throw new ApiError('IDEMPOTENCY_KEY_IN_USE', {
+      message:
+        'The first request with this Idempotency-Key was charged, but its answer could not be kept; it is not run ' +
+        'again. `details.chargedAs` names it: the request id of a verification (in the history) or the job id of an upload.',
+      details: { chargedAs: claim.reference },
+    });
+  }
   if (claim.kind === 'answered') {
     return { status: claim.status, body: JSON.parse(claim.body) as unknown, replayed: true };
   }
@@ -112,8 +129,8 @@ export async function answerOnce(
       day: utcDayStart(request.now),
     });
   } catch (cause) {
-    // The request itself succeeded and its answer goes out; only a retry is affected (it
-    // waits for the key's lock to lapse).
+    // The request itself succeeded and its answer goes out. A retry finds the key held, and once
+    // its lock lapses, charged: it is refused, never run (and charged) again.
     log.error('idempotent answer not kept', errorFields(cause));
   }
   return { status: 200, body, replayed: false };

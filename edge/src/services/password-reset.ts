@@ -3,29 +3,45 @@
 // PASSWORD_RESET_TTL_MS and once: the new password changes the hash, and with it the MAC every
 // earlier link needs. The password is replaced only if the hash is still the one the link was
 // checked against, so two uses of one link at once change it once. A reset ends every session
-// of the account. Asking for a link answers the same whether or not the address has an
-// account; it is counted per client network and, with the confirmation emails, per mailbox.
+// of the account and has the keys page list the keys made before it. Asking for a link answers
+// the same, at the same time, whether or not the address has an account (the email leaves after
+// the answer); it is counted per client network.
+//
+// Anyone may ask for a link to anyone's address, so no allowance a request spends may stand
+// between the owner and a link: reset emails are not counted with the confirmation emails (which
+// strangers spend by signing up with the address), and a mailbox gets a new link at most every
+// RESET_MAIL_INTERVAL_MS, half a link's life. A request in between sends nothing and answers as
+// one that sent, because the mailbox holds a link sent since, good for at least half an hour
+// more: whoever asks, and however often, the owner always has a working link in the inbox, and
+// the mailbox receives at most two reset emails an hour.
+import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
+import { errorFields, log } from '../logger.ts';
 import { findAccount, findAccountByEmail } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
 import { deleteAccountSessions, replacePasswordHash } from '../storage/sessions.ts';
 import { normaliseAccountEmail, passwordProblem } from './dashboard-accounts.ts';
 import { admitSignInAttempt } from './dashboard-sign-in-limits.ts';
-import { type AccountMailDeps, admitAccountMail } from './email-confirmation.ts';
+import type { AccountMailDeps } from './email-confirmation.ts';
 import { hashPassword } from './passwords.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 
 export const PASSWORD_RESET_TTL_MS = 3_600_000;
+/** A mailbox gets a new reset link at most this often: the last one then has half its life left. */
+export const RESET_MAIL_INTERVAL_MS = PASSWORD_RESET_TTL_MS / 2;
 export const PASSWORD_RESET_PATH = '/reset-password';
 
 export type ResetRequestOutcome = { kind: 'sent' } | { kind: 'limited'; retryAfterSeconds: number };
 
 /**
- * Sends a reset link to the account of `email`, if there is one. Counted per network and per
- * mailbox before anything is looked up, so the answer and the limits tell nothing about accounts.
+ * Asks for a reset link to `email`: counted per network before anything is looked up, then the
+ * link is sent by `inBackground` (the Worker's `waitUntil`), off the request path for every
+ * address. So the answer, its limits and its timing are the same whether or not the address has
+ * an account, and whether or not its email could be sent.
  */
 export async function requestPasswordReset(
   deps: AccountMailDeps,
   input: { email: string; clientIp: string; origin: string; now: number },
+  inBackground: (work: Promise<unknown>) => void,
 ): Promise<ResetRequestOutcome> {
   const email = normaliseAccountEmail(input.email);
   const attempt = await admitSignInAttempt(deps.limiters, {
@@ -34,24 +50,40 @@ export async function requestPasswordReset(
     email,
   });
   if (!attempt.allowed) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
-  const mail = await admitAccountMail(deps.limiters, email);
-  if (!mail.allowed) return { kind: 'limited', retryAfterSeconds: mail.retryAfterSeconds };
-  const account = await findAccountByEmail(deps.db, email);
-  if (account?.email && account.passwordHash) {
-    const expiresAt = input.now + PASSWORD_RESET_TTL_MS;
-    const token = await signLink(deps.secretsKey, 'password reset', {
-      accountId: account.id,
-      boundTo: account.passwordHash,
-      expiresAt,
-    });
-    await deps.sender.send({
-      kind: 'password-reset',
-      to: account.email,
-      link: `${input.origin}${PASSWORD_RESET_PATH}?token=${token}`,
-      expiresAt,
-    });
-  }
+  inBackground(
+    sendResetLink(deps, { email, origin: input.origin, now: input.now }).catch((cause: unknown) => {
+      log.error('password reset email not sent', errorFields(cause));
+    }),
+  );
   return { kind: 'sent' };
+}
+
+/** Sends a reset link to the account of `email`, if there is one and its mailbox may get one now. */
+async function sendResetLink(
+  deps: AccountMailDeps,
+  input: { email: string; origin: string; now: number },
+): Promise<void> {
+  const account = await findAccountByEmail(deps.db, input.email);
+  if (!account?.email || !account.passwordHash || !(await admitResetMail(deps.limiters, account.email)))
+    return;
+  const expiresAt = input.now + PASSWORD_RESET_TTL_MS;
+  const token = await signLink(deps.secretsKey, 'password reset', {
+    accountId: account.id,
+    boundTo: account.passwordHash,
+    expiresAt,
+  });
+  await deps.sender.send({
+    kind: 'password-reset',
+    to: account.email,
+    link: `${input.origin}${PASSWORD_RESET_PATH}?token=${token}`,
+    expiresAt,
+  });
+}
+
+/** Whether the mailbox of `email` may get a new reset link now (RESET_MAIL_INTERVAL_MS). */
+async function admitResetMail(limiters: AccountMailDeps['limiters'], email: string): Promise<boolean> {
+  const limiter = limiters.get(limiters.idFromName(`reset-mail:${normaliseMailbox(email)}`));
+  return (await limiter.hit(1, RESET_MAIL_INTERVAL_MS)).allowed;
 }
 
 export type ResetLink =
@@ -79,7 +111,10 @@ export type ResetOutcome =
   | { kind: 'invalid' | 'expired' }
   | { kind: 'problem'; message: string };
 
-/** Sets the new password through a valid link and ends every session of the account. */
+/**
+ * Sets the new password through a valid link, ends every session of the account, and has the
+ * keys page list the API keys made before it for review (docs/operations.md, "Password reset").
+ */
 export async function resetPassword(
   deps: { db: Db; secretsKey: string | undefined },
   input: { token: string; newPassword: string; now: number },
@@ -92,6 +127,8 @@ export async function resetPassword(
     accountId: link.accountId,
     current: link.passwordHash,
     next: await hashPassword(input.newPassword),
+    // Whoever had the account before may have made keys: the keys page lists them for review.
+    resetAt: input.now,
   });
   // Another use of the same link came first: this one is spent.
   if (!replaced) return { kind: 'invalid' };

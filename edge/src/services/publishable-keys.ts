@@ -3,10 +3,12 @@
 // Turnstile when they turned it on, and the key's daily cap, which bounds what a leaked key
 // can cost. Each is counted by its own KeyLimiter object.
 import type { KeyLimiter } from '../objects/key-limiter.ts';
+import type { Db } from '../storage/db.ts';
+import { turnstileSecretPlace } from './api-keys.ts';
 import { networkPrefix } from './client-network.ts';
 import { DAY_MS, utcDayStart } from './quotas.ts';
-import { open } from './secret-box.ts';
-import { type TurnstileConfig, turnstilePasses } from './turnstile.ts';
+import { openStored } from './secret-box.ts';
+import { PUBLISHABLE_TURNSTILE_ACTION, type TurnstileConfig, turnstilePasses } from './turnstile.ts';
 
 /**
  * Calls one client network may make with one publishable key per minute. The network is the
@@ -58,19 +60,35 @@ export async function takeFromDailyCap(
  */
 export async function publishableTurnstilePasses(
   input: {
+    db: Db;
+    /** The key whose row holds the sealed secret. */
+    keyId: string;
     sealedSecret: string;
     secretsKey: string | undefined;
     siteverifyUrl: string;
     token: string;
     clientAddress: string | null;
+    /** The page's origin (one the key lists): the token must have been solved on its host. */
+    origin: string;
   },
   fetcher: typeof fetch = fetch,
 ): Promise<boolean> {
   const config: TurnstileConfig = {
     // turnstilePasses asks Siteverify only when a site key is set; the customer's is on their page.
     TURNSTILE_SITE_KEY: 'customer',
-    TURNSTILE_SECRET_KEY: await open(input.secretsKey, input.sealedSecret),
+    TURNSTILE_SECRET_KEY: await openStored(
+      input.db,
+      input.secretsKey,
+      input.sealedSecret,
+      turnstileSecretPlace(input.keyId),
+    ),
     TURNSTILE_SITEVERIFY_URL: input.siteverifyUrl,
   };
-  return turnstilePasses(config, input.token, input.clientAddress, fetcher);
+  return turnstilePasses(
+    config,
+    input.token,
+    input.clientAddress,
+    { hostname: new URL(input.origin).hostname, action: PUBLISHABLE_TURNSTILE_ACTION },
+    fetcher,
+  );
 }

@@ -12,6 +12,7 @@ import {
   applyRefund,
   claimLowBalanceEmail,
   claimTopUp,
+  claimTopUpLimitEmail,
   closeUnpaidPurchase,
   findBilling,
   findPurchase,
@@ -19,19 +20,24 @@ import {
   grantPaidPurchase,
   insertPurchase,
   keepStripeCustomer,
+  markTopUpInFlight,
   needsWatch,
+  type Purchase,
   savePaymentMethod,
   setCheckoutSession,
   setPaymentIntent,
 } from '../storage/purchases.ts';
 import { type NoticeSender, noticeSenderFor } from './confirmation-sender.ts';
+import { applyDisputeEvent, type DisputeOutcome, refuseWhileDisputed } from './disputes.ts';
+import { utcDayStart } from './quotas.ts';
 import { type PaymentsConfig, stripeClientOf } from './stripe-client.ts';
 
 /**
- * How long a top-up may stay in flight (no webhook yet) before the watch may start another: far
- * past a PaymentIntent's answer, so that a slow webhook is not taken for a lost one.
+ * How long a top-up may stay in flight (no webhook yet) before the watch asks Stripe what became
+ * of it (`reconcileTopUp`): well past a PaymentIntent's answer, so Stripe is asked only about a
+ * webhook that is slow or lost. A top-up in flight is never replaced by another without asking.
  */
-export const TOP_UP_LEASE_MS = 3_600_000;
+export const TOP_UP_RECONCILE_AFTER_MS = 600_000;
 
 export interface PaymentDeps {
   db: Db;
@@ -49,6 +55,40 @@ export function packOf(config: PaymentsConfig, credits: number): CreditPack {
     });
   }
   return pack;
+}
+
+/** Automatic top-ups a day when the customer has not said (docs/money.md). */
+export const DEFAULT_TOP_UPS_PER_DAY = 3;
+/** The most automatic top-ups a customer may allow in a day. */
+export const MAX_TOP_UPS_PER_DAY = 24;
+
+/**
+ * The automatic top-up a customer asks for, or a 400 VALIDATION_ERROR naming the field. The
+ * threshold is at most the pack: one top-up then always lifts the balance back to the threshold,
+ * so top-ups never follow one another (docs/money.md, "Low balance and automatic top-up").
+ */
+export function autoTopUpOf(
+  config: PaymentsConfig,
+  asked: { threshold: number; credits: number; perDay: number },
+): { autoTopUpThreshold: number; autoTopUpCredits: number; autoTopUpDailyLimit: number } {
+  const pack = packOf(config, asked.credits);
+  if (asked.threshold > pack.credits) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: `The top-up threshold (${asked.threshold.toLocaleString('en-US')}) is above the pack it buys (${pack.credits.toLocaleString('en-US')} credits): choose a threshold of at most ${pack.credits.toLocaleString('en-US')}, or a larger pack, so that one top-up always lifts the balance above it.`,
+      details: { field: 'autoTopUpThreshold', max: pack.credits },
+    });
+  }
+  if (!Number.isInteger(asked.perDay) || asked.perDay < 1 || asked.perDay > MAX_TOP_UPS_PER_DAY) {
+    throw new ApiError('VALIDATION_ERROR', {
+      message: `Top-ups a day is a whole number from 1 to ${MAX_TOP_UPS_PER_DAY}.`,
+      details: { field: 'autoTopUpDailyLimit', max: MAX_TOP_UPS_PER_DAY },
+    });
+  }
+  return {
+    autoTopUpThreshold: asked.threshold,
+    autoTopUpCredits: pack.credits,
+    autoTopUpDailyLimit: asked.perDay,
+  };
 }
 
 /**
@@ -85,6 +125,8 @@ export async function startCheckout(
   input: { accountId: string; email: string | null; credits: number; saveCard: boolean; origin: string },
 ): Promise<string> {
   const pack = packOf(deps.config, input.credits);
+  // A payment of the account is disputed: no new payment until it closes.
+  await refuseWhileDisputed(deps.db, input.accountId);
   const purchaseId = crypto.randomUUID();
   const customer = await customerOf(deps, input);
   await insertPurchase(deps.db, {
@@ -131,8 +173,15 @@ export async function startCheckout(
   return session.url;
 }
 
-/** What an event did, for the log and the webhook's answer. */
-export type EventOutcome = 'granted' | 'refunded' | 'failed' | 'expired' | 'already_applied' | 'ignored';
+/** What an event did, for the log and the webhook's answer (`deferred`: deliver it again later). */
+export type EventOutcome =
+  | 'granted'
+  | 'refunded'
+  | 'failed'
+  | 'expired'
+  | 'already_applied'
+  | 'ignored'
+  | DisputeOutcome;
 
 /** Applies one verified Stripe event. Safe to call any number of times with the same event. */
 export async function applyStripeEvent(deps: PaymentDeps, event: Stripe.Event): Promise<EventOutcome> {
@@ -153,6 +202,9 @@ export async function applyStripeEvent(deps: PaymentDeps, event: Stripe.Event): 
       return topUpSettled(deps, event.data.object, event.type === 'payment_intent.succeeded');
     case 'charge.refunded':
       return chargeRefunded(deps, event.data.object);
+    case 'charge.dispute.created':
+    case 'charge.dispute.closed':
+      return applyDisputeEvent(deps, event.data.object, event.type === 'charge.dispute.closed');
     default:
       return 'ignored';
   }
@@ -288,7 +340,8 @@ export function watchDepsOf(
  */
 export async function watchBalance(deps: WatchDeps, accountId: string): Promise<void> {
   try {
-    if (!(await needsWatch(deps.db, accountId, deps.now - TOP_UP_LEASE_MS))) return;
+    if (!(await needsWatch(deps.db, accountId, deps.now - TOP_UP_RECONCILE_AFTER_MS, utcDayStart(deps.now))))
+      return;
     const low = await claimLowBalanceEmail(deps.db, accountId, deps.now);
     if (low && deps.notices) {
       await deps.notices.send({
@@ -307,12 +360,21 @@ export async function watchBalance(deps: WatchDeps, accountId: string): Promise<
   }
 }
 
-async function topUpIfLow(deps: PaymentDeps, accountId: string): Promise<void> {
+async function topUpIfLow(deps: WatchDeps & { stripe: Stripe }, accountId: string): Promise<void> {
   const billing = await findBilling(deps.db, accountId);
-  if (!billing?.autoTopUpCredits || !billing.paymentMethodId || !billing.stripeCustomerId) return;
+  if (!billing?.stripeCustomerId) return;
+  if (billing.topUpPurchaseId) {
+    // One in flight: never a second charge beside it. Past the interval, ask Stripe what became of
+    // it (its webhook may be slow or lost); once settled, a top-up may start again.
+    if ((billing.topUpStartedAt ?? 0) >= deps.now - TOP_UP_RECONCILE_AFTER_MS) return;
+    const purchase = await findPurchase(deps.db, billing.topUpPurchaseId);
+    if (!purchase || !(await reconcileTopUp(deps, purchase, billing.stripeCustomerId))) return;
+  }
+  if (!billing.autoTopUpCredits || !billing.paymentMethodId) return;
   const pack = deps.config.CREDIT_PACKS.find((candidate) => candidate.credits === billing.autoTopUpCredits);
   if (!pack) return;
   const purchaseId = crypto.randomUUID();
+  const dayStart = utcDayStart(deps.now);
   const claimed = await claimTopUp(deps.db, {
     accountId,
     purchaseId,
@@ -320,9 +382,12 @@ async function topUpIfLow(deps: PaymentDeps, accountId: string): Promise<void> {
     amount: pack.price,
     currency: deps.config.CREDIT_CURRENCY,
     now: deps.now,
-    staleBefore: deps.now - TOP_UP_LEASE_MS,
+    dayStart,
   });
-  if (!claimed) return;
+  if (!claimed) {
+    await tellTopUpLimit(deps, accountId, dayStart);
+    return;
+  }
   try {
     const intent = await deps.stripe.paymentIntents.create(
       {
@@ -356,9 +421,90 @@ async function topUpIfLow(deps: PaymentDeps, accountId: string): Promise<void> {
   }
 }
 
+/**
+ * What became of a top-up whose webhook has not come: its PaymentIntent, asked of Stripe (by id,
+ * or among the customer's when the answer to its creation was lost), settles the purchase as its
+ * webhook would — the same grant, once, whichever comes first. True when the top-up is no longer
+ * in flight; false while Stripe is still processing it (asked again after the interval).
+ */
+export async function reconcileTopUp(
+  deps: PaymentDeps,
+  purchase: Purchase,
+  customerId: string,
+): Promise<boolean> {
+  // Settled already (its webhook came between two reads), or unknown to Stripe (its creation
+  // never reached Stripe: nothing was charged): closing it frees the slot, and closes a pending one.
+  const intent =
+    purchase.status !== 'pending'
+      ? null
+      : purchase.paymentIntentId
+        ? await deps.stripe.paymentIntents.retrieve(purchase.paymentIntentId)
+        : await intentOfPurchase(deps.stripe, customerId, purchase.id);
+  if (!intent) {
+    await closeUnpaidPurchase(deps.db, {
+      purchaseId: purchase.id,
+      status: 'expired',
+      reason: null,
+      now: deps.now,
+    });
+    return true;
+  }
+  log.info('top-up reconciled with stripe', {
+    purchase: purchase.id,
+    intent: intent.id,
+    status: intent.status,
+  });
+  switch (intent.status) {
+    case 'succeeded':
+      await topUpSettled(deps, intent, true);
+      return true;
+    case 'canceled':
+    case 'requires_payment_method':
+      await topUpSettled(deps, intent, false);
+      return true;
+    default:
+      // processing (or waiting on the customer): still in flight.
+      await markTopUpInFlight(deps.db, purchase.id, deps.now);
+      return false;
+  }
+}
+
+/** The PaymentIntent Stripe made for the purchase, found among its customer's newest ones. */
+async function intentOfPurchase(
+  stripe: Stripe,
+  customerId: string,
+  purchaseId: string,
+): Promise<Stripe.PaymentIntent | null> {
+  // The list is read from Stripe's primary store (unlike search, which may lag by minutes:
+  // https://docs.stripe.com/search#data-freshness). A top-up is among the customer's newest.
+  const page = await stripe.paymentIntents.list({ customer: customerId, limit: 100 });
+  return page.data.find((intent) => intent.metadata?.purchase_id === purchaseId) ?? null;
+}
+
+/** The day's email that automatic top-ups reached their daily limit, once a day. */
+async function tellTopUpLimit(deps: WatchDeps, accountId: string, dayStart: number): Promise<void> {
+  if (!deps.notices) return;
+  const reached = await claimTopUpLimitEmail(deps.db, accountId, deps.now, dayStart);
+  if (!reached) return;
+  await deps.notices.send({
+    to: reached.email,
+    subject: `rcpt: automatic top-up paused for today (${reached.limit} a day)`,
+    text: [
+      `Your rcpt account has been topped up automatically ${reached.limit} times today, the most you allowed a day, and its balance is ${reached.balance} credits.`,
+      '',
+      'Automatic top-up starts again tomorrow (midnight UTC). To go on now, buy a pack in the dashboard, under Credits, where you can also change the daily limit.',
+    ].join('\n'),
+  });
+}
+
 /** The cron's sweep: the watch of every account with something due (credits a queue consumer spent, a lost webhook). */
 export async function sweepBalances(deps: WatchDeps, limit = 100): Promise<{ watched: number }> {
-  const due = await accountsToWatch(deps.db, deps.now - TOP_UP_LEASE_MS, limit);
+  const due = await accountsToWatch(
+    deps.db,
+    deps.now - TOP_UP_RECONCILE_AFTER_MS,
+    utcDayStart(deps.now),
+    limit,
+  );
   for (const accountId of due) await watchBalance(deps, accountId);
   return { watched: due.length };
 }

@@ -9,6 +9,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../config.ts';
 import { readBalance } from '../storage/accounts.ts';
 import type { Db } from '../storage/db.ts';
+import { hasOpenDispute } from '../storage/disputes.ts';
 
 export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
 
@@ -82,8 +83,13 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
   }
 }
 
-/** 402 INSUFFICIENT_CREDITS with what was required and what the account has now. */
+/**
+ * Why a charge was refused: 403 PAYMENT_DISPUTED while a dispute of the account's payments is
+ * open (its credits are not spendable, ledger.ts `spendableCreditsSql`), else 402
+ * INSUFFICIENT_CREDITS with what was required and what the account has now.
+ */
 export async function insufficientCredits(db: Db, accountId: string, required: number): Promise<ApiError> {
+  if (await hasOpenDispute(db, accountId)) return new ApiError('PAYMENT_DISPUTED');
   const available = (await readBalance(db, accountId)) ?? 0;
   return new ApiError('INSUFFICIENT_CREDITS', { details: { required, available } });
 }

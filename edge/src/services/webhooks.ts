@@ -24,8 +24,9 @@ import { jobView } from './batch-jobs.ts';
 import { requireConfirmedEmail } from './email-confirmation.ts';
 import { domainChangesOf } from './job-watch.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from './quotas.ts';
-import { fromBase64, open, seal, toBase64 } from './secret-box.ts';
+import { fromBase64, openStored, type SealedPlace, seal, toBase64 } from './secret-box.ts';
 import { dohClientFor } from './verify-deps.ts';
+import { type PinnedOutcome, postToCheckedTarget, type TargetPolicy } from './webhook-target.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 const FIRST_RETRY_SECONDS = 30;
@@ -86,6 +87,11 @@ export async function setDefaultWebhookUrl(
   return webhookUrl;
 }
 
+/** Where an account's webhook signing secret is stored, sealed. */
+function webhookSecretPlace(accountId: string): SealedPlace {
+  return { table: 'accounts', column: 'webhook_secret', rowId: accountId };
+}
+
 /** A new signing secret for the account; the previous one stops working. Shown once. */
 export async function rotateWebhookSecret(
   db: Db,
@@ -94,7 +100,8 @@ export async function rotateWebhookSecret(
 ): Promise<string> {
   await requireConfirmedEmail(db, accountId);
   const secret = `${SECRET_PREFIX}${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
-  await setAccountWebhook(db, accountId, { webhookSecret: await seal(secretsKey, secret) });
+  const sealed = await seal(secretsKey, secret, webhookSecretPlace(accountId));
+  await setAccountWebhook(db, accountId, { webhookSecret: sealed });
   return secret;
 }
 
@@ -210,30 +217,29 @@ async function attemptDelivery(
   let status: number | null = null;
   let error: string | null = null;
   const payload = await payloadOf(db, delivery);
-  const refusal = payload === null ? 'the job no longer exists' : await refuseTarget(delivery.url, config);
   if (!account?.webhookSecret) {
     error = 'the account has no webhook secret';
-  } else if (refusal !== null || payload === null) {
-    error = refusal;
+  } else if (payload === null) {
+    error = 'the job no longer exists';
   } else {
     try {
-      const secret = await open(config.SECRETS_KEY, account.webhookSecret);
+      const secret = await openStored(
+        db,
+        config.SECRETS_KEY,
+        account.webhookSecret,
+        webhookSecretPlace(account.id),
+      );
       const timestamp = Math.floor(now / 1000);
-      const response = await fetch(delivery.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'rcpt-webhooks/1',
-          'webhook-id': delivery.id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': await signWebhook(secret, delivery.id, timestamp, payload),
-        },
-        body: payload,
-        signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
-        redirect: 'manual',
-      });
-      status = response.status;
-      await response.body?.cancel();
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'rcpt-webhooks/1',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': await signWebhook(secret, delivery.id, timestamp, payload),
+      };
+      const sent = await sendDelivery(delivery.url, headers, payload, config);
+      if ('status' in sent) status = sent.status;
+      else error = 'refusal' in sent ? sent.refusal : sent.error;
     } catch (cause) {
       error = cause instanceof Error ? cause.message.slice(0, 200) : 'delivery failed';
     }
@@ -299,22 +305,55 @@ async function updateOf(
 }
 
 /**
- * Why a webhook URL must not be called now, or null. Registration refuses private literals;
- * a host name is checked when it is called, because it may resolve to a private or loopback
- * address (RFC 6890) by then. An address that cannot be resolved is not called either.
+ * Sends one attempt. Where private targets are refused (every deployment but development), the
+ * host is resolved once, every address checked (RFC 6890: private, loopback, link-local …), and
+ * the request goes to a checked address and no other (webhook-target.ts): no DNS rebinding
+ * between the check and the call. Where the deployment allows private targets nothing is
+ * refused, so nothing needs pinning, and the platform's `fetch` sends it. Redirects are never
+ * followed either way.
  */
-export async function refuseTarget(url: string, config: Config): Promise<string | null> {
-  if (config.ALLOW_PRIVATE_TARGETS) return null;
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) return isSpecialPurposeAddress(host) ? `${host} is a private or reserved address` : null;
-  const doh = dohClientFor(config);
-  for (const answer of await Promise.all([doh.query(host, 'A'), doh.query(host, 'AAAA')])) {
-    if (isDnsFailure(answer)) return `${host} could not be resolved (${answer.rcode})`;
-    for (const record of answer.answers) {
-      if ('address' in record && isSpecialPurposeAddress(record.address)) {
-        return `${host} resolves to a private or reserved address (${record.address})`;
-      }
-    }
+async function sendDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  config: Config,
+): Promise<PinnedOutcome> {
+  if (!config.ALLOW_PRIVATE_TARGETS) {
+    return postToCheckedTarget(
+      new URL(url),
+      { headers, body, timeoutMs: DELIVERY_TIMEOUT_MS },
+      targetPolicyOf(config),
+    );
   }
-  return null;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers,
+    body,
+    signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+    redirect: 'manual',
+  });
+  await response.body?.cancel();
+  return { status: response.status, address: new URL(url).hostname };
+}
+
+/** The deployment's view of a webhook host: its addresses by DNS over HTTPS, special-purpose ones refused. */
+export function targetPolicyOf(config: Config): TargetPolicy {
+  return {
+    async resolve(host) {
+      if (isIP(host)) return [host];
+      const doh = dohClientFor(config);
+      const addresses: string[] = [];
+      for (const answer of await Promise.all([doh.query(host, 'A'), doh.query(host, 'AAAA')])) {
+        if (isDnsFailure(answer)) return { failure: `${host} could not be resolved (${answer.rcode})` };
+        for (const record of answer.answers) if ('address' in record) addresses.push(record.address);
+      }
+      return addresses;
+    },
+    refuse(address, host) {
+      if (!isSpecialPurposeAddress(address)) return null;
+      return address === host
+        ? `${host} is a private or reserved address`
+        : `${host} resolves to a private or reserved address (${address})`;
+    },
+  };
 }

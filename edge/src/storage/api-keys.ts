@@ -88,3 +88,11 @@ export async function touchApiKey(db: Db, keyId: string, now: number): Promise<v
       ),
     );
 }
+
+/** The owner has looked at the keys made before a password reset: the keys page stops listing them. */
+export async function markKeysReviewed(db: Db, accountId: string, reviewedBefore: number): Promise<void> {
+  await db.$client
+    .prepare('UPDATE accounts SET keys_review_before = NULL WHERE id = ?1 AND keys_review_before <= ?2')
+    .bind(accountId, reviewedBefore)
+    .run();
+}

@@ -13,7 +13,18 @@ export type IdempotencyClaim =
   | { kind: 'claimed' }
   | { kind: 'answered'; status: number; body: string }
   | { kind: 'running' }
+  /** The holder charged (under `reference`) and its answer was never kept: never run again. */
+  | { kind: 'charged'; reference: string }
   | { kind: 'other-request' };
+
+/**
+ * SQL: the request holding the key row `idempotency_keys` charged and was not refunded (the
+ * ledger has its charge under the reference it claimed the key with, and no refund of it).
+ */
+const HOLDER_CHARGED = `EXISTS (SELECT 1 FROM credit_ledger
+    WHERE reference = idempotency_keys.charge_reference AND reason IN ('verify', 'bulk_charge'))
+  AND NOT EXISTS (SELECT 1 FROM credit_ledger
+    WHERE reference = idempotency_keys.charge_reference AND reason = 'verify_refund')`;
 
 /**
  * Takes `key` for a request with this fingerprint, or says why not. One statement decides,
@@ -21,38 +32,71 @@ export type IdempotencyClaim =
  */
 export async function claimIdempotencyKey(
   db: Db,
-  claim: { accountId: string; mode: DataMode; key: string; fingerprint: string; now: number },
+  claim: {
+    accountId: string;
+    mode: DataMode;
+    key: string;
+    fingerprint: string;
+    now: number;
+    /** The ledger reference this request will charge under, if it charges. */
+    chargeReference: string;
+  },
 ): Promise<IdempotencyClaim> {
   const d1 = db.$client;
   const { accountId, mode, key, fingerprint, now } = claim;
   // A key past its lifetime is free again; a running one is taken over only by the same
-  // request once its holder has clearly died.
+  // request once its holder has clearly died — and only if that holder charged nothing, since
+  // its answer is then lost and running it again would charge the same request twice.
   const taken = await d1
     .prepare(
-      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at, mode)
-       VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?7)
+      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at, mode, charge_reference)
+       VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?7, ?8)
        ON CONFLICT (account_id, mode, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'running',
-         response_status = NULL, response_body = NULL, created_at = excluded.created_at, locked_at = excluded.locked_at
+         response_status = NULL, response_body = NULL, created_at = excluded.created_at, locked_at = excluded.locked_at,
+         charge_reference = excluded.charge_reference
        WHERE idempotency_keys.created_at <= ?5
          OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at <= ?6
-             AND idempotency_keys.fingerprint = excluded.fingerprint)
+             AND idempotency_keys.fingerprint = excluded.fingerprint AND NOT (${HOLDER_CHARGED}))
        RETURNING state`,
     )
-    .bind(accountId, key, fingerprint, now, now - IDEMPOTENCY_KEY_TTL_MS, now - IDEMPOTENCY_LOCK_MS, mode)
+    .bind(
+      accountId,
+      key,
+      fingerprint,
+      now,
+      now - IDEMPOTENCY_KEY_TTL_MS,
+      now - IDEMPOTENCY_LOCK_MS,
+      mode,
+      claim.chargeReference,
+    )
     .first();
   if (taken) return { kind: 'claimed' };
   const held = await d1
     .prepare(
-      `SELECT fingerprint, state, response_status AS status, response_body AS body
+      `SELECT fingerprint, state, response_status AS status, response_body AS body,
+         charge_reference AS reference, (${HOLDER_CHARGED}) AS charged, locked_at <= ?4 AS lapsed
        FROM idempotency_keys WHERE account_id = ?1 AND key = ?2 AND mode = ?3`,
     )
-    .bind(accountId, key, mode)
-    .first<{ fingerprint: string; state: 'running' | 'done'; status: number | null; body: string | null }>();
+    .bind(accountId, key, mode, now - IDEMPOTENCY_LOCK_MS)
+    .first<{
+      fingerprint: string;
+      state: 'running' | 'done';
+      status: number | null;
+      body: string | null;
+      reference: string | null;
+      charged: number;
+      lapsed: number;
+    }>();
   // Deleted between the two statements (retention): the caller may simply try again.
   if (!held) return { kind: 'running' };
   if (held.fingerprint !== fingerprint) return { kind: 'other-request' };
   if (held.state === 'done' && held.status !== null && held.body !== null) {
     return { kind: 'answered', status: held.status, body: held.body };
+  }
+  // A holder whose lock lapsed after it charged died or could not keep its answer; a live one
+  // may still keep it.
+  if (held.charged === 1 && held.lapsed === 1 && held.reference !== null) {
+    return { kind: 'charged', reference: held.reference };
   }
   return { kind: 'running' };
 }

@@ -4,7 +4,7 @@
 import { type Db, prepare } from './db.ts';
 import { type AddressResult, completionStatements, resultColumns } from './job-results.ts';
 import { type JsonChunk, jsonChunks } from './json-chunks.ts';
-import { debit } from './ledger.ts';
+import { debit, spendableCreditsSql } from './ledger.ts';
 import {
   countStorage,
   ROW_OVERHEAD_BYTES,
@@ -105,7 +105,7 @@ function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
     storageBytes: storageUsedSql('?2', limits.storageDay),
   };
   const conditions = {
-    creditsCover: `${usage.creditBalance} >= ?18`,
+    creditsCover: `${spendableCreditsSql('?2')} >= ?18`,
     inFlightFits: `(?20 IS NULL OR ${usage.jobsInFlight} < ?20)`,
     storageFits: storageFitsSql('?2', {
       day: limits.storageDay,

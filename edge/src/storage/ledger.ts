@@ -5,7 +5,10 @@
 // statements into its batch, and the operator scripts run the very same SQL through wrangler.
 // A balance is never read, changed in code and written back.
 
+import type { LedgerReason } from '@rcpt/shared/contract/ledger-reasons';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
+
+export type { LedgerReason };
 
 export type SqlValue = string | number | null;
 
@@ -14,17 +17,6 @@ export interface SqlStatement {
   sql: string;
   params: SqlValue[];
 }
-
-export type LedgerReason =
-  | 'signup_grant'
-  | 'grant'
-  | 'verify'
-  | 'verify_refund'
-  | 'bulk_charge'
-  | 'bulk_refund'
-  | 'recheck_charge'
-  | 'purchase'
-  | 'purchase_refund';
 
 export interface CreditMovement {
   accountId: string;
@@ -47,6 +39,17 @@ export interface LedgerPair {
 }
 
 const LEDGER_COLUMNS = 'credit_ledger (account_id, delta, balance_after, reason, reference, created_at)';
+
+/**
+ * SQL for the credits the account `accountParam` (an SQL parameter such as `?2`) may spend on new
+ * work: its balance, or none while a dispute of one of its payments is open (docs/money.md,
+ * "Disputes"). Every admission of paid work compares its charge with this, in the statement that
+ * writes the work, so a dispute that opens stops the very next charge. A charge of 0 (a sandbox
+ * job) is still admitted.
+ */
+export function spendableCreditsSql(accountParam: string): string {
+  return `(SELECT CASE WHEN open_disputes > 0 THEN 0 ELSE credit_balance END FROM accounts WHERE id = ${accountParam})`;
+}
 
 function movementParams(movement: CreditMovement): SqlValue[] {
   if (!Number.isInteger(movement.amount) || movement.amount < 0) {
@@ -250,6 +253,11 @@ export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair
   };
 }
 
+/** A purchase's grant: its ledger pair, then `settle`, the pair that pays the account's debt from it. */
+export interface PurchaseGrant extends LedgerPair {
+  settle: LedgerPair;
+}
+
 /**
  * The credits of a purchase Stripe says was paid (docs/money.md, "Buying credits"): its
  * `credits`, as one `purchase` row whose reference is the Stripe payment (the Checkout Session
@@ -257,9 +265,15 @@ export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair
  * pending; run it before the statement that marks it paid, in the same batch, so a replayed or
  * concurrent delivery of the webhook finds it paid and grants nothing (the ledger's unique
  * (reference, reason) index stops a second row in any case).
+ *
+ * `settle` then pays what a lost dispute left owed (docs/money.md, "Disputes") out of these
+ * credits first: one `debt_settlement` row with the same reference, taking the smaller of the
+ * debt and the purchase's credits from the balance and the debt alike. Run `entry`, `balance`,
+ * `settle.entry`, `settle.balance`, then the statement that marks the purchase paid.
  */
-export function grantPurchase(purchaseId: string, reference: string, now: number): LedgerPair {
+export function grantPurchase(purchaseId: string, reference: string, now: number): PurchaseGrant {
   const pending = "SELECT account_id, credits FROM purchases WHERE id = ?1 AND status = 'pending'";
+  const settled = "SELECT -delta FROM credit_ledger WHERE reference = ?2 AND reason = 'debt_settlement'";
   return {
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
@@ -271,6 +285,24 @@ export function grantPurchase(purchaseId: string, reference: string, now: number
       sql: `UPDATE accounts SET credit_balance = credit_balance + (SELECT credits FROM (${pending}))
             WHERE id = (SELECT account_id FROM (${pending})) RETURNING credit_balance`,
       params: [purchaseId],
+    },
+    settle: {
+      entry: {
+        sql: `INSERT INTO ${LEDGER_COLUMNS}
+              SELECT a.id, -MIN(a.credit_debt, p.credits), a.credit_balance - MIN(a.credit_debt, p.credits),
+                'debt_settlement', ?2, ?3
+              FROM (${pending}) p JOIN accounts a ON a.id = p.account_id
+              WHERE a.credit_debt > 0 AND p.credits > 0`,
+        params: [purchaseId, reference, now],
+      },
+      balance: {
+        // Exactly what the row above took, while the purchase is still pending.
+        sql: `UPDATE accounts SET credit_balance = credit_balance - (${settled}),
+                credit_debt = credit_debt - (${settled})
+              WHERE id = (SELECT account_id FROM (${pending})) AND EXISTS (${settled})
+              RETURNING credit_balance`,
+        params: [purchaseId, reference],
+      },
     },
   };
 }
@@ -326,6 +358,79 @@ export function takeBackRefundedCredits(
               amount_refunded = ${refunded}
             WHERE ${open} RETURNING account_id AS accountId`,
       params: [purchaseId, amountRefunded, reference],
+    },
+  };
+}
+
+/** A dispute's statements: its ledger pair, then `record`, which moves the dispute on. */
+export interface DisputeMovement extends LedgerPair {
+  record: SqlStatement;
+}
+
+/**
+ * A dispute that has just been written `opening` (docs/money.md, "Disputes"): the balance gives
+ * up the credits the dispute owes as far as it holds them (never below zero), as one
+ * `dispute_hold` row referencing the dispute; `balance` also counts the dispute open, which stops
+ * the account's paid work; `record` stores what was held and marks the dispute `open`. A replay
+ * finds it open and moves nothing.
+ */
+export function holdDisputedCredits(disputeId: string, now: number): DisputeMovement {
+  const held = "SELECT -delta FROM credit_ledger WHERE reference = ?1 AND reason = 'dispute_hold'";
+  const opening = "SELECT account_id FROM disputes WHERE id = ?1 AND status = 'opening'";
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, -MIN(d.credits_owed, a.credit_balance), a.credit_balance - MIN(d.credits_owed, a.credit_balance),
+              'dispute_hold', d.id, ?2
+            FROM disputes d JOIN accounts a ON a.id = d.account_id
+            WHERE d.id = ?1 AND d.status = 'opening' AND MIN(d.credits_owed, a.credit_balance) > 0`,
+      params: [disputeId, now],
+    },
+    balance: {
+      sql: `UPDATE accounts SET credit_balance = credit_balance - COALESCE((${held}), 0),
+              open_disputes = open_disputes + 1
+            WHERE id = (${opening}) RETURNING credit_balance`,
+      params: [disputeId],
+    },
+    record: {
+      sql: `UPDATE disputes SET status = 'open', credits_held = COALESCE((${held}), 0)
+            WHERE id = ?1 AND status = 'opening' RETURNING account_id AS accountId`,
+      params: [disputeId],
+    },
+  };
+}
+
+/**
+ * A dispute that closed (docs/money.md, "Disputes"), only while it is open. `won` (or an inquiry
+ * that closed, or one Stripe prevented): the held credits come back, one `dispute_return` row
+ * referencing the dispute. `lost`: nothing comes back and what the balance could not give up
+ * (`credits_owed - credits_held`, credits already spent) becomes the account's debt, which the
+ * next purchases settle. Either way the account counts one open dispute fewer.
+ */
+export function closeDispute(disputeId: string, outcome: 'won' | 'lost', now: number): DisputeMovement {
+  const open = `SELECT account_id, credits_owed, credits_held FROM disputes WHERE id = ?1 AND status = 'open'`;
+  // What comes back to the balance, and what becomes debt, as columns of the open dispute.
+  const returned = outcome === 'won' ? 'credits_held' : '0';
+  const owedOn = outcome === 'lost' ? 'credits_owed - credits_held' : '0';
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT a.id, d.credits_held, a.credit_balance + d.credits_held, 'dispute_return', ?1, ?2
+            FROM (${open}) d JOIN accounts a ON a.id = d.account_id WHERE ?3 = 'won' AND d.credits_held > 0`,
+      params: [disputeId, now, outcome],
+    },
+    balance: {
+      sql: `UPDATE accounts SET
+              credit_balance = credit_balance + (SELECT ${returned} FROM (${open})),
+              credit_debt = credit_debt + (SELECT ${owedOn} FROM (${open})),
+              open_disputes = MAX(open_disputes - 1, 0)
+            WHERE id = (SELECT account_id FROM (${open})) RETURNING credit_balance`,
+      params: [disputeId],
+    },
+    record: {
+      sql: `UPDATE disputes SET status = ?2, closed_at = ?3 WHERE id = ?1 AND status = 'open'
+            RETURNING account_id AS accountId`,
+      params: [disputeId, outcome, now],
     },
   };
 }

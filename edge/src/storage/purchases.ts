@@ -42,6 +42,8 @@ export interface BillingSettings {
   topUpPurchaseId: string | null;
   topUpStartedAt: number | null;
   topUpFailure: string | null;
+  autoTopUpDailyLimit: number;
+  topUpLimitNotifiedAt: number | null;
 }
 
 const BILLING_COLUMNS = `account_id AS accountId, stripe_customer_id AS stripeCustomerId,
@@ -49,7 +51,8 @@ const BILLING_COLUMNS = `account_id AS accountId, stripe_customer_id AS stripeCu
   low_balance_threshold AS lowBalanceThreshold, low_balance_notified_at AS lowBalanceNotifiedAt,
   auto_top_up_threshold AS autoTopUpThreshold, auto_top_up_credits AS autoTopUpCredits,
   top_up_purchase_id AS topUpPurchaseId, top_up_started_at AS topUpStartedAt,
-  top_up_failure AS topUpFailure`;
+  top_up_failure AS topUpFailure, auto_top_up_daily_limit AS autoTopUpDailyLimit,
+  top_up_limit_notified_at AS topUpLimitNotifiedAt`;
 
 export type NewPurchase = Pick<Purchase, 'id' | 'accountId' | 'kind' | 'credits' | 'amount' | 'currency'> & {
   now: number;
@@ -148,6 +151,8 @@ export interface BalanceAlerts {
   lowBalanceThreshold: number | null;
   autoTopUpThreshold: number | null;
   autoTopUpCredits: number | null;
+  /** Automatic top-ups that may start in a UTC day. */
+  autoTopUpDailyLimit: number;
 }
 
 /** The customer's thresholds (null: off). A changed setting re-arms the low-balance email. */
@@ -159,9 +164,11 @@ export async function saveBalanceAlerts(
 ): Promise<void> {
   await db.$client
     .prepare(
-      `INSERT INTO account_billing (account_id, low_balance_threshold, auto_top_up_threshold, auto_top_up_credits, updated_at)
-       VALUES (?1, ?2, ?3, ?4, ?5)
+      `INSERT INTO account_billing (account_id, low_balance_threshold, auto_top_up_threshold, auto_top_up_credits,
+         auto_top_up_daily_limit, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?6, ?5)
        ON CONFLICT (account_id) DO UPDATE SET
+         auto_top_up_daily_limit = excluded.auto_top_up_daily_limit,
          low_balance_threshold = excluded.low_balance_threshold,
          low_balance_notified_at = CASE
            WHEN account_billing.low_balance_threshold IS excluded.low_balance_threshold
@@ -170,7 +177,14 @@ export async function saveBalanceAlerts(
          auto_top_up_credits = excluded.auto_top_up_credits,
          updated_at = excluded.updated_at`,
     )
-    .bind(accountId, alerts.lowBalanceThreshold, alerts.autoTopUpThreshold, alerts.autoTopUpCredits, now)
+    .bind(
+      accountId,
+      alerts.lowBalanceThreshold,
+      alerts.autoTopUpThreshold,
+      alerts.autoTopUpCredits,
+      now,
+      alerts.autoTopUpDailyLimit,
+    )
     .run();
 }
 
@@ -209,7 +223,8 @@ export interface GrantOutcome {
 
 /**
  * Grants a paid purchase's credits and marks it paid, in one transaction guarded by its pending
- * state (ledger.ts `grantPurchase`); ends the account's top-up in flight if it was this one.
+ * state (ledger.ts `grantPurchase`, which settles a dispute's debt from them first); ends the
+ * account's top-up in flight if it was this one.
  */
 export async function grantPaidPurchase(
   db: Db,
@@ -217,9 +232,11 @@ export async function grantPaidPurchase(
 ): Promise<GrantOutcome> {
   const d1 = db.$client;
   const grant = grantPurchase(paid.purchaseId, paid.reference, paid.now);
-  const [, , marked] = await d1.batch<{ accountId: string }>([
+  const [, , , , marked] = await d1.batch<{ accountId: string }>([
     prepare(d1, grant.entry),
     prepare(d1, grant.balance),
+    prepare(d1, grant.settle.entry),
+    prepare(d1, grant.settle.balance),
     d1
       .prepare(
         `UPDATE purchases SET status = 'paid', paid_at = ?2, payment_intent_id = COALESCE(payment_intent_id, ?3)
@@ -288,11 +305,18 @@ export async function applyRefund(
   return recorded?.results[0]?.accountId ?? null;
 }
 
+/** SQL: automatic top-ups of the billing row `b` started since `dayStart` (a UTC day), declined ones included. */
+function topUpsSinceSql(dayStart: string): string {
+  return `(SELECT COUNT(*) FROM purchases WHERE account_id = b.account_id AND kind = 'auto_topup'
+    AND created_at >= ${dayStart} AND status <> 'expired')`;
+}
+
 /**
- * Starts an automatic top-up if the account needs one and none is in flight: in one batch,
- * takes the account's top-up slot (auto top-up on, a saved card that was not declined, the
- * balance below the threshold, no top-up in flight — or one older than `staleBefore`) and
- * writes the pending purchase. True when this call took it.
+ * Starts an automatic top-up if the account needs one and may have one: in one batch, takes the
+ * account's top-up slot (auto top-up on, a saved card that was not declined, the balance below
+ * the threshold, no top-up in flight, fewer top-ups today than its daily limit, no dispute open)
+ * and writes the pending purchase. True when this call took it. A top-up in flight is never
+ * replaced here: it ends with its webhook, or when `reconcileTopUp` learns its outcome from Stripe.
  */
 export async function claimTopUp(
   db: Db,
@@ -303,21 +327,23 @@ export async function claimTopUp(
     amount: number;
     currency: string;
     now: number;
-    staleBefore: number;
+    /** Start of the UTC day the daily limit counts. */
+    dayStart: number;
   },
 ): Promise<boolean> {
   const d1 = db.$client;
   const [claimed] = await d1.batch([
     d1
       .prepare(
-        `UPDATE account_billing SET top_up_purchase_id = ?2, top_up_started_at = ?3, updated_at = ?3
-         WHERE account_id = ?1 AND auto_top_up_threshold IS NOT NULL AND auto_top_up_credits = ?4
-           AND payment_method_id IS NOT NULL AND stripe_customer_id IS NOT NULL AND top_up_failure IS NULL
-           AND (top_up_purchase_id IS NULL OR top_up_started_at < ?5)
-           AND (SELECT credit_balance FROM accounts WHERE id = ?1) < auto_top_up_threshold
+        `UPDATE account_billing AS b SET top_up_purchase_id = ?2, top_up_started_at = ?3, updated_at = ?3
+         WHERE b.account_id = ?1 AND b.auto_top_up_threshold IS NOT NULL AND b.auto_top_up_credits = ?4
+           AND b.payment_method_id IS NOT NULL AND b.stripe_customer_id IS NOT NULL AND b.top_up_failure IS NULL
+           AND b.top_up_purchase_id IS NULL
+           AND ${topUpsSinceSql('?5')} < b.auto_top_up_daily_limit
+           AND (SELECT credit_balance < b.auto_top_up_threshold AND open_disputes = 0 FROM accounts WHERE id = ?1)
          RETURNING account_id`,
       )
-      .bind(claim.accountId, claim.purchaseId, claim.now, claim.credits, claim.staleBefore),
+      .bind(claim.accountId, claim.purchaseId, claim.now, claim.credits, claim.dayStart),
     d1
       .prepare(
         `INSERT INTO purchases (id, account_id, kind, credits, amount, currency, status, created_at)
@@ -327,6 +353,44 @@ export async function claimTopUp(
       .bind(claim.purchaseId, claim.accountId, claim.credits, claim.amount, claim.currency, claim.now),
   ]);
   return (claimed?.results.length ?? 0) > 0;
+}
+
+/**
+ * The top-up in flight is still in flight at Stripe (its PaymentIntent is processing): it is
+ * asked about again once it is in flight past the watch's interval again.
+ */
+export async function markTopUpInFlight(db: Db, purchaseId: string, now: number): Promise<void> {
+  await db.$client
+    .prepare('UPDATE account_billing SET top_up_started_at = ?2 WHERE top_up_purchase_id = ?1')
+    .bind(purchaseId, now)
+    .run();
+}
+
+/**
+ * Takes the day's email that says automatic top-ups reached their daily limit: once per UTC day,
+ * only while a top-up is due (below the threshold, none in flight) and the limit is what stops it.
+ * The address, the balance and the limit, or null (not due, or sent today already).
+ */
+export async function claimTopUpLimitEmail(
+  db: Db,
+  accountId: string,
+  now: number,
+  dayStart: number,
+): Promise<{ email: string; balance: number; limit: number } | null> {
+  const row = await db.$client
+    .prepare(
+      `UPDATE account_billing AS b SET top_up_limit_notified_at = ?2
+       WHERE b.account_id = ?1 AND b.auto_top_up_threshold IS NOT NULL AND b.top_up_failure IS NULL
+         AND b.top_up_purchase_id IS NULL
+         AND (b.top_up_limit_notified_at IS NULL OR b.top_up_limit_notified_at < ?3)
+         AND ${topUpsSinceSql('?3')} >= b.auto_top_up_daily_limit
+         AND (SELECT credit_balance FROM accounts WHERE id = ?1) < b.auto_top_up_threshold
+       RETURNING (SELECT email FROM accounts WHERE id = ?1) AS email,
+         (SELECT credit_balance FROM accounts WHERE id = ?1) AS balance, auto_top_up_daily_limit AS "limit"`,
+    )
+    .bind(accountId, now, dayStart)
+    .first<{ email: string | null; balance: number; limit: number }>();
+  return row?.email ? { email: row.email, balance: row.balance, limit: row.limit } : null;
 }
 
 /**
@@ -363,35 +427,49 @@ export async function claimLowBalanceEmail(
 
 /**
  * Whether an account's balance watch has something to do: a low-balance email to send or re-arm,
- * or a top-up to start (none in flight, or one in flight since before `?1`).
+ * a top-up to start (none in flight, fewer than the daily limit today, no dispute open), the
+ * day's email that the limit stopped one, or a top-up in flight since before `?1` to reconcile
+ * with Stripe. `?3` is the start of the UTC day.
  */
 const WATCH_NEEDED = `(b.low_balance_threshold IS NOT NULL AND (
      (b.low_balance_notified_at IS NULL AND a.credit_balance < b.low_balance_threshold)
      OR (b.low_balance_notified_at IS NOT NULL AND a.credit_balance >= b.low_balance_threshold)))
+  OR (b.top_up_purchase_id IS NOT NULL AND b.top_up_started_at < ?1)
   OR (b.auto_top_up_threshold IS NOT NULL AND b.payment_method_id IS NOT NULL AND b.top_up_failure IS NULL
-      AND a.credit_balance < b.auto_top_up_threshold
-      AND (b.top_up_purchase_id IS NULL OR b.top_up_started_at < ?1))`;
+      AND a.credit_balance < b.auto_top_up_threshold AND b.top_up_purchase_id IS NULL AND a.open_disputes = 0
+      AND (${topUpsSinceSql('?3')} < b.auto_top_up_daily_limit
+        OR b.top_up_limit_notified_at IS NULL OR b.top_up_limit_notified_at < ?3))`;
 
 /** Whether this account's balance watch has anything to do (one primary-key lookup when it has no settings). */
-export async function needsWatch(db: Db, accountId: string, staleBefore: number): Promise<boolean> {
+export async function needsWatch(
+  db: Db,
+  accountId: string,
+  inFlightBefore: number,
+  dayStart: number,
+): Promise<boolean> {
   const row = await db.$client
     .prepare(
       `SELECT 1 AS due FROM account_billing b JOIN accounts a ON a.id = b.account_id
        WHERE b.account_id = ?2 AND (${WATCH_NEEDED})`,
     )
-    .bind(staleBefore, accountId)
+    .bind(inFlightBefore, accountId, dayStart)
     .first<{ due: number }>();
   return row !== null;
 }
 
 /** Accounts whose balance watch has something to do, for the cron's sweep. */
-export async function accountsToWatch(db: Db, staleBefore: number, limit: number): Promise<string[]> {
+export async function accountsToWatch(
+  db: Db,
+  inFlightBefore: number,
+  dayStart: number,
+  limit: number,
+): Promise<string[]> {
   const { results } = await db.$client
     .prepare(
       `SELECT b.account_id AS accountId FROM account_billing b JOIN accounts a ON a.id = b.account_id
        WHERE ${WATCH_NEEDED} LIMIT ?2`,
     )
-    .bind(staleBefore, limit)
+    .bind(inFlightBefore, limit, dayStart)
     .all<{ accountId: string }>();
   return results.map((row) => row.accountId);
 }

@@ -22,6 +22,16 @@ export const accounts = sqliteTable('accounts', {
   // Whether the account's jobs watch their domains when the upload does not say (`watch`,
   // docs/architecture.md "Watched jobs"). 1: yes, for WATCH_DEFAULT_DAYS.
   watchDefault: integer('watch_default').notNull().default(0),
+  // Disputes of the account's payments still open (docs/money.md, "Disputes"): while above 0, no
+  // paid work is admitted. Moved only beside the dispute's own state change, in one transaction.
+  openDisputes: integer('open_disputes').notNull().default(0),
+  // Credits a lost dispute left owed (the disputed purchase's credits already spent); the next
+  // purchases settle it before their credits reach the balance.
+  creditDebt: integer('credit_debt').notNull().default(0),
+  // When the password was last set through a reset link, until the owner has looked at the API
+  // keys made before then (whoever held the account may have made them): the keys page lists
+  // them. Null: nothing to review.
+  keysReviewBefore: integer('keys_review_before'),
 });
 
 /**
@@ -98,7 +108,7 @@ export const creditLedger = sqliteTable(
     uniqueIndex('credit_ledger_once')
       .on(table.reference, table.reason)
       .where(
-        sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant', 'purchase', 'purchase_refund')`,
+        sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant', 'purchase', 'purchase_refund', 'dispute_hold', 'dispute_return', 'debt_settlement')`,
       ),
   ],
 );
@@ -393,8 +403,11 @@ export const idempotencyKeys = sqliteTable(
     responseStatus: integer('response_status'),
     responseBody: text('response_body'),
     createdAt: integer('created_at').notNull(),
-    // When the running request took the key; a key held far longer than any request is taken over.
+    // When the running request took the key; a key held far longer than any request is taken over,
+    // unless it charged: then its answer is lost, and running it again would charge twice.
     lockedAt: integer('locked_at').notNull(),
+    // The ledger reference the holding request charges under (its request id, or its job id).
+    chargeReference: text('charge_reference'),
   },
   (table) => [
     primaryKey({ columns: [table.accountId, table.mode, table.key] }),
@@ -494,5 +507,37 @@ export const accountBilling = sqliteTable('account_billing', {
   topUpStartedAt: integer('top_up_started_at'),
   // Why the last top-up failed (a declined card); top-ups stay off until the card is saved again.
   topUpFailure: text('top_up_failure'),
+  // At most this many automatic top-ups start in a UTC day (docs/money.md, "Low balance and
+  // automatic top-up"); past it, one email that day (`topUpLimitNotifiedAt`: when it went).
+  autoTopUpDailyLimit: integer('auto_top_up_daily_limit').notNull().default(3),
+  topUpLimitNotifiedAt: integer('top_up_limit_notified_at'),
   updatedAt: integer('updated_at').notNull(),
 });
+
+/**
+ * Disputes (chargebacks) of purchases, one row per Stripe dispute (docs/money.md, "Disputes").
+ * `creditsOwed` is what the disputed amount bought; `creditsHeld` what the balance gave up when
+ * the dispute opened (never more than it held). Won: the held credits come back; lost: the rest
+ * (`creditsOwed - creditsHeld`) becomes the account's `creditDebt`. Every change is guarded by
+ * `status`, so a replayed event moves nothing.
+ */
+export const disputes = sqliteTable(
+  'disputes',
+  {
+    // Stripe's dispute id (`du_…`).
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    purchaseId: text('purchase_id')
+      .notNull()
+      .references(() => purchases.id),
+    amount: integer('amount').notNull(),
+    status: text('status', { enum: ['opening', 'open', 'won', 'lost'] }).notNull(),
+    creditsOwed: integer('credits_owed').notNull(),
+    creditsHeld: integer('credits_held').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    closedAt: integer('closed_at'),
+  },
+  (table) => [index('disputes_account').on(table.accountId, table.createdAt)],
+);

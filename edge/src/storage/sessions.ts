@@ -74,11 +74,20 @@ export async function setPasswordHash(db: Db, accountId: string, passwordHash: s
 /** Replaces the password hash only if it is still `current`; whether it did. */
 export async function replacePasswordHash(
   db: Db,
-  change: { accountId: string; current: string; next: string },
+  change: {
+    accountId: string;
+    current: string;
+    next: string;
+    /** Set through a reset link at this time: the keys made before it are listed for review. */
+    resetAt?: number;
+  },
 ): Promise<boolean> {
   const result = await db.$client
-    .prepare('UPDATE accounts SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2')
-    .bind(change.accountId, change.current, change.next)
+    .prepare(
+      `UPDATE accounts SET password_hash = ?3, keys_review_before = COALESCE(?4, keys_review_before)
+       WHERE id = ?1 AND password_hash = ?2`,
+    )
+    .bind(change.accountId, change.current, change.next, change.resetAt ?? null)
     .run();
   return result.meta.changes === 1;
 }

@@ -6,7 +6,7 @@ import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
-import { debit, refundUnansweredVerification } from './ledger.ts';
+import { debit, refundUnansweredVerification, spendableCreditsSql } from './ledger.ts';
 import { verifications } from './schema.ts';
 import {
   countStorage,
@@ -129,7 +129,7 @@ export async function openChargedVerification(
     rowExists,
   );
   const bytes = historyRowBytes(opening, answer, opening.email, opening.evidence ?? false);
-  const creditsCover = '(SELECT credit_balance FROM accounts WHERE id = ?2) >= ?5';
+  const creditsCover = `${spendableCreditsSql('?2')} >= ?5`;
   const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
   const results = await d1.batch<Record<string, number>>([
     d1

@@ -28,6 +28,7 @@ import {
 import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
 import { endSession, startSession } from '../../services/sessions.ts';
 import {
+  SIGNUP_TURNSTILE_ACTION,
   TURNSTILE_FIELD,
   TURNSTILE_ORIGIN,
   TURNSTILE_SCRIPT,
@@ -106,7 +107,11 @@ function SignupPage(props: AuthFormState & { csrfToken: string; turnstileSiteKey
           />
           {props.turnstileSiteKey ? (
             <>
-              <div class="cf-turnstile" data-sitekey={props.turnstileSiteKey} />
+              <div
+                class="cf-turnstile"
+                data-sitekey={props.turnstileSiteKey}
+                data-action={SIGNUP_TURNSTILE_ACTION}
+              />
               <script src={TURNSTILE_SCRIPT} async defer />
             </>
           ) : null}
@@ -262,6 +267,7 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
         config,
         await formText(c, TURNSTILE_FIELD),
         c.req.header('cf-connecting-ip') ?? null,
+        { hostname: new URL(c.req.url).hostname, action: SIGNUP_TURNSTILE_ACTION },
       ))
     )
       return renderPage(c, page(TURNSTILE_FAILED), 400);

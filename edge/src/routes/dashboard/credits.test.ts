@@ -10,9 +10,13 @@ import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/api-keys.ts';
 import { formatPrice, watchBalance, watchDepsOf } from '../../services/purchases.ts';
 import { createDb } from '../../storage/db.ts';
+import { MAX_EVENT_BYTES } from '../stripe-webhook.ts';
 
 const FAKE_STRIPE = env.STRIPE_API_URL;
 const PACK = configOf(env).CREDIT_PACKS[0] as { credits: number; price: number };
+// Automatic top-ups buy the larger pack: a threshold above a new account's balance fits under it.
+const TOP_UP_PACK = configOf(env).CREDIT_PACKS[1] as { credits: number; price: number };
+const DAY_MS = 86_400_000;
 
 interface Delivery {
   event: { id: string; type: string; data: { object: Record<string, unknown> } };
@@ -33,6 +37,38 @@ async function eventOf(objectId: string, type: string): Promise<Delivery> {
     async () => (await eventsAbout(objectId)).find((delivery) => delivery.event.type === type),
     `a ${type} event about ${objectId}`,
   );
+}
+
+/** A request to the fake Stripe's API, as the library would send it. */
+async function stripeApi(path: string, form?: Record<string, string>): Promise<Record<string, unknown>> {
+  const response = await fetch(`${FAKE_STRIPE}${path}`, {
+    method: form ? 'POST' : 'GET',
+    headers: { authorization: `Bearer ${env.STRIPE_SECRET_KEY}` },
+    ...(form ? { body: new URLSearchParams(form) } : {}),
+  });
+  expect(response.status, path).toBe(200);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+async function deliverEvent(
+  delivery: Delivery,
+): Promise<{ status: number; outcome?: string; code?: string }> {
+  const response = await deliver(delivery.payload, delivery.signature);
+  return { status: response.status, ...((await response.json()) as { outcome?: string; code?: string }) };
+}
+
+/** Spends credits as verifications would, leaving `left` (ledger row and balance together). */
+async function spendDownTo(accountId: string, left: number): Promise<void> {
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+       SELECT id, -(credit_balance - ?2), ?2, 'verify', ?3, ?4 FROM accounts WHERE id = ?1 AND credit_balance > ?2`,
+    ).bind(accountId, left, `spent-${crypto.randomUUID()}`, Date.now()),
+    env.DB.prepare('UPDATE accounts SET credit_balance = ?2 WHERE id = ?1 AND credit_balance > ?2').bind(
+      accountId,
+      left,
+    ),
+  ]);
 }
 
 function deliver(payload: string, signature: string | null): Promise<Response> {
@@ -72,6 +108,28 @@ async function purchaseRows(accountId: string) {
     .bind(accountId)
     .all<{ id: string; kind: string; status: string; credits: number; creditsTakenBack: number }>();
   return results;
+}
+
+/**
+ * A new account with a saved card whose automatic top-up (the larger pack, threshold just above
+ * the balance) has started: the top-up purchase, and the balance before it.
+ */
+async function topUpStarted(label: string, settings: Record<string, string> = {}) {
+  const { client, accountId } = await signedInAccount(label);
+  const sessionId = await buy(client, { saveCard: true });
+  await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'));
+  const balance = await balanceOf(accountId);
+  await client.submit('/credits', '/credits/settings', {
+    autoTopUp: 'true',
+    autoTopUpThreshold: String(balance + 1),
+    autoTopUpCredits: String(TOP_UP_PACK.credits),
+    ...settings,
+  });
+  const topUp = await untilValue(
+    async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
+    'the automatic top-up purchase',
+  );
+  return { client, accountId, balance, topUp };
 }
 
 describe('buying credits', () => {
@@ -204,6 +262,29 @@ describe('buying credits', () => {
     expect((await purchaseRows(accountId))[0]?.status).toBe('pending');
   });
 
+  it('a body past the limit without a Content-Length is refused while it streams in, not read to the end', async () => {
+    const chunk = new Uint8Array(16 * 1024).fill(0x20);
+    let pulled = 0;
+    // 4 MB of spaces without a Content-Length (chunked): reading stops at the limit.
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= 4 * 1024 * 1024) return controller.close();
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const refused = await exports.default.fetch(
+      new Request('https://edge.test/stripe/webhook', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+        body: endless,
+      }),
+    );
+    expect(refused.status).toBe(413);
+    expect(await refused.json()).toMatchObject({ success: false, code: 'PAYLOAD_TOO_LARGE' });
+    expect(pulled).toBeLessThan(MAX_EVENT_BYTES + 4 * chunk.byteLength);
+  });
+
   it('a refund takes back the unspent credits in proportion, never below zero, once per refunded amount', async () => {
     const { client, accountId } = await signedInAccount('refunded');
     const sessionId = await buy(client);
@@ -281,7 +362,7 @@ describe('buying credits', () => {
     const saved = await client.submit('/credits', '/credits/settings', {
       autoTopUp: 'true',
       autoTopUpThreshold: String(balance + 1),
-      autoTopUpCredits: String(PACK.credits),
+      autoTopUpCredits: String(TOP_UP_PACK.credits),
       lowBalanceThreshold: '',
     });
     expect(saved.status).toBe(303);
@@ -294,7 +375,7 @@ describe('buying credits', () => {
     );
     const succeeded = await eventOf(topUp.id, 'payment_intent.succeeded');
     expect(succeeded.event.data.object).toMatchObject({
-      amount: PACK.price,
+      amount: TOP_UP_PACK.price,
       customer: expect.stringMatching(/^cus_test_/),
     });
     expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
@@ -306,7 +387,7 @@ describe('buying credits', () => {
     expect(await (await deliver(succeeded.payload, succeeded.signature)).json()).toMatchObject({
       outcome: 'already_applied',
     });
-    expect(await balanceOf(accountId)).toBe(balance + PACK.credits);
+    expect(await balanceOf(accountId)).toBe(balance + TOP_UP_PACK.credits);
     const grants = (await ledgerOf(accountId)).filter((row) => row.reason === 'purchase');
     expect(grants.map((row) => row.reference)).toEqual([sessionId, succeeded.event.data.object.id]);
     // Back above the threshold: the next watch starts nothing.
@@ -324,7 +405,7 @@ describe('buying credits', () => {
     await client.submit('/credits', '/credits/settings', {
       autoTopUp: 'true',
       autoTopUpThreshold: String(balance + 1),
-      autoTopUpCredits: String(PACK.credits),
+      autoTopUpCredits: String(TOP_UP_PACK.credits),
       lowBalanceThreshold: '',
     });
     const failed = await untilValue(
@@ -364,5 +445,222 @@ describe('buying credits', () => {
     } finally {
       console.log = original;
     }
+  });
+
+  it('the top-up threshold can be at most the pack it buys: 400 naming the field, nothing saved', async () => {
+    const { client, accountId } = await signedInAccount('toppack');
+    const sessionId = await buy(client, { saveCard: true });
+    const completed = await eventOf(sessionId, 'checkout.session.completed');
+    await deliver(completed.payload, completed.signature);
+    const refused = await client.submit('/credits', '/credits/settings', {
+      autoTopUp: 'true',
+      autoTopUpThreshold: String(PACK.credits + 1),
+      autoTopUpCredits: String(PACK.credits),
+      lowBalanceThreshold: '',
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain(
+      `The top-up threshold (${(PACK.credits + 1).toLocaleString('en-US')}) is above the pack it buys`,
+    );
+    for (const perDay of ['0', '25', 'two']) {
+      const badLimit = await client.submit('/credits', '/credits/settings', {
+        autoTopUp: 'true',
+        autoTopUpThreshold: String(PACK.credits),
+        autoTopUpCredits: String(PACK.credits),
+        autoTopUpDailyLimit: perDay,
+      });
+      expect(badLimit.status, perDay).toBe(400);
+    }
+    const billing = await env.DB.prepare(
+      'SELECT auto_top_up_threshold AS threshold FROM account_billing WHERE account_id = ?1',
+    )
+      .bind(accountId)
+      .first<{ threshold: number | null }>();
+    expect(billing?.threshold).toBeNull();
+  });
+
+  it('a slow top-up webhook: the watch reconciles with Stripe before another top-up, granting once, and the late event adds nothing', async () => {
+    const { accountId, balance, topUp } = await topUpStarted('slowhook');
+    // Stripe charged the card and sent its event, but the event has not reached rcpt.
+    const succeeded = await eventOf(topUp.id, 'payment_intent.succeeded');
+    const startedAt = Date.now();
+    const watch = (at: number) =>
+      watchBalance(watchDepsOf(createDb(env.DB), configOf(env), env, at), accountId);
+    // While it is in flight, the watch starts nothing beside it, even much later…
+    await watch(startedAt + 60_000);
+    expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
+    // …and past the reconcile interval asks Stripe, which says it succeeded: granted once.
+    await watch(startedAt + 11 * 60_000);
+    expect(await balanceOf(accountId)).toBe(balance + TOP_UP_PACK.credits);
+    expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toEqual([
+      expect.objectContaining({ status: 'paid' }),
+    ]);
+    // The late webhook finds it paid; the card was charged once.
+    expect(await deliverEvent(succeeded)).toMatchObject({ status: 200, outcome: 'already_applied' });
+    expect(await balanceOf(accountId)).toBe(balance + TOP_UP_PACK.credits);
+    const customer = succeeded.event.data.object.customer as string;
+    const intents = (await stripeApi(`/v1/payment_intents?customer=${customer}&limit=100`)).data as {
+      description: string | null;
+    }[];
+    expect(intents.filter((intent) => intent.description?.includes('automatic top-up'))).toHaveLength(1);
+    expect((await ledgerOf(accountId)).filter((row) => row.reason === 'purchase')).toHaveLength(2);
+  });
+
+  it("a top-up whose creation answer was lost is found among the customer's PaymentIntents and settled once", async () => {
+    const { accountId, balance, topUp } = await topUpStarted('lostanswer');
+    await eventOf(topUp.id, 'payment_intent.succeeded');
+    // As if the answer to the PaymentIntent's creation never came back: rcpt does not know its id.
+    await env.DB.prepare('UPDATE purchases SET payment_intent_id = NULL WHERE id = ?1').bind(topUp.id).run();
+    const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now() + 11 * 60_000);
+    await watchBalance(deps, accountId);
+    expect(await balanceOf(accountId)).toBe(balance + TOP_UP_PACK.credits);
+    expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toEqual([
+      expect.objectContaining({ status: 'paid' }),
+    ]);
+  });
+
+  it('at most the daily limit of top-ups a day, then one email that day', async () => {
+    // Signed up before the console is listened to: the sign-up's link is read from it.
+    const { accountId, topUp: first } = await topUpStarted('toplimit', { autoTopUpDailyLimit: '1' });
+    const lines: string[] = [];
+    const original = console.log;
+    console.log = (...items: unknown[]) => {
+      lines.push(items.map(String).join(' '));
+    };
+    try {
+      await deliverEvent(await eventOf(first.id, 'payment_intent.succeeded'));
+      // Spent below the threshold again the same day: no second top-up, one email saying why.
+      await spendDownTo(accountId, 5);
+      const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now());
+      await Promise.all(Array.from({ length: 3 }, () => watchBalance(deps, accountId)));
+      await watchBalance({ ...deps, now: Date.now() }, accountId);
+      expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
+      const limitEmails = () =>
+        lines.filter((line) => line.includes('automatic top-up paused for today (1 a day)'));
+      await until(() => limitEmails().length > 0, 'the daily-limit email');
+      expect(limitEmails()).toHaveLength(1);
+      // The next day (UTC) tops up again.
+      const tomorrow = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS + 60_000;
+      await watchBalance({ ...deps, now: tomorrow }, accountId);
+      expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(2);
+    } finally {
+      console.log = original;
+    }
+  });
+
+  it('a dispute holds the credits it bought and suspends paid work until it is won; replays move nothing', async () => {
+    const { client, accountId } = await signedInAccount('disputed');
+    const before = await balanceOf(accountId);
+    const sessionId = await buy(client, { card: '4000000000000259' });
+    const completed = await eventOf(sessionId, 'checkout.session.completed');
+    await deliverEvent(completed);
+    const intentId = completed.event.data.object.payment_intent as string;
+    const created = await eventOf(intentId, 'charge.dispute.created');
+    const disputeId = created.event.data.object.id as string;
+    expect(created.event.data.object).toMatchObject({ object: 'dispute', status: 'needs_response' });
+
+    expect(await deliverEvent(created)).toMatchObject({ status: 200, outcome: 'dispute_opened' });
+    expect(await deliverEvent(created)).toMatchObject({ status: 200, outcome: 'already_applied' });
+    expect(await balanceOf(accountId)).toBe(before);
+    expect((await ledgerOf(accountId)).filter((row) => row.reason === 'dispute_hold')).toEqual([
+      { delta: -PACK.credits, reason: 'dispute_hold', reference: disputeId },
+    ]);
+
+    // Paid work is refused before anything is charged; test keys still work.
+    const keyOf = (mode: 'live' | 'test') =>
+      createApiKey(createDb(env.DB), {
+        accountId,
+        name: mode,
+        mode,
+        maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+        now: Date.now(),
+      });
+    const live = await keyOf('live');
+    const test = await keyOf('test');
+    const refused = await call('/api/v1/verify', {
+      key: live.secret,
+      json: { email: 'someone@[192.0.2.1]' },
+    });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ success: false, code: 'PAYMENT_DISPUTED' });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: live.secret,
+      json: { emails: ['a@[192.0.2.1]'] },
+    });
+    expect(upload.status).toBe(403);
+    expect(await upload.json()).toMatchObject({ code: 'PAYMENT_DISPUTED' });
+    expect(
+      (await call('/api/v1/verify', { key: test.secret, json: { email: 'someone@example.com' } })).status,
+    ).toBe(200);
+    expect(await balanceOf(accountId)).toBe(before);
+    expect(
+      (await client.submit('/credits', '/credits/checkout', { credits: String(PACK.credits) })).status,
+    ).toBe(403);
+    expect(await (await client.get('/credits')).text()).toContain('data-testid="dispute-notice"');
+
+    // Won: the held credits come back, once, and paid work resumes.
+    await stripeApi(`/v1/disputes/${disputeId}`, { 'evidence[uncategorized_text]': 'winning_evidence' });
+    const closed = await eventOf(disputeId, 'charge.dispute.closed');
+    expect(closed.event.data.object.status).toBe('won');
+    expect(await deliverEvent(closed)).toMatchObject({ status: 200, outcome: 'dispute_won' });
+    expect(await deliverEvent(closed)).toMatchObject({ status: 200, outcome: 'already_applied' });
+    expect(await balanceOf(accountId)).toBe(before + PACK.credits);
+    const again = await call('/api/v1/verify', { key: live.secret, json: { email: 'someone@[192.0.2.1]' } });
+    expect(again.status).toBe(200);
+    expect(await (await client.get('/credits')).text()).not.toContain('data-testid="dispute-notice"');
+  });
+
+  it('a lost dispute records what was spent as a debt, and the next purchase settles it first', async () => {
+    const { client, accountId } = await signedInAccount('lost');
+    const sessionId = await buy(client, { card: '4000000000000259' });
+    const completed = await eventOf(sessionId, 'checkout.session.completed');
+    await deliverEvent(completed);
+    // Most of it is spent before the dispute arrives: the balance gives up what it holds.
+    await spendDownTo(accountId, 10);
+    const intentId = completed.event.data.object.payment_intent as string;
+    const created = await eventOf(intentId, 'charge.dispute.created');
+    const disputeId = created.event.data.object.id as string;
+    // A `closed` delivered before its `created` (events come in any order) opens it first.
+    await stripeApi(`/v1/disputes/${disputeId}/close`, {});
+    const closed = await eventOf(disputeId, 'charge.dispute.closed');
+    expect(closed.event.data.object.status).toBe('lost');
+    expect(await deliverEvent(closed)).toMatchObject({ status: 200, outcome: 'dispute_lost' });
+    expect(await deliverEvent(created)).toMatchObject({ status: 200, outcome: 'already_applied' });
+    expect(await balanceOf(accountId)).toBe(0);
+    const debt = PACK.credits - 10;
+    const page = await (await client.get('/credits')).text();
+    expect(page).toContain('data-testid="debt-notice"');
+    expect(page).toContain(`${debt.toLocaleString('en-US')} credits owed`);
+
+    // The next purchase: its credits pay the debt first, in the same transaction.
+    const next = await buy(client);
+    const paid = await eventOf(next, 'checkout.session.completed');
+    expect(await deliverEvent(paid)).toMatchObject({ outcome: 'granted' });
+    expect(await deliverEvent(paid)).toMatchObject({ outcome: 'already_applied' });
+    expect(await balanceOf(accountId)).toBe(PACK.credits - debt);
+    const rows = (await ledgerOf(accountId)).filter((row) =>
+      ['dispute_hold', 'dispute_return', 'debt_settlement'].includes(row.reason),
+    );
+    expect(rows).toEqual([
+      { delta: -10, reason: 'dispute_hold', reference: disputeId },
+      { delta: -debt, reason: 'debt_settlement', reference: next },
+    ]);
+    expect(await (await client.get('/credits')).text()).not.toContain('data-testid="debt-notice"');
+    // The balance is the sum of the ledger.
+    const sum = (await ledgerOf(accountId)).reduce((total, row) => total + row.delta, 0);
+    expect(sum).toBe(await balanceOf(accountId));
+  });
+
+  it('a dispute that arrives before its payment is recorded is answered 503, so Stripe delivers it again', async () => {
+    const { client } = await signedInAccount('early');
+    const sessionId = await buy(client, { card: '4000000000000259' });
+    const completed = await eventOf(sessionId, 'checkout.session.completed');
+    const created = await eventOf(
+      completed.event.data.object.payment_intent as string,
+      'charge.dispute.created',
+    );
+    expect(await deliverEvent(created)).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    await deliverEvent(completed);
+    expect(await deliverEvent(created)).toMatchObject({ status: 200, outcome: 'dispute_opened' });
   });
 });

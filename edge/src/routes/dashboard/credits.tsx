@@ -7,9 +7,19 @@ import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, sessionOf, setPageBalance } from '../../middleware/session.ts';
-import { formatPrice, packOf, startCheckout, watchBalance, watchDepsOf } from '../../services/purchases.ts';
+import {
+  autoTopUpOf,
+  DEFAULT_TOP_UPS_PER_DAY,
+  formatPrice,
+  MAX_TOP_UPS_PER_DAY,
+  packOf,
+  startCheckout,
+  watchBalance,
+  watchDepsOf,
+} from '../../services/purchases.ts';
 import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/stripe-client.ts';
 import { findAccount } from '../../storage/accounts.ts';
+import { creditDebtOf, type Dispute, openDisputesOf } from '../../storage/disputes.ts';
 import {
   type BillingSettings,
   findBilling,
@@ -41,10 +51,12 @@ async function renderCredits(
   const db = c.get('db');
   const config = c.get('config');
   const accountId = sessionOf(c).accountId;
-  const [account, billing, receipts] = await Promise.all([
+  const [account, billing, receipts, disputes, debt] = await Promise.all([
     findAccount(db, accountId),
     findBilling(db, accountId),
     listReceipts(db, accountId),
+    openDisputesOf(db, accountId),
+    creditDebtOf(db, accountId),
   ]);
   const enabled = purchasesEnabled(config);
   const notice = state.notice ? NOTICES[state.notice] : undefined;
@@ -58,6 +70,7 @@ async function renderCredits(
       <h1>Credits</h1>
       {notice ? <Notice kind={notice.kind}>{notice.text}</Notice> : null}
       {state.error ? <Notice kind="error">{state.error}</Notice> : null}
+      <DisputeNotices disputes={disputes} debt={debt} receipts={receipts} />
       <section class="card" aria-labelledby="buy-heading">
         <h2 id="buy-heading">Buy credits</h2>
         <p>
@@ -121,6 +134,36 @@ async function renderCredits(
       </section>
     </Layout>,
     status,
+  );
+}
+
+/** What disputes of the account's payments do to it now (docs/money.md, "Disputes"). */
+function DisputeNotices(props: { disputes: Dispute[]; debt: number; receipts: Purchase[] }) {
+  const count = (credits: number) => `${credits.toLocaleString('en-US')} credit${credits === 1 ? '' : 's'}`;
+  return (
+    <>
+      {props.disputes.map((dispute) => {
+        const purchase = props.receipts.find((receipt) => receipt.id === dispute.purchaseId);
+        return (
+          <Notice kind="error">
+            <span data-testid="dispute-notice">
+              The payment{purchase ? ` of ${formatPrice(purchase.amount, purchase.currency)}` : ''} is
+              disputed with your card's bank. {count(dispute.creditsHeld)} it bought are held, and live
+              verifications, uploads and purchases are paused until the dispute closes; test keys still work.
+              If the bank decides for rcpt, the held credits come back.
+            </span>
+          </Notice>
+        );
+      })}
+      {props.debt > 0 ? (
+        <Notice kind="info">
+          <span data-testid="debt-notice">
+            A lost dispute left {count(props.debt)} owed (credits of the disputed payment that had already
+            been spent). Your next purchase settles them first; the rest of its credits go to your balance.
+          </span>
+        </Notice>
+      ) : null}
+    </>
   );
 }
 
@@ -217,7 +260,27 @@ function BalanceAlerts(props: {
                 max="10000000"
                 inputmode="numeric"
                 value={String(billing?.autoTopUpThreshold ?? 100)}
+                aria-describedby="top-up-threshold-hint"
               />
+              <p class="hint" id="top-up-threshold-hint">
+                At most the pack's credits, so that one top-up lifts the balance back above it.
+              </p>
+            </div>
+            <div class="field">
+              <label for="top-up-per-day">Top-ups a day, at most</label>
+              <input
+                id="top-up-per-day"
+                name="autoTopUpDailyLimit"
+                type="number"
+                min="1"
+                max={String(MAX_TOP_UPS_PER_DAY)}
+                inputmode="numeric"
+                value={String(billing?.autoTopUpDailyLimit ?? DEFAULT_TOP_UPS_PER_DAY)}
+                aria-describedby="top-up-per-day-hint"
+              />
+              <p class="hint" id="top-up-per-day-hint">
+                Past it, rcpt emails you and tops up again the next day (UTC).
+              </p>
             </div>
             <div class="field">
               <label for="top-up-pack">Pack</label>
@@ -307,20 +370,27 @@ export function registerCreditsPage(dashboard: Hono<DashboardEnv>): void {
     };
     try {
       const autoTopUp = text('autoTopUp') === 'true';
-      const credits = autoTopUp ? packOf(config, Number(text('autoTopUpCredits'))).credits : null;
-      const autoTopUpThreshold = autoTopUp
-        ? threshold(text('autoTopUpThreshold'), 'The top-up threshold')
-        : null;
-      if (autoTopUp && autoTopUpThreshold === null) {
+      const perDayText = text('autoTopUpDailyLimit').trim();
+      const topUpThreshold = autoTopUp ? threshold(text('autoTopUpThreshold'), 'The top-up threshold') : null;
+      if (autoTopUp && topUpThreshold === null) {
         throw new ApiError('VALIDATION_ERROR', { message: 'Automatic top-up needs a threshold.' });
       }
+      const topUp =
+        topUpThreshold === null
+          ? null
+          : autoTopUpOf(config, {
+              threshold: topUpThreshold,
+              credits: Number(text('autoTopUpCredits')),
+              perDay: perDayText === '' ? DEFAULT_TOP_UPS_PER_DAY : Number(perDayText),
+            });
       await saveBalanceAlerts(
         c.get('db'),
         accountId,
         {
           lowBalanceThreshold: threshold(text('lowBalanceThreshold'), 'The low-balance threshold'),
-          autoTopUpThreshold,
-          autoTopUpCredits: credits,
+          autoTopUpThreshold: topUp?.autoTopUpThreshold ?? null,
+          autoTopUpCredits: topUp?.autoTopUpCredits ?? null,
+          autoTopUpDailyLimit: topUp?.autoTopUpDailyLimit ?? DEFAULT_TOP_UPS_PER_DAY,
         },
         Date.now(),
       );

@@ -15,7 +15,8 @@ import {
   parseAllowedCidrs,
 } from '../../services/api-keys.ts';
 import { quotasOf } from '../../services/quotas.ts';
-import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import { type ApiKeyRow, listApiKeys, markKeysReviewed, revokeApiKey } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
@@ -47,6 +48,8 @@ function KeysPage(props: {
   /** The account's email while it is unconfirmed: live keys wait for it (EMAIL_NOT_CONFIRMED). */
   unconfirmedEmail?: string | null;
   widgetUrl: string;
+  /** When the password was last set through a reset link, until the owner reviewed the keys made before. */
+  reviewBefore?: number | null;
 }) {
   const secretKeys = props.keys.filter((key) => key.kind === 'secret');
   return (
@@ -59,6 +62,7 @@ function KeysPage(props: {
       {props.notice ? <Notice kind="success">{props.notice}</Notice> : null}
       {props.refusal ? <Notice kind="error">{props.refusal}</Notice> : null}
       {props.created ? <NewKeySecret created={props.created} /> : null}
+      <KeysToReview keys={props.keys} before={props.reviewBefore ?? null} csrfToken={props.csrfToken} />
       <section class="card" aria-labelledby="create-key-heading">
         <h2 id="create-key-heading">Create a key</h2>
         <form method="post" action="/keys" class="stack">
@@ -248,10 +252,57 @@ function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
   );
 }
 
+/**
+ * After a password reset, the active keys made before it: whoever held the account until then
+ * may have made them, and they keep working whatever the password is. Listed until the owner
+ * says they looked (docs/operations.md, "Password reset").
+ */
+function KeysToReview(props: { keys: ApiKeyRow[]; before: number | null; csrfToken: string }) {
+  const { before } = props;
+  if (before === null) return null;
+  const made = props.keys.filter((key) => key.revokedAt === null && key.createdAt < before);
+  if (made.length === 0) return null;
+  return (
+    <section
+      class="notice notice-error"
+      role="alert"
+      aria-labelledby="review-keys-heading"
+      data-testid="keys-to-review"
+    >
+      <h2 id="review-keys-heading">Check the keys made before your password was reset</h2>
+      <p>
+        The password was reset through an emailed link on <Timestamp at={before} />. If someone else held the
+        account before, they may have made keys, and keys work whatever the password is. Revoke any you do not
+        recognise:
+      </p>
+      <ul>
+        {made.map((key) => (
+          <li>
+            <a href={`/keys/${key.id}/revoke`}>
+              {key.name} ({key.prefix}…)
+            </a>
+            , made <Timestamp at={key.createdAt} />
+          </li>
+        ))}
+      </ul>
+      <form method="post" action="/keys/reviewed">
+        <CsrfField token={props.csrfToken} />
+        <input type="hidden" name="before" value={String(before)} />
+        <button type="submit" class="button button-secondary">
+          I know these keys
+        </button>
+      </form>
+    </section>
+  );
+}
+
 export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
   registerPublishableKeyPages(dashboard);
   dashboard.get('/keys', ...signedInPage, async (c) => {
-    const keys = await listApiKeys(c.get('db'), c.get('caller').accountId);
+    const [keys, account] = await Promise.all([
+      listApiKeys(c.get('db'), c.get('caller').accountId),
+      findAccount(c.get('db'), c.get('caller').accountId),
+    ]);
     // The notice names the key from the list, never text from the URL.
     const revoked = keys.find((key) => key.id === c.req.query('revoked') && key.revokedAt !== null);
     const created = keys.find((key) => key.id === c.req.query('created') && key.kind === 'publishable');
@@ -269,6 +320,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
           notice={notice}
           unconfirmedEmail={layoutContext(c).unconfirmedEmail}
           widgetUrl={widgetUrlOf(c)}
+          reviewBefore={account?.keysReviewBefore ?? null}
         />
       </Layout>,
     );
@@ -335,6 +387,13 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
       </Layout>,
       created ? 201 : refusal ? (refusal.httpStatus as ContentfulStatusCode) : 400,
     );
+  });
+
+  dashboard.post('/keys/reviewed', ...changingPage, async (c) => {
+    // Only the reset the page showed: a later one is listed again.
+    const before = Number(await formText(c, 'before'));
+    if (Number.isSafeInteger(before)) await markKeysReviewed(c.get('db'), c.get('caller').accountId, before);
+    return c.redirect('/keys', 303);
   });
 
   dashboard.get('/keys/:id/revoke', ...signedInPage, async (c) => {

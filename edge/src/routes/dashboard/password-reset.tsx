@@ -15,7 +15,7 @@ import { signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
 
 const LINK_SENT =
-  'If an account uses this email address, we sent it a link to choose a new password. The link works once, for one hour.';
+  'If an account uses this email address, it has a link to choose a new password: we sent one now, or in the last half hour (that one still works). A link works once, for one hour.';
 const LINK_UNUSABLE: Record<'invalid' | 'expired', string> = {
   invalid: 'This link is not valid, or it was used already. Ask for a new one below.',
   expired: 'This link has expired: it works for one hour. Ask for a new one below.',
@@ -79,12 +79,11 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
-    const outcome = await requestPasswordReset(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
-      email,
-      clientIp: clientIp(c),
-      origin: new URL(c.req.url).origin,
-      now: Date.now(),
-    });
+    const outcome = await requestPasswordReset(
+      accountMailDepsOf(c.get('db'), c.get('config'), c.env),
+      { email, clientIp: clientIp(c), origin: new URL(c.req.url).origin, now: Date.now() },
+      (work) => c.executionCtx.waitUntil(work),
+    );
     if (outcome.kind === 'limited') {
       c.header('Retry-After', String(outcome.retryAfterSeconds));
       return renderPage(

@@ -290,16 +290,20 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
     if (webhookUrl && !(await findAccount(db, caller.accountId))?.webhookSecret)
       throw new ApiError('WEBHOOK_SECRET_MISSING');
     const now = Date.now();
+    // Made here: the job's charge is recorded under its id, which the key's claim names.
+    const jobId = crypto.randomUUID();
     const answer = await answerRequestOnce(
       c,
       {
         operation: 'bulk-upload',
         key,
         bodyDigest: async () => (digesting ? await digesting.digest() : ''),
+        chargeReference: jobId,
         now,
       },
       () =>
         createBatchJob({
+          jobId,
           db,
           queue: verifyQueueOf(c.env),
           caller,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { balanceOf, call, db, newCaller, type TestCaller } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/api-keys.ts';
+import { digestOf, requestFingerprint } from '../../services/idempotency.ts';
 import { prepare } from '../../storage/db.ts';
 import { credit } from '../../storage/ledger.ts';
 import { deleteExpired } from '../../storage/retention.ts';
@@ -197,5 +198,95 @@ describe('Idempotency-Key on POST /api/v1/bulk/upload', () => {
         true,
       );
     }
+  });
+});
+
+describe('an answer that could not be kept', () => {
+  /** Makes keeping the answer of `key` fail, as a D1 write can; returns the undo. */
+  async function failKeeping(key: string): Promise<() => Promise<unknown>> {
+    const trigger = `keep_fails_${crypto.randomUUID().replaceAll('-', '')}`;
+    await env.DB.prepare(
+      `CREATE TRIGGER ${trigger} BEFORE UPDATE OF state ON idempotency_keys
+       WHEN NEW.state = 'done' AND NEW.key = '${key}'
+       BEGIN SELECT RAISE(ABORT, 'injected: the answer could not be kept'); END`,
+    ).run();
+    return () => env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
+  }
+
+  /** As if the holder's lock had lapsed (IDEMPOTENCY_LOCK_MS ago and more). */
+  const lapse = (accountId: string, key: string) =>
+    env.DB.prepare(
+      'UPDATE idempotency_keys SET locked_at = locked_at - 600000 WHERE account_id = ?1 AND key = ?2',
+    )
+      .bind(accountId, key)
+      .run();
+
+  it('never lets a retry charge a verification twice, even after the lock lapses', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const undo = await failKeeping('keep-fails-verify');
+    try {
+      const first = await verify(caller.apiKey, 'not an address', 'keep-fails-verify');
+      expect(first.status).toBe(200);
+    } finally {
+      await undo();
+    }
+    expect(await balanceOf(caller.accountId)).toBe(4);
+    expect((await verify(caller.apiKey, 'not an address', 'keep-fails-verify')).status).toBe(409);
+    await lapse(caller.accountId, 'keep-fails-verify');
+    const retry = await verify(caller.apiKey, 'not an address', 'keep-fails-verify');
+    expect(retry.status).toBe(409);
+    expect(await retry.json()).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_IN_USE',
+      details: { chargedAs: expect.any(String) },
+    });
+    expect(await balanceOf(caller.accountId)).toBe(4);
+  });
+
+  it('never lets a retry upload (and charge) a list twice; the refusal names the job', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const upload = () =>
+      call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: ['someone@[192.0.2.1]'] },
+        headers: { 'Idempotency-Key': 'keep-fails-upload' },
+      });
+    const undo = await failKeeping('keep-fails-upload');
+    let jobId: string;
+    try {
+      const first = await upload();
+      expect(first.status).toBe(200);
+      jobId = ((await first.json()) as { jobId: string }).jobId;
+    } finally {
+      await undo();
+    }
+    await lapse(caller.accountId, 'keep-fails-upload');
+    const retry = await upload();
+    expect(retry.status).toBe(409);
+    expect(await retry.json()).toMatchObject({ details: { chargedAs: jobId } });
+    const jobs = await env.DB.prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
+      .bind(caller.accountId)
+      .first<{ n: number }>();
+    expect(jobs?.n).toBe(1);
+  });
+
+  it('still lets a retry run a request whose holder died before it charged', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const body = JSON.stringify({ email: 'not an address' });
+    const fingerprint = await requestFingerprint({
+      operation: 'verify',
+      contentType: 'application/json',
+      query: '',
+      bodyDigest: await digestOf(new TextEncoder().encode(body)),
+    });
+    // The holder took the key long ago and charged nothing under its reference.
+    await env.DB.prepare(
+      `INSERT INTO idempotency_keys (account_id, key, fingerprint, state, created_at, locked_at, mode, charge_reference)
+       VALUES (?1, 'died-early', ?2, 'running', ?3, ?3, 'live', 'never-charged')`,
+    )
+      .bind(caller.accountId, fingerprint, Date.now() - 600_000)
+      .run();
+    const retry = await verify(caller.apiKey, 'not an address', 'died-early');
+    expect(retry.status).toBe(200);
+    expect(await balanceOf(caller.accountId)).toBe(4);
   });
 });

@@ -1,0 +1,1 @@
+ALTER TABLE `accounts` ADD `keys_review_before` integer;
