@@ -2,8 +2,7 @@ import { env } from 'cloudflare:workers';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { balanceOf, call, db, ledgerOf, newCaller } from '../../../test/fixtures.ts';
-import { seal } from '../../services/secret-box.ts';
-import { setAccountWebhook } from '../../storage/webhooks.ts';
+import { rotateWebhookSecret } from '../../services/webhooks.ts';
 
 interface UploadBody {
   success: boolean;
@@ -102,9 +101,7 @@ describe('POST /api/v1/bulk/upload (JSON)', () => {
     const jobs = await (await call('/api/v1/bulk/jobs', { key: caller.apiKey })).json<{ jobs: unknown[] }>();
     expect(jobs.jobs).toEqual([]);
 
-    await setAccountWebhook(db(), caller.accountId, {
-      webhookSecret: await seal(env.SECRETS_KEY, 'whsec_AAAA'),
-    });
+    await rotateWebhookSecret(db(), caller.accountId, env.SECRETS_KEY);
     const accepted = await call('/api/v1/bulk/upload', { key: caller.apiKey, json: withHook });
     expect(accepted.status).toBe(200);
     expect(await balanceOf(caller.accountId)).toBe(4);
