@@ -113,7 +113,7 @@ export type ResetOutcome =
 
 /**
  * Sets the new password through a valid link, ends every session of the account, and has the
- * keys page list the API keys made before it for review (docs/operations.md, "Password reset").
+ * keys page list the API keys made before it for review (docs/operations.md, "Account emails: sign-up confirmation and password reset").
  */
 export async function resetPassword(
   deps: { db: Db; secretsKey: string | undefined },

@@ -1,4 +1,4 @@
-// A webhook delivery sent to the very address that was checked (docs/operations.md, "Webhooks").
+// A webhook delivery sent to the very address that was checked (docs/operations.md, "Webhook targets").
 //
 // Checking a host name and then calling `fetch(url)` leaves a DNS rebinding window: the check
 // resolves the name with rcpt's resolver (DNS over HTTPS), `fetch` resolves it again with the

@@ -203,7 +203,8 @@ describe('evidence of a shared session (fuzzed)', () => {
     );
   });
 
-  it('stays within MAX_EVIDENCE_BYTES whatever the texts are', () => {
+  // 100 sessions of up to 80 steps of 3,000 bytes: about 2 s alone, and far more on a loaded runner.
+  it('stays within MAX_EVIDENCE_BYTES whatever the texts are', { timeout: 60_000 }, () => {
     const text = fc.string({ unit: 'binary', maxLength: 3_000 });
     fc.assert(
       fc.property(

@@ -255,7 +255,7 @@ function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
 /**
  * After a password reset, the active keys made before it: whoever held the account until then
  * may have made them, and they keep working whatever the password is. Listed until the owner
- * says they looked (docs/operations.md, "Password reset").
+ * says they looked (docs/operations.md, "Account emails: sign-up confirmation and password reset").
  */
 function KeysToReview(props: { keys: ApiKeyRow[]; before: number | null; csrfToken: string }) {
   const { before } = props;
