@@ -1,6 +1,6 @@
 // The Hono environment of the edge app: bindings and per-request variables.
 import type { Config } from './config.ts';
-import type { KeyLimits } from './services/api-keys.ts';
+import type { KeyLimits } from './services/keys/api-keys.ts';
 import type { Db } from './storage/db.ts';
 
 export interface Caller {

@@ -5,9 +5,9 @@ import { runScheduled } from './cron/scheduled.ts';
 import { meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
 import { ProberHub as ProbeScheduler } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
-import type { BatchMessage } from './services/batch-queue.ts';
-import type { BatchTask } from './services/batch-results.ts';
-import { batchSinkOf } from './services/batch-sink.ts';
+import { batchSinkOf } from './services/batch/lifecycle.ts';
+import type { BatchMessage } from './services/batch/queue.ts';
+import type { BatchTask } from './services/batch/settlement.ts';
 
 export { KeyLimiter } from './objects/key-limiter.ts';
 

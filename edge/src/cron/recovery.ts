@@ -3,11 +3,11 @@
 // whose lease ran out (a consumer crashed, the hub restarted, an enqueue failed) is enqueued
 // again; a job still open past the hard limit fails with a reason and is refunded for what
 // was not verified. Nothing is charged twice: charges happen only at upload.
-import { enqueueBatchWork, workMessages } from '../services/batch-queue.ts';
-import { type RecheckRecovery, recoverRechecks } from '../services/batch-recheck.ts';
-import { finishAtDeadline, type SettleDeps } from '../services/batch-results.ts';
-import type { DomainFactsStore } from '../services/domain-facts.ts';
-import { deliverJobWebhook } from '../services/webhooks.ts';
+import { enqueueBatchWork, workMessages } from '../services/batch/queue.ts';
+import { type RecheckRecovery, recoverRechecks } from '../services/batch/recheck.ts';
+import { finishAtDeadline, type SettleDeps } from '../services/batch/settlement.ts';
+import type { DomainFactsStore } from '../services/verify/domain-facts.ts';
+import { deliverJobWebhook } from '../services/webhooks/delivery.ts';
 import {
   findJobsPastDeadline,
   findOverdueJobs,

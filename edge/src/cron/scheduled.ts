@@ -2,10 +2,10 @@
 // each independent so that one failing does not stop the others.
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
-import { verifyQueueOf } from '../services/batch-queue.ts';
-import { watchDomains } from '../services/job-watch.ts';
-import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
-import { retryDueDeliveries } from '../services/webhooks.ts';
+import { verifyQueueOf } from '../services/batch/queue.ts';
+import { watchDomains } from '../services/batch/watch.ts';
+import { sweepBalances, watchDepsOf } from '../services/money/purchases.ts';
+import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
 import { createDb } from '../storage/db.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';

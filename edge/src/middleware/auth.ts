@@ -8,7 +8,7 @@ import { isAddressInBlocks } from '@rcpt/shared/ip-ranges';
 import { hashSecret, isWellFormedSecret } from '@rcpt/shared/secret-tokens';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/api-keys.ts';
+import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/keys/api-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 import { allowPublishableOrigin } from './publishable-keys.ts';
 

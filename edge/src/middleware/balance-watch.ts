@@ -4,7 +4,7 @@
 // meets 402. The cron's sweep catches what this misses (credits a queue consumer spent).
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { watchBalance, watchDepsOf } from '../services/purchases.ts';
+import { watchBalance, watchDepsOf } from '../services/money/purchases.ts';
 
 export const balanceWatch = createMiddleware<AppEnv>(async (c, next) => {
   await next();

@@ -3,8 +3,8 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { MAX_CSV_BYTES } from '../services/batch-input.ts';
-import { digestOf } from '../services/idempotency.ts';
+import { MAX_CSV_BYTES } from '../services/batch/input.ts';
+import { digestOf } from '../services/money/idempotency.ts';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** Largest form body read (a CSV upload of MAX_CSV_BYTES plus the multipart framing). */

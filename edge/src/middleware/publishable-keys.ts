@@ -15,7 +15,7 @@ import {
   admitPublishableClient,
   publishableTurnstilePasses,
   takeFromDailyCap,
-} from '../services/publishable-keys.ts';
+} from '../services/keys/publishable-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 
 /** The header a page sends its visitor's Turnstile token in, when the key asks for one. */

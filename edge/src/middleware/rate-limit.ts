@@ -4,7 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { RATE_LIMIT, RATE_WINDOW_MS } from '../objects/key-limiter.ts';
-import { admitAccountChange } from '../services/dashboard-sign-in-limits.ts';
+import { admitAccountChange } from '../services/accounts/sign-in-limits.ts';
 
 export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const { apiKeyId, accountId } = c.get('caller');

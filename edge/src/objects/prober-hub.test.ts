@@ -15,9 +15,9 @@ import {
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import type { BatchTask } from '../services/batch-results.ts';
-import { batchHubWork } from '../services/batch-sink.ts';
-import { dispatchToRegions, regionsGateway } from '../services/prober-gateway.ts';
+import { batchHubWork } from '../services/batch/lifecycle.ts';
+import type { BatchTask } from '../services/batch/settlement.ts';
+import { dispatchToRegions, regionsGateway } from '../services/fleet/prober-gateway.ts';
 import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
 
 const request: ProbeRequest = {

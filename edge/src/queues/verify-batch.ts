@@ -9,20 +9,20 @@
 // A replayed message changes nothing: writes are once-only upserts.
 import { type Config, configOf, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
-import { defaultDeadlineAt } from '../services/batch-jobs.ts';
-import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
-import { startRecheckRound } from '../services/batch-recheck.ts';
+import { defaultDeadlineAt } from '../services/batch/jobs.ts';
+import { batchHubWork } from '../services/batch/lifecycle.ts';
+import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch/queue.ts';
+import { startRecheckRound } from '../services/batch/recheck.ts';
 import {
   type BatchTask,
   finishAtDeadline,
   type SettleDeps,
   type SettledTask,
   settleBatchWork,
-} from '../services/batch-results.ts';
-import { batchHubWork } from '../services/batch-sink.ts';
-import { routeFetchesAtMost, routesWithin } from '../services/domain-facts.ts';
-import { dispatchToRegions } from '../services/prober-gateway.ts';
-import { domainFactsOf } from '../services/verify-deps.ts';
+} from '../services/batch/settlement.ts';
+import { dispatchToRegions } from '../services/fleet/prober-gateway.ts';
+import { domainFactsOf } from '../services/verify/deps.ts';
+import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
 import { createDb } from '../storage/db.ts';
 import { processingJobs } from '../storage/jobs.ts';
 import { recheckingJobs } from '../storage/rechecks.ts';

@@ -4,9 +4,9 @@
 import type { VerifyRequest } from '@rcpt/shared/contract/api';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { quotasOf } from '../services/quotas.ts';
-import { type SingleVerification, verifyForCaller } from '../services/single-verification.ts';
-import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../services/verify-deps.ts';
+import { quotasOf } from '../services/money/quotas.ts';
+import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../services/verify/deps.ts';
+import { type SingleVerification, verifyForCaller } from '../services/verify/single-verification.ts';
 
 /**
  * What answering takes once the caller's budget is spent: the refund and the history row in one

@@ -11,29 +11,29 @@ import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
-import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
+import { confirmationSenderFor } from '../../services/accounts/confirmation-sender.ts';
+import {
+  admitAccountMail,
+  confirmationMailLimited,
+  sendConfirmation,
+} from '../../services/accounts/email-confirmation.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/accounts/passwords.ts';
+import { endSession, startSession } from '../../services/accounts/sessions.ts';
 import {
   INVALID_CREDENTIALS,
   SIGNUP_CREDITS,
   signIn,
   signUp,
   signUpProblem,
-} from '../../services/dashboard-accounts.ts';
-import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
-import {
-  admitAccountMail,
-  confirmationMailLimited,
-  sendConfirmation,
-} from '../../services/email-confirmation.ts';
-import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
-import { endSession, startSession } from '../../services/sessions.ts';
+} from '../../services/accounts/sign-in.ts';
+import { admitSignInAttempt, type SignInAction } from '../../services/accounts/sign-in-limits.ts';
 import {
   TURNSTILE_FIELD,
   TURNSTILE_ORIGIN,
   TURNSTILE_SCRIPT,
   turnstilePasses,
   turnstileSiteKey,
-} from '../../services/turnstile.ts';
+} from '../../services/accounts/turnstile.ts';
 import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';

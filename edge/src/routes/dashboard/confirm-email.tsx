@@ -14,7 +14,7 @@ import {
   confirmationMailLimited,
   confirmEmail,
   resendConfirmation,
-} from '../../services/email-confirmation.ts';
+} from '../../services/accounts/email-confirmation.ts';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';

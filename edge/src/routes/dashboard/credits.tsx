@@ -7,8 +7,14 @@ import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, sessionOf, setPageBalance } from '../../middleware/session.ts';
-import { formatPrice, packOf, startCheckout, watchBalance, watchDepsOf } from '../../services/purchases.ts';
-import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/stripe-client.ts';
+import {
+  formatPrice,
+  packOf,
+  startCheckout,
+  watchBalance,
+  watchDepsOf,
+} from '../../services/money/purchases.ts';
+import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/money/stripe-client.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import {
   type BillingSettings,

@@ -13,8 +13,8 @@ import {
   type KeyScope,
   keyLimitsOf,
   parseAllowedCidrs,
-} from '../../services/api-keys.ts';
-import { quotasOf } from '../../services/quotas.ts';
+} from '../../services/keys/api-keys.ts';
+import { quotasOf } from '../../services/money/quotas.ts';
 import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';

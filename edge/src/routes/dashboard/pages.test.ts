@@ -11,12 +11,12 @@ import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../..
 import { factsWorld } from '../../../test/domain-facts.ts';
 import { quotas } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
-import { rowsFromCsv } from '../../services/batch-input.ts';
-import { addressResult, createBatchJob } from '../../services/batch-jobs.ts';
-import type { BatchMessage } from '../../services/batch-queue.ts';
-import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
-import { watchDomains } from '../../services/job-watch.ts';
-import { sandboxVerify } from '../../services/sandbox.ts';
+import { ACCOUNT_CHANGE_LIMITS } from '../../services/accounts/sign-in-limits.ts';
+import { rowsFromCsv } from '../../services/batch/input.ts';
+import { addressResult, createBatchJob } from '../../services/batch/jobs.ts';
+import type { BatchMessage } from '../../services/batch/queue.ts';
+import { watchDomains } from '../../services/batch/watch.ts';
+import { sandboxVerify } from '../../services/verify/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { recordProvisional, recordResults } from '../../storage/job-results.ts';
 import { insertVerification } from '../../storage/verifications.ts';

@@ -6,9 +6,13 @@
 // from other sites, and logs hold paths only.
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { accountMailDepsOf } from '../../services/email-confirmation.ts';
-import { checkResetLink, requestPasswordReset, resetPassword } from '../../services/password-reset.ts';
-import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
+import { accountMailDepsOf } from '../../services/accounts/email-confirmation.ts';
+import {
+  checkResetLink,
+  requestPasswordReset,
+  resetPassword,
+} from '../../services/accounts/password-reset.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/accounts/passwords.ts';
 import { clientIp, tooManyAttempts } from './auth.tsx';
 import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedOutPage } from './guards.ts';

@@ -5,7 +5,11 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from '../../services/webhooks.ts';
+import {
+  rotateWebhookSecret,
+  sendTestEvent,
+  setDefaultWebhookUrl,
+} from '../../services/webhooks/delivery.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { DataTable } from './data-table.tsx';

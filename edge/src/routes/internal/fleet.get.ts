@@ -3,7 +3,7 @@
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import { fleetView, operatorOf } from '../../services/fleet-view.ts';
+import { fleetView, operatorOf } from '../../services/fleet/operator-view.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
 export const FLEET_PATH = '/internal/fleet';

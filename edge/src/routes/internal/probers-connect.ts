@@ -5,7 +5,7 @@ import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { proberRegionsOf } from '../../config.ts';
-import { linkToRegionHub } from '../../services/prober-gateway.ts';
+import { linkToRegionHub } from '../../services/fleet/prober-gateway.ts';
 import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 

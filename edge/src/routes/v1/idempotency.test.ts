@@ -3,7 +3,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { balanceOf, call, db, newCaller, type TestCaller } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
-import { createApiKey } from '../../services/api-keys.ts';
+import { createApiKey } from '../../services/keys/api-keys.ts';
 import { prepare } from '../../storage/db.ts';
 import { credit } from '../../storage/ledger.ts';
 import { deleteExpired } from '../../storage/retention.ts';
