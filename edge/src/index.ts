@@ -7,7 +7,7 @@ import { ProberHub as ProbeScheduler } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
 import { batchSinkOf } from './services/batch/lifecycle.ts';
 import type { BatchMessage } from './services/batch/queue.ts';
-import type { BatchTask } from './services/batch/settlement.ts';
+import type { BatchTask } from './services/batch/types.ts';
 
 export { KeyLimiter } from './objects/key-limiter.ts';
 

@@ -6,8 +6,8 @@ import { vi } from 'vitest';
 import { configOf } from '../src/config.ts';
 import { rowsFromJson } from '../src/services/batch/input.ts';
 import { createBatchJob, jobView } from '../src/services/batch/jobs.ts';
+import { settleDepsOf } from '../src/services/batch/lifecycle.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
-import type { SettleDeps } from '../src/services/batch/settlement.ts';
 import { rotateWebhookSecret } from '../src/services/webhooks/delivery.ts';
 import { findJobById } from '../src/storage/jobs.ts';
 import { setAccountWebhook } from '../src/storage/webhooks.ts';
@@ -27,12 +27,12 @@ export function recordingDeps() {
       delays.push(...batch.map((message) => message.delaySeconds));
     },
   } as unknown as Queue<BatchMessage>;
-  const deps: SettleDeps = {
+  const deps = settleDepsOf({
     db: db(),
     queue,
     config: configOf(env),
     inBackground: (task) => background.push(task),
-  };
+  });
   return { deps, sent, delays, settled: () => Promise.all(background.splice(0)) };
 }
 

@@ -16,7 +16,7 @@ import {
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { batchHubWork } from '../services/batch/lifecycle.ts';
-import type { BatchTask } from '../services/batch/settlement.ts';
+import type { BatchTask } from '../services/batch/types.ts';
 import { dispatchToRegions, regionsGateway } from '../services/fleet/prober-gateway.ts';
 import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
 

@@ -22,6 +22,7 @@ import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { BOUNCE_LEVEL_FROM, rowsBounceEstimate } from '../../services/batch/bounce-estimate.ts';
+import { domainChangesOf } from '../../services/batch/domain-changes.ts';
 import {
   downloadFileName,
   type ResultsPage,
@@ -30,7 +31,6 @@ import {
   resultsJsonStream,
 } from '../../services/batch/downloads.ts';
 import { jobView, notFoundJob } from '../../services/batch/jobs.ts';
-import { domainChangesOf } from '../../services/batch/watch.ts';
 import {
   countRowsByVerdict,
   findJob,

@@ -8,13 +8,13 @@ import {
 } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
-import type { Caller } from '../../app-env.ts';
 import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import { createJobWithCharge } from '../../storage/job-creation.ts';
 import type { AddressResult } from '../../storage/job-results.ts';
 import { type JobRow, queueOutlook } from '../../storage/jobs.ts';
 import { defaultWatchDays } from '../../storage/watches.ts';
+import type { Caller } from '../keys/api-keys.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
 import { jobBounceEstimate } from './bounce-estimate.ts';

@@ -1,16 +1,46 @@
-// Where the ProberHub's batch answers go: the tenant behind a gateway is found through the
-// shared domain facts, and finished probes are gathered for a moment so that their results
-// share D1 calls, then settled (batch-results.ts). The hub knows this only as its `HubSink`.
+// The batch lifecycle assembled: upload (jobs.ts) → queue (queue.ts, queues/verify-batch.ts) →
+// hub (objects/prober-hub.ts, fleet/prober-gateway.ts) → settlement (settlement.ts) → results
+// (results.ts) → recheck (recheck.ts) | watch (watch.ts) | webhook (webhooks/). Each step imports
+// only the steps before it and the types of types.ts; this module, the last, wires the later
+// steps into the earlier ones: the deps every step after the hub is given (with the webhooks as
+// their `announce`), and the hub's sink, where its batch answers go — the tenant behind a gateway
+// found through the shared domain facts, finished probes gathered for a moment so that their
+// results share D1 calls, then settled. The hub knows the sink only as its `HubSink`.
 import { type Config, configOf } from '../../config.ts';
 import { errorFields, log } from '../../logger.ts';
 import type { HubSink, HubWork } from '../../objects/prober-hub.ts';
-import { createDb } from '../../storage/db.ts';
+import { createDb, type Db } from '../../storage/db.ts';
 import { domainFactsOf } from '../verify/deps.ts';
-import { verifyQueueOf } from './queue.ts';
-import { type BatchTask, type SettledTask, settleBatchWork } from './settlement.ts';
+import { deliverJobWebhook } from '../webhooks/delivery.ts';
+import { type BatchMessage, verifyQueueOf } from './queue.ts';
+import { settleBatchWork } from './settlement.ts';
+import type { BatchTask, SettleDeps, SettledTask } from './types.ts';
 
 /** How long finished batch probes are gathered before their results are written together. */
 const SETTLE_GATHER_MS = 20;
+
+/** The deps of the steps after the hub, the webhooks announcing what they record. */
+export function settleDepsOf(parts: {
+  db: Db;
+  queue: Queue<BatchMessage>;
+  config: Config;
+  inBackground: (task: Promise<unknown>) => void;
+}): SettleDeps {
+  return {
+    ...parts,
+    announce: (jobId, now) => parts.inBackground(deliverJobWebhook(parts.db, jobId, parts.config, now)),
+  };
+}
+
+/** The deps of the steps after the hub for one invocation of the Worker (consumer, cron, hub). */
+export function batchDepsOf(env: Env, inBackground: (task: Promise<unknown>) => void): SettleDeps {
+  return settleDepsOf({
+    db: createDb(env.DB),
+    queue: verifyQueueOf(env),
+    config: configOf(env),
+    inBackground,
+  });
+}
 
 /** The batch sink of one hub: `waitUntil` keeps its writes alive past the call that ended a probe. */
 export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => void): HubSink<BatchTask> {
@@ -24,15 +54,10 @@ export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => voi
       setTimeout(() => {
         const batch = settling;
         settling = [];
-        const config = configOf(env);
-        const db = createDb(env.DB);
-        const written = settleBatchWork(
-          { db, queue: verifyQueueOf(env), config, inBackground: waitUntil },
-          batch,
-          Date.now(),
-        ).catch((error: unknown) =>
-          // The addresses stay queued in D1: the job's deadline or lease recovers them.
-          log.error('batch results not recorded', errorFields(error)),
+        const written = settleBatchWork(batchDepsOf(env, waitUntil), batch, Date.now()).catch(
+          (error: unknown) =>
+            // The addresses stay queued in D1: the job's deadline or lease recovers them.
+            log.error('batch results not recorded', errorFields(error)),
         );
         waitUntil(written);
       }, SETTLE_GATHER_MS);

@@ -84,6 +84,19 @@ const MAX_MESSAGES_PER_SEND = 100;
 const MAX_SEND_BYTES = 200_000;
 const MAX_MESSAGE_BYTES = 120_000;
 
+/** Sends the message that starts a round at its time, at most Queues' longest delay ahead. */
+export async function sendRecheckMessage(
+  queue: Queue<BatchMessage>,
+  message: RecheckMessage,
+  now: number,
+): Promise<void> {
+  const delaySeconds = Math.min(
+    MAX_QUEUE_DELAY_SECONDS,
+    Math.max(0, Math.ceil((message.dueAt - now) / 1000)),
+  );
+  await enqueueBatchWork(queue, [message], delaySeconds);
+}
+
 export async function enqueueBatchWork(
   queue: Queue<BatchMessage>,
   messages: readonly BatchMessage[],

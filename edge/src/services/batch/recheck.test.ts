@@ -17,7 +17,8 @@ import { readJobResults } from './downloads.ts';
 import { rowsFromJson } from './input.ts';
 import { addressResult, createBatchJob } from './jobs.ts';
 import type { RecheckMessage, WorkMessage } from './queue.ts';
-import { recheckAnswerOf, recordRecheck, recoverRechecks, startRecheckRound } from './recheck.ts';
+import { recoverRechecks, startRecheckRound } from './recheck.ts';
+import { recheckAnswerOf, recordRecheck } from './results.ts';
 
 const FIRST_ROUND_MS = 900_000;
 

@@ -5,54 +5,17 @@
 // answers are recorded as they come, and the round that changed a verdict writes one
 // `job.updated` event as it closes. An address refunded at completion that a round answers
 // with a known verdict is charged then, as far as the balance covers (docs/money.md; the
-// statements are in storage/rechecks.ts). Lost messages and lost probes are recovered by the cron.
-import type { VerificationResult } from '@rcpt/shared/contract/api';
-import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
-import type { Config } from '../../config.ts';
+// statements are in storage/rechecks.ts; its answers are recorded by results.ts). Lost messages
+// and lost probes are recovered by the cron.
 import { findJobById } from '../../storage/jobs.ts';
-import {
-  claimRecheckRound,
-  closeExpiredRounds,
-  findDueRechecks,
-  type RecheckAnswer,
-  recordRecheckAnswers,
-} from '../../storage/rechecks.ts';
-import { deliverJobWebhook } from '../webhooks/delivery.ts';
-import { addressResult, defaultMaxWaitSeconds } from './jobs.ts';
-import {
-  type BatchMessage,
-  enqueueBatchWork,
-  MAX_QUEUE_DELAY_SECONDS,
-  type RecheckMessage,
-  workMessages,
-} from './queue.ts';
-import type { SettleDeps } from './settlement.ts';
+import { claimRecheckRound, closeExpiredRounds, findDueRechecks } from '../../storage/rechecks.ts';
+import { defaultMaxWaitSeconds } from './jobs.ts';
+import { type RecheckMessage, sendRecheckMessage } from './queue.ts';
+import { enqueueRoundWork, recheckOffsetMs } from './results.ts';
+import type { SettleDeps } from './types.ts';
 
 /** How long after its time a round is started by the cron rather than its own message. */
 const RECHECK_SWEEP_GRACE_MS = 60_000;
-
-/**
- * How long after its job completed the round that follows `roundsStarted` rounds starts (ms), or
- * null: the schedule (RECHECK_SCHEDULE_SECONDS) has no more rounds, or SMTP is disabled for the
- * deployment, so that asking again could only answer the same.
- */
-export function recheckOffsetMs(config: Config, roundsStarted: number): number | null {
-  const seconds = config.SMTP_ENABLED ? config.RECHECK_SCHEDULE_SECONDS[roundsStarted] : undefined;
-  return seconds === undefined ? null : seconds * 1000;
-}
-
-/** Sends the message that starts a round at its time, at most Queues' longest delay ahead. */
-export async function sendRecheckMessage(
-  queue: Queue<BatchMessage>,
-  message: RecheckMessage,
-  now: number,
-): Promise<void> {
-  const delaySeconds = Math.min(
-    MAX_QUEUE_DELAY_SECONDS,
-    Math.max(0, Math.ceil((message.dueAt - now) / 1000)),
-  );
-  await enqueueBatchWork(queue, [message], delaySeconds);
-}
 
 /**
  * A round's message: sent on if it arrived early (a delay past Queues' limit), else the round
@@ -97,53 +60,6 @@ export async function startRecheckRound(
   await enqueueRoundWork(deps, job.id, started.round, started.addresses, now);
 }
 
-/**
- * Sends a started round's addresses to the consumer as ordinary work of one domain each, marked
- * with the round; a round with none closes at once.
- */
-export async function enqueueRoundWork(
-  deps: SettleDeps,
-  jobId: string,
-  round: number,
-  addresses: readonly { idx: number; email: string; domain: string }[],
-  now: number,
-): Promise<void> {
-  if (addresses.length === 0) {
-    await recordRecheckAnswers(deps.db, jobId, [], now);
-    return;
-  }
-  await enqueueBatchWork(deps.queue, workMessages(jobId, addresses, round));
-}
-
-/**
- * What a recheck makes of an answer: a known verdict (deliverable, undeliverable, risky)
- * replaces the address's `unknown`; another temporary answer leaves it as it was and asks again
- * next round; a permanent one (no retry) leaves it and asks no more.
- */
-export function recheckAnswerOf(
-  idx: number,
-  result: VerificationResult,
-  policy: OutcomePolicy,
-): RecheckAnswer {
-  const known = result.status !== 'unknown';
-  return {
-    idx,
-    verdict: known ? addressResult(idx, result, false) : null,
-    askAgain: !known && policy.retry !== 'none',
-  };
-}
-
-/** Records a round's answers for one job; a round closed with changes sends its event now. */
-export async function recordRecheck(
-  deps: SettleDeps,
-  jobId: string,
-  answers: readonly RecheckAnswer[],
-  now: number,
-): Promise<void> {
-  const closed = await recordRecheckAnswers(deps.db, jobId, answers, now);
-  if (closed && closed.changes > 0) deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
-}
-
 export interface RecheckRecovery {
   /** Rounds past their end closed with changed verdicts (their events are sent). */
   closedWithChanges: number;
@@ -157,7 +73,7 @@ export interface RecheckRecovery {
 export async function recoverRechecks(deps: SettleDeps, now: number): Promise<RecheckRecovery> {
   const { db } = deps;
   const closed = await closeExpiredRounds(db, now, 100);
-  for (const jobId of closed) deps.inBackground(deliverJobWebhook(db, jobId, deps.config, now));
+  for (const jobId of closed) deps.announce(jobId, now);
   const due = await findDueRechecks(db, now - RECHECK_SWEEP_GRACE_MS, 100);
   for (const job of due) {
     await sendRecheckMessage(

@@ -1,59 +1,25 @@
 // What happens to a batch probe's answer, wherever it lands (the hub as each probe finishes,
-// the consumer for what DNS decided): verdicts; final answers recorded once, completing and
-// refunding the job with its last one; temporary answers asked again on their own schedule,
-// or final when the job's deadline would come first. docs/architecture.md, "A batch".
+// the consumer for what DNS decided): verdicts; final answers recorded once (results.ts),
+// completing and refunding the job with its last one; temporary answers asked again on their
+// own schedule, or final when the job's deadline would come first. docs/architecture.md, "A batch".
 import { storedVerificationResult } from '@rcpt/shared/contract/api';
 import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
-import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
-import type { Config } from '../../config.ts';
-import type { Db } from '../../storage/db.ts';
 import { unfinishedAddresses } from '../../storage/job-recovery.ts';
-import { type AddressResult, recordProvisional, recordResults } from '../../storage/job-results.ts';
+import { type AddressResult, recordProvisional } from '../../storage/job-results.ts';
 import type { RecheckAnswer } from '../../storage/rechecks.ts';
 import { domainFactsOf } from '../verify/deps.ts';
 import type { DomainFactsStore } from '../verify/domain-facts.ts';
-import { deliverJobWebhook } from '../webhooks/delivery.ts';
 import { addressResult } from './jobs.ts';
-import { type BatchMessage, enqueueBatchWork, type WorkMessage } from './queue.ts';
-import { recheckAnswerOf, recheckOffsetMs, recordRecheck, sendRecheckMessage } from './recheck.ts';
-import { nextAttemptAt, type RetryState, retryPaceOf } from './retry.ts';
+import { enqueueBatchWork, type WorkMessage } from './queue.ts';
+import { recheckAnswerOf, recordFinals, recordRecheck } from './results.ts';
+import { nextAttemptAt, retryPaceOf } from './retry.ts';
+import type { SettleDeps, SettledTask } from './types.ts';
 
 /** The least time a retry needs before the deadline to be worth sending. */
 const MIN_PROBE_MS = 3_000;
-
-/** One domain's addresses of one job, with its mail route, ready to probe. */
-export interface BatchTask {
-  jobId: string;
-  accountId: string;
-  domain: string;
-  deadlineAt: number;
-  attempt: number;
-  retry?: RetryState;
-  /** A recheck round's work (greylist follow-up): its answers go to the round, never retried. */
-  recheckRound?: number;
-  addresses: { idx: number; email: string }[];
-  dns: DnsOutcome;
-  /** The job keeps the evidence behind each answer: its probes ask for it. */
-  evidence?: boolean;
-}
-
-export interface SettledTask {
-  task: BatchTask;
-  probe: ProbeOutcome;
-  /** The tenant behind the domain's catch-all gateway MX and its probe, when one was asked. */
-  tenant?: TenantProbe;
-  /** No retry whatever the answer (SMTP is disabled for the deployment). */
-  final?: boolean;
-}
-
-export interface SettleDeps {
-  db: Db;
-  queue: Queue<BatchMessage>;
-  config: Config;
-  inBackground: (task: Promise<unknown>) => void;
-}
 
 interface JobWrites {
   finals: AddressResult[];
@@ -195,24 +161,4 @@ export async function finishAtDeadline(
     }),
   );
   await recordFinals(deps, jobId, finals, now);
-}
-
-async function recordFinals(
-  deps: SettleDeps,
-  jobId: string,
-  finals: readonly AddressResult[],
-  now: number,
-): Promise<void> {
-  const { completed, recheckDueAt } = await recordResults(
-    deps.db,
-    jobId,
-    finals,
-    now,
-    recheckOffsetMs(deps.config, 0),
-  );
-  if (!completed) return;
-  deps.inBackground(deliverJobWebhook(deps.db, jobId, deps.config, now));
-  // Greylist follow-up: the first round's message; the cron sends it if this one is lost.
-  if (recheckDueAt !== null)
-    await sendRecheckMessage(deps.queue, { kind: 'recheck', jobId, round: 0, dueAt: recheckDueAt }, now);
 }

@@ -17,12 +17,13 @@ import { domainsToLookAt, watchRowsBytes } from '../../storage/watches.ts';
 import { changeAccountSettings } from '../accounts/settings.ts';
 import { utcDayStart } from '../money/quotas.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
+import { domainChangesOf } from './domain-changes.ts';
 import { rowsFromJson } from './input.ts';
 import { addressResult, createBatchJob } from './jobs.ts';
 import type { WorkMessage } from './queue.ts';
-import { recheckAnswerOf, recordRecheck } from './recheck.ts';
-import type { SettleDeps } from './settlement.ts';
-import { changeOf, domainChangesOf, watchDomains } from './watch.ts';
+import { recheckAnswerOf, recordRecheck } from './results.ts';
+import type { SettleDeps } from './types.ts';
+import { changeOf, watchDomains } from './watch.ts';
 
 afterEach(() => vi.restoreAllMocks());
 

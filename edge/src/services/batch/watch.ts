@@ -4,11 +4,11 @@
 // when the kept one expired (at most hourly: MAIL_ROUTE_MAX_TTL_SECONDS, within a share of the
 // invocation's subrequests), and compares them with the facts each job's verdicts rest on. A job
 // whose domain changed gets a follow-up round — the greylist follow-up's rounds
-// (batch-recheck.ts), which record, charge, count and announce — for its addresses there. A
+// (recheck.ts, results.ts), which record, charge, count and announce — for its addresses there. A
 // domain that does not change costs no probe and no credit.
 
 import type { WatchedDomainState } from '@rcpt/shared/contract/api';
-import { DOMAIN_MAIL_STATES, type WatchChange, type WatchChangeKind } from '@rcpt/shared/contract/api';
+import { DOMAIN_MAIL_STATES, type WatchChangeKind } from '@rcpt/shared/contract/api';
 import type { z } from 'zod';
 import { SubrequestBudget } from '../../dns/subrequest-budget.ts';
 import { readManyDomainFacts } from '../../storage/domain-facts.ts';
@@ -18,9 +18,7 @@ import {
   type DomainWatcher,
   domainsToLookAt,
   recordLook,
-  type SeenChangeRow,
   type SeenFacts,
-  seenChangesOf,
   watchersOf,
 } from '../../storage/watches.ts';
 import { domainFactsOf } from '../verify/deps.ts';
@@ -31,9 +29,10 @@ import {
   routeFetchesAtMost,
   routesWithin,
 } from '../verify/domain-facts.ts';
+import type { SeenChange } from './domain-changes.ts';
 import { defaultMaxWaitSeconds } from './jobs.ts';
-import { enqueueRoundWork } from './recheck.ts';
-import type { SettleDeps } from './settlement.ts';
+import { enqueueRoundWork } from './results.ts';
+import type { SettleDeps } from './types.ts';
 
 /** Most watched domains one cron run looks at; the others wait for the next run, oldest look first. */
 export const WATCH_DOMAINS_PER_RUN = 200;
@@ -41,8 +40,6 @@ export const WATCH_DOMAINS_PER_RUN = 200;
 const WATCH_SUBREQUEST_SHARE = 0.2;
 
 type DomainState = z.infer<typeof WatchedDomainState>;
-/** A change as stored with the watch: WatchChange without what the round did. */
-type SeenChange = Pick<WatchChange, 'changes' | 'before' | 'after'>;
 
 export interface WatchReport {
   /** Domains whose facts were looked at. */
@@ -155,31 +152,4 @@ export function changeOf(before: FactsKey | null, after: FactsKey): SeenChange |
   if (tenantBefore !== null && tenantAfter !== null && tenantBefore !== tenantAfter)
     changes.push('tenant_changed');
   return changes.length === 0 ? null : { changes, before: was, after: is };
-}
-
-/** Most domain changes a job's status and events list. */
-const CHANGES_LISTED = 100;
-
-/** The job's domain changes for its status, the latest first; those of one round for its event. */
-export async function domainChangesOf(
-  deps: Pick<SettleDeps, 'db'>,
-  jobId: string,
-  round?: number,
-): Promise<WatchChange[]> {
-  const rows = await seenChangesOf(deps.db, jobId, {
-    ...(round === undefined ? {} : { round }),
-    limit: CHANGES_LISTED,
-  });
-  return rows.map(watchChangeOf);
-}
-
-function watchChangeOf(row: SeenChangeRow): WatchChange {
-  const change = JSON.parse(row.change) as SeenChange;
-  return {
-    domain: row.domain,
-    seenAt: new Date(row.changedAt).toISOString(),
-    ...change,
-    addresses: row.addresses,
-    changedAddresses: row.changedAddresses,
-  };
 }

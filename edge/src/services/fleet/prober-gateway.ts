@@ -8,7 +8,7 @@ import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
 import { type HubWork, PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
-import type { BatchTask } from '../batch/settlement.ts';
+import type { BatchTask } from '../batch/types.ts';
 
 type Hubs = Env['PROBER_HUB'];
 

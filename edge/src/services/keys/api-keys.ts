@@ -1,6 +1,5 @@
 import { type CidrBlock, parseCidr } from '@rcpt/shared/ip-ranges';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import type { Caller } from '../../app-env.ts';
 import {
   type ApiKeyRow,
   type DataMode,
@@ -21,6 +20,16 @@ import { seal } from './secret-box.ts';
  */
 export const KEY_SCOPES = ['verify', 'bulk', 'read'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** Who a request acts for: the account, the key it came with, and the key's mode. */
+export interface Caller {
+  accountId: string;
+  /** The API key used; null for the dashboard (a signed-in person). */
+  apiKeyId: string | null;
+  mode: 'live' | 'test';
+  /** The balance when the request was authenticated (a snapshot: charges read their own). */
+  creditBalance: number;
+}
 
 /** How a key is limited beyond its account and mode; every field null means "no limit". */
 export interface KeyLimits {

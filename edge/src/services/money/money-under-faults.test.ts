@@ -1,4 +1,5 @@
 // Every charged request ends in exactly one of its result or its refund, whichever step fails.
+
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
@@ -6,14 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../../test/domain-facts.ts';
 import { failingD1 } from '../../../test/failing-d1.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
-import type { Caller } from '../../app-env.ts';
 import { configOf } from '../../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../../cron/recovery.ts';
 import { createDb, type Db } from '../../storage/db.ts';
 import { listHistory } from '../../storage/verifications.ts';
 import { rowsFromJson } from '../batch/input.ts';
 import { createBatchJob } from '../batch/jobs.ts';
+import { settleDepsOf } from '../batch/lifecycle.ts';
 import type { BatchMessage, WorkMessage } from '../batch/queue.ts';
+import type { Caller } from '../keys/api-keys.ts';
 import { verifyForCaller } from '../verify/single-verification.ts';
 
 const MX: DnsOutcome = {
@@ -64,7 +66,7 @@ async function historyTotal(accountId: string): Promise<number> {
 
 async function recover(now: number, queue: Queue<BatchMessage> = recordingQueue([])) {
   const config = configOf(env);
-  return recoverStuckJobs({ db: db(), queue, config, inBackground: () => undefined }, now);
+  return recoverStuckJobs(settleDepsOf({ db: db(), queue, config, inBackground: () => undefined }), now);
 }
 
 function recordingQueue(sent: BatchMessage[]): Queue<BatchMessage> {

@@ -3,35 +3,12 @@ import { hostRoute } from '@rcpt/shared/dns/mail-route';
 import { detectTenant } from '@rcpt/shared/dns/mail-tenant';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { type Config, proberRegionsOf } from '../../config.ts';
-import { type DnsAnswer, DohClient } from '../../dns/doh-client.ts';
 import { dohLookup, resolveMailRouteWithTtl } from '../../dns/mail-route.ts';
+import { dohClientFor } from '../../dns/resolvers.ts';
 import type { SubrequestBudget } from '../../dns/subrequest-budget.ts';
-import { TtlCache } from '../../dns/ttl-cache.ts';
 import type { Db } from '../../storage/db.ts';
 import { regionsGateway } from '../fleet/prober-gateway.ts';
 import { DomainFactsStore } from './domain-facts.ts';
-
-// One resolver per isolate and resolver list, so its TTL cache is shared by requests; an
-// invocation that counts its subrequests gets its own client on the same cache.
-const resolvers = new Map<string, DohClient>();
-const answerCaches = new Map<string, TtlCache<DnsAnswer>>();
-
-/** The deployment's DoH client; with `budget`, one whose fetches count against it. */
-export function dohClientFor(config: Config, budget?: SubrequestBudget): DohClient {
-  const key = config.DOH_URL.join(',');
-  let cache = answerCaches.get(key);
-  if (!cache) {
-    cache = new TtlCache<DnsAnswer>();
-    answerCaches.set(key, cache);
-  }
-  if (budget) return new DohClient({ urls: config.DOH_URL, cache, fetch: budget.fetch });
-  let client = resolvers.get(key);
-  if (!client) {
-    client = new DohClient({ urls: config.DOH_URL, cache });
-    resolvers.set(key, client);
-  }
-  return client;
-}
 
 /**
  * The shared domain facts, for one request or consumer batch, resolving over the deployment's

@@ -7,7 +7,6 @@ import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
-import type { Caller } from '../../app-env.ts';
 import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import {
@@ -20,6 +19,7 @@ import {
   openChargedVerification,
   refundVerification,
 } from '../../storage/verifications.ts';
+import type { Caller } from '../keys/api-keys.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 import { sandboxVerify } from './sandbox.ts';

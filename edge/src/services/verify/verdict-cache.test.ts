@@ -7,8 +7,8 @@ import type { ProbeGateway, VerifyDeps } from '@rcpt/shared/verify/verify-addres
 import { describe, expect, it } from 'vitest';
 import { type FactsWorld, factsWorld } from '../../../test/domain-facts.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
-import type { Caller } from '../../app-env.ts';
 import { listHistory } from '../../storage/verifications.ts';
+import type { Caller } from '../keys/api-keys.ts';
 import { createApiKey } from '../keys/api-keys.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 import { verifyForCaller } from './single-verification.ts';

@@ -8,6 +8,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../../config.ts';
 import { isDnsFailure } from '../../dns/doh-client.ts';
+import { dohClientFor } from '../../dns/resolvers.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { findJobById } from '../../storage/jobs.ts';
@@ -21,11 +22,10 @@ import {
   type WebhookDeliveryRow,
 } from '../../storage/webhooks.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
+import { domainChangesOf } from '../batch/domain-changes.ts';
 import { jobView } from '../batch/jobs.ts';
-import { domainChangesOf } from '../batch/watch.ts';
 import { fromBase64, open, seal, toBase64 } from '../keys/secret-box.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from '../money/quotas.ts';
-import { dohClientFor } from '../verify/deps.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 const FIRST_RETRY_SECONDS = 30;
@@ -282,7 +282,7 @@ async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string |
 
 /**
  * What a `job.updated` event adds: how many verdicts its round changed and why it ran — `recheck`
- * (greylist follow-up) or `watch`, with the domain changes that started it (job-watch.ts). The
+ * (greylist follow-up) or `watch`, with the domain changes that started it (batch/watch.ts). The
  * round is named by the event's id (`…_updated_<round>`).
  */
 async function updateOf(
