@@ -1,6 +1,7 @@
 // The Hono environment of the edge app: bindings and per-request variables.
 import type { Config } from './config.ts';
 import type { Caller, KeyLimits } from './services/keys/api-keys.ts';
+import type { RequestServices } from './services/request-services.ts';
 import type { Db } from './storage/db.ts';
 
 export interface AppEnv {
@@ -11,6 +12,8 @@ export interface AppEnv {
     receivedAt: number;
     config: Config;
     db: Db;
+    /** The request's services, assembled once (middleware/services.ts). */
+    services: RequestServices;
     caller: Caller;
     /** How the API key of the request is limited (set by apiKeyAuth; absent for the dashboard). */
     keyLimits: KeyLimits;

@@ -11,7 +11,6 @@ import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
-import { confirmationSenderFor } from '../../services/accounts/confirmation-sender.ts';
 import {
   admitAccountMail,
   confirmationMailLimited,
@@ -172,7 +171,11 @@ export async function admit(
   action: SignInAction,
   email: string,
 ): Promise<number | null> {
-  const admission = await admitSignInAttempt(c.env.KEY_LIMITER, { action, clientIp: clientIp(c), email });
+  const admission = await admitSignInAttempt(c.get('services').limiters, {
+    action,
+    clientIp: clientIp(c),
+    email,
+  });
   if (admission.allowed) return null;
   c.header('Retry-After', String(admission.retryAfterSeconds));
   return admission.retryAfterSeconds;
@@ -265,11 +268,11 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
       ))
     )
       return renderPage(c, page(TURNSTILE_FAILED), 400);
-    const sender = confirmationSenderFor(config, c.env);
+    const sender = c.get('services').accountMail.sender;
     const problem = signUpProblem({ email, password });
     if (problem) return renderPage(c, page(problem), 400);
     // Counted for a taken address too, so the answer tells nothing about which exist.
-    const mail = await admitAccountMail(c.env.KEY_LIMITER, email);
+    const mail = await admitAccountMail(c.get('services').limiters, email);
     if (!mail.allowed) {
       c.header('Retry-After', String(mail.retryAfterSeconds));
       return renderPage(c, page(confirmationMailLimited(mail.retryAfterSeconds)), 429);
@@ -286,7 +289,7 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     }
     const { accountId, email: to } = created;
     const origin = new URL(c.req.url).origin;
-    c.executionCtx.waitUntil(
+    c.get('services').inBackground(
       sendConfirmation(
         { secretsKey: config.SECRETS_KEY, sender },
         { accountId, email: to, origin, now: Date.now() },

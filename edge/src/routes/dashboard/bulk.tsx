@@ -11,7 +11,6 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch/input.ts';
 import { createBatchJob, jobView } from '../../services/batch/jobs.ts';
 import { addressOfRow } from '../../services/batch/plan.ts';
-import { verifyQueueOf } from '../../services/batch/queue.ts';
 import { previewCsvUpload } from '../../services/dashboard/bulk-preview.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
 import { readBalance } from '../../storage/accounts.ts';
@@ -204,7 +203,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
       }
       const created = await createBatchJob({
         db,
-        queue: verifyQueueOf(c.env),
+        queue: c.get('services').queue,
         caller,
         upload,
         source: 'csv',

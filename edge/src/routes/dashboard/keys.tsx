@@ -13,9 +13,10 @@ import {
   type KeyScope,
   keyLimitsOf,
   parseAllowedCidrs,
+  revokeKey,
 } from '../../services/keys/api-keys.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
-import { type ApiKeyRow, listApiKeys, revokeApiKey } from '../../storage/api-keys.ts';
+import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
@@ -351,7 +352,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const apiKey = await findLiveKey(db, accountId, c.req.param('id'));
-    await revokeApiKey(db, accountId, apiKey.id, Date.now());
+    await revokeKey(db, accountId, apiKey.id, Date.now());
     return c.redirect(`/keys?revoked=${apiKey.id}`, 303);
   });
 }

@@ -6,7 +6,6 @@
 // from other sites, and logs hold paths only.
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { accountMailDepsOf } from '../../services/accounts/email-confirmation.ts';
 import {
   checkResetLink,
   requestPasswordReset,
@@ -83,7 +82,7 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
-    const outcome = await requestPasswordReset(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
+    const outcome = await requestPasswordReset(c.get('services').accountMail, {
       email,
       clientIp: clientIp(c),
       origin: new URL(c.req.url).origin,

@@ -18,7 +18,6 @@ import { requireScope } from '../../middleware/auth.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
 import { createBatchJob } from '../../services/batch/jobs.ts';
-import { verifyQueueOf } from '../../services/batch/queue.ts';
 import { digestingBody } from '../../services/money/idempotency.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks/delivery.ts';
@@ -295,7 +294,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
       () =>
         createBatchJob({
           db,
-          queue: verifyQueueOf(c.env),
+          queue: c.get('services').queue,
           caller,
           upload: request.upload,
           source: request.source,

@@ -5,9 +5,12 @@
 // probe's MX.
 
 import type { ProberRegion } from '@rcpt/shared/prober-regions';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
 import { type HubWork, PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
+import type { Db } from '../../storage/db.ts';
+import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
 import type { BatchTask } from '../batch/types.ts';
 
 type Hubs = Env['PROBER_HUB'];
@@ -16,6 +19,21 @@ type Hubs = Env['PROBER_HUB'];
 export function regionHub(hubs: Hubs, region: ProberRegion) {
   const id = hubs.idFromName(region.name);
   return region.locationHint ? hubs.get(id, { locationHint: region.locationHint }) : hubs.get(id);
+}
+
+/**
+ * The live prober token whose secret is `secret` (its id and region), its use recorded in the
+ * background; null when it is unknown or revoked.
+ */
+export async function proberOf(
+  deps: { db: Db; inBackground: (work: Promise<unknown>) => void },
+  secret: string,
+  now: number,
+): Promise<{ id: string; region: string } | null> {
+  const row = await findLiveProberToken(deps.db, await hashSecret(secret));
+  if (!row) return null;
+  deps.inBackground(touchProberToken(deps.db, row.id, now));
+  return { id: row.id, region: row.region };
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   findApiKeyByHash,
   insertApiKeyWithin,
   LAST_USED_RESOLUTION_MS,
+  revokeApiKey,
   touchApiKey,
 } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
@@ -290,4 +291,9 @@ function constantTimeEqual(a: string, b: string): boolean {
   const left = new TextEncoder().encode(a);
   const right = new TextEncoder().encode(b);
   return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
+}
+
+/** Revokes the account's key `keyId`: it fails on the very next request. False if it was not live. */
+export function revokeKey(db: Db, accountId: string, keyId: string, now: number): Promise<boolean> {
+  return revokeApiKey(db, accountId, keyId, now);
 }
