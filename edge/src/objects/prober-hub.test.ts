@@ -18,7 +18,8 @@ import { configOf } from '../config.ts';
 import { batchHubWork } from '../services/batch/lifecycle.ts';
 import type { BatchTask } from '../services/batch/types.ts';
 import { dispatchToRegions, regionsGateway } from '../services/fleet/prober-gateway.ts';
-import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
+import type { HubWork } from './prober-hub.ts';
+import { MAX_PROBER_CAPACITY } from './prober-links.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],
