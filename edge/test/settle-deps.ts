@@ -8,7 +8,7 @@ import { rowsFromJson } from '../src/services/batch/input.ts';
 import { createBatchJob, jobView } from '../src/services/batch/jobs.ts';
 import { settleDepsOf } from '../src/services/batch/lifecycle.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
-import { rotateWebhookSecret } from '../src/services/webhooks/delivery.ts';
+import { rotateWebhookSecret } from '../src/services/webhooks/settings.ts';
 import { findJobById } from '../src/storage/jobs.ts';
 import { setAccountWebhook } from '../src/storage/webhooks.ts';
 import { db, newCaller, quotas } from './fixtures.ts';

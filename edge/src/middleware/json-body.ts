@@ -40,7 +40,7 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     }
     // Later readers (the zod validator) get the parsed value from Hono's body cache.
     c.req.bodyCache.json = Promise.resolve(parsed);
-    // The raw bytes identify a request sent with an Idempotency-Key (services/idempotency.ts).
+    // The raw bytes identify a request sent with an Idempotency-Key (services/money/idempotency.ts).
     return c.req.header('idempotency-key') === undefined ? null : digestOf(bytes);
   });
   if (digest !== null) c.set('bodyDigest', await digest);

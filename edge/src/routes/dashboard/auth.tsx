@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Sign-up, sign-in and sign-out. A new session token at every sign-in (no fixation); one
 // answer for an unknown email and a wrong password; attempts limited per IP and per email, and
-// confirmation emails per mailbox (services/email-confirmation.ts). A sign-up signs the new
+// confirmation emails per mailbox (services/accounts/email-confirmation.ts). A sign-up signs the new
 // account in (its credits wait for the confirmation link); an address that has an account
 // already is told so, with the way to sign in or reset the password — like most services,
 // sign-up says whether an address has an account, behind the sign-up limits and Turnstile.

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // "Forgot password?" (`/forgot-password`) asks for a reset link by email and answers the same
 // whether or not the address has an account; the link (`/reset-password?token=…`) opens a
-// form for the new password, good for an hour and once (services/password-reset.ts). The
+// form for the new password, good for an hour and once (services/accounts/password-reset.ts). The
 // form carries the token in a hidden field; the page's Referrer-Policy (same-origin) keeps it
 // from other sites, and logs hold paths only.
 import type { Hono } from 'hono';

@@ -5,11 +5,8 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import {
-  rotateWebhookSecret,
-  sendTestEvent,
-  setDefaultWebhookUrl,
-} from '../../services/webhooks/delivery.ts';
+import { sendTestEvent } from '../../services/webhooks/delivery.ts';
+import { rotateWebhookSecret, setDefaultWebhookUrl } from '../../services/webhooks/settings.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { DataTable } from './data-table.tsx';

@@ -20,7 +20,7 @@ import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../
 import { createBatchJob } from '../../services/batch/jobs.ts';
 import { digestingBody } from '../../services/money/idempotency.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
-import { validateWebhookUrl } from '../../services/webhooks/delivery.ts';
+import { validateWebhookUrl } from '../../services/webhooks/settings.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import { chargedPostResponses } from '../openapi-errors.ts';
 

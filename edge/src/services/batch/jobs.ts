@@ -1,5 +1,5 @@
 // Batch jobs for API callers: upload (plan, charge and create atomically, then enqueue by
-// domain) and the job's status view. Its results are read in job-downloads.ts.
+// domain) and the job's status view. Its results are read in downloads.ts.
 import {
   type BulkUploadResponse,
   type Job,
@@ -69,7 +69,7 @@ export interface UploadInput {
 /**
  * Creates the job and puts its work, one message a domain, on the verify-batch queue. What
  * follows: `queues/verify-batch.ts` takes the messages and hands them to the probers, and each
- * answer is settled by `settleBatchWork` (`batch-results.ts`), which asks `verdictFromFacts`
+ * answer is settled by `settleBatchWork` (`settlement.ts`), which asks `verdictFromFacts`
  * what the reply means and keeps it, or asks it again later at the pace its policy names.
  */
 export async function createBatchJob(input: UploadInput): Promise<BulkUploadResponse> {

@@ -34,7 +34,7 @@ export async function startRecheckRound(
   const job = await findJobById(deps.db, message.jobId);
   if (!job?.completedAt) return;
   // The schedule counts the greylist rounds only: a watched job's rounds for its domain changes
-  // (job-watch.ts) share the numbering but not the schedule.
+  // (watch.ts) share the numbering but not the schedule.
   const nextAfterMs = recheckOffsetMs(deps.config, message.round + 1 - job.watchRounds);
   const started = await claimRecheckRound(deps.db, {
     jobId: job.id,

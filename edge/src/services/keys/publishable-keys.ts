@@ -54,7 +54,7 @@ export async function takeFromDailyCap(
 
 /**
  * Whether `token` passes the customer's Turnstile (their secret key, sealed under
- * `secretsKey`), checked with Siteverify like rcpt's own sign-up form (turnstile.ts).
+ * `secretsKey`), checked with Siteverify like rcpt's own sign-up form (accounts/turnstile.ts).
  */
 export async function publishableTurnstilePasses(
   input: {

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { signWebhook, validateWebhookUrl } from './delivery.ts';
+import { signWebhook } from './delivery.ts';
+import { validateWebhookUrl } from './settings.ts';
 
 describe('validateWebhookUrl', () => {
   it.each([

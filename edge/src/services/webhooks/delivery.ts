@@ -1,6 +1,6 @@
 // Webhooks signed per Standard Webhooks: `webhook-id`, `webhook-timestamp` and
-// `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with a
-// per-account `whsec_` secret shown once and stored sealed. Failed job events are retried
+// `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with the
+// account's `whsec_` secret (settings.ts). Failed job events are retried
 // with exponential backoff by the cron, fairly across accounts; a test event is sent once, to
 // the caller who waits for it. Every attempt is visible to the account.
 import type { WatchChange } from '@rcpt/shared/contract/api';
@@ -18,14 +18,14 @@ import {
   insertDeliveryWithin,
   pendingDeliveriesOfJob,
   recordAttempt,
-  setAccountWebhook,
   type WebhookDeliveryRow,
 } from '../../storage/webhooks.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
 import { domainChangesOf } from '../batch/domain-changes.ts';
 import { jobView } from '../batch/jobs.ts';
-import { fromBase64, open, seal, toBase64 } from '../keys/secret-box.ts';
+import { fromBase64, open, toBase64 } from '../keys/secret-box.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from '../money/quotas.ts';
+import { isIP, SECRET_PREFIX } from './settings.ts';
 
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 const FIRST_RETRY_SECONDS = 30;
@@ -37,66 +37,6 @@ export const RETRIES_PER_ACCOUNT = 5;
 export const RETRIES_PER_RUN = 50;
 const TEST_EVENT = 'webhook.test';
 const DELIVERY_TIMEOUT_MS = 10_000;
-const SECRET_PREFIX = 'whsec_';
-
-function isIP(host: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(':');
-}
-
-/**
- * A webhook URL must be https; plain http is allowed only to loopback hosts when the
- * deployment allows private targets (development). Private addresses are refused otherwise.
- */
-export function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl is not a URL.' });
-  }
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const loopback = host === 'localhost' || /^127\./.test(host) || host === '::1';
-  // An IP literal in a special-purpose range (RFC 6890: private, loopback, link-local …).
-  const privateLiteral = isIP(host) && isSpecialPurposeAddress(host);
-  if (url.username || url.password)
-    throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must not carry credentials.' });
-  if ((loopback || privateLiteral) && !allowPrivateTargets) {
-    throw new ApiError('VALIDATION_ERROR', {
-      message: 'webhookUrl must not point at a private or loopback address.',
-    });
-  }
-  if (url.protocol === 'https:') return url.toString();
-  if (url.protocol === 'http:' && loopback && allowPrivateTargets) return url.toString();
-  throw new ApiError('VALIDATION_ERROR', { message: 'webhookUrl must use https.' });
-}
-
-/**
- * Sets (or, with null, removes) the account's default webhook URL; the stored URL. Like every
- * webhook setting it needs the account's email confirmed (403 EMAIL_NOT_CONFIRMED).
- */
-export async function setDefaultWebhookUrl(
-  db: Db,
-  accountId: string,
-  url: string | null,
-  allowPrivateTargets: boolean,
-): Promise<string | null> {
-  const webhookUrl = url === null ? null : validateWebhookUrl(url, allowPrivateTargets);
-  await requireConfirmedEmail(db, accountId);
-  await setAccountWebhook(db, accountId, { webhookUrl });
-  return webhookUrl;
-}
-
-/** A new signing secret for the account; the previous one stops working. Shown once. */
-export async function rotateWebhookSecret(
-  db: Db,
-  accountId: string,
-  secretsKey: string | undefined,
-): Promise<string> {
-  await requireConfirmedEmail(db, accountId);
-  const secret = `${SECRET_PREFIX}${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
-  await setAccountWebhook(db, accountId, { webhookSecret: await seal(secretsKey, secret) });
-  return secret;
-}
 
 export async function signWebhook(
   secret: string,

@@ -11,7 +11,8 @@ import { rowsFromJson } from '../batch/input.ts';
 import { addressResult, createBatchJob } from '../batch/jobs.ts';
 import type { BatchMessage } from '../batch/queue.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
-import { RETRIES_PER_ACCOUNT, retryDueDeliveries, rotateWebhookSecret } from './delivery.ts';
+import { RETRIES_PER_ACCOUNT, retryDueDeliveries } from './delivery.ts';
+import { rotateWebhookSecret } from './settings.ts';
 
 const MINUTE = 60_000;
 const silentQueue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
