@@ -5,9 +5,9 @@ import { runScheduled } from './cron/scheduled.ts';
 import { meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
 import { ProberHub as HubObject } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
-import { batchSinkOf } from './services/batch/lifecycle.ts';
 import type { BatchMessage } from './services/batch/queue.ts';
 import type { BatchTask } from './services/batch/types.ts';
+import { batchSinkOf } from './services/batch-lifecycle.ts';
 
 export { KeyLimiter } from './objects/key-limiter.ts';
 

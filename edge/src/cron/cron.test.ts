@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { settleDepsOf } from '../services/batch/lifecycle.ts';
+import { settleDepsOf } from '../services/batch-lifecycle.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';

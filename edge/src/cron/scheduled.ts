@@ -1,8 +1,8 @@
 // The cron trigger: retention, stuck-job recovery, watched jobs' domains and webhook retries,
 // each independent so that one failing does not stop the others.
 import { errorFields, log } from '../logger.ts';
-import { batchDepsOf } from '../services/batch/lifecycle.ts';
 import { watchDomains } from '../services/batch/watch.ts';
+import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { sweepBalances, watchDepsOf } from '../services/money/purchases.ts';
 import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
 import { deleteExpired } from '../storage/retention.ts';

@@ -15,9 +15,9 @@ import {
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { batchHubWork } from '../services/batch/lifecycle.ts';
+import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import type { BatchTask } from '../services/batch/types.ts';
-import { dispatchToRegions, regionsGateway } from '../services/fleet/prober-gateway.ts';
+import { regionsGateway } from '../services/fleet/prober-gateway.ts';
 import type { HubWork } from './prober-hub.ts';
 import { MAX_PROBER_CAPACITY } from './prober-links.ts';
 

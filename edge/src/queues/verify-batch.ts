@@ -9,13 +9,13 @@
 // A replayed message changes nothing: writes are once-only upserts.
 import { type Config, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
+import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import { defaultDeadlineAt } from '../services/batch/jobs.ts';
-import { batchDepsOf, batchHubWork } from '../services/batch/lifecycle.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
 import { startRecheckRound } from '../services/batch/recheck.ts';
 import { finishAtDeadline, settleBatchWork } from '../services/batch/settlement.ts';
 import type { BatchTask, SettledTask } from '../services/batch/types.ts';
-import { dispatchToRegions } from '../services/fleet/prober-gateway.ts';
+import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { domainFactsOf } from '../services/verify/deps.ts';
 import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
 import { processingJobs } from '../storage/jobs.ts';

@@ -4,7 +4,7 @@
 import { VERIFICATION_STATUSES, type VerificationStatus } from '@rcpt/shared/contract/api';
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { type HistoryEntry, historyPage } from '../../services/accounts/history.ts';
+import { type HistoryEntry, historyPage } from '../../services/history.ts';
 import type { HistoryFilters } from '../../storage/verifications.ts';
 import { DataTable } from './data-table.tsx';
 import { Timestamp } from './forms.tsx';

@@ -5,12 +5,12 @@
 // account, each of which writes to D1.
 //
 // The network of a sign-in or a password check is the address itself for IPv4 and its /64
-// for IPv6 (one customer's allocation, keys/client-network.ts): a wider IPv4 key would let one
+// for IPv6 (one customer's allocation, client-network.ts): a wider IPv4 key would let one
 // guesser lock out a whole office. Sign-ups are counted per IPv4 /24 and IPv6 /64 over an
 // hour, because every account is worth its free credits: farming them takes many networks;
 // reset requests too, since each sends an email.
 import type { KeyLimiter } from '../../objects/key-limiter.ts';
-import { networkPrefix, type PrefixLengths } from '../keys/client-network.ts';
+import { networkPrefix, type PrefixLengths } from './client-network.ts';
 import { normaliseAccountEmail } from './sign-in.ts';
 
 export const SIGN_IN_LIMITS = { perIp: 10, perEmail: 5, windowMs: 60_000 } as const;

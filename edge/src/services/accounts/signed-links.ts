@@ -6,7 +6,7 @@
 // address, a password reset link to its password hash, so it works once).
 import { ApiError } from '@rcpt/shared/errors';
 import { toBase64Url } from '@rcpt/shared/secret-tokens';
-import { fromBase64 } from '../keys/secret-box.ts';
+import { fromBase64 } from './secret-box.ts';
 
 export type LinkPurpose = 'email confirmation' | 'password reset';
 

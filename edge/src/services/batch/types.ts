@@ -33,7 +33,7 @@ export interface SettledTask {
   final?: boolean;
 }
 
-/** What the settlement, the results and the follow-up rounds work with (batch/lifecycle.ts wires it). */
+/** What the settlement, the results and the follow-up rounds work with (services/batch-lifecycle.ts wires it). */
 export interface SettleDeps {
   db: Db;
   queue: Queue<BatchMessage>;

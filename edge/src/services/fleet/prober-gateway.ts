@@ -8,10 +8,9 @@ import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
-import { type HubWork, PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
+import { PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
 import type { Db } from '../../storage/db.ts';
 import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
-import type { BatchTask } from '../batch/types.ts';
 
 type Hubs = Env['PROBER_HUB'];
 
@@ -88,24 +87,4 @@ export function regionsGateway(
       return refusal ?? { kind: 'unavailable', message: 'no region had a prober' };
     },
   };
-}
-
-/**
- * Hands batch work to the first region that takes each piece (every region but the last passes
- * on what its egresses are all blocked for); answers what no region took. That is asked again on
- * its schedule, not ended `antispam_blocked`: a later region's egresses were not refused, it
- * only had no prober linked yet.
- */
-export async function dispatchToRegions(
-  hubs: Hubs,
-  regions: readonly ProberRegion[],
-  work: HubWork<BatchTask>[],
-): Promise<HubWork<BatchTask>[]> {
-  let left = work;
-  for (const [index, region] of regions.entries()) {
-    if (left.length === 0) break;
-    const refused = await regionHub(hubs, region).dispatch(left, index < regions.length - 1);
-    left = refused.map((at) => left[at] as HubWork<BatchTask>);
-  }
-  return left;
 }

@@ -12,8 +12,8 @@ import {
 import type { Db } from '../../storage/db.ts';
 import type { NewApiKey } from '../../storage/inserts.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
+import { seal } from '../accounts/secret-box.ts';
 import { quotaExceeded } from '../money/quotas.ts';
-import { seal } from './secret-box.ts';
 
 /**
  * What a key may call (docs/publishable-keys.md, "Scopes"): `verify` the single verify,

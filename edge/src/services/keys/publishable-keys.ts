@@ -3,14 +3,14 @@
 // Turnstile when they turned it on, and the key's daily cap, which bounds what a leaked key
 // can cost. Each is counted by its own KeyLimiter object.
 import type { KeyLimiter } from '../../objects/key-limiter.ts';
+import { networkPrefix } from '../accounts/client-network.ts';
+import { open } from '../accounts/secret-box.ts';
 import { type TurnstileConfig, turnstilePasses } from '../accounts/turnstile.ts';
 import { DAY_MS, utcDayStart } from '../money/quotas.ts';
-import { networkPrefix } from './client-network.ts';
-import { open } from './secret-box.ts';
 
 /**
  * Calls one client network may make with one publishable key per minute. The network is the
- * address for IPv4 and its /64 for IPv6 (one customer's allocation, client-network.ts).
+ * address for IPv4 and its /64 for IPv6 (one customer's allocation, accounts/client-network.ts).
  */
 export const PUBLISHABLE_PER_CLIENT = { limit: 10, windowMs: 60_000 } as const;
 /** The daily cap a new publishable key gets unless the customer sets another, and its bounds. */

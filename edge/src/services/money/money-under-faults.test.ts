@@ -13,8 +13,8 @@ import { createDb, type Db } from '../../storage/db.ts';
 import { listHistory } from '../../storage/verifications.ts';
 import { rowsFromJson } from '../batch/input.ts';
 import { createBatchJob } from '../batch/jobs.ts';
-import { settleDepsOf } from '../batch/lifecycle.ts';
 import type { BatchMessage, WorkMessage } from '../batch/queue.ts';
+import { settleDepsOf } from '../batch-lifecycle.ts';
 import type { Caller } from '../keys/api-keys.ts';
 import { verifyForCaller } from '../verify/single-verification.ts';
 

@@ -21,9 +21,9 @@ import {
   type WebhookDeliveryRow,
 } from '../../storage/webhooks.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
+import { fromBase64, open, toBase64 } from '../accounts/secret-box.ts';
 import { domainChangesOf } from '../batch/domain-changes.ts';
 import { jobView } from '../batch/jobs.ts';
-import { fromBase64, open, toBase64 } from '../keys/secret-box.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from '../money/quotas.ts';
 import { isIP, SECRET_PREFIX } from './settings.ts';
 

@@ -6,7 +6,7 @@ import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Db } from '../../storage/db.ts';
 import { setAccountWebhook } from '../../storage/webhooks.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
-import { seal, toBase64 } from '../keys/secret-box.ts';
+import { seal, toBase64 } from '../accounts/secret-box.ts';
 
 /** What every signing secret starts with (Standard Webhooks' `whsec_`). */
 export const SECRET_PREFIX = 'whsec_';

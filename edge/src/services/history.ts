@@ -1,10 +1,10 @@
 // The account history (single verifications and batch jobs, newest first) with each batch
 // entry's job, as the API and the dashboard both show it.
 import type { Job } from '@rcpt/shared/contract/api';
-import type { Db } from '../../storage/db.ts';
-import { findJobs } from '../../storage/jobs.ts';
-import { type HistoryFilters, type HistoryRow, listHistory } from '../../storage/verifications.ts';
-import { jobView } from '../batch/jobs.ts';
+import type { Db } from '../storage/db.ts';
+import { findJobs } from '../storage/jobs.ts';
+import { type HistoryFilters, type HistoryRow, listHistory } from '../storage/verifications.ts';
+import { jobView } from './batch/jobs.ts';
 
 export interface HistoryEntry extends HistoryRow {
   /** The job of a batch entry (null for a single verification, or a job already deleted). */
