@@ -3,7 +3,7 @@
 // `npm run demo` (`--demo`) also starts the fake mail world and points DNS and SMTP at it.
 import { createServer } from 'node:net';
 import { isWellFormedSecret } from '@rcpt/shared/secret-tokens';
-import { CONSOLE_LINK_LINE } from '../edge/src/services/confirmation-sender.ts';
+import { CONSOLE_LINK_LINE } from '../edge/src/services/accounts/confirmation-sender.ts';
 import { startLocalStack } from './stack/local-stack.ts';
 
 const demo = process.argv.includes('--demo');

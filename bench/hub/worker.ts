@@ -6,10 +6,10 @@
 //   weighed on every start), each asking A addresses; answers how long they took. One RPC, one probe message out, one
 //   result message in: the whole of the hub's work for a single call.
 import type { ProbeRequest } from '@rcpt/shared/contract/prober';
-import { PROBER_TOKEN_ID_HEADER, ProberHub as ProbeScheduler } from '../../edge/src/objects/prober-hub.ts';
+import { ProberHub as HubObject, PROBER_TOKEN_ID_HEADER } from '../../edge/src/objects/prober-hub.ts';
 
 /** The edge's hub with no batch behind it: the bench drives single calls only. */
-export class ProberHub extends ProbeScheduler<never> {
+export class ProberHub extends HubObject<never> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       detectTenant: () => Promise.reject(new Error('the hub bench sends no batch work')),

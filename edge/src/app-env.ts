@@ -1,16 +1,8 @@
 // The Hono environment of the edge app: bindings and per-request variables.
 import type { Config } from './config.ts';
-import type { KeyLimits } from './services/api-keys.ts';
+import type { Caller, KeyLimits } from './services/keys/api-keys.ts';
+import type { RequestServices } from './services/request-services.ts';
 import type { Db } from './storage/db.ts';
-
-export interface Caller {
-  accountId: string;
-  /** The API key used; null for the dashboard (a signed-in person). */
-  apiKeyId: string | null;
-  mode: 'live' | 'test';
-  /** The balance when the request was authenticated (a snapshot: charges read their own). */
-  creditBalance: number;
-}
 
 export interface AppEnv {
   Bindings: Env;
@@ -20,6 +12,8 @@ export interface AppEnv {
     receivedAt: number;
     config: Config;
     db: Db;
+    /** The request's services, assembled once (middleware/services.ts). */
+    services: RequestServices;
     caller: Caller;
     /** How the API key of the request is limited (set by apiKeyAuth; absent for the dashboard). */
     keyLimits: KeyLimits;

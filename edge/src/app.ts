@@ -2,13 +2,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
-import { configOf } from './config.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
+import { requestServices } from './middleware/services.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerFleet } from './routes/internal/fleet.get.ts';
@@ -27,7 +27,6 @@ import { registerWebhookDeliveries } from './routes/v1/webhooks-deliveries.get.t
 import { registerWebhookSecret } from './routes/v1/webhooks-secret.post.ts';
 import { registerWebhookSettings } from './routes/v1/webhooks-settings.put.ts';
 import { registerWebhookTest } from './routes/v1/webhooks-test.post.ts';
-import { createRequestDb } from './storage/db.ts';
 
 export const API_VERSION = '1.0.1';
 
@@ -64,11 +63,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
 
   app.use('*', requestId);
-  app.use('*', async (c, next) => {
-    c.set('config', configOf(c.env));
-    c.set('db', createRequestDb(c.env.DB));
-    await next();
-  });
+  app.use('*', requestServices);
   app.onError(handleError);
   app.use('*', balanceWatch);
 

@@ -3,16 +3,16 @@
 import { createApp } from './app.ts';
 import { runScheduled } from './cron/scheduled.ts';
 import { meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
-import { ProberHub as ProbeScheduler } from './objects/prober-hub.ts';
+import { ProberHub as HubObject } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
-import type { BatchMessage } from './services/batch-queue.ts';
-import type { BatchTask } from './services/batch-results.ts';
-import { batchSinkOf } from './services/batch-sink.ts';
+import type { BatchMessage } from './services/batch/queue.ts';
+import type { BatchTask } from './services/batch/types.ts';
+import { batchSinkOf } from './services/batch-lifecycle.ts';
 
 export { KeyLimiter } from './objects/key-limiter.ts';
 
 /** A region's hub as deployed: its batch answers settle into their jobs and the domain facts. */
-export class ProberHub extends ProbeScheduler<BatchTask> {
+export class ProberHub extends HubObject<BatchTask> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(
       ctx,

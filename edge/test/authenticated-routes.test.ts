@@ -3,7 +3,12 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { configOf } from '../src/config.ts';
-import { createApiKey, createPublishableKey, KEY_SCOPES, type KeyScope } from '../src/services/api-keys.ts';
+import {
+  createApiKey,
+  createPublishableKey,
+  KEY_SCOPES,
+  type KeyScope,
+} from '../src/services/keys/api-keys.ts';
 import { revokeApiKey } from '../src/storage/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
 

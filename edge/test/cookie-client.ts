@@ -2,7 +2,7 @@
 // calls the Worker's fetch handler, never following redirects (the tests look at them), and
 // an inbox that reads the confirmation links the console sender writes.
 import { env, exports } from 'cloudflare:workers';
-import { CONSOLE_LINK_LINE, CONSOLE_RESET_LINE } from '../src/services/confirmation-sender.ts';
+import { CONSOLE_LINK_LINE, CONSOLE_RESET_LINE } from '../src/services/accounts/confirmation-sender.ts';
 import { fetchWithVars } from './fixtures.ts';
 
 /** Every link the console sender wrote in this isolate, by kind and address, oldest first. */

@@ -2,7 +2,7 @@
 // a route and a tenant the test sets (and counts its questions), on a clock the test moves.
 import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
-import { DomainFactsStore } from '../src/services/domain-facts.ts';
+import { DomainFactsStore } from '../src/services/verify/domain-facts.ts';
 import { db } from './fixtures.ts';
 
 export interface FactsWorld {

@@ -15,7 +15,7 @@ import {
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { evidenceFor, type SessionDialogue } from '@rcpt/shared/verify/evidence';
 import { until } from '../../test/eventually.ts';
-import { linkToRegionHub } from '../src/services/prober-gateway.ts';
+import { linkToRegionHub } from '../src/services/fleet/prober-gateway.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
 import { db } from './fixtures.ts';
 

@@ -5,8 +5,8 @@ import { env, exports } from 'cloudflare:workers';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
 import { createApp } from '../src/app.ts';
 import { configOf } from '../src/config.ts';
-import { createApiKey, type KeyScope } from '../src/services/api-keys.ts';
-import { quotasOf } from '../src/services/quotas.ts';
+import { createApiKey, type KeyScope } from '../src/services/keys/api-keys.ts';
+import { quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
 

@@ -4,9 +4,9 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { configOf } from '../src/config.ts';
-import { createPublishableKey } from '../src/services/api-keys.ts';
-import { PUBLISHABLE_PER_CLIENT } from '../src/services/publishable-keys.ts';
-import { PUBLISHABLE_TURNSTILE_ACTION } from '../src/services/turnstile.ts';
+import { PUBLISHABLE_TURNSTILE_ACTION } from '../src/services/accounts/turnstile.ts';
+import { createPublishableKey } from '../src/services/keys/api-keys.ts';
+import { PUBLISHABLE_PER_CLIENT } from '../src/services/keys/publishable-keys.ts';
 import { balanceOf, call, db, ledgerOf, newCaller } from './fixtures.ts';
 
 const SHOP = 'https://shop.example';

@@ -4,11 +4,11 @@
 import { env } from 'cloudflare:workers';
 import { vi } from 'vitest';
 import { configOf } from '../src/config.ts';
-import { rowsFromJson } from '../src/services/batch-input.ts';
-import { createBatchJob, jobView } from '../src/services/batch-jobs.ts';
-import type { BatchMessage } from '../src/services/batch-queue.ts';
-import type { SettleDeps } from '../src/services/batch-results.ts';
-import { rotateWebhookSecret } from '../src/services/webhooks.ts';
+import { rowsFromJson } from '../src/services/batch/input.ts';
+import { createBatchJob, jobView } from '../src/services/batch/jobs.ts';
+import type { BatchMessage } from '../src/services/batch/queue.ts';
+import { settleDepsOf } from '../src/services/batch-lifecycle.ts';
+import { rotateWebhookSecret } from '../src/services/webhooks/settings.ts';
 import { findJobById } from '../src/storage/jobs.ts';
 import { setAccountWebhook } from '../src/storage/webhooks.ts';
 import { db, newCaller, quotas } from './fixtures.ts';
@@ -27,12 +27,12 @@ export function recordingDeps() {
       delays.push(...batch.map((message) => message.delaySeconds));
     },
   } as unknown as Queue<BatchMessage>;
-  const deps: SettleDeps = {
+  const deps = settleDepsOf({
     db: db(),
     queue,
     config: configOf(env),
     inBackground: (task) => background.push(task),
-  };
+  });
   return { deps, sent, delays, settled: () => Promise.all(background.splice(0)) };
 }
 

@@ -4,7 +4,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { CONSOLE_LINK_LINE } from '../../edge/src/services/confirmation-sender.ts';
+import { CONSOLE_LINK_LINE } from '../../edge/src/services/accounts/confirmation-sender.ts';
 import {
   type LocalStack,
   startLocalStack,

@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Page, Request as PageRequest, Response as PageResponse } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PUBLISHABLE_TURNSTILE_ACTION } from '../../edge/src/services/turnstile-actions.ts';
+import { PUBLISHABLE_TURNSTILE_ACTION } from '../../edge/src/services/accounts/turnstile-actions.ts';
 import { seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { signUpAndConfirm } from './browser/sign-up.ts';

@@ -2,6 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
+import { settleDepsOf } from '../services/batch-lifecycle.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
@@ -180,7 +181,7 @@ describe('recovery', () => {
     } as unknown as Queue<never>;
     const background: Promise<unknown>[] = [];
     const first = await recoverStuckJobs(
-      { db: db(), queue, config, inBackground: (task) => background.push(task) },
+      settleDepsOf({ db: db(), queue, config, inBackground: (task) => background.push(task) }),
       Date.now(),
     );
     expect(first.requeued).toBe(2);
@@ -190,7 +191,7 @@ describe('recovery', () => {
     // Past the deadline: failed with a reason, every unverified address refunded, once.
     const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
     const second = await recoverStuckJobs(
-      { db: db(), queue, config, inBackground: (task) => background.push(task) },
+      settleDepsOf({ db: db(), queue, config, inBackground: (task) => background.push(task) }),
       later,
     );
     await Promise.all(background);
@@ -201,7 +202,8 @@ describe('recovery', () => {
     expect(status.job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
     expect(String(status.job.failureReason)).toMatch(/did not finish/);
     expect(
-      (await recoverStuckJobs({ db: db(), queue, config, inBackground: () => {} }, later)).failedJobs,
+      (await recoverStuckJobs(settleDepsOf({ db: db(), queue, config, inBackground: () => {} }), later))
+        .failedJobs,
     ).toBe(0);
     expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
@@ -228,7 +230,7 @@ describe('recovery', () => {
     const queue = { sendBatch: async () => {} } as unknown as Queue<never>;
     const background: Promise<unknown>[] = [];
     const report = await recoverStuckJobs(
-      { db: db(), queue, config, inBackground: (task) => background.push(task) },
+      settleDepsOf({ db: db(), queue, config, inBackground: (task) => background.push(task) }),
       Date.now() + 120_000,
     );
     await Promise.all(background);

@@ -3,11 +3,11 @@
 // whose lease ran out (a consumer crashed, the hub restarted, an enqueue failed) is enqueued
 // again; a job still open past the hard limit fails with a reason and is refunded for what
 // was not verified. Nothing is charged twice: charges happen only at upload.
-import { enqueueBatchWork, workMessages } from '../services/batch-queue.ts';
-import { type RecheckRecovery, recoverRechecks } from '../services/batch-recheck.ts';
-import { finishAtDeadline, type SettleDeps } from '../services/batch-results.ts';
-import type { DomainFactsStore } from '../services/domain-facts.ts';
-import { deliverJobWebhook } from '../services/webhooks.ts';
+import { enqueueBatchWork, workMessages } from '../services/batch/queue.ts';
+import { type RecheckRecovery, recoverRechecks } from '../services/batch/recheck.ts';
+import { finishAtDeadline } from '../services/batch/settlement.ts';
+import type { SettleDeps } from '../services/batch/types.ts';
+import type { DomainFactsStore } from '../services/verify/domain-facts.ts';
 import {
   findJobsPastDeadline,
   findOverdueJobs,
@@ -38,7 +38,7 @@ export async function recoverStuckJobs(
   deps: SettleDeps & { facts?: DomainFactsStore },
   now: number,
 ): Promise<RecoveryReport> {
-  const { db, queue, config, inBackground } = deps;
+  const { db, queue, config } = deps;
   const pastDeadline = await findJobsPastDeadline(db, now - DEADLINE_SWEEP_GRACE_MS, 100);
   for (const jobId of pastDeadline) await finishAtDeadline(deps, jobId, now);
 
@@ -58,7 +58,7 @@ export async function recoverStuckJobs(
   for (const jobId of overdue) {
     if (await failJob(db, jobId, `The job did not finish within ${config.BATCH_MAX_HOURS} hours.`, now)) {
       failedJobs++;
-      inBackground(deliverJobWebhook(db, jobId, config, now));
+      deps.announce(jobId, now);
     }
   }
 

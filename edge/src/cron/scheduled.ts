@@ -1,18 +1,16 @@
 // The cron trigger: retention, stuck-job recovery, watched jobs' domains and webhook retries,
 // each independent so that one failing does not stop the others.
-import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
-import { verifyQueueOf } from '../services/batch-queue.ts';
-import { watchDomains } from '../services/job-watch.ts';
-import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
-import { retryDueDeliveries } from '../services/webhooks.ts';
-import { createDb } from '../storage/db.ts';
+import { watchDomains } from '../services/batch/watch.ts';
+import { batchDepsOf } from '../services/batch-lifecycle.ts';
+import { sweepBalances, watchDepsOf } from '../services/money/purchases.ts';
+import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
 
 export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.now()): Promise<void> {
-  const config = configOf(env);
-  const db = createDb(env.DB);
+  const deps = batchDepsOf(env, (task) => ctx.waitUntil(task));
+  const { db, config } = deps;
   const tasks: [string, () => Promise<unknown>][] = [
     [
       'retention',
@@ -24,22 +22,8 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
           now - config.SANDBOX_RETENTION_DAYS * 86_400_000,
         ),
     ],
-    [
-      'recovery',
-      () =>
-        recoverStuckJobs(
-          { db, queue: verifyQueueOf(env), config, inBackground: (task) => ctx.waitUntil(task) },
-          now,
-        ),
-    ],
-    [
-      'watch',
-      () =>
-        watchDomains(
-          { db, queue: verifyQueueOf(env), config, inBackground: (task) => ctx.waitUntil(task) },
-          now,
-        ),
-    ],
+    ['recovery', () => recoverStuckJobs(deps, now)],
+    ['watch', () => watchDomains(deps, now)],
     ['webhooks', () => retryDueDeliveries(db, config, now)],
     ['balances', () => sweepBalances(watchDepsOf(db, config, env, now))],
   ];

@@ -8,7 +8,7 @@ import { isAddressInBlocks } from '@rcpt/shared/ip-ranges';
 import { hashSecret, isWellFormedSecret } from '@rcpt/shared/secret-tokens';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/api-keys.ts';
+import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/keys/api-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 import { allowPublishableOrigin } from './publishable-keys.ts';
 
@@ -17,8 +17,11 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (presented === undefined || presented === '') throw new ApiError('UNAUTHORIZED');
   // A key with surrounding whitespace, or two X-API-Key headers (joined with ", "), is not a key.
   if (!isWellFormedSecret(presented)) throw new ApiError('INVALID_API_KEY');
-  const key = await authenticateApiKey(c.get('db'), await hashSecret(presented), Date.now(), (task) =>
-    c.executionCtx.waitUntil(task),
+  const key = await authenticateApiKey(
+    c.get('db'),
+    await hashSecret(presented),
+    Date.now(),
+    c.get('services').inBackground,
   );
   if (!key) throw new ApiError('INVALID_API_KEY');
   const { allowedCidrs, allowedOrigins } = key.limits;

@@ -4,16 +4,10 @@
 // meets 402. The cron's sweep catches what this misses (credits a queue consumer spent).
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { watchBalance, watchDepsOf } from '../services/purchases.ts';
 
 export const balanceWatch = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const caller = c.get('caller');
   if (c.req.method !== 'POST' || !caller || caller.mode !== 'live' || c.res.status >= 300) return;
-  const watch = watchBalance(watchDepsOf(c.get('db'), c.get('config'), c.env, Date.now()), caller.accountId);
-  try {
-    c.executionCtx.waitUntil(watch);
-  } catch {
-    // No execution context (an app driven without one): the watch runs on its own.
-  }
+  c.get('services').watchBalance(caller.accountId);
 });

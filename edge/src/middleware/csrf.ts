@@ -6,7 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { createMiddleware } from 'hono/factory';
-import { csrfTokenFor, isValidCsrfToken } from '../services/sessions.ts';
+import { csrfTokenFor, isValidCsrfToken } from '../services/accounts/sessions.ts';
 import { readBoundedForm } from './json-body.ts';
 import type { DashboardEnv } from './session.ts';
 

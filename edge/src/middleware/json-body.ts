@@ -3,8 +3,8 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { MAX_CSV_BYTES } from '../services/batch-input.ts';
-import { digestOf } from '../services/idempotency.ts';
+import { MAX_CSV_BYTES } from '../services/batch/input.ts';
+import { digestOf } from '../services/money/idempotency.ts';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** Largest form body read (a CSV upload of MAX_CSV_BYTES plus the multipart framing). */
@@ -40,7 +40,7 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     }
     // Later readers (the zod validator) get the parsed value from Hono's body cache.
     c.req.bodyCache.json = Promise.resolve(parsed);
-    // The raw bytes identify a request sent with an Idempotency-Key (services/idempotency.ts).
+    // The raw bytes identify a request sent with an Idempotency-Key (services/money/idempotency.ts).
     return c.req.header('idempotency-key') === undefined ? null : digestOf(bytes);
   });
   if (digest !== null) c.set('bodyDigest', await digest);

@@ -15,7 +15,7 @@ import {
   admitPublishableClient,
   publishableTurnstilePasses,
   takeFromDailyCap,
-} from '../services/publishable-keys.ts';
+} from '../services/keys/publishable-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 
 /** The header a page sends its visitor's Turnstile token in, when the key asks for one. */
@@ -67,7 +67,7 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
   const { apiKeyId } = c.get('caller');
   if (limits.kind !== 'publishable' || apiKeyId === null) return;
   const clientAddress = clientAddressOf(c);
-  const perClient = await admitPublishableClient(c.env.KEY_LIMITER, apiKeyId, clientAddress);
+  const perClient = await admitPublishableClient(c.get('services').limiters, apiKeyId, clientAddress);
   if (!perClient.allowed) {
     throw new ApiError('RATE_LIMITED', {
       message:
@@ -95,7 +95,7 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
       });
     }
   }
-  const day = await takeFromDailyCap(c.env.KEY_LIMITER, apiKeyId, limits.dailyCap ?? 0, Date.now());
+  const day = await takeFromDailyCap(c.get('services').limiters, apiKeyId, limits.dailyCap ?? 0, Date.now());
   if (!day.allowed) {
     throw new ApiError('DAILY_CAP_REACHED', {
       details: { cap: day.cap, retryAfterSeconds: day.retryAfterSeconds },

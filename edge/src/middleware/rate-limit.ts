@@ -1,16 +1,13 @@
-// 100 requests per minute per API key (README, "Using the API"), counted by the key's KeyLimiter
-// object; and the dashboard's account changes, counted per account (dashboard-sign-in-limits.ts).
+// 100 requests per minute per API key (services/keys/request-rate.ts); and the dashboard's
+// account changes, counted per account (services/accounts/sign-in-limits.ts).
 import { ApiError } from '@rcpt/shared/errors';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
-import { RATE_LIMIT, RATE_WINDOW_MS } from '../objects/key-limiter.ts';
-import { admitAccountChange } from '../services/dashboard-sign-in-limits.ts';
+import { admitAccountChange } from '../services/accounts/sign-in-limits.ts';
+import { hitRequestRate } from '../services/keys/request-rate.ts';
 
 export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
-  const { apiKeyId, accountId } = c.get('caller');
-  const subject = apiKeyId ? `key:${apiKeyId}` : `account:${accountId}`;
-  const limiter = c.env.KEY_LIMITER.get(c.env.KEY_LIMITER.idFromName(subject));
-  const decision = await limiter.hit(RATE_LIMIT, RATE_WINDOW_MS);
+  const decision = await hitRequestRate(c.get('services').limiters, c.get('caller'));
   // X-RateLimit-Reset: seconds until the oldest counted request leaves the window.
   c.header('X-RateLimit-Limit', String(decision.limit));
   c.header('X-RateLimit-Remaining', String(decision.remaining));
@@ -24,7 +21,7 @@ export const apiKeyRateLimit = createMiddleware<AppEnv>(async (c, next) => {
 
 /** A dashboard form that changes the signed-in account: 429 past ACCOUNT_CHANGE_LIMITS. */
 export const accountChangeRateLimit = createMiddleware<AppEnv>(async (c, next) => {
-  const admission = await admitAccountChange(c.env.KEY_LIMITER, c.get('caller').accountId);
+  const admission = await admitAccountChange(c.get('services').limiters, c.get('caller').accountId);
   if (!admission.allowed) {
     throw new ApiError('RATE_LIMITED', {
       details: { retryAfterSeconds: admission.retryAfterSeconds },

@@ -10,7 +10,7 @@ import {
   type ResumedSession,
   resumeSession,
   SESSION_COOKIE,
-} from '../services/sessions.ts';
+} from '../services/accounts/sessions.ts';
 
 export interface DashboardEnv {
   Bindings: AppEnv['Bindings'];

@@ -16,10 +16,11 @@ import {
 } from '../../test/fake-prober.ts';
 import { revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import type { BatchTask } from '../services/batch-results.ts';
-import { batchHubWork } from '../services/batch-sink.ts';
-import { dispatchToRegions, regionsGateway } from '../services/prober-gateway.ts';
-import { type HubWork, MAX_PROBER_CAPACITY } from './prober-hub.ts';
+import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
+import type { BatchTask } from '../services/batch/types.ts';
+import { regionsGateway } from '../services/fleet/prober-gateway.ts';
+import type { HubWork } from './prober-hub.ts';
+import { MAX_PROBER_CAPACITY } from './prober-links.ts';
 
 const request: ProbeRequest = {
   emails: ['alice@accept.test'],

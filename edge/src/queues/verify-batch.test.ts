@@ -11,10 +11,10 @@ import { until, untilValue } from '../../../test/eventually.ts';
 import { reportFor, startFakeProber, withEvidence } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { rowsFromJson } from '../services/batch-input.ts';
-import { createBatchJob } from '../services/batch-jobs.ts';
-import type { BatchMessage, WorkMessage } from '../services/batch-queue.ts';
-import { routeFetchesAtMost } from '../services/domain-facts.ts';
+import { rowsFromJson } from '../services/batch/input.ts';
+import { createBatchJob } from '../services/batch/jobs.ts';
+import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
+import { routeFetchesAtMost } from '../services/verify/domain-facts.ts';
 import { recordCatchAll, recordMailRoute } from '../storage/domain-facts.ts';
 import { consumeVerifyBatch, dohBudgetOf } from './verify-batch.ts';
 

@@ -7,23 +7,17 @@
 // DNS stays within the plan's subrequest limit (docs/operations.md, "Subrequests"): work whose
 // route does not fit in this invocation goes back on the queue for the next.
 // A replayed message changes nothing: writes are once-only upserts.
-import { type Config, configOf, proberRegionsOf } from '../config.ts';
+import { type Config, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
-import { defaultDeadlineAt } from '../services/batch-jobs.ts';
-import { type BatchMessage, verifyQueueOf, type WorkMessage } from '../services/batch-queue.ts';
-import { startRecheckRound } from '../services/batch-recheck.ts';
-import {
-  type BatchTask,
-  finishAtDeadline,
-  type SettleDeps,
-  type SettledTask,
-  settleBatchWork,
-} from '../services/batch-results.ts';
-import { batchHubWork } from '../services/batch-sink.ts';
-import { routeFetchesAtMost, routesWithin } from '../services/domain-facts.ts';
-import { dispatchToRegions } from '../services/prober-gateway.ts';
-import { domainFactsOf } from '../services/verify-deps.ts';
-import { createDb } from '../storage/db.ts';
+import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
+import { defaultDeadlineAt } from '../services/batch/jobs.ts';
+import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
+import { startRecheckRound } from '../services/batch/recheck.ts';
+import { finishAtDeadline, settleBatchWork } from '../services/batch/settlement.ts';
+import type { BatchTask, SettledTask } from '../services/batch/types.ts';
+import { batchDepsOf } from '../services/batch-lifecycle.ts';
+import { domainFactsOf } from '../services/verify/deps.ts';
+import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
 import { processingJobs } from '../storage/jobs.ts';
 import { recheckingJobs } from '../storage/rechecks.ts';
 
@@ -32,14 +26,8 @@ export async function consumeVerifyBatch(
   env: Env,
   ctx: ExecutionContext,
 ): Promise<void> {
-  const config = configOf(env);
-  const db = createDb(env.DB);
-  const deps: SettleDeps = {
-    db,
-    queue: verifyQueueOf(env),
-    config,
-    inBackground: (task) => ctx.waitUntil(task),
-  };
+  const deps = batchDepsOf(env, (task) => ctx.waitUntil(task));
+  const { db, config } = deps;
   const jobIds = [...new Set(batch.messages.map((message) => message.body.jobId))];
   const live = await processingJobs(db, jobIds);
   const rechecking = batch.messages.some(

@@ -1,7 +1,7 @@
 import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../app-env.ts';
-import { answerOnce, type IdempotentAnswer, requestFingerprint } from '../services/idempotency.ts';
+import { answerOnce, type IdempotentAnswer, requestFingerprint } from '../services/money/idempotency.ts';
 
 /**
  * Runs a charged POST once per `Idempotency-Key` of the caller (answerOnce): the request is

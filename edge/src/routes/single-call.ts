@@ -4,9 +4,9 @@
 import type { VerifyRequest } from '@rcpt/shared/contract/api';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { quotasOf } from '../services/quotas.ts';
-import { type SingleVerification, verifyForCaller } from '../services/single-verification.ts';
-import { domainFactsOf, verificationBudgetMs, verifyDepsOf } from '../services/verify-deps.ts';
+import { quotasOf } from '../services/money/quotas.ts';
+import { verificationBudgetMs } from '../services/verify/deps.ts';
+import { type SingleVerification, verifyForCaller } from '../services/verify/single-verification.ts';
 
 /**
  * What answering takes once the caller's budget is spent: the refund and the history row in one
@@ -19,9 +19,7 @@ export function verifyAsAsked<E extends AppEnv>(
   request: VerifyRequest,
   now: number,
 ): Promise<SingleVerification> {
-  const db = c.get('db');
-  const config = c.get('config');
-  const facts = domainFactsOf(db, config);
+  const { db, config, facts, inBackground, verifyDeps } = c.get('services');
   // The caller's budget counts from the request's arrival, less what recording the answer and
   // replying take; the verification itself may run longer, for the next call (docs/verdicts.md,
   // "A time budget per call"). Without one, the deployment's budget bounds the verification
@@ -31,17 +29,14 @@ export function verifyAsAsked<E extends AppEnv>(
   return verifyForCaller({
     db,
     deps: {
-      ...verifyDepsOf(
-        c.env,
-        config,
-        facts,
+      ...verifyDeps(
         c.get('caller').accountId,
         timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
       ),
       evidence,
     },
     ...(timeoutMs === undefined ? {} : { answerBy: c.get('receivedAt') + timeoutMs - ANSWER_TAIL_MS }),
-    background: (work) => c.executionCtx.waitUntil(work),
+    background: inBackground,
     facts,
     caller: c.get('caller'),
     email: request.email,

@@ -9,8 +9,8 @@ import Stripe from 'stripe';
 import type { AppEnv } from '../app-env.ts';
 import { log } from '../logger.ts';
 import { readBoundedBody } from '../middleware/json-body.ts';
-import { applyStripeEvent } from '../services/purchases.ts';
-import { stripeClientOf, webhookCryptoProvider } from '../services/stripe-client.ts';
+import { applyStripeEvent } from '../services/money/purchases.ts';
+import { stripeClientOf, webhookCryptoProvider } from '../services/money/stripe-client.ts';
 
 export const STRIPE_WEBHOOK_PATH = '/stripe/webhook';
 

@@ -4,7 +4,7 @@ import type { Job } from '@rcpt/shared/contract/api';
 import type { Db } from '../storage/db.ts';
 import { findJobs } from '../storage/jobs.ts';
 import { type HistoryFilters, type HistoryRow, listHistory } from '../storage/verifications.ts';
-import { jobView } from './batch-jobs.ts';
+import { jobView } from './batch/jobs.ts';
 
 export interface HistoryEntry extends HistoryRow {
   /** The job of a batch entry (null for a single verification, or a job already deleted). */

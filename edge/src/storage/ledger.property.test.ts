@@ -5,6 +5,7 @@
 // refunded addresses they answer, as far as the balance covers), purchases paid (their webhook
 // replayed) and refunded in parts (as far as the balance holds the credits); and sign-up grants
 // of accounts that share a mailbox, confirmed in any order and at once.
+
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { normaliseMailbox } from '@rcpt/shared/verify/mailbox';
@@ -14,15 +15,17 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
 import { db, newCaller, quotas } from '../../test/fixtures.ts';
-import type { Caller } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../cron/recovery.ts';
-import { rowsFromJson } from '../services/batch-input.ts';
-import { addressResult, createBatchJob } from '../services/batch-jobs.ts';
-import type { BatchMessage } from '../services/batch-queue.ts';
-import { recheckAnswerOf, recordRecheck, startRecheckRound } from '../services/batch-recheck.ts';
-import { sandboxVerify } from '../services/sandbox.ts';
-import { verifyForCaller } from '../services/single-verification.ts';
+import { rowsFromJson } from '../services/batch/input.ts';
+import { addressResult, createBatchJob } from '../services/batch/jobs.ts';
+import type { BatchMessage } from '../services/batch/queue.ts';
+import { startRecheckRound } from '../services/batch/recheck.ts';
+import { recheckAnswerOf, recordRecheck } from '../services/batch/results.ts';
+import { settleDepsOf } from '../services/batch-lifecycle.ts';
+import type { Caller } from '../services/keys/api-keys.ts';
+import { sandboxVerify } from '../services/verify/sandbox.ts';
+import { verifyForCaller } from '../services/verify/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
 import { failJob, recordResults } from './job-results.ts';
 import { applyRefund, grantPaidPurchase, insertPurchase } from './purchases.ts';
@@ -172,7 +175,12 @@ async function run(steps: Step[]): Promise<string> {
         job.id,
       );
       if (state?.dueAt == null) continue;
-      const settleDeps = { db: db(), queue, config: configOf(env), inBackground: () => undefined };
+      const settleDeps = settleDepsOf({
+        db: db(),
+        queue,
+        config: configOf(env),
+        inBackground: () => undefined,
+      });
       await startRecheckRound(
         settleDeps,
         { kind: 'recheck', jobId: job.id, round: state.round, dueAt: state.dueAt },
@@ -217,7 +225,10 @@ async function run(steps: Step[]): Promise<string> {
       const config = configOf(env);
       const later = now + action.minutesLater * 60_000 + UNANSWERED_VERIFICATION_MS;
       await recoverStuckJobs(
-        { db: db(), queue, config, inBackground: () => undefined, facts: factsWorld(MX).store() },
+        {
+          ...settleDepsOf({ db: db(), queue, config, inBackground: () => undefined }),
+          facts: factsWorld(MX).store(),
+        },
         later,
       );
     }

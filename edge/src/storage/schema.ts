@@ -80,7 +80,7 @@ export const apiKeys = sqliteTable(
     // Publishable keys: the whole key, shown again in the dashboard (it is embedded in pages
     // and not a secret; docs/publishable-keys.md). Null for secret keys, which are shown once.
     publishableKey: text('publishable_key'),
-    // Publishable keys: the customer's Turnstile secret key, sealed (secret-box.ts); when set,
+    // Publishable keys: the customer's Turnstile secret key, sealed (services/accounts/secret-box.ts); when set,
     // every call must carry a Turnstile token that its Siteverify accepts.
     turnstileSecret: text('turnstile_secret'),
   },

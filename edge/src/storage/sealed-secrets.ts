@@ -1,8 +1,12 @@
-// Sealed secrets moved to the current sealing format (services/secret-box.ts) in place: each
+// Sealed secrets moved to the current sealing format (services/accounts/secret-box.ts) in place: each
 // statement replaces the stored value only while it is still the one that was opened, so a
 // secret rotated meanwhile is never overwritten with the older one.
-import type { SealedPlace } from '../services/secret-box.ts';
 import type { Db } from './db.ts';
+
+/** Where a sealed secret is stored: bound to the value as associated data. */
+export type SealedPlace =
+  | { table: 'accounts'; column: 'webhook_secret'; rowId: string }
+  | { table: 'api_keys'; column: 'turnstile_secret'; rowId: string };
 
 const REPLACE: Record<SealedPlace['table'], string> = {
   accounts: 'UPDATE accounts SET webhook_secret = ?3 WHERE id = ?1 AND webhook_secret = ?2',

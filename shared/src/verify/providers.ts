@@ -11,7 +11,7 @@
 // suffix. So a gateway in front of Google Workspace is found as the gateway.
 import { getPublicSuffix } from 'tldts';
 import { isFreeProviderDomain } from './lists.ts';
-import type { ReplyRule } from './smtp-reply.ts';
+import type { ReplyRule } from './reply-rule.ts';
 
 /**
  * What an RCPT answer from the provider's MX says about a mailbox:

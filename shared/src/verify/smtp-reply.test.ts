@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SmtpReply } from '../contract/prober.ts';
+import type { ReplyStage } from './reply-rule.ts';
 import {
   asksClientToSlowDown,
   classifyReply,
@@ -9,7 +10,6 @@ import {
   POLICY_WORDS,
   parseReplyLines,
   REPLY_RULES,
-  type ReplyStage,
   refusesClient,
 } from './smtp-reply.ts';
 

@@ -1,8 +1,9 @@
 // SMTP replies: parsing (RFC 5321 §4.2, multi-line) and enhanced status codes (RFC 3463).
 import { SUB_STATUSES, type SubStatus } from '../contract/api.ts';
 import type { SessionFailure, SmtpReply } from '../contract/prober.ts';
-import { type OutcomePolicy, policyOf, type RetryPace } from '../contract/sub-statuses.ts';
+import { type OutcomePolicy, policyOf } from '../contract/sub-statuses.ts';
 import { providerReplyRules } from './providers.ts';
+import type { CodeMatch, ReplyRule, ReplyStage } from './reply-rule.ts';
 
 const REPLY_LINE = /^([2-5]\d\d)([ -])(.*)$/s;
 const ENHANCED_CODE = /^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)/;
@@ -61,9 +62,6 @@ export function parseReplyLines(lines: readonly string[]): SmtpReply | null {
 //      matches everything, so classification is total.
 // ---------------------------------------------------------------------------------------------
 
-/** The SMTP step a reply answered. */
-export type ReplyStage = 'banner' | 'ehlo' | 'mail' | 'rcpt';
-
 /** What one reply means for the address being verified. */
 export interface ReplyClass {
   subStatus: SubStatus;
@@ -102,30 +100,6 @@ const REPLY_STAGES: Record<SessionFailure['stage'], ReplyStage> = {
 /** The step whose rows read a reply that ended a session at `stage`. */
 export function replyStageOf(stage: SessionFailure['stage']): ReplyStage {
   return REPLY_STAGES[stage];
-}
-
-type CodeMatch = number | readonly [min: number, max: number];
-
-export interface ReplyRule {
-  readonly id: string;
-  readonly code?: CodeMatch;
-  /** RFC 3463 `class.subject.detail`, any part may be `*`: `5.1.1`, `*.2.2`, `5.7.*`. */
-  readonly enhanced?: string;
-  /** Tested against the reply text with whitespace (and line breaks) collapsed to one space. */
-  readonly text?: RegExp;
-  readonly stage?: readonly ReplyStage[];
-  readonly subStatus: SubStatus;
-  /** The retry schedule when the reply knows better than its subStatus's row (throttling). */
-  readonly retry?: RetryPace;
-  /** For greylisting when the text names no delay. */
-  readonly retryAfterSeconds?: number;
-  /**
-   * Whom a refusal is aimed at, when the row knows: `client` (the sending address: a block list,
-   * the client host), `sender` (our MAIL FROM or its domain's authentication), or `rate` (how
-   * much we send), or `allowlist` (the domain takes mail from its own gateways or senders only:
-   * no egress of ours is on it). Unset: the client when the text names it (`NAMES_CLIENT`).
-   */
-  readonly blames?: 'client' | 'sender' | 'rate' | 'allowlist';
 }
 
 const FAILURE: CodeMatch = [400, 599];

@@ -55,7 +55,7 @@ export interface VerdictFacts {
   probe: ProbeOutcome;
   /** The tenant behind a catch-all gateway MX and its probe, when one was asked. */
   tenant?: TenantProbe | null;
-  /** A test key's fixed answer (edge/src/services/sandbox.ts): `meta.verifiedVia` says so. */
+  /** A test key's fixed answer (edge/src/services/verify/sandbox.ts): `meta.verifiedVia` says so. */
   sandbox?: boolean;
   /** How long the domain's greylisting held addresses back, as rcpt measured it (seconds). */
   greylistDelaySeconds?: number | null;

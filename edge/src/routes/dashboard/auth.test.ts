@@ -16,11 +16,11 @@ import {
 import { configOf } from '../../config.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
-import { INVALID_CREDENTIALS } from '../../services/dashboard-accounts.ts';
-import { RESET_LIMITS, SIGN_IN_LIMITS, SIGN_UP_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
-import { CONFIRMATION_MAIL_LIMITS } from '../../services/email-confirmation.ts';
-import { csrfTokenFor, SESSION_COOKIE } from '../../services/sessions.ts';
-import { signLink } from '../../services/signed-links.ts';
+import { CONFIRMATION_MAIL_LIMITS } from '../../services/accounts/email-confirmation.ts';
+import { csrfTokenFor, SESSION_COOKIE } from '../../services/accounts/sessions.ts';
+import { INVALID_CREDENTIALS } from '../../services/accounts/sign-in.ts';
+import { RESET_LIMITS, SIGN_IN_LIMITS, SIGN_UP_LIMITS } from '../../services/accounts/sign-in-limits.ts';
+import { signLink } from '../../services/accounts/signed-links.ts';
 import { safeNext } from './auth.tsx';
 
 const PASSWORD = 'correct horse battery';

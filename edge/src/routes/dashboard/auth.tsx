@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Sign-up, sign-in and sign-out. A new session token at every sign-in (no fixation); one
 // answer for an unknown email and a wrong password; attempts limited per IP and per email, and
-// confirmation emails per mailbox (services/email-confirmation.ts). A sign-up signs the new
+// confirmation emails per mailbox (services/accounts/email-confirmation.ts). A sign-up signs the new
 // account in (its credits wait for the confirmation link); an address that has an account
 // already is told so, with the way to sign in or reset the password — like most services,
 // sign-up says whether an address has an account, behind the sign-up limits and Turnstile.
@@ -11,22 +11,21 @@ import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
-import { confirmationSenderFor } from '../../services/confirmation-sender.ts';
+import {
+  admitAccountMail,
+  confirmationMailLimited,
+  sendConfirmation,
+} from '../../services/accounts/email-confirmation.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/accounts/passwords.ts';
+import { endSession, startSession } from '../../services/accounts/sessions.ts';
 import {
   INVALID_CREDENTIALS,
   SIGNUP_CREDITS,
   signIn,
   signUp,
   signUpProblem,
-} from '../../services/dashboard-accounts.ts';
-import { admitSignInAttempt, type SignInAction } from '../../services/dashboard-sign-in-limits.ts';
-import {
-  admitAccountMail,
-  confirmationMailLimited,
-  sendConfirmation,
-} from '../../services/email-confirmation.ts';
-import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
-import { endSession, startSession } from '../../services/sessions.ts';
+} from '../../services/accounts/sign-in.ts';
+import { admitSignInAttempt, type SignInAction } from '../../services/accounts/sign-in-limits.ts';
 import {
   SIGNUP_TURNSTILE_ACTION,
   TURNSTILE_FIELD,
@@ -34,7 +33,7 @@ import {
   TURNSTILE_SCRIPT,
   turnstilePasses,
   turnstileSiteKey,
-} from '../../services/turnstile.ts';
+} from '../../services/accounts/turnstile.ts';
 import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedInPage, signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
@@ -177,7 +176,11 @@ export async function admit(
   action: SignInAction,
   email: string,
 ): Promise<number | null> {
-  const admission = await admitSignInAttempt(c.env.KEY_LIMITER, { action, clientIp: clientIp(c), email });
+  const admission = await admitSignInAttempt(c.get('services').limiters, {
+    action,
+    clientIp: clientIp(c),
+    email,
+  });
   if (admission.allowed) return null;
   c.header('Retry-After', String(admission.retryAfterSeconds));
   return admission.retryAfterSeconds;
@@ -271,11 +274,11 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
       ))
     )
       return renderPage(c, page(TURNSTILE_FAILED), 400);
-    const sender = confirmationSenderFor(config, c.env);
+    const sender = c.get('services').accountMail.sender;
     const problem = signUpProblem({ email, password });
     if (problem) return renderPage(c, page(problem), 400);
     // Counted for a taken address too, so the answer tells nothing about which exist.
-    const mail = await admitAccountMail(c.env.KEY_LIMITER, email);
+    const mail = await admitAccountMail(c.get('services').limiters, email);
     if (!mail.allowed) {
       c.header('Retry-After', String(mail.retryAfterSeconds));
       return renderPage(c, page(confirmationMailLimited(mail.retryAfterSeconds)), 429);
@@ -292,7 +295,7 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     }
     const { accountId, email: to } = created;
     const origin = new URL(c.req.url).origin;
-    c.executionCtx.waitUntil(
+    c.get('services').inBackground(
       sendConfirmation(
         { secretsKey: config.SECRETS_KEY, sender },
         { accountId, email: to, origin, now: Date.now() },

@@ -8,12 +8,11 @@ import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch-input.ts';
-import { createBatchJob, jobView } from '../../services/batch-jobs.ts';
-import { addressOfRow } from '../../services/batch-plan.ts';
-import { verifyQueueOf } from '../../services/batch-queue.ts';
-import { previewCsvUpload } from '../../services/dashboard-bulk.ts';
-import { quotasOf } from '../../services/quotas.ts';
+import { MAX_CSV_BYTES, rowsFromCsv } from '../../services/batch/input.ts';
+import { createBatchJob, jobView } from '../../services/batch/jobs.ts';
+import { addressOfRow } from '../../services/batch/plan.ts';
+import { previewCsvUpload } from '../../services/dashboard/bulk-preview.ts';
+import { quotasOf } from '../../services/money/quotas.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import { listJobs } from '../../storage/jobs.ts';
 import { DataTable } from './data-table.tsx';
@@ -204,7 +203,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
       }
       const created = await createBatchJob({
         db,
-        queue: verifyQueueOf(c.env),
+        queue: c.get('services').queue,
         caller,
         upload,
         source: 'csv',

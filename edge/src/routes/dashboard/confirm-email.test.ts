@@ -13,19 +13,19 @@ import {
   uniqueEmail,
 } from '../../../test/cookie-client.ts';
 import { configOf } from '../../config.ts';
-import { createApiKey } from '../../services/api-keys.ts';
 import {
   cloudflareEmailSender,
   confirmationSenderFor,
   consoleSender,
   type EmailBinding,
-} from '../../services/confirmation-sender.ts';
-import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
+} from '../../services/accounts/confirmation-sender.ts';
 import {
   CONFIRMATION_LINK_TTL_MS,
   CONFIRMATION_MAIL_LIMITS,
   confirmationLink,
-} from '../../services/email-confirmation.ts';
+} from '../../services/accounts/email-confirmation.ts';
+import { SIGNUP_CREDITS } from '../../services/accounts/sign-in.ts';
+import { createApiKey } from '../../services/keys/api-keys.ts';
 import { insertAccount } from '../../storage/accounts.ts';
 import { insertApiKeyWithin } from '../../storage/api-keys.ts';
 import { createDb } from '../../storage/db.ts';

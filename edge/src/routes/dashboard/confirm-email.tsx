@@ -8,13 +8,12 @@ import type { Hono } from 'hono';
 import { securityHeaders } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, loadSession, sessionOf } from '../../middleware/session.ts';
 import {
-  accountMailDepsOf,
   CONFIRMATION_LINK_TTL_MS,
   CONFIRMATION_PATH,
   confirmationMailLimited,
   confirmEmail,
   resendConfirmation,
-} from '../../services/email-confirmation.ts';
+} from '../../services/accounts/email-confirmation.ts';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
@@ -35,7 +34,7 @@ export function registerConfirmEmailPages(dashboard: Hono<DashboardEnv>): void {
   });
 
   dashboard.post(`${CONFIRMATION_PATH}/resend`, ...signedInPage, async (c) => {
-    const outcome = await resendConfirmation(accountMailDepsOf(c.get('db'), c.get('config'), c.env), {
+    const outcome = await resendConfirmation(c.get('services').accountMail, {
       accountId: sessionOf(c).accountId,
       origin: new URL(c.req.url).origin,
       now: Date.now(),

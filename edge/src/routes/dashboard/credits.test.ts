@@ -7,8 +7,8 @@ import { until, untilValue } from '../../../../test/eventually.ts';
 import { CookieClient, signedInAccount, uniqueEmail } from '../../../test/cookie-client.ts';
 import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
-import { createApiKey } from '../../services/api-keys.ts';
-import { formatPrice, watchBalance, watchDepsOf } from '../../services/purchases.ts';
+import { createApiKey } from '../../services/keys/api-keys.ts';
+import { formatPrice, watchBalance, watchDepsOf } from '../../services/money/purchases.ts';
 import { createDb } from '../../storage/db.ts';
 import { MAX_EVENT_BYTES } from '../stripe-webhook.ts';
 

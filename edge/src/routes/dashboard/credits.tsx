@@ -7,6 +7,7 @@ import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, sessionOf, setPageBalance } from '../../middleware/session.ts';
+import { changeBalanceAlerts, forgetCard } from '../../services/money/billing-settings.ts';
 import {
   autoTopUpOf,
   DEFAULT_TOP_UPS_PER_DAY,
@@ -14,20 +15,11 @@ import {
   MAX_TOP_UPS_PER_DAY,
   packOf,
   startCheckout,
-  watchBalance,
-  watchDepsOf,
-} from '../../services/purchases.ts';
-import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/stripe-client.ts';
+} from '../../services/money/purchases.ts';
+import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/money/stripe-client.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { creditDebtOf, type Dispute, openDisputesOf } from '../../storage/disputes.ts';
-import {
-  type BillingSettings,
-  findBilling,
-  forgetPaymentMethod,
-  listReceipts,
-  type Purchase,
-  saveBalanceAlerts,
-} from '../../storage/purchases.ts';
+import { type BillingSettings, findBilling, listReceipts, type Purchase } from '../../storage/purchases.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
@@ -383,7 +375,7 @@ export function registerCreditsPage(dashboard: Hono<DashboardEnv>): void {
               credits: Number(text('autoTopUpCredits')),
               perDay: perDayText === '' ? DEFAULT_TOP_UPS_PER_DAY : Number(perDayText),
             });
-      await saveBalanceAlerts(
+      await changeBalanceAlerts(
         c.get('db'),
         accountId,
         {
@@ -400,12 +392,12 @@ export function registerCreditsPage(dashboard: Hono<DashboardEnv>): void {
       throw error;
     }
     // A balance already below the new thresholds is acted on now, not at the next spend.
-    c.executionCtx.waitUntil(watchBalance(watchDepsOf(c.get('db'), config, c.env, Date.now()), accountId));
+    c.get('services').watchBalance(accountId);
     return c.redirect('/credits?saved=saved', 303);
   });
 
   dashboard.post('/credits/card/forget', ...changingPage, async (c) => {
-    await forgetPaymentMethod(c.get('db'), sessionOf(c).accountId, Date.now());
+    await forgetCard(c.get('db'), sessionOf(c).accountId, Date.now());
     return c.redirect('/credits?saved=forgotten', 303);
   });
 }

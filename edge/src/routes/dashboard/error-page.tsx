@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { handleError } from '../../middleware/error-handler.ts';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { csrfTokenFor } from '../../services/sessions.ts';
+import { csrfTokenFor } from '../../services/accounts/sessions.ts';
 import { Layout, renderPage } from './layout.tsx';
 
 const TITLES: Partial<Record<ErrorBody['code'], string>> = {

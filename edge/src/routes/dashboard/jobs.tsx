@@ -21,16 +21,16 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
-import { BOUNCE_LEVEL_FROM, rowsBounceEstimate } from '../../services/bounce-estimate.ts';
+import { BOUNCE_LEVEL_FROM, rowsBounceEstimate } from '../../services/batch/bounce-estimate.ts';
+import { domainChangesOf } from '../../services/batch/domain-changes.ts';
 import {
   downloadFileName,
   type ResultsPage,
   readJobResults,
   resultsCsvStream,
   resultsJsonStream,
-} from '../../services/job-downloads.ts';
-import { domainChangesOf } from '../../services/job-watch.ts';
+} from '../../services/batch/downloads.ts';
+import { jobView, notFoundJob } from '../../services/batch/jobs.ts';
 import {
   countRowsByVerdict,
   findJob,

@@ -12,11 +12,13 @@ import {
   KEY_SCOPES,
   type KeyScope,
   keyLimitsOf,
+  markKeysReviewed,
   parseAllowedCidrs,
-} from '../../services/api-keys.ts';
-import { quotasOf } from '../../services/quotas.ts';
+  revokeKey,
+} from '../../services/keys/api-keys.ts';
+import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
-import { type ApiKeyRow, listApiKeys, markKeysReviewed, revokeApiKey } from '../../storage/api-keys.ts';
+import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
@@ -410,7 +412,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const apiKey = await findLiveKey(db, accountId, c.req.param('id'));
-    await revokeApiKey(db, accountId, apiKey.id, Date.now());
+    await revokeKey(db, accountId, apiKey.id, Date.now());
     return c.redirect(`/keys?revoked=${apiKey.id}`, 303);
   });
 }

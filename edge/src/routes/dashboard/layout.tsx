@@ -6,8 +6,8 @@ import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { SIGNUP_CREDITS } from '../../services/dashboard-accounts.ts';
-import { CONFIRMATION_PATH } from '../../services/email-confirmation.ts';
+import { CONFIRMATION_PATH } from '../../services/accounts/email-confirmation.ts';
+import { SIGNUP_CREDITS } from '../../services/accounts/sign-in.ts';
 import { CsrfField } from './forms.tsx';
 
 export type NavSection =

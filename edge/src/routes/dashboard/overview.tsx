@@ -3,7 +3,7 @@
 // inline SVG bar chart, and the verdict mix of those days.
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { accountOverview, OVERVIEW_DAYS, type UsageDay } from '../../services/dashboard-overview.ts';
+import { accountOverview, OVERVIEW_DAYS, type UsageDay } from '../../services/dashboard/overview.ts';
 import { confirmedNotice } from './auth.tsx';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';

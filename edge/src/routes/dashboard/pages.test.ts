@@ -11,12 +11,13 @@ import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../..
 import { factsWorld } from '../../../test/domain-facts.ts';
 import { quotas } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
-import { rowsFromCsv } from '../../services/batch-input.ts';
-import { addressResult, createBatchJob } from '../../services/batch-jobs.ts';
-import type { BatchMessage } from '../../services/batch-queue.ts';
-import { ACCOUNT_CHANGE_LIMITS } from '../../services/dashboard-sign-in-limits.ts';
-import { watchDomains } from '../../services/job-watch.ts';
-import { sandboxVerify } from '../../services/sandbox.ts';
+import { ACCOUNT_CHANGE_LIMITS } from '../../services/accounts/sign-in-limits.ts';
+import { rowsFromCsv } from '../../services/batch/input.ts';
+import { addressResult, createBatchJob } from '../../services/batch/jobs.ts';
+import type { BatchMessage } from '../../services/batch/queue.ts';
+import { watchDomains } from '../../services/batch/watch.ts';
+import { settleDepsOf } from '../../services/batch-lifecycle.ts';
+import { sandboxVerify } from '../../services/verify/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { recordProvisional, recordResults } from '../../storage/job-results.ts';
 import { insertVerification } from '../../storage/verifications.ts';
@@ -526,7 +527,7 @@ describe('job page', () => {
     // The domain publishes a null MX; its kept route expired, so DNS is asked again.
     await env.DB.prepare('UPDATE domain_facts SET route_expires_at = 0 WHERE domain = ?1').bind(domain).run();
     await factsWorld({ kind: 'null_mx' }, Date.now, 3600).store().mailRoute(domain);
-    const deps = { db: createDb(env.DB), queue, config: configOf(env), inBackground: () => {} };
+    const deps = settleDepsOf({ db: createDb(env.DB), queue, config: configOf(env), inBackground: () => {} });
     expect((await watchDomains(deps, Date.now())).rounds).toBe(1);
     const changed = await (await client.get(`/jobs/${jobId}`)).text();
     expect(changed).toContain('<caption>Domain changes</caption>');

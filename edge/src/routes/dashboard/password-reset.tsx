@@ -1,14 +1,17 @@
 /** @jsxImportSource hono/jsx */
 // "Forgot password?" (`/forgot-password`) asks for a reset link by email and answers the same
 // whether or not the address has an account; the link (`/reset-password?token=…`) opens a
-// form for the new password, good for an hour and once (services/password-reset.ts). The
+// form for the new password, good for an hour and once (services/accounts/password-reset.ts). The
 // form carries the token in a hidden field; the page's Referrer-Policy (same-origin) keeps it
 // from other sites, and logs hold paths only.
 import type { Hono } from 'hono';
 import type { DashboardEnv } from '../../middleware/session.ts';
-import { accountMailDepsOf } from '../../services/email-confirmation.ts';
-import { checkResetLink, requestPasswordReset, resetPassword } from '../../services/password-reset.ts';
-import { MIN_PASSWORD_LENGTH } from '../../services/passwords.ts';
+import {
+  checkResetLink,
+  requestPasswordReset,
+  resetPassword,
+} from '../../services/accounts/password-reset.ts';
+import { MIN_PASSWORD_LENGTH } from '../../services/accounts/passwords.ts';
 import { clientIp, tooManyAttempts } from './auth.tsx';
 import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
 import { signedOutPage } from './guards.ts';
@@ -80,7 +83,7 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
     const outcome = await requestPasswordReset(
-      accountMailDepsOf(c.get('db'), c.get('config'), c.env),
+      c.get('services').accountMail,
       { email, clientIp: clientIp(c), origin: new URL(c.req.url).origin, now: Date.now() },
       (work) => c.executionCtx.waitUntil(work),
     );

@@ -2,7 +2,7 @@ import type { Evidence } from '@rcpt/shared/contract/prober';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { jsx } from 'hono/jsx';
 import { describe, expect, it } from 'vitest';
-import { sandboxVerify } from '../../services/sandbox.ts';
+import { sandboxVerify } from '../../services/verify/sandbox.ts';
 import { VerificationResultView } from './verification-result.tsx';
 
 const NOTE = 'this answer came from the Microsoft 365';

@@ -1,9 +1,9 @@
-// GET /internal/fleet: the operator's view of the prober fleet (services/fleet-view.ts). Read
+// GET /internal/fleet: the operator's view of the prober fleet (services/fleet/operator-view.ts). Read
 // with an operator token (`npm run admin -- operator-token create`), never an API key.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import { fleetView, operatorOf } from '../../services/fleet-view.ts';
+import { fleetView, operatorOf } from '../../services/fleet/operator-view.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
 export const FLEET_PATH = '/internal/fleet';
@@ -16,15 +16,11 @@ export function registerFleet(app: Hono<AppEnv>): void {
         message: 'An operator token is required (Authorization: Bearer rko_…).',
       });
     }
-    const db = c.get('db');
-    const operator = await operatorOf(
-      { db, inBackground: (work) => c.executionCtx.waitUntil(work) },
-      token,
-      Date.now(),
-    );
+    const services = c.get('services');
+    const operator = await operatorOf(services, token, Date.now());
     if (!operator)
       throw new ApiError('UNAUTHORIZED', { message: 'The operator token is invalid or revoked.' });
-    const regions = await fleetView({ db, hubs: c.env.PROBER_HUB }, c.req.query('region') || undefined);
+    const regions = await fleetView(services, c.req.query('region') || undefined);
     return c.json({ regions });
   });
 }

@@ -1,12 +1,10 @@
 // Probers dial out to this endpoint (so they need no inbound port) with their token; the
 // Worker authenticates the token and hands the WebSocket to the region's ProberHub.
 import { ApiError } from '@rcpt/shared/errors';
-import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { proberRegionsOf } from '../../config.ts';
-import { linkToRegionHub } from '../../services/prober-gateway.ts';
-import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
+import { linkToRegionHub, proberOf } from '../../services/fleet/prober-gateway.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
 export const PROBERS_CONNECT_PATH = '/internal/probers/connect';
@@ -19,12 +17,12 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
         message: 'A prober token is required (Authorization: Bearer rkp_…).',
       });
     }
-    const row = await findLiveProberToken(c.get('db'), await hashSecret(token));
+    const services = c.get('services');
+    const row = await proberOf(services, token, Date.now());
     if (!row) throw new ApiError('UNAUTHORIZED', { message: 'The prober token is invalid or revoked.' });
     if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') {
       throw new ApiError('VALIDATION_ERROR', { message: 'Expected a WebSocket upgrade.' });
     }
-    c.executionCtx.waitUntil(touchProberToken(c.get('db'), row.id, Date.now()));
     // A token is issued for one region: it cannot take work (and addresses) of another.
     const requested = c.req.query('region');
     if (requested && requested !== row.region) {
@@ -34,7 +32,7 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
     }
     // A region the edge never sends work to would hold a prober that looks linked and does
     // nothing, while every call answers smtp_unavailable: refused, with a message the prober logs.
-    const regions = proberRegionsOf(c.get('config'));
+    const regions = proberRegionsOf(services.config);
     if (!regions.some(({ name }) => name === row.region)) {
       const listed = regions.map(({ name }) => name).join(',');
       throw new ApiError('PROBER_REGION_UNUSED', {
@@ -44,6 +42,6 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
         details: { region: row.region, proberRegions: regions.map(({ name }) => name) },
       });
     }
-    return linkToRegionHub(c.env.PROBER_HUB, regions, { tokenId: row.id, region: row.region }, c.req.raw);
+    return linkToRegionHub(services.hubs, regions, { tokenId: row.id, region: row.region }, c.req.raw);
   });
 }

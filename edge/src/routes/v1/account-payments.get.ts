@@ -4,7 +4,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { PaymentsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { purchasesEnabled } from '../../services/stripe-client.ts';
+import { purchasesEnabled } from '../../services/money/stripe-client.ts';
 import { listReceipts, type Purchase } from '../../storage/purchases.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 

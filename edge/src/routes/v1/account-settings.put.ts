@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { AccountSettingsRequest, AccountSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { changeAccountSettings } from '../../services/account-settings.ts';
+import { changeAccountSettings } from '../../services/accounts/settings.ts';
 import { settingsChangeRoute } from './settings-change-route.ts';
 
 const route = settingsChangeRoute({

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { AccountResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { quotasOf, utcDayStart } from '../../services/quotas.ts';
+import { quotasOf, utcDayStart } from '../../services/money/quotas.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
 import { storageUsedOn } from '../../storage/storage-budget.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';

@@ -3,9 +3,9 @@ import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/
 import { subStatusesAdvised } from '@rcpt/shared/contract/sub-statuses';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { dataModeOf } from '../../services/api-keys.ts';
-import { notFoundJob } from '../../services/batch-jobs.ts';
-import { downloadFileName, resultsCsvStream, resultsJsonStream } from '../../services/job-downloads.ts';
+import { downloadFileName, resultsCsvStream, resultsJsonStream } from '../../services/batch/downloads.ts';
+import { notFoundJob } from '../../services/batch/jobs.ts';
+import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 

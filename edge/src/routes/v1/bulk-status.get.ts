@@ -2,9 +2,9 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { BulkStatusResponse, JobIdParam } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { dataModeOf } from '../../services/api-keys.ts';
-import { jobView, notFoundJob } from '../../services/batch-jobs.ts';
-import { domainChangesOf } from '../../services/job-watch.ts';
+import { domainChangesOf } from '../../services/batch/domain-changes.ts';
+import { jobView, notFoundJob } from '../../services/batch/jobs.ts';
+import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { findJob } from '../../storage/jobs.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 

@@ -16,12 +16,11 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
-import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch-input.ts';
-import { createBatchJob } from '../../services/batch-jobs.ts';
-import { verifyQueueOf } from '../../services/batch-queue.ts';
-import { digestingBody } from '../../services/idempotency.ts';
-import { quotasOf } from '../../services/quotas.ts';
-import { validateWebhookUrl } from '../../services/webhooks.ts';
+import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
+import { createBatchJob } from '../../services/batch/jobs.ts';
+import { digestingBody } from '../../services/money/idempotency.ts';
+import { quotasOf } from '../../services/money/quotas.ts';
+import { validateWebhookUrl } from '../../services/webhooks/settings.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import { chargedPostResponses } from '../openapi-errors.ts';
@@ -305,7 +304,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
         createBatchJob({
           jobId,
           db,
-          queue: verifyQueueOf(c.env),
+          queue: c.get('services').queue,
           caller,
           upload: request.upload,
           source: request.source,

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { balanceOf, call, db, ledgerOf, newCaller } from '../../../test/fixtures.ts';
-import { rotateWebhookSecret } from '../../services/webhooks.ts';
+import { rotateWebhookSecret } from '../../services/webhooks/settings.ts';
 
 interface UploadBody {
   success: boolean;

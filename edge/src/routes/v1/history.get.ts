@@ -2,8 +2,8 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { HistoryQuery, HistoryResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { dataModeOf } from '../../services/api-keys.ts';
 import { historyPage } from '../../services/history.ts';
+import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
 const route = createRoute({

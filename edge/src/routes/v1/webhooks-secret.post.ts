@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSecretResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
-import { rotateWebhookSecret } from '../../services/webhooks.ts';
+import { rotateWebhookSecret } from '../../services/webhooks/settings.ts';
 import { errorResponses, RATE_LIMIT_HEADERS, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 
 const route = createRoute({

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookSettingsRequest, WebhookSettingsResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
-import { setDefaultWebhookUrl } from '../../services/webhooks.ts';
+import { setDefaultWebhookUrl } from '../../services/webhooks/settings.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { settingsChangeRoute } from './settings-change-route.ts';
 

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { WebhookTestResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
-import { sendTestEvent } from '../../services/webhooks.ts';
+import { sendTestEvent } from '../../services/webhooks/delivery.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
 

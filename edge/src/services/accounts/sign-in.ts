@@ -1,0 +1,85 @@
+// Dashboard sign-up, sign-in and password change. Sign-in answers the same way, after the
+// same work, whether the email is unknown or the password wrong (no account enumeration).
+import { ApiError } from '@rcpt/shared/errors';
+import { findAccount, findAccountByEmail, insertUnconfirmedAccount } from '../../storage/accounts.ts';
+import type { Db } from '../../storage/db.ts';
+import { deleteAccountSessions, setPasswordHash } from '../../storage/sessions.ts';
+import {
+  DECOY_HASH,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+  verifyPassword,
+} from './passwords.ts';
+
+/** Every account gets 100 free credits, no card, once its email is confirmed (docs/money.md). */
+export const SIGNUP_CREDITS = 100;
+
+export const INVALID_CREDENTIALS = 'That email and password do not match an account.';
+
+export function normaliseAccountEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function passwordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD_LENGTH) return `Use at least ${MIN_PASSWORD_LENGTH} characters.`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `Use at most ${MAX_PASSWORD_LENGTH} characters.`;
+  return null;
+}
+
+/** What is wrong with a sign-up form, or null. */
+export function signUpProblem(input: { email: string; password: string }): string | null {
+  const email = normaliseAccountEmail(input.email);
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) return 'Enter a valid email address.';
+  return passwordProblem(input.password);
+}
+
+/**
+ * Creates the account, unconfirmed and without credits (email-confirmation.ts grants them);
+ * null when the email is taken. The caller must answer both the same way (no account
+ * enumeration), so a taken email costs the same password hashing too.
+ */
+export async function signUp(
+  db: Db,
+  input: { email: string; password: string; now: number },
+): Promise<{ accountId: string; email: string } | null> {
+  const email = normaliseAccountEmail(input.email);
+  const problem = signUpProblem(input);
+  if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
+  const passwordHash = await hashPassword(input.password);
+  if (await findAccountByEmail(db, email)) return null;
+  const id = crypto.randomUUID();
+  try {
+    await insertUnconfirmedAccount(db, { id, email, passwordHash, now: input.now });
+  } catch (error) {
+    // Two sign-ups of one email at once: the unique index lets one through.
+    if (await findAccountByEmail(db, email)) return null;
+    throw error;
+  }
+  return { accountId: id, email };
+}
+
+/** The account id for these credentials, or null — after a full hash check either way. */
+export async function signIn(db: Db, input: { email: string; password: string }): Promise<string | null> {
+  const account = await findAccountByEmail(db, normaliseAccountEmail(input.email));
+  const valid = await verifyPassword(
+    input.password.slice(0, MAX_PASSWORD_LENGTH),
+    account?.passwordHash ?? DECOY_HASH,
+  );
+  return valid && account ? account.id : null;
+}
+
+/** Changes the password and ends every other session of the account. */
+export async function changePassword(
+  db: Db,
+  input: { accountId: string; currentPassword: string; newPassword: string; keepSessionHash: string },
+): Promise<void> {
+  const account = await findAccount(db, input.accountId);
+  if (!account?.passwordHash || !(await verifyPassword(input.currentPassword, account.passwordHash))) {
+    throw new ApiError('VALIDATION_ERROR', { message: 'The current password is not right.' });
+  }
+  const problem = passwordProblem(input.newPassword);
+  if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
+  await setPasswordHash(db, input.accountId, await hashPassword(input.newPassword));
+  await deleteAccountSessions(db, input.accountId, input.keepSessionHash);
+}

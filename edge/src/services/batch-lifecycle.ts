@@ -1,0 +1,67 @@
+// The batch lifecycle assembled: upload (batch/jobs.ts) → queue (batch/queue.ts,
+// queues/verify-batch.ts) → hub (batch/hub-work.ts, objects/prober-hub.ts) → settlement
+// (batch/settlement.ts) → results (batch/results.ts) → recheck (batch/recheck.ts) | watch
+// (batch/watch.ts) | webhook (webhooks/). Each step imports only the steps before it and the types
+// of batch/types.ts; this module, above them all, wires the later steps into the earlier ones:
+// the deps every step after the hub is given (with the webhooks as their `announce`), and the
+// hub's sink, where its batch answers go — the tenant behind a gateway found through the shared
+// domain facts, finished probes gathered for a moment so that their results share D1 calls, then
+// settled. The hub knows the sink only as its `HubSink`.
+import { type Config, configOf } from '../config.ts';
+import { errorFields, log } from '../logger.ts';
+import type { HubSink } from '../objects/prober-hub.ts';
+import { createDb, type Db } from '../storage/db.ts';
+import { type BatchMessage, verifyQueueOf } from './batch/queue.ts';
+import { settleBatchWork } from './batch/settlement.ts';
+import type { BatchTask, SettleDeps, SettledTask } from './batch/types.ts';
+import { domainFactsOf } from './verify/deps.ts';
+import { deliverJobWebhook } from './webhooks/delivery.ts';
+
+/** How long finished batch probes are gathered before their results are written together. */
+const SETTLE_GATHER_MS = 20;
+
+/** The deps of the steps after the hub, the webhooks announcing what they record. */
+export function settleDepsOf(parts: {
+  db: Db;
+  queue: Queue<BatchMessage>;
+  config: Config;
+  inBackground: (task: Promise<unknown>) => void;
+}): SettleDeps {
+  return {
+    ...parts,
+    announce: (jobId, now) => parts.inBackground(deliverJobWebhook(parts.db, jobId, parts.config, now)),
+  };
+}
+
+/** The deps of the steps after the hub for one invocation of the Worker (consumer, cron, hub). */
+export function batchDepsOf(env: Env, inBackground: (task: Promise<unknown>) => void): SettleDeps {
+  return settleDepsOf({
+    db: createDb(env.DB),
+    queue: verifyQueueOf(env),
+    config: configOf(env),
+    inBackground,
+  });
+}
+
+/** The batch sink of one hub: `waitUntil` keeps its writes alive past the call that ended a probe. */
+export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => void): HubSink<BatchTask> {
+  let settling: SettledTask[] = [];
+  return {
+    detectTenant: (domain, mxHosts) => domainFactsOf(createDb(env.DB), configOf(env)).tenant(domain, mxHosts),
+    settle(task, answer) {
+      settling.push({ task, probe: answer.probe, ...(answer.tenant ? { tenant: answer.tenant } : {}) });
+      // The first answer of a gathering starts its clock.
+      if (settling.length > 1) return;
+      setTimeout(() => {
+        const batch = settling;
+        settling = [];
+        const written = settleBatchWork(batchDepsOf(env, waitUntil), batch, Date.now()).catch(
+          (error: unknown) =>
+            // The addresses stay queued in D1: the job's deadline or lease recovers them.
+            log.error('batch results not recorded', errorFields(error)),
+        );
+        waitUntil(written);
+      }, SETTLE_GATHER_MS);
+    },
+  };
+}

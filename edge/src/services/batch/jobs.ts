@@ -1,0 +1,235 @@
+// Batch jobs for API callers: upload (plan, charge and create atomically, then enqueue by
+// domain) and the job's status view. Its results are read in downloads.ts.
+import {
+  type BulkUploadResponse,
+  type Job,
+  MAX_MAX_WAIT_SECONDS,
+  type VerificationResult,
+} from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { errorFields, log } from '../../logger.ts';
+import type { Db } from '../../storage/db.ts';
+import { createJobWithCharge } from '../../storage/job-creation.ts';
+import type { AddressResult } from '../../storage/job-results.ts';
+import { type JobRow, queueOutlook } from '../../storage/jobs.ts';
+import { defaultWatchDays } from '../../storage/watches.ts';
+import type { Caller } from '../keys/api-keys.ts';
+import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import { sandboxVerify } from '../verify/sandbox.ts';
+import { jobBounceEstimate } from './bounce-estimate.ts';
+import type { ParsedUpload } from './input.ts';
+import { planBatch } from './plan.ts';
+import { type BatchMessage, enqueueBatchWork, workMessages } from './queue.ts';
+
+/** Used for estimates until completed jobs give a measured rate. */
+const DEFAULT_ADDRESSES_PER_SECOND = 50;
+
+/** The default deadline: this long for any list, plus 1 s per ADDRESSES_PER_DEADLINE_SECOND. */
+const BASE_DEADLINE_SECONDS = 180;
+
+const ADDRESSES_PER_DEADLINE_SECOND = 25;
+
+/** The deadline message arrives this long after the deadline, so probes cut at it can report. */
+const DEADLINE_GRACE_SECONDS = 2;
+
+/** The deadline of a job of `totalEmails` addresses with no `maxWaitSeconds` of its own. */
+export function defaultMaxWaitSeconds(totalEmails: number): number {
+  return Math.min(
+    MAX_MAX_WAIT_SECONDS,
+    BASE_DEADLINE_SECONDS + Math.ceil(totalEmails / ADDRESSES_PER_DEADLINE_SECOND),
+  );
+}
+
+export function defaultDeadlineAt(totalEmails: number, now: number): number {
+  return now + defaultMaxWaitSeconds(totalEmails) * 1000;
+}
+
+export interface UploadInput {
+  /** The new job's id, when the caller needs it first (an Idempotency-Key names its charge); else made here. */
+  jobId?: string;
+  db: Db;
+  queue: Queue<BatchMessage>;
+  caller: Caller;
+  upload: ParsedUpload;
+  source: 'json' | 'csv';
+  name: string | null;
+  webhookUrl: string | null;
+  /** The job's deadline in seconds after upload; default from its size. */
+  maxWaitSeconds: number | null;
+  /** Greylist follow-up after completion; null or absent: the account's setting. */
+  recheck?: boolean | null;
+  /** Each result carries the evidence behind its answer (docs/verdicts.md, "Evidence"). */
+  evidence?: boolean;
+  /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
+  watchDays?: number | 'off' | null;
+  /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
+  quotas: Quotas;
+  now: number;
+}
+
+/**
+ * Creates the job and puts its work, one message a domain, on the verify-batch queue. What
+ * follows: `queues/verify-batch.ts` takes the messages and hands them to the probers, and each
+ * answer is settled by `settleBatchWork` (`settlement.ts`), which asks `verdictFromFacts`
+ * what the reply means and keeps it, or asks it again later at the pace its policy names.
+ */
+export async function createBatchJob(input: UploadInput): Promise<BulkUploadResponse> {
+  const { db, caller, upload, now } = input;
+  if (upload.rows.length === 0) throw new ApiError('VALIDATION_ERROR', { message: 'The list has no rows.' });
+  const plan = planBatch(upload.rows, now);
+  const jobId = input.jobId ?? crypto.randomUUID();
+  const sandbox = caller.mode === 'test';
+  const rows = plan.rows.map((row) => ({
+    row: row.row,
+    input: row.input,
+    addressIdx: row.addressIdx,
+    resultJson: row.result ? JSON.stringify(row.result) : null,
+  }));
+  // Test keys answer every address at once from the sandbox, free of charge.
+  const addresses = sandbox
+    ? plan.addresses.map((address) => ({
+        ...address,
+        result: addressResult(address.idx, sandboxVerify(checkSyntax(address.email), now)),
+      }))
+    : plan.addresses;
+  const counts = plan.counts;
+  // Read before the charge: nothing that can fail runs between the charge and the answer.
+  const outlook = await queueOutlook(db, now - 24 * 3600_000);
+  const maxWaitSeconds = input.maxWaitSeconds ?? defaultMaxWaitSeconds(counts.totalEmails);
+  const deadlineAt = now + maxWaitSeconds * 1000;
+  const charge = sandbox ? 0 : counts.totalEmails;
+  // Only a job that is still running after its upload holds a slot in flight.
+  const staysInFlight = !sandbox && counts.totalEmails > 0;
+  const creation = await createJobWithCharge(
+    db,
+    {
+      id: jobId,
+      accountId: caller.accountId,
+      apiKeyId: caller.apiKeyId,
+      name: input.name,
+      source: input.source,
+      ...counts,
+      charge,
+      csvHeaders: upload.headers,
+      csvCells: upload.cells,
+      webhookUrl: input.webhookUrl,
+      deadlineAt,
+      // Sandbox answers are made up at once: nothing to ask again.
+      recheck: sandbox ? false : (input.recheck ?? null),
+      // Sandbox answers come from no SMTP session: there is no evidence to keep.
+      evidence: !sandbox && (input.evidence ?? false),
+      // Sandbox answers never change, and its jobs send no events: nothing to watch.
+      watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
+      now,
+    },
+    rows,
+    addresses,
+    {
+      jobsInFlight: staysInFlight ? input.quotas.jobsInFlight : null,
+      storageBytes: input.quotas.storageBytesPerDay,
+      storageDay: utcDayStart(now),
+    },
+  );
+  if (!creation.created) {
+    const { usage } = creation;
+    if (!usage.creditsCover) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
+    if (!usage.inFlightFits) {
+      throw quotaExceeded({
+        quota: 'jobs_in_flight',
+        limit: input.quotas.jobsInFlight,
+        used: usage.jobsInFlight,
+        requested: 1,
+        now,
+      });
+    }
+    if (!usage.storageFits) {
+      throw quotaExceeded({
+        quota: 'storage_bytes_per_day',
+        limit: input.quotas.storageBytesPerDay,
+        used: usage.storageBytes,
+        requested: usage.jobBytes,
+        now,
+      });
+    }
+    throw new Error(`job ${jobId} was not stored, and no condition says why`);
+  }
+  if (!sandbox && plan.addresses.length > 0) {
+    try {
+      await enqueueBatchWork(input.queue, workMessages(jobId, plan.addresses));
+      await enqueueBatchWork(
+        input.queue,
+        [{ kind: 'deadline', jobId }],
+        maxWaitSeconds + DEADLINE_GRACE_SECONDS,
+      );
+    } catch (cause) {
+      // The job is charged and stored, its addresses queued in D1: the recovery sweep
+      // enqueues them once their lease runs out, and finishes the job at its deadline if
+      // the deadline message was not sent, so the caller gets its job id, not a 500.
+      log.error('enqueue failed; recovery will enqueue', { jobId, ...errorFields(cause) });
+    }
+  }
+  const perSecond =
+    outlook.perSecond && outlook.perSecond > 0 ? outlook.perSecond : DEFAULT_ADDRESSES_PER_SECOND;
+  return {
+    success: true,
+    jobId,
+    totalEmails: counts.totalEmails,
+    duplicateCount: counts.duplicateCount,
+    skippedRows: counts.skippedRows,
+    emptyRows: counts.emptyRows,
+    invalidRows: counts.invalidRows,
+    // The queue ahead at the measured rate, but never past the job's deadline.
+    estimatedTimeSeconds: sandbox
+      ? 0
+      : Math.min(maxWaitSeconds, Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond))),
+    creditsCharged: charge,
+  };
+}
+
+/** A final result as the job stores it; `refundable` is its policy (SUB_STATUS_TABLE, docs/money.md). */
+export function addressResult(idx: number, result: VerificationResult, refundable = false): AddressResult {
+  return {
+    idx,
+    status: result.status,
+    subStatus: result.subStatus,
+    catchAll: result.checks.isCatchAll,
+    refundable,
+    resultJson: JSON.stringify(result),
+  };
+}
+
+/** The job as the status endpoint shows it. */
+export function jobView(job: JobRow): Job {
+  const progress = job.totalEmails === 0 ? 100 : Math.floor((job.processedEmails / job.totalEmails) * 100);
+  return {
+    id: job.id,
+    name: job.name,
+    status: job.status,
+    progress: job.status === 'completed' ? 100 : Math.min(progress, 99),
+    totalEmails: job.totalEmails,
+    processedEmails: job.processedEmails,
+    deliverableCount: job.deliverableCount,
+    undeliverableCount: job.undeliverableCount,
+    riskyCount: job.riskyCount,
+    unknownCount: job.unknownCount,
+    catchAllCount: job.catchAllCount,
+    createdAt: new Date(job.createdAt).toISOString(),
+    completedAt: job.completedAt === null ? null : new Date(job.completedAt).toISOString(),
+    deadlineAt: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
+    bounceEstimate: jobBounceEstimate(job),
+    creditsCharged: job.creditsCharged,
+    creditsRefunded: job.creditsRefunded,
+    failureReason: job.failureReason,
+    recheck: job.recheck === 1,
+    recheckedAt: job.recheckedAt === null ? null : new Date(job.recheckedAt).toISOString(),
+    nextRecheckAt: job.recheckDueAt === null ? null : new Date(job.recheckDueAt).toISOString(),
+    evidence: job.evidence === 1,
+    watchDays: job.watchDays,
+    watchedUntil: job.watchUntil === null ? null : new Date(job.watchUntil).toISOString(),
+  };
+}
+
+export function notFoundJob(): ApiError {
+  return new ApiError('NOT_FOUND', { message: 'No such job for this account.' });
+}

@@ -1,0 +1,48 @@
+// The batch lifecycle's shared types, and nothing else: the hub's ticket (`BatchTask`), what a
+// probe answered of it (`SettledTask`), and what each step after the hub is given (`SettleDeps`).
+// Every step imports these from here, so that no step imports a later one (docs/architecture.md,
+// "The code").
+import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../storage/db.ts';
+import type { BatchMessage } from './queue.ts';
+import type { RetryState } from './retry.ts';
+
+/** One domain's addresses of one job, with its mail route, ready to probe: the hub's ticket. */
+export interface BatchTask {
+  jobId: string;
+  accountId: string;
+  domain: string;
+  deadlineAt: number;
+  attempt: number;
+  retry?: RetryState;
+  /** A recheck round's work (greylist follow-up): its answers go to the round, never retried. */
+  recheckRound?: number;
+  addresses: { idx: number; email: string }[];
+  dns: DnsOutcome;
+  /** The job keeps the evidence behind each answer: its probes ask for it. */
+  evidence?: boolean;
+}
+
+export interface SettledTask {
+  task: BatchTask;
+  probe: ProbeOutcome;
+  /** The tenant behind the domain's catch-all gateway MX and its probe, when one was asked. */
+  tenant?: TenantProbe;
+  /** No retry whatever the answer (SMTP is disabled for the deployment). */
+  final?: boolean;
+}
+
+/** What the settlement, the results and the follow-up rounds work with (services/batch-lifecycle.ts wires it). */
+export interface SettleDeps {
+  db: Db;
+  queue: Queue<BatchMessage>;
+  config: Config;
+  inBackground: (task: Promise<unknown>) => void;
+  /**
+   * The job's events were written (it completed or failed, or a round changed verdicts): attempt
+   * their delivery now, in the background; what fails is retried by the cron. The webhooks come
+   * after the results in the lifecycle, so the results call them through this.
+   */
+  announce: (jobId: string, now: number) => void;
+}

@@ -1,0 +1,66 @@
+// The operator's view of the prober fleet (docs/operations.md, "The operator's view"): for each
+// region, each linked prober's state, sessions, egresses, their blocks (where, since, until, the
+// reply that caused it with addresses masked) and their hourly use against the budget, as its
+// hub knows them; and the operator token that may read it. It shows no account's data, only
+// the fleet's.
+import { hashSecret } from '@rcpt/shared/secret-tokens';
+import { withoutAddresses } from '@rcpt/shared/verify/smtp-reply';
+import type { Db } from '../../storage/db.ts';
+import { findLiveOperatorToken, proberRegions, touchOperatorToken } from '../../storage/operator-tokens.ts';
+import { regionHub } from './prober-gateway.ts';
+
+/**
+ * The live operator token whose secret is `secret`, its use recorded in the background; null
+ * when it is unknown or revoked.
+ */
+export async function operatorOf(
+  deps: { db: Db; inBackground: (work: Promise<unknown>) => void },
+  secret: string,
+  now: number,
+): Promise<{ id: string } | null> {
+  const row = await findLiveOperatorToken(deps.db, await hashSecret(secret));
+  if (!row) return null;
+  deps.inBackground(touchOperatorToken(deps.db, row.id, now));
+  return { id: row.id };
+}
+
+/** `region`'s probers and backlog, or every region's that prober tokens are issued for. */
+export async function fleetView(deps: { db: Db; hubs: Env['PROBER_HUB'] }, region?: string) {
+  const regions = region ? [region] : await proberRegions(deps.db);
+  return Promise.all(
+    regions.map(async (name) => {
+      const hub = regionHub(deps.hubs, { name });
+      const [probers, backlog] = await Promise.all([hub.status(), hub.backlog()]);
+      return {
+        region: name,
+        backlog,
+        probers: probers.map((prober) => ({
+          proberId: prober.proberId,
+          state: prober.draining ? 'draining' : prober.ready ? 'linked' : 'connecting',
+          connectedAt: new Date(prober.connectedAt).toISOString(),
+          capacity: prober.capacity,
+          inFlight: prober.inFlight,
+          sessions: prober.egress.sessions,
+          reportedAt:
+            prober.egress.reportedAt === null ? null : new Date(prober.egress.reportedAt).toISOString(),
+          egresses: prober.egress.egresses.map((egress) => ({
+            ...egress,
+            blocks: prober.egress.blocks
+              .filter((block) => block.egress === egress.id)
+              .map((block) => ({
+                scope: block.scope,
+                since: new Date(block.since).toISOString(),
+                until: new Date(block.until).toISOString(),
+                level: block.level,
+                // The prober masks them already; a reply never shows an address here either way.
+                reply: { ...block.reply, text: withoutAddresses(block.reply.text) },
+              })),
+            hourlyUse: prober.egress.uses
+              .filter((use) => use.egress === egress.id)
+              .map(({ provider, used, budget }) => ({ provider, used, budget })),
+          })),
+        })),
+      };
+    }),
+  );
+}

@@ -1,0 +1,318 @@
+import { type CidrBlock, parseCidr } from '@rcpt/shared/ip-ranges';
+import { issueSecret } from '@rcpt/shared/secret-tokens';
+import {
+  type ApiKeyRow,
+  type DataMode,
+  findApiKeyByHash,
+  insertApiKeyWithin,
+  LAST_USED_RESOLUTION_MS,
+  markKeysReviewed as markReviewed,
+  revokeApiKey,
+  touchApiKey,
+} from '../../storage/api-keys.ts';
+import type { Db } from '../../storage/db.ts';
+import type { NewApiKey } from '../../storage/inserts.ts';
+import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
+import { type SealedPlace, seal } from '../accounts/secret-box.ts';
+import { quotaExceeded } from '../money/quotas.ts';
+
+/**
+ * What a key may call (docs/publishable-keys.md, "Scopes"): `verify` the single verify,
+ * `bulk` uploading lists and reading their jobs, `read` the account, history and jobs.
+ */
+export const KEY_SCOPES = ['verify', 'bulk', 'read'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** Who a request acts for: the account, the key it came with, and the key's mode. */
+export interface Caller {
+  accountId: string;
+  /** The API key used; null for the dashboard (a signed-in person). */
+  apiKeyId: string | null;
+  mode: 'live' | 'test';
+  /** The balance when the request was authenticated (a snapshot: charges read their own). */
+  creditBalance: number;
+}
+
+/** How a key is limited beyond its account and mode; every field null means "no limit". */
+export interface KeyLimits {
+  kind: 'secret' | 'publishable';
+  /** The scopes it holds; null: every scope, and the account's settings. */
+  scopes: readonly KeyScope[] | null;
+  /** The client address blocks it may be used from; null: any address. */
+  allowedCidrs: readonly CidrBlock[] | null;
+  /** Publishable keys: the page origins it answers (exact `scheme://host[:port]`). */
+  allowedOrigins: readonly string[] | null;
+  /** Publishable keys: verifications admitted per UTC day. */
+  dailyCap: number | null;
+  /** Publishable keys: the customer's Turnstile secret key, sealed; null when Turnstile is off. */
+  turnstileSecret: string | null;
+}
+
+export interface AuthenticatedKey {
+  caller: Caller;
+  limits: KeyLimits;
+}
+
+/** Most address blocks and origins a key may list: each is checked on every request. */
+export const MAX_KEY_LIST_ENTRIES = 50;
+
+/** A key's limits as stored; a column that does not parse is a bug, not a missing limit. */
+export function keyLimitsOf(
+  row: Pick<
+    ApiKeyRow,
+    'kind' | 'scopes' | 'allowedCidrs' | 'allowedOrigins' | 'dailyCap' | 'turnstileSecret'
+  >,
+): KeyLimits {
+  const list = (json: string | null): string[] | null =>
+    json === null ? null : (JSON.parse(json) as string[]);
+  const cidrs = list(row.allowedCidrs);
+  return {
+    kind: row.kind,
+    scopes: list(row.scopes) as KeyScope[] | null,
+    allowedCidrs:
+      cidrs?.map((text) => {
+        const block = parseCidr(text);
+        if (!block) throw new Error(`stored address block ${text} does not parse`);
+        return block;
+      }) ?? null,
+    allowedOrigins: list(row.allowedOrigins),
+    dailyCap: row.dailyCap,
+    turnstileSecret: row.turnstileSecret,
+  };
+}
+
+/** Whether a key with these limits may call an operation open to `anyOf` (docs/publishable-keys.md). */
+export function keyHoldsScope(
+  limits: Pick<KeyLimits, 'kind' | 'scopes'>,
+  anyOf: readonly KeyScope[],
+  operation: { publishableKeys: boolean },
+): boolean {
+  if (limits.kind === 'publishable' && !operation.publishableKeys) return false;
+  if (limits.scopes === null) return true;
+  return anyOf.some((scope) => limits.scopes?.includes(scope));
+}
+
+/**
+ * The address blocks of a list typed by a person (one per line or comma-separated), in
+ * canonical form, or the first problem found. An empty list is null: any address.
+ */
+export function parseAllowedCidrs(text: string): { blocks: string[] | null } | { problem: string } {
+  const entries = listEntries(text);
+  if (entries.length === 0) return { blocks: null };
+  if (entries.length > MAX_KEY_LIST_ENTRIES)
+    return { problem: `List at most ${MAX_KEY_LIST_ENTRIES} blocks.` };
+  const blocks: string[] = [];
+  for (const entry of entries) {
+    const block = parseCidr(entry);
+    if (!block) {
+      return {
+        problem: `“${entry}” is not an address block: write 203.0.113.0/24, 2001:db8::/32 or one address.`,
+      };
+    }
+    if (!blocks.includes(block.text)) blocks.push(block.text);
+  }
+  return { blocks };
+}
+
+/**
+ * The origins of a list typed by a person, each `https://host` or `http://host:port` as a
+ * browser sends it in `Origin` (RFC 6454 §6.1: scheme, host and port, no path), or the first
+ * problem found. At least one is needed.
+ */
+export function parseAllowedOrigins(text: string): { origins: string[] } | { problem: string } {
+  const entries = listEntries(text);
+  if (entries.length === 0) return { problem: 'List at least one origin, e.g. https://www.example.com.' };
+  if (entries.length > MAX_KEY_LIST_ENTRIES)
+    return { problem: `List at most ${MAX_KEY_LIST_ENTRIES} origins.` };
+  const origins: string[] = [];
+  for (const entry of entries) {
+    const origin = originOf(entry);
+    if (!origin) {
+      return {
+        problem: `“${entry}” is not an origin: write the scheme, host and port only, e.g. https://shop.example.com.`,
+      };
+    }
+    if (!origins.includes(origin)) origins.push(origin);
+  }
+  return { origins };
+}
+
+/** The serialised origin `entry` names, or null when it names more (a path, a query) or no web origin. */
+function originOf(entry: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return null;
+  }
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && !url.username && !url.password;
+  const web = url.protocol === 'https:' || url.protocol === 'http:';
+  return bare && web ? url.origin : null;
+}
+
+function listEntries(text: string): string[] {
+  return text
+    .split(/[\s,]+/)
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+}
+
+/** The caller behind a key hash, or null for an unknown or revoked key. */
+export async function authenticateApiKey(
+  db: Db,
+  keyHash: string,
+  now: number,
+  inBackground: (task: Promise<unknown>) => void,
+): Promise<AuthenticatedKey | null> {
+  const key = await findApiKeyByHash(db, keyHash);
+  if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
+  // "Last used" is kept to the minute: a busy key costs no write per request.
+  if (key.lastUsedAt === null || now - key.lastUsedAt > LAST_USED_RESOLUTION_MS)
+    inBackground(touchApiKey(db, key.id, now));
+  return {
+    caller: { accountId: key.accountId, apiKeyId: key.id, mode: key.mode, creditBalance: key.creditBalance },
+    limits: keyLimitsOf(key),
+  };
+}
+
+/**
+ * The data a caller sees: an API key only its own mode's jobs and history; the dashboard (a
+ * signed-in person, no key) every mode's.
+ */
+export function dataModeOf(caller: Caller): DataMode | undefined {
+  return caller.apiKeyId === null ? undefined : caller.mode;
+}
+
+export interface CreatedApiKey {
+  id: string;
+  secret: string; // shown once
+  prefix: string;
+}
+
+/**
+ * A new key, unless the account already has `maxActiveKeys` active ones (429 QUOTA_EXCEEDED). A
+ * live key needs the account's email confirmed (403 EMAIL_NOT_CONFIRMED); a test key does not.
+ */
+export async function createApiKey(
+  db: Db,
+  input: {
+    accountId: string;
+    name: string;
+    mode: 'live' | 'test';
+    maxActiveKeys: number;
+    now: number;
+    /** The scopes it holds (from parseAllowed… callers); omitted or null: every scope. */
+    scopes?: readonly KeyScope[] | null;
+    /** Canonical address blocks (parseAllowedCidrs); omitted or null: any address. */
+    allowedCidrs?: readonly string[] | null;
+  },
+): Promise<CreatedApiKey> {
+  if (input.mode === 'live') await requireConfirmedEmail(db, input.accountId);
+  const issued = await issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey');
+  const everyScope = !input.scopes || KEY_SCOPES.every((scope) => input.scopes?.includes(scope));
+  return insertKey(
+    db,
+    {
+      accountId: input.accountId,
+      name: input.name,
+      mode: input.mode,
+      keyHash: issued.hash,
+      prefix: issued.prefix,
+      createdAt: input.now,
+      scopes: everyScope ? null : JSON.stringify(KEY_SCOPES.filter((scope) => input.scopes?.includes(scope))),
+      allowedCidrs: input.allowedCidrs?.length ? JSON.stringify(input.allowedCidrs) : null,
+    },
+    issued.secret,
+    input,
+  );
+}
+
+/**
+ * A publishable key (`rk_pub_…`, docs/publishable-keys.md): live, the single verify only, from
+ * `allowedOrigins` only, at most `dailyCap` verifications a UTC day; with `turnstileSecret`
+ * (the customer's Turnstile secret key, sealed under `secretsKey`) every call needs a token.
+ */
+export async function createPublishableKey(
+  db: Db,
+  input: {
+    accountId: string;
+    name: string;
+    allowedOrigins: readonly string[];
+    dailyCap: number;
+    turnstileSecret: string | null;
+    secretsKey: string | undefined;
+    maxActiveKeys: number;
+    now: number;
+  },
+): Promise<CreatedApiKey> {
+  await requireConfirmedEmail(db, input.accountId);
+  const issued = await issueSecret('publishableKey');
+  // Made first: the sealed Turnstile secret is bound to the key's row.
+  const id = crypto.randomUUID();
+  return insertKey(
+    db,
+    {
+      id,
+      accountId: input.accountId,
+      name: input.name,
+      mode: 'live',
+      keyHash: issued.hash,
+      prefix: issued.prefix,
+      createdAt: input.now,
+      kind: 'publishable',
+      scopes: JSON.stringify(['verify']),
+      allowedOrigins: JSON.stringify(input.allowedOrigins),
+      dailyCap: input.dailyCap,
+      publishableKey: issued.secret,
+      turnstileSecret: input.turnstileSecret
+        ? await seal(input.secretsKey, input.turnstileSecret, turnstileSecretPlace(id))
+        : null,
+    },
+    issued.secret,
+    input,
+  );
+}
+
+/** Where a publishable key's Turnstile secret is stored, sealed. */
+export function turnstileSecretPlace(keyId: string): SealedPlace {
+  return { table: 'api_keys', column: 'turnstile_secret', rowId: keyId };
+}
+
+async function insertKey(
+  db: Db,
+  key: Omit<NewApiKey, 'id'> & { id?: string },
+  secret: string,
+  input: { maxActiveKeys: number; now: number },
+): Promise<CreatedApiKey> {
+  const id = key.id ?? crypto.randomUUID();
+  const outcome = await insertApiKeyWithin(db, { id, ...key }, input.maxActiveKeys);
+  if (!outcome.inserted) {
+    throw quotaExceeded({
+      quota: 'api_keys',
+      limit: input.maxActiveKeys,
+      used: outcome.active,
+      requested: 1,
+      now: input.now,
+    });
+  }
+  return { id, secret, prefix: key.prefix };
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  const left = new TextEncoder().encode(a);
+  const right = new TextEncoder().encode(b);
+  return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
+}
+
+/** Revokes the account's key `keyId`: it fails on the very next request. False if it was not live. */
+export function revokeKey(db: Db, accountId: string, keyId: string, now: number): Promise<boolean> {
+  return revokeApiKey(db, accountId, keyId, now);
+}
+
+/**
+ * Marks the account's keys reviewed after a password reset: the keys page stops listing the keys
+ * made before the reset at `before` (only the reset the page showed; a later one is listed again).
+ */
+export function markKeysReviewed(db: Db, accountId: string, before: number): Promise<void> {
+  return markReviewed(db, accountId, before);
+}

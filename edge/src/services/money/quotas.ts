@@ -1,0 +1,95 @@
+// Per-account quotas (docs/operations.md): how much one account may store or hold at once, so
+// that no account — least of all with work that ends up free: sandbox keys, lists with no valid
+// address, refunded answers — can fill the database every account shares. The limits are
+// deployment config; each check runs in the same D1 transaction as the insert it guards
+// (storage/job-creation.ts, storage/verifications.ts, storage/api-keys.ts, storage/webhooks.ts), so
+// two concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
+// stored or charged; past the balance, 402 INSUFFICIENT_CREDITS.
+import { ApiError } from '@rcpt/shared/errors';
+import type { Config } from '../../config.ts';
+import { readBalance } from '../../storage/accounts.ts';
+import type { Db } from '../../storage/db.ts';
+import { hasOpenDispute } from '../../storage/disputes.ts';
+
+export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
+
+export interface Quotas {
+  /** Bytes a UTC day that every write of the account counts against (docs/money.md). */
+  storageBytesPerDay: number;
+  /** Jobs pending or processing at once. */
+  jobsInFlight: number;
+  /** Active (not revoked) API keys. */
+  apiKeys: number;
+}
+
+export function quotasOf(config: Config): Quotas {
+  return {
+    storageBytesPerDay: config.QUOTA_STORAGE_BYTES_PER_DAY,
+    jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
+    apiKeys: config.QUOTA_API_KEYS,
+  };
+}
+
+export const DAY_MS = 86_400_000;
+
+/** The start of the UTC day of `now`: the storage budget counts from there. */
+export function utcDayStart(now: number): number {
+  return now - (now % DAY_MS);
+}
+
+export interface QuotaRefusal {
+  quota: QuotaName;
+  limit: number;
+  /** What the account had used when the request was refused. */
+  used: number;
+  /** What the request would have added. */
+  requested: number;
+  now: number;
+}
+
+/** 429 QUOTA_EXCEEDED: which quota, its limit, what is used, and when it resets (null: when usage falls). */
+export function quotaExceeded(refusal: QuotaRefusal): ApiError {
+  const { quota, limit, used, requested, now } = refusal;
+  const resetAt = quota === 'storage_bytes_per_day' ? utcDayStart(now) + DAY_MS : null;
+  const resetAtIso = resetAt === null ? null : new Date(resetAt).toISOString();
+  return new ApiError('QUOTA_EXCEEDED', {
+    message: quotaMessage(refusal, resetAtIso),
+    details: { quota, limit, used, requested, resetAt: resetAtIso },
+    retryAfterSeconds: resetAt === null ? undefined : Math.max(1, Math.ceil((resetAt - now) / 1000)),
+  });
+}
+
+/** Bytes as MB with one decimal (10.5 MB), or in bytes below 0.1 MB. */
+function megabytes(bytes: number): string {
+  return bytes < 100_000 ? `${bytes.toLocaleString('en-US')} bytes` : `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
+function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: string | null): string {
+  const count = (value: number) => value.toLocaleString('en-US');
+  switch (quota) {
+    case 'storage_bytes_per_day':
+      return (
+        `An account may store ${megabytes(limit)} a day (lists, their cells and results, history, kept answers, ` +
+        `webhook events); ${megabytes(used)} are stored today and this request needs ${megabytes(requested)}. ` +
+        `The budget resets at ${resetAt} (midnight UTC).`
+      );
+    case 'jobs_in_flight':
+      return (
+        `At most ${count(limit)} lists can be in progress at once, and ${count(used)} are; upload this one ` +
+        'when one of them completes.'
+      );
+    case 'api_keys':
+      return `An account can have at most ${count(limit)} active API keys; revoke one to create another.`;
+  }
+}
+
+/**
+ * Why a charge was refused: 403 PAYMENT_DISPUTED while a dispute of the account's payments is
+ * open (its credits are not spendable, ledger.ts `spendableCreditsSql`), else 402
+ * INSUFFICIENT_CREDITS with what was required and what the account has now.
+ */
+export async function insufficientCredits(db: Db, accountId: string, required: number): Promise<ApiError> {
+  if (await hasOpenDispute(db, accountId)) return new ApiError('PAYMENT_DISPUTED');
+  const available = (await readBalance(db, accountId)) ?? 0;
+  return new ApiError('INSUFFICIENT_CREDITS', { details: { required, available } });
+}

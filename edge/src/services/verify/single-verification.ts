@@ -1,0 +1,192 @@
+// A single verification for an API caller: charge (live keys), verify — or answer the
+// account's live verdict again (docs/verdicts.md, "Cached answers") — and record in history.
+// Every charged request ends in exactly one of its result or its refund (docs/money.md):
+// the charge opens the history row in the same transaction, the answer closes it, and any
+// failure in between refunds it — here, or in the recovery sweep if the refund fails too.
+import type { VerificationResult } from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
+import { errorFields, log } from '../../logger.ts';
+import type { Db } from '../../storage/db.ts';
+import {
+  answerVerification,
+  type HistoryAnswer,
+  type HistoryBudget,
+  type HistoryRefusal,
+  insertAnsweredVerification,
+  keepLateVerdict,
+  openChargedVerification,
+  refundVerification,
+} from '../../storage/verifications.ts';
+import type { Caller } from '../keys/api-keys.ts';
+import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import type { DomainFactsStore } from './domain-facts.ts';
+import { sandboxVerify } from './sandbox.ts';
+import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
+
+/** docs/money.md: one credit whatever the answer, taken before any work is done. */
+const SINGLE_VERIFICATION_CREDITS = 1;
+
+export interface SingleVerification {
+  result: VerificationResult;
+  creditsRemaining: number;
+}
+
+export async function verifyForCaller(input: {
+  db: Db;
+  deps: VerifyDeps;
+  /** The shared domain facts that `deps` reads and feeds. */
+  facts: DomainFactsStore;
+  caller: Caller;
+  email: string;
+  /** Verify now even when the account has a live verdict for the address (which this one replaces). */
+  fresh?: boolean;
+  /** The answer carries its evidence (docs/verdicts.md, "Evidence"); `deps` must ask the prober for it. */
+  evidence?: boolean;
+  requestId: string;
+  /** The account's quotas: every history row counts against the storage budget of the day. */
+  quotas: Quotas;
+  now: number;
+  /**
+   * The caller's budget (ms on Date.now's clock): by then the answer is what is known, refunded
+   * when the table says so, and the verification goes on in `background` for the next call.
+   */
+  answerBy?: number;
+  /** Keeps work going after the answer (the Worker's `waitUntil`). */
+  background?: (work: Promise<unknown>) => void;
+}): Promise<SingleVerification> {
+  const { db, caller, requestId, now } = input;
+  const evidence = input.evidence ?? false;
+  // Parsed once: the cache key, the sandbox and the verification all take the parsed address.
+  const address = checkSyntax(input.email);
+  const key = verdictCacheKey(address);
+  const kept =
+    key && !input.fresh
+      ? await cachedVerdict({
+          db,
+          // Test keys' answers come from no DNS, so no domain fact bears on them.
+          facts: caller.mode === 'test' ? null : input.facts,
+          accountId: caller.accountId,
+          mode: caller.mode,
+          key,
+          now,
+        })
+      : null;
+  const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
+  const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
+  if (caller.mode === 'test') {
+    const result = cached ?? sandboxVerify(address, now);
+    const refusal = await insertAnsweredVerification(
+      db,
+      {
+        id: requestId,
+        accountId: caller.accountId,
+        apiKeyId: caller.apiKeyId,
+        now,
+        answer: historyAnswer(result, key),
+      },
+      budget,
+    );
+    if (refusal) throw storageRefused(refusal, input.quotas, now);
+    return { result, creditsRemaining: caller.creditBalance };
+  }
+  // A cached answer is charged as any answer is, and recorded in the same transaction.
+  const opened = await openChargedVerification(
+    db,
+    {
+      id: requestId,
+      accountId: caller.accountId,
+      apiKeyId: caller.apiKeyId,
+      email: input.email,
+      amount: SINGLE_VERIFICATION_CREDITS,
+      now,
+      evidence,
+      ...(cached ? { answer: historyAnswer(cached, key) } : {}),
+    },
+    budget,
+  );
+  if ('refused' in opened) {
+    if (opened.refused === 'storage') throw storageRefused(opened, input.quotas, now);
+    throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
+  }
+  const creditsRemaining = opened.balance;
+  if (cached) return { result: cached, creditsRemaining };
+  try {
+    const verification = await verifyAddress(
+      input.deps,
+      address,
+      input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+    );
+    const { result, completion } = verification;
+    if (completion) input.background?.(keepLate(db, requestId, key, completion));
+    // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
+    if (await answerVerification(db, requestId, historyAnswer(result, key)))
+      return { result, creditsRemaining };
+    throw new Error(`verification ${requestId} was closed before its answer was recorded`);
+  } catch (cause) {
+    const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);
+    log.error('single verification failed after the charge', {
+      requestId,
+      refunded,
+      ...errorFields(cause),
+    });
+    // If the refund failed as well, the recovery sweep refunds the open verification.
+    throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
+  }
+}
+
+/**
+ * The verdict of a verification that went on after its call was answered `timeout_exceeded`,
+ * kept in the call's history row for the next call (docs/verdicts.md, "A time budget per call").
+ */
+async function keepLate(
+  db: Db,
+  requestId: string,
+  key: VerdictCacheKey | null,
+  completion: Promise<{ result: VerificationResult }>,
+): Promise<void> {
+  try {
+    const { result } = await completion;
+    if (keptUnder(key, result)) await keepLateVerdict(db, requestId, historyAnswer(result, key));
+  } catch (cause) {
+    log.error('a verification that went on after its answer failed', { requestId, ...errorFields(cause) });
+  }
+}
+
+/**
+ * A kept verdict as this call answers it: without its evidence unless asked for; when asked for,
+ * only a verdict kept with its evidence (or one no SMTP session stood behind) answers, and any
+ * other is verified afresh (null). A test key's fixed answers have no session behind them.
+ */
+function answersEvidence(
+  kept: VerificationResult,
+  evidence: boolean,
+  sandbox: boolean,
+): VerificationResult | null {
+  const { evidence: keptEvidence, ...withoutEvidence } = kept;
+  if (!evidence) return withoutEvidence;
+  const fromSmtp = kept.meta.verifiedVia === 'mx' || kept.meta.verifiedVia === 'tenant';
+  return keptEvidence || sandbox || !fromSmtp ? kept : null;
+}
+
+function storageRefused(refusal: HistoryRefusal, quotas: Quotas, now: number): ApiError {
+  return quotaExceeded({
+    quota: 'storage_bytes_per_day',
+    limit: quotas.storageBytesPerDay,
+    used: refusal.storageUsed,
+    requested: refusal.bytes,
+    now,
+  });
+}
+
+function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null): HistoryAnswer {
+  return {
+    email: result.email,
+    address: keptUnder(key, result)?.address ?? null,
+    status: result.status,
+    subStatus: result.subStatus,
+    score: result.score,
+    resultJson: JSON.stringify(result),
+  };
+}

@@ -1,0 +1,293 @@
+// Webhooks signed per Standard Webhooks: `webhook-id`, `webhook-timestamp` and
+// `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with the
+// account's `whsec_` secret (settings.ts). Failed job events are retried
+// with exponential backoff by the cron, fairly across accounts; a test event is sent once, to
+// the caller who waits for it. Every attempt is visible to the account.
+import type { WatchChange } from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
+import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
+import type { Config } from '../../config.ts';
+import { isDnsFailure } from '../../dns/doh-client.ts';
+import { dohClientFor } from '../../dns/resolvers.ts';
+import { findAccount } from '../../storage/accounts.ts';
+import type { Db } from '../../storage/db.ts';
+import { findJobById } from '../../storage/jobs.ts';
+import {
+  dueDeliveries,
+  fixDeliveryPayload,
+  insertDeliveryWithin,
+  pendingDeliveriesOfJob,
+  recordAttempt,
+  type WebhookDeliveryRow,
+} from '../../storage/webhooks.ts';
+import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
+import { fromBase64, openStored, toBase64 } from '../accounts/secret-box.ts';
+import { domainChangesOf } from '../batch/domain-changes.ts';
+import { jobView } from '../batch/jobs.ts';
+import { quotaExceeded, quotasOf, utcDayStart } from '../money/quotas.ts';
+import { isIP, SECRET_PREFIX, webhookSecretPlace } from './settings.ts';
+import { type PinnedOutcome, postToCheckedTarget, type TargetPolicy } from './target.ts';
+
+export const WEBHOOK_MAX_ATTEMPTS = 8;
+const FIRST_RETRY_SECONDS = 30;
+/**
+ * A cron run's share of retries: at most this many due deliveries of one account, oldest first,
+ * and this many in all, so that one account's failing endpoint (or its backlog) delays nobody else.
+ */
+export const RETRIES_PER_ACCOUNT = 5;
+export const RETRIES_PER_RUN = 50;
+const TEST_EVENT = 'webhook.test';
+const DELIVERY_TIMEOUT_MS = 10_000;
+
+export async function signWebhook(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    'raw',
+    fromBase64(secret.slice(SECRET_PREFIX.length)),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
+  const signature = await crypto.subtle.sign(
+    'HMAC',
+    key,
+    new TextEncoder().encode(`${id}.${timestamp}.${body}`),
+  );
+  return `v1,${toBase64(new Uint8Array(signature))}`;
+}
+
+/**
+ * Attempts the job's pending events now (written with the job's completion, in its
+ * transaction); what fails here stays pending and the cron delivers it.
+ */
+export async function deliverJobWebhook(db: Db, jobId: string, config: Config, now: number): Promise<void> {
+  const pending = await pendingDeliveriesOfJob(db, jobId);
+  await Promise.all(pending.map((delivery) => attemptDelivery(db, delivery, config, now)));
+}
+
+/**
+ * A test event to the account's default URL, attempted once while the caller waits and never
+ * retried: its answer is the test (a flood of tests must not become a flood of retries).
+ */
+export async function sendTestEvent(
+  db: Db,
+  accountId: string,
+  config: Config,
+  now: number,
+): Promise<WebhookDeliveryRow> {
+  await requireConfirmedEmail(db, accountId);
+  const account = await findAccount(db, accountId);
+  if (!account?.webhookUrl)
+    throw new ApiError('VALIDATION_ERROR', { message: 'Set a default webhook URL first.' });
+  if (!account.webhookSecret)
+    throw new ApiError('VALIDATION_ERROR', { message: 'Create a webhook secret first.' });
+  const delivery: WebhookDeliveryRow = {
+    id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
+    accountId,
+    jobId: null,
+    eventType: TEST_EVENT,
+    url: account.webhookUrl,
+    payload: JSON.stringify({ type: TEST_EVENT, timestamp: new Date(now).toISOString(), data: {} }),
+    state: 'pending',
+    attempts: 0,
+    lastStatus: null,
+    lastError: null,
+    // Never due for the cron: this request makes its only attempt.
+    nextAttemptAt: null,
+    createdAt: now,
+    deliveredAt: null,
+  };
+  // Each test event is a stored row: it counts against the storage budget (docs/money.md).
+  const { storageBytesPerDay } = quotasOf(config);
+  const refused = await insertDeliveryWithin(db, delivery, {
+    day: utcDayStart(now),
+    limit: storageBytesPerDay,
+  });
+  if (refused) {
+    throw quotaExceeded({
+      quota: 'storage_bytes_per_day',
+      limit: storageBytesPerDay,
+      used: refused.used,
+      requested: refused.bytes,
+      now,
+    });
+  }
+  return attemptDelivery(db, delivery, config, now);
+}
+
+/**
+ * The cron's retries: each account's share of due deliveries (dueDeliveries), accounts side by
+ * side, each account's one after another in creation order. Returns how many were attempted.
+ */
+export async function retryDueDeliveries(db: Db, config: Config, now: number): Promise<number> {
+  const due = await dueDeliveries(db, now, { perAccount: RETRIES_PER_ACCOUNT, limit: RETRIES_PER_RUN });
+  const byAccount = new Map<string, WebhookDeliveryRow[]>();
+  for (const delivery of due)
+    byAccount.set(delivery.accountId, [...(byAccount.get(delivery.accountId) ?? []), delivery]);
+  await Promise.all(
+    [...byAccount.values()].map(async (deliveries) => {
+      for (const delivery of deliveries) await attemptDelivery(db, delivery, config, now);
+    }),
+  );
+  return due.length;
+}
+
+/** How many attempts an event gets: a test event one, a job event WEBHOOK_MAX_ATTEMPTS. */
+function maxAttemptsOf(eventType: string): number {
+  return eventType === TEST_EVENT ? 1 : WEBHOOK_MAX_ATTEMPTS;
+}
+
+async function attemptDelivery(
+  db: Db,
+  delivery: WebhookDeliveryRow,
+  config: Config,
+  now: number,
+): Promise<WebhookDeliveryRow> {
+  const account = await findAccount(db, delivery.accountId);
+  let status: number | null = null;
+  let error: string | null = null;
+  const payload = await payloadOf(db, delivery);
+  if (!account?.webhookSecret) {
+    error = 'the account has no webhook secret';
+  } else if (payload === null) {
+    error = 'the job no longer exists';
+  } else {
+    try {
+      const secret = await openStored(
+        db,
+        config.SECRETS_KEY,
+        account.webhookSecret,
+        webhookSecretPlace(account.id),
+      );
+      const timestamp = Math.floor(now / 1000);
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'rcpt-webhooks/1',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': await signWebhook(secret, delivery.id, timestamp, payload),
+      };
+      const sent = await sendDelivery(delivery.url, headers, payload, config);
+      if ('status' in sent) status = sent.status;
+      else error = 'refusal' in sent ? sent.refusal : sent.error;
+    } catch (cause) {
+      error = cause instanceof Error ? cause.message.slice(0, 200) : 'delivery failed';
+    }
+  }
+  const delivered = status !== null && status >= 200 && status < 300;
+  const attempts = delivery.attempts + 1;
+  const state = delivered
+    ? 'delivered'
+    : attempts >= maxAttemptsOf(delivery.eventType)
+      ? 'failed'
+      : 'pending';
+  const nextAttemptAt = state === 'pending' ? now + FIRST_RETRY_SECONDS * 1000 * 2 ** (attempts - 1) : null;
+  await recordAttempt(db, delivery.id, { state, status, error, nextAttemptAt, now });
+  return {
+    ...delivery,
+    payload: payload ?? delivery.payload,
+    attempts,
+    state,
+    lastStatus: status,
+    lastError: error,
+    nextAttemptAt,
+    deliveredAt: delivered ? now : null,
+  };
+}
+
+/**
+ * The bytes the event carries: a job event's payload is built from the job at its first
+ * attempt and kept (its timestamp is when the job finished, or the recheck round closed), so
+ * retries send the same. A `job.updated` event (greylist follow-up) also says how many
+ * verdicts its round changed. Null when the job is gone (deleted by retention before delivery).
+ */
+async function payloadOf(db: Db, delivery: WebhookDeliveryRow): Promise<string | null> {
+  if (delivery.payload !== '' || delivery.jobId === null) return delivery.payload;
+  const job = await findJobById(db, delivery.jobId);
+  if (!job) return null;
+  const payload = JSON.stringify({
+    type: delivery.eventType,
+    timestamp: new Date(delivery.createdAt).toISOString(),
+    data: {
+      job: jobView(job),
+      ...(delivery.eventType === 'job.updated' ? await updateOf(db, delivery, job.recheckChanges) : {}),
+    },
+  });
+  return fixDeliveryPayload(db, delivery.id, payload);
+}
+
+/**
+ * What a `job.updated` event adds: how many verdicts its round changed and why it ran — `recheck`
+ * (greylist follow-up) or `watch`, with the domain changes that started it (batch/watch.ts). The
+ * round is named by the event's id (`…_updated_<round>`).
+ */
+async function updateOf(
+  db: Db,
+  delivery: WebhookDeliveryRow,
+  changedAddresses: number,
+): Promise<{ changedAddresses: number; cause: 'recheck' | 'watch'; domainChanges: WatchChange[] }> {
+  const round = Number(/_updated_(\d+)$/.exec(delivery.id)?.[1]);
+  const domainChanges =
+    delivery.jobId === null || !Number.isInteger(round)
+      ? []
+      : await domainChangesOf({ db }, delivery.jobId, round);
+  return { changedAddresses, cause: domainChanges.length > 0 ? 'watch' : 'recheck', domainChanges };
+}
+
+/**
+ * Sends one attempt. Where private targets are refused (every deployment but development), the
+ * host is resolved once, every address checked (RFC 6890: private, loopback, link-local …), and
+ * the request goes to a checked address and no other (target.ts): no DNS rebinding
+ * between the check and the call. Where the deployment allows private targets nothing is
+ * refused, so nothing needs pinning, and the platform's `fetch` sends it. Redirects are never
+ * followed either way.
+ */
+async function sendDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  config: Config,
+): Promise<PinnedOutcome> {
+  if (!config.ALLOW_PRIVATE_TARGETS) {
+    return postToCheckedTarget(
+      new URL(url),
+      { headers, body, timeoutMs: DELIVERY_TIMEOUT_MS },
+      targetPolicyOf(config),
+    );
+  }
+  const response = await fetch(url, {
+    method: 'POST',
+    headers,
+    body,
+    signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+    redirect: 'manual',
+  });
+  await response.body?.cancel();
+  return { status: response.status, address: new URL(url).hostname };
+}
+
+/** The deployment's view of a webhook host: its addresses by DNS over HTTPS, special-purpose ones refused. */
+export function targetPolicyOf(config: Config): TargetPolicy {
+  return {
+    async resolve(host) {
+      if (isIP(host)) return [host];
+      const doh = dohClientFor(config);
+      const addresses: string[] = [];
+      for (const answer of await Promise.all([doh.query(host, 'A'), doh.query(host, 'AAAA')])) {
+        if (isDnsFailure(answer)) return { failure: `${host} could not be resolved (${answer.rcode})` };
+        for (const record of answer.answers) if ('address' in record) addresses.push(record.address);
+      }
+      return addresses;
+    },
+    refuse(address, host) {
+      if (!isSpecialPurposeAddress(address)) return null;
+      return address === host
+        ? `${host} is a private or reserved address`
+        : `${host} resolves to a private or reserved address (${address})`;
+    },
+  };
+}
