@@ -178,12 +178,18 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
    * hibernation the map is empty and each attachment is read back once.
    */
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
-  #egresses = new FleetEgresses();
+  /** Kept in storage too: a hibernation empties this memory while the links stay open. */
+  readonly #egresses: FleetEgresses;
   readonly #sink: HubSink<Ticket>;
   #dispatching = false;
 
   constructor(ctx: DurableObjectState, env: Env, sink: HubSink<Ticket>) {
     super(ctx, env);
+    // Each link is tagged with its prober's id (fetch).
+    this.#egresses = new FleetEgresses(
+      ctx.storage.kv,
+      ctx.getWebSockets().flatMap((ws) => ctx.getTags(ws)),
+    );
     this.#sink = sink;
     meterFrom(env as { RCPT_METER?: string });
   }
