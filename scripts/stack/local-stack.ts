@@ -2,7 +2,7 @@
 // migrations applied, a seeded development account, and one prober linked to it.
 // Used by `npm start`, `npm run demo`, the end-to-end tests and the benchmarks.
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parseProberRegions } from '@rcpt/shared/prober-regions';
@@ -29,6 +29,12 @@ export interface StackOptions {
   host?: string;
   port?: number; // 0 or absent: a free port
   persistTo?: string; // default .wrangler/state, as plain `wrangler dev`
+  /**
+   * A folder holding only a database migrated by `applyMigrations` (d1.ts), copied into a new, empty
+   * `persistTo` instead of applying the migrations there: one migration run serves every
+   * stack a test run starts.
+   */
+  migratedFrom?: string;
   /** Worker vars (DOH_URL, ALLOW_PRIVATE_TARGETS, MAIL_FROM, HELO_NAME, VERIFY_TIMEOUT_MS, …). */
   vars?: Record<string, string>;
   /** Extra environment for the prober (SMTP_PORT, ALLOW_PRIVATE_TARGETS, …). */
@@ -79,8 +85,15 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
 
   const step = (line: string) => options.onLog?.('stack', line);
   const regions = regionsOf(options.vars);
-  applyMigrations(d1);
-  step('database migrated');
+  if (options.migratedFrom) {
+    if (readdirSync(persistTo).length > 0)
+      throw new Error(`${persistTo} is not empty: it has its own database`);
+    cpSync(options.migratedFrom, persistTo, { recursive: true });
+    step(`database copied from ${options.migratedFrom}`);
+  } else {
+    applyMigrations(d1);
+    step('database migrated');
+  }
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);
   step('development account seeded; starting wrangler dev');
 
