@@ -1,29 +1,14 @@
 import { defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
-
-/**
- * The whole-system files first, then the rest, each part in vitest's own order: the longest
- * files start first, and the quick ones fill the workers at the end instead of leaving one
- * whole-system file running alone.
- */
-class WholeSystemFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const wholeSystem = (file: TestSpecification) => file.project.name === 'e2e';
-    return [...sorted.filter(wholeSystem), ...sorted.filter((file) => !wholeSystem(file))];
-  }
-}
 
 // One run, six projects: the pure core, the prober (against the fake mail world), the
 // repository's scripts, the API client, the edge inside workerd, and whole-system tests
 // against a real `wrangler dev`.
 export default defineConfig({
   test: {
-    // Files run side by side, all projects in one pool. A whole-system file spends most of its
-    // time waiting (retry paces, greylisting delays, deadlines) while its stack idles, so on a
-    // two-core runner three at a time keep both cores busy.
-    maxWorkers: 3,
-    sequence: { sequencer: WholeSystemFirst },
+    // Two files at a time on a two-core runner; the whole-system files run as a group of their
+    // own after the rest (their maxWorkers below), so no unit file shares the cores with three
+    // stacks starting.
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -62,6 +47,10 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/e2e/migrated-database.ts'],
+          // Three files at a time: each mostly waits (retry paces, greylisting delays, deadlines)
+          // while its stack idles, so three keep two cores busy.
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
           // Every wait in these tests is for a condition (a port answering, a job completing,
           // an element appearing). These limits only stop a run that hangs: starting wrangler,
           // workerd and Chromium takes minutes on a busy two-core runner, most on a first run.
