@@ -8,7 +8,7 @@
 //   `smtp_unavailable`, refunded; the round that answers it charges it — no free verification.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { untilValue } from '../eventually.ts';
-import { balanceOf, okJson, type System, sqlRows, startSystem } from './harness.ts';
+import { balanceOf, okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -159,13 +159,18 @@ describe("greylist follow-up: planned and charged when rcpt's prober is held or 
     const before = await balanceOf(system);
     const jobId = await upload([address], 40);
     // The first answer is greylisting, kept while its retry (30 s later) is due before the deadline.
-    await untilValue(async () => {
-      const [row] = await sqlRows<{ sub_status: string }>(
-        system,
-        `SELECT sub_status FROM job_addresses WHERE job_id = '${jobId}' AND state != 'done' AND sub_status IS NOT NULL`,
-      );
-      return row?.sub_status === 'greylisted' ? true : undefined;
-    }, 'the greylisted answer is kept as provisional');
+    await untilValue(
+      async () => {
+        const [row] = await sqlRows<{ sub_status: string }>(
+          system,
+          `SELECT sub_status FROM job_addresses WHERE job_id = '${jobId}' AND state != 'done' AND sub_status IS NOT NULL`,
+        );
+        return row?.sub_status === 'greylisted' ? true : undefined;
+      },
+      'the greylisted answer is kept as provisional',
+      undefined,
+      SQL_POLL_MS,
+    );
     const resume = system.holdProber();
     let job: Job;
     try {

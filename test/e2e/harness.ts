@@ -183,6 +183,9 @@ export async function sqlRows<T>(system: System, query: string): Promise<T[]> {
   return (rows ?? []) as T[];
 }
 
+/** Spacing of polls of the database: each look is a wrangler process, a second or two of CPU. */
+export const SQL_POLL_MS = 1_000;
+
 /** An account's credit balance as the database holds it (the development account's by default). */
 export async function balanceOf(system: System, accountId = system.stack.accountId): Promise<number> {
   const [row] = await sqlRows<{ credit_balance: number }>(

@@ -5,8 +5,8 @@
 // addresses already paid for. A domain that never changes is never asked again, and a job that
 // only has such domains gets no event.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../eventually.ts';
-import { okJson, type System, sqlRows, startSystem } from './harness.ts';
+import { until, untilValue } from '../eventually.ts';
+import { okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
 import { type Delivery, verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -99,12 +99,17 @@ async function runCron(): Promise<void> {
 
 /** The edge's kept route of `moving.test` expired, so the next look asks DNS again. */
 async function keptRouteExpired(): Promise<void> {
-  await until(async () => {
-    const [row] = await sql<{ expiresAt: number }>(
-      `SELECT route_expires_at AS expiresAt FROM domain_facts WHERE domain = '${MOVING}'`,
-    );
-    return row !== undefined && row.expiresAt < Date.now();
-  }, 'the kept route of moving.test expired');
+  await untilValue(
+    async () => {
+      const [row] = await sql<{ expiresAt: number }>(
+        `SELECT route_expires_at AS expiresAt FROM domain_facts WHERE domain = '${MOVING}'`,
+      );
+      return row !== undefined && row.expiresAt < Date.now() ? true : undefined;
+    },
+    'the kept route of moving.test expired',
+    undefined,
+    SQL_POLL_MS,
+  );
 }
 
 /** The job's `job.updated` of follow-up round `round`, signed. */
