@@ -238,8 +238,10 @@ async function startEdge(
     });
   } catch (error) {
     await lastLinesOf(edge, closed);
-    if (addressInUse) return null;
-    throw error;
+    if (!addressInUse) throw error;
+    // What wrangler started before it gave up (workerd) goes with it.
+    signal(edge, 'SIGKILL', true);
+    return null;
   }
   return { edge, baseUrl, inspectorPort };
 }
@@ -522,14 +524,7 @@ function stopOnExit(child: ChildProcess, group: boolean): void {
  * with SIGTERM calls it from its signal handler.
  */
 export function killStartedProcesses(): void {
-  for (const [child, { group }] of running) {
-    try {
-      if (group && child.pid) process.kill(-child.pid, 'SIGKILL');
-      else child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const [child, { group }] of running) signal(child, 'SIGKILL', group);
   running.clear();
 }
 
@@ -563,26 +558,24 @@ function isWranglerInfo(line: string): boolean {
 /** Signals a process (its whole group when `group`) and resolves with its exit code. */
 export async function stopProcess(
   child: ChildProcess,
-  signal: NodeJS.Signals,
+  stopSignal: NodeJS.Signals,
   group = false,
 ): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  try {
-    if (group && child.pid) process.kill(-child.pid, signal);
-    else child.kill(signal);
-  } catch {
-    // already gone
-  }
-  const killer = setTimeout(() => {
-    try {
-      if (group && child.pid) process.kill(-child.pid, 'SIGKILL');
-      else child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }, 15_000);
+  signal(child, stopSignal, group);
+  const killer = setTimeout(() => signal(child, 'SIGKILL', group), 15_000);
   const code = await exited;
   clearTimeout(killer);
   return code;
+}
+
+/** Sends `name` to a process, or to its whole process group (`group`); nothing if it is gone. */
+function signal(child: ChildProcess, name: NodeJS.Signals, group: boolean): void {
+  try {
+    if (group && child.pid) process.kill(-child.pid, name);
+    else child.kill(name);
+  } catch {
+    // already gone
+  }
 }
