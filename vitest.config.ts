@@ -5,6 +5,10 @@ import { defineConfig } from 'vitest/config';
 // against a real `wrangler dev`.
 export default defineConfig({
   test: {
+    // Two files at a time on a two-core runner; the whole-system files run as a group of their
+    // own after the rest (their maxWorkers below), so no unit file shares the cores with three
+    // stacks starting.
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -42,7 +46,11 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           environment: 'node',
-          fileParallelism: false,
+          globalSetup: ['test/e2e/migrated-database.ts'],
+          // Three files at a time: each mostly waits (retry paces, greylisting delays, deadlines)
+          // while its stack idles, so three keep two cores busy.
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
           // Every wait in these tests is for a condition (a port answering, a job completing,
           // an element appearing). These limits only stop a run that hangs: starting wrangler,
           // workerd and Chromium takes minutes on a busy two-core runner, most on a first run.

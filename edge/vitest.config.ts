@@ -57,6 +57,9 @@ export default defineProject(async () => {
     test: {
       name: 'edge',
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      // As the root config's other projects: two files at a time, each in its own workerd with
+      // its own storage. A project file does not inherit the root's setting.
+      maxWorkers: 2,
       // A hang guard, not a speed target: a test sending 130 requests through workerd takes
       // a fraction of a second alone and over 20 s on a loaded two-core runner.
       testTimeout: 60_000,

@@ -3,13 +3,16 @@
 // wrangler: a real prober against a server that refuses its token, and plain Node processes.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   buildFailureReader,
+  freePort,
   linkRefusalOf,
   StackStartError,
+  startProber,
   stopProcess,
   waitUntil,
 } from './stack/local-stack.ts';
@@ -22,6 +25,20 @@ afterAll(async () => {
   await Promise.all(children.map((child) => stopProcess(child, 'SIGKILL')));
   await new Promise((resolve) => (refusingEdge ? refusingEdge.close(resolve) : resolve(undefined)));
 });
+
+/** A server that answers every link upgrade with 401, as the edge does a bad token; started once. */
+async function startRefusingEdge(): Promise<AddressInfo> {
+  if (!refusingEdge) {
+    refusingEdge = createServer((_, response) => response.writeHead(404).end());
+    refusingEdge.on('upgrade', (_, socket) => {
+      socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => refusingEdge?.listen(0, '127.0.0.1', resolve));
+  }
+  const address = refusingEdge.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  return address;
+}
 
 function node(script: string): ChildProcess {
   const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
@@ -86,13 +103,7 @@ describe('linkRefusalOf', () => {
   });
 
   it("reads the real prober's line when the edge refuses its token", async () => {
-    refusingEdge = createServer((_, response) => response.writeHead(404).end());
-    refusingEdge.on('upgrade', (_, socket) => {
-      socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
-    });
-    await new Promise<void>((resolve) => refusingEdge?.listen(0, '127.0.0.1', resolve));
-    const address = refusingEdge.address();
-    if (!address || typeof address === 'string') throw new Error('no address');
+    const address = await startRefusingEdge();
     const prober = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
       cwd: REPO_ROOT,
       env: {
@@ -120,6 +131,19 @@ describe('linkRefusalOf', () => {
       }
     });
     expect(refusal).toContain('token rejected by the edge');
+  });
+});
+
+describe('startProber', () => {
+  it('answers null when the ops port it was given is taken, and what went wrong otherwise', async () => {
+    const address = await startRefusingEdge();
+    const edge = { baseUrl: `http://127.0.0.1:${address.port}`, edge: node('setTimeout(() => {}, 60_000)') };
+    const token = (await issueSecret('proberToken')).secret;
+    const start = (opsPort: number) =>
+      startProber('127.0.0.1', opsPort, edge, token, 'default', { env: {}, onLog: undefined });
+    // The refusing edge's own port is taken: the prober cannot serve its ops there.
+    expect(await start(address.port)).toBeNull();
+    await expect(start(await freePort())).rejects.toThrow("the edge refused the prober's link");
   });
 });
 

@@ -1,5 +1,5 @@
 // Reads vitest's JSON report into the summary CI prints: which tests failed, by name, and
-// how many passed and failed. A file that fails to load, or whose hook fails, runs none of
+// how many passed and failed; and the files that took longest (scripts/file-times-reporter.ts). A file that fails to load, or whose hook fails, runs none of
 // its tests; each of them (at least one per file) counts as failed, so the total can never
 // look better than the run was.
 import { relative } from 'node:path';
@@ -38,4 +38,22 @@ export function summariseReport(report: VitestJsonReport, root: string): TestSum
     }
   }
   return { passed: report.numPassedTests, failed, failures };
+}
+
+/** How long one test file took in its worker, hooks included (scripts/file-times-reporter.ts). */
+export interface FileTime {
+  project: string;
+  /** Absolute path of the test file. */
+  file: string;
+  durationMs: number;
+}
+
+/** The `count` slowest files, slowest first, one line each: seconds, project, path from `root`. */
+export function slowestFiles(times: readonly FileTime[], root: string, count = 10): string[] {
+  const slowest = [...times].sort((a, b) => b.durationMs - a.durationMs).slice(0, count);
+  const width = Math.max(0, ...slowest.map((time) => time.project.length));
+  return slowest.map(
+    (time) =>
+      `${(time.durationMs / 1000).toFixed(1).padStart(7)} s  ${time.project.padEnd(width)}  ${relative(root, time.file)}`,
+  );
 }

@@ -1,16 +1,24 @@
-// Runs every vitest project once and prints the names of failing tests, then the plain
-// `N passed, N failed` line CI reads.
+// Runs every vitest project once and prints the ten slowest test files and the names of
+// failing tests, then the plain `N passed, N failed` line CI reads.
 // Extra arguments are passed to vitest (e.g. `npm test -- --project shared`).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { summariseReport, type TestSummary, type VitestJsonReport } from './test-report.ts';
+import {
+  type FileTime,
+  slowestFiles,
+  summariseReport,
+  type TestSummary,
+  type VitestJsonReport,
+} from './test-report.ts';
 
 const root = join(import.meta.dirname, '..');
 const artifacts = join(root, '.test-artifacts');
 const reportPath = join(artifacts, 'vitest-report.json');
+const fileTimesPath = join(artifacts, 'file-times.json');
 mkdirSync(artifacts, { recursive: true });
 rmSync(reportPath, { force: true });
+rmSync(fileTimesPath, { force: true });
 
 const run = spawnSync(
   'vitest',
@@ -19,9 +27,20 @@ const run = spawnSync(
     '--reporter=default',
     '--reporter=json',
     `--outputFile.json=${reportPath}`,
+    `--reporter=${join(root, 'scripts', 'file-times-reporter.ts')}`,
+    `--outputFile.file-times=${fileTimesPath}`,
     ...process.argv.slice(2),
   ],
-  { stdio: 'inherit', env: { ...process.env, ...quietWrangler() } },
+  {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      ...quietWrangler(),
+      // The tests start hundreds of Node processes (wrangler, probers, scripts): each loads code
+      // V8 compiled once for the run instead of compiling it again.
+      NODE_COMPILE_CACHE: join(root, 'node_modules', '.cache', 'node-compile-cache'),
+    },
+  },
 );
 
 let summary: TestSummary;
@@ -34,6 +53,12 @@ try {
 if (run.status !== 0 && summary.failed === 0) {
   summary.failed = 1;
   summary.failures.push(`vitest exited with ${run.status} (see its output above)`);
+}
+// A run that never finished writes no times; the summary below says why.
+if (existsSync(fileTimesPath)) {
+  console.log('\nSlowest files:');
+  for (const line of slowestFiles(JSON.parse(readFileSync(fileTimesPath, 'utf8')) as FileTime[], root))
+    console.log(line);
 }
 if (summary.failures.length > 0) {
   console.log('\nFailed:');

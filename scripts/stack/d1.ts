@@ -1,6 +1,6 @@
 // Operator access to the D1 database through wrangler: the local one of `wrangler dev`
 // (optionally under another persistence folder), or the deployed one with `remote`.
-import { runWrangler } from './wrangler-cli.ts';
+import { runWrangler, runWranglerAsync } from './wrangler-cli.ts';
 
 export const DATABASE_NAME = 'rcpt';
 
@@ -34,19 +34,23 @@ export function inlineStatement(statement: { sql: string; params: (string | numb
   });
 }
 
-/** Runs statements in order (one wrangler call) and returns the rows of each. */
-export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
-  const output = runWrangler([
-    'd1',
-    'execute',
-    DATABASE_NAME,
-    ...targetArgs(target),
-    '--json',
-    '--command',
-    sql,
-  ]);
+function executeArgs(target: D1Target, sql: string): string[] {
+  return ['d1', 'execute', DATABASE_NAME, ...targetArgs(target), '--json', '--command', sql];
+}
+
+function rowsOf(output: string): Record<string, unknown>[][] {
   const parsed = JSON.parse(output) as { results?: Record<string, unknown>[] }[];
   return parsed.map((statement) => statement.results ?? []);
+}
+
+/** Runs statements in order (one wrangler call) and returns the rows of each. */
+export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
+  return rowsOf(runWrangler(executeArgs(target, sql)));
+}
+
+/** executeSql without blocking the event loop: for a process talking to the running edge meanwhile. */
+export async function executeSqlAsync(target: D1Target, sql: string): Promise<Record<string, unknown>[][]> {
+  return rowsOf(await runWranglerAsync(executeArgs(target, sql)));
 }
 
 export function applyMigrations(target: D1Target): void {

@@ -2,7 +2,7 @@
 // migrations applied, a seeded development account, and one prober linked to it.
 // Used by `npm start`, `npm run demo`, the end-to-end tests and the benchmarks.
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { regionsOfVars } from '@rcpt/shared/prober-regions';
@@ -29,6 +29,12 @@ export interface StackOptions {
   host?: string;
   port?: number; // 0 or absent: a free port
   persistTo?: string; // default .wrangler/state, as plain `wrangler dev`
+  /**
+   * A folder holding only a database migrated by `applyMigrations` (d1.ts), copied into a new, empty
+   * `persistTo` instead of applying the migrations there: one migration run serves every
+   * stack a test run starts.
+   */
+  migratedFrom?: string;
   /** Worker vars (DOH_URL, ALLOW_PRIVATE_TARGETS, MAIL_FROM, HELO_NAME, VERIFY_TIMEOUT_MS, …). */
   vars?: Record<string, string>;
   /** Extra environment for the prober (SMTP_PORT, ALLOW_PRIVATE_TARGETS, …). */
@@ -72,15 +78,21 @@ interface SavedCredentials {
 
 export async function startLocalStack(options: StackOptions = {}): Promise<LocalStack> {
   const host = options.host ?? '127.0.0.1';
-  const port = options.port || (await freePort(host));
   const persistTo = options.persistTo ?? join(REPO_ROOT, '.wrangler', 'state');
   mkdirSync(persistTo, { recursive: true });
   const d1: D1Target = { persistTo };
 
   const step = (line: string) => options.onLog?.('stack', line);
   const regions = regionsOf(options.vars);
-  applyMigrations(d1);
-  step('database migrated');
+  if (options.migratedFrom) {
+    if (readdirSync(persistTo).length > 0)
+      throw new Error(`${persistTo} is not empty: it has its own database`);
+    cpSync(options.migratedFrom, persistTo, { recursive: true });
+    step(`database copied from ${options.migratedFrom}`);
+  } else {
+    applyMigrations(d1);
+    step('database migrated');
+  }
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);
   step('development account seeded; starting wrangler dev');
 
@@ -88,40 +100,18 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   // confirmation links) and the console sender, which prints each sign-up's confirmation link.
   const vars = { SECRETS_KEY: seeded.secretsKey, EMAIL_SENDER: 'console', ...options.vars };
   const varArgs = Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]);
-  const inspectorPort = await freePort(host);
-  const edge = spawnWrangler([
-    'dev',
-    '--local',
-    '--ip',
-    host,
-    '--port',
-    String(port),
-    '--inspector-port',
-    String(inspectorPort),
-    '--persist-to',
-    persistTo,
-    '--show-interactive-dev-session=false',
-    // GET /__scheduled runs the cron (retention, recovery, webhook retries) on demand.
-    '--test-scheduled',
-    // `log`: the Worker's console at every level (the console sender's confirmation links and
-    // the cost meter's counts are console.log lines); wrangler's own line per request is
-    // dropped in pipeLines.
-    '--log-level',
-    'log',
-    ...varArgs,
-  ]);
-  stopOnExit(edge, true);
-  // A Worker that does not build leaves wrangler dev waiting for a file to change, not exiting:
-  // the first build error ends the start instead of a wait without end.
-  const build = buildFailureReader();
-  pipeLines(edge, 'edge', options.onLog, build.read);
-  const baseUrl = `http://${host}:${port}`;
-  await waitUntil(`the edge at ${baseUrl}`, edge, async () => {
-    const failure = build.failure();
-    if (failure) throw new StackStartError(`wrangler could not build the Worker: ${failure}`);
-    // wrangler's proxy holds a request until the Worker is built: ask again rather than wait.
-    return (await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
-  });
+  // A port drawn free (freePort) can be taken before wrangler binds it: any connection the
+  // machine opens meanwhile may get it as its local port. On ports of its own choosing the stack
+  // draws new ones and starts the edge again; a port the caller chose is theirs to free.
+  let started: { edge: ChildProcess; baseUrl: string; inspectorPort: number } | null = null;
+  for (let attempt = 1; started === null; attempt++) {
+    const port = options.port || (await freePort(host));
+    started = await startEdge(host, port, await freePort(host), persistTo, varArgs, options.onLog);
+    if (started === null && (options.port || attempt === PORT_ATTEMPTS))
+      throw new Error(`gave up starting the edge: port ${port} or its inspector's was in use`);
+    if (started === null) step(`port ${port} or its inspector's was taken meanwhile; drawing new ones`);
+  }
+  const { edge, baseUrl, inspectorPort } = started;
   step(`the edge answers at ${baseUrl}`);
 
   let prober: ChildProcess | null = null;
@@ -137,37 +127,20 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       region === (regions[0] ?? 'default')
         ? seeded.proberToken
         : (await createProberToken(d1, { region, name: `local prober (${region})` })).secret;
-    const opsPort = await freePort(host);
-    const opsUrl = `http://${host}:${opsPort}`;
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        EDGE_URL: baseUrl,
-        PROBER_TOKEN: token,
-        REGION: region,
-        OPS_HOST: host,
-        OPS_PORT: String(opsPort),
-        LOG_LEVEL: 'warn',
-        ...options.proberEnv,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    stopOnExit(child, false);
-    // A refused link is retried for ever (an operator fixes the token and the prober links):
-    // here that would be a wait without end, so the first refusal ends the start instead.
-    let refusal: string | null = null;
-    pipeLines(child, 'prober', options.onLog, (line) => {
-      refusal ??= linkRefusalOf(line);
-    });
-    // The prober's /healthz turns 200 once its link to the edge is up.
-    await waitUntil('the prober to link', { 'the prober': child, 'the edge': edge }, async () => {
-      if (refusal) throw new StackStartError(`the edge refused the prober's link: ${refusal}`);
-      return (await fetch(`${opsUrl}/healthz`)).ok;
-    });
-    step(`a prober is linked in region ${region}`);
-    return { process: child, opsUrl };
+    const proberEnv = { ...options.proberEnv, ...env };
+    // Its ops port is drawn free, and may be taken before it binds it: as the edge's, drawn again.
+    for (let attempt = 1; ; attempt++) {
+      const launched = await startProber(host, await freePort(host), { baseUrl, edge }, token, region, {
+        env: proberEnv,
+        onLog: options.onLog,
+      });
+      if (launched) {
+        step(`a prober is linked in region ${region}`);
+        return launched;
+      }
+      if (attempt === PORT_ATTEMPTS) throw new Error('gave up starting a prober: its ops port was in use');
+      step("the prober's ops port was taken meanwhile; drawing a new one");
+    }
   };
   const stack: LocalStack = {
     baseUrl,
@@ -207,6 +180,127 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   };
   if (options.startProber ?? true) await stack.startProber();
   return stack;
+}
+
+/** How often a stack draws new free ports when one was taken before its process bound it. */
+const PORT_ATTEMPTS = 5;
+
+/**
+ * Starts `wrangler dev` and resolves once the edge answers; null if wrangler found its port or
+ * its inspector's port in use (it exits then).
+ */
+async function startEdge(
+  host: string,
+  port: number,
+  inspectorPort: number,
+  persistTo: string,
+  varArgs: string[],
+  onLog: StackOptions['onLog'],
+): Promise<{ edge: ChildProcess; baseUrl: string; inspectorPort: number } | null> {
+  const edge = spawnWrangler([
+    'dev',
+    '--local',
+    '--ip',
+    host,
+    '--port',
+    String(port),
+    '--inspector-port',
+    String(inspectorPort),
+    '--persist-to',
+    persistTo,
+    '--show-interactive-dev-session=false',
+    // GET /__scheduled runs the cron (retention, recovery, webhook retries) on demand.
+    '--test-scheduled',
+    // `log`: the Worker's console at every level (the console sender's confirmation links and
+    // the cost meter's counts are console.log lines); wrangler's own line per request is
+    // dropped in pipeLines.
+    '--log-level',
+    'log',
+    ...varArgs,
+  ]);
+  stopOnExit(edge, true);
+  const closed = new Promise((resolve) => edge.once('close', resolve));
+  // A Worker that does not build leaves wrangler dev waiting for a file to change, not exiting:
+  // the first build error ends the start instead of a wait without end.
+  const build = buildFailureReader();
+  let addressInUse = false;
+  pipeLines(edge, 'edge', onLog, (line) => {
+    build.read(line);
+    addressInUse ||= line.includes('Address already in use');
+  });
+  const baseUrl = `http://${host}:${port}`;
+  try {
+    await waitUntil(`the edge at ${baseUrl}`, edge, async () => {
+      const failure = build.failure();
+      if (failure) throw new StackStartError(`wrangler could not build the Worker: ${failure}`);
+      // wrangler's proxy holds a request until the Worker is built: ask again rather than wait.
+      return (await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
+    });
+  } catch (error) {
+    await lastLinesOf(edge, closed);
+    if (!addressInUse) throw error;
+    // What wrangler started before it gave up (workerd) goes with it.
+    signal(edge, 'SIGKILL', true);
+    return null;
+  }
+  return { edge, baseUrl, inspectorPort };
+}
+
+/**
+ * Starts a prober process and resolves once its link to `edge` is up; null if its ops port was
+ * in use (it exits then).
+ */
+export async function startProber(
+  host: string,
+  opsPort: number,
+  edge: { baseUrl: string; edge: ChildProcess },
+  token: string,
+  region: string,
+  options: { env: Record<string, string> | undefined; onLog: StackOptions['onLog'] },
+): Promise<{ process: ChildProcess; opsUrl: string } | null> {
+  const opsUrl = `http://${host}:${opsPort}`;
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'prober', 'src', 'cli.ts'), 'run'], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      EDGE_URL: edge.baseUrl,
+      PROBER_TOKEN: token,
+      REGION: region,
+      OPS_HOST: host,
+      OPS_PORT: String(opsPort),
+      LOG_LEVEL: 'warn',
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  stopOnExit(child, false);
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  // A refused link is retried for ever (an operator fixes the token and the prober links):
+  // here that would be a wait without end, so the first refusal ends the start instead.
+  let refusal: string | null = null;
+  let addressInUse = false;
+  pipeLines(child, 'prober', options.onLog, (line) => {
+    refusal ??= linkRefusalOf(line);
+    addressInUse ||= line.includes('EADDRINUSE');
+  });
+  try {
+    // The prober's /healthz turns 200 once its link to the edge is up.
+    await waitUntil('the prober to link', { 'the prober': child, 'the edge': edge.edge }, async () => {
+      if (refusal) throw new StackStartError(`the edge refused the prober's link: ${refusal}`);
+      return (await fetch(`${opsUrl}/healthz`)).ok;
+    });
+  } catch (error) {
+    await lastLinesOf(child, closed);
+    if (addressInUse) return null;
+    throw error;
+  }
+  return { process: child, opsUrl };
+}
+
+/** Waits (a moment at most) for an exited process's last lines: they may come after its exit. */
+async function lastLinesOf(child: ChildProcess, closed: Promise<unknown>): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) return;
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1_000))]);
 }
 
 /** The dev account, an API key and a prober token; reused across runs while still valid. */
@@ -429,14 +523,7 @@ function stopOnExit(child: ChildProcess, group: boolean): void {
  * with SIGTERM calls it from its signal handler.
  */
 export function killStartedProcesses(): void {
-  for (const [child, { group }] of running) {
-    try {
-      if (group && child.pid) process.kill(-child.pid, 'SIGKILL');
-      else child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const [child, { group }] of running) signal(child, 'SIGKILL', group);
   running.clear();
 }
 
@@ -470,26 +557,24 @@ function isWranglerInfo(line: string): boolean {
 /** Signals a process (its whole group when `group`) and resolves with its exit code. */
 export async function stopProcess(
   child: ChildProcess,
-  signal: NodeJS.Signals,
+  stopSignal: NodeJS.Signals,
   group = false,
 ): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  try {
-    if (group && child.pid) process.kill(-child.pid, signal);
-    else child.kill(signal);
-  } catch {
-    // already gone
-  }
-  const killer = setTimeout(() => {
-    try {
-      if (group && child.pid) process.kill(-child.pid, 'SIGKILL');
-      else child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }, 15_000);
+  signal(child, stopSignal, group);
+  const killer = setTimeout(() => signal(child, 'SIGKILL', group), 15_000);
   const code = await exited;
   clearTimeout(killer);
   return code;
+}
+
+/** Sends `name` to a process, or to its whole process group (`group`); nothing if it is gone. */
+function signal(child: ChildProcess, name: NodeJS.Signals, group: boolean): void {
+  try {
+    if (group && child.pid) process.kill(-child.pid, name);
+    else child.kill(name);
+  } catch {
+    // already gone
+  }
 }

@@ -10,7 +10,7 @@ import {
   proberTokenInsert,
 } from '../../edge/src/storage/inserts.ts';
 import { credit, type LedgerPair, type SqlStatement } from '../../edge/src/storage/ledger.ts';
-import { type D1Target, executeSql, inlineStatement, sqlLiteral as q } from './d1.ts';
+import { type D1Target, executeSql, executeSqlAsync, inlineStatement, sqlLiteral as q } from './d1.ts';
 
 /** Statements as one script (wrangler runs a command's statements in one transaction). */
 function script(statements: readonly SqlStatement[]): string {
@@ -114,7 +114,7 @@ export async function createApiKey(
   input: { accountId: string; name: string; mode: 'live' | 'test' },
 ): Promise<IssuedCredential> {
   const creation = await apiKeyCreation(input);
-  executeSql(target, creation.sql);
+  await executeSqlAsync(target, creation.sql);
   return creation.credential;
 }
 
@@ -183,7 +183,7 @@ export async function createProberToken(
   input: { region: string; name: string },
 ): Promise<IssuedCredential> {
   const creation = await proberTokenCreation(input);
-  executeSql(target, creation.sql);
+  await executeSqlAsync(target, creation.sql);
   return creation.credential;
 }
 
@@ -194,7 +194,7 @@ export async function createOperatorToken(
 ): Promise<IssuedCredential> {
   const issued = await issueSecret('operatorToken');
   const id = crypto.randomUUID();
-  executeSql(
+  await executeSqlAsync(
     target,
     script([
       operatorTokenInsert({
@@ -229,6 +229,6 @@ export async function createApiKeys(
       createdAt: now,
     }),
   );
-  executeSql(target, script(inserts));
+  await executeSqlAsync(target, script(inserts));
   return issued.map((key) => key.secret);
 }

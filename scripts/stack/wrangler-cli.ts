@@ -1,6 +1,7 @@
 // Runs the project's own wrangler with telemetry and network look-ups off.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 const WRANGLER = join(REPO_ROOT, 'node_modules', '.bin', 'wrangler');
@@ -12,18 +13,35 @@ export const QUIET_WRANGLER_ENV = {
   WRANGLER_SEND_ERROR_REPORTS: 'false',
 } as const;
 
+const RUN_OPTIONS = {
+  cwd: REPO_ROOT,
+  env: { ...process.env, ...QUIET_WRANGLER_ENV, CI: 'true' },
+  encoding: 'utf8',
+  maxBuffer: 64 * 1024 * 1024,
+} as const;
+
+function failure(args: string[], output: { stdout: string; stderr: string }): Error {
+  return new Error(`wrangler ${args.slice(0, 3).join(' ')} failed:\n${output.stderr || output.stdout}`);
+}
+
 /** Runs a wrangler command to completion; throws with its output when it fails. */
 export function runWrangler(args: string[]): string {
-  const result = spawnSync(WRANGLER, args, {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...QUIET_WRANGLER_ENV, CI: 'true' },
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  if (result.status !== 0) {
-    throw new Error(`wrangler ${args.slice(0, 3).join(' ')} failed:\n${result.stderr || result.stdout}`);
-  }
+  const result = spawnSync(WRANGLER, args, RUN_OPTIONS);
+  if (result.status !== 0) throw failure(args, result);
   return result.stdout;
+}
+
+/**
+ * runWrangler without blocking the event loop while wrangler works (seconds): for a process
+ * that talks to a running edge meanwhile. Blocked, it cannot see the edge close an idle
+ * keep-alive connection, and its next request goes out on the closed one and fails.
+ */
+export async function runWranglerAsync(args: string[]): Promise<string> {
+  try {
+    return (await promisify(execFile)(WRANGLER, args, RUN_OPTIONS)).stdout;
+  } catch (error) {
+    throw failure(args, error as { stdout: string; stderr: string });
+  }
 }
 
 /** Starts a long-running wrangler command (e.g. `dev`) in its own process group. */

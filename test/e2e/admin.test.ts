@@ -1,12 +1,12 @@
 // The operator CLI (`npm run admin`) against a scratch local D1, as an operator runs it.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations, executeSql } from '../../scripts/stack/d1.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { executeSql } from '../../scripts/stack/d1.ts';
 import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
 
 const run = promisify(execFile);
@@ -30,7 +30,8 @@ async function admin(...args: string[]): Promise<{ code: number; stdout: string;
 
 beforeAll(() => {
   persistTo = mkdtempSync(join(tmpdir(), 'rcpt-admin-'));
-  applyMigrations({ persistTo });
+  // The run's migrated database (test/e2e/migrated-database.ts), as a deployment's would be.
+  cpSync(inject('migratedDatabase'), persistTo, { recursive: true });
 });
 
 afterAll(() => rmSync(persistTo, { recursive: true, force: true }));

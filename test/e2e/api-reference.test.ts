@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DASHBOARD_CSP } from '../../edge/src/middleware/security-headers.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/stack/local-stack.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
@@ -19,7 +19,11 @@ const outside: string[] = [];
 beforeAll(async () => {
   persistTo = mkdtempSync(join(tmpdir(), 'rcpt-e2e-docs-'));
   // The reference needs the edge alone: no prober, no mail world.
-  stack = await startLocalStack({ persistTo, startProber: false });
+  stack = await startLocalStack({
+    persistTo,
+    migratedFrom: inject('migratedDatabase'),
+    startProber: false,
+  });
   browser = await launchChromium({ baseURL: stack.baseUrl });
   await browser.context.route('**/*', (route) => {
     const url = route.request().url();

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyList, type ExpectedVerdict } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/index.ts';
-import { okJson, type System, startSystem, subStatusesOf } from './harness.ts';
+import { jobWhen, okJson, type System, startSystem, subStatusesOf } from './harness.ts';
 
 let system: System;
 
@@ -37,14 +37,9 @@ async function upload(emails: string[], extra: Record<string, unknown> = {}): Pr
   return jobId;
 }
 
-/** The job once it is no longer processing, polled as a client would: once a second, within the key's rate limit. */
-async function settled(jobId: string): Promise<Job> {
-  for (let tries = 0; tries < 900; tries++) {
-    const { job } = await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`));
-    if (job.status !== 'processing') return job;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-  }
-  throw new Error(`job ${jobId} still processing`);
+/** The job once it is no longer processing. */
+function settled(jobId: string): Promise<Job> {
+  return jobWhen<Job>(system, jobId, (job) => job.status !== 'processing', { limitMs: 900_000 });
 }
 
 function expectVerdicts(found: Map<string, string>, expected: readonly ExpectedVerdict[]): void {

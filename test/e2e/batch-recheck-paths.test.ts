@@ -7,9 +7,8 @@
 // - a list uploaded with the shortest deadline while no prober is linked: everything ends
 //   `smtp_unavailable`, refunded; the round that answers it charges it — no free verification.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeSql } from '../../scripts/stack/d1.ts';
 import { untilValue } from '../eventually.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { balanceOf, okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -45,20 +44,11 @@ afterAll(async () => {
   await system?.close();
 });
 
-function balance(): number {
-  const [rows] = executeSql(
-    system.stack.d1,
-    `SELECT credit_balance FROM accounts WHERE id = '${system.stack.accountId}'`,
-  );
-  return Number(rows?.[0]?.credit_balance);
-}
-
-function ledgerOf(jobId: string): { reason: string; delta: number; reference: string }[] {
-  const [rows] = executeSql(
-    system.stack.d1,
+function ledgerOf(jobId: string): Promise<{ reason: string; delta: number; reference: string }[]> {
+  return sqlRows(
+    system,
     `SELECT reason, delta, reference FROM credit_ledger WHERE reference = '${jobId}' OR reference LIKE '${jobId}:%' ORDER BY id`,
   );
-  return (rows ?? []) as { reason: string; delta: number; reference: string }[];
 }
 
 async function statusOf(jobId: string): Promise<Job> {
@@ -106,8 +96,8 @@ async function rechecked(jobId: string): Promise<Job> {
 }
 
 /** A refunded address that a round answered is charged then, in a row naming the job and round. */
-function expectChargedOnRecheck(jobId: string, uploaded: number, refunded: number): void {
-  const ledger = ledgerOf(jobId);
+async function expectChargedOnRecheck(jobId: string, uploaded: number, refunded: number): Promise<void> {
+  const ledger = await ledgerOf(jobId);
   expect(ledger.slice(0, 2)).toEqual([
     { reason: 'bulk_charge', delta: -uploaded, reference: jobId },
     { reason: 'bulk_refund', delta: refunded, reference: jobId },
@@ -143,7 +133,7 @@ describe.concurrent('greylist follow-up: planned on the paths that need no held 
 
     const updated = await rechecked(jobId);
     expect(updated).toMatchObject({ deliverableCount: 3, creditsCharged: 5, creditsRefunded: 2 });
-    expectChargedOnRecheck(jobId, 3, 2);
+    await expectChargedOnRecheck(jobId, 3, 2);
   });
 
   it('plans it when the last attempt is greylisted again', async () => {
@@ -158,7 +148,7 @@ describe.concurrent('greylist follow-up: planned on the paths that need no held 
     expect(await verdicts(jobId)).toEqual([`${address} unknown/greylisted`]);
 
     await rechecked(jobId);
-    expectChargedOnRecheck(jobId, 1, 1);
+    await expectChargedOnRecheck(jobId, 1, 1);
   });
 });
 
@@ -166,16 +156,21 @@ describe("greylist follow-up: planned and charged when rcpt's prober is held or 
   it('plans it when the deadline ends a retry a prober never answered', async () => {
     const slow = system.world.defendedDomains.slowgreylist;
     const address = `user-held@${slow}`;
-    const before = balance();
+    const before = await balanceOf(system);
     const jobId = await upload([address], 40);
     // The first answer is greylisting, kept while its retry (30 s later) is due before the deadline.
-    await untilValue(async () => {
-      const [rows] = executeSql(
-        system.stack.d1,
-        `SELECT sub_status FROM job_addresses WHERE job_id = '${jobId}' AND state != 'done' AND sub_status IS NOT NULL`,
-      );
-      return rows?.[0]?.sub_status === 'greylisted' ? true : undefined;
-    }, 'the greylisted answer is kept as provisional');
+    await untilValue(
+      async () => {
+        const [row] = await sqlRows<{ sub_status: string }>(
+          system,
+          `SELECT sub_status FROM job_addresses WHERE job_id = '${jobId}' AND state != 'done' AND sub_status IS NOT NULL`,
+        );
+        return row?.sub_status === 'greylisted' ? true : undefined;
+      },
+      'the greylisted answer is kept as provisional',
+      undefined,
+      SQL_POLL_MS,
+    );
     const resume = system.holdProber();
     let job: Job;
     try {
@@ -185,19 +180,19 @@ describe("greylist follow-up: planned and charged when rcpt's prober is held or 
     }
     expect(job).toMatchObject({ unknownCount: 1, creditsCharged: 1, creditsRefunded: 1 });
     expect(job.nextRecheckAt).not.toBeNull();
-    expect(balance()).toBe(before);
+    expect(await balanceOf(system)).toBe(before);
 
     const updated = await rechecked(jobId);
     expect(updated).toMatchObject({ deliverableCount: 1, creditsCharged: 2, creditsRefunded: 1 });
     expect(await verdicts(jobId)).toEqual([`${address} deliverable/accepted_email`]);
-    expect(balance()).toBe(before - 1);
-    expectChargedOnRecheck(jobId, 1, 1);
+    expect(await balanceOf(system)).toBe(before - 1);
+    await expectChargedOnRecheck(jobId, 1, 1);
   });
 
   it('charges the follow-up that answers a list refunded for want of a prober: no free verification', async () => {
     const accept = system.world.domains.accept;
     const emails = [`user-farm1@${accept}`, `user-farm2@${accept}`, `user-farm3@${accept}`];
-    const before = balance();
+    const before = await balanceOf(system);
     await system.stack.stopProber();
     let job: Job;
     let jobId: string;
@@ -210,11 +205,11 @@ describe("greylist follow-up: planned and charged when rcpt's prober is held or 
     expect(job).toMatchObject({ unknownCount: 3, creditsCharged: 3, creditsRefunded: 3 });
     expect(job.nextRecheckAt).not.toBeNull();
     expect(await verdicts(jobId)).toEqual(emails.map((email) => `${email} unknown/smtp_unavailable`));
-    expect(balance()).toBe(before);
+    expect(await balanceOf(system)).toBe(before);
 
     const updated = await rechecked(jobId);
     expect(updated).toMatchObject({ deliverableCount: 3, creditsCharged: 6, creditsRefunded: 3 });
-    expect(balance()).toBe(before - 3);
-    expectChargedOnRecheck(jobId, 3, 3);
+    expect(await balanceOf(system)).toBe(before - 3);
+    await expectChargedOnRecheck(jobId, 3, 3);
   });
 });

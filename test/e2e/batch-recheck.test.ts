@@ -4,8 +4,7 @@
 // stays completed with `recheckedAt`, the address refunded at completion is charged then
 // (docs/money.md), and a signed `job.updated` arrives.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeSql } from '../../scripts/stack/d1.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { balanceOf, okJson, type System, sqlRows, startSystem } from './harness.ts';
 import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -50,14 +49,6 @@ afterAll(async () => {
   receiver?.server.close();
 });
 
-function balance(): number {
-  const [rows] = executeSql(
-    system.stack.d1,
-    `SELECT credit_balance FROM accounts WHERE id = '${system.stack.accountId}'`,
-  );
-  return Number(rows?.[0]?.credit_balance);
-}
-
 async function statusOf(jobId: string): Promise<Job> {
   return (await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job;
 }
@@ -71,7 +62,7 @@ async function verdicts(jobId: string): Promise<string[]> {
 
 describe('greylist follow-up', () => {
   it('refuses a recheck that is not a boolean, charging nothing', async () => {
-    const before = balance();
+    const before = await balanceOf(system);
     const bad = await system.api('/api/v1/bulk/upload', {
       json: { emails: [`alice@${system.world.domains.accept}`], recheck: 'yes' },
     });
@@ -87,7 +78,7 @@ describe('greylist follow-up', () => {
     const badCsv = await system.api('/api/v1/bulk/upload', { body: form });
     expect(badCsv.status).toBe(400);
     expect(await badCsv.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
-    expect(balance()).toBe(before);
+    expect(await balanceOf(system)).toBe(before);
   });
 
   it('turns a greylisted address deliverable after the job completed, charged then, with a signed job.updated', async () => {
@@ -96,7 +87,7 @@ describe('greylist follow-up', () => {
     );
     const slow = `user1@${system.world.defendedDomains.slowgreylist}`;
     const accepted = `alice@${system.world.domains.accept}`;
-    const before = balance();
+    const before = await balanceOf(system);
     const { jobId } = await okJson<{ jobId: string; creditsCharged: number }>(
       await system.api('/api/v1/bulk/upload', {
         json: { emails: [accepted, slow], recheck: true, maxWaitSeconds: 30, webhookUrl: receiver.url() },
@@ -124,7 +115,7 @@ describe('greylist follow-up', () => {
       `${accepted} deliverable/accepted_email`,
       `${slow} unknown/greylisted`,
     ]);
-    expect(balance()).toBe(before - 1);
+    expect(await balanceOf(system)).toBe(before - 1);
 
     // A later round gets through: one job.updated, signed, for the round that changed it.
     const delivery = await receiver.next(jobId, 'job.updated');
@@ -164,9 +155,9 @@ describe('greylist follow-up', () => {
     expect(csv.split('\r\n')[2]?.startsWith(`"${slow}","deliverable","accepted_email",`)).toBe(true);
     // The charge and the refund at completion, then the known answer charged by its round: a
     // refund never turns a verdict into zero credits.
-    expect(balance()).toBe(before - 2);
-    const [ledger] = executeSql(
-      system.stack.d1,
+    expect(await balanceOf(system)).toBe(before - 2);
+    const ledger = await sqlRows(
+      system,
       `SELECT reason, delta, reference FROM credit_ledger WHERE reference LIKE '${jobId}%' ORDER BY id`,
     );
     expect(ledger).toEqual([

@@ -5,8 +5,7 @@ import { createServer } from 'node:http';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meterCountsOf } from '../../edge/src/meter-line.ts';
-import { executeSql } from '../../scripts/stack/d1.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { balanceOf, jobWhen, okJson, type System, sqlRows, startSystem } from './harness.ts';
 import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -55,14 +54,6 @@ async function createWebhookSecret(): Promise<string> {
   return secret;
 }
 
-function balance(): number {
-  const [rows] = executeSql(
-    system.stack.d1,
-    `SELECT credit_balance FROM accounts WHERE id = '${system.stack.accountId}'`,
-  );
-  return Number(rows?.[0]?.credit_balance);
-}
-
 function mixedList(): { emails: string[]; expected: Map<string, string> } {
   const domains = system.world.domains;
   const expected = new Map<string, string>();
@@ -97,7 +88,7 @@ describe('batch verification end to end', () => {
     const secret = await createWebhookSecret();
     const { emails, expected } = mixedList();
     const duplicates = [emails[1] ?? '', emails[2] ?? ''];
-    const before = balance();
+    const before = await balanceOf(system);
     const uploaded = await okJson<{
       jobId: string;
       totalEmails: number;
@@ -115,7 +106,7 @@ describe('batch verification end to end', () => {
       invalidRows: 5,
       creditsCharged: 495,
     });
-    expect(balance()).toBe(before - 495);
+    expect(await balanceOf(system)).toBe(before - 495);
 
     const early = await system.api(`/api/v1/bulk/results/${uploaded.jobId}`);
     if (early.status !== 200) expect(await early.json()).toMatchObject({ code: 'JOB_NOT_COMPLETED' });
@@ -136,7 +127,7 @@ describe('batch verification end to end', () => {
     expect(job.deliverableCount + job.undeliverableCount + job.riskyCount + job.unknownCount).toBe(495);
     // The RBL-blocked addresses are refunded; greylisted ones were retried until accepted.
     expect(job.creditsRefunded).toBe(10);
-    expect(balance()).toBe(before - 495 + 10);
+    expect(await balanceOf(system)).toBe(before - 495 + 10);
     expect(job.bounceEstimate?.percent).toBeGreaterThan(0);
     expect(event.data.job.status).toBe('completed');
 
@@ -182,7 +173,7 @@ describe('batch verification end to end', () => {
     ];
     // The account's default webhook says when the job is done.
     await okJson(await system.api('/api/v1/webhooks', { method: 'PUT', json: { url: await webhookUrl() } }));
-    const before = balance();
+    const before = await balanceOf(system);
     const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', { json: { emails } }),
     );
@@ -199,9 +190,9 @@ describe('batch verification end to end', () => {
       deliverableCount: 305,
       creditsRefunded: 0,
     });
-    expect(balance()).toBe(before - 305);
-    const [ledger] = executeSql(
-      system.stack.d1,
+    expect(await balanceOf(system)).toBe(before - 305);
+    const ledger = await sqlRows(
+      system,
       `SELECT reason, delta FROM credit_ledger WHERE reference = '${jobId}'`,
     );
     expect(ledger).toEqual([{ reason: 'bulk_charge', delta: -305 }]);
@@ -268,11 +259,7 @@ describe('batch verification end to end', () => {
     const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', { body: upload, headers: { 'content-type': 'text/csv' } }),
     );
-    await expect
-      .poll(
-        async () => (await okJson<{ job: Job }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job.status,
-      )
-      .toBe('completed');
+    await jobWhen<Job>(system, jobId, (job) => job.status === 'completed');
     const response = await system.api(`/api/v1/bulk/results/${jobId}?format=csv`);
     expect(response.status).toBe(200);
     const csv = await response.text();

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../../client/src/openapi.d.ts';
 import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
 import { runNodeScript } from '../node-process.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { jobWhen, okJson, type System, startSystem } from './harness.ts';
 
 type VerificationResult = components['schemas']['VerificationResult'];
 type Evidence = components['schemas']['Evidence'];
@@ -37,14 +37,7 @@ function expectOnlyOwn(evidence: Evidence | undefined, own: string, others: read
 }
 
 async function completed(jobId: string): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        (await okJson<{ job: { status: string } }>(await system.api(`/api/v1/bulk/status/${jobId}`))).job
-          .status,
-      { timeout: 120_000, interval: 250 },
-    )
-    .toBe('completed');
+  await jobWhen(system, jobId, (job) => job.status === 'completed');
 }
 
 describe('evidence end to end', () => {

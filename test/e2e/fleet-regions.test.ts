@@ -6,10 +6,9 @@
 // its real verdict within its budget. How long the failover takes is a figure of
 // `npm run bench -- fleet`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { untilValue } from '../eventually.ts';
 import { companyList } from '../world/expected-verdicts.ts';
 import { bulkDomainNames } from '../world/index.ts';
-import { okJson, type System, startSystem, subStatusesOf } from './harness.ts';
+import { jobWhen, okJson, type System, startSystem, subStatusesOf } from './harness.ts';
 
 const LISTED = '127.0.0.2';
 let system: System;
@@ -43,17 +42,9 @@ async function verdictOf(email: string): Promise<string> {
   return `${data.status} / ${data.subStatus}`;
 }
 
-/** The job's status once it is `status` (polled twice a second: each poll is a rate-limited call). */
-function jobWhen(jobId: string, status: string, what: string): Promise<JobStatus> {
-  return untilValue(
-    async () => {
-      const { job } = await okJson<{ job: JobStatus }>(await system.api(`/api/v1/bulk/status/${jobId}`));
-      return job.status === status ? job : undefined;
-    },
-    what,
-    100_000,
-    500,
-  );
+/** The job's status once it is `status`. */
+function jobIs(jobId: string, status: string, what: string): Promise<JobStatus> {
+  return jobWhen<JobStatus>(system, jobId, (job) => job.status === status, { what });
 }
 
 describe('regions with failover', () => {
@@ -71,7 +62,7 @@ describe('regions with failover', () => {
     const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', { json: { emails: list.map((row) => row.address) } }),
     );
-    await jobWhen(jobId, 'completed', 'the list completes');
+    await jobIs(jobId, 'completed', 'the list completes');
     const found = await subStatusesOf(system, jobId);
     const wrong = list.filter((row) => found.get(row.address) !== row.subStatus);
     expect(wrong.map((row) => `${row.address}: ${found.get(row.address)}`)).toEqual([]);
@@ -91,12 +82,12 @@ describe('regions with failover', () => {
     const { jobId } = await okJson<{ jobId: string }>(
       await system.api('/api/v1/bulk/upload', { json: { emails } }),
     );
-    await jobWhen(jobId, 'processing', 'the job is out at the primary');
+    await jobIs(jobId, 'processing', 'the job is out at the primary');
     await system.stack.stopProber('SIGKILL');
 
     expect(await verdictOf(`bob@${system.world.domains.accept}`)).toBe('deliverable / accepted_email');
 
-    const job = await jobWhen(jobId, 'completed', 'the job completes through the secondary region');
+    const job = await jobIs(jobId, 'completed', 'the job completes through the secondary region');
     expect(job).toMatchObject({ processedEmails: 300, deliverableCount: 300, creditsRefunded: 0 });
   });
 });

@@ -3,10 +3,8 @@
 // single calls and its 1,000-address list are answered with their real verdicts. How fast is a
 // figure of `npm run bench -- fleet`, not a test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, createApiKey } from '../../scripts/stack/operator.ts';
-import { untilValue } from '../eventually.ts';
 import { bulkDomainNames, tarpitDomainNames } from '../world/index.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { jobWhen, newAccount, okJson, type System, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -42,14 +40,10 @@ describe('fair shares of the probers', () => {
   it("answers another account's single calls and list with real verdicts while a list of 100 tarpit domains runs", async () => {
     const tarpits = await upload(tarpitDomainNames(100).map((domain) => `nobody@${domain}`));
     // The tarpit list holds the prober before the other account arrives.
-    await untilValue(
-      async () => ((await status(tarpits)).status === 'processing' ? true : undefined),
-      'the tarpit list is running',
-      50_000,
-      500,
-    );
-    const accountId = createAccount(system.stack.d1, { credits: 2_000 });
-    const key = (await createApiKey(system.stack.d1, { accountId, name: 'other', mode: 'live' })).secret;
+    await jobWhen(system, tarpits, (job) => job.status === 'processing', {
+      what: 'the tarpit list is running',
+    });
+    const { key } = await newAccount(system, 2_000);
 
     const domains = bulkDomainNames(50);
     const list = Array.from(
@@ -70,15 +64,10 @@ describe('fair shares of the probers', () => {
         subStatus: 'accepted_email',
       });
     }
-    const done = await untilValue(
-      async () => {
-        const job = await status(listJob, key);
-        return job.status === 'completed' ? job : undefined;
-      },
-      "the other account's list completes",
-      120_000,
-      1_000,
-    );
+    const done = await jobWhen<JobStatus>(system, listJob, (job) => job.status === 'completed', {
+      what: "the other account's list completes",
+      key,
+    });
     expect(done).toMatchObject({ processedEmails: 1_000, deliverableCount: 1_000 });
     // The tarpit list was still running all along: the other account did not wait for it.
     expect((await status(tarpits)).status).toBe('processing');

@@ -3,13 +3,16 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/accounts/confirmation-sender.ts';
+import { executeSqlAsync } from '../../scripts/stack/d1.ts';
 import {
   type LocalStack,
   startLocalStack,
   stopStartedProcessesOnSigterm,
 } from '../../scripts/stack/local-stack.ts';
+import { accountCreation, createApiKey } from '../../scripts/stack/operator.ts';
+import { untilValue } from '../eventually.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type FakeStripe, startFakeStripe, stripeEdgeVars } from '../world/fake-stripe.ts';
 import { type MailWorld, startWorld, type WorldOptions } from '../world/index.ts';
@@ -86,6 +89,7 @@ export async function startSystem(
   try {
     stack = await startLocalStack({
       persistTo,
+      migratedFrom: inject('migratedDatabase'),
       vars: {
         DOH_URL: world.dohUrl,
         VERIFY_TIMEOUT_MS: '8000',
@@ -169,10 +173,70 @@ export async function startSystem(
   };
 }
 
+/**
+ * The rows of one query of the system's local D1, through wrangler's CLI. Never the blocking
+ * executeSql: blocked for the seconds wrangler takes, this process would not see the edge close
+ * an idle keep-alive connection, and its next request would go out on it and fail.
+ */
+export async function sqlRows<T>(system: System, query: string): Promise<T[]> {
+  const [rows] = await executeSqlAsync(system.stack.d1, query);
+  return (rows ?? []) as T[];
+}
+
+/** Spacing of polls of the database: each look is a wrangler process, a second or two of CPU. */
+export const SQL_POLL_MS = 1_000;
+
+/** An account's credit balance as the database holds it (the development account's by default). */
+export async function balanceOf(system: System, accountId = system.stack.accountId): Promise<number> {
+  const [row] = await sqlRows<{ credit_balance: number }>(
+    system,
+    `SELECT credit_balance FROM accounts WHERE id = '${accountId}'`,
+  );
+  return Number(row?.credit_balance);
+}
+
+/** One more account with `credits` and a live API key of its own, for a test that needs a second customer. */
+export async function newAccount(
+  system: System,
+  credits: number,
+): Promise<{ accountId: string; key: string }> {
+  const account = accountCreation({ credits });
+  await executeSqlAsync(system.stack.d1, account.sql);
+  const key = await createApiKey(system.stack.d1, { accountId: account.id, name: 'e2e', mode: 'live' });
+  return { accountId: account.id, key: key.secret };
+}
+
 /** The body of a 200 answer; any other status fails the test with the body as its message. */
 export async function okJson<T>(response: Response): Promise<T> {
   expect(response.status, await response.clone().text()).toBe(200);
   return response.json() as Promise<T>;
+}
+
+/**
+ * Spacing of polls that each cost a rate-limited call: a key may make 100 requests a minute
+ * (README, "Using the API"). One a second leaves room for the test's other calls, however long
+ * a loaded machine makes the wait.
+ */
+export const API_POLL_MS = 1_000;
+
+/** A job's status once `done` holds for it, asked of the API as a client would (every API_POLL_MS). */
+export function jobWhen<J extends { status: string }>(
+  system: System,
+  jobId: string,
+  done: (job: J) => boolean,
+  options: { what?: string; limitMs?: number; key?: string } = {},
+): Promise<J> {
+  return untilValue(
+    async () => {
+      const { job } = await okJson<{ job: J }>(
+        await system.api(`/api/v1/bulk/status/${jobId}`, options.key ? { key: options.key } : {}),
+      );
+      return done(job) ? job : undefined;
+    },
+    options.what ?? `job ${jobId} is done`,
+    options.limitMs ?? 120_000,
+    API_POLL_MS,
+  );
 }
 
 /** Each address's subStatus in a job's results, read page by page as a client would. */

@@ -5,9 +5,8 @@
 // addresses already paid for. A domain that never changes is never asked again, and a job that
 // only has such domains gets no event.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeSql } from '../../scripts/stack/d1.ts';
-import { until } from '../eventually.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { until, untilValue } from '../eventually.ts';
+import { okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
 import { type Delivery, verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 let system: System;
@@ -61,15 +60,9 @@ afterAll(async () => {
   receiver?.server.close();
 });
 
-/**
- * A query of the edge's local D1. The wrangler CLI runs synchronously and blocks this process for
- * seconds, during which the edge may close an idle keep-alive connection; one turn of the event
- * loop afterwards lets fetch see that close before it picks a connection for the next request.
- */
-async function sql<T>(query: string): Promise<T[]> {
-  const [rows] = executeSql(system.stack.d1, query);
-  await new Promise((resolve) => setImmediate(resolve));
-  return (rows ?? []) as T[];
+/** A query of the edge's local D1. */
+function sql<T>(query: string): Promise<T[]> {
+  return sqlRows<T>(system, query);
 }
 
 /** The account's balance, asked of the API as a client would. */
@@ -106,12 +99,17 @@ async function runCron(): Promise<void> {
 
 /** The edge's kept route of `moving.test` expired, so the next look asks DNS again. */
 async function keptRouteExpired(): Promise<void> {
-  await until(async () => {
-    const [row] = await sql<{ expiresAt: number }>(
-      `SELECT route_expires_at AS expiresAt FROM domain_facts WHERE domain = '${MOVING}'`,
-    );
-    return row !== undefined && row.expiresAt < Date.now();
-  }, 'the kept route of moving.test expired');
+  await untilValue(
+    async () => {
+      const [row] = await sql<{ expiresAt: number }>(
+        `SELECT route_expires_at AS expiresAt FROM domain_facts WHERE domain = '${MOVING}'`,
+      );
+      return row !== undefined && row.expiresAt < Date.now() ? true : undefined;
+    },
+    'the kept route of moving.test expired',
+    undefined,
+    SQL_POLL_MS,
+  );
 }
 
 /** The job's `job.updated` of follow-up round `round`, signed. */

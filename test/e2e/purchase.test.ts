@@ -7,12 +7,12 @@
 
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeSql, sqlLiteral } from '../../scripts/stack/d1.ts';
+import { sqlLiteral } from '../../scripts/stack/d1.ts';
 import { TEST_CARDS } from '../world/fake-stripe.ts';
 import { expectAccessible as expectPageAccessible } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { signUpAndConfirm } from './browser/sign-up.ts';
-import { type System, startSystem } from './harness.ts';
+import { type System, sqlRows, startSystem } from './harness.ts';
 
 let system: System;
 let browser: TestBrowser;
@@ -48,13 +48,12 @@ async function headerBalance(path = '/credits'): Promise<number> {
   return Number((text ?? '').replace(/[^0-9]/g, ''));
 }
 
-function ledgerRows(reason: string): { delta: number; reference: string }[] {
-  const [rows = []] = executeSql(
-    system.stack.d1,
+function ledgerRows(reason: string): Promise<{ delta: number; reference: string }[]> {
+  return sqlRows(
+    system,
     `SELECT l.delta, l.reference FROM credit_ledger l JOIN accounts a ON a.id = l.account_id
      WHERE a.email = ${sqlLiteral(email)} AND l.reason = ${sqlLiteral(reason)} ORDER BY l.id`,
   );
-  return rows as { delta: number; reference: string }[];
 }
 
 /** axe on the current page at both widths; the desktop size is restored afterwards. */
@@ -88,7 +87,7 @@ describe('buying credits', () => {
     expect(await stripe.redeliver(completed?.id ?? '')).toBe(200);
     expect(await stripe.redeliver(completed?.id ?? '')).toBe(200);
     expect(await headerBalance('/keys')).toBe(1_100);
-    expect(ledgerRows('purchase')).toEqual([{ delta: 1_000, reference: completed?.data.object.id }]);
+    expect(await ledgerRows('purchase')).toEqual([{ delta: 1_000, reference: completed?.data.object.id }]);
     await page.goto('/credits');
     expect(await page.getByTestId('receipts').locator('tbody tr').count()).toBe(1);
     expect(await page.getByTestId('receipts').textContent()).toContain('Paid');
@@ -104,7 +103,7 @@ describe('buying credits', () => {
     expect(await headerBalance()).toBe(600);
     expect(await stripe.redeliver(refunded?.event.id ?? '')).toBe(200);
     expect(await headerBalance()).toBe(600);
-    expect(ledgerRows('purchase_refund')).toEqual([
+    expect(await ledgerRows('purchase_refund')).toEqual([
       { delta: -500, reference: expect.stringMatching(/:450$/) },
     ]);
     expect(await page.getByTestId('receipts').textContent()).toContain('500 credits taken back');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { untilValue } from '../eventually.ts';
 import { EXPECTED_VERDICTS } from '../world/expected-verdicts.ts';
 import { DOMAINS } from '../world/zone.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { API_POLL_MS, okJson, type System, startSystem } from './harness.ts';
 
 let system: System;
 
@@ -208,8 +208,8 @@ describe('single verification end to end', () => {
           : undefined;
       },
       'the late verdict is kept',
-      20_000,
-      250,
+      undefined,
+      API_POLL_MS,
     );
     const next = await verify(email);
     expect(next.data).toMatchObject({ subStatus: 'smtp_timeout', meta: { cached: true } });

@@ -2,9 +2,8 @@
 // whole system: the storage budget a day counts every write (docs/money.md, "Quotas and free
 // work"), refusals are not kept under Idempotency-Keys, and keys and webhooks are per key mode.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeSql } from '../../scripts/stack/d1.ts';
-import { createAccount, createApiKey } from '../../scripts/stack/operator.ts';
-import { okJson, type System, startSystem } from './harness.ts';
+import { createApiKey } from '../../scripts/stack/operator.ts';
+import { newAccount, okJson, type System, sqlRows, startSystem } from './harness.ts';
 import { verifiedEvent, WebhookReceiver } from './webhook-receiver.ts';
 
 /** The budget of this system: a 10 MB list does not fit, a 1 MB one does. */
@@ -80,8 +79,7 @@ describe('the storage budget', () => {
   });
 
   it('keeps no refusal under an Idempotency-Key: a zero-balance account stores nothing per new key', async () => {
-    const accountId = createAccount(system.stack.d1, { credits: 0 });
-    const key = (await createApiKey(system.stack.d1, { accountId, name: 'broke', mode: 'live' })).secret;
+    const { accountId, key } = await newAccount(system, 0);
     for (let attempt = 0; attempt < 25; attempt++) {
       const response = await system.api('/api/v1/verify', {
         key,
@@ -90,11 +88,11 @@ describe('the storage budget', () => {
       });
       expect(response.status).toBe(402);
     }
-    const [rows] = executeSql(
-      system.stack.d1,
+    const [row] = await sqlRows<{ n: number }>(
+      system,
       `SELECT COUNT(*) AS n FROM idempotency_keys WHERE account_id = '${accountId}'`,
     );
-    expect((rows?.[0] as { n: number } | undefined)?.n).toBe(0);
+    expect(row?.n).toBe(0);
     expect((await account(key)).usage.storage.usedBytesToday).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 // What the hub knows of each linked prober's egresses (docs/operations.md, "Egress addresses"):
 // the list from its hello, and the blocks and hourly use it reports whenever a block begins or
-// ends. Kept in memory beside the link: a prober says it all again when it links anew. The
-// hub uses it to send a probe that every egress of one prober was refused for to another
+// ends. Kept in memory and in the hub's storage: a hibernation empties the hub's memory while
+// the links stay open, and a prober says it all again only when it links anew. The hub uses it to send a probe that every egress of one prober was refused for to another
 // prober, to pass one that every egress of its region is blocked for to the next region, and
 // the operator's view reads it.
 import type {
@@ -24,12 +24,32 @@ export interface ProberEgresses {
   reportedAt: number | null;
 }
 
+/** The part of a Durable Object's synchronous key-value storage the hub keeps egresses in. */
+export type EgressStore = Pick<SyncKvStorage, 'get' | 'put' | 'delete' | 'list'>;
+
+const STORE_PREFIX = 'egresses:';
+
 export class FleetEgresses {
   readonly #byProber = new Map<string, ProberEgresses>();
+  readonly #store: EgressStore | null;
+
+  /**
+   * With a `store`, what the hub knew before a hibernation is read back from it; the entries of
+   * probers not in `linkedProberIds` (links that ended while the hub was away) are dropped.
+   */
+  constructor(store: EgressStore | null = null, linkedProberIds: readonly string[] = []) {
+    this.#store = store;
+    if (!store) return;
+    const linked = new Set(linkedProberIds);
+    const stale = [...store.list({ prefix: STORE_PREFIX })]
+      .map(([key]) => key)
+      .filter((key) => !linked.has(key.slice(STORE_PREFIX.length)));
+    for (const key of stale) store.delete(key);
+  }
 
   /** A prober linked and named its egresses (none from a prober that predates them). */
   linked(proberId: string, egresses: readonly EgressInfo[] | undefined): void {
-    this.#byProber.set(proberId, {
+    this.#keep(proberId, {
       egresses: [...(egresses ?? [])],
       blocks: [],
       uses: [],
@@ -40,9 +60,8 @@ export class FleetEgresses {
 
   /** A prober's report of how its egresses stand now. */
   reported(proberId: string, state: EgressStateMessage, now: number): void {
-    const known = this.#byProber.get(proberId);
-    this.#byProber.set(proberId, {
-      egresses: known?.egresses ?? [],
+    this.#keep(proberId, {
+      egresses: this.#known(proberId)?.egresses ?? [],
       blocks: state.blocks,
       uses: state.uses,
       sessions: state.sessions,
@@ -52,6 +71,21 @@ export class FleetEgresses {
 
   forget(proberId: string): void {
     this.#byProber.delete(proberId);
+    this.#store?.delete(`${STORE_PREFIX}${proberId}`);
+  }
+
+  #keep(proberId: string, entry: ProberEgresses): void {
+    this.#byProber.set(proberId, entry);
+    this.#store?.put(`${STORE_PREFIX}${proberId}`, entry);
+  }
+
+  #known(proberId: string): ProberEgresses | undefined {
+    let known = this.#byProber.get(proberId);
+    if (!known && this.#store) {
+      known = this.#store.get<ProberEgresses>(`${STORE_PREFIX}${proberId}`);
+      if (known) this.#byProber.set(proberId, known);
+    }
+    return known;
   }
 
   /**
@@ -59,7 +93,7 @@ export class FleetEgresses {
    * now, else null (an egress is open, or the prober named none).
    */
   refusalAt(proberId: string, scope: BlockScope, now: number): SmtpReply | null {
-    const known = this.#byProber.get(proberId);
+    const known = this.#known(proberId);
     if (!known || known.egresses.length === 0) return null;
     let refusal: SmtpReply | null = null;
     for (const egress of known.egresses) {
@@ -78,7 +112,7 @@ export class FleetEgresses {
 
   /** What the operator's view shows of `proberId`, the blocks that have ended left out. */
   of(proberId: string, now: number): ProberEgresses {
-    const known = this.#byProber.get(proberId);
+    const known = this.#known(proberId);
     if (!known) return { egresses: [], blocks: [], uses: [], sessions: null, reportedAt: null };
     return { ...known, blocks: known.blocks.filter((block) => block.until > now) };
   }

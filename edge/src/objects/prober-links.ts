@@ -58,10 +58,16 @@ export class ProberLinks {
    * hibernation the map is empty and each attachment is read back once.
    */
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
-  readonly egresses = new FleetEgresses();
+  /** Kept in storage too: a hibernation empties this memory while the links stay open. */
+  readonly egresses: FleetEgresses;
 
   constructor(ctx: DurableObjectState) {
     this.#ctx = ctx;
+    // Each link is tagged with its prober's id (accept).
+    this.egresses = new FleetEgresses(
+      ctx.storage.kv,
+      ctx.getWebSockets().flatMap((ws) => ctx.getTags(ws)),
+    );
   }
 
   /** Accepts a new link (not yet ready: it has said no hello). */

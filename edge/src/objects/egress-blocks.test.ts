@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { blockAt } from '../../test/fake-prober.ts';
+import { type EgressStore, FleetEgresses } from './egress-blocks.ts';
+
+/** A Durable Object's synchronous key-value storage, as far as FleetEgresses uses it. */
+function memoryStore(): EgressStore & { keys(): string[] } {
+  const entries = new Map<string, unknown>();
+  return {
+    get: <T>(key: string) => entries.get(key) as T | undefined,
+    put: (key, value) => void entries.set(key, value),
+    delete: (key) => entries.delete(key),
+    list: <T>(options?: { prefix?: string }) =>
+      [...entries].filter(([key]) => key.startsWith(options?.prefix ?? '')) as [string, T][],
+    keys: () => [...entries.keys()],
+  };
+}
+
+const egress = { id: '127.0.0.2', kind: 'direct', helo: null } as const;
+const block = blockAt('127.0.0.2', 'mx1.company.test', Date.now());
+
+describe('FleetEgresses across a hibernation', () => {
+  it("reads a linked prober's egresses and blocks back from storage, and drops the ones whose link ended", () => {
+    const store = memoryStore();
+    const before = new FleetEgresses(store, []);
+    before.linked('prober-a', [egress]);
+    before.reported(
+      'prober-a',
+      { type: 'egress_state', id: 's1', blocks: [block], uses: [], sessions: 2 },
+      1,
+    );
+    before.linked('prober-b', [egress]);
+
+    // The hub wakes with a fresh memory; only prober-a's link is still open.
+    const after = new FleetEgresses(store, ['prober-a']);
+    const now = Date.now();
+    expect(after.of('prober-a', now)).toMatchObject({ egresses: [egress], blocks: [block], sessions: 2 });
+    expect(after.refusalAt('prober-a', block.scope, now)).toEqual(block.reply);
+    expect(after.of('prober-b', now).egresses).toEqual([]);
+    expect(store.keys()).toEqual(['egresses:prober-a']);
+
+    after.forget('prober-a');
+    expect(store.keys()).toEqual([]);
+    expect(new FleetEgresses(store, ['prober-a']).of('prober-a', now).egresses).toEqual([]);
+  });
+});
