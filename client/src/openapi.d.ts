@@ -1552,7 +1552,7 @@ export interface components {
             mxHost: string | null;
             /** @description its address */
             mxIp: string | null;
-            /** @description where the session went out from: the source address, or the egress name */
+            /** @description the egress the session went out from, by an opaque label stable per egress (e.g. `eu-3fa91c`); never an address or a proxy. rcpt's address, proxies and HELO names are shown as this label in the dialogue's texts too */
             egress: string | null;
             /** @description the prober's region */
             region: string | null;

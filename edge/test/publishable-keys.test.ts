@@ -30,6 +30,17 @@ async function newPublishableKey(
   return { accountId, key: created.secret };
 }
 
+/** The account's own secret key, for its server's calls. */
+function serverKeyOf(accountId: string): Promise<{ secret: string }> {
+  return createApiKey(db(), {
+    accountId,
+    name: 'server',
+    mode: 'live',
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now: Date.now(),
+  });
+}
+
 let nextClient = 0;
 /** A client of a fresh client network (an IPv4 /24) per call, so the per-network share stays out of the way. */
 const someClient = () => {
@@ -262,13 +273,7 @@ describe("what a publishable key's caller sees", () => {
     const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
     try {
       const { accountId, key } = await newPublishableKey();
-      const secret = await createApiKey(db(), {
-        accountId,
-        name: 'server',
-        mode: 'live',
-        maxActiveKeys: configOf(env).QUOTA_API_KEYS,
-        now: Date.now(),
-      });
+      const secret = await serverKeyOf(accountId);
       const fromServer = async (email: string) => {
         const response = await call('/api/v1/verify', { key: secret.secret, json: { email } });
         expect(response.status).toBe(200);
@@ -313,20 +318,16 @@ describe("what a publishable key's caller sees", () => {
       .first<{ bytes: number }>();
     expect(stored?.bytes).toBe(0);
 
-    const budget = { QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY: String(2 * PUBLISHABLE_CALL_BYTES) };
-    const second = await call('/api/v1/verify', {
-      key,
-      json: { email: 'someone@invalid-domain' },
-      headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
-      vars: budget,
-    });
-    expect(second.status).toBe(200);
-    const refused = await call('/api/v1/verify', {
-      key,
-      json: { email: 'someone@invalid-domain' },
-      headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
-      vars: budget,
-    });
+    // A deployment whose publishable keys may book two calls a day.
+    const underSmallBudget = () =>
+      call('/api/v1/verify', {
+        key,
+        json: { email: 'someone@invalid-domain' },
+        headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
+        vars: { QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY: String(2 * PUBLISHABLE_CALL_BYTES) },
+      });
+    expect((await underSmallBudget()).status).toBe(200);
+    const refused = await underSmallBudget();
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({
       code: 'QUOTA_EXCEEDED',
@@ -337,13 +338,7 @@ describe("what a publishable key's caller sees", () => {
 
   it("keeps its Idempotency-Keys apart from the secret keys': the customer's answer is never replayed to a page", async () => {
     const { accountId, key } = await newPublishableKey({ dailyCap: 50, credits: 10 });
-    const secret = await createApiKey(db(), {
-      accountId,
-      name: 'server',
-      mode: 'live',
-      maxActiveKeys: configOf(env).QUOTA_API_KEYS,
-      now: Date.now(),
-    });
+    const secret = await serverKeyOf(accountId);
     const idempotencyKey = crypto.randomUUID();
     const email = 'someone@invalid-domain';
     const customer = await call('/api/v1/verify', {

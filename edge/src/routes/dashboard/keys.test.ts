@@ -100,15 +100,20 @@ describe('a key limited to scopes and client addresses', () => {
   );
 });
 
+/** A publishable key "shop sign-up" for `origins`, capped at 250 a day, Turnstile unticked. */
+function createShopKey(client: CookieClient, origins: string): Promise<Response> {
+  return client.submit('/keys/publishable', '/keys/publishable', {
+    name: 'shop sign-up',
+    origins,
+    dailyCap: '250',
+    turnstileSecret: '',
+  });
+}
+
 describe('publishable keys', () => {
   it('are made for a list of origins and a daily cap, and shown again with the widget snippet', async () => {
     const { client } = await signedIn('keys-publishable');
-    const created = await client.submit('/keys/publishable', '/keys/publishable', {
-      name: 'shop sign-up',
-      origins: 'https://Shop.Example/\nhttp://127.0.0.1:8080',
-      dailyCap: '250',
-      turnstileSecret: '',
-    });
+    const created = await createShopKey(client, 'https://Shop.Example/\nhttp://127.0.0.1:8080');
     expect(created.status).toBe(303);
     const list = await (await client.get(created.headers.get('location') ?? '')).text();
     const key = /<code class="publishable-key">(rk_pub_[A-Za-z0-9_-]{43})<\/code>/.exec(list)?.[1];
@@ -159,12 +164,7 @@ describe('publishable keys', () => {
 
   it("shows on the key's page today's use of its cap and the client networks that used it most", async () => {
     const { client } = await signedIn('keys-publishable-use');
-    const created = await client.submit('/keys/publishable', '/keys/publishable', {
-      name: 'shop sign-up',
-      origins: 'https://shop.example',
-      dailyCap: '250',
-      turnstileSecret: '',
-    });
+    const created = await createShopKey(client, 'https://shop.example');
     const keyId = new URL(created.headers.get('location') ?? '', 'http://edge.test').searchParams.get(
       'created',
     );
