@@ -301,7 +301,7 @@ function describeEvidence(result: VerificationResult): string {
     ? `${evidence.tls.version ?? 'TLS'}${evidence.tls.cipher ? ` ${evidence.tls.cipher}` : ''}`
     : 'no TLS';
   const lines = [
-    `  SMTP evidence: ${evidence.mxHost ?? '?'} [${evidence.mxIp ?? '?'}] from ${evidence.egress ?? '?'}` +
+    `  SMTP evidence: ${evidence.mxHost ?? '?'} [${evidence.mxIp ?? '?'}] from egress ${evidence.egress ?? '?'}` +
       `${evidence.region ? ` (region ${evidence.region})` : ''}, ${tls}, ${evidence.startedAt}, ${evidence.durationMs} ms`,
   ];
   for (const step of evidence.dialogue) {

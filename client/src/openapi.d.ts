@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Verify one address
-         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status (`timeout_exceeded` included). The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days. Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list (403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.
+         * @description Checks syntax, DNS (MX), the mailbox over SMTP, and disposable / role / free-provider / catch-all / typo signals. Costs 1 credit whatever the status (`timeout_exceeded` included). The account's recent verdict for the same address is answered again (`meta.cached: true`, charged the same) unless `fresh: true` asks for a new one. Test keys (`rk_test_…`) are free and answer the magic local parts `deliverable`, `undeliverable`, `risky`, `catchall`, `greylisted`, `unknown` (any domain) without DNS or SMTP; every answer's history row counts against the account's storage budget of the day (`QUOTA_STORAGE_BYTES_PER_DAY`, default 100 MB, shared with every other write): past it, 429 `QUOTA_EXCEEDED` with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. Test-key history is kept 7 days. Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list (403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), with `{ "email" }` only (anything else is 400 `VALIDATION_ERROR`), at most 10 calls a minute per client network (an IPv4 /24, an IPv6 /48), then the key's 100 a minute and its daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit. Their answer carries no evidence and no `meta.cached` (the account's verdict cache is neither read nor fed), and `creditsRemaining` is what is left of the key's daily cap, not the account's balance.
          */
         post: {
             parameters: {
@@ -1545,8 +1545,8 @@ export interface components {
              * @enum {string|null}
              */
             verifiedVia: "mx" | "tenant" | "sandbox" | null;
-            /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`, a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, `dns_error`, `internal_error` — not at all), given again; false: reached for this request */
-            cached: boolean;
+            /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`, a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, `dns_error`, `internal_error` — not at all), given again; false: reached for this request. Absent from a publishable key's answer, which never reads the account's verdict cache */
+            cached?: boolean;
         };
         /** @description The SMTP session behind the answer (only when asked for with `evidence: true`, and only for answers that came from SMTP). For an answer from the tenant behind a security gateway (`meta.verifiedVia: tenant`), the tenant's session. */
         Evidence: {
@@ -1554,7 +1554,7 @@ export interface components {
             mxHost: string | null;
             /** @description its address */
             mxIp: string | null;
-            /** @description where the session went out from: the source address, or the egress name */
+            /** @description the egress the session went out from, by an opaque label stable per egress (e.g. `eu-3fa91c`); never an address or a proxy. rcpt's address, proxies and HELO names are shown as this label in the dialogue's texts too */
             egress: string | null;
             /** @description the prober's region */
             region: string | null;

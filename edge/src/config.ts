@@ -36,6 +36,11 @@ const ConfigSchema = z
     // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
     /** Bytes a day (UTC) an account may write: every stored row counts (docs/money.md). */
     QUOTA_STORAGE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(100_000_000),
+    /**
+     * Bytes a day (UTC) one publishable key's calls may store, booked apart from its account's
+     * budget so that a page's visitors cannot fill the customer's (docs/publishable-keys.md).
+     */
+    QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(50_000_000),
     /** Jobs pending or processing at once. */
     QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
     /** Active (not revoked) API keys. */

@@ -1,12 +1,15 @@
 // Publishable keys (docs/publishable-keys.md): the single verify only, from listed origins
-// only (CORS), per-client limits, the daily cap under a burst, the customer's Turnstile, and
-// the charge of any single verification.
+// only (CORS), each client network's share before the key's limits, the daily cap under a
+// burst, the customer's Turnstile, the charge of any single verification, and an answer that
+// tells a page's visitor nothing of the account.
 import { env } from 'cloudflare:workers';
+import type { VerifyResponse } from '@rcpt/shared/contract/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { configOf } from '../src/config.ts';
 import { PUBLISHABLE_TURNSTILE_ACTION } from '../src/services/accounts/turnstile.ts';
-import { createPublishableKey } from '../src/services/keys/api-keys.ts';
-import { PUBLISHABLE_PER_CLIENT } from '../src/services/keys/publishable-keys.ts';
+import { createApiKey, createPublishableKey } from '../src/services/keys/api-keys.ts';
+import { PUBLISHABLE_CALL_BYTES, PUBLISHABLE_PER_CLIENT } from '../src/services/keys/publishable-keys.ts';
+import { reportFor, startFakeProber } from './fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller } from './fixtures.ts';
 
 const SHOP = 'https://shop.example';
@@ -28,9 +31,23 @@ async function newPublishableKey(
   return { accountId, key: created.secret };
 }
 
+/** The account's own secret key, for its server's calls. */
+function serverKeyOf(accountId: string): Promise<{ secret: string }> {
+  return createApiKey(db(), {
+    accountId,
+    name: 'server',
+    mode: 'live',
+    maxActiveKeys: configOf(env).QUOTA_API_KEYS,
+    now: Date.now(),
+  });
+}
+
 let nextClient = 0;
-/** A fresh client address per call, so the per-client limit stays out of the way. */
-const someClient = () => `198.51.100.${(nextClient++ % 250) + 1}`;
+/** A client of a fresh client network (an IPv4 /24) per call, so the per-network share stays out of the way. */
+const someClient = () => {
+  const network = nextClient++ % 512;
+  return `198.${18 + (network >> 8)}.${network & 255}.7`;
+};
 
 function verifyFrom(
   key: string,
@@ -64,7 +81,8 @@ describe('a publishable key', () => {
     expect(response.headers.get('Access-Control-Allow-Origin')).toBe(SHOP);
     expect(response.headers.get('Vary')).toContain('Origin');
     expect(response.headers.get('Access-Control-Expose-Headers')).toContain('Retry-After');
-    expect(await response.json()).toMatchObject({ success: true, creditsRemaining: 9 });
+    // What is left of the key's daily cap (1,000), not the account's balance.
+    expect(await response.json()).toMatchObject({ success: true, creditsRemaining: 999 });
     expect(await balanceOf(accountId)).toBe(9);
     expect((await ledgerOf(accountId)).filter((row) => row.reason === 'verify')).toHaveLength(1);
   });
@@ -115,19 +133,67 @@ describe('a publishable key', () => {
     expect(history.headers.get('Access-Control-Allow-Origin')).toBeNull();
   });
 
-  it(`allows ${PUBLISHABLE_PER_CLIENT.limit} calls a minute per client network, then 429 with Retry-After`, async () => {
+  it(`allows ${PUBLISHABLE_PER_CLIENT.limit} calls a minute per client network (an IPv6 /48, an IPv4 /24), then 429 with Retry-After`, async () => {
     const { accountId, key } = await newPublishableKey({ credits: 100 });
-    const client = { 'CF-Connecting-IP': '2001:db8:1:2::7' };
+    // Every call from another /64 of one /48: one holder's network, one share.
     for (let i = 0; i < PUBLISHABLE_PER_CLIENT.limit; i++) {
-      expect((await verifyFrom(key, SHOP, client)).status).toBe(200);
+      const response = await verifyFrom(key, SHOP, { 'CF-Connecting-IP': `2001:db8:1:${i.toString(16)}::7` });
+      expect(response.status).toBe(200);
     }
-    // Another address of the same /64 is the same client network.
-    const limited = await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '2001:db8:1:2::8' });
+    const limited = await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '2001:db8:1:ffff:1:2:3:4' });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get('X-RateLimit-Limit')).toBe(String(PUBLISHABLE_PER_CLIENT.limit));
     expect(await limited.json()).toMatchObject({ code: 'RATE_LIMITED' });
-    expect((await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '2001:db8:1:3::7' })).status).toBe(200);
+    expect((await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '2001:db8:2::7' })).status).toBe(200);
+    // IPv4: the /24 is the network.
+    for (let i = 0; i < PUBLISHABLE_PER_CLIENT.limit; i++) {
+      const response = await verifyFrom(key, SHOP, { 'CF-Connecting-IP': `203.0.113.${i + 1}` });
+      expect(response.status).toBe(200);
+    }
+    expect((await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '203.0.113.200' })).status).toBe(429);
+    expect((await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '203.0.114.1' })).status).toBe(200);
+    expect(await balanceOf(accountId)).toBe(100 - 2 * PUBLISHABLE_PER_CLIENT.limit - 2);
+  });
+
+  it("leaves other networks answered while one network floods it: 600 calls take only that network's share", async () => {
+    const { accountId, key } = await newPublishableKey({ credits: 100, dailyCap: 1000 });
+    const flood = { 'CF-Connecting-IP': '192.0.2.10' };
+    const statuses: number[] = [];
+    for (let wave = 0; wave < 12; wave++) {
+      const responses = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          verifyFrom(key, SHOP, { 'CF-Connecting-IP': `192.0.2.${(wave * 50 + i) % 250}` }),
+        ),
+      );
+      statuses.push(...responses.map((response) => response.status));
+    }
+    expect(statuses).toHaveLength(600);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(PUBLISHABLE_PER_CLIENT.limit);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(600 - PUBLISHABLE_PER_CLIENT.limit);
+    // Another network's visitor is answered, and the flood took only its own share of the cap
+    // and of the account's credits.
+    const other = await verifyFrom(key, SHOP, { 'CF-Connecting-IP': '2001:db8:77::1' });
+    expect(other.status).toBe(200);
+    expect(await other.json()).toMatchObject({ creditsRemaining: 1000 - PUBLISHABLE_PER_CLIENT.limit - 1 });
     expect(await balanceOf(accountId)).toBe(100 - PUBLISHABLE_PER_CLIENT.limit - 1);
+    expect((await verifyFrom(key, SHOP, flood)).status).toBe(429);
+  });
+
+  it("counts a call against the key's 100 a minute only once it passed its validation", async () => {
+    const { accountId, key } = await newPublishableKey({ credits: 10 });
+    for (let i = 0; i < 120; i++) {
+      const bad = await call('/api/v1/verify', {
+        key,
+        json: { email: 'someone@invalid-domain', fresh: true },
+        headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
+      });
+      expect(bad.status).toBe(400);
+    }
+    const good = await verifyFrom(key, SHOP);
+    expect(good.status).toBe(200);
+    expect(await good.json()).toMatchObject({ creditsRemaining: 999 });
+    expect(await balanceOf(accountId)).toBe(9);
   });
 
   it('admits exactly its daily cap under a burst, charging only those, then 429 DAILY_CAP_REACHED until midnight UTC', async () => {
@@ -160,6 +226,141 @@ describe('a publishable key', () => {
     expect(bad.status).toBe(400);
     expect((await verifyFrom(key, SHOP)).status).toBe(200);
     expect((await verifyFrom(key, SHOP)).status).toBe(429);
+  });
+});
+
+describe("what a publishable key's caller sees", () => {
+  it.each([
+    ['fresh', { fresh: true }],
+    ['evidence', { evidence: true }],
+    ['a time budget', { timeoutMs: 5000 }],
+    ['an unknown field', { name: 'x' }],
+  ])(
+    '400 VALIDATION_ERROR for a call with %s, charging nothing and taking nothing from the cap',
+    async (_label, extra) => {
+      const { accountId, key } = await newPublishableKey({ dailyCap: 1, credits: 10 });
+      const response = await call('/api/v1/verify', {
+        key,
+        json: { email: 'someone@invalid-domain', ...extra },
+        headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+      expect(await balanceOf(accountId)).toBe(10);
+      expect((await verifyFrom(key, SHOP)).status).toBe(200);
+    },
+  );
+
+  it("answers SPEC's shape with what is left of the key's daily cap, and no evidence, egress or cache flag", async () => {
+    const { accountId, key } = await newPublishableKey({ dailyCap: 50, credits: 10 });
+    const response = await verifyFrom(key, SHOP);
+    expect(response.status).toBe(200);
+    const body = await response.json<VerifyResponse>();
+    expect(Object.keys(body).sort()).toEqual(['creditsRemaining', 'data', 'success']);
+    // 49 checks left today; the account's balance (9) is not the page's business.
+    expect(body.creditsRemaining).toBe(49);
+    expect(await balanceOf(accountId)).toBe(9);
+    expect(body.data).not.toHaveProperty('evidence');
+    expect(body.data.meta).not.toHaveProperty('cached');
+    expect(JSON.stringify(body)).not.toMatch(/egress/i);
+  });
+
+  it("402 without the account's balance when the credits run out", async () => {
+    const { key } = await newPublishableKey({ credits: 0 });
+    const response = await verifyFrom(key, SHOP);
+    expect(response.status).toBe(402);
+    const body = await response.json<{ code: string; details?: unknown }>();
+    expect(body.code).toBe('INSUFFICIENT_CREDITS');
+    expect(body.details).toBeUndefined();
+  });
+
+  it("neither reads nor feeds the account's verdict cache", async () => {
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    try {
+      const { accountId, key } = await newPublishableKey();
+      const secret = await serverKeyOf(accountId);
+      const fromServer = async (email: string) => {
+        const response = await call('/api/v1/verify', { key: secret.secret, json: { email } });
+        expect(response.status).toBe(200);
+        return response.json<VerifyResponse>();
+      };
+      // The domain's facts are learnt first: a verdict reached before a fact changed is not kept.
+      await fromServer(`warm-up-${crypto.randomUUID().slice(0, 8)}@accept.test`);
+      const checkedByCustomer = `customer-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      expect((await fromServer(checkedByCustomer)).data.meta.cached).toBe(false);
+      // Marked, so that an answer read from the cache would show it.
+      await env.DB.prepare(
+        "UPDATE verifications SET result_json = json_set(result_json, '$.reason', 'read from the cache') WHERE account_id = ?1 AND email = ?2",
+      )
+        .bind(accountId, checkedByCustomer)
+        .run();
+      expect((await fromServer(checkedByCustomer)).data).toMatchObject({
+        reason: 'read from the cache',
+        meta: { cached: true },
+      });
+      const fromPage = await (await verifyFrom(key, SHOP, {}, checkedByCustomer)).json<VerifyResponse>();
+      expect(fromPage.data.status).toBe('deliverable');
+      expect(fromPage.data.reason).not.toBe('read from the cache');
+      expect(fromPage.data.meta).not.toHaveProperty('cached');
+
+      const checkedByVisitor = `visitor-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      expect((await verifyFrom(key, SHOP, {}, checkedByVisitor)).status).toBe(200);
+      expect((await fromServer(checkedByVisitor)).data.meta.cached).toBe(false);
+      expect(prober.probes.filter((probe) => probe.emails.includes(checkedByVisitor))).toHaveLength(2);
+    } finally {
+      prober.close();
+    }
+  });
+
+  it("books its storage against the key's own budget, never the account's", async () => {
+    const { accountId, key } = await newPublishableKey({ credits: 10 });
+    const response = await verifyFrom(key, SHOP, { 'Idempotency-Key': crypto.randomUUID() });
+    expect(response.status).toBe(200);
+    const stored = await env.DB.prepare(
+      'SELECT COALESCE(SUM(bytes), 0) AS bytes FROM storage_days WHERE account_id = ?1',
+    )
+      .bind(accountId)
+      .first<{ bytes: number }>();
+    expect(stored?.bytes).toBe(0);
+
+    // A deployment whose publishable keys may book two calls a day.
+    const underSmallBudget = () =>
+      call('/api/v1/verify', {
+        key,
+        json: { email: 'someone@invalid-domain' },
+        headers: { Origin: SHOP, 'CF-Connecting-IP': someClient() },
+        vars: { QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY: String(2 * PUBLISHABLE_CALL_BYTES) },
+      });
+    expect((await underSmallBudget()).status).toBe(200);
+    const refused = await underSmallBudget();
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      details: { quota: 'publishable_storage_bytes_per_day', used: 2 * PUBLISHABLE_CALL_BYTES },
+    });
+    expect(await balanceOf(accountId)).toBe(8);
+  });
+
+  it("keeps its Idempotency-Keys apart from the secret keys': the customer's answer is never replayed to a page", async () => {
+    const { accountId, key } = await newPublishableKey({ dailyCap: 50, credits: 10 });
+    const secret = await serverKeyOf(accountId);
+    const idempotencyKey = crypto.randomUUID();
+    const email = 'someone@invalid-domain';
+    const customer = await call('/api/v1/verify', {
+      key: secret.secret,
+      json: { email },
+      headers: { 'Idempotency-Key': idempotencyKey },
+    });
+    expect(await customer.json()).toMatchObject({ creditsRemaining: 9 });
+    const page = await verifyFrom(key, SHOP, { 'Idempotency-Key': idempotencyKey }, email);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('Idempotent-Replayed')).toBeNull();
+    expect(await page.json()).toMatchObject({ creditsRemaining: 49 });
+    // A retry from the page is the page's own kept answer.
+    const retry = await verifyFrom(key, SHOP, { 'Idempotency-Key': idempotencyKey }, email);
+    expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(await retry.json()).toMatchObject({ creditsRemaining: 49 });
+    expect(await balanceOf(accountId)).toBe(8);
   });
 });
 

@@ -7,6 +7,7 @@ import { providerSessionLimits } from '@rcpt/shared/verify/providers';
 import { describeConfig, type ProberConfig } from './config.ts';
 import { describeEgress, type Egress } from './egress/egress.ts';
 import { type EgressBlock, EgressBlocks, scopeKey } from './egress/egress-blocks.ts';
+import { egressLabel } from './egress/egress-label.ts';
 import { EgressRouter } from './egress/egress-router.ts';
 import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.ts';
 import { type OpsServer, startOpsServer } from './ops/http.ts';
@@ -90,6 +91,7 @@ export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine
     throttle,
     catchAllCache: new CatchAllCache(),
     region: config.region,
+    egressLabelKey: config.proberToken,
   };
   return {
     probe: (request) =>
@@ -168,7 +170,11 @@ export async function startDaemon(
     capacity: config.capacity,
     perMxConcurrency: config.perMxConcurrency,
     handleProbe,
-    egresses: engine.egresses.map(describeEgress),
+    // The operator's view names each egress by its id and by the label customers see.
+    egresses: engine.egresses.map((egress) => ({
+      ...describeEgress(egress),
+      label: egressLabel(egress.id, config.region, config.proberToken),
+    })),
     egressState: () => egressStateOf(engine),
     logger,
     drainTimeoutMs: config.drainTimeoutMs,

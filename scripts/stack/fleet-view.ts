@@ -15,6 +15,8 @@ interface FleetBody {
         id: string;
         kind: string;
         helo: string | null;
+        /** What customers see of it in evidence; absent from probers that predate labels. */
+        label?: string;
         blocks: {
           scope: { kind: string; name: string };
           since: string;
@@ -42,7 +44,7 @@ export function fleetLines(body: FleetBody): string[] {
       for (const egress of prober.egresses) {
         const use = egress.hourlyUse.map((hour) => `${hour.provider} ${hour.used}/${hour.budget}`).join(', ');
         lines.push(
-          `    egress ${egress.id} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}`,
+          `    egress ${egress.id}${egress.label ? ` = ${egress.label}` : ''} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}`,
         );
         for (const block of egress.blocks) {
           const reply = `${block.reply.code}${block.reply.enhanced ? ` ${block.reply.enhanced}` : ''} ${block.reply.text}`;

@@ -274,10 +274,18 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('new publishable key with errors');
     await page.getByLabel('Allowed origins').fill('https://shop.example');
     await page.getByLabel('Daily cap').fill('500');
+    // Turnstile is ticked by default, and asks for its secret key.
+    expect(
+      await page.getByLabel('Require a Turnstile token with every check (recommended)').isChecked(),
+    ).toBe(true);
+    await page.getByLabel('Turnstile secret key', { exact: true }).fill('0x4AAAAAAA-a11y-secret');
     await page.getByRole('button', { name: 'Create publishable key' }).click();
     await page.waitForURL('**/keys?created=*');
     expect(await page.locator('code.publishable-key').textContent()).toMatch(/^rk_pub_/);
     await expectAccessible('keys with a publishable key');
+    await page.getByRole('link', { name: 'a11y shop', exact: true }).click();
+    await page.waitForURL('**/keys/publishable/*');
+    await expectAccessible("a publishable key's page");
   });
 
   it('passes axe on the verify page, empty, with a result and with an error', async () => {

@@ -51,8 +51,11 @@ describe('evidence end to end', () => {
     const evidence = data.evidence;
     expect(evidence?.mxHost).toBe(data.meta.mxHost);
     expect(evidence?.mxIp).toMatch(/^127\./);
-    expect(evidence?.egress).toMatch(/^127\./);
-    expect(evidence?.region).toEqual(expect.any(String));
+    // rcpt's egress by its opaque label, in the field and in every text (docs/verdicts.md).
+    expect(evidence?.egress).toMatch(/^[a-z0-9-]+-[0-9a-f]{6}$/);
+    expect(evidence?.egress?.startsWith(`${evidence?.region}-`)).toBe(true);
+    const helo = evidence?.dialogue.find((step) => step.command?.startsWith('EHLO '))?.command;
+    expect(helo).toBe(`EHLO ${evidence?.egress}`);
     const own = evidence?.dialogue.find((step) => step.command === `RCPT TO:<${email}>`);
     expect(own?.reply).toMatchObject({ code: 550, enhanced: '5.1.1' });
     expect(own?.reply?.text).toContain(`<${email}>`);
@@ -128,7 +131,9 @@ describe('evidence end to end', () => {
     );
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`${email}: deliverable`);
-    expect(run.stdout).toMatch(/SMTP evidence: \S+ \[127\.[\d.]+\] from 127\./);
+    expect(run.stdout).toMatch(
+      /SMTP evidence: \S+ \[127\.[\d.]+\] from egress [a-z0-9-]+-[0-9a-f]{6} \(region /,
+    );
     expect(run.stdout).toMatch(/ms S: 220 /);
     expect(run.stdout).toMatch(/ms C: MAIL FROM:<\*\*\*@/);
     expect(run.stdout).toContain(`ms C: RCPT TO:<${email}>`);

@@ -12,11 +12,14 @@ import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import {
-  admitPublishableClient,
+  clientNetworkOf,
+  PUBLISHABLE_CALL_BYTES,
   publishableTurnstilePasses,
-  takeFromDailyCap,
+  takeFromKeyDay,
 } from '../services/keys/publishable-keys.ts';
+import { quotaExceeded, quotasOf } from '../services/money/quotas.ts';
 import { clientAddressOf } from './client-address.ts';
+import { countAgainstKey } from './rate-limit.ts';
 
 /** The header a page sends its visitor's Turnstile token in, when the key asks for one. */
 export const TURNSTILE_TOKEN_HEADER = 'x-turnstile-token';
@@ -57,27 +60,19 @@ export function allowPublishableOrigin(c: Context, origin: string): void {
 }
 
 /**
- * A publishable key's single verify: the per-client limit, then the customer's Turnstile (when
- * on), then the daily cap, in that order so that a refused call takes nothing from the cap.
- * Called by the handler, after the request is validated (route middleware runs before the
- * validators), so a malformed call costs nothing either. Other keys pass.
+ * A publishable key's single verify, past its client network's share (rate-limit.ts) and its
+ * validation (the handler calls this once the body is valid): the customer's Turnstile when on,
+ * then the key's 100 a minute, then its day (the daily cap and the key's storage budget), in that
+ * order, so that a call refused earlier takes nothing from what the key's other visitors share.
+ * Returns what is left of the cap, the page's `creditsRemaining`; null for other keys, which pass.
  */
-export async function admitPublishableVerification(c: Context<AppEnv>): Promise<void> {
+export async function admitPublishableVerification(c: Context<AppEnv>): Promise<{ capLeft: number } | null> {
   const limits = c.get('keyLimits');
   const { apiKeyId } = c.get('caller');
-  if (limits.kind !== 'publishable' || apiKeyId === null) return;
+  if (limits.kind !== 'publishable' || apiKeyId === null) return null;
   const clientAddress = clientAddressOf(c);
-  const perClient = await admitPublishableClient(c.get('services').limiters, apiKeyId, clientAddress);
-  if (!perClient.allowed) {
-    throw new ApiError('RATE_LIMITED', {
-      message:
-        'Too many checks from this client with this publishable key; retry after the time in Retry-After.',
-      details: { retryAfterSeconds: perClient.retryAfterSeconds },
-      retryAfterSeconds: perClient.retryAfterSeconds,
-    });
-  }
+  const config = c.get('config');
   if (limits.turnstileSecret) {
-    const config = c.get('config');
     const passes = await publishableTurnstilePasses({
       db: c.get('db'),
       keyId: apiKeyId,
@@ -95,11 +90,28 @@ export async function admitPublishableVerification(c: Context<AppEnv>): Promise<
       });
     }
   }
-  const day = await takeFromDailyCap(c.get('services').limiters, apiKeyId, limits.dailyCap ?? 0, Date.now());
-  if (!day.allowed) {
-    throw new ApiError('DAILY_CAP_REACHED', {
-      details: { cap: day.cap, retryAfterSeconds: day.retryAfterSeconds },
-      retryAfterSeconds: day.retryAfterSeconds,
+  await countAgainstKey(c);
+  const now = Date.now();
+  const storageLimit = quotasOf(config).publishableStorageBytesPerDay;
+  const day = await takeFromKeyDay(c.get('services').limiters, {
+    keyId: apiKeyId,
+    cap: limits.dailyCap ?? 0,
+    network: clientNetworkOf(clientAddress),
+    storageLimit,
+    now,
+  });
+  if (day.allowed) return { capLeft: day.capLeft };
+  if (day.refused === 'storage') {
+    throw quotaExceeded({
+      quota: 'publishable_storage_bytes_per_day',
+      limit: storageLimit,
+      used: day.use.bytes,
+      requested: PUBLISHABLE_CALL_BYTES,
+      now,
     });
   }
+  throw new ApiError('DAILY_CAP_REACHED', {
+    details: { cap: limits.dailyCap ?? 0, retryAfterSeconds: day.retryAfterSeconds },
+    retryAfterSeconds: day.retryAfterSeconds,
+  });
 }

@@ -1,7 +1,8 @@
 // KeyLimiter: one Durable Object per API key (or per login subject). A sliding-window log of
 // the last `limit` request times: exact, because a Durable Object handles one call at a time.
-// The same object counts a publishable key's daily cap (`takeDaily`), exact for the same reason:
-// a burst of calls is admitted one by one, so no more than the cap ever pass in a day.
+// The same object counts a publishable key's day (`takePublishableDay`), exact for the same
+// reason: a burst of calls is admitted one by one, so no more than the cap, and no more bytes
+// than the key's storage budget, ever pass in a day.
 import { DurableObject } from 'cloudflare:workers';
 import { meter, meterFrom } from '../meter.ts';
 
@@ -19,12 +20,27 @@ export interface LimitDecision {
 const HITS_KEY = 'hits';
 const DAY_KEY = 'day';
 
-export interface DailyDecision {
-  allowed: boolean;
-  cap: number;
-  /** Admitted so far on the day, this call included when it was admitted. */
+/** A publishable key's day so far: calls and bytes admitted, and the calls of each client network. */
+export interface PublishableDay {
+  /** The UTC day's start, ms since the epoch. */
+  day: number;
   used: number;
+  bytes: number;
+  /** Calls admitted per client network; past MAX_TRACKED_NETWORKS, new networks count under OTHER_NETWORKS. */
+  networks: Record<string, number>;
 }
+
+export interface PublishableDayDecision {
+  /** Null: admitted. `cap`: the day's calls are used up; `storage`: the day's bytes are. */
+  refused: 'cap' | 'storage' | null;
+  /** The day as it stands after this call. */
+  use: PublishableDay;
+}
+
+/** Client networks a key's day names one by one (the dashboard shows the busiest). */
+export const MAX_TRACKED_NETWORKS = 200;
+/** The networks past MAX_TRACKED_NETWORKS, together. */
+export const OTHER_NETWORKS = 'other networks';
 
 export class KeyLimiter extends DurableObject<Env> {
   #hits: number[] | null = null;
@@ -49,19 +65,50 @@ export class KeyLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Counts one call against `cap` for the day starting at `day` (ms, the caller's UTC day); a
-   * refused call is not counted, and a new day starts from zero.
+   * Counts one call of a publishable key for the day starting at `day` (ms, the caller's UTC
+   * day) from `network`: admitted while fewer than `cap` calls and at most `storageLimit` bytes
+   * (this call's `bytes` included) were admitted that day. A refused call is not counted, and a
+   * new day starts from zero.
    */
-  takeDaily(cap: number, day: number): DailyDecision {
+  takePublishableDay(call: {
+    day: number;
+    cap: number;
+    network: string;
+    bytes: number;
+    storageLimit: number;
+  }): PublishableDayDecision {
     meterFrom(this.env as { RCPT_METER?: string });
     meter({ doRequests: 1 });
-    const stored = this.ctx.storage.kv.get<{ day: number; used: number }>(DAY_KEY);
+    const current = this.#publishableDay(call.day);
+    let refused: PublishableDayDecision['refused'] = null;
+    if (current.used >= call.cap) refused = 'cap';
+    else if (current.bytes + call.bytes > call.storageLimit) refused = 'storage';
+    if (refused) return { refused, use: current };
+    const { networks } = current;
+    const tallied =
+      call.network in networks || Object.keys(networks).length < MAX_TRACKED_NETWORKS
+        ? call.network
+        : OTHER_NETWORKS;
+    const use: PublishableDay = {
+      day: current.day,
+      used: current.used + 1,
+      bytes: current.bytes + call.bytes,
+      networks: { ...networks, [tallied]: (networks[tallied] ?? 0) + 1 },
+    };
+    this.ctx.storage.kv.put(DAY_KEY, use);
+    return { refused: null, use };
+  }
+
+  /** The publishable key's day starting at `day`, as counted so far. */
+  publishableDayOf(day: number): PublishableDay {
+    return this.#publishableDay(day);
+  }
+
+  #publishableDay(day: number): PublishableDay {
+    const stored = this.ctx.storage.kv.get<Partial<PublishableDay> & { day: number; used: number }>(DAY_KEY);
     // A caller whose clock is a little behind at midnight still counts against the newer day.
-    const current = stored && stored.day >= day ? stored : { day, used: 0 };
-    const used = current.used;
-    const allowed = used < cap;
-    if (allowed) this.ctx.storage.kv.put(DAY_KEY, { day: current.day, used: used + 1 });
-    return { allowed, cap, used: allowed ? used + 1 : used };
+    if (!stored || stored.day < day) return { day, used: 0, bytes: 0, networks: {} };
+    return { day: stored.day, used: stored.used, bytes: stored.bytes ?? 0, networks: stored.networks ?? {} };
   }
 
   #load(): number[] {

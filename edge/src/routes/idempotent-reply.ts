@@ -5,7 +5,8 @@ import { answerOnce, type IdempotentAnswer, requestFingerprint } from '../servic
 
 /**
  * Runs a charged POST once per `Idempotency-Key` of the caller (answerOnce): the request is
- * known by the operation, its content type, its query and the digest of its body.
+ * known by the operation, its content type, its query and the digest of its body. A publishable
+ * key's keys are the account's publishable scope, apart from its secret keys'.
  */
 export function answerRequestOnce(
   c: Context<AppEnv>,
@@ -24,7 +25,7 @@ export function answerRequestOnce(
     c.get('db'),
     {
       accountId: caller.accountId,
-      mode: caller.mode,
+      mode: c.get('keyLimits')?.kind === 'publishable' ? 'publishable' : caller.mode,
       key: request.key,
       fingerprint: async () =>
         requestFingerprint({

@@ -44,6 +44,8 @@ export function verifyAsAsked<E extends AppEnv>(
     evidence,
     requestId: c.get('requestId'),
     quotas: quotasOf(config),
+    // The dashboard's Verify page has no key.
+    publishable: c.get('keyLimits')?.kind === 'publishable',
     now,
   });
 }

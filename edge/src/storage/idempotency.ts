@@ -1,5 +1,5 @@
 // Idempotency keys: the first answer to a request sent with an `Idempotency-Key`, per account
-// and key mode (a test key's keys and a live key's keys never meet).
+// and scope: a test key's keys, a live key's and a publishable key's never meet.
 import type { DataMode } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { countStorage, rowBytes } from './storage-budget.ts';
@@ -8,6 +8,13 @@ import { countStorage, rowBytes } from './storage-budget.ts';
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600_000;
 /** A key still `running` after this long belongs to a request that died: a retry takes it over. */
 export const IDEMPOTENCY_LOCK_MS = 5 * 60_000;
+
+/**
+ * Whose keys these are: the secret keys of one mode, or the account's publishable keys, whose
+ * callers are the visitors of its pages (docs/publishable-keys.md) and must never take, or be
+ * answered, a key the customer's own requests use. Stored in the `mode` column.
+ */
+export type IdempotencyScope = DataMode | 'publishable';
 
 export type IdempotencyClaim =
   | { kind: 'claimed' }
@@ -34,7 +41,7 @@ export async function claimIdempotencyKey(
   db: Db,
   claim: {
     accountId: string;
-    mode: DataMode;
+    mode: IdempotencyScope;
     key: string;
     fingerprint: string;
     now: number;
@@ -101,16 +108,17 @@ export async function claimIdempotencyKey(
   return { kind: 'running' };
 }
 
-/** The request holding a key: its account, its key's mode and the key. */
+/** The request holding a key: its account, its scope and the key. */
 export interface HeldKey {
   accountId: string;
-  mode: DataMode;
+  mode: IdempotencyScope;
   key: string;
 }
 
 /**
  * Keeps the answer of the request that holds the key, and counts the row against the account's
- * storage budget of `day` (not refused: the work it answers was admitted under the budget).
+ * storage budget of `day` (not refused: the work it answers was admitted under the budget). A
+ * publishable key's answer is not counted there: its call booked it against the key's own budget.
  */
 export async function keepIdempotentAnswer(
   db: Db,
@@ -135,7 +143,9 @@ export async function keepIdempotentAnswer(
          WHERE account_id = ?1 AND mode = ?2 AND key = ?3 AND state = 'running'`,
       )
       .bind(answer.accountId, answer.mode, answer.key, answer.status, answer.body),
-    countStorage(d1, { accountId: answer.accountId, day: answer.day, bytes }),
+    ...(answer.mode === 'publishable'
+      ? []
+      : [countStorage(d1, { accountId: answer.accountId, day: answer.day, bytes })]),
   ]);
 }
 

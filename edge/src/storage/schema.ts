@@ -390,8 +390,9 @@ export const idempotencyKeys = sqliteTable(
     accountId: text('account_id')
       .notNull()
       .references(() => accounts.id),
-    // The mode of the API key that sent the request: keys are scoped per (account, mode).
-    mode: text('mode', { enum: ['live', 'test'] })
+    // Whose keys: the mode of the secret key that sent the request, or `publishable` for the
+    // account's publishable keys (storage/idempotency.ts): keys are scoped per (account, mode).
+    mode: text('mode', { enum: ['live', 'test', 'publishable'] })
       .notNull()
       .default('live'),
     key: text('key').notNull(),

@@ -98,7 +98,9 @@ export interface HistoryAnswer {
  * Charges a single verification and opens its history row, in one transaction: either both
  * happen or, when the balance does not cover `amount` or the row does not fit the storage
  * budget, neither. The row is open (no result yet) unless the answer is already known (a cached
- * verdict), in which case it is closed at once. Returns the new balance, or why not.
+ * verdict), in which case it is closed at once. A null `budget` leaves the account's storage
+ * budget out: the row was booked elsewhere (a publishable key's own budget). Returns the new
+ * balance, or why not.
  */
 export async function openChargedVerification(
   db: Db,
@@ -113,7 +115,7 @@ export async function openChargedVerification(
     /** The answer to come carries its evidence: counted at its bound. */
     evidence?: boolean;
   },
-  budget: HistoryBudget,
+  budget: HistoryBudget | null,
 ): Promise<{ balance: number } | HistoryRefusal> {
   const d1 = db.$client;
   const { answer } = opening;
@@ -130,10 +132,11 @@ export async function openChargedVerification(
   );
   const bytes = historyRowBytes(opening, answer, opening.email, opening.evidence ?? false);
   const creditsCover = `${spendableCreditsSql('?2')} >= ?5`;
-  const fits = storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit });
+  const fits = budget ? storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit }) : '1';
+  const storageUsed = budget ? storageUsedSql('?2', budget.day) : '0';
   const results = await d1.batch<Record<string, number>>([
     d1
-      .prepare(`SELECT ${creditsCover} AS creditsCover, ${storageUsedSql('?2', budget.day)} AS storageUsed`)
+      .prepare(`SELECT ${creditsCover} AS creditsCover, ${storageUsed} AS storageUsed`)
       .bind(opening.id, opening.accountId, null, null, opening.amount),
     // The row first, under both conditions; the debit's two statements only if it was written.
     d1
@@ -157,11 +160,15 @@ export async function openChargedVerification(
         answer?.resultJson ?? null,
       ),
     prepare(d1, charge.entry),
-    countStorage(
-      d1,
-      { accountId: opening.accountId, day: budget.day, bytes },
-      { sql: rowExists, params: [opening.id] },
-    ),
+    ...(budget
+      ? [
+          countStorage(
+            d1,
+            { accountId: opening.accountId, day: budget.day, bytes },
+            { sql: rowExists, params: [opening.id] },
+          ),
+        ]
+      : []),
     prepare(d1, charge.balance),
   ]);
   const balance = results.at(-1)?.results[0]?.credit_balance;

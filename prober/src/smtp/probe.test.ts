@@ -10,6 +10,8 @@ import { createProviderRegistry, type RcptTrust } from '@rcpt/shared/verify/prov
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { type MailWorld, startWorld, ZONE } from '../../../test/world/index.ts';
+import { directEgress, socks5Egress } from '../egress/egress.ts';
+import { egressLabel } from '../egress/egress-label.ts';
 import { MxThrottle } from '../throttle/mx-throttle.ts';
 import { type ProbeDeps, probe, probeMany } from './probe.ts';
 
@@ -706,6 +708,53 @@ function evidenceDeps(overrides: Partial<ProbeDeps> = {}): ProbeDeps {
   return deps({ randomLocalPart: () => CATCH_ALL_LOCAL_PART, region: 'eu', ...overrides });
 }
 
+describe("evidence names rcpt's egress by its label only", () => {
+  test('a server echoing the client address and refusing it by a block list shows the label, never the address or HELO name', async () => {
+    const { port } = await scriptedServer(async (socket, next) => {
+      socket.write('220 mx.scripted.test ESMTP\r\n');
+      const ehlo = await next();
+      const client = socket.remoteAddress?.replace(/^::ffff:/, '');
+      socket.write(`250 mx.scripted.test Hello ${ehlo?.slice(5)} [${client}]\r\n`);
+      for (let line = await next(); line !== null; line = await next()) {
+        if (line.startsWith('MAIL')) socket.write('250 2.1.0 Ok\r\n');
+        else if (line.startsWith('RCPT')) {
+          socket.write(
+            `554 5.7.1 Service unavailable; Client host [${client}] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/${client}\r\n`,
+          );
+        } else if (line === 'QUIT') {
+          socket.end('221 2.0.0 Bye\r\n');
+          return;
+        } else socket.write('250 2.0.0 Ok\r\n');
+      }
+    });
+    const egress = directEgress('127.0.0.5', 'out1.example.net');
+    const report = await probe(
+      scriptedRequest(['alice'], { helo: 'out1.example.net', evidence: true }),
+      scriptedDeps(port, { egress, region: 'eu', egressLabelKey: 'prober-token' }),
+    );
+    const evidence = report.perAddress[0]?.evidence;
+    const label = egressLabel('127.0.0.5', 'eu', 'prober-token');
+    expect(evidence?.egress).toBe(label);
+    expect(evidence?.mxIp).toBe('127.0.0.1');
+    const texts = JSON.stringify(evidence?.dialogue);
+    expect(texts).toContain(`Client host [${label}] blocked`);
+    expect(texts).toContain(`EHLO ${label}`);
+    expect(JSON.stringify(evidence)).not.toMatch(/127\.0\.0\.5|out1\.example\.net/);
+  });
+
+  test("a proxy that cannot be reached is named by the label in the session's end", async () => {
+    const egress = socks5Egress({ host: '127.0.0.9', port: 1, username: null, password: null });
+    const report = await probe(
+      scriptedRequest(['alice'], { evidence: true }),
+      scriptedDeps(1, { egress, region: 'eu', egressLabelKey: 'prober-token' }),
+    );
+    const evidence = report.perAddress[0]?.evidence;
+    const label = egressLabel(egress.id, 'eu', 'prober-token');
+    expect(evidence?.ended).toContain(`through ${label}`);
+    expect(JSON.stringify(evidence)).not.toMatch(/socks5:|127\.0\.0\.9/);
+  });
+});
+
 describe('evidence from a shared session', () => {
   test('each address sees its own RCPT and reply, the session facts, and every other address masked', async () => {
     const report = await probe(request('starttls', ['alice', 'nobody', 'bob'], EVIDENCE), evidenceDeps());
@@ -715,7 +764,8 @@ describe('evidence from a shared session', () => {
     if (!evidence) return;
     expect(evidence.mxHost).toBe(`mx.${world.domains.starttls}`);
     expect(evidence.mxIp).toBe(world.mx.starttls?.ip);
-    expect(evidence.egress).toMatch(/^127\./);
+    // The egress by its label, never its address (docs/verdicts.md, "Evidence").
+    expect(evidence.egress).toMatch(/^eu-[0-9a-f]{6}$/);
     expect(evidence.region).toBe('eu');
     expect(evidence.tls).toEqual({
       version: expect.stringMatching(/^TLSv1\.[23]$/),
@@ -728,9 +778,10 @@ describe('evidence from a shared session', () => {
     const commands = evidence.dialogue.map((step) => step.command);
     expect(commands).toEqual([
       null,
-      'EHLO prober.rcpt.test',
+      // The HELO name is the egress address's PTR name: shown as the egress's label.
+      `EHLO ${evidence.egress}`,
       'STARTTLS',
-      'EHLO prober.rcpt.test',
+      `EHLO ${evidence.egress}`,
       'MAIL FROM:<***@rcpt.test>',
       `RCPT TO:<***@${domain}>`, // alice, who was asked first
       `RCPT TO:<nobody@${domain}>`,

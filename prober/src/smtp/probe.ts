@@ -28,7 +28,8 @@ import {
   rcptTells,
 } from '@rcpt/shared/verify/providers';
 import { asksClientToSlowDown, refusesClient, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
-import type { Egress } from '../egress/egress.ts';
+import { type Egress, SYSTEM_EGRESS } from '../egress/egress.ts';
+import { egressLabel, egressMasker, egressNames } from '../egress/egress-label.ts';
 import { HostBackoffError, type MxThrottle, type ReleaseSlot } from '../throttle/mx-throttle.ts';
 import type { CatchAllCache } from './catch-all-cache.ts';
 import { guardFailure, targetIpRefusal, wireTextRefusal } from './guards.ts';
@@ -66,6 +67,11 @@ export interface ProbeDeps {
   egress?: Egress;
   /** The prober's region, named in the evidence. */
   region?: string;
+  /**
+   * The key of the egress's label in the evidence (egress/egress-label.ts): the prober's token;
+   * none, a key of this process.
+   */
+  egressLabelKey?: string | null;
 }
 
 // RFC 5321 §4.5.3.1.8 obliges servers to take 100 recipients per transaction; staying well
@@ -654,17 +660,29 @@ function noteFacts(run: ProbeRun, session: SmtpSession, earlierTlsError: string 
  * refused). None without a session.
  */
 function addEvidence(run: ProbeRun): void {
+  const { egress, region } = run.deps;
+  const label = egressLabel(
+    egress?.id ?? SYSTEM_EGRESS.id,
+    region ?? 'default',
+    run.deps.egressLabelKey ?? null,
+  );
   const views = new Map<SmtpSession, ((own: string) => Evidence) | null>();
   const viewOf = (session: SmtpSession) => {
     if (views.has(session)) return views.get(session) ?? null;
     const recorder = session.dialogue;
+    // Customers see the egress by its label, in every text of the session (docs/verdicts.md).
+    const mask = egressMasker({
+      label,
+      names: [...egressNames(egress), session.localAddress, run.request.helo],
+      mxIp: session.ip,
+    });
     const view = recorder
       ? sessionEvidence(
           {
             mxHost: session.host,
             mxIp: session.ip,
-            egress: egressOf(run.deps.egress, session),
-            region: run.deps.region ?? null,
+            egress: label,
+            region: region ?? null,
             tls: session.tls
               ? {
                   version: session.tlsVersion,
@@ -674,8 +692,12 @@ function addEvidence(run: ProbeRun): void {
               : null,
             startedAt: recorder.startedAt,
             durationMs: recorder.durationMs,
-            steps: recorder.steps,
-            ended: recorder.ended,
+            steps: recorder.steps.map((step) => ({
+              ...step,
+              command: step.command === null ? null : mask(step.command, 'command'),
+              reply: step.reply ? { ...step.reply, text: mask(step.reply.text, 'reply') } : null,
+            })),
+            ended: recorder.ended === null ? null : mask(recorder.ended, 'reply'),
           },
           run.catchAllPaths,
         )
@@ -689,12 +711,6 @@ function addEvidence(run: ProbeRun): void {
     const view = session ? viewOf(session) : null;
     if (view) address.outcome.evidence = view(address.wire);
   }
-}
-
-/** What the evidence names as the session's egress: its source address, or the proxy. */
-function egressOf(egress: Egress | undefined, session: SmtpSession): string | null {
-  if (egress?.kind === 'socks5') return egress.id;
-  return egress?.localAddress ?? session.localAddress ?? egress?.id ?? null;
 }
 
 /** Gives `failure` to every address still without an outcome. */

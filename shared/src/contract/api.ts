@@ -86,11 +86,13 @@ export const Meta = z
       ),
     cached: z
       .boolean()
+      .optional()
       .describe(
         "true: the account's earlier verdict for this address, still within its lifetime " +
           `(${VERDICT_LIFETIME_MS / 3_600_000} hours; ${UNKNOWN_VERDICT_LIFETIME_MS / 60_000} minutes for \`unknown\`, ` +
           "a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, " +
-          '`dns_error`, `internal_error` — not at all), given again; false: reached for this request',
+          '`dns_error`, `internal_error` — not at all), given again; false: reached for this request. Absent from ' +
+          "a publishable key's answer, which never reads the account's verdict cache",
       ),
   })
   .meta({ id: 'Meta' });
@@ -220,6 +222,9 @@ export const VerifyRequest = z
     example: { email: 'alice@example.com' },
   });
 export type VerifyRequest = z.infer<typeof VerifyRequest>;
+
+/** What a publishable key's call may carry: the address, nothing else (docs/publishable-keys.md). */
+export const PublishableVerifyRequest = z.strictObject({ email: EmailInput });
 
 export const VerifyResponse = z
   .object({

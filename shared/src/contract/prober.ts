@@ -86,7 +86,9 @@ export const Evidence = z
       .string()
       .max(128)
       .nullable()
-      .describe('where the session went out from: the source address, or the egress name'),
+      .describe(
+        "the egress the session went out from, by an opaque label stable per egress (e.g. `eu-3fa91c`); never an address or a proxy. rcpt's address, proxies and HELO names are shown as this label in the dialogue's texts too",
+      ),
     region: z.string().max(64).nullable().describe("the prober's region"),
     tls: EvidenceTls.nullable().describe(
       'null: the dialogue ran in plaintext (STARTTLS not offered or failed)',
@@ -213,6 +215,8 @@ export const EgressInfo = z.object({
   id: z.string().min(1).max(300),
   kind: z.enum(['direct', 'socks5']),
   helo: z.string().max(253).nullable(),
+  /** What customers see of it in evidence (`eu-3fa91c`); absent from probers that predate labels. */
+  label: z.string().min(1).max(64).optional(),
 });
 export type EgressInfo = z.infer<typeof EgressInfo>;
 

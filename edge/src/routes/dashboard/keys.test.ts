@@ -100,15 +100,20 @@ describe('a key limited to scopes and client addresses', () => {
   );
 });
 
+/** A publishable key "shop sign-up" for `origins`, capped at 250 a day, Turnstile unticked. */
+function createShopKey(client: CookieClient, origins: string): Promise<Response> {
+  return client.submit('/keys/publishable', '/keys/publishable', {
+    name: 'shop sign-up',
+    origins,
+    dailyCap: '250',
+    turnstileSecret: '',
+  });
+}
+
 describe('publishable keys', () => {
   it('are made for a list of origins and a daily cap, and shown again with the widget snippet', async () => {
     const { client } = await signedIn('keys-publishable');
-    const created = await client.submit('/keys/publishable', '/keys/publishable', {
-      name: 'shop sign-up',
-      origins: 'https://Shop.Example/\nhttp://127.0.0.1:8080',
-      dailyCap: '250',
-      turnstileSecret: '',
-    });
+    const created = await createShopKey(client, 'https://Shop.Example/\nhttp://127.0.0.1:8080');
     expect(created.status).toBe(303);
     const list = await (await client.get(created.headers.get('location') ?? '')).text();
     const key = /<code class="publishable-key">(rk_pub_[A-Za-z0-9_-]{43})<\/code>/.exec(list)?.[1];
@@ -130,6 +135,62 @@ describe('publishable keys', () => {
       daily_cap: 250,
       turnstile_secret: null,
     });
+  });
+
+  it('offers Turnstile ticked, and asks for its secret key until it is given or unticked', async () => {
+    const { client, accountId } = await signedIn('keys-publishable-turnstile');
+    const form = await (await client.get('/keys/publishable')).text();
+    expect(form).toMatch(/<input type="checkbox" name="turnstile" value="on" checked=""/);
+    const fields = { name: 'shop', origins: 'https://shop.example', dailyCap: '10' };
+    const missing = await client.submit('/keys/publishable', '/keys/publishable', {
+      ...fields,
+      turnstile: 'on',
+      turnstileSecret: '',
+    });
+    expect(missing.status).toBe(400);
+    expect(await missing.text()).toContain('Give your Turnstile secret key, or untick');
+    const made = await client.submit('/keys/publishable', '/keys/publishable', {
+      ...fields,
+      turnstile: 'on',
+      turnstileSecret: '0x4AAAAAAA-customer-secret',
+    });
+    expect(made.status).toBe(303);
+    const { results } = await env.DB.prepare('SELECT turnstile_secret FROM api_keys WHERE account_id = ?1')
+      .bind(accountId)
+      .all<{ turnstile_secret: string | null }>();
+    expect(results).toHaveLength(1);
+    expect(results[0]?.turnstile_secret).toEqual(expect.any(String));
+  });
+
+  it("shows on the key's page today's use of its cap and the client networks that used it most", async () => {
+    const { client } = await signedIn('keys-publishable-use');
+    const created = await createShopKey(client, 'https://shop.example');
+    const keyId = new URL(created.headers.get('location') ?? '', 'http://edge.test').searchParams.get(
+      'created',
+    );
+    const list = await (await client.get('/keys')).text();
+    expect(list).toContain(`href="/keys/publishable/${keyId}"`);
+    const key = /<code class="publishable-key">(rk_pub_[A-Za-z0-9_-]{43})<\/code>/.exec(list)?.[1] ?? '';
+    const clients = ['203.0.113.7', '203.0.113.8', '2001:db8:5:1::1', '203.0.113.9'];
+    for (const address of clients) {
+      const response = await call('/api/v1/verify', {
+        key,
+        json: { email: 'someone@invalid-domain' },
+        headers: { Origin: 'https://shop.example', 'CF-Connecting-IP': address },
+      });
+      expect(response.status).toBe(200);
+    }
+    const page = await (await client.get(`/keys/publishable/${keyId}`)).text();
+    expect(page).toContain('4 of 250 checks of the daily cap used; 246 left');
+    const rows = [...page.matchAll(/<code>([^<]+)<\/code><\/td><td data-label="Checks today">(\d+)</g)].map(
+      (match) => [match[1], Number(match[2])],
+    );
+    expect(rows).toEqual([
+      ['203.0.113.0/24', 3],
+      ['2001:db8:5::/48', 1],
+    ]);
+    const { client: stranger } = await signedIn('keys-publishable-stranger');
+    expect((await stranger.get(`/keys/publishable/${keyId}`)).status).toBe(404);
   });
 
   it.each([

@@ -1,16 +1,22 @@
 /** @jsxImportSource hono/jsx */
 // Publishable keys (`/keys/publishable`): keys for web pages, made for a list of origins with a
-// daily cap and, optionally, the customer's Turnstile (docs/publishable-keys.md). A publishable
-// key is embedded in pages anyone can read, so it is not a secret: the dashboard shows it
-// again, with the snippet that includes the form widget.
+// daily cap and the customer's Turnstile, on unless they untick it (docs/publishable-keys.md). A
+// publishable key is embedded in pages anyone can read, so it is not a secret: the dashboard
+// shows it again, with the snippet that includes the form widget, and each key's page shows
+// today's use of its cap and the client networks that used it most.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { createPublishableKey, keyLimitsOf, parseAllowedOrigins } from '../../services/keys/api-keys.ts';
-import { DAILY_CAP } from '../../services/keys/publishable-keys.ts';
-import { quotasOf } from '../../services/money/quotas.ts';
-import type { ApiKeyRow } from '../../storage/api-keys.ts';
+import {
+  DAILY_CAP,
+  PUBLISHABLE_PER_CLIENT,
+  publishableKeyDay,
+  TOP_NETWORKS_SHOWN,
+} from '../../services/keys/publishable-keys.ts';
+import { megabytes, quotasOf } from '../../services/money/quotas.ts';
+import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
@@ -25,6 +31,7 @@ interface FormState {
   name: string;
   origins: string;
   dailyCap: string;
+  turnstile: boolean;
   errors: Partial<Record<'name' | 'origins' | 'dailyCap' | 'turnstile', string>>;
   refusal: string | null;
 }
@@ -76,14 +83,30 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
             hint="Verifications a day (UTC) at most: if the key is copied onto another page, it costs you no more than this."
             error={state?.errors.dailyCap}
           />
+          <div class="field">
+            <label class="checkbox">
+              <input
+                type="checkbox"
+                name="turnstile"
+                value="on"
+                checked={state?.turnstile ?? true}
+                aria-describedby="publishable-turnstile-choice-hint"
+              />{' '}
+              Require a Turnstile token with every check (recommended)
+            </label>
+            <p class="hint" id="publishable-turnstile-choice-hint">
+              Anyone can copy the key from your page and send checks from a script; with Turnstile, only your
+              page's visitors can. Without it, only the per-network limits and the daily cap stand in the way.
+            </p>
+          </div>
           <TextField
             id="publishable-turnstile"
             name="turnstileSecret"
             type="password"
-            label="Turnstile secret key (optional)"
+            label="Turnstile secret key"
             autocomplete="off"
             maxlength={MAX_TURNSTILE_SECRET}
-            hint="With your Cloudflare Turnstile secret key, every check must carry a token from the Turnstile widget on your page. rcpt stores it encrypted."
+            hint="From your Cloudflare Turnstile widget's settings: every check must carry a token from that widget on your page. rcpt stores it encrypted."
             error={state?.errors.turnstile}
           />
           <div class="button-row">
@@ -121,7 +144,9 @@ export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string
             const limits = keyLimitsOf(key);
             return (
               <tr data-key-id={key.id}>
-                <td data-label="Name">{key.name}</td>
+                <td data-label="Name">
+                  <a href={`/keys/publishable/${key.id}`}>{key.name}</a>
+                </td>
                 <td data-label="Key and snippet">
                   <code class="publishable-key">{key.publishableKey}</code>
                   <pre class="snippet">
@@ -141,6 +166,53 @@ export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string
   );
 }
 
+/** One publishable key's page: what it is, and today's use of its cap by client network. */
+function PublishableKeyPage(props: {
+  apiKey: ApiKeyRow;
+  day: Awaited<ReturnType<typeof publishableKeyDay>>;
+  storageLimit: number;
+}) {
+  const { apiKey, day } = props;
+  const limits = keyLimitsOf(apiKey);
+  const cap = limits.dailyCap ?? 0;
+  const count = (value: number) => value.toLocaleString('en-US');
+  return (
+    <>
+      <h1>Publishable key “{apiKey.name}”</h1>
+      <p>
+        <code class="publishable-key">{apiKey.publishableKey}</code> — for {limits.allowedOrigins?.join(', ')}
+        ; Turnstile {limits.turnstileSecret ? 'required' : 'off'}. <a href="/keys">All keys</a>
+      </p>
+      <section class="card" aria-labelledby="publishable-today-heading">
+        <h2 id="publishable-today-heading">Today (UTC)</h2>
+        <p>
+          {count(day.used)} of {count(cap)} checks of the daily cap used; {count(Math.max(0, cap - day.used))}{' '}
+          left until midnight UTC. Storage booked: {megabytes(day.bytes)} of {megabytes(props.storageLimit)}.
+        </p>
+        <h3>Client networks with the most checks</h3>
+        <p class="muted">
+          A client network is an IPv4 /24 or an IPv6 /48: each may make {PUBLISHABLE_PER_CLIENT.limit} checks
+          a minute with this key. The {TOP_NETWORKS_SHOWN} busiest today are shown.
+        </p>
+        {day.topNetworks.length === 0 ? (
+          <p class="muted">No checks yet today.</p>
+        ) : (
+          <DataTable columns={['Client network', 'Checks today']} data-top-networks>
+            {day.topNetworks.map((row) => (
+              <tr>
+                <td data-label="Client network">
+                  <code>{row.network}</code>
+                </td>
+                <td data-label="Checks today">{count(row.calls)}</td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </section>
+    </>
+  );
+}
+
 /** Where this deployment serves the widget, for the snippet. */
 export function widgetUrlOf(c: Context): string {
   return `${new URL(c.req.url).origin}/widget.js`;
@@ -156,17 +228,36 @@ export function registerPublishableKeyPages(dashboard: Hono<DashboardEnv>): void
     ),
   );
 
+  dashboard.get('/keys/publishable/:id', ...signedInPage, async (c) => {
+    const keys = await listApiKeys(c.get('db'), c.get('caller').accountId);
+    const apiKey = keys.find((key) => key.id === c.req.param('id') && key.kind === 'publishable');
+    if (!apiKey) throw new ApiError('NOT_FOUND', { message: 'No such publishable key on this account.' });
+    const day = await publishableKeyDay(c.get('services').limiters, apiKey.id, Date.now());
+    return renderPage(
+      c,
+      <Layout title={`Publishable key ${apiKey.name}`} section="keys" {...layoutContext(c)}>
+        <PublishableKeyPage
+          apiKey={apiKey}
+          day={day}
+          storageLimit={quotasOf(c.get('config')).publishableStorageBytesPerDay}
+        />
+      </Layout>,
+    );
+  });
+
   dashboard.post('/keys/publishable', ...changingPage, async (c) => {
     const { accountId } = c.get('caller');
     const config = c.get('config');
+    const turnstileSecret = (await formText(c, 'turnstileSecret')).trim();
     const state: FormState = {
       name: (await formText(c, 'name')).trim(),
       origins: await formText(c, 'origins'),
       dailyCap: (await formText(c, 'dailyCap')).trim(),
+      // Ticked on the form unless the customer unticks it; a secret given turns it on too.
+      turnstile: (await formText(c, 'turnstile')) === 'on' || turnstileSecret !== '',
       errors: {},
       refusal: null,
     };
-    const turnstileSecret = (await formText(c, 'turnstileSecret')).trim();
     const nameProblem = keyNameProblem(state.name);
     if (nameProblem) state.errors.name = nameProblem;
     const origins = parseAllowedOrigins(state.origins);
@@ -177,6 +268,9 @@ export function registerPublishableKeyPages(dashboard: Hono<DashboardEnv>): void
     }
     if (turnstileSecret.length > MAX_TURNSTILE_SECRET || /\s/.test(turnstileSecret)) {
       state.errors.turnstile = 'That does not look like a Turnstile secret key.';
+    } else if (state.turnstile && turnstileSecret === '') {
+      state.errors.turnstile =
+        'Give your Turnstile secret key, or untick “Require a Turnstile token” to make the key without it.';
     }
     let status: ContentfulStatusCode = 400;
     if (Object.keys(state.errors).length === 0 && 'origins' in origins) {

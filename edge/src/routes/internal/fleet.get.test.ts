@@ -48,8 +48,8 @@ describe('GET /internal/fleet', () => {
     const token = await newOperatorToken();
     const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
     announceEgresses(prober, region, [
-      { id: '127.0.0.1', kind: 'direct', helo: null },
-      { id: '127.0.0.2', kind: 'direct', helo: 'out2.rcpt.test' },
+      { id: '127.0.0.1', kind: 'direct', helo: null, label: 'fleet-view-3fa91c' },
+      { id: '127.0.0.2', kind: 'direct', helo: 'out2.rcpt.test', label: 'fleet-view-7be204' },
     ]);
     prober.send({
       type: 'egress_state',
@@ -74,6 +74,7 @@ describe('GET /internal/fleet', () => {
           sessions: number;
           egresses: {
             id: string;
+            label?: string;
             blocks: { scope: unknown; reply: { text: string } }[];
             hourlyUse: unknown[];
           }[];
@@ -89,6 +90,8 @@ describe('GET /internal/fleet', () => {
     const [view] = body.regions[0]?.probers ?? [];
     expect(view?.state).toBe('linked');
     expect(view?.egresses.map((egress) => egress.id)).toEqual(['127.0.0.1', '127.0.0.2']);
+    // The operator sees each egress's real id beside the label customers see in evidence.
+    expect(view?.egresses.map((egress) => egress.label)).toEqual(['fleet-view-3fa91c', 'fleet-view-7be204']);
     expect(view?.egresses[0]?.blocks).toEqual([]);
     expect(view?.egresses[0]?.hourlyUse).toEqual([{ provider: 'google', used: 7, budget: 50 }]);
     expect(view?.egresses[1]?.blocks.map((block) => block.scope)).toEqual([

@@ -1,9 +1,16 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { IdempotencyHeaders, VerifyRequest, VerifyResponse } from '@rcpt/shared/contract/api';
+import {
+  IdempotencyHeaders,
+  PublishableVerifyRequest,
+  VerifyRequest,
+  VerifyResponse,
+} from '@rcpt/shared/contract/api';
+import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { admitPublishableVerification } from '../../middleware/publishable-keys.ts';
+import { pageAnswer } from '../../services/keys/publishable-keys.ts';
 import { answerRequestOnce, replyWith } from '../idempotent-reply.ts';
 import { chargedPostResponses } from '../openapi-errors.ts';
 import { verifyAsAsked } from '../single-call.ts';
@@ -24,8 +31,11 @@ const route = createRoute({
     'with `resetAt` (midnight UTC) and `Retry-After`, nothing charged. ' +
     'Test-key history is kept 7 days. ' +
     'Publishable keys (`rk_pub_…`, for web pages) call this operation only, from the origins they list ' +
-    '(403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), at most 10 calls a minute per client ' +
-    "network and the key's daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit.",
+    '(403 `ORIGIN_NOT_ALLOWED` otherwise; CORS preflight answered), with `{ "email" }` only (anything else is 400 ' +
+    '`VALIDATION_ERROR`), at most 10 calls a minute per client network (an IPv4 /24, an IPv6 /48), then the ' +
+    "key's 100 a minute and its daily cap (429 `DAILY_CAP_REACHED` past it, until midnight UTC); each costs 1 credit. " +
+    "Their answer carries no evidence and no `meta.cached` (the account's verdict cache is neither read nor fed), " +
+    "and `creditsRemaining` is what is left of the key's daily cap, not the account's balance.",
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['verify'], { publishableKeys: true }), jsonBody] as const,
   request: {
@@ -47,12 +57,29 @@ const route = createRoute({
   ),
 });
 
+/**
+ * A publishable key's call is `{ email }` and nothing else (docs/publishable-keys.md): `fresh`,
+ * `evidence` and a time budget are the customer's choices, not a page visitor's.
+ */
+function refuseBeyondPageRequest(request: VerifyRequest): void {
+  const parsed = PublishableVerifyRequest.safeParse(request);
+  if (parsed.success) return;
+  throw new ApiError('VALIDATION_ERROR', {
+    message: 'A publishable key checks `{ "email": … }` only.',
+    details: {
+      issues: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+    },
+  });
+}
+
 export function registerVerify(app: OpenAPIHono<AppEnv>): void {
   // The alias without /api appears in one published usage example; it is not in the document.
   for (const definition of [route, { ...route, path: '/v1/verify', hide: true }]) {
     app.openapi(definition, async (c) => {
       const request = c.req.valid('json');
-      await admitPublishableVerification(c);
+      const publishable = c.get('keyLimits').kind === 'publishable';
+      if (publishable) refuseBeyondPageRequest(request);
+      const page = await admitPublishableVerification(c);
       const now = Date.now();
       const answer = await answerRequestOnce(
         c,
@@ -64,7 +91,9 @@ export function registerVerify(app: OpenAPIHono<AppEnv>): void {
         },
         async () => {
           const { result, creditsRemaining } = await verifyAsAsked(c, request, now);
-          return { success: true as const, data: result, creditsRemaining };
+          return page
+            ? pageAnswer(result, page.capLeft)
+            : { success: true as const, data: result, creditsRemaining };
         },
       );
       return replyWith<VerifyResponse>(c, answer);

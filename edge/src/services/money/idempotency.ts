@@ -1,17 +1,18 @@
 // Idempotency keys (docs/money.md, "Retries of a paid request"): the first answer to a key is
 // kept and a retry with the same request gets it again, not run (nor charged) again. Keys are
-// scoped per account and key mode; the request is identified by a SHA-256 fingerprint of its
-// operation, content type, query and raw body, hashed as the body streams in (the checksum of
-// the entire payload, one of the fingerprints draft-ietf-httpapi-idempotency-key-header §2.4
-// lists), so no copy of an upload is ever held to identify it.
+// scoped per account and key mode, the publishable keys apart; the request is identified by a
+// SHA-256 fingerprint of its operation, content type, query and raw body, hashed as the body
+// streams in (the checksum of the entire payload, one of the fingerprints
+// draft-ietf-httpapi-idempotency-key-header §2.4 lists), so no copy of an upload is ever held to
+// identify it.
 import { ApiError } from '@rcpt/shared/errors';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { errorFields, log } from '../../logger.ts';
-import type { DataMode } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import {
   claimIdempotencyKey,
   type HeldKey,
+  type IdempotencyScope,
   keepIdempotentAnswer,
   releaseIdempotencyKey,
 } from '../../storage/idempotency.ts';
@@ -78,7 +79,7 @@ export async function answerOnce(
   db: Db,
   request: {
     accountId: string;
-    mode: DataMode;
+    mode: IdempotencyScope;
     key: string | undefined;
     /** requestFingerprint of the request; read only when there is a key. */
     fingerprint: () => Promise<string>;

@@ -120,9 +120,14 @@ const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
 
 describe('the quotas have production defaults', () => {
-  it('100 MB a day, 10 jobs in flight, 25 active keys, sandbox data kept 7 days', () => {
+  it('100 MB a day, 10 jobs in flight, 25 active keys, 50 MB a day per publishable key, sandbox data kept 7 days', () => {
     // wrangler.toml sets none of them: these are the code's defaults.
-    expect(quotas()).toEqual({ storageBytesPerDay: 100_000_000, jobsInFlight: 10, apiKeys: 25 });
+    expect(quotas()).toEqual({
+      storageBytesPerDay: 100_000_000,
+      jobsInFlight: 10,
+      apiKeys: 25,
+      publishableStorageBytesPerDay: 50_000_000,
+    });
     expect(configOf(env).SANDBOX_RETENTION_DAYS).toBe(7);
   });
 });

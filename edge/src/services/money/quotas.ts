@@ -11,7 +11,11 @@ import { readBalance } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { hasOpenDispute } from '../../storage/disputes.ts';
 
-export type QuotaName = 'storage_bytes_per_day' | 'jobs_in_flight' | 'api_keys';
+export type QuotaName =
+  | 'storage_bytes_per_day'
+  | 'publishable_storage_bytes_per_day'
+  | 'jobs_in_flight'
+  | 'api_keys';
 
 export interface Quotas {
   /** Bytes a UTC day that every write of the account counts against (docs/money.md). */
@@ -20,6 +24,8 @@ export interface Quotas {
   jobsInFlight: number;
   /** Active (not revoked) API keys. */
   apiKeys: number;
+  /** Bytes a UTC day one publishable key's calls book, apart from the account's budget. */
+  publishableStorageBytesPerDay: number;
 }
 
 export function quotasOf(config: Config): Quotas {
@@ -27,6 +33,7 @@ export function quotasOf(config: Config): Quotas {
     storageBytesPerDay: config.QUOTA_STORAGE_BYTES_PER_DAY,
     jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
     apiKeys: config.QUOTA_API_KEYS,
+    publishableStorageBytesPerDay: config.QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY,
   };
 }
 
@@ -50,7 +57,8 @@ export interface QuotaRefusal {
 /** 429 QUOTA_EXCEEDED: which quota, its limit, what is used, and when it resets (null: when usage falls). */
 export function quotaExceeded(refusal: QuotaRefusal): ApiError {
   const { quota, limit, used, requested, now } = refusal;
-  const resetAt = quota === 'storage_bytes_per_day' ? utcDayStart(now) + DAY_MS : null;
+  const daily = quota === 'storage_bytes_per_day' || quota === 'publishable_storage_bytes_per_day';
+  const resetAt = daily ? utcDayStart(now) + DAY_MS : null;
   const resetAtIso = resetAt === null ? null : new Date(resetAt).toISOString();
   return new ApiError('QUOTA_EXCEEDED', {
     message: quotaMessage(refusal, resetAtIso),
@@ -60,7 +68,7 @@ export function quotaExceeded(refusal: QuotaRefusal): ApiError {
 }
 
 /** Bytes as MB with one decimal (10.5 MB), or in bytes below 0.1 MB. */
-function megabytes(bytes: number): string {
+export function megabytes(bytes: number): string {
   return bytes < 100_000 ? `${bytes.toLocaleString('en-US')} bytes` : `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
 
@@ -72,6 +80,11 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
         `An account may store ${megabytes(limit)} a day (lists, their cells and results, history, kept answers, ` +
         `webhook events); ${megabytes(used)} are stored today and this request needs ${megabytes(requested)}. ` +
         `The budget resets at ${resetAt} (midnight UTC).`
+      );
+    case 'publishable_storage_bytes_per_day':
+      return (
+        `A publishable key's checks may store ${megabytes(limit)} a day; ${megabytes(used)} are booked today and ` +
+        `this check needs ${megabytes(requested)}. The budget resets at ${resetAt} (midnight UTC).`
       );
     case 'jobs_in_flight':
       return (

@@ -47,6 +47,12 @@ export async function verifyForCaller(input: {
   requestId: string;
   /** The account's quotas: every history row counts against the storage budget of the day. */
   quotas: Quotas;
+  /**
+   * A publishable key's call (docs/publishable-keys.md, "What the page sees"): the account's
+   * verdict cache is neither read nor fed, its row was booked against the key's own storage
+   * budget, and a 402 does not tell the page's visitor the account's balance.
+   */
+  publishable?: boolean;
   now: number;
   /**
    * The caller's budget (ms on Date.now's clock): by then the answer is what is known, refunded
@@ -58,9 +64,11 @@ export async function verifyForCaller(input: {
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
   const evidence = input.evidence ?? false;
+  const publishable = input.publishable ?? false;
   // Parsed once: the cache key, the sandbox and the verification all take the parsed address.
   const address = checkSyntax(input.email);
-  const key = verdictCacheKey(address);
+  // Without a cache key nothing is looked up, and the history row keeps no address to look up.
+  const key = publishable ? null : verdictCacheKey(address);
   const kept =
     key && !input.fresh
       ? await cachedVerdict({
@@ -104,10 +112,11 @@ export async function verifyForCaller(input: {
       evidence,
       ...(cached ? { answer: historyAnswer(cached, key) } : {}),
     },
-    budget,
+    publishable ? null : budget,
   );
   if ('refused' in opened) {
     if (opened.refused === 'storage') throw storageRefused(opened, input.quotas, now);
+    if (publishable) throw new ApiError('INSUFFICIENT_CREDITS');
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
   const creditsRemaining = opened.balance;
