@@ -94,7 +94,10 @@ describe('two egresses, one listed at half the MX hosts', () => {
       ['scripts/admin.ts', 'fleet', '--edge', system.stack.baseUrl],
       { cwd: REPO_ROOT, env: { ...process.env, RCPT_OPERATOR_TOKEN: token.secret } },
     );
-    expect(stdout).toContain(`egress ${LISTED} (direct)`);
+    // Each egress beside the opaque label its evidence names it by (never its address).
+    const label = prober?.egresses.find((egress) => egress.id === LISTED)?.label;
+    expect(label).toMatch(/^default-[0-9a-f]{6}$/);
+    expect(stdout).toContain(`egress ${LISTED} = ${label} (direct)`);
     expect(stdout).toContain('BLOCKED at mx_host mx1.company.test');
     // The prober logged each block as an event an operator can alert on.
     expect(system.logs.some((line) => line.includes('"event":"egress_blocked"'))).toBe(true);
