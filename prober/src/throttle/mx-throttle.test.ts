@@ -56,6 +56,30 @@ describe('host profiles', () => {
     expect(throttle.profile(MX_A).recipientsPerTransaction).toBe(1);
   });
 
+  test('the round trip is the shortest of at least three sessions; none before', () => {
+    const throttle = new MxThrottle();
+    throttle.noteRoundTrip(MX_A, 80);
+    throttle.noteRoundTrip(MX_A, 45);
+    expect(throttle.profile(MX_A).roundTripMs).toBeNull();
+    throttle.noteRoundTrip(MX_A, 300);
+    expect(throttle.profile(MX_A).roundTripMs).toBe(45);
+    expect(throttle.profile(MX_B).roundTripMs).toBeNull();
+  });
+
+  test.each([
+    ['a reply held back after errors', (throttle: MxThrottle) => throttle.noteSlowAfterErrors(MX_A, 5)],
+    ['a hang-up after errors', (throttle: MxThrottle) => throttle.noteHangupAfterErrors(MX_A, 7)],
+    ['a connection refused', (throttle: MxThrottle) => throttle.noteConnectionRefused(MX_A, 3)],
+    ['a session that did not end calm', (throttle: MxThrottle) => throttle.noteSessionEnd(MX_A, 5, 1, false)],
+  ])('prompt after a calm session, until %s', (_, strain) => {
+    const throttle = new MxThrottle();
+    expect(throttle.profile(MX_A).prompt).toBe(false);
+    throttle.noteSessionEnd(MX_A, 10, 4, true);
+    expect(throttle.profile(MX_A)).toMatchObject({ prompt: true, rejectShare: 0.7 + 0.4 * 0.3 });
+    strain(throttle);
+    expect(throttle.profile(MX_A).prompt).toBe(false);
+  });
+
   test('a profile not heard of for an hour starts over', () => {
     const clock = manualClock();
     const throttle = new MxThrottle({ now: clock.now });
