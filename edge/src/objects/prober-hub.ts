@@ -71,6 +71,19 @@ interface ProberAttachment {
 
 /** Probes of one MX host out at once when a prober's hello does not say (the prober's default). */
 const DEFAULT_PER_MX_CONCURRENCY = 5;
+/**
+ * Probes of one MX host out beyond its sessions at once, as a share of them: they wait at the
+ * prober, whose throttle still holds the sessions to the host's limit, and each starts its
+ * session the moment one ends, instead of after the finished probe's answer has reached the hub
+ * and a new probe has gone out. A probe far from its mail server spends round trips on its last
+ * replies and its close after its slot is free (probe.ts): those are what this covers.
+ */
+const MX_PROBES_AHEAD_SHARE = 1;
+
+/** The probes of one MX host out at once to a prober that opens `perMxConcurrency` sessions to it. */
+export function probesOutPerMx(perMxConcurrency: number): number {
+  return Math.ceil(perMxConcurrency * (1 + MX_PROBES_AHEAD_SHARE));
+}
 /** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
 const MAX_RESENDS = 3;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */
@@ -490,7 +503,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
       if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
-      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) {
+      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= probesOutPerMx(perMxConcurrency)) {
         fullHosts.add(probe.mxKey);
         return null;
       }

@@ -126,7 +126,7 @@ interface ProbeRun {
   probed: ProbedAddress[];
   /** The sessions opened so far, recording their dialogue when the request asks for evidence. */
   sessions: SmtpSession[];
-  /** Sessions that handed their slot on and are still closing: the report waits for them. */
+  /** Sessions that handed their slot on and are still closing: a report with their dialogue waits for them. */
   closing: Promise<void>[];
   /** The made-up addresses of the catch-all test, as sent. */
   catchAllPaths: Set<string>;
@@ -307,8 +307,9 @@ async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
     Math.min(profile.sessionLimit, Math.ceil(run.pending.length / Math.max(1, profile.rcptsPerSession))),
   );
   await Promise.all(Array.from({ length: sessions }, () => sessionLoop(run, host)));
-  // Their dialogue is the evidence, to its last reply.
-  await Promise.all(run.closing);
+  // Sessions that handed their slot on are still reading their last replies. The evidence and
+  // the transcript show the dialogue to its end; without them the answer is known already.
+  if (run.request.evidence || run.request.transcript) await Promise.all(run.closing);
   if (run.clientRefusal) {
     // The same refusal for the rest: it was about the client, whichever address it answered.
     settle(run.pending, clientRefused(run.clientRefusal));
