@@ -183,6 +183,8 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   #running = new Map<string, Running>();
   #inFlight = new Map<string, number>();
   #mxInFlight = new Map<string, number>();
+  /** The same by MX host and prober (`${mxKey} ${proberId}`): who holds a host's probes. */
+  #mxInFlightAt = new Map<string, number>();
   /** Probers whose link closed: their socket may still be listed while its close is handled. */
   #gone = new Set<string>();
   /**
@@ -503,7 +505,12 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
       if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
-      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= probesOutPerMx(perMxConcurrency)) {
+      // Probes waiting ahead only where the host's sessions run: while another prober still
+      // holds some of its probes (the fleet changed), the host's probes out stay within one
+      // prober's sessions, so the two probers' sessions together do too.
+      const out = this.#mxInFlight.get(probe.mxKey) ?? 0;
+      const here = this.#mxInFlightAt.get(`${probe.mxKey} ${proberId}`) ?? 0;
+      if (out >= (out > here ? perMxConcurrency : probesOutPerMx(perMxConcurrency))) {
         fullHosts.add(probe.mxKey);
         return null;
       }
@@ -584,6 +591,8 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     this.#shares.started(probe.accountId, id, proberId, probe.lane === 'single', now);
     this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
     this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
+    const at = `${probe.mxKey} ${proberId}`;
+    this.#mxInFlightAt.set(at, (this.#mxInFlightAt.get(at) ?? 0) + 1);
     try {
       target.ws.send(JSON.stringify(message));
     } catch {
@@ -686,6 +695,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     clearTimeout(running.timer);
     decrement(this.#inFlight, running.proberId);
     decrement(this.#mxInFlight, running.probe.mxKey);
+    decrement(this.#mxInFlightAt, `${running.probe.mxKey} ${running.proberId}`);
     this.#shares.ended(running.probe.accountId, id, Date.now());
     return running;
   }

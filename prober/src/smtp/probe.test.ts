@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { until } from '../../../test/eventually.ts';
 import { type MailWorld, startWorld, ZONE } from '../../../test/world/index.ts';
 import { startNetworkPath } from '../../../test/world/network-path.ts';
-import { MxThrottle } from '../throttle/mx-throttle.ts';
+import { MxThrottle, ROUND_TRIP_SAMPLES } from '../throttle/mx-throttle.ts';
 import { CatchAllCache } from './catch-all-cache.ts';
 import { type ProbeDeps, probe, probeMany } from './probe.ts';
 
@@ -689,7 +689,7 @@ describe('session handling', () => {
     // round trip after that: the slot can go to the next session at once, if there is a round trip.
     '%s that answers promptly: while the 221 to QUIT is held, the session holds %i slots',
     async (_, slotsHeld, roundTripMs) => {
-      // The fourth connection's 221 waits until the test lets it go.
+      // The 221 of the connection after those that measured the round trip waits until the test lets it go.
       let letByeGo = () => {};
       const byeHeld = new Promise<void>((resolve) => {
         letByeGo = resolve;
@@ -698,7 +698,7 @@ describe('session handling', () => {
       const { port, commands } = await scriptedServer(
         afterEhlo(
           async (socket, next) => {
-            const held = ++connection === 4;
+            const held = ++connection === ROUND_TRIP_SAMPLES + 1;
             for (let line = await next(); line !== null; line = await next()) {
               if (line === 'QUIT') {
                 if (held) await byeHeld;
@@ -722,13 +722,16 @@ describe('session handling', () => {
           scriptedRequest([localPart], { evidence: true }),
           scriptedDeps(path?.port ?? port, { throttle }),
         );
-      // Three sessions that end calm: the host's round trip is known, and it is prompt.
-      for (const localPart of ['a1', 'a2', 'a3']) await ask(localPart);
-      const fourth = ask('a4');
-      await until(() => commands.filter((line) => line === 'QUIT').length === 4, 'the fourth QUIT');
+      // Sessions that end calm: the host's round trip is known, and it is prompt.
+      for (let index = 0; index < ROUND_TRIP_SAMPLES; index++) await ask(`a${index}`);
+      const last = ask('last');
+      await until(
+        () => commands.filter((line) => line === 'QUIT').length === ROUND_TRIP_SAMPLES + 1,
+        'the last QUIT',
+      );
       expect(throttle.openSessions()).toBe(slotsHeld);
       letByeGo();
-      const report = await fourth;
+      const report = await last;
       expect(outcomes(report)).toEqual(['250 2.1.5']);
       // The report waited for the close: its evidence ends with the 221.
       expect(report.perAddress[0]?.evidence?.dialogue.at(-1)).toMatchObject({

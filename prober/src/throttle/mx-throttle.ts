@@ -112,7 +112,7 @@ interface ProfileState extends Omit<HostProfile, 'rcptsPerSession' | 'roundTripM
 
 const DEFAULT_PER_IP_LIMIT = 5;
 // Sessions that measure a host's round trip before the shortest is believed.
-const ROUND_TRIP_SAMPLES = 3;
+export const ROUND_TRIP_SAMPLES = 10;
 // Below Postfix's smtpd_soft_error_limit (10), so no reply is ever slowed, with room for the
 // catch-all test's rejection and for servers set a little stricter.
 const DEFAULT_REJECTIONS_PER_SESSION = 8;
