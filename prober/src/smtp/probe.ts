@@ -85,8 +85,6 @@ const SLOW_REPLY_MS = 600;
 // How often a session refused at the greeting for too many connections is tried again.
 const CONNECTION_CAP_RETRIES = 5;
 const LOCAL_PART_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-// A session goes on while it may still collect at least this share of its rejection budget.
-const SESSION_RENEWAL_SHARE = 1 / 3;
 // The shortest round trip to a host at which its slot is handed on when QUIT is written
 // (runSession): the round trip is the host's time to read QUIT before our next connection
 // reaches it, and below this a moment's delay in the host's own processing could eat it.
@@ -564,14 +562,8 @@ async function askRecipients(
     const recipients = [...group.map((address) => address.wire), ...(catchAllPath ? [catchAllPath] : [])];
     for (const address of group) address.askedIn = session;
     const smtputf8 = mailFromNeedsSmtputf8 || group.some((address) => address.needsSmtputf8);
-    // The last group carries QUIT: nothing is left to ask, or this group will likely leave too
-    // few rejections for another (the host's reject share so far says how many it will spend).
-    const left = profile.rejectionBudget - tally.errors;
-    const likelyLeft = left - (group.length + (withCatchAll ? 1 : 0)) * profile.rejectShare;
-    const last =
-      run.pending.length === 0
-        ? withCatchAll || !catchAllUntested(run)
-        : likelyLeft < profile.rejectionBudget * SESSION_RENEWAL_SHARE;
+    // The last group carries QUIT: nothing is left to ask (the catch-all test included).
+    const last = run.pending.length === 0 && (withCatchAll || !catchAllUntested(run));
     const outcome = await session.transaction(request.mailFrom, recipients, {
       smtputf8,
       reset: !first,
@@ -599,10 +591,6 @@ async function askRecipients(
       }
       break;
     }
-    // A group carries the rejections the session may still collect; when those are few, a fresh
-    // session (a greeting and EHLO: three round trips) asks more per round trip than this one.
-    const stillLeft = profile.rejectionBudget - tally.errors;
-    if (run.pending.length > 0 && stillLeft < profile.rejectionBudget * SESSION_RENEWAL_SHARE) break;
   }
   if (tally.pushback) deps.throttle.backoff(ip, describeReply(tally.pushback));
   else deps.throttle.recordSuccess(ip);
