@@ -157,10 +157,9 @@ export class SmtpSession {
   #finished = false;
   /** QUIT went out with the last transaction: the server closes once it has answered everything. */
   #quitSent = false;
-  /** When QUIT was written, and when the last two replies arrived (performance.now()). */
+  /** When QUIT was written, and when the last reply arrived (performance.now()). */
   #quitWrittenAt: number | null = null;
   #lastReplyAt = 0;
-  #previousReplyAt = 0;
   #quitReplyWaitMs: number | null = null;
   #handshaking = false;
   #sessionTimer: NodeJS.Timeout | null = null;
@@ -346,11 +345,8 @@ export class SmtpSession {
     if (this.#usable()) {
       try {
         const quitWaitMs = Math.min(this.#timeouts.commandMs, QUIT_WAIT_MS);
-        const bye = this.#quitSent
-          ? await this.#readReply(this.#stage, quitWaitMs)
-          : await this.#command('QUIT', this.#stage, quitWaitMs);
-        // The 221 is the last reply, so the one before it is the previous one received.
-        this.#quitReplyWaitMs = bye.at - Math.max(this.#quitWrittenAt ?? bye.at, this.#previousReplyAt);
+        if (this.#quitSent) await this.#readReply(this.#stage, quitWaitMs);
+        else await this.#command('QUIT', this.#stage, quitWaitMs);
         this.#finished = true;
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -620,7 +616,11 @@ export class SmtpSession {
       this.#repliesOwed--;
     }
     if (reply.code === 421) this.#closingReply = reply;
-    this.#previousReplyAt = this.#lastReplyAt;
+    // The reply that leaves nothing owed after QUIT is QUIT's: how long it took once the server
+    // could give it (QUIT read, every reply before it sent).
+    if (this.#quitWrittenAt !== null && this.#repliesOwed === 0 && this.#quitReplyWaitMs === null) {
+      this.#quitReplyWaitMs = received.at - Math.max(this.#quitWrittenAt, this.#lastReplyAt);
+    }
     this.#lastReplyAt = received.at;
     this.dialogue?.replied(reply, received.at);
     const waiter = this.#replyWaiter;
