@@ -32,7 +32,11 @@ interface FleetBody {
   regions: {
     probers: {
       state: string;
-      egresses: { id: string; blocks: { scope: { name: string }; reply: { text: string } }[] }[];
+      egresses: {
+        id: string;
+        label?: string;
+        blocks: { scope: { name: string }; reply: { text: string } }[];
+      }[];
     }[];
   }[];
 }
