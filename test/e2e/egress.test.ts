@@ -32,11 +32,7 @@ interface FleetBody {
   regions: {
     probers: {
       state: string;
-      egresses: {
-        id: string;
-        label?: string;
-        blocks: { scope: { name: string }; reply: { text: string } }[];
-      }[];
+      egresses: { id: string; label?: string; blocks: { scope: { name: string }; reply: { text: string } }[] }[];
     }[];
   }[];
 }
