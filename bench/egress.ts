@@ -5,63 +5,25 @@
 // - the same list with one egress (127.0.0.2) listed on Spamhaus's zone at half the MX hosts
 //   (Postfix's reject_rbl_client reply at every RCPT): upload → completed and percent right;
 // - how long after a refusal's reply the operator's view (GET /internal/fleet) shows the block.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DEV_ACCOUNT_ID, type LocalStack } from '../scripts/stack/local-stack.ts';
-import { createApiKeys, createOperatorToken, grantCredits } from '../scripts/stack/operator.ts';
-import { companyList } from '../test/world/expected-verdicts.ts';
-import { DOMAINS, startWorld } from '../test/world/index.ts';
-import { startBenchStack } from './bench-stack.ts';
+import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
+import { createApiKeys, createOperatorToken } from '../scripts/stack/operator.ts';
+import { DOMAINS, INTERNET_ROUND_TRIP, startWorld } from '../test/world/index.ts';
+import { runCompanyList, stopRun } from './company-run.ts';
 import type { Figure } from './run.ts';
-import { subStatusesOf, uploadAndWait } from './upload-and-wait.ts';
 
-const ADDRESSES = 10_000;
 const LISTED = '127.0.0.2';
 const world = await startWorld({
   companies: { domains: 200, hosts: 4, blocklisted: { clients: [LISTED], hosts: [1, 3] } },
+  roundTripMs: INTERNET_ROUND_TRIP,
 });
-const common = { ALLOW_PRIVATE_TARGETS: 'true' };
-const list = companyList({ count: ADDRESSES, domains: 200 });
 const figures: Figure[] = [];
 
-async function run(
-  sourceAddresses: string,
-): Promise<{ seconds: number; right: number; stack: LocalStack; persistTo: string }> {
-  const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-egress-'));
-  const stack = await startBenchStack({
-    persistTo,
-    vars: { DOH_URL: world.dohUrl, ...common },
-    proberEnv: {
-      ...common,
-      SMTP_PORT: String(world.smtpPort),
-      CAPACITY: '200',
-      PER_MX_CONCURRENCY: '20',
-      SOURCE_ADDRESSES: sourceAddresses,
-    },
-  });
-  grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: ADDRESSES + 1_000 });
-  const [key] = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 1, mode: 'live' });
-  if (!key) throw new Error('no key');
-  for (const mx of world.companyMx) mx.resetStats();
-  const job = await uploadAndWait(
-    stack,
-    key,
-    list.map((row) => row.address),
-  );
-  const found = await subStatusesOf(stack, key, job.jobId);
-  const right = list.filter((row) => found.get(row.address) === row.subStatus).length / list.length;
-  return { seconds: job.seconds, right, stack, persistTo };
-}
-
-async function stop(stack: LocalStack, persistTo: string): Promise<void> {
-  await stack.close();
-  rmSync(persistTo, { recursive: true, force: true });
-}
+const run = (sourceAddresses: string) =>
+  runCompanyList(world, { proberEnv: { SOURCE_ADDRESSES: sourceAddresses } });
 
 try {
   const clean = await run('127.0.0.1,127.0.0.3');
-  await stop(clean.stack, clean.persistTo);
+  await stopRun(clean);
   const blocked = await run(`127.0.0.1,${LISTED}`);
   const refusals = world.companyMx.reduce((sum, mx) => sum + mx.stats().blocklisted, 0);
 
@@ -86,7 +48,7 @@ try {
     }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  await stop(blocked.stack, blocked.persistTo);
+  await stopRun(blocked);
 
   figures.push(
     { name: '10k, two clean egresses: upload → completed', value: clean.seconds, unit: 's' },

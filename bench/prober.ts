@@ -9,17 +9,18 @@ import { probe, probeMany } from '../prober/src/smtp/probe.ts';
 import { SmtpSession } from '../prober/src/smtp/session.ts';
 import { MxThrottle } from '../prober/src/throttle/mx-throttle.ts';
 import { emptyStats } from '../test/world/defences.ts';
-import { companyList, type MxStats, startWorld } from '../test/world/index.ts';
+import { companyList, INTERNET_ROUND_TRIP, type MxStats, startWorld } from '../test/world/index.ts';
 import { companyHosts } from '../test/world/zone.ts';
+import { PER_MX_SESSIONS } from './company-run.ts';
 import { percentile, timeConcurrently } from './latency.ts';
 import type { Figure } from './run.ts';
 
+// The single server figures are on loopback; the company world is across the internet.
 const world = await startWorld();
-// What the company hosts take from one client (COMPANY_DEFENCES.connectionCountLimit).
-const COMPANY_SESSIONS_PER_HOST = 20;
+const companyWorld = await startWorld({ roundTripMs: INTERNET_ROUND_TRIP });
 const figures: Figure[] = [];
-const deps = (perIpLimit: number, bannerMs = 5_000) => ({
-  smtpPort: world.smtpPort,
+const deps = (perIpLimit: number, bannerMs = 5_000, smtpPort = world.smtpPort) => ({
+  smtpPort,
   allowPrivateTargets: true,
   requireTls: false,
   timeouts: { connectMs: 5_000, bannerMs, commandMs: 5_000 },
@@ -104,12 +105,13 @@ try {
   figures.push(...(await companyRun()), ...(await oneConnectionPerAddress()));
 } finally {
   await world.close();
+  await companyWorld.close();
 }
 console.log(JSON.stringify(figures));
 
 /** The company world's list, by domain, with the MX address of each domain. */
 function companyProbes(): { domain: string; ip: string; emails: string[] }[] {
-  const hosts = companyHosts(world.companyMx.length);
+  const hosts = companyHosts(companyWorld.companyMx.length);
   const byDomain = new Map<string, string[]>();
   for (const row of companyList()) {
     const domain = row.address.split('@')[1] ?? '';
@@ -117,13 +119,13 @@ function companyProbes(): { domain: string; ip: string; emails: string[] }[] {
   }
   return [...byDomain].map(([domain, emails]) => ({
     domain,
-    ip: hosts[world.companyDomains.indexOf(domain) % hosts.length]?.ip ?? '',
+    ip: hosts[companyWorld.companyDomains.indexOf(domain) % hosts.length]?.ip ?? '',
     emails,
   }));
 }
 
 function companyStats(): MxStats {
-  const total = world.companyMx.map((mx) => mx.stats());
+  const total = companyWorld.companyMx.map((mx) => mx.stats());
   const sum = (key: keyof MxStats) => total.reduce((all, stats) => all + stats[key], 0);
   const stats = emptyStats();
   for (const key of Object.keys(stats) as (keyof MxStats)[]) stats[key] = sum(key);
@@ -145,10 +147,10 @@ function rightShare(codes: Map<string, number | null>): number {
 
 /** rcpt's probe engine: one probe per domain (as the edge sends them), all at once. */
 async function companyRun(): Promise<Figure[]> {
-  const sessionsPerHost = COMPANY_SESSIONS_PER_HOST;
+  const sessionsPerHost = PER_MX_SESSIONS;
   const throttle = new MxThrottle({ perIpLimit: sessionsPerHost });
   const catchAllCache = new CatchAllCache();
-  for (const mx of world.companyMx) mx.resetStats();
+  for (const mx of companyWorld.companyMx) mx.resetStats();
   const started = performance.now();
   const reports = await Promise.all(
     companyProbes().map(({ domain, ip, emails }) =>
@@ -162,7 +164,7 @@ async function companyRun(): Promise<Figure[]> {
           timeoutMs: 120_000,
           transcript: false,
         },
-        { ...deps(sessionsPerHost), throttle, catchAllCache },
+        { ...deps(sessionsPerHost, 5_000, companyWorld.smtpPort), throttle, catchAllCache },
       ),
     ),
   );
@@ -180,19 +182,19 @@ async function companyRun(): Promise<Figure[]> {
  * per MX host, no catch-all test.
  */
 async function oneConnectionPerAddress(): Promise<Figure[]> {
-  for (const mx of world.companyMx) mx.resetStats();
+  for (const mx of companyWorld.companyMx) mx.resetStats();
   const byHost = new Map<string, string[]>();
   for (const { ip, emails } of companyProbes()) byHost.set(ip, [...(byHost.get(ip) ?? []), ...emails]);
   const codes = new Map<string, number | null>();
   const started = performance.now();
   await Promise.all(
     [...byHost].map(([ip, emails]) =>
-      timeConcurrently(emails.length, COMPANY_SESSIONS_PER_HOST, async (index) => {
+      timeConcurrently(emails.length, PER_MX_SESSIONS, async (index) => {
         const email = emails[index] ?? '';
         const session = new SmtpSession({
           host: `mx.${email.split('@')[1]}`,
           ip,
-          port: world.smtpPort,
+          port: companyWorld.smtpPort,
           helo: 'rcpt.test',
           sessionTimeoutMs: 30_000,
           startTls: 'off',

@@ -16,6 +16,7 @@ const BENCHES = [
   'single-verify',
   'time-budget',
   'batch',
+  'distance',
   'capacity',
   'egress',
   'hub',

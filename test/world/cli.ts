@@ -1,7 +1,9 @@
 // `npm run world`: the fake mail world on fixed ports, for trying the prober or the edge by hand.
-// SMTP_PORT (default 2525), DOH_PORT (8053) and DNS_PORT (8054) choose the ports; Ctrl-C stops it.
+// SMTP_PORT (default 2525), DOH_PORT (8053) and DNS_PORT (8054) choose the ports; ROUND_TRIP_MS
+// (default 0) puts that round-trip time between the clients and every MX host, as the internet
+// does (a range as MIN-MAX, e.g. 20-80); Ctrl-C stops it.
 import { EXPECTED_VERDICTS } from './expected-verdicts.ts';
-import { startWorld } from './index.ts';
+import { type RoundTrip, startWorld } from './index.ts';
 
 function portFromEnv(variable: string, fallback: number): number {
   const raw = process.env[variable];
@@ -14,10 +16,27 @@ function portFromEnv(variable: string, fallback: number): number {
   return port;
 }
 
+function roundTripFromEnv(variable: string): RoundTrip {
+  const raw = process.env[variable]?.trim() ?? '';
+  const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(raw);
+  if (raw === '') return 0;
+  const min = Number(match?.[1]);
+  const max = match?.[2] === undefined ? min : Number(match[2]);
+  if (!match || max < min) {
+    console.error(
+      `world: ${variable} must be milliseconds (60) or a range (20-80), not ${JSON.stringify(raw)}`,
+    );
+    process.exit(2);
+  }
+  return min === max ? min : { min, max };
+}
+
+const roundTripMs = roundTripFromEnv('ROUND_TRIP_MS');
 const world = await startWorld({
   smtpPort: portFromEnv('SMTP_PORT', 2525),
   dohPort: portFromEnv('DOH_PORT', 8053),
   dnsPort: portFromEnv('DNS_PORT', 8054),
+  roundTripMs,
 }).catch((error: unknown) => {
   console.error(`world: could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
@@ -25,10 +44,13 @@ const world = await startWorld({
 
 const addressWidth = Math.max(...EXPECTED_VERDICTS.map((row) => row.address.length));
 const verdictWidth = Math.max(...EXPECTED_VERDICTS.map((row) => `${row.status} / ${row.subStatus}`.length));
+const shownRoundTrip =
+  typeof roundTripMs === 'number' ? `${roundTripMs}` : `${roundTripMs.min}–${roundTripMs.max}`;
 console.log(`DOH_URL=${world.dohUrl}
 DNS_SERVERS=${world.dnsServer}
 SMTP_PORT=${world.smtpPort}
 ALLOW_PRIVATE_TARGETS=true
+Round trip to every MX host: ${shownRoundTrip} ms
 
 Try the prober by hand:
   DNS_SERVERS=${world.dnsServer} SMTP_PORT=${world.smtpPort} ALLOW_PRIVATE_TARGETS=true npm run prober -- verify alice@accept.test --transcript

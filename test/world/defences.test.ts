@@ -196,7 +196,6 @@ describe('the world', () => {
     expect(COMPANY_DEFENCES).toMatchObject({
       ...POSTFIX_DEFAULTS,
       connectionCountLimit: 20,
-      rttMs: { min: 20, max: 80 },
     });
   });
 

@@ -56,8 +56,6 @@ export interface MxDefences {
    * gets `450 4.2.0 … Greylisted`, and so does every retry until this much time has passed.
    */
   greylistDelayMs?: number;
-  /** Round-trip time of the path to this server: each reply arrives this long after its command. */
-  rttMs?: { min: number; max: number };
   /**
    * Postfix `smtpd_client_restrictions = reject_rbl_client zen.spamhaus.org` with these client
    * addresses listed: every RCPT from them (smtpd_delay_reject = yes, the default, reports client

@@ -3,8 +3,8 @@
 // a benchmark measured). With `defences` it behaves as a Postfix, Exchange or postgrey server
 // with their documented defaults does (see defences.ts): errors counted per connection, every
 // reply late past the soft limit, a hang-up at the hard limit, a cap on the connections of one
-// client address, rate limits, a tarpit, one recipient per transaction, greylisting, and the
-// round-trip time of a real path.
+// client address, rate limits, a tarpit, one recipient per transaction and greylisting. The
+// distance to it is the world's network path (network-path.ts).
 import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Greylist, mailboxExists, userUnknownText } from './behaviours.ts';
@@ -28,7 +28,6 @@ interface Reply {
 interface Connection {
   socket: Socket;
   client: string;
-  rttMs: number;
   errors: number;
   mailFrom: string | null;
   recipientsInTransaction: number;
@@ -212,11 +211,9 @@ export async function startFastMx(
     stats.sessionsOpened++;
     stats.maxConcurrentSessions = Math.max(stats.maxConcurrentSessions, sessionsOpen);
 
-    const rtt = defences.rttMs;
     const connection: Connection = {
       socket,
       client,
-      rttMs: rtt ? rtt.min + Math.random() * (rtt.max - rtt.min) : 0,
       errors: 0,
       mailFrom: null,
       recipientsInTransaction: 0,
@@ -226,15 +223,7 @@ export async function startFastMx(
     };
     socket.setNoDelay(true);
     socket.once('close', () => endSession(connection));
-    // A reply reaches the client one round trip after its command: the lines are taken up that
-    // much later (the same delay for every chunk of a connection keeps them in order).
-    const later = (work: () => void) => {
-      if (connection.rttMs > 0) setTimeout(work, connection.rttMs);
-      else work();
-    };
-    later(() => {
-      if (!socket.destroyed) socket.write(`220 ${spec.host} ESMTP rcpt fake MX\r\n`);
-    });
+    socket.write(`220 ${spec.host} ESMTP rcpt fake MX\r\n`);
     let buffered = '';
     socket.on('data', (chunk: string) => {
       buffered += chunk;
@@ -246,12 +235,10 @@ export async function startFastMx(
       const lines = buffered.split('\r\n');
       buffered = lines.pop() ?? '';
       if (lines.length === 0) return;
-      later(() => {
-        for (const line of lines) {
-          connection.queue = connection.queue.then(() => handle(connection, line));
-        }
-        connection.queue = connection.queue.then(() => flush(connection));
-      });
+      for (const line of lines) {
+        connection.queue = connection.queue.then(() => handle(connection, line));
+      }
+      connection.queue = connection.queue.then(() => flush(connection));
     });
   });
   server.maxConnections = 10_000;

@@ -8,6 +8,7 @@ import { startDohStub } from './doh-stub.ts';
 import { type FakeMx, type FakeMxSpec, type RunningMx, startSmtpMx, startTarpitMx } from './fake-mx.ts';
 import { startFastMx } from './fast-mx.ts';
 import { isAddressInUse } from './loopback.ts';
+import { hasDistance, type RoundTrip, startNetworkPath } from './network-path.ts';
 import { createSelfSignedCertificate } from './self-signed-certificate.ts';
 import {
   bulkZone,
@@ -38,6 +39,7 @@ export {
   EXPECTED_VERDICTS,
   type ExpectedVerdict,
 } from './expected-verdicts.ts';
+export type { RoundTrip } from './network-path.ts';
 export {
   bulkDomainNames,
   companyDomainNames,
@@ -52,14 +54,15 @@ export type { FakeMx, ZoneEntry };
 
 /**
  * The company scenario: Postfix's defaults on every host, except the connection count limit,
- * which is 20 sessions per client (Postfix's default is 50; many sites set fewer), and a
- * round-trip time of 20–80 ms per reply, as a prober sees across the internet.
+ * which is 20 sessions per client (Postfix's default is 50; many sites set fewer).
  */
 export const COMPANY_DEFENCES: Readonly<MxDefences> = Object.freeze({
   ...POSTFIX_DEFAULTS,
   connectionCountLimit: 20,
-  rttMs: { min: 20, max: 80 },
 });
+
+/** The round trips a prober sees to mail servers across the internet (WorldOptions.roundTripMs). */
+export const INTERNET_ROUND_TRIP: Readonly<RoundTrip> = Object.freeze({ min: 20, max: 80 });
 
 export interface CompanyWorldOptions {
   /** company-001.test onwards; default 200. */
@@ -96,6 +99,11 @@ export interface WorldOptions {
   blocklistedAtProvider?: readonly string[];
   /** How many pit-NNN.test tarpit domains to serve (tarpitZone); default 100. */
   tarpitDomains?: number;
+  /**
+   * The round-trip time between the clients and every MX host (network-path.ts); default none:
+   * loopback, where a server answers in microseconds.
+   */
+  roundTripMs?: RoundTrip;
 }
 
 export interface MailWorld {
@@ -104,7 +112,10 @@ export interface MailWorld {
   smtpPort: number;
   /** The UDP DNS server as host:port (DNS_SERVERS for `rcpt-prober verify`). */
   dnsServer: string;
-  /** By behaviour name: accept, catchall, greylist, …, fallbackSecondary, utf8, bulk. */
+  /**
+   * By behaviour name: accept, catchall, greylist, …, fallbackSecondary, utf8, bulk. With a
+   * round trip, each server's own `port` is not `smtpPort`: that one reaches it over the path.
+   */
   mx: Record<string, FakeMx>;
   /** Behaviour name → the domain to use for it. */
   domains: Record<string, string>;
@@ -167,8 +178,24 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
         startFastMx(spec, port, { blocklistedClients: options.blocklistedAtProvider ?? [] }),
     ),
   ];
-  const servers = await startOnOnePort(starters, options.smtpPort);
-  const smtpPort = servers[0]?.port ?? 0;
+  const roundTrip = hasDistance(options.roundTripMs) ? options.roundTripMs : null;
+  const servers = await startOnOnePort(starters, roundTrip ? undefined : options.smtpPort);
+  // With distance, the clients dial each server's address on the path's port, the server's own
+  // port being another.
+  const paths = roundTrip
+    ? await startOnOnePort(
+        servers.map(
+          (server) => (port: number) =>
+            startNetworkPath({ ip: server.ip, serverPort: server.port, roundTripMs: roundTrip }, port),
+        ),
+        options.smtpPort,
+      ).catch(async (error: unknown) => {
+        await Promise.all(servers.map((server) => server.close()));
+        throw error;
+      })
+    : [];
+  const listeners = [...servers, ...paths];
+  const smtpPort = (paths[0] ?? servers[0])?.port ?? 0;
 
   const zone: Record<string, ZoneEntry> = {
     ...ZONE,
@@ -177,12 +204,12 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     ...tarpitZone(options.tarpitDomains ?? 100),
   };
   const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
-    await Promise.all(servers.map((server) => server.close()));
+    await Promise.all(listeners.map((listener) => listener.close()));
     throw error;
   });
 
   const udpDns = await startUdpDns(zone, options.dnsPort ?? 0).catch(async (error: unknown) => {
-    await Promise.all([doh.close(), ...servers.map((server) => server.close())]);
+    await Promise.all([doh.close(), ...listeners.map((listener) => listener.close())]);
     throw error;
   });
 
@@ -205,9 +232,11 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
       udpDns.zoneChanged();
     },
     close() {
-      closing ??= Promise.all([doh.close(), udpDns.close(), ...servers.map((server) => server.close())]).then(
-        () => {},
-      );
+      closing ??= Promise.all([
+        doh.close(),
+        udpDns.close(),
+        ...listeners.map((listener) => listener.close()),
+      ]).then(() => {});
       return closing;
     },
   };
@@ -222,14 +251,14 @@ function specOf(name: keyof typeof MX_IPS): FakeMxSpec {
  * 0 and the rest take the port it got. That port was only known free on the first address, so
  * if another address has it in use, everything is closed and a new port drawn.
  */
-async function startOnOnePort(
-  starters: readonly ((port: number) => Promise<RunningMx>)[],
+async function startOnOnePort<Listener extends { port: number; close(): Promise<void> }>(
+  starters: readonly ((port: number) => Promise<Listener>)[],
   requestedPort: number | undefined,
-): Promise<RunningMx[]> {
+): Promise<Listener[]> {
   const [startFirst, ...startRest] = starters;
   if (startFirst === undefined) return [];
   for (let attempt = 1; ; attempt++) {
-    const started: RunningMx[] = [];
+    const started: Listener[] = [];
     try {
       const first = await startFirst(requestedPort ?? 0);
       started.push(first);

@@ -26,6 +26,19 @@ import {
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
 const DEADLINE_MARGIN_MS = 250;
+/**
+ * Probes of one MX host out beyond its sessions at once, as a share of them: they wait at the
+ * prober, whose throttle still holds the sessions to the host's limit, and each starts its
+ * session the moment one ends, instead of after the finished probe's answer has reached the hub
+ * and a new probe has gone out. A probe far from its mail server spends round trips on its last
+ * replies and its close after its slot is free (probe.ts): those are what this covers.
+ */
+const MX_PROBES_AHEAD_SHARE = 1;
+
+/** The probes of one MX host out at once to a prober that opens `perMxConcurrency` sessions to it. */
+export function probesOutPerMx(perMxConcurrency: number): number {
+  return Math.ceil(perMxConcurrency * (1 + MX_PROBES_AHEAD_SHARE));
+}
 /** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
 const MAX_RESENDS = 3;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */
@@ -79,6 +92,8 @@ export class ProbeScheduler {
   #running = new Map<string, Running>();
   #inFlight = new Map<string, number>();
   #mxInFlight = new Map<string, number>();
+  /** The same by MX host and prober (`${mxKey} ${proberId}`): who holds a host's probes. */
+  #mxInFlightAt = new Map<string, number>();
   /** While work is handed over, probes join their lanes unpumped; the lanes are pumped once, after. */
   #holding = false;
 
@@ -221,7 +236,12 @@ export class ProbeScheduler {
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
       if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
-      if ((this.#mxInFlight.get(probe.mxKey) ?? 0) >= perMxConcurrency) {
+      // Probes waiting ahead only where the host's sessions run: while another prober still
+      // holds some of its probes (the fleet changed), the host's probes out stay within one
+      // prober's sessions, so the two probers' sessions together do too.
+      const out = this.#mxInFlight.get(probe.mxKey) ?? 0;
+      const here = this.#mxInFlightAt.get(`${probe.mxKey} ${proberId}`) ?? 0;
+      if (out >= (out > here ? perMxConcurrency : probesOutPerMx(perMxConcurrency))) {
         fullHosts.add(probe.mxKey);
         return null;
       }
@@ -302,6 +322,8 @@ export class ProbeScheduler {
     this.#shares.started(probe.accountId, id, proberId, probe.lane === 'single', now);
     this.#inFlight.set(proberId, (this.#inFlight.get(proberId) ?? 0) + 1);
     this.#mxInFlight.set(probe.mxKey, (this.#mxInFlight.get(probe.mxKey) ?? 0) + 1);
+    const at = `${probe.mxKey} ${proberId}`;
+    this.#mxInFlightAt.set(at, (this.#mxInFlightAt.get(at) ?? 0) + 1);
     try {
       target.ws.send(JSON.stringify(message));
     } catch {
@@ -404,6 +426,7 @@ export class ProbeScheduler {
     clearTimeout(running.timer);
     decrement(this.#inFlight, running.proberId);
     decrement(this.#mxInFlight, running.probe.mxKey);
+    decrement(this.#mxInFlightAt, `${running.probe.mxKey} ${running.proberId}`);
     this.#shares.ended(running.probe.accountId, id, Date.now());
     return running;
   }

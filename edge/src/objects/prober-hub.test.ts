@@ -19,6 +19,7 @@ import { configOf } from '../config.ts';
 import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import type { BatchTask } from '../services/batch/types.ts';
 import { regionsGateway } from '../services/fleet/prober-gateway.ts';
+import { probesOutPerMx } from './probe-scheduler.ts';
 import type { HubWork } from './prober-hub.ts';
 import { MAX_PROBER_CAPACITY } from './prober-links.ts';
 
@@ -439,7 +440,7 @@ describe('ProberHub scheduling', () => {
     prober.close();
   });
 
-  it('keeps every MX host on one prober, never more of its probes out than one prober allows, and fails over', async () => {
+  it('keeps every MX host on one prober, never more of its probes out than one prober takes ahead, and fails over', async () => {
     const region = 'hub-affinity';
     const probers = [
       await startFakeProber(region, () => 'ignore', 50, 2),
@@ -465,11 +466,14 @@ describe('ProberHub scheduling', () => {
           counts.set(probe.mx[0]?.host ?? '', (counts.get(probe.mx[0]?.host ?? '') ?? 0) + 1);
       return counts;
     };
+    // Two sessions per host, and as many probes waiting ahead at the prober.
+    const out = probesOutPerMx(2);
+    expect(out).toBe(4);
     await until(
-      () => [...outByHost().values()].reduce((a, b) => a + b, 0) === 8,
-      'two probes per host are out',
+      () => [...outByHost().values()].reduce((a, b) => a + b, 0) === 4 * out,
+      'four probes per host are out',
     );
-    expect([...outByHost().values()]).toEqual([2, 2, 2, 2]);
+    expect([...outByHost().values()]).toEqual([out, out, out, out]);
     // Each host's probes are on exactly one prober.
     for (const host of hosts) {
       expect(

@@ -16,6 +16,9 @@ export interface DomainFactsRow {
   tenantExpiresAt: number | null;
   greylistDelaySeconds: number | null;
   greylistDelayExpiresAt: number | null;
+  slowProbeSeconds: number | null;
+  slowProbeTimedOut: number | null;
+  slowProbeExpiresAt: number | null;
   changedAt: number;
   updatedAt: number;
 }
@@ -23,7 +26,9 @@ export interface DomainFactsRow {
 const FACTS_COLUMNS = `domain, route, route_key AS routeKey, route_expires_at AS routeExpiresAt, provider,
   catch_all_reply AS catchAllReply, catch_all AS catchAll, catch_all_expires_at AS catchAllExpiresAt,
   tenant, tenant_expires_at AS tenantExpiresAt, greylist_delay_s AS greylistDelaySeconds,
-  greylist_delay_expires_at AS greylistDelayExpiresAt, changed_at AS changedAt, updated_at AS updatedAt`;
+  greylist_delay_expires_at AS greylistDelayExpiresAt, slow_probe_s AS slowProbeSeconds,
+  slow_probe_timed_out AS slowProbeTimedOut, slow_probe_expires_at AS slowProbeExpiresAt,
+  changed_at AS changedAt, updated_at AS updatedAt`;
 
 export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
   return readDomainFactsStatement(db, domain).first<DomainFactsRow>();
@@ -131,4 +136,56 @@ export async function recordGreylistDelay(
     )
     .bind(fact.domain, fact.seconds, fact.expiresAt, fact.now)
     .run();
+}
+
+/**
+ * Records the domain's slowest recent batch probe, as last measured. Like the greylisting
+ * delay it is no verdict's ground, so `changed_at` stays.
+ */
+export async function recordSlowProbe(
+  db: Db,
+  fact: { domain: string; seconds: number; timedOut: boolean; expiresAt: number; now: number },
+): Promise<void> {
+  await db.$client
+    .prepare(
+      `INSERT INTO domain_facts (domain, slow_probe_s, slow_probe_timed_out, slow_probe_expires_at, changed_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+       ON CONFLICT (domain) DO UPDATE SET slow_probe_s = excluded.slow_probe_s,
+         slow_probe_timed_out = excluded.slow_probe_timed_out,
+         slow_probe_expires_at = excluded.slow_probe_expires_at, updated_at = excluded.updated_at`,
+    )
+    .bind(fact.domain, fact.seconds, fact.timedOut ? 1 : 0, fact.expiresAt, fact.now)
+    .run();
+}
+
+/** What slows a domain's batch work, as last measured: its greylisting delay and its slowest probe. */
+export interface DomainPaceRow {
+  domain: string;
+  greylistDelaySeconds: number | null;
+  slowProbeSeconds: number | null;
+  slowProbeTimedOut: number | null;
+}
+
+/**
+ * The still-trusted greylisting delays and slow probes of those of `domains` that have one, in
+ * one statement: what a new job's estimate counts on.
+ */
+export async function readDomainPaces(
+  db: Db,
+  domains: readonly string[],
+  now: number,
+): Promise<DomainPaceRow[]> {
+  if (domains.length === 0) return [];
+  const { results } = await db.$client
+    .prepare(
+      `SELECT domain,
+         CASE WHEN greylist_delay_expires_at > ?2 THEN greylist_delay_s END AS greylistDelaySeconds,
+         CASE WHEN slow_probe_expires_at > ?2 THEN slow_probe_s END AS slowProbeSeconds,
+         CASE WHEN slow_probe_expires_at > ?2 THEN slow_probe_timed_out END AS slowProbeTimedOut
+       FROM domain_facts WHERE domain IN (SELECT value FROM json_each(?1))
+         AND (greylist_delay_expires_at > ?2 OR slow_probe_expires_at > ?2)`,
+    )
+    .bind(JSON.stringify(domains), now)
+    .all<DomainPaceRow>();
+  return results;
 }

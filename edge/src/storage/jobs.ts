@@ -211,21 +211,14 @@ export async function pendingAddresses(
   };
 }
 
-/** Addresses waiting across all processing jobs, and the recent throughput, for estimates. */
-export async function queueOutlook(
-  db: Db,
-  since: number,
-): Promise<{ pending: number; perSecond: number | null }> {
+/** Addresses of the jobs still processing that have no final answer yet: the fleet's work ahead of a new job. */
+export async function addressesAhead(db: Db): Promise<number> {
   const row = await db.$client
     .prepare(
-      `SELECT
-         (SELECT COALESCE(SUM(total_emails - processed_emails), 0) FROM jobs WHERE status = 'processing') AS pending,
-         (SELECT CAST(SUM(total_emails) AS REAL) / MAX(SUM(completed_at - created_at), 1) * 1000 FROM jobs
-            WHERE status = 'completed' AND completed_at > ?1 AND total_emails > 0) AS perSecond`,
+      `SELECT COALESCE(SUM(total_emails - processed_emails), 0) AS pending FROM jobs WHERE status = 'processing'`,
     )
-    .bind(since)
-    .first<{ pending: number; perSecond: number | null }>();
-  return { pending: row?.pending ?? 0, perSecond: row?.perSecond ?? null };
+    .first<{ pending: number }>();
+  return row?.pending ?? 0;
 }
 
 export async function countJobs(db: Db, accountId: string, mode?: DataMode): Promise<number> {

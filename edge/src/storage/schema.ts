@@ -177,6 +177,12 @@ export const domainFacts = sqliteTable(
     // fact verdicts rest on: it does not move `changed_at`.
     greylistDelaySeconds: integer('greylist_delay_s'),
     greylistDelayExpiresAt: integer('greylist_delay_expires_at'),
+    // The domain's slowest recent batch probe (seconds), whether it ran out of time (1: a
+    // tarpit that never answered), and when that is no longer trusted. What a new job's
+    // estimate counts on for the domain; like the greylisting delay, it does not move `changed_at`.
+    slowProbeSeconds: integer('slow_probe_s'),
+    slowProbeTimedOut: integer('slow_probe_timed_out'),
+    slowProbeExpiresAt: integer('slow_probe_expires_at'),
     changedAt: integer('changed_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -9,10 +9,13 @@ import { evidenceBytes } from '@rcpt/shared/verify/evidence';
 import { createProviderRegistry, type RcptTrust } from '@rcpt/shared/verify/providers';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { until } from '../../../test/eventually.ts';
 import { type MailWorld, startWorld, ZONE } from '../../../test/world/index.ts';
+import { startNetworkPath } from '../../../test/world/network-path.ts';
 import { directEgress, socks5Egress } from '../egress/egress.ts';
 import { egressLabel } from '../egress/egress-label.ts';
-import { MxThrottle } from '../throttle/mx-throttle.ts';
+import { MxThrottle, ROUND_TRIP_SAMPLES } from '../throttle/mx-throttle.ts';
+import { CatchAllCache } from './catch-all-cache.ts';
 import { type ProbeDeps, probe, probeMany } from './probe.ts';
 
 let world: MailWorld;
@@ -109,22 +112,29 @@ describe('the behaviours of the mail world', () => {
   });
 
   test.each([
-    ['greylist', '450 4.2.0'],
-    ['greylistMilter', '451 4.7.1'],
-    ['full', '552 5.2.2'],
-    ['disabled', '550 5.2.1'],
-    ['rbl', '554 5.7.1'],
-    ['policy', '550 5.7.1'],
+    ['greylist', '450 4.2.0', 450, false],
+    ['greylistMilter', '451 4.7.1', 451, false],
+    ['full', '552 5.2.2', 550, true],
+    ['disabled', '550 5.2.1', 550, true],
+    ['rbl', '554 5.7.1', 554, false],
+    ['policy', '550 5.7.1', 550, false],
   ])(
-    '%s: RCPT gets %s, and with nothing accepted there is no catch-all test',
-    async (behaviour, expected) => {
+    '%s: RCPT gets %s; the made-up address, asked in the same group, is kept only when it lasts',
+    async (behaviour, expected, catchAllCode, kept) => {
       const server = world.mx[behaviour]!;
       server.resetStats();
       const throttle = new MxThrottle();
-      const report = await probe(request(behaviour, ['alice']), deps({ throttle }));
+      const catchAllCache = new CatchAllCache();
+      const report = await probe(request(behaviour, ['alice']), deps({ throttle, catchAllCache }));
       expect(outcomes(report)).toEqual([expected]);
-      expect(report.catchAllReply).toBeNull();
-      expect(server.received()).toEqual([`alice@${world.domains[behaviour]}`]);
+      // Its answer does not decide a verdict with nothing accepted (shared/verify/verdict.ts);
+      // a deferral or a refusal of the client is no lasting answer for the domain.
+      expect(report.catchAllReply?.code).toBe(catchAllCode);
+      expect(catchAllCache.get(world.domains[behaviour]!) !== null).toBe(kept);
+      expect(server.received()).toEqual([
+        `alice@${world.domains[behaviour]}`,
+        expect.stringMatching(new RegExp(`^[a-z0-9]{20}@${world.domains[behaviour]}$`)),
+      ]);
       // Greylisting (postgrey's 450 4.2.0, milter-greylist's 451 4.7.1) and permanent refusals
       // are no reason to stay away from the host: the reply table says so (asksClientToSlowDown).
       expect(throttle.backoffs()).toEqual([]);
@@ -318,11 +328,20 @@ describe('what the probe asks and shows', () => {
     );
     expect(report.catchAllReply).toMatchObject(USER_UNKNOWN);
     const transcript = report.session.transcript ?? [];
-    expect(transcript).toContain('C: MAIL FROM:<verify@rcpt.test>');
-    expect(transcript).toContain('C: RCPT TO:<alice@accept.test>');
-    expect(transcript).toContain('C: RCPT TO:<randomlocalpart0001@accept.test>');
-    expect(transcript.at(-2)).toBe('C: QUIT');
-    expect(transcript.at(-1)).toMatch(/^S: 221 /);
+    // One group (RFC 2920): the real address, the made-up one after it, and QUIT, then the
+    // replies in the same order.
+    const mail = transcript.indexOf('C: MAIL FROM:<verify@rcpt.test>');
+    expect(transcript.slice(mail, mail + 8)).toEqual([
+      'C: MAIL FROM:<verify@rcpt.test>',
+      'C: RCPT TO:<alice@accept.test>',
+      'C: RCPT TO:<randomlocalpart0001@accept.test>',
+      'C: QUIT',
+      expect.stringMatching(/^S: 250 /),
+      expect.stringMatching(/^S: 250 /),
+      expect.stringMatching(/^S: 550 5\.1\.1 <randomlocalpart0001@accept\.test>/),
+      expect.stringMatching(/^S: 221 /),
+    ]);
+    expect(transcript).toHaveLength(mail + 8);
   });
 
   test('a probe that runs out while waiting for a session slot: timeout at connect', async () => {
@@ -571,10 +590,12 @@ describe('hostile inputs', () => {
         socket.destroy();
       }),
     );
-    const report = await probe(scriptedRequest(['alice', 'bob', 'carol']), scriptedDeps(port));
-    // Each session answers one RCPT: alice, then the catch-all test, then bob; carol was cut
-    // short three times and keeps the failure.
-    expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', 'disconnected@rcpt']);
+    const report = await probe(scriptedRequest(['alice', 'bob', 'carol', 'dave']), scriptedDeps(port));
+    // Each session answers one RCPT: alice, then bob, then carol; dave was cut short three
+    // times and keeps the failure. The catch-all test, asked last in the first two, never got
+    // its answer.
+    expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', '250 2.1.5', 'disconnected@rcpt']);
+    expect(report.catchAllReply).toBeNull();
     expect(connections()).toBe(3);
     expect(report.session.mxHost).toBe('mx.scripted.test');
   });
@@ -618,7 +639,9 @@ describe('session handling', () => {
     );
     const report = await probe(scriptedRequest(['a1', 'a2', 'a3', 'nobody', 'a5']), scriptedDeps(port));
     expect(outcomes(report)).toEqual(['250 2.1.5', '250 2.1.5', '250 2.1.5', '550 5.1.1', '250 2.1.5']);
-    expect(commands.filter((line) => line.startsWith('MAIL') || line === 'RSET')).toHaveLength(5);
+    // The first group (every address, the made-up one, QUIT) learns the limit; the next session
+    // asks the rest two at a time: MAIL, then MAIL and RSET MAIL.
+    expect(commands.filter((line) => line.startsWith('MAIL') || line === 'RSET')).toHaveLength(4);
     // The catch-all test found a fresh transaction with room.
     expect(report.catchAllReply).toMatchObject({ code: 250 });
   });
@@ -650,15 +673,76 @@ describe('session handling', () => {
     expect(commands.slice(1, 9)).toEqual([
       'MAIL FROM:<verify@rcpt.test>',
       'RCPT TO:<a1@scripted.test>',
-      'RCPT TO:<a2@scripted.test>',
+      // The catch-all test ends the first group with room for it.
+      expect.stringMatching(/^RCPT TO:<[a-z0-9]{20}@scripted\.test>$/),
       'RSET',
       'MAIL FROM:<verify@rcpt.test>',
-      // The catch-all test opens the transaction after the first accepted address.
-      expect.stringMatching(/^RCPT TO:<[a-z0-9]{20}@scripted\.test>$/),
+      'RCPT TO:<a2@scripted.test>',
       'RCPT TO:<a3@scripted.test>',
       'QUIT',
     ]);
   });
+
+  test.each([
+    ['a distant host', 0, 30],
+    ['a host next door', 1, 0],
+  ])(
+    // The host has read QUIT half a round trip after it left; our next connection reaches it a
+    // round trip after that: the slot can go to the next session at once, if there is a round trip.
+    '%s that answers promptly: while the 221 to QUIT is held, the session holds %i slots',
+    async (_, slotsHeld, roundTripMs) => {
+      // The 221 of the connection after those that measured the round trip waits until the test lets it go.
+      let letByeGo = () => {};
+      const byeHeld = new Promise<void>((resolve) => {
+        letByeGo = resolve;
+      });
+      let connection = 0;
+      const { port, commands } = await scriptedServer(
+        afterEhlo(
+          async (socket, next) => {
+            const held = ++connection === ROUND_TRIP_SAMPLES + 1;
+            for (let line = await next(); line !== null; line = await next()) {
+              if (line === 'QUIT') {
+                if (held) await byeHeld;
+                socket.end('221 2.0.0 Bye\r\n');
+                return;
+              }
+              socket.write('250 2.1.5 Ok\r\n');
+            }
+          },
+          ['PIPELINING'],
+        ),
+      );
+      const path =
+        roundTripMs > 0
+          ? await startNetworkPath({ ip: '127.0.0.1', serverPort: port, roundTripMs }, 0)
+          : null;
+      if (path) closers.push(() => path.close());
+      const throttle = new MxThrottle({ perIpLimit: 1 });
+      const ask = (localPart: string) =>
+        probe(
+          scriptedRequest([localPart], { evidence: true }),
+          scriptedDeps(path?.port ?? port, { throttle }),
+        );
+      // Sessions that end calm: the host's round trip is known, and it is prompt.
+      for (let index = 0; index < ROUND_TRIP_SAMPLES; index++) await ask(`a${index}`);
+      const last = ask('last');
+      await until(
+        () => commands.filter((line) => line === 'QUIT').length === ROUND_TRIP_SAMPLES + 1,
+        'the last QUIT',
+      );
+      expect(throttle.openSessions()).toBe(slotsHeld);
+      letByeGo();
+      const report = await last;
+      expect(outcomes(report)).toEqual(['250 2.1.5']);
+      // The report waited for the close: its evidence ends with the 221.
+      expect(report.perAddress[0]?.evidence?.dialogue.at(-1)).toMatchObject({
+        command: 'QUIT',
+        reply: { code: 221 },
+      });
+      expect(throttle.openSessions()).toBe(0);
+    },
+  );
 
   test('a rate-limit deferral at RCPT (450 4.7.1 … too many) backs the host off; the next probe is throttled without connecting', async () => {
     const { port, connections } = await scriptedServer(
@@ -786,10 +870,8 @@ describe('evidence from a shared session', () => {
       `RCPT TO:<***@${domain}>`, // alice, who was asked first
       `RCPT TO:<nobody@${domain}>`,
       `RCPT TO:<***@${domain}>`, // bob
-      'RSET',
-      'MAIL FROM:<***@rcpt.test>',
-      `RCPT TO:<***@${domain}>`, // the catch-all test
-      'QUIT',
+      `RCPT TO:<***@${domain}>`, // the catch-all test, in the same group
+      'QUIT', // and QUIT: nothing is left to ask
     ]);
     const own = evidence.dialogue[6];
     expect(own?.reply).toEqual({
@@ -797,7 +879,8 @@ describe('evidence from a shared session', () => {
       enhanced: '5.1.1',
       text: `<nobody@${domain}>: Recipient address rejected: User unknown in local recipient table`,
     });
-    expect(evidence.dialogue[10]?.reply?.text).toBe(
+    expect(evidence.dialogue[9]?.reply?.code).toBe(221);
+    expect(evidence.dialogue[8]?.reply?.text).toBe(
       `<***@${domain}>: Recipient address rejected: User unknown in local recipient table`,
     );
     for (const step of evidence.dialogue) {

@@ -5,9 +5,12 @@
 // hangs up after 20, postconf(5)), and a fresh connection goes on with the rest; several run
 // at once, up to the host's session limit. Addresses a session could not ask (a hang-up, a
 // 421, a timeout) are asked again at once in another session, within the probe's deadline.
-// When the server accepted a real address, one random address of the domain tells a real
-// mailbox from a catch-all; its answer is cached per domain. It reports raw replies and
-// failures; the verdict (shared/verify) decides what they mean.
+// One random address of the domain, asked after the real ones of a session's first group,
+// tells a real mailbox from a catch-all when a real address is accepted; its answer is cached
+// per domain. Round trips are what a probe far from the server waits for, so none is idle: a
+// group (RFC 2920) carries RSET, MAIL, the RCPTs and, when it is the session's last, QUIT, and
+// a session's slot passes to the next as soon as the host can no longer count it (runSession).
+// It reports raw replies and failures; the verdict (shared/verify) decides what they mean.
 import { randomInt } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import type {
@@ -88,6 +91,10 @@ const SLOW_REPLY_MS = 600;
 // How often a session refused at the greeting for too many connections is tried again.
 const CONNECTION_CAP_RETRIES = 5;
 const LOCAL_PART_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+// The shortest round trip to a host at which its slot is handed on when QUIT is written
+// (runSession): the round trip is the host's time to read QUIT before our next connection
+// reaches it, and below this a moment's delay in the host's own processing could eat it.
+const HANDOVER_MIN_ROUND_TRIP_MS = 20;
 
 /** One real address of the request, and what it is asked as. */
 interface ProbedAddress {
@@ -123,6 +130,8 @@ interface ProbeRun {
   probed: ProbedAddress[];
   /** The sessions opened so far, recording their dialogue when the request asks for evidence. */
   sessions: SmtpSession[];
+  /** Sessions that handed their slot on and are still closing: a report with their dialogue waits for them. */
+  closing: Promise<void>[];
   /** The made-up addresses of the catch-all test, as sent. */
   catchAllPaths: Set<string>;
   provider: MailProvider | null;
@@ -168,6 +177,7 @@ export async function probe(request: ProbeRequest, deps: ProbeDeps): Promise<Pro
     pending: [],
     probed: [],
     sessions: [],
+    closing: [],
     catchAllPaths: new Set(),
     provider: null,
     asciiDomain: toAsciiDomain(request.domain),
@@ -301,6 +311,9 @@ async function askHost(run: ProbeRun, candidate: Candidate): Promise<Attempt> {
     Math.min(profile.sessionLimit, Math.ceil(run.pending.length / Math.max(1, profile.rcptsPerSession))),
   );
   await Promise.all(Array.from({ length: sessions }, () => sessionLoop(run, host)));
+  // Sessions that handed their slot on are still reading their last replies. The evidence and
+  // the transcript show the dialogue to its end; without them the answer is known already.
+  if (run.request.evidence || run.request.transcript) await Promise.all(run.closing);
   if (run.clientRefusal) {
     // The same refusal for the rest: it was about the client, whichever address it answered.
     settle(run.pending, clientRefused(run.clientRefusal));
@@ -317,13 +330,18 @@ function hasWork(run: ProbeRun): boolean {
   return run.clientRefusal === null && (run.pending.length > 0 || wantsCatchAll(run));
 }
 
-function wantsCatchAll(run: ProbeRun): boolean {
+/** The catch-all test has no answer yet and may still be tried. */
+function catchAllUntested(run: ProbeRun): boolean {
   return (
     run.clientRefusal === null &&
-    run.accepted &&
     run.catchAll.state === 'untested' &&
     run.catchAll.attempts < CATCH_ALL_ATTEMPTS
   );
+}
+
+/** The verdict needs the catch-all answer (a real address was accepted) and none is in sight: worth a session of its own. */
+function wantsCatchAll(run: ProbeRun): boolean {
+  return run.accepted && catchAllUntested(run);
 }
 
 function clientRefused(reply: SmtpReply): SessionFailure {
@@ -369,9 +387,15 @@ async function sessionLoop(run: ProbeRun, host: HostRun): Promise<void> {
       counted = true;
       // Opportunistic TLS whose handshake fails is retried once in plaintext, as MTAs do at TLS
       // level "may"; the handshake error stays in tlsError.
-      let failure = await runSession(run, host, deps.requireTls ? 'required' : 'opportunistic', null);
+      let failure = await runSession(
+        run,
+        host,
+        deps.requireTls ? 'required' : 'opportunistic',
+        null,
+        release,
+      );
       if (failure?.kind === 'tls_failed' && !deps.requireTls) {
-        failure = await runSession(run, host, 'off', failure.message);
+        failure = await runSession(run, host, 'off', failure.message, release);
       }
       if (failure === null) continue;
       // Postfix's anvil: "421 4.7.0 … too many connections from …" at the greeting while other
@@ -393,14 +417,28 @@ async function sessionLoop(run: ProbeRun, host: HostRun): Promise<void> {
  * One session: opens it, then asks groups of pending addresses until they are done or the
  * session's rejection budget is spent. Returns the failure that kept it from asking anything,
  * or null when it asked (whatever became of the addresses: those not answered are pending again).
+ *
+ * The session's throttle slot stands for a connection the host counts, and a host stops
+ * counting one when it reads our QUIT, half a round trip after we write it, while a connection
+ * we open then reaches its accept() only after the handshake, 1.5 round trips later. So when
+ * QUIT is written to a prompt host over a path long enough for that gap to matter, the slot
+ * goes to the next session at once (`release`) and this one closes in the background: the
+ * greeting and EHLO of the next overlap the last replies of this one, and the host never
+ * serves more of our sessions than its limit. A host that held a reply back (an error sleep, a
+ * tarpit) may still be busy with our last commands when the next connection arrives: its slot
+ * waits for the close.
  */
 async function runSession(
   run: ProbeRun,
   host: HostRun,
   startTls: StartTlsPolicy,
   earlierTlsError: string | null,
+  release: ReleaseSlot,
 ): Promise<SessionFailure | null> {
   const { request, deps } = run;
+  const { ip } = host.candidate;
+  const tally: SessionTally = { rcpts: 0, errors: 0, strained: false, pushback: null };
+  let handedOn = false;
   const session = new SmtpSession({
     host: host.candidate.host,
     ip: host.candidate.ip,
@@ -413,7 +451,21 @@ async function runSession(
     recordDialogue: request.evidence ?? false,
     ...(deps.egress ? { egress: deps.egress } : {}),
     onConnected: () => {
-      disconnected = deps.throttle.noteConnected(host.candidate.ip);
+      disconnected = deps.throttle.noteConnected(ip);
+    },
+    onQuitWritten: () => {
+      const profile = deps.throttle.profile(ip);
+      if (
+        (profile.roundTripMs ?? 0) < HANDOVER_MIN_ROUND_TRIP_MS ||
+        !profile.prompt ||
+        tally.strained ||
+        tally.pushback !== null
+      ) {
+        return;
+      }
+      handedOn = true;
+      disconnected();
+      release();
     },
   });
   let disconnected = () => {};
@@ -427,10 +479,20 @@ async function runSession(
       return failure;
     }
     noteFacts(run, session, earlierTlsError);
-    return await askRecipients(run, host, session);
+    if (session.roundTripMs !== null) deps.throttle.noteRoundTrip(ip, session.roundTripMs);
+    return await askRecipients(run, host, session, tally);
   } finally {
-    await session.quit();
-    disconnected();
+    const closed = session.quit().then(() => {
+      disconnected();
+      // Postfix's error sleep holds every reply once the session has made its soft limit of
+      // errors, the 221 too: a session that stopped just there learns it from the QUIT.
+      const held = session.quitReplyWaitMs;
+      if (held !== null && tally.errors > 0 && held > (session.roundTripMs ?? 0) + SLOW_REPLY_MS) {
+        deps.throttle.noteSlowAfterErrors(ip, tally.errors);
+      }
+    });
+    if (handedOn) run.closing.push(closed);
+    else await closed;
   }
 }
 
@@ -448,13 +510,17 @@ interface SessionTally {
 /**
  * Groups of pending addresses, each one mail transaction (RSET pipelined before all but the
  * first), each no larger than the rejections the session may still collect, so that even a
- * group of unknown mailboxes stays within the host's budget. Returns a failure only when the
+ * group of unknown mailboxes stays within the host's budget. The catch-all test's made-up
+ * address ends the first group with room for it: its answer only counts when a real address is
+ * accepted (shared/verify/verdict.ts), and asking it alongside costs no round trip of its own.
+ * QUIT ends the group after which nothing is left to ask. Returns a failure only when the
  * session could not ask anything.
  */
 async function askRecipients(
   run: ProbeRun,
   host: HostRun,
   session: SmtpSession,
+  tally: SessionTally,
 ): Promise<SessionFailure | null> {
   const { request, deps } = run;
   const { ip } = host.candidate;
@@ -476,7 +542,6 @@ async function askRecipients(
   }
 
   const profile = deps.throttle.profile(ip);
-  const tally: SessionTally = { rcpts: 0, errors: 0, strained: false, pushback: null };
   let first = true;
   let stop = false;
   let askedAnything = false;
@@ -486,7 +551,9 @@ async function askRecipients(
       deps.recipientsPerTransaction ?? profile.recipientsPerTransaction ?? DEFAULT_RECIPIENTS_PER_TRANSACTION,
     );
     const room = Math.min(profile.rejectionBudget - tally.errors, perTransaction);
-    const withCatchAll = wantsCatchAll(run);
+    // Alone, the made-up address is only worth a transaction once a real one was accepted; beside
+    // real ones, whenever there is room for both.
+    const withCatchAll = catchAllUntested(run) && (run.accepted || (room >= 2 && run.pending.length > 0));
     const group = run.pending.splice(0, room - (withCatchAll ? 1 : 0));
     if (group.length === 0 && !withCatchAll) break;
     if (withCatchAll) {
@@ -496,13 +563,20 @@ async function askRecipients(
     const randomLocalPart = deps.randomLocalPart ?? catchAllLocalPart;
     const catchAllPath = withCatchAll ? `${randomLocalPart()}@${run.asciiDomain}` : null;
     if (catchAllPath) run.catchAllPaths.add(catchAllPath);
-    const recipients = [...(catchAllPath ? [catchAllPath] : []), ...group.map((address) => address.wire)];
+    // The made-up address last: a server that slows down or hangs up after a rejection (a
+    // tarpit, an error limit) has answered the real ones by then.
+    const recipients = [...group.map((address) => address.wire), ...(catchAllPath ? [catchAllPath] : [])];
     for (const address of group) address.askedIn = session;
     const smtputf8 = mailFromNeedsSmtputf8 || group.some((address) => address.needsSmtputf8);
-    const outcome = await session.transaction(request.mailFrom, recipients, { smtputf8, reset: !first });
+    // The last group carries QUIT: nothing is left to ask (the catch-all test included).
+    const last = run.pending.length === 0 && (withCatchAll || !catchAllUntested(run));
+    const outcome = await session.transaction(request.mailFrom, recipients, {
+      smtputf8,
+      reset: !first,
+      quit: last,
+    });
     first = false;
-    const offset = withCatchAll ? 1 : 0;
-    stop = takeReplies(run, host, outcome, group, offset, tally);
+    stop = takeReplies(run, host, outcome, group, withCatchAll, tally) || last;
     if (outcome.replies.length > 0) askedAnything = true;
     if (outcome.failure) {
       // Nothing asked at all: the session failed as a whole (MAIL refused, a hang-up at once).
@@ -540,7 +614,7 @@ function takeReplies(
   host: HostRun,
   outcome: TransactionOutcome,
   group: ProbedAddress[],
-  offset: number,
+  withCatchAll: boolean,
   tally: SessionTally,
 ): boolean {
   const { deps } = run;
@@ -567,35 +641,34 @@ function takeReplies(
       deps.throttle.noteSlowAfterErrors(ip, tally.errors);
     }
     if (rejected) tally.errors++;
-    if (asksClientToSlowDown(reply, 'rcpt')) tally.pushback ??= reply;
+    const address = group[index];
+    const recipientLimit = progressed && isTooManyRecipients(reply);
+    // A recipient limit asks for another transaction, not for the host to be left alone.
+    if (!recipientLimit && asksClientToSlowDown(reply, 'rcpt')) tally.pushback ??= reply;
     if (refusesClient(reply, 'rcpt')) run.clientRefusal ??= reply;
-    if (progressed && isTooManyRecipients(reply)) {
+    if (recipientLimit) {
       if (!recipientLimitSeen) deps.throttle.noteRecipientLimit(ip, acceptedInTransaction);
       recipientLimitSeen = true;
-      if (index < offset) run.catchAll.state = 'untested';
-      else {
-        const address = group[index - offset];
-        if (address) deferred.push(address);
-      }
+      if (address) deferred.push(address);
+      else run.catchAll.state = 'untested';
       return;
     }
     if (reply.code >= 200 && reply.code < 300) acceptedInTransaction++;
-    if (index < offset) {
+    if (!address) {
+      // After the group's addresses: the catch-all test's made-up one.
       run.catchAllReply = reply;
       run.catchAll.state = 'answered';
       // A refusal of the client says nothing about the domain's catch-all: not kept.
       if (!refusesClient(reply, 'rcpt')) deps.catchAllCache?.set(run.catchAllKey, reply);
       return;
     }
-    const address = group[index - offset];
-    if (!address) return;
     address.outcome.reply = reply;
     if (reply.code >= 200 && reply.code < 300) run.accepted = true;
   });
-  if (offset > 0 && replies.length === 0) run.catchAll.state = 'untested';
+  if (withCatchAll && replies.length <= group.length) run.catchAll.state = 'untested';
   // What the session could not ask goes back to the front, to be asked at once by another
   // session; an address cut short too often keeps the failure.
-  const unanswered = group.slice(Math.max(0, replies.length - offset));
+  const unanswered = group.slice(replies.length);
   const failure = outcome.failure;
   for (const address of unanswered) {
     address.cutShort++;

@@ -359,6 +359,80 @@ describe('mail transactions', () => {
     ]);
   });
 
+  test('the last transaction carries QUIT in its group; quit() reads the 221 and sends nothing more', async () => {
+    const { port, connections } = await scriptedServer((connection) => serveSmtp(connection));
+    const quitWritten: string[] = [];
+    const opened = session(port, {
+      recordDialogue: true,
+      onQuitWritten: () => quitWritten.push(connections[0]?.commands.at(-1) ?? 'nothing read yet'),
+    });
+    await opened.open();
+    const outcome = await opened.transaction('verify@rcpt.test', ['a@example.test', 'b@example.test'], {
+      smtputf8: false,
+      quit: true,
+    });
+    expect(outcome.replies.map((reply) => reply.code)).toEqual([250, 250]);
+    expect(outcome.failure).toBeNull();
+    // Told when QUIT was on its way, before the server had read the group.
+    expect(quitWritten).toEqual(['EHLO prober.rcpt.test']);
+    await opened.quit();
+    const server = connections[0];
+    expect(server?.commands).toEqual([
+      'EHLO prober.rcpt.test',
+      'MAIL FROM:<verify@rcpt.test>',
+      'RCPT TO:<a@example.test>',
+      'RCPT TO:<b@example.test>',
+      'QUIT',
+    ]);
+    // One group: the server found each command with the rest already queued behind it.
+    expect(server?.linesQueuedBehind.slice(1)).toEqual([3, 2, 1, 0]);
+    // The server's close after its 221 is the end it announced, not a failure.
+    expect(opened.dialogue?.ended).toBeNull();
+    expect(opened.dialogue?.steps.at(-1)).toMatchObject({ command: 'QUIT', reply: { code: 221 } });
+    expect(opened.quitReplyWaitMs).not.toBeNull();
+  });
+
+  test('a refused MAIL in a group with QUIT: the 503s are dropped, and quit() still gets its 221', async () => {
+    const { port, connections } = await scriptedServer(async (connection) => {
+      connection.send('220 mx.scripted.test ESMTP\r\n');
+      await connection.next();
+      connection.send('250-mx.scripted.test\r\n250 PIPELINING\r\n');
+      for (let index = 0; index < 3; index++) await connection.next();
+      connection.send('550 5.7.1 Sender rejected\r\n503 5.5.1 Error: need MAIL command\r\n221 2.0.0 Bye\r\n');
+      connection.socket.end();
+    });
+    const opened = session(port, { recordDialogue: true });
+    await opened.open();
+    const outcome = await opened.transaction('verify@rcpt.test', ['a@example.test'], {
+      smtputf8: false,
+      quit: true,
+    });
+    expect(outcome.failure).toMatchObject({ kind: 'rejected', stage: 'mail', reply: { code: 550 } });
+    await opened.quit();
+    expect(connections[0]?.commands.at(-1)).toBe('QUIT');
+    expect(opened.dialogue?.steps.at(-1)).toMatchObject({ command: 'QUIT', reply: { code: 221 } });
+    expect(opened.dialogue?.ended).toBeNull();
+  });
+
+  test('a server that hangs up inside a group with QUIT, before its replies, is still a failure', async () => {
+    const { port } = await scriptedServer(async (connection) => {
+      connection.send('220 mx.scripted.test ESMTP\r\n');
+      await connection.next();
+      connection.send('250-mx.scripted.test\r\n250 PIPELINING\r\n');
+      await connection.next();
+      connection.send('250 2.1.0 Ok\r\n');
+      connection.socket.end();
+    });
+    const opened = session(port);
+    await opened.open();
+    const outcome = await opened.transaction('verify@rcpt.test', ['a@example.test'], {
+      smtputf8: false,
+      quit: true,
+    });
+    expect(outcome.replies).toEqual([]);
+    expect(outcome.failure).toMatchObject({ kind: 'disconnected', stage: 'rcpt' });
+  });
+
   test('an address with CR LF never reaches the wire: target_refused at guard', async () => {
     const { port, connections } = await scriptedServer((connection) => serveSmtp(connection));
     const opened = session(port);

@@ -64,6 +64,8 @@ export interface SmtpSessionOptions {
   recordDialogue?: boolean;
   /** Called once the TCP connection is up (the server counts the session from here). */
   onConnected?: () => void;
+  /** Called when QUIT is written, with every command before it written too. */
+  onQuitWritten?: () => void;
   /** Where the session goes out from: a local source address or a SOCKS5 proxy; default the system's choice. */
   egress?: Egress;
 }
@@ -141,7 +143,9 @@ export class SmtpSession {
   readonly #startTls: StartTlsPolicy;
   readonly #transcript: Transcript | null;
   readonly #onConnected: (() => void) | undefined;
+  readonly #onQuitWritten: (() => void) | undefined;
   readonly #egress: Egress | undefined;
+  #roundTripMs: number | null = null;
 
   #socket: Socket | TLSSocket | null = null;
   /** Resolves when the TCP connection is closed (at once when there never was one). */
@@ -151,6 +155,12 @@ export class SmtpSession {
   /** A 421 the server sent: RFC 5321 §3.8, it closes the channel after it, so nothing else is coming. */
   #closingReply: SmtpReply | null = null;
   #finished = false;
+  /** QUIT went out with the last transaction: the server closes once it has answered everything. */
+  #quitSent = false;
+  /** When QUIT was written, and when the last reply arrived (performance.now()). */
+  #quitWrittenAt: number | null = null;
+  #lastReplyAt = 0;
+  #quitReplyWaitMs: number | null = null;
   #handshaking = false;
   #sessionTimer: NodeJS.Timeout | null = null;
   #pending: PendingStep | null = null;
@@ -174,7 +184,25 @@ export class SmtpSession {
     this.#transcript = options.transcript ?? null;
     this.dialogue = options.recordDialogue ? new DialogueRecorder() : null;
     this.#onConnected = options.onConnected;
+    this.#onQuitWritten = options.onQuitWritten;
     this.#egress = options.egress;
+  }
+
+  /**
+   * The round-trip time to the server as the EHLO exchange measured it (EHLO makes the server
+   * do no more than answer), or null before one.
+   */
+  get roundTripMs(): number | null {
+    return this.#roundTripMs;
+  }
+
+  /**
+   * How long the QUIT's reply took from the moment the server could give it (QUIT written, or
+   * the reply before it arrived, whichever was later), or null without one. More than a round
+   * trip is a server holding its replies back: Postfix's error sleep delays the 221 too.
+   */
+  get quitReplyWaitMs(): number | null {
+    return this.#quitReplyWaitMs;
   }
 
   /** Whether the server takes internationalised addresses (RFC 6531 §3.1). */
@@ -217,13 +245,15 @@ export class SmtpSession {
 
   /**
    * One mail transaction: MAIL FROM, then RCPT TO for each recipient, all in one write when the
-   * server offers PIPELINING (RFC 2920 §3.1 lets MAIL and RCPT go anywhere in a group). Never
-   * throws: replies received before a failure are kept.
+   * server offers PIPELINING (RFC 2920 §3.1 lets MAIL and RCPT go anywhere in a group). With
+   * `quit`, the session's last transaction: QUIT ends the same group (RFC 2920 §3.1 lets it be
+   * the last command of one), so leaving costs no round trip of its own; quit() then reads its
+   * reply. Never throws: replies received before a failure are kept.
    */
   async transaction(
     reversePath: string,
     recipients: readonly string[],
-    options: { smtputf8: boolean; reset?: boolean },
+    options: { smtputf8: boolean; reset?: boolean; quit?: boolean },
   ): Promise<TransactionOutcome> {
     const replies: SmtpReply[] = [];
     const timing = { sentAt: performance.now(), mailAt: 0, replyAt: [] as number[] };
@@ -246,11 +276,18 @@ export class SmtpSession {
     try {
       if (this.pipelining) {
         // RFC 2920 §3.1: RSET may open the group too, so a new transaction costs no extra round trip.
-        this.#write([...(options.reset ? ['RSET'] : []), mailCommand, ...rcptCommands], 'mail', [
-          ...(options.reset ? [undefined] : []),
-          reversePath,
-          ...recipients,
-        ]);
+        this.#write(
+          [
+            ...(options.reset ? ['RSET'] : []),
+            mailCommand,
+            ...rcptCommands,
+            ...(options.quit ? ['QUIT'] : []),
+          ],
+          'mail',
+          [...(options.reset ? [undefined] : []), reversePath, ...recipients],
+        );
+        // Its reply waits in the queue for quit(), after whatever this transaction leaves unread.
+        if (options.quit) this.#quitSent = true;
         if (options.reset) {
           const reset = await this.#readReply('mail', this.#timeouts.commandMs);
           if (reset.reply.code !== 250) {
@@ -307,7 +344,9 @@ export class SmtpSession {
   async quit(): Promise<void> {
     if (this.#usable()) {
       try {
-        await this.#command('QUIT', this.#stage, Math.min(this.#timeouts.commandMs, QUIT_WAIT_MS));
+        const quitWaitMs = Math.min(this.#timeouts.commandMs, QUIT_WAIT_MS);
+        if (this.#quitSent) await this.#readReply(this.#stage, quitWaitMs);
+        else await this.#command('QUIT', this.#stage, quitWaitMs);
         this.#finished = true;
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -400,7 +439,9 @@ export class SmtpSession {
 
   /** EHLO, or HELO for a server that does not know EHLO (RFC 5321 §3.2: 500 or 502). */
   async #greet(): Promise<void> {
+    const sentAt = performance.now();
     const ehlo = await this.#command(`EHLO ${this.#helo}`, 'ehlo');
+    this.#roundTripMs = Math.min(this.#roundTripMs ?? Number.POSITIVE_INFINITY, ehlo.at - sentAt);
     if (ehlo.reply.code === 250) {
       this.extensions = ehloKeywords(ehlo.lines);
       return;
@@ -489,6 +530,12 @@ export class SmtpSession {
 
   #onSocketClose(): void {
     if (this.#finished) return;
+    // RFC 5321 §4.1.1.10: after its 221 to our QUIT the server closes; nothing is lost.
+    if (this.#quitSent && this.#repliesOwed === 0) {
+      this.#finished = true;
+      this.dialogue?.finish();
+      return;
+    }
     this.#fail(
       this.#handshaking
         ? {
@@ -572,6 +619,12 @@ export class SmtpSession {
       this.#repliesOwed--;
     }
     if (reply.code === 421) this.#closingReply = reply;
+    // The reply that leaves nothing owed after QUIT is QUIT's: how long it took once the server
+    // could give it (QUIT read, every reply before it sent).
+    if (this.#quitWrittenAt !== null && this.#repliesOwed === 0 && this.#quitReplyWaitMs === null) {
+      this.#quitReplyWaitMs = received.at - Math.max(this.#quitWrittenAt, this.#lastReplyAt);
+    }
+    this.#lastReplyAt = received.at;
     this.dialogue?.replied(reply, received.at);
     const waiter = this.#replyWaiter;
     if (waiter) {
@@ -624,6 +677,10 @@ export class SmtpSession {
     }
     this.#repliesOwed += commands.length;
     this.#socket?.write(commands.map((command) => `${command}\r\n`).join(''));
+    if (commands.at(-1) === 'QUIT') {
+      this.#quitWrittenAt = performance.now();
+      this.#onQuitWritten?.();
+    }
   }
 
   #readReply(stage: SessionStage, timeoutMs: number): Promise<ReceivedReply> {

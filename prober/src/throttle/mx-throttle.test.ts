@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type MailWorld, startWorld } from '../../../test/world/index.ts';
 import { probe } from '../smtp/probe.ts';
-import { HostBackoffError, MxThrottle, type ReleaseSlot, SlotWaitAbortedError } from './mx-throttle.ts';
+import {
+  HostBackoffError,
+  MxThrottle,
+  type ReleaseSlot,
+  ROUND_TRIP_SAMPLES,
+  SlotWaitAbortedError,
+} from './mx-throttle.ts';
 
 const MX_A = '192.0.2.1';
 const MX_B = '192.0.2.2';
@@ -54,6 +60,30 @@ describe('host profiles', () => {
     expect(throttle.profile(MX_A).recipientsPerTransaction).toBeNull();
     throttle.noteRecipientLimit(MX_A, 1);
     expect(throttle.profile(MX_A).recipientsPerTransaction).toBe(1);
+  });
+
+  test('the round trip is the shortest of ROUND_TRIP_SAMPLES sessions; none before', () => {
+    const throttle = new MxThrottle();
+    const measured = Array.from({ length: ROUND_TRIP_SAMPLES }, (_, index) => 80 - index);
+    for (const ms of measured.slice(0, -1)) throttle.noteRoundTrip(MX_A, ms);
+    expect(throttle.profile(MX_A).roundTripMs).toBeNull();
+    throttle.noteRoundTrip(MX_A, 300);
+    expect(throttle.profile(MX_A).roundTripMs).toBe(Math.min(...measured.slice(0, -1)));
+    expect(throttle.profile(MX_B).roundTripMs).toBeNull();
+  });
+
+  test.each([
+    ['a reply held back after errors', (throttle: MxThrottle) => throttle.noteSlowAfterErrors(MX_A, 5)],
+    ['a hang-up after errors', (throttle: MxThrottle) => throttle.noteHangupAfterErrors(MX_A, 7)],
+    ['a connection refused', (throttle: MxThrottle) => throttle.noteConnectionRefused(MX_A, 3)],
+    ['a session that did not end calm', (throttle: MxThrottle) => throttle.noteSessionEnd(MX_A, 5, 1, false)],
+  ])('prompt after a calm session, until %s', (_, strain) => {
+    const throttle = new MxThrottle();
+    expect(throttle.profile(MX_A).prompt).toBe(false);
+    throttle.noteSessionEnd(MX_A, 10, 4, true);
+    expect(throttle.profile(MX_A)).toMatchObject({ prompt: true, rejectShare: 0.7 + 0.4 * 0.3 });
+    strain(throttle);
+    expect(throttle.profile(MX_A).prompt).toBe(false);
   });
 
   test('a profile not heard of for an hour starts over', () => {

@@ -48,6 +48,19 @@ export interface HostProfile {
   recipientsPerTransaction: number | null;
   /** RCPTs a session to this host can carry within its rejection budget, as far as seen. */
   rcptsPerSession: number;
+  /** Share of RCPTs the host rejects, as far as seen (1 for a host not seen yet). */
+  rejectShare: number;
+  /**
+   * The host has answered promptly so far: a session ended calm, and no reply was held back, no
+   * hang-up and no refusal since. Such a host reads our QUIT as soon as it arrives.
+   */
+  prompt: boolean;
+  /**
+   * The shortest round trip an EHLO to the host took, once `ROUND_TRIP_SAMPLES` sessions have
+   * measured one; else null. The shortest, because a busy moment (ours or the host's) only ever
+   * adds to the path's own delay.
+   */
+  roundTripMs: number | null;
 }
 
 /** Gives the slot back. Calling it again does nothing. */
@@ -86,9 +99,10 @@ interface BackoffState {
   nextLevel: number;
 }
 
-interface ProfileState extends Omit<HostProfile, 'rcptsPerSession'> {
-  /** Share of RCPTs the host rejects (moving average); 1 until a session has ended. */
-  rejectShare: number;
+interface ProfileState extends Omit<HostProfile, 'rcptsPerSession' | 'roundTripMs'> {
+  /** The shortest EHLO round trip seen, and how many sessions measured one. */
+  shortestRoundTripMs: number;
+  roundTrips: number;
   /** Sessions without pushback since the session limit last changed. */
   goodSessions: number;
   /** Sessions without slowness or hang-up since the rejection budget last changed. */
@@ -97,6 +111,8 @@ interface ProfileState extends Omit<HostProfile, 'rcptsPerSession'> {
 }
 
 const DEFAULT_PER_IP_LIMIT = 5;
+// Sessions that measure a host's round trip before the shortest is believed.
+export const ROUND_TRIP_SAMPLES = 10;
 // Below Postfix's smtpd_soft_error_limit (10), so no reply is ever slowed, with room for the
 // catch-all test's rejection and for servers set a little stricter.
 const DEFAULT_REJECTIONS_PER_SESSION = 8;
@@ -146,9 +162,26 @@ export class MxThrottle {
 
   /** What `ip` has shown it takes (the defaults for a host not seen yet). */
   profile(ip: string): HostProfile {
-    const { sessionLimit, rejectionBudget, recipientsPerTransaction, rejectShare } = this.#profile(ip);
+    const profile = this.#profile(ip);
+    const { sessionLimit, rejectionBudget, recipientsPerTransaction, rejectShare, prompt } = profile;
     const rcptsPerSession = Math.min(MAX_RCPTS_PER_SESSION, rejectionBudget / Math.max(rejectShare, 0.01));
-    return { sessionLimit, rejectionBudget, recipientsPerTransaction, rcptsPerSession };
+    const roundTripMs = profile.roundTrips >= ROUND_TRIP_SAMPLES ? profile.shortestRoundTripMs : null;
+    return {
+      sessionLimit,
+      rejectionBudget,
+      recipientsPerTransaction,
+      rcptsPerSession,
+      rejectShare,
+      prompt,
+      roundTripMs,
+    };
+  }
+
+  /** A session to `ip` measured `ms` from its EHLO to the reply. */
+  noteRoundTrip(ip: string, ms: number): void {
+    const profile = this.#profile(ip);
+    profile.shortestRoundTripMs = Math.min(profile.shortestRoundTripMs, ms);
+    profile.roundTrips++;
   }
 
   /**
@@ -159,6 +192,7 @@ export class MxThrottle {
     const profile = this.#profile(ip);
     profile.sessionLimit = Math.max(1, Math.min(profile.sessionLimit, othersOpen));
     profile.goodSessions = 0;
+    profile.prompt = false;
   }
 
   /**
@@ -190,6 +224,7 @@ export class MxThrottle {
   noteSessionEnd(ip: string, rcpts: number, rejected: number, calm: boolean): void {
     const profile = this.#profile(ip);
     if (rcpts > 0) profile.rejectShare = profile.rejectShare * 0.7 + (rejected / rcpts) * 0.3;
+    profile.prompt = calm;
     if (!calm) {
       profile.goodSessions = 0;
       profile.calmSessions = 0;
@@ -233,6 +268,7 @@ export class MxThrottle {
     const profile = this.#profile(ip);
     profile.rejectionBudget = Math.max(1, Math.min(profile.rejectionBudget, budget));
     profile.calmSessions = 0;
+    profile.prompt = false;
   }
 
   #profile(ip: string): ProfileState {
@@ -245,6 +281,9 @@ export class MxThrottle {
         rejectionBudget: this.#rejectionsPerSession,
         recipientsPerTransaction: null,
         rejectShare: 1,
+        prompt: false,
+        shortestRoundTripMs: Number.POSITIVE_INFINITY,
+        roundTrips: 0,
         goodSessions: 0,
         calmSessions: 0,
         touchedAt: now,

@@ -35,8 +35,9 @@ import {
   type VerificationResult,
   type VerificationStatus,
 } from '../contract/api.ts';
-import type { AddressOutcome, Evidence, ProbeReport, SessionFailure, SmtpReply } from '../contract/prober.ts';
+import type { AddressOutcome, Evidence, ProbeReport, SessionFailure } from '../contract/prober.ts';
 import { type OutcomePolicy, policyOf, SUB_STATUS_TABLE } from '../contract/sub-statuses.ts';
+import { catchAllReading } from './catch-all.ts';
 import { sealEvidence } from './evidence.ts';
 import type { DnsOutcome, ListFacts, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { lookupLists } from './lists.ts';
@@ -179,17 +180,11 @@ export function failureSubStatus(failure: SessionFailure): SubStatus {
   return failureAnswer(failure).subStatus;
 }
 
+export { catchAllReading };
+
 /** true: a random address was accepted; false: it was rejected with a mailbox code; null: could not tell. */
 export function catchAllState(report: ProbeReport): boolean | null {
   return report.catchAllReply ? catchAllReading(report.catchAllReply) : null;
-}
-
-/** What the reply to a made-up address says of the domain, as `catchAllState` reads it. */
-export function catchAllReading(reply: SmtpReply): boolean | null {
-  const classified = classifyReply(reply, 'rcpt');
-  if (classified.accepted) return true;
-  if (classified.rejectsMailbox) return false;
-  return null;
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
+import { linkedProbeSlots } from '../../services/batch/estimate.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
 import { createBatchJob } from '../../services/batch/jobs.ts';
 import { digestingBody } from '../../services/money/idempotency.ts';
@@ -315,6 +316,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           evidence: request.evidence ?? false,
           watchDays,
           quotas: quotasOf(config),
+          probeSlots: () => linkedProbeSlots(c.get('services').hubs, config),
           now,
         }),
     );

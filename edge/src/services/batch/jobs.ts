@@ -12,18 +12,16 @@ import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import { createJobWithCharge } from '../../storage/job-creation.ts';
 import type { AddressResult } from '../../storage/job-results.ts';
-import { type JobRow, queueOutlook } from '../../storage/jobs.ts';
+import { addressesAhead, type JobRow } from '../../storage/jobs.ts';
 import { defaultWatchDays } from '../../storage/watches.ts';
 import type { Caller } from '../keys/api-keys.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
 import { jobBounceEstimate } from './bounce-estimate.ts';
+import { domainPaces, estimateBatchSeconds } from './estimate.ts';
 import type { ParsedUpload } from './input.ts';
 import { planBatch } from './plan.ts';
 import { type BatchMessage, enqueueBatchWork, workMessages } from './queue.ts';
-
-/** Used for estimates until completed jobs give a measured rate. */
-const DEFAULT_ADDRESSES_PER_SECOND = 50;
 
 /** The default deadline: this long for any list, plus 1 s per ADDRESSES_PER_DEADLINE_SECOND. */
 const BASE_DEADLINE_SECONDS = 180;
@@ -65,8 +63,16 @@ export interface UploadInput {
   watchDays?: number | 'off' | null;
   /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
   quotas: Quotas;
+  /**
+   * The probe slots of the fleet that will take the work (`linkedProbeSlots`), for the estimate;
+   * absent: one prober at its default capacity.
+   */
+  probeSlots?: () => Promise<number>;
   now: number;
 }
+
+/** The slots assumed when the fleet is not asked: one prober at its default CAPACITY. */
+const ASSUMED_PROBE_SLOTS = 50;
 
 /**
  * Creates the job and puts its work, one message a domain, on the verify-batch queue. What
@@ -94,9 +100,21 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       }))
     : plan.addresses;
   const counts = plan.counts;
-  // Read before the charge: nothing that can fail runs between the charge and the answer.
-  const outlook = await queueOutlook(db, now - 24 * 3600_000);
   const maxWaitSeconds = input.maxWaitSeconds ?? defaultMaxWaitSeconds(counts.totalEmails);
+  // Read before the charge: nothing that can fail runs between the charge and the answer.
+  const estimatedSeconds = sandbox
+    ? 0
+    : estimateBatchSeconds({
+        addresses: plan.addresses.length,
+        paces: await domainPaces(
+          db,
+          plan.addresses.map((address) => address.domain),
+          now,
+        ),
+        probeSlots: input.probeSlots ? await input.probeSlots() : ASSUMED_PROBE_SLOTS,
+        addressesAhead: await addressesAhead(db),
+        deadlineSeconds: maxWaitSeconds,
+      });
   const deadlineAt = now + maxWaitSeconds * 1000;
   const charge = sandbox ? 0 : counts.totalEmails;
   // Only a job that is still running after its upload holds a slot in flight.
@@ -169,8 +187,6 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       log.error('enqueue failed; recovery will enqueue', { jobId, ...errorFields(cause) });
     }
   }
-  const perSecond =
-    outlook.perSecond && outlook.perSecond > 0 ? outlook.perSecond : DEFAULT_ADDRESSES_PER_SECOND;
   return {
     success: true,
     jobId,
@@ -179,10 +195,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     skippedRows: counts.skippedRows,
     emptyRows: counts.emptyRows,
     invalidRows: counts.invalidRows,
-    // The queue ahead at the measured rate, but never past the job's deadline.
-    estimatedTimeSeconds: sandbox
-      ? 0
-      : Math.min(maxWaitSeconds, Math.max(1, Math.ceil((outlook.pending + counts.totalEmails) / perSecond))),
+    // What rcpt knows of the list's domains and of the fleet (estimate.ts), never past the deadline.
+    estimatedTimeSeconds: estimatedSeconds,
     creditsCharged: charge,
   };
 }

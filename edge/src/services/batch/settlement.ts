@@ -41,6 +41,7 @@ export async function settleBatchWork(
   await facts.prefetch(settled.map(({ task }) => task.domain));
   for (const { task, probe: answered, tenant, final } of settled) {
     const probe = await facts.observeProbe(task.domain, answered);
+    await facts.observeProbeTime(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();

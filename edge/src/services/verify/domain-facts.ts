@@ -25,6 +25,7 @@ import {
   recordCatchAll,
   recordGreylistDelay,
   recordMailRoute,
+  recordSlowProbe,
   recordTenant,
 } from '../../storage/domain-facts.ts';
 
@@ -39,6 +40,16 @@ export const MAIL_ROUTE_MAX_TTL_SECONDS = 3_600;
 export const GREYLIST_DELAY_TTL_MS = 86_400_000;
 /** The longest measured delay kept: past the greylist pace's end a batch never measures one. */
 const MAX_GREYLIST_DELAY_SECONDS = 3_600;
+
+/** A batch probe of the domain that took long: a tarpit, a server slow to answer. */
+export interface SlowProbe {
+  seconds: number;
+  /** It ran out of time: the batch asks such an address once more (RETRY_PACES.timeout). */
+  timedOut: boolean;
+}
+
+/** A probe this long is worth remembering for the next job's estimate; a shorter one is not. */
+const SLOW_PROBE_SECONDS = 5;
 
 /** A fact and when it is to be asked again. */
 export interface TimedFact<Value> {
@@ -62,6 +73,8 @@ export interface DomainFacts {
   tenant?: TimedFact<KeptTenant> | null;
   /** How long the domain's greylisting held an address back (seconds), as a batch last measured it. */
   greylistDelay?: TimedFact<number> | null;
+  /** The domain's slowest recent batch probe: how long it ran (seconds), and whether it timed out. */
+  slowProbe?: TimedFact<SlowProbe> | null;
   /** When a fact last changed its answer: verdicts reached before then no longer hold. */
   changedAt: number;
 }
@@ -210,6 +223,29 @@ export class DomainFactsStore {
     });
   }
 
+  /**
+   * Records a batch probe of the domain that took long or timed out (for the next job's
+   * estimate, batch/estimate.ts), when it differs from the one kept: the last measure wins, and
+   * the fact lasts as long as a greylisting delay does.
+   */
+  async observeProbeTime(domain: string, answered: ProbeOutcome): Promise<void> {
+    if (answered.kind !== 'report') return;
+    const seconds = Math.round(answered.report.session.durationMs / 1000);
+    const timedOut = answered.report.perAddress.some((outcome) => outcome.failure?.kind === 'timeout');
+    if (seconds < SLOW_PROBE_SECONDS && !timedOut) return;
+    const facts = await this.facts(domain);
+    const now = this.#deps.now();
+    const kept = facts?.slowProbe && facts.slowProbe.expiresAt > now ? facts.slowProbe.value : null;
+    // Within a quarter of the kept one is the same news: no write.
+    if (kept && kept.timedOut === timedOut && Math.abs(kept.seconds - seconds) <= kept.seconds / 4) return;
+    const expiresAt = now + GREYLIST_DELAY_TTL_MS;
+    await recordSlowProbe(this.#deps.db, { domain, seconds, timedOut, expiresAt, now });
+    this.#update(domain, facts, {
+      slowProbe: { value: { seconds, timedOut }, expiresAt },
+      changedAt: facts?.changedAt ?? now,
+    });
+  }
+
   /** The domain's measured greylisting delay (seconds) while it is trusted, else null. */
   async greylistDelaySeconds(domain: string): Promise<number | null> {
     const delay = (await this.facts(domain))?.greylistDelay;
@@ -348,6 +384,13 @@ function factsOf(row: DomainFactsRow): DomainFacts {
     greylistDelay:
       row.greylistDelaySeconds !== null && row.greylistDelayExpiresAt !== null
         ? { value: row.greylistDelaySeconds, expiresAt: row.greylistDelayExpiresAt }
+        : null,
+    slowProbe:
+      row.slowProbeSeconds !== null && row.slowProbeExpiresAt !== null
+        ? {
+            value: { seconds: row.slowProbeSeconds, timedOut: row.slowProbeTimedOut === 1 },
+            expiresAt: row.slowProbeExpiresAt,
+          }
         : null,
     changedAt: row.changedAt,
   };
