@@ -6,6 +6,7 @@
 
 import { env, exports } from 'cloudflare:workers';
 import {
+  type EdgeMessage,
   type EgressBlockInfo,
   type EgressInfo,
   type ProbeMessage,
@@ -24,6 +25,8 @@ export type Answer = (probe: ProbeMessage) => ProbeReport | 'ignore' | { error: 
 export interface FakeProber {
   tokenId: string;
   probes: ProbeMessage[];
+  /** The hub's other messages, in order (its egress memory). */
+  received: EdgeMessage[];
   /** Settles when the hub closes the link, with its close code. */
   closed: Promise<{ code: number; reason: string }>;
   send(message: ProberMessage): void;
@@ -64,9 +67,11 @@ export async function startFakeProber(
   answer: Answer,
   capacity = 10,
   perMxConcurrency?: number,
+  /** Links under this token (a prober linking again) instead of a new one. */
+  tokenId?: string,
 ): Promise<FakeProber> {
-  const token = await newProberToken(region);
-  const response = await linkToHub(token.id, region);
+  const token = tokenId ?? (await newProberToken(region)).id;
+  const response = await linkToHub(token, region);
   const ws = response.webSocket;
   if (response.status !== 101 || !ws)
     throw new Error(`connect failed: ${response.status} ${await response.text()}`);
@@ -75,9 +80,13 @@ export async function startFakeProber(
     ws.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason })),
   );
   const probes: ProbeMessage[] = [];
+  const received: EdgeMessage[] = [];
   ws.addEventListener('message', (event) => {
     const message = JSON.parse(String(event.data));
-    if (message.type !== 'probe') return;
+    if (message.type !== 'probe') {
+      received.push(message);
+      return;
+    }
     probes.push(message);
     const reply = answer(message);
     if (reply === 'ignore') return;
@@ -92,8 +101,9 @@ export async function startFakeProber(
     `a fake prober is ready in ${region}`,
   );
   return {
-    tokenId: token.id,
+    tokenId: token,
     probes,
+    received,
     closed,
     send: (message) => ws.send(JSON.stringify(ProberMessage.parse(message))),
     close: (code = 1000) => ws.close(code, 'test done'),

@@ -1,8 +1,13 @@
 // The daemon (`rcpt-prober run`): config → SMTP engine → link to the edge → metrics and
 // health → graceful drain on SIGTERM/SIGINT. This file is the only place the link, the ops
 // server and the SMTP engine meet.
-import type { EgressStateMessage, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
-import { MAX_EGRESS_BLOCKS } from '@rcpt/shared/contract/prober';
+import type {
+  EgressMemoryMessage,
+  EgressStateMessage,
+  ProbeReport,
+  ProbeRequest,
+} from '@rcpt/shared/contract/prober';
+import { MAX_EGRESS_BLOCKS, MAX_EGRESSES } from '@rcpt/shared/contract/prober';
 import { providerSessionLimits } from '@rcpt/shared/verify/providers';
 import { describeConfig, type ProberConfig } from './config.ts';
 import { describeEgress, type Egress } from './egress/egress.ts';
@@ -30,6 +35,10 @@ export interface ProbeEngine {
   egressBlocks(): EgressBlock[];
   /** Each (egress, provider) pair's last hour against its budget. */
   egressUses(): BudgetUse[];
+  /** When each egress began warming up. */
+  egressWarmUps(): { egress: string; since: number }[];
+  /** Takes back what the region's hub remembers of the egresses (a restart forgot it). */
+  restoreEgresses(memory: Omit<EgressMemoryMessage, 'type' | 'id'>): void;
   /** Called whenever a block begins or ends. */
   onEgressChange(listener: () => void): void;
   /** Ends the block timers. */
@@ -110,6 +119,17 @@ export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine
     egresses: config.egresses,
     egressBlocks: () => blocks.active(),
     egressUses: () => router.budget.uses(),
+    egressWarmUps: () => router.budget.warmUps(),
+    restoreEgresses(memory) {
+      // Only egresses this prober has: the hub keys its memory by token, and a token's prober
+      // may have been given other egresses since.
+      const own = new Set(config.egresses.map((egress) => egress.id));
+      for (const block of memory.blocks) if (own.has(block.egress)) blocks.restore(block);
+      router.budget.restore(
+        memory.warmUps.filter((warmUp) => own.has(warmUp.egress)),
+        memory.uses.filter((use) => own.has(use.egress)),
+      );
+    },
     onEgressChange: (listener) => {
       listeners.push(listener);
     },
@@ -122,6 +142,7 @@ export function egressStateOf(engine: ProbeEngine): Omit<EgressStateMessage, 'ty
   return {
     blocks: engine.egressBlocks().slice(-MAX_EGRESS_BLOCKS),
     uses: engine.egressUses().slice(0, MAX_EGRESS_BLOCKS),
+    warmUps: engine.egressWarmUps().slice(0, MAX_EGRESSES),
     sessions: engine.openSessions(),
   };
 }
@@ -134,6 +155,9 @@ export interface Daemon {
   /** Drains the link (bounded by DRAIN_TIMEOUT_MS), then stops the ops server. */
   shutdown(): Promise<DrainOutcome>;
 }
+
+/** How often the egresses' hourly use is sent to the hub while it changes. */
+const EGRESS_USE_REPORT_MS = 5_000;
 
 /** Starts the link and the ops server around `engine`. */
 export async function startDaemon(
@@ -176,11 +200,22 @@ export async function startDaemon(
       label: egressLabel(egress.id, config.region, config.proberToken),
     })),
     egressState: () => egressStateOf(engine),
+    restoreEgresses: (memory) => engine.restoreEgresses(memory),
     logger,
     drainTimeoutMs: config.drainTimeoutMs,
   });
   const linked = link;
   engine.onEgressChange(() => linked.sendEgressState());
+  // The hourly use changes with every probe, not only with blocks: reported every few seconds while
+  // it does, so that the hub's memory of it (what a restarted prober takes back) stays current.
+  let usesSent = '';
+  const usesReport = setInterval(() => {
+    const uses = JSON.stringify(engine.egressUses());
+    if (uses === usesSent) return;
+    usesSent = uses;
+    linked.sendEgressState();
+  }, EGRESS_USE_REPORT_MS);
+  usesReport.unref();
   link.on('reconnecting', () => metrics.recordReconnect());
   const linkRef = link;
   const ops =
@@ -199,6 +234,7 @@ export async function startDaemon(
     metrics,
     ops,
     async shutdown() {
+      clearInterval(usesReport);
       const outcome = await linkRef.drain();
       await ops?.close();
       engine.close();

@@ -25,6 +25,8 @@ interface FleetBody {
           reply: { code: number; enhanced: string | null; text: string };
         }[];
         hourlyUse: { provider: string; used: number; budget: number }[];
+        /** When it began warming up; absent from edges and probers that predate it. */
+        warmingUpSince?: string | null;
       }[];
     }[];
   }[];
@@ -44,7 +46,7 @@ export function fleetLines(body: FleetBody): string[] {
       for (const egress of prober.egresses) {
         const use = egress.hourlyUse.map((hour) => `${hour.provider} ${hour.used}/${hour.budget}`).join(', ');
         lines.push(
-          `    egress ${egress.id}${egress.label ? ` = ${egress.label}` : ''} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}`,
+          `    egress ${egress.id}${egress.label ? ` = ${egress.label}` : ''} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}${egress.warmingUpSince ? `; in use since ${egress.warmingUpSince}` : ''}`,
         );
         for (const block of egress.blocks) {
           const reply = `${block.reply.code}${block.reply.enhanced ? ` ${block.reply.enhanced}` : ''} ${block.reply.text}`;

@@ -1,19 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { blockAt } from '../../test/fake-prober.ts';
-import { type EgressStore, FleetEgresses } from './egress-blocks.ts';
-
-/** A Durable Object's synchronous key-value storage, as far as FleetEgresses uses it. */
-function memoryStore(): EgressStore & { keys(): string[] } {
-  const entries = new Map<string, unknown>();
-  return {
-    get: <T>(key: string) => entries.get(key) as T | undefined,
-    put: (key, value) => void entries.set(key, value),
-    delete: (key) => entries.delete(key),
-    list: <T>(options?: { prefix?: string }) =>
-      [...entries].filter(([key]) => key.startsWith(options?.prefix ?? '')) as [string, T][],
-    keys: () => [...entries.keys()],
-  };
-}
+import { memoryStore } from '../../test/memory-store.ts';
+import { FleetEgresses } from './egress-blocks.ts';
 
 const egress = { id: '127.0.0.2', kind: 'direct', helo: null } as const;
 const block = blockAt('127.0.0.2', 'mx1.company.test', Date.now());

@@ -8,6 +8,7 @@ import type {
   EgressBlockInfo,
   EgressInfo,
   EgressStateMessage,
+  EgressWarmUpInfo,
   ProbeReport,
   SmtpReply,
 } from '@rcpt/shared/contract/prober';
@@ -18,6 +19,8 @@ export interface ProberEgresses {
   egresses: EgressInfo[];
   blocks: EgressBlockInfo[];
   uses: EgressStateMessage['uses'];
+  /** When each egress began warming up, as last reported. */
+  warmUps: EgressWarmUpInfo[];
   /** SMTP sessions open at its last report; null before its first. */
   sessions: number | null;
   /** When its last report arrived (ms since the epoch); null before its first. */
@@ -47,12 +50,20 @@ export class FleetEgresses {
     for (const key of stale) store.delete(key);
   }
 
-  /** A prober linked and named its egresses (none from a prober that predates them). */
-  linked(proberId: string, egresses: readonly EgressInfo[] | undefined): void {
+  /**
+   * A prober linked and named its egresses (none from a prober that predates them); `blocks` are
+   * those the hub remembers of them (egress-memory.ts), in force until the prober reports.
+   */
+  linked(
+    proberId: string,
+    egresses: readonly EgressInfo[] | undefined,
+    blocks: EgressBlockInfo[] = [],
+  ): void {
     this.#keep(proberId, {
       egresses: [...(egresses ?? [])],
-      blocks: [],
+      blocks,
       uses: [],
+      warmUps: [],
       sessions: null,
       reportedAt: null,
     });
@@ -64,6 +75,7 @@ export class FleetEgresses {
       egresses: this.#known(proberId)?.egresses ?? [],
       blocks: state.blocks,
       uses: state.uses,
+      warmUps: state.warmUps ?? [],
       sessions: state.sessions,
       reportedAt: now,
     });
@@ -113,7 +125,7 @@ export class FleetEgresses {
   /** What the operator's view shows of `proberId`, the blocks that have ended left out. */
   of(proberId: string, now: number): ProberEgresses {
     const known = this.#known(proberId);
-    if (!known) return { egresses: [], blocks: [], uses: [], sessions: null, reportedAt: null };
+    if (!known) return { egresses: [], blocks: [], uses: [], warmUps: [], sessions: null, reportedAt: null };
     return { ...known, blocks: known.blocks.filter((block) => block.until > now) };
   }
 }

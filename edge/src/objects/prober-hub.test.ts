@@ -226,6 +226,63 @@ describe('ProberHub probes', () => {
     prober.close();
   });
 
+  it('remembers egresses beyond their link: a prober of the same token gets their blocks, warm-up and hour back', async () => {
+    const region = 'hub-egress-memory';
+    const ok = (probe: ProbeMessage) => reportFor(probe, 250, null, 'OK');
+    const egresses = [{ id: '127.0.0.2', kind: 'direct', helo: null } as const];
+    const first = await startFakeProber(region, ok);
+    announceEgresses(first, region, egresses);
+    const now = Date.now();
+    const warmUp = { egress: '127.0.0.2', since: now - 90 * 60_000 };
+    first.send({
+      type: 'egress_state',
+      id: 'state-before',
+      // The second is already over: not remembered as in force.
+      blocks: [
+        blockAt('127.0.0.2', 'mx1.company.test', now),
+        blockAt('127.0.0.2', 'mx2.company.test', now - 700_000),
+      ],
+      uses: [{ egress: '127.0.0.2', provider: 'google', used: 40, budget: 100 }],
+      warmUps: [warmUp],
+      sessions: 1,
+    });
+    await until(
+      async () => (await hubOf(region).status()).some((prober) => prober.egress.reportedAt !== null),
+      'the egress state reaches the hub',
+    );
+    first.close();
+    await first.closed;
+
+    // The prober restarted: it knows nothing of its egresses, the region's hub does.
+    const again = await startFakeProber(region, ok, 10, undefined, first.tokenId);
+    announceEgresses(again, region, egresses);
+    const memory = await untilValue(
+      async () => again.received.find((message) => message.type === 'egress_memory'),
+      'the hub sends what it remembers',
+    );
+    expect(memory).toMatchObject({
+      blocks: [{ egress: '127.0.0.2', scope: { kind: 'mx_host', name: 'mx1.company.test' } }],
+      warmUps: [warmUp],
+      uses: [{ egress: '127.0.0.2', provider: 'google', used: 40, budget: 100 }],
+    });
+    // The hub routes by the remembered block before the prober reports anything.
+    const view = (await hubOf(region).status()).find(
+      (prober) => prober.ready && prober.egress.egresses.length > 0,
+    );
+    expect(view?.egress.blocks.map((block) => block.scope.name)).toEqual(['mx1.company.test']);
+
+    // Another prober's egress of the same name is another address: it gets nothing of this one.
+    const stranger = await startFakeProber(region, ok);
+    announceEgresses(stranger, region, egresses);
+    const nothing = await untilValue(
+      async () => stranger.received.find((message) => message.type === 'egress_memory'),
+      'the hub answers the stranger too',
+    );
+    expect(nothing).toMatchObject({ blocks: [], warmUps: [], uses: [] });
+    again.close();
+    stranger.close();
+  });
+
   it('refuses and logs a result or an error for a probe sent to another prober', async () => {
     const warnings = vi.spyOn(console, 'warn');
     const region = 'hub-own-probes';

@@ -140,13 +140,24 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
           capacity: Math.min(parsed.capacity, MAX_PROBER_CAPACITY),
           perMxConcurrency: parsed.perMxConcurrency ?? DEFAULT_PER_MX_CONCURRENCY,
         });
-        this.#links.egresses.linked(attachment.proberId, parsed.egresses);
+        // What the region remembers of these egresses goes out before any probe can.
+        const egressIds = (parsed.egresses ?? []).map((egress) => egress.id);
+        const memory = this.#links.memory.recall(attachment.tokenId, egressIds, Date.now());
+        this.#links.egresses.linked(attachment.proberId, parsed.egresses, memory.blocks);
+        if (egressIds.length > 0)
+          ws.send(JSON.stringify({ type: 'egress_memory', id: crypto.randomUUID(), ...memory }));
         this.#scheduler.pump();
         return;
       }
-      case 'egress_state':
-        this.#links.egresses.reported(attachment.proberId, parsed, Date.now());
+      case 'egress_state': {
+        const now = Date.now();
+        this.#links.egresses.reported(attachment.proberId, parsed, now);
+        const egressIds = this.#links
+          .egressesOf(attachment.proberId, now)
+          .egresses.map((egress) => egress.id);
+        this.#links.memory.remember(attachment.tokenId, egressIds, parsed, now);
         return;
+      }
       case 'result': {
         const { type: _type, id, ...report } = parsed;
         this.#scheduler.reported(attachment, id, report);

@@ -6,6 +6,7 @@
 import type { ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
 import { blockedReport, blockScopeOf } from '@rcpt/shared/verify/egress-refusal';
 import { FleetEgresses, type ProberEgresses } from './egress-blocks.ts';
+import { EgressMemory } from './egress-memory.ts';
 
 /**
  * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
@@ -60,10 +61,13 @@ export class ProberLinks {
   #attachments = new WeakMap<WebSocket, ProberAttachment>();
   /** Kept in storage too: a hibernation empties this memory while the links stay open. */
   readonly egresses: FleetEgresses;
+  /** What the region remembers of each egress address, beyond any one link (egress-memory.ts). */
+  readonly memory: EgressMemory;
 
   constructor(ctx: DurableObjectState) {
     this.#ctx = ctx;
     // Each link is tagged with its prober's id (accept).
+    this.memory = new EgressMemory(ctx.storage.kv);
     this.egresses = new FleetEgresses(
       ctx.storage.kv,
       ctx.getWebSockets().flatMap((ws) => ctx.getTags(ws)),

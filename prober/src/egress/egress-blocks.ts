@@ -96,6 +96,24 @@ export class EgressBlocks {
     return block;
   }
 
+  /**
+   * Takes back a block the region's hub remembered (the prober restarted, or its hub did): in
+   * force until its own end, which fires as any other; no `blocked` event, as it is not new. A
+   * block already known here that ends later stays.
+   */
+  restore(block: EgressBlock): void {
+    const now = this.#now();
+    if (block.until <= now) return;
+    const key = `${block.egress}\n${scopeKey(block.scope)}`;
+    const known = this.#states.get(key);
+    if (known?.active && known.block.until >= block.until) return;
+    if (known?.timer) clearTimeout(known.timer);
+    const state: BlockState = { block, active: true, timer: null };
+    state.timer = setTimeout(() => this.#end(key, state, 'expired'), block.until - now);
+    state.timer.unref();
+    this.#states.set(key, state);
+  }
+
   /** The block in force for `egress` at `scope`, or null. */
   blockOf(egress: string, scope: BlockScope): EgressBlock | null {
     const state = this.#states.get(`${egress}\n${scopeKey(scope)}`);

@@ -253,6 +253,42 @@ describe('EgressBlocks', () => {
     blocks.close();
   });
 
+  test('a block the hub remembered is in force until its own end, which is an event; a later one known here stays', async () => {
+    let clock = 1_000_000;
+    const ended: string[] = [];
+    const blocked: string[] = [];
+    const blocks = new EgressBlocks({
+      now: () => clock,
+      events: {
+        ended: (block, why) => ended.push(`${block.scope.name} ${why}`),
+        blocked: (block) => blocked.push(block.scope.name),
+      },
+    });
+    const reply = { code: 554, enhanced: '5.7.1', text: 'blocked using zen.spamhaus.org' };
+    const remembered = (name: string, until: number) => ({
+      egress: 'a',
+      scope: { kind: 'mx_host', name } as const,
+      since: clock - 60_000,
+      until,
+      reply,
+      level: 2,
+    });
+    const kept = blocks.block('a', { kind: 'mx_host', name: 'mx2.example.test' }, reply);
+    blocks.restore(remembered('mx1.example.test', clock + 50));
+    blocks.restore(remembered('mx2.example.test', clock + 1));
+    blocks.restore(remembered('mx3.example.test', clock - 1));
+    expect(blocks.active().map((block) => [block.scope.name, block.until])).toEqual([
+      ['mx1.example.test', clock + 50],
+      ['mx2.example.test', kept.until],
+    ]);
+    // Not a new block: no event for it.
+    expect(blocked).toEqual(['mx2.example.test']);
+    clock += 50;
+    await until(() => ended.length > 0, 'the remembered block to end');
+    expect(ended).toEqual(['mx1.example.test expired']);
+    blocks.close();
+  });
+
   test('the end of a cool-down is an event when it happens', async () => {
     const ended: string[] = [];
     const blocks = new EgressBlocks({ baseMs: 50, events: { ended: (_block, why) => ended.push(why) } });
@@ -293,5 +329,28 @@ describe('EgressBudget', () => {
     expect(picks.filter((id) => id === 'a')).toHaveLength(5);
     expect(budget.hasRoom('a', 'google', 150)).toBe(true);
     expect(budget.hasRoom('a', 'google', 151)).toBe(false);
+  });
+
+  test("a restarted prober takes back the hub's memory: the earlier warm-up, and an hour it has not counted", () => {
+    const hour = 60 * 60_000;
+    let clock = 10 * hour;
+    const budget = new EgressBudget({ hourlyBudget: 200, now: () => clock });
+    budget.spend('a', 'google', 10);
+    expect(budget.budgetOf('a')).toBe(50);
+    budget.restore(
+      [{ egress: 'a', since: clock - 2 * hour }],
+      [
+        // Counted here already (the link dropped, the prober did not restart): not counted twice.
+        { egress: 'a', provider: 'google', used: 10, at: clock - 60_000 },
+        { egress: 'a', provider: 'yahoo', used: 30, at: clock - 40 * 60_000 },
+      ],
+    );
+    // Warmed two hours ago: the whole budget, not the first hour's quarter.
+    expect(budget.budgetOf('a')).toBe(200);
+    expect(budget.warmUps()).toEqual([{ egress: 'a', since: clock - 2 * hour }]);
+    expect([budget.usedBy('a', 'google'), budget.usedBy('a', 'yahoo')]).toEqual([10, 30]);
+    // The remembered hour leaves the window when it would have.
+    clock += 20 * 60_000 + 1;
+    expect(budget.usedBy('a', 'yahoo')).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
   type EdgeMessage,
+  type EgressStateMessage,
   type ProbeReport,
   type ProbeRequest,
   ProberMessage,
@@ -404,6 +405,38 @@ describe('EdgeLink', () => {
     await connection.take('hello');
     connection.send({ type: 'ping', id: 'ping-7', ts: 1_700_000_000_000 });
     expect(await connection.take('pong')).toEqual({ type: 'pong', id: 'ping-7', ts: 1_700_000_000_000 });
+  });
+
+  it("takes back the hub's memory of its egresses and reports their state again", async () => {
+    const hub = await startHub();
+    const restored: unknown[] = [];
+    let state = { blocks: [], uses: [], sessions: 0 } as Omit<EgressStateMessage, 'type' | 'id'>;
+    const block = {
+      egress: '127.0.0.2',
+      scope: { kind: 'mx_host', name: 'mx1.example.test' },
+      since: 1_700_000_000_000,
+      until: 1_700_000_600_000,
+      reply: { code: 554, enhanced: '5.7.1', text: 'blocked using zen.spamhaus.org' },
+      level: 1,
+    } as const;
+    startLink(hub, {
+      egressState: () => state,
+      restoreEgresses: (memory) => {
+        restored.push(memory);
+        state = { ...state, blocks: memory.blocks };
+      },
+    });
+    const connection = await hub.nextConnection();
+    await connection.take('hello');
+    expect(await connection.take('egress_state')).toMatchObject({ blocks: [] });
+    const memory = {
+      blocks: [block],
+      warmUps: [{ egress: '127.0.0.2', since: 1_690_000_000_000 }],
+      uses: [],
+    };
+    connection.send({ type: 'egress_memory', id: 'memory-1', ...memory });
+    expect(await connection.take('egress_state')).toMatchObject({ blocks: [block] });
+    expect(restored).toEqual([memory]);
   });
 
   it('ignores invalid messages, answering a malformed probe with an error', async () => {

@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import {
   EdgeMessage,
   type EgressInfo,
+  type EgressMemoryMessage,
   type EgressStateMessage,
   PROBER_PROTOCOL_VERSION,
   type ProbeMessage,
@@ -110,6 +111,8 @@ export interface EdgeLinkOptions {
   egresses?: readonly EgressInfo[];
   /** The egresses' blocks and hourly use now: sent after the hello and on `sendEgressState()`. */
   egressState?: () => Omit<EgressStateMessage, 'type' | 'id'>;
+  /** Takes back what the hub remembers of the egresses (sent after the hello); the state is sent again after. */
+  restoreEgresses?: (memory: Omit<EgressMemoryMessage, 'type' | 'id'>) => void;
   logger: Logger;
   /** Bound on `drain()`'s wait for in-flight probes. */
   drainTimeoutMs: number;
@@ -397,6 +400,16 @@ export class EdgeLink extends EventEmitter<EdgeLinkEvents> {
     if (message.type === 'ping') {
       // The ping's own timestamp comes back, so the hub measures the round trip on one clock.
       this.#send({ type: 'pong', id: message.id, ts: message.ts });
+      return;
+    }
+    if (message.type === 'egress_memory') {
+      const { type: _type, id: _id, ...memory } = message;
+      this.#options.restoreEgresses?.(memory);
+      this.#log.info(
+        { blocks: memory.blocks.length, warmUps: memory.warmUps.length, uses: memory.uses.length },
+        'took back what the hub remembers of the egresses',
+      );
+      this.sendEgressState();
       return;
     }
     this.#onProbe(message);

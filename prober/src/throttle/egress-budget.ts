@@ -84,6 +84,32 @@ export class EgressBudget {
     this.#spends.set(key, spends);
   }
 
+  /**
+   * Takes back what the region's hub remembered (the prober restarted): each egress's warm-up
+   * runs from the earlier of its two starts, and an hour this prober has no spends of counts what
+   * was reported of it, as spent when reported, so that it leaves the window no later than it would have.
+   */
+  restore(
+    warmUps: readonly { egress: string; since: number }[],
+    uses: readonly { egress: string; provider: string; used: number; at: number }[],
+  ): void {
+    for (const { egress, since } of warmUps) {
+      const known = this.#firstUse.get(egress);
+      this.#firstUse.set(egress, known === undefined ? since : Math.min(known, since));
+    }
+    for (const { egress, provider, used, at } of uses) {
+      const key = `${egress}\n${provider}`;
+      if (used === 0 || this.#window(key).length > 0) continue;
+      this.#spends.set(key, [{ at, count: used }]);
+      if (!this.#firstUse.has(egress)) this.#firstUse.set(egress, at);
+    }
+  }
+
+  /** When each egress began warming up (was first used). */
+  warmUps(): { egress: string; since: number }[] {
+    return [...this.#firstUse].map(([egress, since]) => ({ egress, since }));
+  }
+
   /** The share of its budget each egress has used at `provider`; the least used first. */
   leastUsed<T extends { id: string }>(egresses: readonly T[], provider: string): T[] {
     const share = (egress: T) => this.usedBy(egress.id, provider) / this.budgetOf(egress.id);

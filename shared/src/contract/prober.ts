@@ -200,8 +200,6 @@ export type ProbeRequest = z.infer<typeof ProbeRequest>;
 // Edge → prober
 export const ProbeMessage = ProbeRequest.extend({ type: z.literal('probe'), id: MessageId });
 export const PingMessage = z.object({ type: z.literal('ping'), id: MessageId, ts: z.number() });
-export const EdgeMessage = z.discriminatedUnion('type', [ProbeMessage, PingMessage]);
-export type EdgeMessage = z.infer<typeof EdgeMessage>;
 export type ProbeMessage = z.infer<typeof ProbeMessage>;
 
 // Prober → edge
@@ -251,6 +249,13 @@ export const EgressUseInfo = z.object({
   budget: z.number().int().min(0),
 });
 
+/** When an egress was first used: its warm-up runs from here (ms since the epoch). */
+export const EgressWarmUpInfo = z.object({
+  egress: z.string().min(1).max(300),
+  since: z.number().int(),
+});
+export type EgressWarmUpInfo = z.infer<typeof EgressWarmUpInfo>;
+
 /**
  * The prober's egresses as they stand: sent on linking and whenever a block begins or ends,
  * so that the operator's view shows a block within seconds of the reply that caused it.
@@ -260,10 +265,33 @@ export const EgressStateMessage = z.object({
   id: MessageId,
   blocks: z.array(EgressBlockInfo).max(MAX_EGRESS_BLOCKS),
   uses: z.array(EgressUseInfo).max(MAX_EGRESS_BLOCKS),
+  /** When each egress began warming up; absent from probers that predate the hub's memory. */
+  warmUps: z.array(EgressWarmUpInfo).max(MAX_EGRESSES).optional(),
   /** Sessions open now. */
   sessions: z.number().int().min(0),
 });
 export type EgressStateMessage = z.infer<typeof EgressStateMessage>;
+
+/**
+ * What the region's hub remembers of the egresses a prober named in its hello, sent right after
+ * it (docs/operations.md, "Egress addresses"): the blocks still in force, when each egress began
+ * warming up, and each (egress, provider) hour as last reported, with when. A prober that
+ * restarted — or whose hub did — so neither asks again from a listed address nor starts a warmed
+ * egress from zero. Probers that predate it ignore it.
+ */
+// Edge → prober, after the hello
+export const EgressMemoryMessage = z.object({
+  type: z.literal('egress_memory'),
+  id: MessageId,
+  blocks: z.array(EgressBlockInfo).max(MAX_EGRESS_BLOCKS),
+  warmUps: z.array(EgressWarmUpInfo).max(MAX_EGRESSES),
+  uses: z.array(EgressUseInfo.extend({ at: z.number().int() })).max(MAX_EGRESS_BLOCKS),
+});
+export type EgressMemoryMessage = z.infer<typeof EgressMemoryMessage>;
+
+export const EdgeMessage = z.discriminatedUnion('type', [ProbeMessage, PingMessage, EgressMemoryMessage]);
+export type EdgeMessage = z.infer<typeof EdgeMessage>;
+
 export const ResultMessage = ProbeReport.extend({ type: z.literal('result'), id: MessageId });
 export const ProbeErrorMessage = z.object({ type: z.literal('error'), id: MessageId, message: z.string() });
 export const PongMessage = z.object({ type: z.literal('pong'), id: MessageId, ts: z.number() });

@@ -58,9 +58,16 @@ export async function fleetView(deps: { db: Db; hubs: Env['PROBER_HUB'] }, regio
             hourlyUse: prober.egress.uses
               .filter((use) => use.egress === egress.id)
               .map(({ provider, used, budget }) => ({ provider, used, budget })),
+            warmingUpSince: isoOrNull(
+              prober.egress.warmUps.find((warmUp) => warmUp.egress === egress.id)?.since,
+            ),
           })),
         })),
       };
     }),
   );
+}
+
+function isoOrNull(at: number | undefined): string | null {
+  return at === undefined ? null : new Date(at).toISOString();
 }
