@@ -53,6 +53,28 @@ export async function executeSqlAsync(target: D1Target, sql: string): Promise<Re
   return rowsOf(await runWranglerAsync(executeArgs(target, sql)));
 }
 
+/** Attempts of a read that found the database locked by the running edge's write. */
+const BUSY_READ_ATTEMPTS = 6;
+
+/**
+ * One read-only query (a SELECT) of the running system's database. wrangler opens the same local
+ * file as `wrangler dev` and cannot be given SQLite's busy timeout, so a read that meets the
+ * edge's write answers SQLITE_BUSY ("database is locked", https://sqlite.org/rescode.html#busy):
+ * it is asked again after a short wait, as a busy timeout would, since a read that failed changed
+ * nothing. Writes are never retried this way.
+ */
+export async function queryRowsAsync(target: D1Target, query: string): Promise<Record<string, unknown>[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [rows] = await executeSqlAsync(target, query);
+      return rows ?? [];
+    } catch (error) {
+      if (attempt >= BUSY_READ_ATTEMPTS || !String(error).includes('SQLITE_BUSY')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+    }
+  }
+}
+
 export function applyMigrations(target: D1Target): void {
   runWrangler(['d1', 'migrations', 'apply', DATABASE_NAME, ...targetArgs(target)]);
 }

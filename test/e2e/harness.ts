@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, inject } from 'vitest';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/accounts/confirmation-sender.ts';
-import { executeSqlAsync } from '../../scripts/stack/d1.ts';
+import { executeSqlAsync, queryRowsAsync } from '../../scripts/stack/d1.ts';
 import {
   type LocalStack,
   startLocalStack,
@@ -179,8 +179,7 @@ export async function startSystem(
  * an idle keep-alive connection, and its next request would go out on it and fail.
  */
 export async function sqlRows<T>(system: System, query: string): Promise<T[]> {
-  const [rows] = await executeSqlAsync(system.stack.d1, query);
-  return (rows ?? []) as T[];
+  return (await queryRowsAsync(system.stack.d1, query)) as T[];
 }
 
 /** Spacing of polls of the database: each look is a wrangler process, a second or two of CPU. */
