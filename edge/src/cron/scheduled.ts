@@ -3,7 +3,7 @@
 import { errorFields, log } from '../logger.ts';
 import { watchDomains } from '../services/batch/watch.ts';
 import { batchDepsOf } from '../services/batch-lifecycle.ts';
-import { sweepBalances, watchDepsOf } from '../services/money/purchases.ts';
+import { sweepBalances, watchDepsOf } from '../services/money/balance-watch.ts';
 import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';

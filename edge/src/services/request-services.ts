@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
 import { type AccountMailDeps, accountMailDepsOf } from './accounts/email-confirmation.ts';
 import { type BatchMessage, verifyQueueOf } from './batch/queue.ts';
-import { watchBalance, watchDepsOf } from './money/purchases.ts';
+import { watchBalance, watchDepsOf } from './money/balance-watch.ts';
 import { domainFactsOf, verifyDepsOf } from './verify/deps.ts';
 import type { DomainFactsStore } from './verify/domain-facts.ts';
 

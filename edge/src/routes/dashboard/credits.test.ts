@@ -8,7 +8,8 @@ import { CookieClient, signedInAccount, uniqueEmail } from '../../../test/cookie
 import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/keys/api-keys.ts';
-import { formatPrice, watchBalance, watchDepsOf } from '../../services/money/purchases.ts';
+import { watchBalance, watchDepsOf } from '../../services/money/balance-watch.ts';
+import { formatPrice } from '../../services/money/purchases.ts';
 import { createDb } from '../../storage/db.ts';
 import { MAX_EVENT_BYTES } from '../stripe-webhook.ts';
 

@@ -7,15 +7,13 @@ import type { Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
 import { type DashboardEnv, sessionOf, setPageBalance } from '../../middleware/session.ts';
-import { changeBalanceAlerts, forgetCard } from '../../services/money/billing-settings.ts';
 import {
   autoTopUpOf,
   DEFAULT_TOP_UPS_PER_DAY,
-  formatPrice,
   MAX_TOP_UPS_PER_DAY,
-  packOf,
-  startCheckout,
-} from '../../services/money/purchases.ts';
+} from '../../services/money/balance-watch.ts';
+import { changeBalanceAlerts, forgetCard } from '../../services/money/billing-settings.ts';
+import { formatPrice, packOf, startCheckout } from '../../services/money/purchases.ts';
 import { checkoutOrigin, purchasesEnabled, stripeClientOf } from '../../services/money/stripe-client.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { creditDebtOf, type Dispute, openDisputesOf } from '../../storage/disputes.ts';

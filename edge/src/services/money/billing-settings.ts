@@ -1,6 +1,6 @@
 // The account's billing settings as the Credits page changes them (docs/money.md, "Buying
 // credits"): its balance alerts and automatic top-up, and forgetting the saved card. A balance
-// already below a new threshold is acted on at once by the caller's balance watch (purchases.ts),
+// already below a new threshold is acted on at once by the caller's balance watch (balance-watch.ts),
 // not at the next spend.
 import type { Db } from '../../storage/db.ts';
 import { type BalanceAlerts, forgetPaymentMethod, saveBalanceAlerts } from '../../storage/purchases.ts';
