@@ -559,7 +559,9 @@ export const outcomes = sqliteTable(
       .references(() => accounts.id),
     // The key that reported it (its mode is the outcome's); null: the dashboard or an endpoint.
     apiKeyId: text('api_key_id'),
-    source: text('source', { enum: ['api', 'dashboard', 'ses', 'sendgrid', 'postmark', 'mailgun'] }).notNull(),
+    source: text('source', {
+      enum: ['api', 'dashboard', 'ses', 'sendgrid', 'postmark', 'mailgun'],
+    }).notNull(),
     // `<service>:<its event id>`, or `<outcome>@<time>` for the API and the dashboard.
     eventKey: text('event_key').notNull(),
     // Normalised as a verification's (domain in lower-case A-labels, local part as given).
@@ -620,5 +622,8 @@ export const outcomeHookNonces = sqliteTable(
     bodyDigest: text('body_digest').notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.endpointId, table.nonce] }), index('outcome_hook_nonces_created').on(table.createdAt)],
+  (table) => [
+    primaryKey({ columns: [table.endpointId, table.nonce] }),
+    index('outcome_hook_nonces_created').on(table.createdAt),
+  ],
 );

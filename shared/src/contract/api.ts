@@ -787,7 +787,9 @@ export const OutcomeEndpoint = z
   .object({
     id: z.string(),
     provider: OutcomeProvider,
-    url: z.string().describe("the webhook URL to give the sending service (Postmark's without its credentials)"),
+    url: z
+      .string()
+      .describe("the webhook URL to give the sending service (Postmark's without its credentials)"),
     createdAt: z.iso.datetime(),
   })
   .meta({ id: 'OutcomeEndpoint' });

@@ -12,9 +12,17 @@ describe('readBounceDiagnostic', () => {
       'mailbox',
       'mailbox_not_found',
     ],
-    ['smtp;550 5.7.1 Service unavailable; client [192.0.2.1] blocked using Spamhaus', 'policy', 'antispam_blocked'],
+    [
+      'smtp;550 5.7.1 Service unavailable; client [192.0.2.1] blocked using Spamhaus',
+      'policy',
+      'antispam_blocked',
+    ],
     ['550 5.7.1 blocked', 'policy', 'antispam_blocked'],
-    ['Remote host said: 550 5.1.1 <a@example.com>: Recipient address rejected', 'mailbox', 'mailbox_not_found'],
+    [
+      'Remote host said: 550 5.1.1 <a@example.com>: Recipient address rejected',
+      'mailbox',
+      'mailbox_not_found',
+    ],
     ['452 4.2.2 The email account that you tried to reach is over quota', 'other', 'mailbox_full'],
   ])('%s → %s', (diagnostic, kind, subStatus) => {
     expect(readBounceDiagnostic(diagnostic)).toEqual({ kind, subStatus });

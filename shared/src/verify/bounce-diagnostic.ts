@@ -21,7 +21,10 @@ const REPLY_START = /(?:^|\s)([245]\d\d)(?=[ -]|$)/;
 /** The SMTP reply inside a diagnostic, or null when there is none. */
 export function replyOfDiagnostic(diagnostic: string): SmtpReply | null {
   const text = diagnostic.replace(DIAGNOSTIC_TYPE, '').trim();
-  const lines = text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
   const whole = parseReplyLines(lines);
   if (whole) return whole;
   // Services that flatten the reply into one line, or put words before it ("host said: 550 …").
