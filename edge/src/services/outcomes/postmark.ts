@@ -41,7 +41,7 @@ export async function verifyPostmarkRequest(headers: Headers, passwordHash: stri
 const PostmarkRecord = z.discriminatedUnion('RecordType', [
   z.looseObject({
     RecordType: z.literal('Bounce'),
-    ID: z.union([z.number().int(), z.string().min(1).max(100)]),
+    ID: z.union([z.number(), z.string().min(1).max(100)]),
     Type: z.string().max(64),
     Email: z.string().max(512),
     BouncedAt: z.iso.datetime({ offset: true }),
@@ -49,7 +49,7 @@ const PostmarkRecord = z.discriminatedUnion('RecordType', [
   }),
   z.looseObject({
     RecordType: z.literal('SpamComplaint'),
-    ID: z.union([z.number().int(), z.string().min(1).max(100)]),
+    ID: z.union([z.number(), z.string().min(1).max(100)]),
     Email: z.string().max(512),
     BouncedAt: z.iso.datetime({ offset: true }),
   }),
@@ -82,6 +82,9 @@ export function postmarkOutcomes(body: string): OutcomeEvent[] {
       message: `The Postmark record is malformed: ${parsed.error.issues[0]?.path.join('.')} ${parsed.error.issues[0]?.message}`,
     });
   const record = parsed.data;
+  // Postmark's IDs are 64-bit integers, past the precision of a JSON number in JavaScript: the id
+  // is taken from the body's text, so two bounces never round to one event.
+  const id = /"ID"\s*:\s*"?(\d{1,20})/.exec(body)?.[1] ?? ('ID' in record ? String(record.ID) : '');
   switch (record.RecordType) {
     case 'Bounce': {
       const outcome = HARD_BOUNCES.has(record.Type)
@@ -92,7 +95,7 @@ export function postmarkOutcomes(body: string): OutcomeEvent[] {
       if (!outcome) return [];
       return [
         {
-          eventKey: `postmark:bounce:${record.ID}`,
+          eventKey: `postmark:bounce:${id}`,
           email: record.Email,
           outcome,
           at: Date.parse(record.BouncedAt),
@@ -103,7 +106,7 @@ export function postmarkOutcomes(body: string): OutcomeEvent[] {
     case 'SpamComplaint':
       return [
         {
-          eventKey: `postmark:bounce:${record.ID}`,
+          eventKey: `postmark:bounce:${id}`,
           email: record.Email,
           outcome: 'complaint',
           at: Date.parse(record.BouncedAt),

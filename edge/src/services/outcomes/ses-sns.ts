@@ -86,7 +86,8 @@ async function signingKeySpki(url: string, deps: SnsDeps): Promise<ArrayBuffer> 
   let spki = certificates.get(url);
   if (!spki) {
     spki = (async () => {
-      const response = await deps.fetch(url, { redirect: 'error' });
+      // A redirect is not followed (the Workers runtime has no redirect: 'error'): it could leave SNS.
+      const response = await deps.fetch(url, { redirect: 'manual' });
       if (!response.ok)
         throw unauthorized(`the signing certificate could not be fetched (${response.status})`);
       const pem = (await response.text()).trim();
@@ -230,7 +231,7 @@ export function sesOutcomes(message: SnsMessage): OutcomeEvent[] {
 export async function confirmSnsSubscription(message: SnsMessage, deps: SnsDeps): Promise<void> {
   if (!message.SubscribeURL || !isSnsUrl(message.SubscribeURL, deps.testOrigin))
     throw unauthorized('SubscribeURL is not an Amazon SNS URL');
-  const response = await deps.fetch(message.SubscribeURL, { redirect: 'error' });
+  const response = await deps.fetch(message.SubscribeURL, { redirect: 'manual' });
   if (!response.ok) {
     throw new ApiError('SERVICE_UNAVAILABLE', {
       message: `SNS did not take the subscription's confirmation (${response.status}); it will send it again.`,
