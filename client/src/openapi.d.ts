@@ -1438,6 +1438,413 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report what happened to sends
+         * @description Records up to 1,000 outcomes of sends — `delivered`, `hard_bounce`, `soft_bounce`, `complaint` — each matched to the account's latest verdict for the address made before `at` and at most 30 days before it, with keys of the same mode (a single call or the address in a job). A bounce's `diagnostic` (the remote server's reply) is read with rcpt's reply table: `mailbox` (5.1.1 user unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 `QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is stored. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope `outcomes`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OutcomesRequest"];
+                };
+            };
+            responses: {
+                /** @description The outcomes, in the order of the request, with what they were matched to. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OutcomesResponse"];
+                    };
+                };
+                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNSUPPORTED_MEDIA_TYPE`: The Content-Type of the request is not supported. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/outcomes/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the outcome endpoints */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The endpoints not revoked, newest first. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OutcomeEndpointsResponse"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add an endpoint for a sending service's webhook
+         * @description Makes a URL (`/hooks/outcomes/{provider}/{id}`) to give the sending service as its event webhook; what it posts there is checked by the service's own scheme and recorded as outcomes (docs: verdicts, "Outcomes"). `ses`: SES notifications through SNS, signed by SNS (the certificate fetched from an SNS host), only from `topicArn`; the subscription is confirmed when SNS asks. `sendgrid`: the signed Event Webhook, checked with the verification key given as `publicKey`. `postmark`: HTTP basic auth — put the `basicAuth` credentials (shown once) in the webhook URL as `https://user:password@host/…`. `mailgun`: checked with the HTTP webhook signing key given as `signingKey` (kept encrypted). At most 10 endpoints (409 `CONFLICT`). A refused webhook answers 401 `OUTCOME_HOOK_UNAUTHORIZED` and records nothing.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OutcomeEndpointRequest"];
+                };
+            };
+            responses: {
+                /** @description The endpoint, and for Postmark its credentials (shown once). */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OutcomeEndpointResponse"];
+                    };
+                };
+                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `CONFLICT`: The resource already exists. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `PAYLOAD_TOO_LARGE`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNSUPPORTED_MEDIA_TYPE`: The Content-Type of the request is not supported. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `SERVICE_UNAVAILABLE`: The service is temporarily unavailable. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/outcomes/endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an outcome endpoint
+         * @description Its URL answers 404 from now on; the outcomes it recorded stay.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Revoked. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                        };
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `NOT_FOUND`: The resource does not exist. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1599,7 +2006,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "PAYMENT_DISPUTED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "OUTCOME_HOOK_UNAUTHORIZED" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "PAYMENT_DISPUTED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             requestId: string;
             details?: {
@@ -2016,6 +2423,173 @@ export interface components {
             success: true;
             deliveries: components["schemas"]["WebhookDelivery"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        OutcomesResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description outcomes new to rcpt */
+            recorded: number;
+            duplicates: number;
+            /** @description outcomes of this request matched to a verdict */
+            matched: number;
+            /** @description in the order of the request */
+            outcomes: components["schemas"]["RecordedOutcome"][];
+        };
+        RecordedOutcome: {
+            email: string;
+            /** @enum {string} */
+            outcome: "delivered" | "hard_bounce" | "soft_bounce" | "complaint";
+            /** Format: date-time */
+            at: string;
+            diagnostic: string | null;
+            /** @description already recorded: counted once */
+            duplicate: boolean;
+            /** @description a bounce's diagnostic read with the reply table; null for deliveries and complaints */
+            bounce: {
+                /** @enum {string} */
+                kind: "mailbox" | "policy" | "other";
+                /**
+                 * @description The exact reason, one of:
+                 *
+                 *     | subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
+                 *     | --- | --- | --- | --- | --- | --- | --- | --- |
+                 *     | `accepted_email` | deliverable | The mail server accepted the address. | send | 24 h | no | no | no |
+                 *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | don't send | 24 h | no | no | no |
+                 *     | `invalid_domain` | undeliverable | The domain does not exist. | don't send | 24 h | no | no | no |
+                 *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | don't send | 24 h | no | no | no |
+                 *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | don't send | 24 h | no | no | no |
+                 *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
+                 *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
+                 *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
+                 *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
+                 *     | `possible_spamtrap` | risky | The address looks like a spam trap. | don't send | 24 h | no | no | no |
+                 *     | `toxic` | risky | The address is likely to produce abuse complaints. | don't send | 24 h | no | no | no |
+                 *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | decide | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+                 *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | decide | 10 min | connection | yes | yes |
+                 *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | decide | 10 min | throttle | yes | yes |
+                 *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | decide | 10 min | no | yes | no |
+                 *     | `smtp_timeout` | unknown | The mail server did not answer in time. | decide | 10 min | timeout | no | no |
+                 *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | decide | 10 min | connection | no | yes |
+                 *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | decide | 10 min | connection | no | yes |
+                 *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | decide | 10 min | no | no | no |
+                 *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | decide | not kept: a repeat asks again | rcpt | yes | yes |
+                 *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | decide | not kept: a repeat asks again | connection | yes | yes |
+                 *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | decide | not kept: a repeat asks again | no | yes | no |
+                 *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
+                 * @enum {string|null}
+                 */
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
+            } | null;
+            /** @description the verdict matched, null when none was in the window */
+            verdict: {
+                /**
+                 * @description a single call, or a job (`id` is the job id)
+                 * @enum {string}
+                 */
+                source: "single" | "batch";
+                id: string;
+                /** @enum {string} */
+                status: "deliverable" | "undeliverable" | "risky" | "unknown";
+                /**
+                 * @description The exact reason, one of:
+                 *
+                 *     | subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
+                 *     | --- | --- | --- | --- | --- | --- | --- | --- |
+                 *     | `accepted_email` | deliverable | The mail server accepted the address. | send | 24 h | no | no | no |
+                 *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | don't send | 24 h | no | no | no |
+                 *     | `invalid_domain` | undeliverable | The domain does not exist. | don't send | 24 h | no | no | no |
+                 *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | don't send | 24 h | no | no | no |
+                 *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | don't send | 24 h | no | no | no |
+                 *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
+                 *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
+                 *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
+                 *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
+                 *     | `possible_spamtrap` | risky | The address looks like a spam trap. | don't send | 24 h | no | no | no |
+                 *     | `toxic` | risky | The address is likely to produce abuse complaints. | don't send | 24 h | no | no | no |
+                 *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | decide | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+                 *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | decide | 10 min | connection | yes | yes |
+                 *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | decide | 10 min | throttle | yes | yes |
+                 *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | decide | 10 min | no | yes | no |
+                 *     | `smtp_timeout` | unknown | The mail server did not answer in time. | decide | 10 min | timeout | no | no |
+                 *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | decide | 10 min | connection | no | yes |
+                 *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | decide | 10 min | connection | no | yes |
+                 *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | decide | 10 min | no | no | no |
+                 *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | decide | not kept: a repeat asks again | rcpt | yes | yes |
+                 *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | decide | not kept: a repeat asks again | connection | yes | yes |
+                 *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | decide | not kept: a repeat asks again | no | yes | no |
+                 *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
+                 * @enum {string}
+                 */
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
+                /** Format: date-time */
+                verifiedAt: string;
+            } | null;
+        };
+        OutcomesRequest: {
+            outcomes: components["schemas"]["OutcomeInput"][];
+        };
+        OutcomeInput: {
+            email: string;
+            /** @enum {string} */
+            outcome: "delivered" | "hard_bounce" | "soft_bounce" | "complaint";
+            /**
+             * Format: date-time
+             * @description when the sending service saw it (RFC 3339)
+             */
+            at: string;
+            /** @description the remote server's reply, e.g. `550 5.1.1 user unknown` */
+            diagnostic?: string;
+        };
+        OutcomeEndpointResponse: {
+            /** @enum {boolean} */
+            success: true;
+            endpoint: components["schemas"]["OutcomeEndpoint"];
+            /** @description Postmark: the credentials to put in the webhook URL, shown once; null for the others */
+            basicAuth: {
+                username: string;
+                password: string;
+            } | null;
+        };
+        OutcomeEndpoint: {
+            id: string;
+            /** @enum {string} */
+            provider: "ses" | "sendgrid" | "postmark" | "mailgun";
+            /** @description the webhook URL to give the sending service (Postmark's without its credentials) */
+            url: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        OutcomeEndpointRequest: {
+            /** @enum {string} */
+            provider: "ses";
+            /** @description the SNS topic SES publishes to; no other is taken */
+            topicArn: string;
+        } | {
+            /** @enum {string} */
+            provider: "sendgrid";
+            /** @description the Event Webhook's verification key (base64) */
+            publicKey: string;
+        } | {
+            /** @enum {string} */
+            provider: "postmark";
+        } | {
+            /** @enum {string} */
+            provider: "mailgun";
+            /** @description the HTTP webhook signing key */
+            signingKey: string;
+        };
+        OutcomeEndpointsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            endpoints: components["schemas"]["OutcomeEndpoint"][];
         };
     };
     responses: never;

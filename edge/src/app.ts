@@ -13,6 +13,7 @@ import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerFleet } from './routes/internal/fleet.get.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
+import { registerOutcomeHooks } from './routes/outcome-hooks.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
 import { registerAccountPayments } from './routes/v1/account-payments.get.ts';
@@ -22,6 +23,8 @@ import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
 import { registerBulkStatus } from './routes/v1/bulk-status.get.ts';
 import { registerBulkUpload } from './routes/v1/bulk-upload.post.ts';
 import { registerHistory } from './routes/v1/history.get.ts';
+import { registerOutcomeEndpoints } from './routes/v1/outcome-endpoints.ts';
+import { registerOutcomes } from './routes/v1/outcomes.post.ts';
 import { registerVerify } from './routes/v1/verify.post.ts';
 import { registerWebhookDeliveries } from './routes/v1/webhooks-deliveries.get.ts';
 import { registerWebhookSecret } from './routes/v1/webhooks-secret.post.ts';
@@ -74,7 +77,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     description:
       'An API key from the dashboard: `rk_live_…` (charged), `rk_test_…` (sandbox, free) or `rk_pub_…` ' +
       '(publishable: the single verify from listed web origins only). A key may be limited to scopes ' +
-      '(`verify`, `bulk`, `read`: 403 `KEY_SCOPE_DENIED` outside them) and to client address blocks ' +
+      '(`verify`, `bulk`, `read`, `outcomes`: 403 `KEY_SCOPE_DENIED` outside them) and to client address blocks ' +
       '(403 `KEY_ADDRESS_DENIED` from elsewhere).',
   });
 
@@ -97,6 +100,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerWebhookSecret(app);
   registerWebhookTest(app);
   registerWebhookDeliveries(app);
+  registerOutcomes(app);
+  registerOutcomeEndpoints(app);
+  registerOutcomeHooks(app);
   registerProbersConnect(app);
   registerStripeWebhook(app);
   registerFleet(app);

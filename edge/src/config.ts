@@ -127,11 +127,29 @@ const ConfigSchema = z
             message: 'two packs have the same number of credits',
           }),
       ),
+    /**
+     * Tests only: a loopback origin (`http://127.0.0.1:port`) whose SNS signing certificates and
+     * subscription links are taken besides Amazon SNS's own hosts (docs/verdicts.md, "Outcomes").
+     * Refused unless ALLOW_PRIVATE_TARGETS is on, so it can never widen a production deployment.
+     */
+    SNS_TEST_ORIGIN: optionalText.pipe(
+      z
+        .string()
+        .regex(
+          /^https?:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d{1,5}$/,
+          'a loopback origin such as http://127.0.0.1:8080',
+        )
+        .optional(),
+    ),
     /** ISO 4217 code of the packs' prices, lower case as Stripe writes it. */
     CREDIT_CURRENCY: z
       .string()
       .regex(/^[a-z]{3}$/)
       .default('usd'),
+  })
+  .refine((config) => !config.SNS_TEST_ORIGIN || config.ALLOW_PRIVATE_TARGETS, {
+    message: 'SNS_TEST_ORIGIN is for tests, which set ALLOW_PRIVATE_TARGETS; it is refused without it',
+    path: ['SNS_TEST_ORIGIN'],
   })
   .refine((config) => !config.TURNSTILE_SITE_KEY || config.TURNSTILE_SECRET_KEY, {
     message: 'TURNSTILE_SITE_KEY is set but the TURNSTILE_SECRET_KEY secret is not',

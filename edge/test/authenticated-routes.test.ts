@@ -112,6 +112,38 @@ const ROUTES: AuthenticatedRoute[] = [
     scopes: 'settings',
   },
   {
+    name: 'outcomes',
+    method: 'POST',
+    path: '/api/v1/outcomes',
+    json: { outcomes: [{ email: 'someone@example.com', outcome: 'delivered', at: '2026-01-01T00:00:00Z' }] },
+    charged: false,
+    scopes: ['outcomes'],
+  },
+  {
+    name: 'outcome endpoints',
+    method: 'GET',
+    path: '/api/v1/outcomes/endpoints',
+    charged: false,
+    scopes: 'settings',
+  },
+  {
+    name: 'outcome endpoint',
+    method: 'POST',
+    path: '/api/v1/outcomes/endpoints',
+    json: { provider: 'postmark' },
+    charged: false,
+    scopes: 'settings',
+  },
+  {
+    name: 'outcome endpoint revocation',
+    method: 'DELETE',
+    // The documented path itself: an endpoint of that id exists nowhere (404 once admitted).
+    path: '/api/v1/outcomes/endpoints/{id}',
+    charged: false,
+    scopes: 'settings',
+  },
+
+  {
     name: 'webhook secret',
     method: 'POST',
     path: '/api/v1/webhooks/secret',
@@ -218,7 +250,10 @@ describe.each(ROUTES)('$name ($method $path)', (route) => {
 
   it('403 KEY_SCOPE_DENIED for a key without a scope that opens it, and never charges it', async () => {
     // A settings route is closed to every key limited to some scopes.
-    const caller = await newCaller({ credits: 5, scopes: closed.length < 3 ? closed : ['verify', 'read'] });
+    const caller = await newCaller({
+      credits: 5,
+      scopes: closed.length < KEY_SCOPES.length ? closed : ['verify', 'read'],
+    });
     const response = await send(caller.apiKey);
     expect(response.status).toBe(403);
     expect(await response.json()).toMatchObject({ code: 'KEY_SCOPE_DENIED' });

@@ -23,6 +23,12 @@ export const ERRORS = {
   },
   UNAUTHORIZED: { httpStatus: 401, message: 'An API key is required in the X-API-Key header.' },
   INVALID_API_KEY: { httpStatus: 401, message: 'The API key is invalid or has been revoked.' },
+  OUTCOME_HOOK_UNAUTHORIZED: {
+    httpStatus: 401,
+    message:
+      "The sending service's signature or credentials are missing, malformed or do not match this outcome " +
+      'endpoint (docs/verdicts.md, "Outcomes"); nothing was recorded.',
+  },
   INSUFFICIENT_CREDITS: { httpStatus: 402, message: 'Not enough credits for this request.' },
   FORBIDDEN: { httpStatus: 403, message: 'This action is not allowed.' },
   CSRF_FAILED: { httpStatus: 403, message: 'The form has expired; reload the page and try again.' },

@@ -10,6 +10,7 @@ export const SECRET_KINDS = {
   proberToken: 'rkp_',
   operatorToken: 'rko_',
   session: 'rks_',
+  outcomeHookPassword: 'rkh_',
 } as const;
 export type SecretKind = keyof typeof SECRET_KINDS;
 

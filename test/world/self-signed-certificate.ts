@@ -12,12 +12,22 @@ export interface TlsCredentials {
 }
 
 const OID_ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
+const OID_SHA256_WITH_RSA = '1.2.840.113549.1.1.11';
 const OID_COMMON_NAME = '2.5.4.3';
 const OID_SUBJECT_ALT_NAME = '2.5.29.17';
 
-/** A self-signed certificate for `dnsNames` (the first is also the common name), valid from an hour ago for 30 days. */
-export function createSelfSignedCertificate(dnsNames: readonly string[]): TlsCredentials {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+/**
+ * A self-signed certificate for `dnsNames` (the first is also the common name), valid from an hour
+ * ago for 30 days. P-256 by default; `rsa` for a 2048-bit RSA key (Amazon SNS signs with one).
+ */
+export function createSelfSignedCertificate(
+  dnsNames: readonly string[],
+  keyType: 'ec' | 'rsa' = 'ec',
+): TlsCredentials {
+  const { privateKey, publicKey } =
+    keyType === 'rsa'
+      ? generateKeyPairSync('rsa', { modulusLength: 2048 })
+      : generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const now = Date.now();
   const serial = randomBytes(16);
   // A serial number is a positive INTEGER without a leading zero octet (RFC 5280 §4.1.2.2).
@@ -25,7 +35,11 @@ export function createSelfSignedCertificate(dnsNames: readonly string[]): TlsCre
   const name = sequence(
     set(sequence(oid(OID_COMMON_NAME), der(0x0c, Buffer.from(dnsNames[0] ?? 'localhost')))),
   );
-  const signatureAlgorithm = sequence(oid(OID_ECDSA_WITH_SHA256));
+  // RFC 4055 §5: sha256WithRSAEncryption carries NULL parameters; RFC 5758 §3.2: ECDSA none.
+  const signatureAlgorithm =
+    keyType === 'rsa'
+      ? sequence(oid(OID_SHA256_WITH_RSA), Buffer.from([0x05, 0x00]))
+      : sequence(oid(OID_ECDSA_WITH_SHA256));
   const subjectAltName = sequence(...dnsNames.map((dnsName) => der(0x82, Buffer.from(dnsName))));
 
   const tbsCertificate = sequence(
@@ -38,7 +52,7 @@ export function createSelfSignedCertificate(dnsNames: readonly string[]): TlsCre
     publicKey.export({ type: 'spki', format: 'der' }),
     der(0xa3, sequence(sequence(oid(OID_SUBJECT_ALT_NAME), der(0x04, subjectAltName)))),
   );
-  // ECDSA signatures come DER-encoded by default, which is the form X.509 carries.
+  // ECDSA signatures come DER-encoded by default, which is the form X.509 carries; RSA's are PKCS #1 v1.5.
   const signature = sign('sha256', tbsCertificate, privateKey);
   const certificate = sequence(tbsCertificate, signatureAlgorithm, der(0x03, Buffer.from([0]), signature));
 

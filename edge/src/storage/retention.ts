@@ -8,6 +8,8 @@ import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
 
 const JOBS_PER_CHUNK = 20;
+/** How long an outcome webhook's signature nonce is kept: a day, twice the oldest signature taken. */
+export const OUTCOME_NONCE_TTL_MS = 86_400_000;
 /** Most rows one DELETE removes: a statement's work stays small whatever a job's size (10,000 rows). */
 export const ROWS_PER_STATEMENT = 1000;
 /** Most DELETEs of job data in one run (200,000 rows at most); what is left goes in the next run. */
@@ -18,6 +20,8 @@ const MAX_CHUNKS = 50;
 export interface RetentionReport {
   jobs: number;
   verifications: number;
+  outcomes: number;
+  outcomeNonces: number;
   deliveries: number;
   sessions: number;
   idempotencyKeys: number;
@@ -39,6 +43,8 @@ export async function deleteExpired(
   const report: RetentionReport = {
     jobs: 0,
     verifications: 0,
+    outcomes: 0,
+    outcomeNonces: 0,
     deliveries: 0,
     sessions: 0,
     idempotencyKeys: 0,
@@ -49,6 +55,15 @@ export async function deleteExpired(
   const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
   report.jobs = await deleteExpiredJobs(d1, expiredSql, cutoff, sandboxCutoff);
   report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, cutoff, sandboxCutoff);
+  // Outcomes are kept as long as the verdicts they are matched to (test-key ones as sandbox data).
+  report.outcomes = await deleteInChunks(d1, 'outcomes', expiredSql, cutoff, sandboxCutoff);
+  // A webhook signature's nonce outlives the signature's freshness window (services/outcomes/mailgun.ts).
+  report.outcomeNonces = await deleteInChunks(
+    d1,
+    'outcome_hook_nonces',
+    'created_at < ?1',
+    now - OUTCOME_NONCE_TTL_MS,
+  );
   report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', 'created_at < ?1', cutoff);
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
@@ -118,6 +133,8 @@ async function deleteInChunks(
   d1: D1Database,
   table:
     | 'verifications'
+    | 'outcomes'
+    | 'outcome_hook_nonces'
     | 'webhook_deliveries'
     | 'sessions'
     | 'domain_facts'

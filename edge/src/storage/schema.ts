@@ -326,6 +326,8 @@ export const jobAddresses = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.jobId, table.idx] }),
+    // An address's answers in the account's jobs, for matching outcomes (docs/verdicts.md, "Outcomes").
+    index('job_addresses_email').on(table.email),
     index('job_addresses_state').on(table.jobId, table.state, table.enqueuedAt),
     // The few addresses a follow-up round asks again: found without reading the job's others
     // (every settled probe checks whether its job has any).
@@ -547,4 +549,88 @@ export const disputes = sqliteTable(
     closedAt: integer('closed_at'),
   },
   (table) => [index('disputes_account').on(table.accountId, table.createdAt)],
+);
+
+// ── Outcomes ───────────────────────────────────────────────────────────────────────────
+// What happened when the account sent to an address (docs/verdicts.md, "Outcomes"), each matched
+// when it is recorded to the account's latest verdict for the address before the send. One row
+// per (account, event, address): a replayed event — the same id from a sending service, or for
+// the API the same address, outcome and time — finds its row and adds nothing.
+
+export const outcomes = sqliteTable(
+  'outcomes',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    // The key that reported it (its mode is the outcome's); null: the dashboard or an endpoint.
+    apiKeyId: text('api_key_id'),
+    source: text('source', {
+      enum: ['api', 'dashboard', 'ses', 'sendgrid', 'postmark', 'mailgun'],
+    }).notNull(),
+    // `<service>:<its event id>`, or `<outcome>@<time>` for the API and the dashboard.
+    eventKey: text('event_key').notNull(),
+    // Normalised as a verification's (domain in lower-case A-labels, local part as given).
+    email: text('email').notNull(),
+    outcome: text('outcome', { enum: ['delivered', 'hard_bounce', 'soft_bounce', 'complaint'] }).notNull(),
+    at: integer('at').notNull(),
+    diagnostic: text('diagnostic'),
+    // A bounce's diagnostic as rcpt's reply table reads it: the subStatus of its row, and the kind.
+    bounceSubStatus: text('bounce_sub_status'),
+    bounceKind: text('bounce_kind', { enum: ['mailbox', 'policy', 'other'] }),
+    // The verdict matched: a single call (`verifications.id`) or a job (`jobs.id`); null: none.
+    verdictSource: text('verdict_source', { enum: ['single', 'batch'] }),
+    verdictRef: text('verdict_ref'),
+    verdictAt: integer('verdict_at'),
+    verdictStatus: text('verdict_status'),
+    verdictSubStatus: text('verdict_sub_status'),
+    // The verdict's provider family (meta.provider) or else its MX host, for the accuracy figures.
+    verdictProvider: text('verdict_provider'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (table) => [
+    uniqueIndex('outcomes_event').on(table.accountId, table.eventKey, table.email),
+    index('outcomes_account').on(table.accountId, table.at),
+    index('outcomes_created').on(table.createdAt),
+  ],
+);
+
+/**
+ * An account's endpoint for one sending service's event webhook (docs/verdicts.md, "Outcomes"):
+ * its id is in the URL; `credential` is what the service's scheme checks — SES: the SNS topic ARN
+ * it accepts; SendGrid: the verification key (base64 DER, public); Postmark: SHA-256 of the basic
+ * auth password rcpt made; Mailgun: the webhook signing key, sealed (services/accounts/secret-box.ts).
+ */
+export const outcomeEndpoints = sqliteTable(
+  'outcome_endpoints',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    provider: text('provider', { enum: ['ses', 'sendgrid', 'postmark', 'mailgun'] }).notNull(),
+    credential: text('credential').notNull(),
+    createdAt: integer('created_at').notNull(),
+    revokedAt: integer('revoked_at'),
+  },
+  (table) => [index('outcome_endpoints_account').on(table.accountId)],
+);
+
+/**
+ * Signature nonces an endpoint has seen (Mailgun's `token`): a token seen again with another body
+ * is a replay and refused; kept for a day, past the freshness window of a signature.
+ */
+export const outcomeHookNonces = sqliteTable(
+  'outcome_hook_nonces',
+  {
+    endpointId: text('endpoint_id').notNull(),
+    nonce: text('nonce').notNull(),
+    bodyDigest: text('body_digest').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.endpointId, table.nonce] }),
+    index('outcome_hook_nonces_created').on(table.createdAt),
+  ],
 );

@@ -689,3 +689,124 @@ export const WebhookDeliveriesResponse = z
 export const WebhookTestResponse = z
   .object({ success: z.literal(true), delivery: WebhookDelivery })
   .meta({ id: 'WebhookTestResponse' });
+
+// ── Outcomes (docs/verdicts.md, "Outcomes") ───────────────────────────────────────────
+
+/** What happened when the account sent to an address. */
+export const OUTCOME_KINDS = ['delivered', 'hard_bounce', 'soft_bounce', 'complaint'] as const;
+export const OutcomeKind = z.enum(OUTCOME_KINDS);
+export type OutcomeKind = z.infer<typeof OutcomeKind>;
+/** Most outcomes one request (or one CSV) reports. */
+export const MAX_OUTCOMES_PER_REQUEST = 1_000;
+/** Longest diagnostic kept; a remote server's reply is a few hundred bytes. */
+export const MAX_DIAGNOSTIC_LENGTH = 1_000;
+
+export const OutcomeInput = z
+  .strictObject({
+    email: z.string().min(1).max(MAX_EMAIL_INPUT_LENGTH),
+    outcome: OutcomeKind,
+    at: z.iso.datetime({ offset: true }).describe('when the sending service saw it (RFC 3339)'),
+    diagnostic: z
+      .string()
+      .max(MAX_DIAGNOSTIC_LENGTH)
+      .optional()
+      .describe("the remote server's reply, e.g. `550 5.1.1 user unknown`"),
+  })
+  .meta({ id: 'OutcomeInput' });
+export type OutcomeInput = z.infer<typeof OutcomeInput>;
+
+export const OutcomesRequest = z
+  .strictObject({ outcomes: z.array(OutcomeInput).min(1).max(MAX_OUTCOMES_PER_REQUEST) })
+  .meta({ id: 'OutcomesRequest' });
+
+/** How a bounce's diagnostic reads with rcpt's reply table: the mailbox, a policy refusal, or neither. */
+export const BOUNCE_KINDS = ['mailbox', 'policy', 'other'] as const;
+export const BounceKind = z.enum(BOUNCE_KINDS);
+export type BounceKind = z.infer<typeof BounceKind>;
+
+export const OutcomeVerdict = z
+  .object({
+    source: z.enum(['single', 'batch']).describe('a single call, or a job (`id` is the job id)'),
+    id: z.string(),
+    status: VerificationStatus,
+    subStatus: SubStatus,
+    verifiedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'OutcomeVerdict' });
+
+export const RecordedOutcome = z
+  .object({
+    email: z.string(),
+    outcome: OutcomeKind,
+    at: z.iso.datetime(),
+    diagnostic: z.string().nullable(),
+    duplicate: z.boolean().describe('already recorded: counted once'),
+    bounce: z
+      .object({ kind: BounceKind, subStatus: SubStatus.nullable() })
+      .nullable()
+      .describe("a bounce's diagnostic read with the reply table; null for deliveries and complaints"),
+    verdict: OutcomeVerdict.nullable().describe('the verdict matched, null when none was in the window'),
+  })
+  .meta({ id: 'RecordedOutcome' });
+export type RecordedOutcome = z.infer<typeof RecordedOutcome>;
+
+export const OutcomesResponse = z
+  .object({
+    success: z.literal(true),
+    recorded: z.number().int().describe('outcomes new to rcpt'),
+    duplicates: z.number().int(),
+    matched: z.number().int().describe('outcomes of this request matched to a verdict'),
+    outcomes: z.array(RecordedOutcome).describe('in the order of the request'),
+  })
+  .meta({ id: 'OutcomesResponse' });
+export type OutcomesResponse = z.infer<typeof OutcomesResponse>;
+
+/** The sending services whose event webhooks rcpt takes. */
+export const OUTCOME_PROVIDERS = ['ses', 'sendgrid', 'postmark', 'mailgun'] as const;
+export const OutcomeProvider = z.enum(OUTCOME_PROVIDERS);
+export type OutcomeProvider = z.infer<typeof OutcomeProvider>;
+
+/** An SNS topic ARN (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html). */
+export const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(?:\.fifo)?$/;
+
+export const OutcomeEndpointRequest = z
+  .discriminatedUnion('provider', [
+    z.strictObject({
+      provider: z.literal('ses'),
+      topicArn: z.string().regex(SNS_TOPIC_ARN).describe('the SNS topic SES publishes to; no other is taken'),
+    }),
+    z.strictObject({
+      provider: z.literal('sendgrid'),
+      publicKey: z.string().min(40).max(1_000).describe("the Event Webhook's verification key (base64)"),
+    }),
+    z.strictObject({ provider: z.literal('postmark') }),
+    z.strictObject({
+      provider: z.literal('mailgun'),
+      signingKey: z.string().min(16).max(200).describe('the HTTP webhook signing key'),
+    }),
+  ])
+  .meta({ id: 'OutcomeEndpointRequest' });
+export type OutcomeEndpointRequest = z.infer<typeof OutcomeEndpointRequest>;
+
+export const OutcomeEndpoint = z
+  .object({
+    id: z.string(),
+    provider: OutcomeProvider,
+    url: z
+      .string()
+      .describe("the webhook URL to give the sending service (Postmark's without its credentials)"),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'OutcomeEndpoint' });
+export type OutcomeEndpoint = z.infer<typeof OutcomeEndpoint>;
+
+export const OutcomeEndpointResponse = z
+  .object({
+    success: z.literal(true),
+    endpoint: OutcomeEndpoint,
+    basicAuth: z
+      .object({ username: z.string(), password: z.string() })
+      .nullable()
+      .describe('Postmark: the credentials to put in the webhook URL, shown once; null for the others'),
+  })
+  .meta({ id: 'OutcomeEndpointResponse' });

@@ -66,7 +66,7 @@ describe('a key limited to scopes and client addresses', () => {
 
   it('with every scope ticked and no address, is an unlimited key', async () => {
     const { client } = await signedIn('keys-every');
-    const { secret } = await createLimitedKey(client, ['verify', 'bulk', 'read'], '');
+    const { secret } = await createLimitedKey(client, ['verify', 'bulk', 'read', 'outcomes'], '');
     const stored = await env.DB.prepare('SELECT scopes, allowed_cidrs FROM api_keys WHERE key_hash = ?1')
       .bind(await hashSecret(secret))
       .first();

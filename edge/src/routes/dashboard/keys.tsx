@@ -183,6 +183,7 @@ const SCOPE_LABELS: Record<KeyScope, string> = {
   verify: 'verify: the single verify',
   bulk: 'bulk: upload lists and read their jobs',
   read: 'read: the account, history and jobs',
+  outcomes: 'outcomes: report what happened to sends',
 };
 
 /** A key's scopes and address blocks, as the list shows them. */

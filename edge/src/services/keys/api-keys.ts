@@ -18,9 +18,11 @@ import { quotaExceeded } from '../money/quotas.ts';
 
 /**
  * What a key may call (docs/publishable-keys.md, "Scopes"): `verify` the single verify,
- * `bulk` uploading lists and reading their jobs, `read` the account, history and jobs.
+ * `bulk` uploading lists and reading their jobs, `read` the account, history and jobs,
+ * `outcomes` reporting what happened to sends (free, and spends nothing: a sending system's key
+ * needs no power to verify).
  */
-export const KEY_SCOPES = ['verify', 'bulk', 'read'] as const;
+export const KEY_SCOPES = ['verify', 'bulk', 'read', 'outcomes'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 /** Who a request acts for: the account, the key it came with, and the key's mode. */

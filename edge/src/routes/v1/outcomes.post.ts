@@ -1,0 +1,63 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { MAX_OUTCOMES_PER_REQUEST, OutcomesRequest, OutcomesResponse } from '@rcpt/shared/contract/api';
+import type { AppEnv } from '../../app-env.ts';
+import { requireScope } from '../../middleware/auth.ts';
+import { jsonBody } from '../../middleware/json-body.ts';
+import { quotasOf } from '../../services/money/quotas.ts';
+import { apiEventKey, recordOutcomes } from '../../services/outcomes/record.ts';
+import {
+  AUTHENTICATED_ERRORS,
+  errorResponses,
+  JSON_BODY_ERRORS,
+  RATE_LIMIT_HEADERS,
+} from '../openapi-errors.ts';
+
+const route = createRoute({
+  method: 'post',
+  path: '/api/v1/outcomes',
+  tags: ['Outcomes'],
+  summary: 'Report what happened to sends',
+  description:
+    `Records up to ${MAX_OUTCOMES_PER_REQUEST.toLocaleString('en-US')} outcomes of sends — \`delivered\`, \`hard_bounce\`, ` +
+    "`soft_bounce`, `complaint` — each matched to the account's latest verdict for the address made before `at` " +
+    'and at most 30 days before it, with keys of the same mode (a single call or the address in a job). A ' +
+    "bounce's `diagnostic` (the remote server's reply) is read with rcpt's reply table: `mailbox` (5.1.1 user " +
+    'unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: ' +
+    'a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 ' +
+    '`QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is ' +
+    'stored. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope ' +
+    '`outcomes`.',
+  security: [{ ApiKeyAuth: [] }],
+  middleware: [requireScope(['outcomes']), jsonBody] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: OutcomesRequest } } } },
+  responses: {
+    200: {
+      description: 'The outcomes, in the order of the request, with what they were matched to.',
+      headers: RATE_LIMIT_HEADERS,
+      content: { 'application/json': { schema: OutcomesResponse } },
+    },
+    ...errorResponses([...AUTHENTICATED_ERRORS, ...JSON_BODY_ERRORS, 'QUOTA_EXCEEDED']),
+  },
+});
+
+export function registerOutcomes(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(route, async (c) => {
+    const { outcomes } = c.req.valid('json');
+    const caller = c.get('caller');
+    const answer = await recordOutcomes(
+      { db: c.get('db'), quotas: quotasOf(c.get('config')), now: Date.now() },
+      { accountId: caller.accountId, apiKeyId: caller.apiKeyId, mode: caller.mode, source: 'api' },
+      outcomes.map((outcome) => {
+        const at = Date.parse(outcome.at);
+        return {
+          eventKey: apiEventKey(outcome.outcome, at),
+          email: outcome.email,
+          outcome: outcome.outcome,
+          at,
+          diagnostic: outcome.diagnostic ?? null,
+        };
+      }),
+    );
+    return c.json(answer, 200);
+  });
+}
