@@ -2,12 +2,16 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
+import { retentionCutoffsOf } from '../services/storage-policy.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
 
 const DAY = 86_400_000;
+
+/** The retention cron's cutoffs at `now`, with the deployment's settings. */
+const cutoffsAt = (now: number) => retentionCutoffsOf(configOf(env), now);
 
 async function uploadSandboxJob(key: string): Promise<string> {
   const response = await call('/api/v1/bulk/upload', {
@@ -47,7 +51,7 @@ describe('retention', () => {
     )
       .bind('expired', caller.accountId, Date.now() - 1, 'live', caller.accountId, Date.now() + DAY)
       .run();
-    const report = await deleteExpired(db(), Date.now() - 60 * DAY, Date.now());
+    const report = await deleteExpired(db(), cutoffsAt(Date.now()), Date.now());
     expect(report.sessions).toBe(1);
     expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
     expect(report.jobs).toBeGreaterThanOrEqual(1);
@@ -118,7 +122,7 @@ describe('retention of a large job', () => {
     const runs: { sql: string; changes: number }[] = [];
     const report = await deleteExpired(
       createDb(recordingD1(env.DB, runs)),
-      Date.now() - 60 * DAY,
+      cutoffsAt(Date.now()),
       Date.now(),
     );
     expect(report.jobs).toBeGreaterThanOrEqual(1);
@@ -148,7 +152,7 @@ describe('domain facts retention', () => {
     ] as const) {
       await recordCatchAll(db(), { domain, reply, catchAll: true, expiresAt: at + 3600_000, now: at });
     }
-    const report = await deleteExpired(db(), now - 60 * DAY, now);
+    const report = await deleteExpired(db(), cutoffsAt(now), now);
     expect(report.domainFacts).toBeGreaterThanOrEqual(1);
     expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
     expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);

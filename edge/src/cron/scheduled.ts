@@ -5,6 +5,7 @@ import { errorFields, log } from '../logger.ts';
 import { verifyQueueOf } from '../services/batch-queue.ts';
 import { watchDomains } from '../services/job-watch.ts';
 import { sweepBalances, watchDepsOf } from '../services/purchases.ts';
+import { retentionCutoffsOf } from '../services/storage-policy.ts';
 import { retryDueDeliveries } from '../services/webhooks.ts';
 import { createDb } from '../storage/db.ts';
 import { deleteExpired } from '../storage/retention.ts';
@@ -14,16 +15,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
   const config = configOf(env);
   const db = createDb(env.DB);
   const tasks: [string, () => Promise<unknown>][] = [
-    [
-      'retention',
-      () =>
-        deleteExpired(
-          db,
-          now - config.RETENTION_DAYS * 86_400_000,
-          now,
-          now - config.SANDBOX_RETENTION_DAYS * 86_400_000,
-        ),
-    ],
+    ['retention', () => deleteExpired(db, retentionCutoffsOf(config, now), now)],
     [
       'recovery',
       () =>

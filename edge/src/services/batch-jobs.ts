@@ -19,8 +19,9 @@ import type { ParsedUpload } from './batch-input.ts';
 import { planBatch } from './batch-plan.ts';
 import { type BatchMessage, enqueueBatchWork, workMessages } from './batch-queue.ts';
 import { jobBounceEstimate } from './bounce-estimate.ts';
-import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
+import { dailyStorageFull, insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from './quotas.ts';
 import { sandboxVerify } from './sandbox.ts';
+import { listNeedsConfirmedEmail, unconfirmedMayStore } from './storage-policy.ts';
 
 /** Used for estimates until completed jobs give a measured rate. */
 const DEFAULT_ADDRESSES_PER_SECOND = 50;
@@ -61,7 +62,10 @@ export interface UploadInput {
   evidence?: boolean;
   /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
   watchDays?: number | 'off' | null;
-  /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
+  /**
+   * The account's quotas and the store's daily write budget (docs/operations.md): a job past one
+   * is refused, nothing stored.
+   */
   quotas: Quotas;
   now: number;
 }
@@ -125,12 +129,15 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     addresses,
     {
       jobsInFlight: staysInFlight ? input.quotas.jobsInFlight : null,
-      storageBytes: input.quotas.storageBytesPerDay,
+      storage: input.quotas.storage,
       storageDay: utcDayStart(now),
+      globalStorageBytes: input.quotas.globalStorageBytesPerDay,
+      unconfirmedMayStore: unconfirmedMayStore(caller.mode, counts.totalRows),
     },
   );
   if (!creation.created) {
     const { usage } = creation;
+    if (!usage.confirmationAllows) throw listNeedsConfirmedEmail(counts.totalRows);
     if (!usage.creditsCover) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
     if (!usage.inFlightFits) {
       throw quotaExceeded({
@@ -144,11 +151,19 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     if (!usage.storageFits) {
       throw quotaExceeded({
         quota: 'storage_bytes_per_day',
-        limit: input.quotas.storageBytesPerDay,
+        limit: usage.storageLimit,
         used: usage.storageBytes,
         requested: usage.jobBytes,
         now,
       });
+    }
+    if (!usage.globalFits) {
+      log.warn('a list was refused: the daily write budget is used up', {
+        jobBytes: usage.jobBytes,
+        usedBytes: usage.globalStorageBytes,
+        limitBytes: input.quotas.globalStorageBytesPerDay,
+      });
+      throw dailyStorageFull(now);
     }
     throw new Error(`job ${jobId} was not stored, and no condition says why`);
   }

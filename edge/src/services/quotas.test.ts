@@ -23,6 +23,7 @@ import { rowsFromJson } from './batch-input.ts';
 import { createBatchJob } from './batch-jobs.ts';
 import type { BatchMessage } from './batch-queue.ts';
 import type { Quotas } from './quotas.ts';
+import { retentionCutoffsOf } from './storage-policy.ts';
 
 const DAY = 86_400_000;
 /** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */
@@ -120,10 +121,17 @@ const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
 
 describe('the quotas have production defaults', () => {
-  it('100 MB a day, 10 jobs in flight, 25 active keys, sandbox data kept 7 days', () => {
+  it('5 MB a day plus 10 KB a credit up to 100 MB, 10 jobs in flight, 25 active keys, sandbox data and free rows kept 7 days', () => {
     // wrangler.toml sets none of them: these are the code's defaults.
-    expect(quotas()).toEqual({ storageBytesPerDay: 100_000_000, jobsInFlight: 10, apiKeys: 25 });
+    expect(quotas()).toEqual({
+      storage: { baseBytes: 5_000_000, bytesPerCredit: 10_000, maxBytes: 100_000_000 },
+      jobsInFlight: 10,
+      apiKeys: 25,
+      // 80 % of D1's 10 GB over the 60 days of retention.
+      globalStorageBytesPerDay: 133_333_333,
+    });
     expect(configOf(env).SANDBOX_RETENTION_DAYS).toBe(7);
+    expect(configOf(env).FREE_ROWS_RETENTION_DAYS).toBe(7);
   });
 });
 
@@ -131,6 +139,8 @@ describe('the quotas have production defaults', () => {
 const storageUsedBy = (accountId: string) =>
   count('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
 const budget = (bytes: number) => ({ QUOTA_STORAGE_BYTES_PER_DAY: String(bytes) });
+/** A budget of `bytes` a day whatever the account bought or holds. */
+const flatBudget = (bytes: number) => ({ baseBytes: bytes, bytesPerCredit: 0, maxBytes: bytes });
 
 describe('the storage budget: bytes a day, counted by every write path', () => {
   it('counts a charged list by its bytes, cells included, though its only address is refunded', async () => {
@@ -176,7 +186,7 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     const account = await call('/api/v1/account', { key: caller.apiKey });
     expect(
       (await account.json<{ account: { usage: { storage: unknown } } }>()).account.usage.storage,
-    ).toMatchObject({ usedBytesToday: afterCall, limitBytesPerDay: 100_000_000 });
+    ).toMatchObject({ usedBytesToday: afterCall, limitBytesPerDay: 5_000_000 + 100 * 10_000 });
     const before = await footprint(caller.accountId);
 
     const refused = await verify('risky@example.test', budget(afterCall));
@@ -271,7 +281,7 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     const midnight = Date.UTC(2031, 4, 17);
     await createJob(caller, 'test', rows(5), { now: midnight - 2000 });
     const used = await storageUsedBy(caller.accountId);
-    const limits = { quotas: { storageBytesPerDay: used } };
+    const limits = { quotas: { storage: flatBudget(used) } };
 
     const refused = await refusal(
       createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1000 }),
@@ -440,13 +450,7 @@ describe('sandbox jobs are kept 7 days, not 60', () => {
       ]);
     }
     const now = Date.now();
-    const config = configOf(env);
-    await deleteExpired(
-      db(),
-      now - config.RETENTION_DAYS * DAY,
-      now,
-      now - config.SANDBOX_RETENTION_DAYS * DAY,
-    );
+    await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
     const exists = (jobId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId);
     expect(await exists(oldSandbox.jobId)).toBe(0);
     expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
