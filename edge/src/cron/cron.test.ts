@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { call, db, newCaller } from '../../test/fixtures.ts';
+import { call, countOf, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { retentionCutoffsOf } from '../services/storage-policy.ts';
 import { createDb } from '../storage/db.ts';
@@ -19,16 +19,6 @@ async function uploadSandboxJob(key: string): Promise<string> {
     json: { emails: ['deliverable@x.test', 'oops'] },
   });
   return (await response.json<{ jobId: string }>()).jobId;
-}
-
-async function count(sql: string, ...binds: unknown[]): Promise<number> {
-  return (
-    (
-      await env.DB.prepare(sql)
-        .bind(...binds)
-        .first<{ n: number }>()
-    )?.n ?? -1
-  );
 }
 
 describe('retention', () => {
@@ -53,19 +43,19 @@ describe('retention', () => {
       .run();
     const report = await deleteExpired(db(), cutoffsAt(Date.now()), Date.now());
     expect(report.sessions).toBe(1);
-    expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
     expect(report.jobs).toBeGreaterThanOrEqual(1);
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
     expect(
-      await count(
+      await countOf(
         'SELECT COUNT(*) AS n FROM verifications WHERE account_id = ? AND kind = ?',
         caller.accountId,
         'single',
       ),
     ).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
     expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
   });
 });
@@ -127,12 +117,12 @@ describe('retention of a large job', () => {
     );
     expect(report.jobs).toBeGreaterThanOrEqual(1);
     for (const table of ['job_rows', 'job_addresses']) {
-      expect(await count(`SELECT COUNT(*) AS n FROM ${table} WHERE job_id = ?`, jobId)).toBe(0);
+      expect(await countOf(`SELECT COUNT(*) AS n FROM ${table} WHERE job_id = ?`, jobId)).toBe(0);
       const deletes = runs.filter((run) => run.sql.startsWith(`DELETE FROM ${table} `));
       expect(deletes.reduce((sum, run) => sum + run.changes, 0)).toBeGreaterThan(2500);
       expect(deletes.length).toBeGreaterThanOrEqual(3);
     }
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId)).toBe(0);
     // No statement of the run removed more than its share.
     expect(
       runs.filter((run) => run.sql.startsWith('DELETE')).every((run) => run.changes <= ROWS_PER_STATEMENT),
@@ -154,8 +144,8 @@ describe('domain facts retention', () => {
     }
     const report = await deleteExpired(db(), cutoffsAt(now), now);
     expect(report.domainFacts).toBeGreaterThanOrEqual(1);
-    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
-    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);
+    expect(await countOf("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
+    expect(await countOf("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);
   });
 });
 
@@ -189,7 +179,7 @@ describe('recovery', () => {
     );
     expect(first.requeued).toBe(2);
     expect(sent).toHaveLength(1);
-    expect(await count('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
+    expect(await countOf('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
 
     // Past the deadline: failed with a reason, every unverified address refunded, once.
     const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
@@ -207,7 +197,7 @@ describe('recovery', () => {
     expect(
       (await recoverStuckJobs({ db: db(), queue, config, inBackground: () => {} }, later)).failedJobs,
     ).toBe(0);
-    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+    expect(await countOf('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 
   it('finishes a job whose deadline passed without its deadline message: unprobed addresses refunded', async () => {
@@ -248,6 +238,6 @@ describe('recovery', () => {
       'smtp_unavailable',
       'smtp_unavailable',
     ]);
-    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+    expect(await countOf('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 });

@@ -3,45 +3,41 @@
 // budget that grows with the credits it buys; rows that cost nothing are dropped after days, and
 // the downloads say so; the store's daily write budget refuses new lists with a 503.
 import { env } from 'cloudflare:workers';
-import { ApiError } from '@rcpt/shared/errors';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { balanceOf, call, db, ledgerOf, newCaller, quotas, type TestCaller } from '../../test/fixtures.ts';
+import {
+  balanceOf,
+  call,
+  countOf,
+  createJobAs,
+  db,
+  ledgerOf,
+  newCaller,
+  refusalOf,
+  type TestCaller,
+} from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { insertUnconfirmedAccount } from '../storage/accounts.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { createApiKey } from './api-keys.ts';
-import { rowsFromJson } from './batch-input.ts';
-import { createBatchJob } from './batch-jobs.ts';
-import type { BatchMessage } from './batch-queue.ts';
 import { retentionCutoffsOf, TRIAL_MAX_ROWS } from './storage-policy.ts';
 
 const DAY = 86_400_000;
-const silentQueue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
 
-async function count(sql: string, ...params: unknown[]): Promise<number> {
-  return (
-    (
-      await env.DB.prepare(sql)
-        .bind(...params)
-        .first<{ n: number }>()
-    )?.n ?? Number.NaN
-  );
-}
-
-const jobsOf = (accountId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
+const jobsOf = (accountId: string) =>
+  countOf('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
 const storageUsedBy = (accountId: string) =>
-  count('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
+  countOf('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
 
 /** Everything an account has stored, paid and counted: a refusal leaves all of it as it was. */
 async function footprint(accountId: string) {
   return {
     jobs: await jobsOf(accountId),
-    rows: await count(
+    rows: await countOf(
       'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
       accountId,
     ),
-    history: await count('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId),
+    history: await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId),
     balance: await balanceOf(accountId),
     ledger: (await ledgerOf(accountId)).length,
     storage: await storageUsedBy(accountId),
@@ -108,24 +104,11 @@ describe('storing a list needs a confirmed email', () => {
 
   it('refuses a signed-in unconfirmed person’s list, even one of free rows only', async () => {
     const caller = await unconfirmedAccount();
-    const refusal = await createBatchJob({
-      db: db(),
-      queue: silentQueue,
-      // The dashboard's caller: the account, no key, live data.
-      caller: { accountId: caller.accountId, apiKeyId: null, mode: 'live', creditBalance: 0 },
-      upload: rowsFromJson(['not an address', 'nor this']),
-      source: 'json',
-      name: null,
-      webhookUrl: null,
-      maxWaitSeconds: null,
-      quotas: quotas(),
-      now: Date.now(),
-    }).then(
-      () => null,
-      (error: unknown) => error,
+    // The dashboard's caller: the account, no key, live data.
+    const refusal = await refusalOf(
+      createJobAs({ accountId: caller.accountId, keyId: null }, 'live', ['not an address', 'nor this']),
     );
-    expect(refusal).toBeInstanceOf(ApiError);
-    expect((refusal as ApiError).code).toBe('EMAIL_NOT_CONFIRMED');
+    expect(refusal.code).toBe('EMAIL_NOT_CONFIRMED');
     expect(await jobsOf(caller.accountId)).toBe(0);
   });
 
@@ -156,14 +139,14 @@ describe('storing a list needs a confirmed email', () => {
     }
     const now = Date.now();
     await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.trial)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId)).toBe(
-      0,
-    );
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.confirmed)).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.trial)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial)).toBe(0);
     expect(
-      await count('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', confirmed.accountId),
+      await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId),
+    ).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.confirmed)).toBe(1);
+    expect(
+      await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', confirmed.accountId),
     ).toBe(2);
   });
 });
@@ -252,7 +235,7 @@ describe('the store’s daily write budget', () => {
     });
     expect(single.status).toBe(200);
     // With room today, the same list is taken.
-    const used = await count(
+    const used = await countOf(
       'SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE day = ?',
       now - (now % DAY),
     );
@@ -304,10 +287,10 @@ describe('rows that cost nothing are kept days, not the retention period', () =>
     );
     expect(report.freeRows).toBeGreaterThanOrEqual(4);
     expect(
-      await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId),
+      await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId),
       'the first row of each address stays',
     ).toBe(2);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', young.jobId)).toBe(6);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', young.jobId)).toBe(6);
 
     const dropped = await (await results()).json<ResultsBody>();
     expect(dropped.droppedRows).toEqual({
@@ -339,6 +322,6 @@ describe('rows that cost nothing are kept days, not the retention period', () =>
     }>();
     expect(status.job).toMatchObject({ deliverableCount: 1, undeliverableCount: 1 });
     await deleteExpired(db(), { ...retentionCutoffsOf(configOf(env), now), sandbox: now - 60 * DAY }, now);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId)).toBe(2);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId)).toBe(2);
   });
 });
