@@ -74,7 +74,7 @@ export function storageUsedSql(account: string, day: number): string {
 
 /**
  * An account's daily storage budget (docs/money.md, "Quotas and free work"): `baseBytes`, plus
- * `bytesPerCredit` for each credit it bought in the BOUGHT_WINDOW_DAYS before the day's end or
+ * `bytesPerCredit` for each credit it bought since BOUGHT_WINDOW_DAYS before the day began or
  * holds now (the larger of the two), at most `maxBytes`. Read in SQL inside the transaction of
  * the write it admits, so the purchase or the charge of a concurrent request is seen as D1
  * orders it.
