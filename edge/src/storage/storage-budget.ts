@@ -88,10 +88,16 @@ export interface StorageLimit {
 /** Purchases paid from this many days before the UTC day's start raise the day's budget. */
 export const BOUGHT_WINDOW_DAYS = 30;
 
-/** SQL: the credits a paid purchase of the account in parameter `account` granted since `since`, net of those taken back. */
+/**
+ * SQL: the credits a paid purchase of the account in parameter `account` granted since `since`,
+ * net of those taken back. A purchase under a dispute not won counts nothing: the bank holds or
+ * took back its money (docs/money.md, "Disputes").
+ */
 function creditsBoughtSql(account: string, since: number): string {
   return `COALESCE((SELECT SUM(credits - credits_taken_back) FROM purchases
-    WHERE account_id = ${account} AND status IN ('paid', 'partially_refunded') AND paid_at >= ${integer(since, 'since')}), 0)`;
+    WHERE account_id = ${account} AND status IN ('paid', 'partially_refunded') AND paid_at >= ${integer(since, 'since')}
+      AND NOT EXISTS (SELECT 1 FROM disputes WHERE disputes.account_id = ${account}
+        AND disputes.purchase_id = purchases.id AND disputes.status <> 'won')), 0)`;
 }
 
 /** SQL: the storage budget, in bytes, of the account in parameter `account` on `day`. */

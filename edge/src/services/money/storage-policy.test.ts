@@ -164,13 +164,25 @@ const storageOf = async (key: string) =>
     }>()
   ).account.usage.storage;
 
-/** A Stripe purchase of `credits` paid at `paidAt`, as the payment webhook records it. */
-async function paidPurchase(accountId: string, credits: number, paidAt: number): Promise<void> {
+/** A Stripe purchase of `credits` paid at `paidAt`, as the payment webhook records it; its id. */
+async function paidPurchase(accountId: string, credits: number, paidAt: number): Promise<string> {
+  const id = crypto.randomUUID();
   await env.DB.prepare(
     `INSERT INTO purchases (id, account_id, kind, credits, amount, currency, status, created_at, paid_at)
      VALUES (?1, ?2, 'checkout', ?3, 900, 'usd', 'paid', ?4, ?4)`,
   )
-    .bind(crypto.randomUUID(), accountId, credits, paidAt)
+    .bind(id, accountId, credits, paidAt)
+    .run();
+  return id;
+}
+
+/** A dispute of the purchase's whole payment in `status`, its credits as a hold left them. */
+async function disputeOf(purchaseId: string, status: 'open' | 'lost' | 'won'): Promise<void> {
+  await env.DB.prepare(
+    `INSERT INTO disputes (id, account_id, purchase_id, amount, status, credits_owed, created_at)
+     SELECT ?1, account_id, id, amount, ?2, 0, ?3 FROM purchases WHERE id = ?4`,
+  )
+    .bind(`du_${crypto.randomUUID()}`, status, Date.now(), purchaseId)
     .run();
 }
 
@@ -210,6 +222,18 @@ describe('the daily storage budget grows with what the account bought', () => {
     expect((await storageOf(holder.apiKey)).limitBytesPerDay).toBe(5_000_000 + 2_000 * 10_000);
     await paidPurchase(holder.accountId, 100_000, Date.now());
     expect((await storageOf(holder.apiKey)).limitBytesPerDay).toBe(100_000_000);
+  });
+
+  it('counts nothing for a purchase whose payment is disputed, until the dispute is won', async () => {
+    const caller = await newCaller({ credits: 0 });
+    const open = await paidPurchase(caller.accountId, 1_000, Date.now());
+    await disputeOf(open, 'open');
+    const lost = await paidPurchase(caller.accountId, 2_000, Date.now());
+    await disputeOf(lost, 'lost');
+    expect((await storageOf(caller.apiKey)).limitBytesPerDay).toBe(5_000_000);
+    const won = await paidPurchase(caller.accountId, 500, Date.now());
+    await disputeOf(won, 'won');
+    expect((await storageOf(caller.apiKey)).limitBytesPerDay).toBe(5_000_000 + 500 * 10_000);
   });
 });
 
