@@ -10,9 +10,15 @@
 // Object request and one D1 query) may fall into a run and is counted with it. The batch is
 // watched through the local database file, not the API, so no status poll is counted in it.
 // Local limit: one consumer batch at a time, so batches arrive full (docs/capacity.md).
-import { mkdtempSync, rmSync } from 'node:fs';
+//
+// What the batch leaves in D1 is read from the local database file itself (local D1 is SQLite):
+// a copy taken before the upload and one after completion, each read with SQLite's dbstat table
+// (https://www.sqlite.org/dbstat.html), which D1 does not serve. By table, its indexes included:
+// the pages it grew by (what counts against D1's 10 GB) and the bytes of its records in them.
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DATABASE_NAME } from '../scripts/stack/d1.ts';
 import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
@@ -24,6 +30,8 @@ import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 
 const CALLS = 20;
+/** The list's columns beside the address, as a customer's export has them. */
+const CSV_HEADER = 'email,first_name,last_name,company';
 const NEW_DOMAINS = 10;
 const BATCH_ADDRESSES = 1_000;
 /** 50 addresses a domain, as the 10,000-address batch benchmark has. */
@@ -50,6 +58,44 @@ async function settled(): Promise<void> {
   while (seen !== meterLines.length) {
     seen = meterLines.length;
     await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** The local D1 database file under `folder` (wrangler's persisted state). */
+function databaseFile(folder: string): string {
+  for (const entry of readdirSync(folder, { recursive: true, withFileTypes: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isFile() && entry.name.endsWith('.sqlite') && path.includes('D1DatabaseObject')) return path;
+  }
+  throw new Error(`no local D1 database under ${folder}`);
+}
+
+/**
+ * Pages and record bytes of each table, its indexes included, in a copy of the database file now,
+ * and the bytes the storage budget has counted (`storage_days`, every account and day).
+ */
+function tableSizes(): { tables: Map<string, { pageBytes: number; payloadBytes: number }>; counted: number } {
+  const source = databaseFile(persistTo);
+  const copy = mkdtempSync(join(tmpdir(), 'rcpt-bench-d1-copy-'));
+  try {
+    // The write-ahead log holds the newest pages until a checkpoint: copied with the file.
+    for (const suffix of ['', '-wal'])
+      if (existsSync(`${source}${suffix}`))
+        copyFileSync(`${source}${suffix}`, join(copy, `d1.sqlite${suffix}`));
+    const database = new DatabaseSync(join(copy, 'd1.sqlite'));
+    const rows = database
+      .prepare(
+        `SELECT COALESCE(s.tbl_name, d.name) AS tableName, SUM(d.pgsize) AS pageBytes, SUM(d.payload) AS payloadBytes
+         FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1`,
+      )
+      .all() as { tableName: string; pageBytes: number; payloadBytes: number }[];
+    const counted = database.prepare('SELECT COALESCE(SUM(bytes), 0) AS bytes FROM storage_days').get() as {
+      bytes: number;
+    };
+    database.close();
+    return { tables: new Map(rows.map((row) => [row.tableName, row])), counted: counted.bytes };
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
   }
 }
 
@@ -147,6 +193,10 @@ try {
   // 1,000 addresses: upload → completed, watched in the database file.
   for (const mx of world.companyMx) mx.resetStats();
   const list = companyList({ count: BATCH_ADDRESSES, domains: BATCH_DOMAINS }).map((entry) => entry.address);
+  // A 4-column CSV, as a customer's export is: the address, a name and a company.
+  const csv = `${CSV_HEADER}\n${list.map((address, index) => `${address},Ada${index},Lovelace${index},Company ${index % 97}`).join('\n')}\n`;
+  await settled();
+  const sizesBefore = tableSizes();
   let jobId = '';
   await measure(
     'per 1,000 batch addresses (upload → completed)',
@@ -154,8 +204,8 @@ try {
     async () => {
       const upload = await fetch(`${stack.baseUrl}/api/v1/bulk/upload`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': batchKey },
-        body: JSON.stringify({ emails: list }),
+        headers: { 'content-type': 'text/csv', 'x-api-key': batchKey },
+        body: csv,
       });
       ({ jobId } = (await expectOk(upload, 'upload')) as { jobId: string });
       const started = Date.now();
@@ -168,6 +218,42 @@ try {
       }
     },
     BATCH_ADDRESSES / 1000,
+  );
+  // What the batch left in D1, by table (its indexes included), per 1,000 addresses.
+  const sizesAfter = tableSizes();
+  const kept = { pageBytes: 0, payloadBytes: 0 };
+  for (const [table, after] of sizesAfter.tables) {
+    const before = sizesBefore.tables.get(table) ?? { pageBytes: 0, payloadBytes: 0 };
+    const grown = {
+      pageBytes: (after.pageBytes - before.pageBytes) / (BATCH_ADDRESSES / 1000),
+      payloadBytes: (after.payloadBytes - before.payloadBytes) / (BATCH_ADDRESSES / 1000),
+    };
+    if (grown.pageBytes === 0 && grown.payloadBytes === 0) continue;
+    kept.pageBytes += grown.pageBytes;
+    kept.payloadBytes += grown.payloadBytes;
+    figures.push(
+      { name: `D1 kept per 1,000 batch addresses, ${table}: pages`, value: grown.pageBytes, unit: 'bytes' },
+      {
+        name: `D1 kept per 1,000 batch addresses, ${table}: records`,
+        value: grown.payloadBytes,
+        unit: 'bytes',
+      },
+    );
+  }
+  figures.push(
+    { name: 'D1 kept per 1,000 batch addresses, all tables: pages', value: kept.pageBytes, unit: 'bytes' },
+    {
+      name: 'D1 kept per 1,000 batch addresses, all tables: records',
+      value: kept.payloadBytes,
+      unit: 'bytes',
+    },
+    { name: 'D1 kept per batch address: pages', value: kept.pageBytes / 1000, unit: 'bytes' },
+    {
+      name: 'storage budget counted per 1,000 batch addresses',
+      value: (sizesAfter.counted - sizesBefore.counted) / (BATCH_ADDRESSES / 1000),
+      unit: 'bytes',
+    },
+    // Nothing of a job is kept elsewhere yet (Durable Objects, R2): D1 is the whole of it.
   );
   // What the defended servers did: their refusals and deferrals are what the batch retries.
   const stats = world.companyMx.map((mx) => mx.stats());

@@ -160,7 +160,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a list
-         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. A `webhookUrl` needs the account's signing secret (`POST /api/v1/webhooks/secret`): without one, 400 `WEBHOOK_SECRET_MISSING`. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day written by all of the account's requests, a list counting its rows, cells and results to come, charged or not; past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses already paid for, and a `job.updated` says what changed.
+         * @description Creates a job of 1 to 10,000 addresses and starts verifying at once. Send JSON `{ "emails": [...] }`, a CSV file as `multipart/form-data` (field `file`) or a raw `text/csv` body (options in the query; with JSON, in the body or the query, and an option given in both must agree); CSV files up to 10 MB, at most 1,000 columns and 1,000,000 cells (rows × columns), delimiters `,` `;` or tab, header row detected, UTF-8 with or without BOM. Jobs of test keys send no webhooks: a `webhookUrl` with a test key is 400. A `webhookUrl` needs the account's signing secret (`POST /api/v1/webhooks/secret`): without one, 400 `WEBHOOK_SECRET_MISSING`. Duplicates (same local part, domain in any case) are verified and charged once; rows without a parsable address are answered `undeliverable / invalid_syntax` free of charge. The unique valid addresses are charged in one debit before the job exists. The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, refunded when the provider deferred or blocked it. Storing a list needs the account's email confirmed: until then only a test key may try a list of at most 100 rows (kept a day); past that, 403 `EMAIL_NOT_CONFIRMED`. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and a storage budget a UTC day for the bytes written by all of the account's requests, a list counting its rows, cells and results to come, charged or not (5 MB, plus 10 KB for each credit bought in the last 30 days or held, at most `QUOTA_STORAGE_BYTES_PER_DAY`, 100 MB); past one, 429 `QUOTA_EXCEEDED` with `details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. When the store has taken its day of new data, 503 `DAILY_STORAGE_FULL` until midnight UTC. Rows that cost nothing (no address, or a duplicate) are dropped 7 days after upload (`FREE_ROWS_RETENTION_DAYS`; the results then say how many in `droppedRows`). Test-key jobs are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's setting), addresses whose final answer is temporary are asked again over the next hours; a refunded address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), and each round that changes a verdict updates the completed job and sends `job.updated`. With `watch` (or the account's setting), the completed job watches its domains for `watchDays` days: a domain that moves its MX, stops taking mail or turns catch-all on or off gets its addresses verified again, free for addresses already paid for, and a `job.updated` says what changed.
          */
         post: {
             parameters: {
@@ -270,7 +270,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `PAYMENT_DISPUTED`: A payment of this account is disputed with the card's bank: paid work (live verifications, uploads) and new payments are suspended until the dispute closes. Test keys still work. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `PAYMENT_DISPUTED`: A payment of this account is disputed with the card's bank: paid work (live verifications, uploads) and new payments are suspended until the dispute closes. Test keys still work. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed, and so does storing a list past a test key's try of 100 rows: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -333,7 +333,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `SERVICE_UNAVAILABLE`: The service is temporarily unavailable. */
+                /** @description `SERVICE_UNAVAILABLE`: The service is temporarily unavailable. `DAILY_STORAGE_FULL`: rcpt has taken in as much new data today as its store takes in a day, so it takes no new list until midnight UTC (`Retry-After`, `details.resetAt`); single verifications and stored jobs are not affected. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -462,7 +462,7 @@ export interface paths {
         };
         /**
          * Job results
-         * @description Results in the original upload order (a duplicate appears at each of its positions with the same verdict), paginated with `offset`/`limit`, filtered by verdict with `status` and by what to send to with `advice` (`advice=send`: the addresses to send to). `originalCsvData` holds the uploaded header and each row by position, aligned with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.
+         * @description Results in the original upload order (a duplicate appears at each of its positions with the same verdict), paginated with `offset`/`limit`, filtered by verdict with `status` and by what to send to with `advice` (`advice=send`: the addresses to send to). `originalCsvData` holds the uploaded header and each row by position, aligned with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed. Rows that cost nothing (no address, or a duplicate) are dropped 7 days after upload (`FREE_ROWS_RETENTION_DAYS`): from then on the results hold the charged rows, `droppedRows` says how many of which were dropped, and a CSV carries the same counts in its `Rcpt-Dropped-Rows` header (`invalid=3, empty=1, skipped=0, duplicate=5`).
          */
         get: {
             parameters: {
@@ -497,6 +497,8 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description Identifies this request in logs and in the credit ledger. */
                         "X-Request-Id"?: string;
+                        /** @description CSV only, once rows that cost nothing were dropped: how many of each kind, as `droppedRows` counts them. */
+                        "Rcpt-Dropped-Rows"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1096,7 +1098,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed, and so does storing a list past a test key's try of 100 rows: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1198,7 +1200,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed, and so does storing a list past a test key's try of 100 rows: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -1299,7 +1301,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. `FORBIDDEN`: This action is not allowed. `EMAIL_NOT_CONFIRMED`: Live keys and webhook settings need the account's email address confirmed, and so does storing a list past a test key's try of 100 rows: follow the link rcpt emailed, or have it sent again from the dashboard. Test keys work meanwhile. */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -2006,7 +2008,7 @@ export interface components {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
-            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "OUTCOME_HOOK_UNAUTHORIZED" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "PAYMENT_DISPUTED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "TOO_MANY_EMAILS" | "JOB_NOT_COMPLETED" | "CONFIRMATION_LINK_INVALID" | "WEBHOOK_SECRET_MISSING" | "WEBHOOK_SIGNATURE_INVALID" | "UNAUTHORIZED" | "INVALID_API_KEY" | "OUTCOME_HOOK_UNAUTHORIZED" | "INSUFFICIENT_CREDITS" | "FORBIDDEN" | "CSRF_FAILED" | "EMAIL_NOT_CONFIRMED" | "CHALLENGE_FAILED" | "PAYMENT_DISPUTED" | "KEY_SCOPE_DENIED" | "KEY_ADDRESS_DENIED" | "ORIGIN_NOT_ALLOWED" | "PROBER_REGION_UNUSED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "CONFIRMATION_LINK_EXPIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "DAILY_CAP_REACHED" | "QUOTA_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "DAILY_STORAGE_FULL";
             message: string;
             requestId: string;
             details?: {
@@ -2160,9 +2162,23 @@ export interface components {
         BulkResultsResponse: {
             /** @enum {boolean} */
             success: true;
+            droppedRows?: components["schemas"]["DroppedRows"];
             results: components["schemas"]["VerificationResult"][];
             originalCsvData: components["schemas"]["OriginalCsvData"];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The rows that cost nothing (no address, or a duplicate), dropped some days after upload (`FREE_ROWS_RETENTION_DAYS`, default 7): the results hold the charged rows only. Absent while every row is kept. */
+        DroppedRows: {
+            /** @description rows whose input was not an address */
+            invalid: number;
+            /** @description rows with no input */
+            empty: number;
+            /** @description rows that could not be read */
+            skipped: number;
+            /** @description rows of an address an earlier row holds (that row, with the verdict, is kept) */
+            duplicate: number;
+            /** Format: date-time */
+            droppedAt: string;
         };
         OriginalCsvData: {
             /** @description the header row as uploaded (generated names when there was none) */

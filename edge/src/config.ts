@@ -33,14 +33,29 @@ const ConfigSchema = z
     RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(60),
     /** Sandbox (test-key) jobs and history are deleted sooner: nothing in them is real (docs/operations.md). */
     SANDBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+    /**
+     * Rows that cost nothing (no address, or a duplicate) are deleted from a job this long after
+     * its upload; its charged rows stay for RETENTION_DAYS (docs/money.md, "Quotas and free work").
+     */
+    FREE_ROWS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
     // Per-account quotas (docs/operations.md): past one, 429 QUOTA_EXCEEDED, nothing stored or charged.
-    /** Bytes a day (UTC) an account may write: every stored row counts (docs/money.md). */
+    /** The most bytes a day (UTC) any account may write: every stored row counts (docs/money.md). */
     QUOTA_STORAGE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(100_000_000),
     /**
      * Bytes a day (UTC) one publishable key's calls may store, booked apart from its account's
      * budget so that a page's visitors cannot fill the customer's (docs/publishable-keys.md).
      */
     QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(50_000_000),
+    /** The daily storage budget of an account that bought no credits in 30 days and holds none. */
+    QUOTA_STORAGE_BASE_BYTES_PER_DAY: z.coerce.number().int().min(0).default(5_000_000),
+    /** What each credit bought in the last 30 days (or held) adds to the daily budget, up to the most. */
+    QUOTA_STORAGE_BYTES_PER_CREDIT: z.coerce.number().int().min(0).default(10_000),
+    /**
+     * Bytes all accounts together may write a UTC day before new lists are refused (503
+     * DAILY_STORAGE_FULL); unset: derived from D1's database size and RETENTION_DAYS
+     * (docs/capacity.md, "The daily write budget").
+     */
+    GLOBAL_DAILY_STORAGE_BYTES: z.coerce.number().int().min(0).optional(),
     /** Jobs pending or processing at once. */
     QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
     /** Active (not revoked) API keys. */

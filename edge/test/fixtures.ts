@@ -2,11 +2,15 @@
 // client that calls the Worker's fetch handler like an HTTP client would.
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
+import { ApiError } from '@rcpt/shared/errors';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
 import { createApp } from '../src/app.ts';
 import { configOf } from '../src/config.ts';
+import { rowsFromJson } from '../src/services/batch/input.ts';
+import { createBatchJob } from '../src/services/batch/jobs.ts';
+import type { BatchMessage } from '../src/services/batch/queue.ts';
 import { createApiKey, type KeyScope } from '../src/services/keys/api-keys.ts';
-import { quotasOf } from '../src/services/money/quotas.ts';
+import { type Quotas, quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
 
@@ -106,6 +110,57 @@ async function expectDocumented(method: string, path: string, response: Response
   );
   if (problems.length > 0)
     throw new Error(`response does not match the OpenAPI document:\n${problems.join('\n')}`);
+}
+
+/** The `n` a query selects (`SELECT COUNT(*) AS n …`); NaN when it selects no row. */
+export async function countOf(sql: string, ...params: unknown[]): Promise<number> {
+  return (
+    (
+      await env.DB.prepare(sql)
+        .bind(...params)
+        .first<{ n: number }>()
+    )?.n ?? Number.NaN
+  );
+}
+
+/** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */
+export const silentQueue = {
+  send: async () => {},
+  sendBatch: async () => {},
+} as unknown as Queue<BatchMessage>;
+
+/**
+ * A job created as the upload route creates it, by `caller` (keyId null: the dashboard) with a
+ * key of `mode`, the deployment's quotas over `options.quotas`, and the clock at `options.now`.
+ */
+export function createJobAs(
+  caller: { accountId: string; keyId: string | null },
+  mode: 'live' | 'test',
+  emails: string[],
+  options: { quotas?: Partial<Quotas>; now?: number } = {},
+) {
+  return createBatchJob({
+    db: db(),
+    queue: silentQueue,
+    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode, creditBalance: 0 },
+    upload: rowsFromJson(emails),
+    source: 'json',
+    name: null,
+    webhookUrl: null,
+    maxWaitSeconds: null,
+    quotas: { ...quotas(), ...options.quotas },
+    now: options.now ?? Date.now(),
+  });
+}
+
+/** The ApiError `promise` rejects with. */
+export async function refusalOf(promise: Promise<unknown>): Promise<ApiError> {
+  const error = await promise.then(
+    () => null,
+    (reason: unknown) => reason,
+  );
+  if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
+  return error;
 }
 
 export async function balanceOf(accountId: string): Promise<number> {

@@ -1,7 +1,10 @@
-// `npm run admin -- fleet` as text: one block per prober, one line per egress, its blocks and
-// its hour against the budget beneath it. The JSON (`--json`) is the edge's /internal/fleet.
+// `npm run admin -- fleet` as text: the store's writes today against its daily budget, then one
+// block per prober, one line per egress, its blocks and its hour against the budget beneath it.
+// The JSON (`--json`) is the edge's /internal/fleet.
 
 interface FleetBody {
+  /** Absent from an edge older than the daily write budget. */
+  storage?: { day: string; usedBytes: number; budgetBytes: number; resetAt: string };
   regions: {
     region: string;
     backlog: { single: number; batch: number; running: number };
@@ -32,8 +35,18 @@ interface FleetBody {
   }[];
 }
 
+const megabytes = (bytes: number) => `${(bytes / 1_000_000).toFixed(1)} MB`;
+
 export function fleetLines(body: FleetBody): string[] {
   const lines: string[] = [];
+  const { storage } = body;
+  if (storage) {
+    const share = storage.budgetBytes > 0 ? Math.round((100 * storage.usedBytes) / storage.budgetBytes) : 100;
+    lines.push(
+      `storage today: ${megabytes(storage.usedBytes)} of ${megabytes(storage.budgetBytes)} written (${share} %); ` +
+        `new lists are refused past it, until ${storage.resetAt}`,
+    );
+  }
   for (const region of body.regions) {
     const { single, batch, running } = region.backlog;
     lines.push(
@@ -57,5 +70,6 @@ export function fleetLines(body: FleetBody): string[] {
       }
     }
   }
-  return lines.length > 0 ? lines : ['no region has a live prober token'];
+  if (body.regions.length === 0) lines.push('no region has a live prober token');
+  return lines;
 }

@@ -35,8 +35,9 @@ export const ERRORS = {
   EMAIL_NOT_CONFIRMED: {
     httpStatus: 403,
     message:
-      "Live keys and webhook settings need the account's email address confirmed: follow the link rcpt " +
-      'emailed, or have it sent again from the dashboard. Test keys work meanwhile.',
+      "Live keys and webhook settings need the account's email address confirmed, and so does storing a list " +
+      "past a test key's try of 100 rows: follow the link rcpt emailed, or have it sent again from the " +
+      'dashboard. Test keys work meanwhile.',
   },
   CHALLENGE_FAILED: {
     httpStatus: 403,
@@ -101,6 +102,12 @@ export const ERRORS = {
   },
   INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
   SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },
+  DAILY_STORAGE_FULL: {
+    httpStatus: 503,
+    message:
+      'rcpt has taken in as much new data today as its store takes in a day, so it takes no new list until ' +
+      'midnight UTC (`Retry-After`, `details.resetAt`); single verifications and stored jobs are not affected.',
+  },
 } as const satisfies Record<string, { httpStatus: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

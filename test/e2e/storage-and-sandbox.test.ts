@@ -15,7 +15,9 @@ const receiver = new WebhookReceiver();
 
 beforeAll(async () => {
   await receiver.listen();
-  system = await startSystem({ vars: { QUOTA_STORAGE_BYTES_PER_DAY: String(BUDGET) } });
+  // The account's budget grows with the credits it holds, up to QUOTA_STORAGE_BYTES_PER_DAY: with
+  // 10,000 credits it is that most (docs/money.md, "Quotas and free work").
+  system = await startSystem({ credits: 10_000, vars: { QUOTA_STORAGE_BYTES_PER_DAY: String(BUDGET) } });
   testKey = (
     await createApiKey(system.stack.d1, { accountId: system.stack.accountId, name: 'sandbox', mode: 'test' })
   ).secret;

@@ -1,8 +1,9 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { call, db, newCaller } from '../../test/fixtures.ts';
+import { call, countOf, db, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { settleDepsOf } from '../services/batch-lifecycle.ts';
+import { retentionCutoffsOf } from '../services/money/storage-policy.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
@@ -10,22 +11,15 @@ import { recoverStuckJobs } from './recovery.ts';
 
 const DAY = 86_400_000;
 
+/** The retention cron's cutoffs at `now`, with the deployment's settings. */
+const cutoffsAt = (now: number) => retentionCutoffsOf(configOf(env), now);
+
 async function uploadSandboxJob(key: string): Promise<string> {
   const response = await call('/api/v1/bulk/upload', {
     key,
     json: { emails: ['deliverable@x.test', 'oops'] },
   });
   return (await response.json<{ jobId: string }>()).jobId;
-}
-
-async function count(sql: string, ...binds: unknown[]): Promise<number> {
-  return (
-    (
-      await env.DB.prepare(sql)
-        .bind(...binds)
-        .first<{ n: number }>()
-    )?.n ?? -1
-  );
 }
 
 describe('retention', () => {
@@ -48,21 +42,21 @@ describe('retention', () => {
     )
       .bind('expired', caller.accountId, Date.now() - 1, 'live', caller.accountId, Date.now() + DAY)
       .run();
-    const report = await deleteExpired(db(), Date.now() - 60 * DAY, Date.now());
+    const report = await deleteExpired(db(), cutoffsAt(Date.now()), Date.now());
     expect(report.sessions).toBe(1);
-    expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
     expect(report.jobs).toBeGreaterThanOrEqual(1);
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
     expect(
-      await count(
+      await countOf(
         'SELECT COUNT(*) AS n FROM verifications WHERE account_id = ? AND kind = ?',
         caller.accountId,
         'single',
       ),
     ).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
     expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
   });
 });
@@ -119,17 +113,17 @@ describe('retention of a large job', () => {
     const runs: { sql: string; changes: number }[] = [];
     const report = await deleteExpired(
       createDb(recordingD1(env.DB, runs)),
-      Date.now() - 60 * DAY,
+      cutoffsAt(Date.now()),
       Date.now(),
     );
     expect(report.jobs).toBeGreaterThanOrEqual(1);
     for (const table of ['job_rows', 'job_addresses']) {
-      expect(await count(`SELECT COUNT(*) AS n FROM ${table} WHERE job_id = ?`, jobId)).toBe(0);
+      expect(await countOf(`SELECT COUNT(*) AS n FROM ${table} WHERE job_id = ?`, jobId)).toBe(0);
       const deletes = runs.filter((run) => run.sql.startsWith(`DELETE FROM ${table} `));
       expect(deletes.reduce((sum, run) => sum + run.changes, 0)).toBeGreaterThan(2500);
       expect(deletes.length).toBeGreaterThanOrEqual(3);
     }
-    expect(await count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId)).toBe(0);
     // No statement of the run removed more than its share.
     expect(
       runs.filter((run) => run.sql.startsWith('DELETE')).every((run) => run.changes <= ROWS_PER_STATEMENT),
@@ -149,10 +143,10 @@ describe('domain facts retention', () => {
     ] as const) {
       await recordCatchAll(db(), { domain, reply, catchAll: true, expiresAt: at + 3600_000, now: at });
     }
-    const report = await deleteExpired(db(), now - 60 * DAY, now);
+    const report = await deleteExpired(db(), cutoffsAt(now), now);
     expect(report.domainFacts).toBeGreaterThanOrEqual(1);
-    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
-    expect(await count("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);
+    expect(await countOf("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'idle.facts.test'")).toBe(0);
+    expect(await countOf("SELECT COUNT(*) AS n FROM domain_facts WHERE domain = 'busy.facts.test'")).toBe(1);
   });
 });
 
@@ -186,7 +180,7 @@ describe('recovery', () => {
     );
     expect(first.requeued).toBe(2);
     expect(sent).toHaveLength(1);
-    expect(await count('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
+    expect(await countOf('SELECT MIN(attempts) AS n FROM job_addresses WHERE job_id = ?', jobId)).toBe(1);
 
     // Past the deadline: failed with a reason, every unverified address refunded, once.
     const later = Date.now() + (config.BATCH_MAX_HOURS + 1) * 3600_000;
@@ -205,7 +199,7 @@ describe('recovery', () => {
       (await recoverStuckJobs(settleDepsOf({ db: db(), queue, config, inBackground: () => {} }), later))
         .failedJobs,
     ).toBe(0);
-    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+    expect(await countOf('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 
   it('finishes a job whose deadline passed without its deadline message: unprobed addresses refunded', async () => {
@@ -246,6 +240,6 @@ describe('recovery', () => {
       'smtp_unavailable',
       'smtp_unavailable',
     ]);
-    expect(await count('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+    expect(await countOf('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
   });
 });

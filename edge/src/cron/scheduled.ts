@@ -4,6 +4,7 @@ import { errorFields, log } from '../logger.ts';
 import { watchDomains } from '../services/batch/watch.ts';
 import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { sweepBalances, watchDepsOf } from '../services/money/balance-watch.ts';
+import { retentionCutoffsOf } from '../services/money/storage-policy.ts';
 import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
 import { deleteExpired } from '../storage/retention.ts';
 import { recoverStuckJobs } from './recovery.ts';
@@ -12,16 +13,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
   const deps = batchDepsOf(env, (task) => ctx.waitUntil(task));
   const { db, config } = deps;
   const tasks: [string, () => Promise<unknown>][] = [
-    [
-      'retention',
-      () =>
-        deleteExpired(
-          db,
-          now - config.RETENTION_DAYS * 86_400_000,
-          now,
-          now - config.SANDBOX_RETENTION_DAYS * 86_400_000,
-        ),
-    ],
+    ['retention', () => deleteExpired(db, retentionCutoffsOf(config, now), now)],
     ['recovery', () => recoverStuckJobs(deps, now)],
     ['watch', () => watchDomains(deps, now)],
     ['webhooks', () => retryDueDeliveries(db, config, now)],

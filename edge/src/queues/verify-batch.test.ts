@@ -9,10 +9,8 @@ import { parse } from 'csv-parse/sync';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import { reportFor, startFakeProber, withEvidence } from '../../test/fake-prober.ts';
-import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { balanceOf, call, createJobAs, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
-import { rowsFromJson } from '../services/batch/input.ts';
-import { createBatchJob } from '../services/batch/jobs.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
 import { routeFetchesAtMost } from '../services/verify/domain-facts.ts';
 import { recordCatchAll, recordMailRoute } from '../storage/domain-facts.ts';
@@ -583,19 +581,7 @@ describe('verify-batch consumer within the subrequest limit', () => {
     // 100 domains of one job, none in the facts or the DNS cache: each needs DoH (NXDOMAIN here).
     const emails = Array.from({ length: 100 }, (_, index) => `user@d${index}-${run}.budget.test`);
     const caller = await newCaller({ credits: 100 });
-    const silent = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
-    const { jobId } = await createBatchJob({
-      db: db(),
-      queue: silent,
-      caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 100 },
-      upload: rowsFromJson(emails),
-      source: 'json',
-      name: null,
-      webhookUrl: null,
-      maxWaitSeconds: null,
-      quotas: quotas(),
-      now: Date.now(),
-    });
+    const { jobId } = await createJobAs(caller, 'live', emails);
     const dohOrigin = new URL(env.DOH_URL).origin;
     let dohFetches = 0;
     const passThrough = globalThis.fetch.bind(globalThis);

@@ -1,15 +1,18 @@
 // A batch job's creation in D1: the job, its rows and addresses, its history entry and its
-// charge in one transaction, written only when the balance covers it and the account's quotas
-// allow it. Rows go in as INSERT … SELECT FROM json_each, the shape measured fastest on local D1.
+// charge in one transaction, written only when the balance covers it, the account's quotas and
+// email confirmation allow it and the store's daily write budget has room. Rows go in as INSERT … SELECT FROM json_each, the shape measured fastest on local D1.
 import { type Db, prepare } from './db.ts';
 import { type AddressResult, completionStatements, resultColumns } from './job-results.ts';
 import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, spendableCreditsSql } from './ledger.ts';
 import {
   countStorage,
+  limitOrZeroSql,
   ROW_OVERHEAD_BYTES,
   rowBytes,
+  type StorageLimit,
   storageFitsSql,
+  storageUsedByAllSql,
   storageUsedSql,
   storedResultBytes,
   utf8Bytes,
@@ -65,13 +68,17 @@ export interface NewJobAddress {
   result?: AddressResult;
 }
 
-/** The account's quotas a new job must fit in; a null limit is not checked for this job. */
+/** The limits a new job must fit in; a null limit is not checked for this job. */
 export interface JobQuotaLimits {
   /** Most jobs pending or processing, this one included. */
   jobsInFlight: number | null;
-  /** Most bytes written on the UTC day starting at `storageDay`, this job included. */
-  storageBytes: number | null;
+  /** The account's budget of bytes written on the UTC day starting at `storageDay`, this job included. */
+  storage: StorageLimit | null;
   storageDay: number;
+  /** Most bytes all accounts together may write on that day, this job included (docs/capacity.md). */
+  globalStorageBytes: number | null;
+  /** Whether the job may be stored for an account whose email is not confirmed: a small sandbox try. */
+  unconfirmedMayStore: boolean;
 }
 
 /** What the account had when the job was refused, and which of its conditions failed. */
@@ -79,11 +86,17 @@ export interface AccountUsage {
   creditBalance: number;
   jobsInFlight: number;
   storageBytes: number;
+  /** The account's storage budget of the day. */
+  storageLimit: number;
+  /** The bytes all accounts together had written on the day. */
+  globalStorageBytes: number;
   /** The bytes the job would have written. */
   jobBytes: number;
+  confirmationAllows: boolean;
   creditsCover: boolean;
   inFlightFits: boolean;
   storageFits: boolean;
+  globalFits: boolean;
 }
 
 export type JobCreation = { created: true; balance: number } | { created: false; usage: AccountUsage };
@@ -94,24 +107,30 @@ export type JobCreation = { created: true; balance: number } | { created: false;
  */
 const JOB_EXTRA_BYTES = 8 * 1024;
 
-// The job's conditions as SQL over the account's state, read once in the job's own batch (one
-// transaction): ?2 account, ?18 its charge, ?20 the in-flight limit; the storage budget's
-// numbers are inlined. The job insert requires all three; the refused batch reports each, so
-// the caller answers with the one that failed.
+// The job's conditions as SQL over the account's and the store's state, read once in the job's
+// own batch (one transaction): ?2 account, ?18 its charge, ?20 the in-flight limit; the storage
+// budgets' numbers are inlined. The job insert requires all of them; the refused batch reports
+// each, so the caller answers with the one that failed.
 function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
   const usage = {
     creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
     jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
     storageBytes: storageUsedSql('?2', limits.storageDay),
+    storageLimit: limitOrZeroSql('?2', limits.storage, limits.storageDay),
+    globalStorageBytes: storageUsedByAllSql(limits.storageDay),
   };
+  // Confirmation is never undone, but reading it here costs no round trip and keeps every
+  // condition of the job in one place.
+  const confirmed = '(SELECT email_confirmed_at FROM accounts WHERE id = ?2) IS NOT NULL';
   const conditions = {
+    confirmationAllows: limits.unconfirmedMayStore ? '1' : confirmed,
     creditsCover: `${spendableCreditsSql('?2')} >= ?18`,
     inFlightFits: `(?20 IS NULL OR ${usage.jobsInFlight} < ?20)`,
-    storageFits: storageFitsSql('?2', {
-      day: limits.storageDay,
-      bytes: jobBytes,
-      limit: limits.storageBytes,
-    }),
+    storageFits: storageFitsSql('?2', { day: limits.storageDay, bytes: jobBytes, limit: limits.storage }),
+    globalFits:
+      limits.globalStorageBytes === null
+        ? '1'
+        : `(${usage.globalStorageBytes} + ${jobBytes} <= ${limits.globalStorageBytes})`,
   };
   return { usage, conditions };
 }
@@ -192,8 +211,10 @@ export async function createJobWithCharge(
     d1
       .prepare(
         `SELECT ${usage.creditBalance} AS creditBalance, ${usage.jobsInFlight} AS jobsInFlight,
-           ${usage.storageBytes} AS storageBytes, ${conditions.creditsCover} AS creditsCover,
-           ${conditions.inFlightFits} AS inFlightFits, ${conditions.storageFits} AS storageFits`,
+           ${usage.storageBytes} AS storageBytes, ${usage.storageLimit} AS storageLimit,
+           ${usage.globalStorageBytes} AS globalStorageBytes, ${conditions.confirmationAllows} AS confirmationAllows,
+           ${conditions.creditsCover} AS creditsCover, ${conditions.inFlightFits} AS inFlightFits,
+           ${conditions.storageFits} AS storageFits, ${conditions.globalFits} AS globalFits`,
       )
       .bind(...jobParams),
     d1
@@ -201,7 +222,7 @@ export async function createJobWithCharge(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
            empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19
-         WHERE ${conditions.creditsCover} AND ${conditions.inFlightFits} AND ${conditions.storageFits}`,
+         WHERE ${Object.values(conditions).join(' AND ')}`,
       )
       .bind(...jobParams),
     prepare(d1, movement.entry),
@@ -267,10 +288,14 @@ export async function createJobWithCharge(
       creditBalance: read.creditBalance ?? 0,
       jobsInFlight: read.jobsInFlight ?? 0,
       storageBytes: read.storageBytes ?? 0,
+      storageLimit: read.storageLimit ?? 0,
+      globalStorageBytes: read.globalStorageBytes ?? 0,
       jobBytes,
+      confirmationAllows: read.confirmationAllows === 1,
       creditsCover: read.creditsCover === 1,
       inFlightFits: read.inFlightFits === 1,
       storageFits: read.storageFits === 1,
+      globalFits: read.globalFits === 1,
     },
   };
 }

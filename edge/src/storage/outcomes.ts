@@ -4,7 +4,13 @@
 // them, or none.
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
-import { storageFitsSql, storageUsedSql } from './storage-budget.ts';
+import {
+  limitOrZeroSql,
+  type StorageLimit,
+  type StorageUse,
+  storageFitsSql,
+  storageUsedSql,
+} from './storage-budget.ts';
 
 /** Rows of one INSERT … SELECT FROM json_each: a JSON parameter stays well under 500 KB. */
 const ROWS_PER_STATEMENT = 200;
@@ -146,14 +152,15 @@ export async function recordedOutcomes(
 /**
  * Inserts the rows (each with its `bytes`) in one transaction if their bytes fit the account's
  * budget of `day`, and counts the bytes of those inserted (a row recorded meanwhile by another
- * request is skipped and not counted). Returns null when stored, else the bytes used on the day.
+ * request is skipped and not counted). Returns null when stored, else the bytes used on the day
+ * and the day's budget.
  */
 export async function insertOutcomes(
   db: Db,
   accountId: string,
   rows: readonly (OutcomeRow & { bytes: number })[],
-  fit: { day: number; limit: number | null },
-): Promise<number | null> {
+  fit: { day: number; limit: StorageLimit | null },
+): Promise<StorageUse | null> {
   if (rows.length === 0) return null;
   const d1 = db.$client;
   const total = rows.reduce((sum, row) => sum + row.bytes, 0);
@@ -162,7 +169,11 @@ export async function insertOutcomes(
   const columns = COLUMNS.map(([, column]) => column).join(', ');
   const values = COLUMNS.map(([field]) => `json_extract(value, '$.${field}')`).join(', ');
   const statements: D1PreparedStatement[] = [
-    d1.prepare(`SELECT ${storageUsedSql('?1', fit.day)} AS used`).bind(accountId),
+    d1
+      .prepare(
+        `SELECT ${storageUsedSql('?1', fit.day)} AS usedBytes, ${limitOrZeroSql('?1', fit.limit, fit.day)} AS limitBytes`,
+      )
+      .bind(accountId),
   ];
   for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(start, start + ROWS_PER_STATEMENT).map(({ bytes: _bytes, ...row }) => row);
@@ -192,9 +203,9 @@ export async function insertOutcomes(
   const counted = results.at(-1)?.meta.changes ?? 0;
   const inserted = results.slice(1, -1).reduce((sum, result) => sum + (result.meta.changes ?? 0), 0);
   if (inserted > 0 || counted > 0) return null;
-  const used = (results[0]?.results[0] as { used: number } | undefined)?.used ?? 0;
+  const use = (results[0]?.results[0] as StorageUse | undefined) ?? { usedBytes: 0, limitBytes: 0 };
   // Nothing inserted: either every row was recorded meanwhile, or the budget refused them.
-  return fit.limit !== null && used + total > fit.limit ? used : null;
+  return fit.limit !== null && use.usedBytes + total > use.limitBytes ? use : null;
 }
 
 // ── Endpoints ────────────────────────────────────────────────────────────────────────────

@@ -1,7 +1,9 @@
 // Lists, results and job data are deleted once the retention period (60 days by default)
-// has passed — sandbox (test-key) jobs and history sooner (7 days by default) — in bounded
-// statements (ROWS_PER_STATEMENT rows each, a bounded number per run) so that no statement and
-// no run holds the database for long. Domain facts go once idle.
+// has passed — sandbox (test-key) jobs and history sooner (7 days by default), those of an
+// account whose email is not confirmed after a day, and a job's rows that cost nothing (no
+// address, or a duplicate) after FREE_ROWS_RETENTION_DAYS — in bounded statements
+// (ROWS_PER_STATEMENT rows each, a bounded number per run) so that no statement and no run holds
+// the database for long. Domain facts go once idle.
 import { VERDICT_LIFETIME_MS } from '@rcpt/shared/contract/verdict-lifetime';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
@@ -19,6 +21,9 @@ const MAX_CHUNKS = 50;
 
 export interface RetentionReport {
   jobs: number;
+  /** Jobs whose free rows were dropped (free: rows dropped with them). */
+  freeRowJobs: number;
+  freeRows: number;
   verifications: number;
   outcomes: number;
   outcomeNonces: number;
@@ -29,19 +34,29 @@ export interface RetentionReport {
   storageDays: number;
 }
 
-/**
- * Deletes jobs, history and deliveries created before `cutoff`, test-mode jobs and history
- * created before `sandboxCutoff`, and sessions expired by `now`.
- */
+/** What was created before each time (ms since the epoch) goes. */
+export interface RetentionCutoffs {
+  /** Jobs, history and webhook deliveries. */
+  retention: number;
+  /** Test-mode jobs and history. */
+  sandbox: number;
+  /** Test-mode jobs and history of an account whose email is not confirmed. */
+  trial: number;
+  /** A job's rows that cost nothing: no address (empty, invalid, unreadable) or a duplicate. */
+  freeRows: number;
+}
+
+/** Deletes what is older than its cutoff, and sessions expired by `now`. */
 export async function deleteExpired(
   db: Db,
-  cutoff: number,
+  cutoffs: RetentionCutoffs,
   now: number,
-  sandboxCutoff = cutoff,
 ): Promise<RetentionReport> {
   const d1 = db.$client;
   const report: RetentionReport = {
     jobs: 0,
+    freeRowJobs: 0,
+    freeRows: 0,
     verifications: 0,
     outcomes: 0,
     outcomeNonces: 0,
@@ -51,12 +66,17 @@ export async function deleteExpired(
     domainFacts: 0,
     storageDays: 0,
   };
-  // ?1 the cutoff, ?2 the sandbox cutoff.
-  const expiredSql = `(created_at < ?1 OR (created_at < ?2 AND ${dataModeSql('test')}))`;
-  report.jobs = await deleteExpiredJobs(d1, expiredSql, cutoff, sandboxCutoff);
-  report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, cutoff, sandboxCutoff);
+  // ?1 the cutoff, ?2 the sandbox cutoff, ?3 the trial cutoff.
+  const expiredSql = `(created_at < ?1 OR (${dataModeSql('test')} AND (created_at < ?2 OR (created_at < ?3
+    AND account_id IN (SELECT id FROM accounts WHERE email_confirmed_at IS NULL)))))`;
+  const expiry = [cutoffs.retention, cutoffs.sandbox, cutoffs.trial] as const;
+  report.jobs = await deleteExpiredJobs(d1, expiredSql, expiry);
+  const freeRows = await dropFreeRows(d1, cutoffs.freeRows, now);
+  report.freeRowJobs = freeRows.jobs;
+  report.freeRows = freeRows.rows;
+  report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, ...expiry);
   // Outcomes are kept as long as the verdicts they are matched to (test-key ones as sandbox data).
-  report.outcomes = await deleteInChunks(d1, 'outcomes', expiredSql, cutoff, sandboxCutoff);
+  report.outcomes = await deleteInChunks(d1, 'outcomes', expiredSql, ...expiry);
   // A webhook signature's nonce outlives the signature's freshness window (services/outcomes/mailgun.ts).
   report.outcomeNonces = await deleteInChunks(
     d1,
@@ -64,7 +84,7 @@ export async function deleteExpired(
     'created_at < ?1',
     now - OUTCOME_NONCE_TTL_MS,
   );
-  report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', 'created_at < ?1', cutoff);
+  report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', 'created_at < ?1', cutoffs.retention);
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
   // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
@@ -91,15 +111,14 @@ export async function deleteExpired(
 async function deleteExpiredJobs(
   d1: D1Database,
   expiredSql: string,
-  cutoff: number,
-  sandboxCutoff: number,
+  expiry: readonly [number, number, number],
 ): Promise<number> {
   let jobs = 0;
   let statements = 0;
   while (statements < MAX_JOB_STATEMENTS) {
     const { results } = await d1
-      .prepare(`SELECT id FROM jobs WHERE ${expiredSql} LIMIT ?3`)
-      .bind(cutoff, sandboxCutoff, JOBS_PER_CHUNK)
+      .prepare(`SELECT id FROM jobs WHERE ${expiredSql} LIMIT ?4`)
+      .bind(...expiry, JOBS_PER_CHUNK)
       .all<{ id: string }>();
     if (results.length === 0) break;
     const ids = JSON.stringify(results.map((row) => row.id));
@@ -123,6 +142,54 @@ async function deleteExpiredJobs(
     jobs += results.length;
   }
   return jobs;
+}
+
+// A job's rows that cost nothing: those without an address (empty, invalid, unreadable) and every
+// row of an address but its first (a duplicate). The first rows come from one grouped pass over
+// the job's rows, not a lookup per row.
+const FREE_ROWS_SQL = `DELETE FROM job_rows WHERE rowid IN (
+  SELECT r.rowid FROM job_rows r
+  LEFT JOIN (SELECT address_idx, MIN(row) AS first_row FROM job_rows
+    WHERE job_id = ?1 AND address_idx IS NOT NULL GROUP BY address_idx) f ON f.address_idx = r.address_idx
+  WHERE r.job_id = ?1 AND (r.address_idx IS NULL OR r.row > f.first_row)
+  LIMIT ?2)`;
+
+/**
+ * Drops the free rows of finished jobs created before `cutoff`, ROWS_PER_STATEMENT a statement
+ * and at most MAX_JOB_STATEMENTS statements a run, and marks each job once its free rows are
+ * gone (`free_rows_dropped_at`), so its downloads say what was dropped. A run that stops
+ * half-way leaves the job unmarked, found again by the next run.
+ */
+async function dropFreeRows(
+  d1: D1Database,
+  cutoff: number,
+  now: number,
+): Promise<{ jobs: number; rows: number }> {
+  let jobs = 0;
+  let rows = 0;
+  let statements = 0;
+  while (statements < MAX_JOB_STATEMENTS) {
+    const { results } = await d1
+      .prepare(
+        `SELECT id FROM jobs WHERE free_rows_dropped_at IS NULL AND created_at < ?1
+           AND status IN ('completed', 'failed') LIMIT ?2`,
+      )
+      .bind(cutoff, JOBS_PER_CHUNK)
+      .all<{ id: string }>();
+    if (results.length === 0) break;
+    for (const { id } of results) {
+      let deleted = ROWS_PER_STATEMENT;
+      while (deleted === ROWS_PER_STATEMENT) {
+        if (statements++ >= MAX_JOB_STATEMENTS) return { jobs, rows };
+        deleted = (await d1.prepare(FREE_ROWS_SQL).bind(id, ROWS_PER_STATEMENT).run()).meta.changes;
+        rows += deleted;
+      }
+      statements++;
+      await d1.prepare('UPDATE jobs SET free_rows_dropped_at = ?2 WHERE id = ?1').bind(id, now).run();
+      jobs++;
+    }
+  }
+  return { jobs, rows };
 }
 
 /**

@@ -272,6 +272,9 @@ export const jobs = sqliteTable(
     watchDays: integer('watch_days'),
     watchUntil: integer('watch_until'),
     watchRounds: integer('watch_rounds').notNull().default(0),
+    // When the retention cron deleted the job's rows that cost nothing (no address, or a
+    // duplicate), FREE_ROWS_RETENTION_DAYS after upload; null: they are kept (docs/money.md).
+    freeRowsDroppedAt: integer('free_rows_dropped_at'),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
@@ -280,6 +283,8 @@ export const jobs = sqliteTable(
     index('jobs_recheck_due').on(table.recheckDueAt).where(sql`recheck_due_at IS NOT NULL`),
     // The account's jobs in flight, counted by every upload against its quota.
     index('jobs_in_flight').on(table.accountId).where(sql`status IN ('pending', 'processing')`),
+    // Jobs whose free rows the retention cron has still to drop, oldest first.
+    index('jobs_free_rows_kept').on(table.createdAt).where(sql`free_rows_dropped_at IS NULL`),
   ],
 );
 

@@ -72,13 +72,60 @@ export function storageUsedSql(account: string, day: number): string {
   return `COALESCE((SELECT bytes FROM storage_days WHERE account_id = ${account} AND day = ${integer(day, 'day')}), 0)`;
 }
 
+/**
+ * An account's daily storage budget (docs/money.md, "Quotas and free work"): `baseBytes`, plus
+ * `bytesPerCredit` for each credit it bought since BOUGHT_WINDOW_DAYS before the day began or
+ * holds now (the larger of the two), at most `maxBytes`. Read in SQL inside the transaction of
+ * the write it admits, so the purchase or the charge of a concurrent request is seen as D1
+ * orders it.
+ */
+export interface StorageLimit {
+  baseBytes: number;
+  bytesPerCredit: number;
+  maxBytes: number;
+}
+
+/** Purchases paid from this many days before the UTC day's start raise the day's budget. */
+export const BOUGHT_WINDOW_DAYS = 30;
+
+/**
+ * SQL: the credits a paid purchase of the account in parameter `account` granted since `since`,
+ * net of those taken back. A purchase under a dispute not won counts nothing: the bank holds or
+ * took back its money (docs/money.md, "Disputes").
+ */
+function creditsBoughtSql(account: string, since: number): string {
+  return `COALESCE((SELECT SUM(credits - credits_taken_back) FROM purchases
+    WHERE account_id = ${account} AND status IN ('paid', 'partially_refunded') AND paid_at >= ${integer(since, 'since')}
+      AND NOT EXISTS (SELECT 1 FROM disputes WHERE disputes.account_id = ${account}
+        AND disputes.purchase_id = purchases.id AND disputes.status <> 'won')), 0)`;
+}
+
+/** SQL: the storage budget, in bytes, of the account in parameter `account` on `day`. */
+export function storageLimitSql(account: string, limit: StorageLimit, day: number): string {
+  const held = `COALESCE((SELECT credit_balance FROM accounts WHERE id = ${account}), 0)`;
+  const since = integer(day, 'day') - BOUGHT_WINDOW_DAYS * 86_400_000;
+  const credits = `MAX(0, ${held}, ${creditsBoughtSql(account, since)})`;
+  return `MIN(${integer(limit.maxBytes, 'maxBytes')}, ${integer(limit.baseBytes, 'baseBytes')} + ${integer(limit.bytesPerCredit, 'bytesPerCredit')} * ${credits})`;
+}
+
 /** SQL: whether `bytes` more fit in `limit` (null: no limit) for the account in parameter `account`. */
 export function storageFitsSql(
   account: string,
-  fit: { day: number; bytes: number; limit: number | null },
+  fit: { day: number; bytes: number; limit: StorageLimit | null },
 ): string {
   if (fit.limit === null) return '1';
-  return `(${storageUsedSql(account, fit.day)} + ${integer(fit.bytes, 'bytes')} <= ${integer(fit.limit, 'limit')})`;
+  return `(${storageUsedSql(account, fit.day)} + ${integer(fit.bytes, 'bytes')} <= ${storageLimitSql(account, fit.limit, fit.day)})`;
+}
+
+/** SQL: the bytes all accounts together have written on `day`. */
+export function storageUsedByAllSql(day: number): string {
+  return `COALESCE((SELECT SUM(bytes) FROM storage_days WHERE day = ${integer(day, 'day')}), 0)`;
+}
+
+/** What an account or the whole store had written on a day, against its budget of the day. */
+export interface StorageUse {
+  usedBytes: number;
+  limitBytes: number;
 }
 
 /**
@@ -102,20 +149,24 @@ export function countStorage(
  * Inserts `row` into `table` only if `fit.bytes` more fit the account's budget of the day, and
  * counts them, in one transaction. `row` names its columns; it has the table's `id` and the
  * account's `account_id`. Returns null when the row was inserted, else the bytes the account had
- * used on the day.
+ * used on the day and its budget.
  */
 export async function insertWithinBudget(
   db: Db,
   table: string,
   row: { id: string; account_id: string } & Record<string, SqlValue>,
-  fit: { day: number; bytes: number; limit: number | null },
-): Promise<number | null> {
+  fit: { day: number; bytes: number; limit: StorageLimit | null },
+): Promise<StorageUse | null> {
   const d1 = db.$client;
   const columns = Object.keys(row);
   const params = Object.values(row);
   const account = `?${columns.indexOf('account_id') + 1}`;
   const [usage, insert] = await d1.batch([
-    d1.prepare(`SELECT ${storageUsedSql('?1', fit.day)} AS used`).bind(row.account_id),
+    d1
+      .prepare(
+        `SELECT ${storageUsedSql('?1', fit.day)} AS usedBytes, ${limitOrZeroSql('?1', fit.limit, fit.day)} AS limitBytes`,
+      )
+      .bind(row.account_id),
     d1
       .prepare(
         `INSERT INTO ${table} (${columns.join(', ')})
@@ -130,7 +181,12 @@ export async function insertWithinBudget(
     ),
   ]);
   if ((insert?.results.length ?? 0) > 0) return null;
-  return (usage?.results[0] as { used: number } | undefined)?.used ?? 0;
+  return (usage?.results[0] as StorageUse | undefined) ?? { usedBytes: 0, limitBytes: 0 };
+}
+
+/** SQL: the account's budget, or 0 where no limit applies (it is only read for a refusal). */
+export function limitOrZeroSql(account: string, limit: StorageLimit | null, day: number): string {
+  return limit === null ? '0' : storageLimitSql(account, limit, day);
 }
 
 /** The bytes the account has written on `day`. */
@@ -138,6 +194,30 @@ export async function storageUsedOn(db: Db, accountId: string, day: number): Pro
   const row = await db.$client
     .prepare(`SELECT ${storageUsedSql('?1', day)} AS used`)
     .bind(accountId)
+    .first<{ used: number }>();
+  return row?.used ?? 0;
+}
+
+/** The bytes the account has written on `day`, and its budget of the day. */
+export async function storageUseOf(
+  db: Db,
+  accountId: string,
+  day: number,
+  limit: StorageLimit,
+): Promise<StorageUse> {
+  const row = await db.$client
+    .prepare(
+      `SELECT ${storageUsedSql('?1', day)} AS usedBytes, ${storageLimitSql('?1', limit, day)} AS limitBytes`,
+    )
+    .bind(accountId)
+    .first<StorageUse>();
+  return row ?? { usedBytes: 0, limitBytes: 0 };
+}
+
+/** The bytes all accounts together have written on `day`. */
+export async function storageUsedByAll(db: Db, day: number): Promise<number> {
+  const row = await db.$client
+    .prepare(`SELECT ${storageUsedByAllSql(day)} AS used`)
     .first<{ used: number }>();
   return row?.used ?? 0;
 }

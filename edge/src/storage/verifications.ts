@@ -11,7 +11,9 @@ import { verifications } from './schema.ts';
 import {
   countStorage,
   insertWithinBudget,
+  limitOrZeroSql,
   rowBytes,
+  type StorageLimit,
   storageFitsSql,
   storageUsedSql,
   storedResultBytes,
@@ -26,13 +28,14 @@ export async function insertVerification(db: Db, row: NewVerification): Promise<
 /** The storage budget a history row must fit in (storage-budget.ts); a null limit is not checked. */
 export interface HistoryBudget {
   day: number;
-  limit: number | null;
+  limit: StorageLimit | null;
 }
 
-/** A refused history row: which condition failed, and the bytes the account had written today. */
+/** A refused history row: which condition failed, the bytes the account had written today and its budget. */
 export interface HistoryRefusal {
   refused: 'credits' | 'storage';
   storageUsed: number;
+  storageLimit: number;
   /** The bytes the row would have taken. */
   bytes: number;
 }
@@ -80,7 +83,9 @@ export async function insertAnsweredVerification(
     },
     { day: budget.day, bytes, limit: budget.limit },
   );
-  return storageUsed === null ? null : { refused: 'storage', storageUsed, bytes };
+  return storageUsed === null
+    ? null
+    : { refused: 'storage', storageUsed: storageUsed.usedBytes, storageLimit: storageUsed.limitBytes, bytes };
 }
 
 /** A single verification's answer as its history row keeps it. */
@@ -134,9 +139,12 @@ export async function openChargedVerification(
   const creditsCover = `${spendableCreditsSql('?2')} >= ?5`;
   const fits = budget ? storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit }) : '1';
   const storageUsed = budget ? storageUsedSql('?2', budget.day) : '0';
+  const storageLimit = budget ? limitOrZeroSql('?2', budget.limit, budget.day) : '0';
   const results = await d1.batch<Record<string, number>>([
     d1
-      .prepare(`SELECT ${creditsCover} AS creditsCover, ${storageUsed} AS storageUsed`)
+      .prepare(
+        `SELECT ${creditsCover} AS creditsCover, ${storageUsed} AS storageUsed, ${storageLimit} AS storageLimit`,
+      )
       .bind(opening.id, opening.accountId, null, null, opening.amount),
     // The row first, under both conditions; the debit's two statements only if it was written.
     d1
@@ -177,6 +185,7 @@ export async function openChargedVerification(
   return {
     refused: usage?.creditsCover === 1 ? 'storage' : 'credits',
     storageUsed: usage?.storageUsed ?? 0,
+    storageLimit: usage?.storageLimit ?? 0,
     bytes,
   };
 }

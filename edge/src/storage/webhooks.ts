@@ -1,19 +1,19 @@
 import type { Db } from './db.ts';
 import type { webhookDeliveries } from './schema.ts';
-import { insertWithinBudget, rowBytes } from './storage-budget.ts';
+import { insertWithinBudget, rowBytes, type StorageLimit, type StorageUse } from './storage-budget.ts';
 
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 
 /**
  * Inserts a delivery the account asked for (a test event) if its row fits the account's storage
  * budget of `budget.day`: the check, the insert and the count in one transaction. Returns null
- * when inserted, else the bytes used that day and the row's.
+ * when inserted, else the bytes used that day, the budget and the row's bytes.
  */
 export async function insertDeliveryWithin(
   db: Db,
   delivery: WebhookDeliveryRow,
-  budget: { day: number; limit: number | null },
-): Promise<{ used: number; bytes: number } | null> {
+  budget: { day: number; limit: StorageLimit | null },
+): Promise<(StorageUse & { bytes: number }) | null> {
   // The values now, and what its attempts will add: a last error of at most 200 characters
   // and five numbers (attempts, last status, next attempt, created, delivered).
   const bytes =
@@ -43,7 +43,7 @@ export async function insertDeliveryWithin(
     },
     { day: budget.day, bytes, limit: budget.limit },
   );
-  return used === null ? null : { used, bytes };
+  return used === null ? null : { ...used, bytes };
 }
 
 export async function recordAttempt(

@@ -475,9 +475,28 @@ export const Pagination = z
   .object({ offset: z.number().int(), limit: z.number().int(), total: z.number().int() })
   .meta({ id: 'Pagination' });
 
+export const DroppedRows = z
+  .object({
+    invalid: z.number().int().describe('rows whose input was not an address'),
+    empty: z.number().int().describe('rows with no input'),
+    skipped: z.number().int().describe('rows that could not be read'),
+    duplicate: z
+      .number()
+      .int()
+      .describe('rows of an address an earlier row holds (that row, with the verdict, is kept)'),
+    droppedAt: z.iso.datetime(),
+  })
+  .describe(
+    'The rows that cost nothing (no address, or a duplicate), dropped some days after upload ' +
+      '(`FREE_ROWS_RETENTION_DAYS`, default 7): the results hold the charged rows only. Absent while every row is kept.',
+  )
+  .meta({ id: 'DroppedRows' });
+export type DroppedRows = z.infer<typeof DroppedRows>;
+
 export const BulkResultsResponse = z
   .object({
     success: z.literal(true),
+    droppedRows: DroppedRows.optional(),
     results: z.array(VerificationResult),
     originalCsvData: OriginalCsvData.nullable(),
     pagination: Pagination,

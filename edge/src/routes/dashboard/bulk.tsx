@@ -26,7 +26,9 @@ const UPLOAD_ERRORS = new Set([
   'TOO_MANY_EMAILS',
   'PAYLOAD_TOO_LARGE',
   'INSUFFICIENT_CREDITS',
+  'EMAIL_NOT_CONFIRMED',
   'QUOTA_EXCEEDED',
+  'DAILY_STORAGE_FULL',
 ]);
 
 /** Jobs listed under the upload form; the rest are in the history. */
@@ -165,7 +167,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
       error: string;
       name: string | undefined;
       emailColumn: string | undefined;
-      status: 400 | 402 | 413 | 429;
+      status: 400 | 402 | 403 | 413 | 429 | 503;
     },
   ) => {
     const creditsAvailable = (await readBalance(c.get('db'), c.get('caller').accountId)) ?? 0;
@@ -229,7 +231,7 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
         error: message,
         name,
         emailColumn,
-        status: error.httpStatus as 400 | 402 | 413 | 429,
+        status: error.httpStatus as 400 | 402 | 403 | 413 | 429 | 503,
       });
     }
   });

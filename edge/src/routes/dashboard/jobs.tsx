@@ -24,7 +24,9 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { BOUNCE_LEVEL_FROM, rowsBounceEstimate } from '../../services/batch/bounce-estimate.ts';
 import { domainChangesOf } from '../../services/batch/domain-changes.ts';
 import {
+  DROPPED_ROWS_HEADER,
   downloadFileName,
+  droppedRowsHeader,
   type ResultsPage,
   readJobResults,
   resultsCsvStream,
@@ -714,6 +716,8 @@ export function registerJobPages(dashboard: Hono<DashboardEnv>): void {
       byteOrderMark: c.req.query('bom') !== '0',
     });
     c.header('Content-Disposition', `attachment; filename="${downloadName(job, filter, 'csv')}"`);
+    const dropped = droppedRowsHeader(job);
+    if (dropped) c.header(DROPPED_ROWS_HEADER, dropped);
     return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
   });
 

@@ -1,9 +1,9 @@
-import { exports } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
 import { untilValue } from '../../../../test/eventually.ts';
 import { announceEgresses, blockAt, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
-import { db, newCaller, revokeCredentialForTest } from '../../../test/fixtures.ts';
+import { call, db, newCaller, revokeCredentialForTest } from '../../../test/fixtures.ts';
 import { operatorTokens } from '../../storage/schema.ts';
 
 async function newOperatorToken(): Promise<{ id: string; secret: string }> {
@@ -101,5 +101,37 @@ describe('GET /internal/fleet', () => {
       '<>: Client host [127.0.0.2] blocked using zen.spamhaus.org',
     );
     prober.close();
+  });
+
+  it("shows today's writes of every account against the store's daily write budget", async () => {
+    const token = await newOperatorToken();
+    const storage = async () =>
+      (
+        await (
+          await fleet(`Bearer ${token.secret}`)
+        ).json<{
+          storage: { day: string; usedBytes: number; budgetBytes: number; resetAt: string };
+        }>()
+      ).storage;
+    const now = Date.now();
+    const day = now - (now % 86_400_000);
+    const before = await storage();
+    expect(before).toMatchObject({
+      day: new Date(day).toISOString(),
+      // The default: 80 % of D1's 10 GB over the 60 days of retention.
+      budgetBytes: 133_333_333,
+      resetAt: new Date(day + 86_400_000).toISOString(),
+    });
+    const caller = await newCaller({ mode: 'test' });
+    const upload = await call('/api/v1/bulk/upload', {
+      key: caller.apiKey,
+      json: { emails: ['deliverable@sandbox.test'] },
+    });
+    expect(upload.status).toBe(200);
+    const written = await env.DB.prepare('SELECT bytes FROM storage_days WHERE account_id = ?')
+      .bind(caller.accountId)
+      .first<{ bytes: number }>();
+    expect(written?.bytes).toBeGreaterThan(0);
+    expect((await storage()).usedBytes).toBe(before.usedBytes + (written?.bytes ?? 0));
   });
 });

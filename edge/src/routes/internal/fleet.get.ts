@@ -1,9 +1,10 @@
-// GET /internal/fleet: the operator's view of the prober fleet (services/fleet/operator-view.ts). Read
-// with an operator token (`npm run admin -- operator-token create`), never an API key.
+// GET /internal/fleet: the operator's view of the prober fleet and of the store's daily write
+// budget (services/fleet/operator-view.ts; docs/capacity.md, "The daily write budget"). Read with
+// an operator token (`npm run admin -- operator-token create`), never an API key.
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import { fleetView, operatorOf } from '../../services/fleet/operator-view.ts';
+import { fleetView, operatorOf, storeWritesOf } from '../../services/fleet/operator-view.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
 export const FLEET_PATH = '/internal/fleet';
@@ -20,7 +21,10 @@ export function registerFleet(app: Hono<AppEnv>): void {
     const operator = await operatorOf(services, token, Date.now());
     if (!operator)
       throw new ApiError('UNAUTHORIZED', { message: 'The operator token is invalid or revoked.' });
-    const regions = await fleetView(services, c.req.query('region') || undefined);
-    return c.json({ regions });
+    const [regions, storage] = await Promise.all([
+      fleetView(services, c.req.query('region') || undefined),
+      storeWritesOf(services, Date.now()),
+    ]);
+    return c.json({ regions, storage });
   });
 }

@@ -4,7 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { quotasOf, utcDayStart } from '../../services/money/quotas.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
-import { storageUsedOn } from '../../storage/storage-budget.ts';
+import { storageUseOf } from '../../storage/storage-budget.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -31,7 +31,7 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
     const [account, usage, storageUsed] = await Promise.all([
       findAccount(c.get('db'), accountId),
       accountUsage(c.get('db'), accountId),
-      storageUsedOn(c.get('db'), accountId, day),
+      storageUseOf(c.get('db'), accountId, day, quotasOf(c.get('config')).storage),
     ]);
     if (!account) throw new Error(`authenticated account ${accountId} does not exist`);
     return c.json(
@@ -46,8 +46,8 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
           usage: {
             ...usage,
             storage: {
-              usedBytesToday: storageUsed,
-              limitBytesPerDay: quotasOf(c.get('config')).storageBytesPerDay,
+              usedBytesToday: storageUsed.usedBytes,
+              limitBytesPerDay: storageUsed.limitBytes,
               resetAt: new Date(day + 86_400_000).toISOString(),
             },
           },

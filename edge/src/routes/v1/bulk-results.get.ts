@@ -3,7 +3,13 @@ import { BulkResultsQuery, BulkResultsResponse, JobIdParam } from '@rcpt/shared/
 import { subStatusesAdvised } from '@rcpt/shared/contract/sub-statuses';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { downloadFileName, resultsCsvStream, resultsJsonStream } from '../../services/batch/downloads.ts';
+import {
+  DROPPED_ROWS_HEADER,
+  downloadFileName,
+  droppedRowsHeader,
+  resultsCsvStream,
+  resultsJsonStream,
+} from '../../services/batch/downloads.ts';
 import { notFoundJob } from '../../services/batch/jobs.ts';
 import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { findJob } from '../../storage/jobs.ts';
@@ -20,14 +26,24 @@ const route = createRoute({
     '(`advice=send`: the addresses to send to). `originalCsvData` holds the uploaded header and each row by position, aligned ' +
     'with `results`. `?format=csv` or `Accept: text/csv` returns the original columns plus verdict columns; every cell ' +
     "is quoted, and a formula a spreadsheet would run (at a cell's start, or behind a `,` `;` or tab inside it) is " +
-    'prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed.',
+    'prefixed with an apostrophe. 400 `JOB_NOT_COMPLETED` until the job is completed. Rows that cost nothing (no ' +
+    'address, or a duplicate) are dropped 7 days after upload (`FREE_ROWS_RETENTION_DAYS`): from then on the ' +
+    'results hold the charged rows, `droppedRows` says how many of which were dropped, and a CSV carries the same ' +
+    'counts in its `Rcpt-Dropped-Rows` header (`invalid=3, empty=1, skipped=0, duplicate=5`).',
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['bulk', 'read'])] as const,
   request: { params: JobIdParam, query: BulkResultsQuery },
   responses: {
     200: {
       description: 'The results.',
-      headers: RATE_LIMIT_HEADERS,
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        'Rcpt-Dropped-Rows': {
+          description:
+            'CSV only, once rows that cost nothing were dropped: how many of each kind, as `droppedRows` counts them.',
+          schema: { type: 'string' as const },
+        },
+      },
       content: {
         'application/json': { schema: BulkResultsResponse },
         'text/csv': { schema: z.string() },
@@ -50,6 +66,8 @@ export function registerBulkResults(app: OpenAPIHono<AppEnv>): void {
       const csv = resultsCsvStream(c.get('db'), job, query, { byteOrderMark: bom === '1' });
       const subset = [...(status ?? []), ...(advice ?? [])];
       c.header('Content-Disposition', `attachment; filename="${downloadFileName(job, subset, 'csv')}"`);
+      const dropped = droppedRowsHeader(job);
+      if (dropped) c.header(DROPPED_ROWS_HEADER, dropped);
       return c.body(csv, 200, { 'Content-Type': 'text/csv; charset=utf-8' });
     }
     // A page may be the whole job (10,000 results and their rows): streamed, never held whole.

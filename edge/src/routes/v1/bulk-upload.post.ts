@@ -63,12 +63,17 @@ const route = createRoute({
     'The job completes by its deadline (`maxWaitSeconds`, default 180 s plus 1 s per 25 addresses): a temporary ' +
     'answer (greylisting, a tarpit, a refused or failing connection) is asked again on its own schedule until ' +
     'then, and whatever is still temporary at the deadline is reported `unknown` with its reason as subStatus, ' +
-    'refunded when the provider deferred or blocked it. Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs ' +
-    '(default 10) pending or processing, and `QUOTA_STORAGE_BYTES_PER_DAY` bytes (default 100 MB) a UTC day ' +
-    "written by all of the account's requests, a list counting its rows, cells and results to come, charged or " +
-    'not; past one, 429 `QUOTA_EXCEEDED` with ' +
+    "refunded when the provider deferred or blocked it. Storing a list needs the account's email confirmed: until " +
+    'then only a test key may try a list of at most 100 rows (kept a day); past that, 403 `EMAIL_NOT_CONFIRMED`. ' +
+    'Per-account quotas: at most `QUOTA_JOBS_IN_FLIGHT` jobs (default 10) pending or processing, and a storage ' +
+    "budget a UTC day for the bytes written by all of the account's requests, a list counting its rows, cells and " +
+    'results to come, charged or not (5 MB, plus 10 KB for each credit bought in the last 30 days or held, at most ' +
+    '`QUOTA_STORAGE_BYTES_PER_DAY`, 100 MB); past one, 429 `QUOTA_EXCEEDED` with ' +
     '`details: { quota, limit, used, requested, resetAt }` (`resetAt` and `Retry-After` for the daily quota, null ' +
-    'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. Test-key jobs ' +
+    'otherwise), nothing stored or charged, and an `Idempotency-Key` stays free for a later retry. When the store ' +
+    'has taken its day of new data, 503 `DAILY_STORAGE_FULL` until midnight UTC. Rows that cost nothing (no ' +
+    'address, or a duplicate) are dropped 7 days after upload (`FREE_ROWS_RETENTION_DAYS`; the results then say ' +
+    'how many in `droppedRows`). Test-key jobs ' +
     "are deleted after 7 days (`SANDBOX_RETENTION_DAYS`), other jobs after 60. With `recheck` (or the account's " +
     'setting), addresses whose final answer is temporary are asked again over the next hours; a refunded ' +
     'address a round answers with a known verdict is charged 1 credit then (as far as the balance covers it), ' +
@@ -93,7 +98,13 @@ const route = createRoute({
   },
   responses: chargedPostResponses(
     { description: 'The job was created and queued.', schema: BulkUploadResponse },
-    ['TOO_MANY_EMAILS', 'WEBHOOK_SECRET_MISSING', 'SERVICE_UNAVAILABLE'],
+    [
+      'TOO_MANY_EMAILS',
+      'WEBHOOK_SECRET_MISSING',
+      'EMAIL_NOT_CONFIRMED',
+      'SERVICE_UNAVAILABLE',
+      'DAILY_STORAGE_FULL',
+    ],
   ),
 });
 

@@ -446,7 +446,8 @@ describe('CSV uploads bounded while they stream', () => {
   });
 
   it('accepts exactly 10,000 data rows under a header and refuses 10,001 without one', async () => {
-    const caller = await newCaller({ mode: 'test' });
+    // Credits held raise the daily storage budget to what a 10,000-row list needs (docs/money.md).
+    const caller = await newCaller({ mode: 'test', credits: 10_000 });
     const rows = Array.from({ length: 10_000 }, (_, index) => `user${index}@x.test`).join('\n');
     const exact = await uploadCsv(caller.apiKey, `email\n${rows}\n`);
     expect(exact.status).toBe(200);
@@ -482,7 +483,7 @@ describe('CSV uploads bounded while they stream', () => {
   });
 
   it('400 for more than 1,000,000 cells: 10,000 rows of 1,000 empty cells pass the column check, not this', async () => {
-    const caller = await newCaller({ mode: 'test' });
+    const caller = await newCaller({ mode: 'test', credits: 10_000 });
     const row = (index: number) => `u${index}@x.test${','.repeat(999)}`;
     const csv = `${Array.from({ length: 10_000 }, (_, index) => row(index)).join('\n')}\n`;
     const response = await uploadCsv(caller.apiKey, csv);

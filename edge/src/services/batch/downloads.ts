@@ -1,6 +1,9 @@
 // A job's results for download: one page as JSON, or every row streamed as CSV or JSON in
 // pages of EXPORT_PAGE_ROWS, with the upload's own columns first and formula cells defused.
+// Once a job's rows that cost nothing are dropped (FREE_ROWS_RETENTION_DAYS after upload), its
+// results are its charged rows, and say how many of which rows went (`droppedRows`).
 import {
+  type DroppedRows,
   type OriginalCsvData,
   storedVerificationResult,
   VERIFICATION_STATUSES,
@@ -41,6 +44,38 @@ function rowResult(jobId: string, row: ResultRow): VerificationResult {
 
 const csvHeadersOf = (job: JobRow) => (job.csvHeaders ? (JSON.parse(job.csvHeaders) as string[]) : null);
 
+/** The rows of the job the retention cron dropped as costing nothing; null while every row is kept. */
+export function droppedRowsOf(job: JobRow): DroppedRows | null {
+  if (job.freeRowsDroppedAt === null) return null;
+  const dropped = {
+    invalid: job.invalidRows,
+    empty: job.emptyRows,
+    skipped: job.skippedRows,
+    duplicate: job.duplicateCount,
+  };
+  if (Object.values(dropped).every((count) => count === 0)) return null;
+  return { ...dropped, droppedAt: new Date(job.freeRowsDroppedAt).toISOString() };
+}
+
+/** The rows a download of the whole job holds: every row, less those dropped. */
+function storedRowsOf(job: JobRow): number {
+  const dropped = droppedRowsOf(job);
+  if (!dropped) return job.totalRows;
+  return job.totalRows - dropped.invalid - dropped.empty - dropped.skipped - dropped.duplicate;
+}
+
+/**
+ * The `Rcpt-Dropped-Rows` header of a CSV download whose free rows were dropped, a Structured
+ * Field Dictionary (RFC 8941 §3.2): `invalid=3, empty=1, skipped=0, duplicate=5`; null otherwise.
+ */
+export function droppedRowsHeader(job: JobRow): string | null {
+  const dropped = droppedRowsOf(job);
+  if (!dropped) return null;
+  return `invalid=${dropped.invalid}, empty=${dropped.empty}, skipped=${dropped.skipped}, duplicate=${dropped.duplicate}`;
+}
+
+export const DROPPED_ROWS_HEADER = 'Rcpt-Dropped-Rows';
+
 /**
  * A page of a completed job's results; with `soFar`, of a running one's rows that have their
  * final answer.
@@ -55,7 +90,7 @@ export async function readJobResults(
   else assertCompleted(job);
   const [rows, total] = await Promise.all([
     readResultRows(db, job.id, query),
-    isFilteredQuery(query) ? countResultRows(db, job.id, query) : job.totalRows,
+    isFilteredQuery(query) ? countResultRows(db, job.id, query) : storedRowsOf(job),
   ]);
   const headers = csvHeadersOf(job);
   return {
@@ -162,7 +197,8 @@ export async function resultsJsonStream(
   shape: { lead: Record<string, unknown>; pagination: boolean },
 ): Promise<ReadableStream<Uint8Array>> {
   assertCompleted(job);
-  const total = isFilteredQuery(query) ? await countResultRows(db, job.id, query) : job.totalRows;
+  const total = isFilteredQuery(query) ? await countResultRows(db, job.id, query) : storedRowsOf(job);
+  const droppedRows = droppedRowsOf(job);
   const headers = csvHeadersOf(job);
   async function* pages(encode: (row: ResultRow) => string): AsyncGenerator<string> {
     const end = query.offset + query.limit;
@@ -180,7 +216,7 @@ export async function resultsJsonStream(
     }
   }
   async function* parts(): AsyncGenerator<string> {
-    const lead = JSON.stringify(shape.lead).slice(0, -1);
+    const lead = JSON.stringify(droppedRows ? { ...shape.lead, droppedRows } : shape.lead).slice(0, -1);
     yield `${lead}${lead === '{' ? '' : ','}"results":[`;
     yield* pages((row) => JSON.stringify(rowResult(job.id, row)));
     if (headers) {

@@ -15,7 +15,14 @@ import type { AddressResult } from '../../storage/job-results.ts';
 import { addressesAhead, type JobRow } from '../../storage/jobs.ts';
 import { defaultWatchDays } from '../../storage/watches.ts';
 import type { Caller } from '../keys/api-keys.ts';
-import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import {
+  dailyStorageFull,
+  insufficientCredits,
+  type Quotas,
+  quotaExceeded,
+  utcDayStart,
+} from '../money/quotas.ts';
+import { listNeedsConfirmedEmail, unconfirmedMayStore } from '../money/storage-policy.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
 import { jobBounceEstimate } from './bounce-estimate.ts';
 import { domainPaces, estimateBatchSeconds } from './estimate.ts';
@@ -61,7 +68,10 @@ export interface UploadInput {
   evidence?: boolean;
   /** Days the completed job watches its domains; 'off': not watched; null or absent: the account's setting. */
   watchDays?: number | 'off' | null;
-  /** The account's quotas (docs/operations.md): a job past one is refused, nothing stored. */
+  /**
+   * The account's quotas and the store's daily write budget (docs/operations.md): a job past one
+   * is refused, nothing stored.
+   */
   quotas: Quotas;
   /**
    * The probe slots of the fleet that will take the work (`linkedProbeSlots`), for the estimate;
@@ -145,12 +155,15 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     addresses,
     {
       jobsInFlight: staysInFlight ? input.quotas.jobsInFlight : null,
-      storageBytes: input.quotas.storageBytesPerDay,
+      storage: input.quotas.storage,
       storageDay: utcDayStart(now),
+      globalStorageBytes: input.quotas.globalStorageBytesPerDay,
+      unconfirmedMayStore: unconfirmedMayStore(caller.mode, counts.totalRows),
     },
   );
   if (!creation.created) {
     const { usage } = creation;
+    if (!usage.confirmationAllows) throw listNeedsConfirmedEmail(counts.totalRows);
     if (!usage.creditsCover) throw await insufficientCredits(db, caller.accountId, counts.totalEmails);
     if (!usage.inFlightFits) {
       throw quotaExceeded({
@@ -164,11 +177,19 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     if (!usage.storageFits) {
       throw quotaExceeded({
         quota: 'storage_bytes_per_day',
-        limit: input.quotas.storageBytesPerDay,
+        limit: usage.storageLimit,
         used: usage.storageBytes,
         requested: usage.jobBytes,
         now,
       });
+    }
+    if (!usage.globalFits) {
+      log.warn('a list was refused: the daily write budget is used up', {
+        jobBytes: usage.jobBytes,
+        usedBytes: usage.globalStorageBytes,
+        limitBytes: input.quotas.globalStorageBytesPerDay,
+      });
+      throw dailyStorageFull(now);
     }
     throw new Error(`job ${jobId} was not stored, and no condition says why`);
   }

@@ -1,12 +1,15 @@
 // The operator's view of the prober fleet (docs/operations.md, "The operator's view"): for each
 // region, each linked prober's state, sessions, egresses, their blocks (where, since, until, the
 // reply that caused it with addresses masked) and their hourly use against the budget, as its
-// hub knows them; and the operator token that may read it. It shows no account's data, only
-// the fleet's.
+// hub knows them; today's writes of the whole store against its daily budget; and the operator
+// token that may read it. It shows no account's data, only the fleet's and the store's.
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { withoutAddresses } from '@rcpt/shared/verify/smtp-reply';
+import type { Config } from '../../config.ts';
 import type { Db } from '../../storage/db.ts';
 import { findLiveOperatorToken, proberRegions, touchOperatorToken } from '../../storage/operator-tokens.ts';
+import { storageUsedByAll } from '../../storage/storage-budget.ts';
+import { DAY_MS, globalDailyStorageBytesOf, utcDayStart } from '../money/quotas.ts';
 import { regionHub } from './prober-gateway.ts';
 
 /**
@@ -70,4 +73,18 @@ export async function fleetView(deps: { db: Db; hubs: Env['PROBER_HUB'] }, regio
 
 function isoOrNull(at: number | undefined): string | null {
   return at === undefined ? null : new Date(at).toISOString();
+}
+
+/**
+ * Today's (UTC) writes of every account against the budget past which new lists are refused
+ * (docs/capacity.md, "The daily write budget").
+ */
+export async function storeWritesOf(deps: { db: Db; config: Config }, now: number) {
+  const day = utcDayStart(now);
+  return {
+    day: new Date(day).toISOString(),
+    usedBytes: await storageUsedByAll(deps.db, day),
+    budgetBytes: globalDailyStorageBytesOf(deps.config),
+    resetAt: new Date(day + DAY_MS).toISOString(),
+  };
 }

@@ -2,31 +2,29 @@
 // QUOTA_EXCEEDED with its details, stores nothing and charges nothing; the check and the insert
 // are one transaction, so concurrent requests cannot both take the last slot.
 import { env } from 'cloudflare:workers';
-import { ApiError } from '@rcpt/shared/errors';
+import type { ApiError } from '@rcpt/shared/errors';
 import { describe, expect, it } from 'vitest';
 import { signedInAccount } from '../../../test/cookie-client.ts';
 import {
   balanceOf,
   type CallOptions,
   call,
+  countOf,
+  createJobAs,
   db,
   ledgerOf,
   newCaller,
   quotas,
+  refusalOf,
   type TestCaller,
 } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { failJob } from '../../storage/job-results.ts';
 import { deleteExpired } from '../../storage/retention.ts';
-import { rowsFromJson } from '../batch/input.ts';
-import { createBatchJob } from '../batch/jobs.ts';
-import type { BatchMessage } from '../batch/queue.ts';
 import { createApiKey } from '../keys/api-keys.ts';
-import type { Quotas } from './quotas.ts';
+import { retentionCutoffsOf } from './storage-policy.ts';
 
 const DAY = 86_400_000;
-/** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */
-const silentQueue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
 
 interface QuotaBody {
   code: string;
@@ -34,24 +32,15 @@ interface QuotaBody {
   details: { quota: string; limit: number; used: number; requested: number; resetAt: string | null };
 }
 
-async function count(sql: string, ...params: unknown[]): Promise<number> {
-  return (
-    (
-      await env.DB.prepare(sql)
-        .bind(...params)
-        .first<{ n: number }>()
-    )?.n ?? Number.NaN
-  );
-}
-
-const jobsOf = (accountId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
+const jobsOf = (accountId: string) =>
+  countOf('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
 const storedRowsOf = (accountId: string) =>
-  count(
+  countOf(
     'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
     accountId,
   );
 const historyOf = (accountId: string) =>
-  count('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
+  countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
 
 /** Everything an account has stored and paid: a refusal must leave all of it as it was. */
 async function footprint(accountId: string) {
@@ -74,37 +63,6 @@ function uploadMultipart(caller: TestCaller, csv: string, options: CallOptions =
   return call('/api/v1/bulk/upload', { key: caller.apiKey, body: form, ...options });
 }
 
-/** A job created as the upload route creates it, with `quotas` and the clock at `now`. */
-function createJob(
-  caller: TestCaller,
-  mode: 'live' | 'test',
-  emails: string[],
-  options: { quotas?: Partial<Quotas>; now?: number } = {},
-) {
-  return createBatchJob({
-    db: db(),
-    queue: silentQueue,
-    caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode, creditBalance: 0 },
-    upload: rowsFromJson(emails),
-    source: 'json',
-    name: null,
-    webhookUrl: null,
-    maxWaitSeconds: null,
-    quotas: { ...quotas(), ...options.quotas },
-    now: options.now ?? Date.now(),
-  });
-}
-
-/** The ApiError `promise` rejects with. */
-async function refusal(promise: Promise<unknown>): Promise<ApiError> {
-  const error = await promise.then(
-    () => null,
-    (reason: unknown) => reason,
-  );
-  if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
-  return error;
-}
-
 const newKey = (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
   createApiKey(db(), {
     accountId: caller.accountId,
@@ -114,28 +72,33 @@ const newKey = (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
     now: Date.now(),
   });
 const activeKeysOf = (accountId: string) =>
-  count('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL', accountId);
+  countOf('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL', accountId);
 
 const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
 
 describe('the quotas have production defaults', () => {
-  it('100 MB a day, 10 jobs in flight, 25 active keys, 50 MB a day per publishable key, sandbox data kept 7 days', () => {
+  it('5 MB a day plus 10 KB a credit up to 100 MB, 10 jobs in flight, 25 active keys, 50 MB a day per publishable key, sandbox data and free rows kept 7 days', () => {
     // wrangler.toml sets none of them: these are the code's defaults.
     expect(quotas()).toEqual({
-      storageBytesPerDay: 100_000_000,
+      storage: { baseBytes: 5_000_000, bytesPerCredit: 10_000, maxBytes: 100_000_000 },
       jobsInFlight: 10,
       apiKeys: 25,
       publishableStorageBytesPerDay: 50_000_000,
+      // 80 % of D1's 10 GB over the 60 days of retention.
+      globalStorageBytesPerDay: 133_333_333,
     });
     expect(configOf(env).SANDBOX_RETENTION_DAYS).toBe(7);
+    expect(configOf(env).FREE_ROWS_RETENTION_DAYS).toBe(7);
   });
 });
 
 /** The bytes the account's writes counted today and before (storage_days). */
 const storageUsedBy = (accountId: string) =>
-  count('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
+  countOf('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
 const budget = (bytes: number) => ({ QUOTA_STORAGE_BYTES_PER_DAY: String(bytes) });
+/** A budget of `bytes` a day whatever the account bought or holds. */
+const flatBudget = (bytes: number) => ({ baseBytes: bytes, bytesPerCredit: 0, maxBytes: bytes });
 
 describe('the storage budget: bytes a day, counted by every write path', () => {
   it('counts a charged list by its bytes, cells included, though its only address is refunded', async () => {
@@ -181,7 +144,7 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     const account = await call('/api/v1/account', { key: caller.apiKey });
     expect(
       (await account.json<{ account: { usage: { storage: unknown } } }>()).account.usage.storage,
-    ).toMatchObject({ usedBytesToday: afterCall, limitBytesPerDay: 100_000_000 });
+    ).toMatchObject({ usedBytesToday: afterCall, limitBytesPerDay: 5_000_000 + 100 * 10_000 });
     const before = await footprint(caller.accountId);
 
     const refused = await verify('risky@example.test', budget(afterCall));
@@ -223,7 +186,7 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
       });
     expect((await verify('plain')).status).toBe(200);
     const oneCall = await storageUsedBy(caller.accountId);
-    const kept = await count(
+    const kept = await countOf(
       'SELECT LENGTH(response_body) AS n FROM idempotency_keys WHERE account_id = ?',
       caller.accountId,
     );
@@ -248,7 +211,7 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     const used = await storageUsedBy(caller.accountId);
     expect(used).toBeGreaterThan(0);
     const deliveries = () =>
-      count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE account_id = ?', caller.accountId);
+      countOf('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE account_id = ?', caller.accountId);
     expect(await deliveries()).toBe(1);
 
     const refused = await api('/api/v1/webhooks/test', { vars: budget(used) });
@@ -274,12 +237,12 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
   it('resets at resetAt: midnight UTC', async () => {
     const caller = await newCaller({ mode: 'test' });
     const midnight = Date.UTC(2031, 4, 17);
-    await createJob(caller, 'test', rows(5), { now: midnight - 2000 });
+    await createJobAs(caller, 'test', rows(5), { now: midnight - 2000 });
     const used = await storageUsedBy(caller.accountId);
-    const limits = { quotas: { storageBytesPerDay: used } };
+    const limits = { quotas: { storage: flatBudget(used) } };
 
-    const refused = await refusal(
-      createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1000 }),
+    const refused = await refusalOf(
+      createJobAs(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1000 }),
     );
     expect(refused.code).toBe('QUOTA_EXCEEDED');
     expect(refused.details).toMatchObject({
@@ -290,9 +253,9 @@ describe('the storage budget: bytes a day, counted by every write path', () => {
     });
     expect(refused.retryAfterSeconds).toBe(1);
     // One millisecond before the reset: still today's budget.
-    await refusal(createJob(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1 }));
+    await refusalOf(createJobAs(caller, 'test', rows(1, 'y'), { ...limits, now: midnight - 1 }));
     // At resetAt, a new day's budget.
-    const next = await createJob(caller, 'test', rows(5, 'z'), { ...limits, now: midnight });
+    const next = await createJobAs(caller, 'test', rows(5, 'z'), { ...limits, now: midnight });
     expect(next.success).toBe(true);
     expect(await storedRowsOf(caller.accountId)).toBe(10);
   });
@@ -302,8 +265,8 @@ describe('jobs in flight', () => {
   it('refuses a live upload while the account has the limit in flight, over JSON and multipart; nothing charged', async () => {
     const caller = await newCaller({ credits: 100 });
     const running = [
-      await createJob(caller, 'live', ['a@nonexistent.test']),
-      await createJob(caller, 'live', ['b@nonexistent.test']),
+      await createJobAs(caller, 'live', ['a@nonexistent.test']),
+      await createJobAs(caller, 'live', ['b@nonexistent.test']),
     ];
     const vars = { QUOTA_JOBS_IN_FLIGHT: '2' };
     const before = await footprint(caller.accountId);
@@ -323,7 +286,7 @@ describe('jobs in flight', () => {
     expect(await footprint(caller.accountId)).toEqual(before);
 
     // A sandbox or an invalid-only list is finished at upload and holds no slot.
-    const sandbox = await createJob(caller, 'test', rows(2), { quotas: { jobsInFlight: 2 } });
+    const sandbox = await createJobAs(caller, 'test', rows(2), { quotas: { jobsInFlight: 2 } });
     expect(sandbox.success).toBe(true);
     // A finished job frees its slot.
     await failJob(db(), running[0]?.jobId ?? '', 'test', Date.now());
@@ -332,10 +295,10 @@ describe('jobs in flight', () => {
 
   it('lets only one of several concurrent uploads take the last slot, charged once', async () => {
     const caller = await newCaller({ credits: 100 });
-    await createJob(caller, 'live', ['a@nonexistent.test']);
+    await createJobAs(caller, 'live', ['a@nonexistent.test']);
     const outcomes = await Promise.allSettled(
       ['b', 'c', 'd', 'e', 'f'].map((local) =>
-        createJob(caller, 'live', [`${local}@nonexistent.test`], { quotas: { jobsInFlight: 2 } }),
+        createJobAs(caller, 'live', [`${local}@nonexistent.test`], { quotas: { jobsInFlight: 2 } }),
       ),
     );
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
@@ -348,7 +311,7 @@ describe('jobs in flight', () => {
 
   it('answers 402, not 429, when the credits do not cover the list either', async () => {
     const caller = await newCaller({ credits: 1 });
-    await createJob(caller, 'live', ['a@nonexistent.test']);
+    await createJobAs(caller, 'live', ['a@nonexistent.test']);
     const response = await upload(caller, ['b@nonexistent.test'], { vars: { QUOTA_JOBS_IN_FLIGHT: '1' } });
     expect(response.status).toBe(402);
   });
@@ -372,7 +335,7 @@ describe('quotas and Idempotency-Key', () => {
 
   it('a refusal is not kept as the key’s answer: the same request runs once the quota allows it', async () => {
     const caller = await newCaller({ credits: 10 });
-    const running = await createJob(caller, 'live', ['a@nonexistent.test']);
+    const running = await createJobAs(caller, 'live', ['a@nonexistent.test']);
     const options = { vars: { QUOTA_JOBS_IN_FLIGHT: '1' }, headers: { 'Idempotency-Key': 'after-quota' } };
     expect((await upload(caller, ['b@nonexistent.test'], options)).status).toBe(429);
     await failJob(db(), running.jobId, 'test', Date.now());
@@ -387,12 +350,14 @@ describe('active API keys', () => {
   it('refuses a key past the limit with the details; revoking one makes room', async () => {
     const caller = await newCaller();
     const second = await newKey(caller, 2);
-    const refused = await refusal(newKey(caller, 2));
+    const refused = await refusalOf(newKey(caller, 2));
     expect(refused.code).toBe('QUOTA_EXCEEDED');
     expect(refused.httpStatus).toBe(429);
     expect(refused.details).toEqual({ quota: 'api_keys', limit: 2, used: 2, requested: 1, resetAt: null });
     expect(refused.retryAfterSeconds).toBeUndefined();
-    expect(await count('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?', caller.accountId)).toBe(2);
+    expect(await countOf('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?', caller.accountId)).toBe(
+      2,
+    );
     await env.DB.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').bind(Date.now(), second.id).run();
     await newKey(caller, 2);
     expect(await activeKeysOf(caller.accountId)).toBe(2);
@@ -419,7 +384,7 @@ describe('the dashboard', () => {
     // No new secret on the page.
     expect(keyPage).not.toMatch(/value="rk_live_[A-Za-z0-9_-]{43}"/);
 
-    for (let i = 0; i < jobsInFlight; i++) await createJob(owner, 'live', [`n${i}@nonexistent.test`]);
+    for (let i = 0; i < jobsInFlight; i++) await createJobAs(owner, 'live', [`n${i}@nonexistent.test`]);
     const before = await footprint(accountId);
     const form = new FormData();
     form.set('file', new File(['email\nlast@nonexistent.test\n'], 'list.csv', { type: 'text/csv' }));
@@ -434,9 +399,9 @@ describe('sandbox jobs are kept 7 days, not 60', () => {
   it('retention deletes a test-mode job and its history after the sandbox period, a live one only after its own', async () => {
     const sandbox = await newCaller({ mode: 'test' });
     const live = await newCaller({ credits: 10 });
-    const oldSandbox = await createJob(sandbox, 'test', rows(2));
-    const youngSandbox = await createJob(sandbox, 'test', rows(2, 'y'));
-    const oldLive = await createJob(live, 'live', ['not an address']);
+    const oldSandbox = await createJobAs(sandbox, 'test', rows(2));
+    const youngSandbox = await createJobAs(sandbox, 'test', rows(2, 'y'));
+    const oldLive = await createJobAs(live, 'live', ['not an address']);
     const eightDaysAgo = Date.now() - 8 * DAY;
     for (const jobId of [oldSandbox.jobId, oldLive.jobId]) {
       await env.DB.batch([
@@ -445,19 +410,15 @@ describe('sandbox jobs are kept 7 days, not 60', () => {
       ]);
     }
     const now = Date.now();
-    const config = configOf(env);
-    await deleteExpired(
-      db(),
-      now - config.RETENTION_DAYS * DAY,
-      now,
-      now - config.SANDBOX_RETENTION_DAYS * DAY,
-    );
-    const exists = (jobId: string) => count('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId);
+    await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
+    const exists = (jobId: string) => countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId);
     expect(await exists(oldSandbox.jobId)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
-    expect(await count('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
+    expect(await countOf('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldSandbox.jobId)).toBe(
+      0,
+    );
     expect(await exists(youngSandbox.jobId)).toBe(1);
     expect(await exists(oldLive.jobId)).toBe(1);
-    expect(await count('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldLive.jobId)).toBe(1);
+    expect(await countOf('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldLive.jobId)).toBe(1);
   });
 });

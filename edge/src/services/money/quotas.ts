@@ -4,12 +4,14 @@
 // deployment config; each check runs in the same D1 transaction as the insert it guards
 // (storage/job-creation.ts, storage/verifications.ts, storage/api-keys.ts, storage/webhooks.ts), so
 // two concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
-// stored or charged; past the balance, 402 INSUFFICIENT_CREDITS.
+// stored or charged; past the balance, 402 INSUFFICIENT_CREDITS. Beside them, the store's own
+// daily write budget: past it, a new list is 503 DAILY_STORAGE_FULL (docs/capacity.md).
 import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../../config.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { hasOpenDispute } from '../../storage/disputes.ts';
+import type { StorageLimit } from '../../storage/storage-budget.ts';
 
 export type QuotaName =
   | 'storage_bytes_per_day'
@@ -18,22 +20,29 @@ export type QuotaName =
   | 'api_keys';
 
 export interface Quotas {
-  /** Bytes a UTC day that every write of the account counts against (docs/money.md). */
-  storageBytesPerDay: number;
+  /** Bytes a UTC day that every write of the account counts against: grows with the credits it bought (docs/money.md). */
+  storage: StorageLimit;
   /** Jobs pending or processing at once. */
   jobsInFlight: number;
   /** Active (not revoked) API keys. */
   apiKeys: number;
   /** Bytes a UTC day one publishable key's calls book, apart from the account's budget. */
   publishableStorageBytesPerDay: number;
+  /** Not an account's: the bytes all accounts together may write a UTC day before lists are refused. */
+  globalStorageBytesPerDay: number;
 }
 
 export function quotasOf(config: Config): Quotas {
   return {
-    storageBytesPerDay: config.QUOTA_STORAGE_BYTES_PER_DAY,
+    storage: {
+      baseBytes: Math.min(config.QUOTA_STORAGE_BASE_BYTES_PER_DAY, config.QUOTA_STORAGE_BYTES_PER_DAY),
+      bytesPerCredit: config.QUOTA_STORAGE_BYTES_PER_CREDIT,
+      maxBytes: config.QUOTA_STORAGE_BYTES_PER_DAY,
+    },
     jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
     apiKeys: config.QUOTA_API_KEYS,
     publishableStorageBytesPerDay: config.QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY,
+    globalStorageBytesPerDay: globalDailyStorageBytesOf(config),
   };
 }
 
@@ -77,9 +86,10 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
   switch (quota) {
     case 'storage_bytes_per_day':
       return (
-        `An account may store ${megabytes(limit)} a day (lists, their cells and results, history, kept answers, ` +
+        `This account may store ${megabytes(limit)} today (lists, their cells and results, history, kept answers, ` +
         `webhook events); ${megabytes(used)} are stored today and this request needs ${megabytes(requested)}. ` +
-        `The budget resets at ${resetAt} (midnight UTC).`
+        `The budget resets at ${resetAt} (midnight UTC), and grows with the credits the account bought in the last ` +
+        '30 days or holds.'
       );
     case 'publishable_storage_bytes_per_day':
       return (
@@ -94,6 +104,39 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
     case 'api_keys':
       return `An account can have at most ${count(limit)} active API keys; revoke one to create another.`;
   }
+}
+
+/**
+ * The most a D1 database holds on Workers Paid: 10 GB
+ * (https://developers.cloudflare.com/d1/platform/limits/).
+ */
+export const D1_DATABASE_BYTES = 10_000_000_000;
+
+/** The share of the database the default daily budget fills after RETENTION_DAYS full days. */
+const DATABASE_SHARE = 0.8;
+
+/**
+ * The bytes all accounts' writes may add in a UTC day before new lists are refused:
+ * GLOBAL_DAILY_STORAGE_BYTES, or 80 % of the database spread over the retention period (what a
+ * day's writes stay for at most), 133 MB a day with the 60-day default.
+ */
+export function globalDailyStorageBytesOf(config: Config): number {
+  return (
+    config.GLOBAL_DAILY_STORAGE_BYTES ??
+    Math.floor((D1_DATABASE_BYTES * DATABASE_SHARE) / config.RETENTION_DAYS)
+  );
+}
+
+/**
+ * 503 DAILY_STORAGE_FULL: the store has taken its day's writes; lists are taken again at midnight
+ * UTC. The store's own figures are for operators (GET /internal/fleet), not for every caller.
+ */
+export function dailyStorageFull(now: number): ApiError {
+  const resetAt = utcDayStart(now) + DAY_MS;
+  return new ApiError('DAILY_STORAGE_FULL', {
+    details: { resetAt: new Date(resetAt).toISOString() },
+    retryAfterSeconds: Math.max(1, Math.ceil((resetAt - now) / 1000)),
+  });
 }
 
 /**

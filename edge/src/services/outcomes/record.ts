@@ -120,13 +120,12 @@ export async function recordOutcomes(
     return { ...row, bytes: rowBytes(...Object.values(row)) };
   });
   const day = utcDayStart(now);
-  const limit = deps.quotas.storageBytesPerDay;
-  const used = await insertOutcomes(db, reporter.accountId, rows, { day, limit });
-  if (used !== null) {
+  const refused = await insertOutcomes(db, reporter.accountId, rows, { day, limit: deps.quotas.storage });
+  if (refused !== null) {
     throw quotaExceeded({
       quota: 'storage_bytes_per_day',
-      limit,
-      used,
+      limit: refused.limitBytes,
+      used: refused.usedBytes,
       requested: rows.reduce((sum, row) => sum + row.bytes, 0),
       now,
     });

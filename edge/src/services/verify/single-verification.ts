@@ -82,7 +82,7 @@ export async function verifyForCaller(input: {
         })
       : null;
   const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
-  const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storageBytesPerDay };
+  const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storage };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(address, now);
     const refusal = await insertAnsweredVerification(
@@ -96,7 +96,7 @@ export async function verifyForCaller(input: {
       },
       budget,
     );
-    if (refusal) throw storageRefused(refusal, input.quotas, now);
+    if (refusal) throw storageRefused(refusal, now);
     return { result, creditsRemaining: caller.creditBalance };
   }
   // A cached answer is charged as any answer is, and recorded in the same transaction.
@@ -115,7 +115,7 @@ export async function verifyForCaller(input: {
     publishable ? null : budget,
   );
   if ('refused' in opened) {
-    if (opened.refused === 'storage') throw storageRefused(opened, input.quotas, now);
+    if (opened.refused === 'storage') throw storageRefused(opened, now);
     if (publishable) throw new ApiError('INSUFFICIENT_CREDITS');
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
@@ -179,10 +179,10 @@ function answersEvidence(
   return keptEvidence || sandbox || !fromSmtp ? kept : null;
 }
 
-function storageRefused(refusal: HistoryRefusal, quotas: Quotas, now: number): ApiError {
+function storageRefused(refusal: HistoryRefusal, now: number): ApiError {
   return quotaExceeded({
     quota: 'storage_bytes_per_day',
-    limit: quotas.storageBytesPerDay,
+    limit: refusal.storageLimit,
     used: refusal.storageUsed,
     requested: refusal.bytes,
     now,

@@ -102,16 +102,15 @@ export async function sendTestEvent(
     deliveredAt: null,
   };
   // Each test event is a stored row: it counts against the storage budget (docs/money.md).
-  const { storageBytesPerDay } = quotasOf(config);
   const refused = await insertDeliveryWithin(db, delivery, {
     day: utcDayStart(now),
-    limit: storageBytesPerDay,
+    limit: quotasOf(config).storage,
   });
   if (refused) {
     throw quotaExceeded({
       quota: 'storage_bytes_per_day',
-      limit: storageBytesPerDay,
-      used: refused.used,
+      limit: refused.limitBytes,
+      used: refused.usedBytes,
       requested: refused.bytes,
       now,
     });
