@@ -191,7 +191,7 @@ describe('the dashboard is accessible', () => {
     await page.goto('/keys');
     await expectAccessible('keys with one key');
     // From the top: skip link, brand, buy credits, log out, the eight nav links, then the page's controls.
-    const stops = await tabThrough(21);
+    const stops = await tabThrough(22);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
@@ -210,6 +210,7 @@ describe('the dashboard is accessible', () => {
       'input:verify: the single verify',
       'input:bulk: upload lists and read their jobs',
       'input:read: the account, history and jobs',
+      'input:outcomes: report what happened to sends',
       'textarea:Client addresses (optional)',
       'button:Create key',
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
