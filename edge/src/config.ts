@@ -105,6 +105,15 @@ const ConfigSchema = z
     EMAIL_SENDER: z.enum(['console', 'cloudflare']).default('cloudflare'),
     /** The From address of confirmation emails (`cloudflare` sender). */
     EMAIL_FROM: optionalText,
+    /**
+     * The operator's alerts (docs/operations.md, "Alerts"): where the fleet's events are posted,
+     * signed with OPERATOR_WEBHOOK_SECRET (`whsec_…`, Standard Webhooks), and who is emailed
+     * them; PUBLIC_URL is this edge's public origin, for the link to the fleet view.
+     */
+    OPERATOR_WEBHOOK_URL: optionalText.pipe(z.url().optional()),
+    OPERATOR_WEBHOOK_SECRET: optionalText.pipe(z.string().startsWith('whsec_').optional()),
+    OPERATOR_EMAIL: optionalText.pipe(z.email().optional()),
+    PUBLIC_URL: optionalText.pipe(z.url().optional()),
     /** Cloudflare Turnstile on the sign-up form: on when the site key is set (with its secret). */
     TURNSTILE_SITE_KEY: optionalText,
     TURNSTILE_SECRET_KEY: optionalText,
@@ -169,6 +178,10 @@ const ConfigSchema = z
   .refine((config) => !config.TURNSTILE_SITE_KEY || config.TURNSTILE_SECRET_KEY, {
     message: 'TURNSTILE_SITE_KEY is set but the TURNSTILE_SECRET_KEY secret is not',
     path: ['TURNSTILE_SECRET_KEY'],
+  })
+  .refine((config) => !config.OPERATOR_WEBHOOK_URL || config.OPERATOR_WEBHOOK_SECRET, {
+    message: 'OPERATOR_WEBHOOK_URL needs OPERATOR_WEBHOOK_SECRET (whsec_…) to sign the alerts',
+    path: ['OPERATOR_WEBHOOK_SECRET'],
   });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,10 +1,13 @@
 // `npm run admin -- fleet` as text: the store's writes today against its daily budget, then one
-// block per prober, one line per egress, its blocks and its hour against the budget beneath it.
+// block per prober, one line per egress, its blocks and its hour against the budget beneath it,
+// then the newest alerts.
 // The JSON (`--json`) is the edge's /internal/fleet.
 
 interface FleetBody {
   /** Absent from an edge older than the daily write budget. */
   storage?: { day: string; usedBytes: number; budgetBytes: number; resetAt: string };
+  /** The newest alerts, newest first; absent from an edge older than alerts. */
+  alerts?: { type: string; region: string; at: string; delivery: string; subject: string | null }[];
   regions: {
     region: string;
     backlog: { single: number; batch: number; running: number };
@@ -71,5 +74,10 @@ export function fleetLines(body: FleetBody): string[] {
     }
   }
   if (body.regions.length === 0) lines.push('no region has a live prober token');
+  for (const alert of body.alerts ?? []) {
+    lines.push(
+      `alert ${alert.at} ${alert.type} in ${alert.region}${alert.subject ? `: ${alert.subject}` : ''} (${alert.delivery})`,
+    );
+  }
   return lines;
 }

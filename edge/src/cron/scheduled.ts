@@ -1,8 +1,10 @@
-// The cron trigger: retention, stuck-job recovery, watched jobs' domains and webhook retries,
+// The cron trigger: retention, stuck-job recovery, watched jobs' domains, webhook retries and
+// the operator's alerts,
 // each independent so that one failing does not stop the others.
 import { errorFields, log } from '../logger.ts';
 import { watchDomains } from '../services/batch/watch.ts';
 import { batchDepsOf } from '../services/batch-lifecycle.ts';
+import { alertDepsOf, deliverDueAlerts } from '../services/fleet/alerts.ts';
 import { sweepBalances, watchDepsOf } from '../services/money/balance-watch.ts';
 import { retentionCutoffsOf } from '../services/money/storage-policy.ts';
 import { retryDueDeliveries } from '../services/webhooks/delivery.ts';
@@ -18,6 +20,7 @@ export async function runScheduled(env: Env, ctx: ExecutionContext, now = Date.n
     ['watch', () => watchDomains(deps, now)],
     ['webhooks', () => retryDueDeliveries(db, config, now)],
     ['balances', () => sweepBalances(watchDepsOf(db, config, env, now))],
+    ['alerts', () => deliverDueAlerts(alertDepsOf(db, config, env), now)],
   ];
   const outcomes = await Promise.allSettled(tasks.map(([, task]) => task()));
   outcomes.forEach((outcome, index) => {

@@ -14,10 +14,11 @@ import {
   reportFor,
   startFakeProber,
 } from '../../test/fake-prober.ts';
-import { revokeCredentialForTest } from '../../test/fixtures.ts';
+import { db, revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import type { BatchTask } from '../services/batch/types.ts';
+import { alertsView } from '../services/fleet/alerts.ts';
 import { regionsGateway } from '../services/fleet/prober-gateway.ts';
 import { probesOutPerMx } from './probe-scheduler.ts';
 import type { HubWork } from './prober-hub.ts';
@@ -281,6 +282,28 @@ describe('ProberHub probes', () => {
     expect(nothing).toMatchObject({ blocks: [], warmUps: [], uses: [] });
     again.close();
     stranger.close();
+  });
+
+  it('raises an alert for each block begun and ended, and for the prober and then the region gone', async () => {
+    const region = `hub-alerts-${crypto.randomUUID().slice(0, 8)}`;
+    const prober = await startFakeProber(region, (probe) => reportFor(probe, 250, null, 'OK'));
+    announceEgresses(prober, region, [{ id: '127.0.0.2', kind: 'direct', helo: null }]);
+    const now = Date.now();
+    const state = (id: string, blocks: ReturnType<typeof blockAt>[]) =>
+      prober.send({ type: 'egress_state', id, blocks, uses: [], sessions: 0 });
+    state('state-1', [blockAt('127.0.0.2', 'mx1.company.test', now)]);
+    // The same block reported again is no new alert; its end is one.
+    state('state-2', [blockAt('127.0.0.2', 'mx1.company.test', now)]);
+    state('state-3', []);
+    const alertsOf = async () =>
+      (await alertsView({ db: db() }))
+        .filter((alert) => alert.region === region)
+        .map((alert) => alert.type)
+        .reverse();
+    await until(async () => (await alertsOf()).length === 2, 'the block alerts are kept');
+    prober.close();
+    await until(async () => (await alertsOf()).length === 4, 'the gone alerts are kept');
+    expect(await alertsOf()).toEqual(['egress.blocked', 'egress.unblocked', 'prober.gone', 'region.gone']);
   });
 
   it('refuses and logs a result or an error for a probe sent to another prober', async () => {

@@ -9,11 +9,18 @@
 // (services/fleet/prober-gateway.ts, docs/operations.md, "Regions").
 
 import { DurableObject } from 'cloudflare:workers';
-import { PROBER_PROTOCOL_VERSION, type ProbeRequest, ProberMessage } from '@rcpt/shared/contract/prober';
+import {
+  type EgressBlockInfo,
+  PROBER_PROTOCOL_VERSION,
+  type ProbeRequest,
+  ProberMessage,
+} from '@rcpt/shared/contract/prober';
 import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import { type GatewayProbe, probeBehindGateway } from '@rcpt/shared/verify/probe-behind-gateway';
+import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
+import { alertDepsOf, blockAlerts, type FleetAlert, raiseAlerts } from '../services/fleet/alerts.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 import type { ProberEgresses } from './egress-blocks.ts';
@@ -151,6 +158,9 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       }
       case 'egress_state': {
         const now = Date.now();
+        const inForce = (blocks: readonly EgressBlockInfo[]) => blocks.filter((block) => block.until > now);
+        const before = this.#links.egressesOf(attachment.proberId, now).blocks;
+        this.#raise(blockAlerts(attachment.region, attachment.proberId, before, inForce(parsed.blocks)));
         this.#links.egresses.reported(attachment.proberId, parsed, now);
         const egressIds = this.#links
           .egressesOf(attachment.proberId, now)
@@ -271,6 +281,30 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   }
 
   #forget(ws: WebSocket): void {
+    const attachment = this.#links.attachmentOf(ws);
+    const wasLinked = attachment.ready && !this.#links.isGone(attachment.proberId);
     this.#scheduler.proberGone(this.#links.forget(ws));
+    if (!wasLinked) return;
+    const { proberId, tokenId, region, draining, connectedAt } = attachment;
+    const alerts: FleetAlert[] = [
+      {
+        type: 'prober.gone',
+        region,
+        data: { proberId, tokenId, draining, connectedAt: new Date(connectedAt).toISOString() },
+      },
+    ];
+    if (!this.#links.hasReady()) alerts.push({ type: 'region.gone', region, data: {} });
+    this.#raise(alerts);
+  }
+
+  /** Raises the alerts after this event is handled; a failure is logged, never thrown at the link. */
+  #raise(alerts: FleetAlert[]): void {
+    if (alerts.length === 0) return;
+    const deps = alertDepsOf(createDb(this.env.DB), configOf(this.env), this.env);
+    this.ctx.waitUntil(
+      raiseAlerts(deps, alerts, Date.now()).catch((error) =>
+        log.error('fleet alerts not kept', errorFields(error)),
+      ),
+    );
   }
 }

@@ -127,6 +127,11 @@ export class ProberLinks {
     return this.ready().length > 0;
   }
 
+  /** Whether `proberId`'s link was forgotten (its close is being handled, or was). */
+  isGone(proberId: string): boolean {
+    return this.#gone.has(proberId);
+  }
+
   /** The link closed: the prober is gone, with its egresses' reports. Returns its id. */
   forget(ws: WebSocket): string {
     const { proberId } = this.attachmentOf(ws);

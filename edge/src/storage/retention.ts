@@ -28,6 +28,7 @@ export interface RetentionReport {
   outcomes: number;
   outcomeNonces: number;
   deliveries: number;
+  operatorAlerts: number;
   sessions: number;
   idempotencyKeys: number;
   domainFacts: number;
@@ -36,7 +37,7 @@ export interface RetentionReport {
 
 /** What was created before each time (ms since the epoch) goes. */
 export interface RetentionCutoffs {
-  /** Jobs, history and webhook deliveries. */
+  /** Jobs, history, webhook deliveries and the operator's alerts. */
   retention: number;
   /** Test-mode jobs and history. */
   sandbox: number;
@@ -61,6 +62,7 @@ export async function deleteExpired(
     outcomes: 0,
     outcomeNonces: 0,
     deliveries: 0,
+    operatorAlerts: 0,
     sessions: 0,
     idempotencyKeys: 0,
     domainFacts: 0,
@@ -85,6 +87,7 @@ export async function deleteExpired(
     now - OUTCOME_NONCE_TTL_MS,
   );
   report.deliveries = await deleteInChunks(d1, 'webhook_deliveries', 'created_at < ?1', cutoffs.retention);
+  report.operatorAlerts = await deleteInChunks(d1, 'operator_alerts', 'created_at < ?1', cutoffs.retention);
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
   // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
@@ -203,6 +206,7 @@ async function deleteInChunks(
     | 'outcomes'
     | 'outcome_hook_nonces'
     | 'webhook_deliveries'
+    | 'operator_alerts'
     | 'sessions'
     | 'domain_facts'
     | 'idempotency_keys'

@@ -392,6 +392,33 @@ export const webhookDeliveries = sqliteTable(
   ],
 );
 
+// ── Operator alerts ───────────────────────────────────────────────────────────────────
+// What the fleet's hubs saw that an operator acts on (docs/operations.md, "Alerts"): an egress
+// blocked or unblocked, a prober or a whole region gone. Each is delivered to the operator's
+// webhook (signed, retried as customers' job events are) and by email; kept 60 days.
+
+export const operatorAlerts = sqliteTable(
+  'operator_alerts',
+  {
+    id: text('id').primaryKey(),
+    eventType: text('event_type').notNull(),
+    region: text('region').notNull(),
+    payload: text('payload').notNull(),
+    state: text('state', { enum: ['pending', 'delivered', 'failed'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastStatus: integer('last_status'),
+    lastError: text('last_error'),
+    nextAttemptAt: integer('next_attempt_at'),
+    emailedAt: integer('emailed_at'),
+    createdAt: integer('created_at').notNull(),
+    deliveredAt: integer('delivered_at'),
+  },
+  (table) => [
+    index('operator_alerts_due').on(table.state, table.nextAttemptAt),
+    index('operator_alerts_created').on(table.createdAt),
+  ],
+);
+
 // ── Idempotency keys ──────────────────────────────────────────────────────────────────
 // The first answer to a request sent with an `Idempotency-Key`, kept 24 hours per account and
 // key mode (a test key never sees a live key's answer, nor the reverse), so that a retry gets

@@ -4,6 +4,7 @@
 import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
+import { alertsView } from '../../services/fleet/alerts.ts';
 import { fleetView, operatorOf, storeWritesOf } from '../../services/fleet/operator-view.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
 
@@ -21,10 +22,11 @@ export function registerFleet(app: Hono<AppEnv>): void {
     const operator = await operatorOf(services, token, Date.now());
     if (!operator)
       throw new ApiError('UNAUTHORIZED', { message: 'The operator token is invalid or revoked.' });
-    const [regions, storage] = await Promise.all([
+    const [regions, storage, alerts] = await Promise.all([
       fleetView(services, c.req.query('region') || undefined),
       storeWritesOf(services, Date.now()),
+      alertsView(services),
     ]);
-    return c.json({ regions, storage });
+    return c.json({ regions, storage, alerts });
   });
 }

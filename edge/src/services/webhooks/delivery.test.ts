@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { signWebhook } from './delivery.ts';
 import { validateWebhookUrl } from './settings.ts';
+import { signWebhook } from './signed-post.ts';
 
 describe('validateWebhookUrl', () => {
   it.each([

@@ -1,14 +1,11 @@
-// Webhooks signed per Standard Webhooks: `webhook-id`, `webhook-timestamp` and
+// Customers' job events, signed per Standard Webhooks (signed-post.ts): `webhook-id`, `webhook-timestamp` and
 // `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`, with the
 // account's `whsec_` secret (settings.ts). Failed job events are retried
 // with exponential backoff by the cron, fairly across accounts; a test event is sent once, to
 // the caller who waits for it. Every attempt is visible to the account.
 import type { WatchChange } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
-import { isSpecialPurposeAddress } from '@rcpt/shared/ip-ranges';
 import type { Config } from '../../config.ts';
-import { isDnsFailure } from '../../dns/doh-client.ts';
-import { dohClientFor } from '../../dns/resolvers.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { findJobById } from '../../storage/jobs.ts';
@@ -21,15 +18,13 @@ import {
   type WebhookDeliveryRow,
 } from '../../storage/webhooks.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
-import { fromBase64, openStored, toBase64 } from '../accounts/secret-box.ts';
+import { openStored } from '../accounts/secret-box.ts';
 import { domainChangesOf } from '../batch/domain-changes.ts';
 import { jobView } from '../batch/jobs.ts';
 import { quotaExceeded, quotasOf, utcDayStart } from '../money/quotas.ts';
-import { isIP, SECRET_PREFIX, webhookSecretPlace } from './settings.ts';
-import { type PinnedOutcome, postToCheckedTarget, type TargetPolicy } from './target.ts';
+import { webhookSecretPlace } from './settings.ts';
+import { attemptOutcome, postSignedEvent, WEBHOOK_MAX_ATTEMPTS } from './signed-post.ts';
 
-export const WEBHOOK_MAX_ATTEMPTS = 8;
-const FIRST_RETRY_SECONDS = 30;
 /**
  * A cron run's share of retries: at most this many due deliveries of one account, oldest first,
  * and this many in all, so that one account's failing endpoint (or its backlog) delays nobody else.
@@ -37,28 +32,6 @@ const FIRST_RETRY_SECONDS = 30;
 export const RETRIES_PER_ACCOUNT = 5;
 export const RETRIES_PER_RUN = 50;
 const TEST_EVENT = 'webhook.test';
-const DELIVERY_TIMEOUT_MS = 10_000;
-
-export async function signWebhook(
-  secret: string,
-  id: string,
-  timestamp: number,
-  body: string,
-): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    'raw',
-    fromBase64(secret.slice(SECRET_PREFIX.length)),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign'],
-  );
-  const signature = await crypto.subtle.sign(
-    'HMAC',
-    key,
-    new TextEncoder().encode(`${id}.${timestamp}.${body}`),
-  );
-  return `v1,${toBase64(new Uint8Array(signature))}`;
-}
 
 /**
  * Attempts the job's pending events now (written with the job's completion, in its
@@ -162,29 +135,24 @@ async function attemptDelivery(
         account.webhookSecret,
         webhookSecretPlace(account.id),
       );
-      const timestamp = Math.floor(now / 1000);
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'rcpt-webhooks/1',
-        'webhook-id': delivery.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': await signWebhook(secret, delivery.id, timestamp, payload),
-      };
-      const sent = await sendDelivery(delivery.url, headers, payload, config);
-      if ('status' in sent) status = sent.status;
-      else error = 'refusal' in sent ? sent.refusal : sent.error;
+      ({ status, error } = await postSignedEvent(
+        delivery.url,
+        { id: delivery.id, payload, secret },
+        config,
+        now,
+      ));
     } catch (cause) {
       error = cause instanceof Error ? cause.message.slice(0, 200) : 'delivery failed';
     }
   }
-  const delivered = status !== null && status >= 200 && status < 300;
+  const { state, nextAttemptAt } = attemptOutcome(
+    status,
+    delivery.attempts + 1,
+    maxAttemptsOf(delivery.eventType),
+    now,
+  );
+  const delivered = state === 'delivered';
   const attempts = delivery.attempts + 1;
-  const state = delivered
-    ? 'delivered'
-    : attempts >= maxAttemptsOf(delivery.eventType)
-      ? 'failed'
-      : 'pending';
-  const nextAttemptAt = state === 'pending' ? now + FIRST_RETRY_SECONDS * 1000 * 2 ** (attempts - 1) : null;
   await recordAttempt(db, delivery.id, { state, status, error, nextAttemptAt, now });
   return {
     ...delivery,
@@ -235,58 +203,4 @@ async function updateOf(
       ? []
       : await domainChangesOf({ db }, delivery.jobId, round);
   return { changedAddresses, cause: domainChanges.length > 0 ? 'watch' : 'recheck', domainChanges };
-}
-
-/**
- * Sends one attempt. Where private targets are refused (every deployment but development), the
- * host is resolved once, every address checked (RFC 6890: private, loopback, link-local …), and
- * the request goes to a checked address and no other (target.ts): no DNS rebinding
- * between the check and the call. Where the deployment allows private targets nothing is
- * refused, so nothing needs pinning, and the platform's `fetch` sends it. Redirects are never
- * followed either way.
- */
-async function sendDelivery(
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  config: Config,
-): Promise<PinnedOutcome> {
-  if (!config.ALLOW_PRIVATE_TARGETS) {
-    return postToCheckedTarget(
-      new URL(url),
-      { headers, body, timeoutMs: DELIVERY_TIMEOUT_MS },
-      targetPolicyOf(config),
-    );
-  }
-  const response = await fetch(url, {
-    method: 'POST',
-    headers,
-    body,
-    signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
-    redirect: 'manual',
-  });
-  await response.body?.cancel();
-  return { status: response.status, address: new URL(url).hostname };
-}
-
-/** The deployment's view of a webhook host: its addresses by DNS over HTTPS, special-purpose ones refused. */
-export function targetPolicyOf(config: Config): TargetPolicy {
-  return {
-    async resolve(host) {
-      if (isIP(host)) return [host];
-      const doh = dohClientFor(config);
-      const addresses: string[] = [];
-      for (const answer of await Promise.all([doh.query(host, 'A'), doh.query(host, 'AAAA')])) {
-        if (isDnsFailure(answer)) return { failure: `${host} could not be resolved (${answer.rcode})` };
-        for (const record of answer.answers) if ('address' in record) addresses.push(record.address);
-      }
-      return addresses;
-    },
-    refuse(address, host) {
-      if (!isSpecialPurposeAddress(address)) return null;
-      return address === host
-        ? `${host} is a private or reserved address`
-        : `${host} resolves to a private or reserved address (${address})`;
-    },
-  };
 }
