@@ -1,12 +1,7 @@
 import type { LookupOutcome } from '@rcpt/shared/dns/lookup';
 import { describe, expect, test } from 'vitest';
-import {
-  blocklistName,
-  type HealthAnswers,
-  readHealth,
-  reverseName,
-  usedByMostReceivers,
-} from './egress-health.ts';
+import { blocklistName, reverseName } from '../dns/reverse-names.ts';
+import { type HealthAnswers, readHealth, usedByMostReceivers } from './egress-health.ts';
 
 const ADDRESS = '198.51.100.7';
 const NAME = 'out1.example.net';

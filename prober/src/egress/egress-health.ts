@@ -8,6 +8,7 @@
 // themselves run in egress-health-checker.ts.
 import { isIP } from 'node:net';
 import type { LookupOutcome } from '@rcpt/shared/dns/lookup';
+import { expandIpv6 } from '../dns/reverse-names.ts';
 
 /** A check's result: passed, failed, or not settled (no address known, no answer in time). */
 export type CheckResult = 'pass' | 'fail' | 'unknown';
@@ -93,51 +94,6 @@ const ERROR_CODES: Readonly<Record<string, string>> = {
 /** Whether a listing on `zone` is one most receivers refuse (KNOWN_BLOCKLISTS). */
 export function usedByMostReceivers(zone: string): boolean {
   return KNOWN_BLOCKLISTS[zone.toLowerCase()]?.usedByMostReceivers ?? false;
-}
-
-/**
- * The address's labels reversed, as DNSBL and reverse-DNS names begin (RFC 5782 §2.1 and §2.4,
- * https://www.rfc-editor.org/rfc/rfc5782): the octets of an IPv4 address, the 32 nibbles of an
- * IPv6 address. Null for text that is not an address.
- */
-export function reversedLabels(address: string): string | null {
-  const family = isIP(address);
-  if (family === 4) return address.split('.').reverse().join('.');
-  if (family !== 6) return null;
-  return expandIpv6(address).split('').reverse().join('.');
-}
-
-/** The DNSBL query name of `address` on `zone`: `2.0.0.127.zen.spamhaus.org` for 127.0.0.2. */
-export function blocklistName(address: string, zone: string): string | null {
-  const labels = reversedLabels(address);
-  return labels === null ? null : `${labels}.${zone}`;
-}
-
-/** The PTR name of `address`: under in-addr.arpa or ip6.arpa (RFC 1035 §3.5, RFC 3596 §2.5). */
-export function reverseName(address: string): string | null {
-  const labels = reversedLabels(address);
-  if (labels === null) return null;
-  return `${labels}.${isIP(address) === 4 ? 'in-addr.arpa' : 'ip6.arpa'}`;
-}
-
-/** The 32 hex digits of an IPv6 address (an embedded IPv4 tail included), lower case. */
-function expandIpv6(address: string): string {
-  let text = address.toLowerCase();
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)?.[1];
-  if (v4) {
-    const [a = 0, b = 0, c = 0, d = 0] = v4.split('.').map(Number);
-    text = `${text.slice(0, -v4.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const missing = 8 - headGroups.length - tailGroups.length;
-  const groups = [
-    ...headGroups,
-    ...Array.from({ length: tail === undefined ? 0 : missing }, () => '0'),
-    ...tailGroups,
-  ];
-  return groups.map((group) => group.padStart(4, '0')).join('');
 }
 
 /** What the checker found for one egress: the answers the health is read from. */
@@ -256,4 +212,44 @@ function sameAddress(a: string, b: string): boolean {
   const family = isIP(a);
   if (family !== isIP(b) || family === 0) return false;
   return family === 4 ? a === b : expandIpv6(a) === expandIpv6(b);
+}
+
+/** What a provider's receivers are known to check of a client, beyond the lists most receivers use. */
+export interface ProviderChecks {
+  /** Refuses a client without forward-confirmed reverse DNS (and a HELO name matching it). */
+  reverseDns: boolean;
+  /** DNSBL zones it refuses a listed client on. */
+  blocklists: readonly string[];
+}
+
+/**
+ * Providers of the registry (shared/src/verify/providers.ts, by id) known to refuse a client on
+ * what the health check finds. Gmail refuses a client without PTR ("550 5.7.25 The IP address
+ * sending this message does not have a PTR record setup",
+ * https://support.google.com/mail/answer/81126); Yahoo asks for valid reverse DNS
+ * (https://senders.yahooinc.com/best-practices/); Outlook.com requires it too
+ * (https://sendersupport.olc.protection.outlook.com/pm/policies.aspx). Barracuda's gateway
+ * refuses clients on Barracuda's own list. ZEN applies to every receiver (KNOWN_BLOCKLISTS).
+ */
+export const PROVIDER_CHECKS: Readonly<Record<string, ProviderChecks>> = {
+  google: { reverseDns: true, blocklists: [] },
+  yahoo: { reverseDns: true, blocklists: [] },
+  microsoft: { reverseDns: true, blocklists: [] },
+  barracuda: { reverseDns: false, blocklists: ['b.barracudacentral.org'] },
+};
+
+/**
+ * How bad an egress is for a session to `providerId`'s MX hosts (null: a host outside the
+ * registry): 0 clean; 1 failing something that provider checks; 2 listed on a list most
+ * receivers use; 3 both. An egress never checked, or whose checks are unknown, is clean.
+ */
+export function healthPenalty(health: EgressHealth | undefined, providerId: string | null): number {
+  if (!health) return 0;
+  const checks = providerId === null ? undefined : PROVIDER_CHECKS[providerId];
+  const listedEverywhere = health.listings.some((listing) => usedByMostReceivers(listing.zone));
+  const failsProvider =
+    checks !== undefined &&
+    ((checks.reverseDns && (health.fcrdns === 'fail' || health.heloMatches === false)) ||
+      health.listings.some((listing) => checks.blocklists.includes(listing.zone.toLowerCase())));
+  return (listedEverywhere ? 2 : 0) + (failsProvider ? 1 : 0);
 }
