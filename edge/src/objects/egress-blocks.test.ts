@@ -31,3 +31,27 @@ describe('FleetEgresses across a hibernation', () => {
     expect(new FleetEgresses(store, ['prober-a']).of('prober-a', now).egresses).toEqual([]);
   });
 });
+
+describe('FleetEgresses and health checks', () => {
+  it("keeps a prober's newest health report; a report without one (an older prober) shows none", () => {
+    const fleet = new FleetEgresses(memoryStore(), []);
+    fleet.linked('prober-a', [egress]);
+    expect(fleet.of('prober-a', 1).health).toEqual([]);
+    const health = {
+      egress: egress.id,
+      address: egress.id,
+      ptr: 'elsewhere.rcpt.test',
+      fcrdns: 'fail',
+      heloMatches: false,
+      listings: [{ zone: 'zen.spamhaus.org', codes: ['127.0.0.2'], meaning: 'SBL' }],
+      unchecked: [],
+      port25: 'unknown',
+      checkedAt: 5,
+    } as const;
+    const state = { type: 'egress_state', id: 's1', blocks: [], uses: [], sessions: 0 } as const;
+    fleet.reported('prober-a', { ...state, health: [health] }, 6);
+    expect(fleet.of('prober-a', 7).health).toEqual([health]);
+    fleet.reported('prober-a', state, 8);
+    expect(fleet.of('prober-a', 9).health).toEqual([]);
+  });
+});

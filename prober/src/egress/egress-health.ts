@@ -7,39 +7,14 @@
 // This file holds the pure part: names to ask and the reading of the answers. The lookups
 // themselves run in egress-health-checker.ts.
 import { isIP } from 'node:net';
+import type { EgressHealthInfo } from '@rcpt/shared/contract/prober';
 import type { LookupOutcome } from '@rcpt/shared/dns/lookup';
 import { expandIpv6 } from '../dns/reverse-names.ts';
 
-/** A check's result: passed, failed, or not settled (no address known, no answer in time). */
-export type CheckResult = 'pass' | 'fail' | 'unknown';
-
-/** One blocklist that lists the address, with the codes it answered and what they mean. */
-export interface BlocklistListing {
-  zone: string;
-  /** The A records answered (127.0.0.x), sorted. */
-  codes: string[];
-  meaning: string;
-}
-
-export interface EgressHealth {
-  /** The egress's id. */
-  egress: string;
-  /** The public address receivers see; null when the prober does not know it (not checked). */
-  address: string | null;
-  /** The address's PTR name (the one that resolves back, when one does); null when it has none. */
-  ptr: string | null;
-  /** Forward-confirmed reverse DNS: a PTR name whose A/AAAA records hold the address (RFC 8601 §2.7.3). */
-  fcrdns: CheckResult;
-  /** Whether the egress's HELO name is its PTR name; null when either is not known. */
-  heloMatches: boolean | null;
-  listings: BlocklistListing[];
-  /** Blocklists that gave no usable answer (a lookup failure, an error code): neither listed nor clean. */
-  unchecked: { zone: string; why: string }[];
-  /** Whether a TCP connection to port 25 got through from this egress. */
-  port25: 'ok' | 'blocked' | 'unknown';
-  /** When the check ran (ms since the epoch). */
-  checkedAt: number;
-}
+/** An egress's health as the hub receives it (the egress-state message). */
+export type EgressHealth = EgressHealthInfo;
+export type BlocklistListing = EgressHealth['listings'][number];
+type CheckResult = EgressHealth['fcrdns'];
 
 /** EGRESS_BLOCKLISTS' default. */
 export const DEFAULT_BLOCKLISTS = ['zen.spamhaus.org', 'b.barracudacentral.org', 'bl.spamcop.net'] as const;
