@@ -1,3 +1,4 @@
+import type { EgressHealthInfo, EgressStateMessage } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
 import { blockAt } from '../../test/fake-prober.ts';
 import { memoryStore } from '../../test/memory-store.ts';
@@ -37,7 +38,7 @@ describe('FleetEgresses and health checks', () => {
     const fleet = new FleetEgresses(memoryStore(), []);
     fleet.linked('prober-a', [egress]);
     expect(fleet.of('prober-a', 1).health).toEqual([]);
-    const health = {
+    const health: EgressHealthInfo = {
       egress: egress.id,
       address: egress.id,
       ptr: 'elsewhere.rcpt.test',
@@ -47,8 +48,8 @@ describe('FleetEgresses and health checks', () => {
       unchecked: [],
       port25: 'unknown',
       checkedAt: 5,
-    } as const;
-    const state = { type: 'egress_state', id: 's1', blocks: [], uses: [], sessions: 0 } as const;
+    };
+    const state: EgressStateMessage = { type: 'egress_state', id: 's1', blocks: [], uses: [], sessions: 0 };
     fleet.reported('prober-a', { ...state, health: [health] }, 6);
     expect(fleet.of('prober-a', 7).health).toEqual([health]);
     fleet.reported('prober-a', state, 8);
