@@ -64,6 +64,10 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...RUN_ENV, EGRESS_BLOCKLISTS: 'zen_spamhaus' }, 'run')).toThrow(
       /EGRESS_BLOCKLISTS must be a comma-separated list of DNSBL zones/,
     );
+    const many = Array.from({ length: 17 }, (_, index) => `list${index}.example.org`).join(',');
+    expect(() => loadConfig({ ...RUN_ENV, EGRESS_BLOCKLISTS: many }, 'run')).toThrow(
+      /EGRESS_BLOCKLISTS must name at most 16 zones, got 17/,
+    );
     expect(() => loadConfig({ ...RUN_ENV, EGRESS_PORT25_CHECK_HOST: 'mx:99999' }, 'run')).toThrow(
       /EGRESS_PORT25_CHECK_HOST must be host or host:port/,
     );

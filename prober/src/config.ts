@@ -332,6 +332,9 @@ const socks5ProxiesVariable = egressListVariable((entry, position) => {
   );
 });
 
+/** Most DNSBL zones each egress is looked up on: a health report carries at most 32 (the contract). */
+const MAX_BLOCKLISTS = 16;
+
 const blocklistsVariable = z
   .string()
   .optional()
@@ -350,7 +353,15 @@ const blocklistsVariable = z
       });
       return z.NEVER;
     }
-    return [...new Set(zones)];
+    const unique = [...new Set(zones)];
+    if (unique.length > MAX_BLOCKLISTS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must name at most ${MAX_BLOCKLISTS} zones, got ${unique.length}`,
+      });
+      return z.NEVER;
+    }
+    return unique;
   });
 
 /** `host` or `host:port` (port 25 unless given): a mail server to open a connection to. */

@@ -105,7 +105,7 @@ export function readHealth(answers: HealthAnswers): EgressHealth {
   for (const { zone, outcome } of answers.blocklists) {
     const read = readBlocklist(zone, outcome);
     if (read.kind === 'listed') listings.push(read.listing);
-    else if (read.kind === 'unchecked') unchecked.push({ zone, why: read.why });
+    else if (read.kind === 'unchecked') unchecked.push({ zone, why: read.why.slice(0, 500) });
   }
   return {
     ...base,
@@ -172,7 +172,8 @@ function readBlocklist(zone: string, outcome: LookupOutcome<string>): BlocklistR
   }
   const known = KNOWN_BLOCKLISTS[zone.toLowerCase()]?.codes ?? {};
   const meaning = [...new Set(codes.map((code) => known[code] ?? `listed (${code})`))].join('; ');
-  return { kind: 'listed', listing: { zone, codes, meaning } };
+  // Within the egress-state message's bounds (shared/src/contract/prober.ts).
+  return { kind: 'listed', listing: { zone, codes: codes.slice(0, 32), meaning: meaning.slice(0, 1_000) } };
 }
 
 function withoutFinalDot(name: string): string {
