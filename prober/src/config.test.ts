@@ -38,7 +38,42 @@ describe('loadConfig', () => {
       egresses: [{ id: 'system', kind: 'direct', localAddress: null, helo: null }],
       egressHourlyBudget: 200,
       egressWarmUp: true,
+      egressBlocklists: ['zen.spamhaus.org', 'b.barracudacentral.org', 'bl.spamcop.net'],
+      egressHealthIntervalMs: 3_600_000,
+      egressPort25CheckHost: null,
     });
+  });
+
+  it('reads the health check settings: blocklists, interval, port 25 target', () => {
+    const config = loadConfig(
+      {
+        ...RUN_ENV,
+        EGRESS_BLOCKLISTS: 'ZEN.spamhaus.org., dnsbl.example.org',
+        EGRESS_HEALTH_INTERVAL_MS: '600000',
+        EGRESS_PORT25_CHECK_HOST: 'mx.example.net:2525',
+      },
+      'run',
+    );
+    expect(config.egressBlocklists).toEqual(['zen.spamhaus.org', 'dnsbl.example.org']);
+    expect(config.egressHealthIntervalMs).toBe(600_000);
+    expect(config.egressPort25CheckHost).toEqual({ host: 'mx.example.net', port: 2525 });
+    expect(loadConfig({ ...RUN_ENV, EGRESS_BLOCKLISTS: '' }, 'run').egressBlocklists).toEqual([]);
+    expect(
+      loadConfig({ ...RUN_ENV, EGRESS_PORT25_CHECK_HOST: '[2001:db8::25]' }, 'run').egressPort25CheckHost,
+    ).toEqual({ host: '2001:db8::25', port: 25 });
+    expect(() => loadConfig({ ...RUN_ENV, EGRESS_BLOCKLISTS: 'zen_spamhaus' }, 'run')).toThrow(
+      /EGRESS_BLOCKLISTS must be a comma-separated list of DNSBL zones/,
+    );
+    const many = Array.from({ length: 17 }, (_, index) => `list${index}.example.org`).join(',');
+    expect(() => loadConfig({ ...RUN_ENV, EGRESS_BLOCKLISTS: many }, 'run')).toThrow(
+      /EGRESS_BLOCKLISTS must name at most 16 zones, got 17/,
+    );
+    expect(() => loadConfig({ ...RUN_ENV, EGRESS_PORT25_CHECK_HOST: 'mx:99999' }, 'run')).toThrow(
+      /EGRESS_PORT25_CHECK_HOST must be host or host:port/,
+    );
+    expect(() =>
+      loadConfig({ ...RUN_ENV, SOCKS5_PROXIES: 'socks5://proxy.example.net?address=nope' }, 'run'),
+    ).toThrow(/address must be the proxy's public IP address/);
   });
 
   it('reads egresses: source addresses with their HELO names, then SOCKS5 proxies', () => {
@@ -47,7 +82,7 @@ describe('loadConfig', () => {
         ...RUN_ENV,
         SOURCE_ADDRESSES: '198.51.100.7=out1.example.net., 2001:db8::7',
         SOCKS5_PROXIES:
-          'socks5://us%40er:p%3Ass@proxy.example.net:1081?helo=out3.example.net,socks5://[2001:db8::1]',
+          'socks5://us%40er:p%3Ass@proxy.example.net:1081?helo=out3.example.net&address=203.0.113.9,socks5://[2001:db8::1]',
       },
       'run',
     );
@@ -59,12 +94,14 @@ describe('loadConfig', () => {
         kind: 'socks5',
         proxy: { host: 'proxy.example.net', port: 1081, username: 'us@er', password: 'p:ss' },
         helo: 'out3.example.net',
+        address: '203.0.113.9',
       },
       {
         id: 'socks5://[2001:db8::1]:1080',
         kind: 'socks5',
         proxy: { host: '2001:db8::1', port: 1080, username: null, password: null },
         helo: null,
+        address: null,
       },
     ]);
     // The log line names each egress, never a proxy's password.

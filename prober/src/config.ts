@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { REGION_NAME, REGION_NAME_RULE } from '@rcpt/shared/prober-regions';
 import { z } from 'zod';
 import { directEgress, type Egress, SYSTEM_EGRESS, socks5Egress } from './egress/egress.ts';
+import { DEFAULT_BLOCKLISTS } from './egress/egress-health.ts';
 import { DEFAULT_PROVIDER_HOURLY_BUDGET } from './throttle/egress-budget.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -45,6 +46,12 @@ export interface ProberConfig {
   egressHourlyBudget: number;
   /** Whether a new egress starts at a quarter of its budget (throttle/egress-budget.ts). */
   egressWarmUp: boolean;
+  /** The DNS blocklists each egress is looked up on (egress/egress-health.ts). */
+  egressBlocklists: string[];
+  /** Between two health checks of the egresses. */
+  egressHealthIntervalMs: number;
+  /** Where the port 25 check connects; null: not checked (`unknown`). */
+  egressPort25CheckHost: { host: string; port: number } | null;
 }
 
 export class ConfigError extends Error {
@@ -287,14 +294,14 @@ const socks5ProxiesVariable = egressListVariable((entry, position) => {
     // The entry may hold a password: say where it went wrong, not what it was.
     return `entry ${position} is not a socks5:// URL`;
   }
-  const extraParams = [...url.searchParams.keys()].filter((key) => key !== 'helo');
+  const extraParams = [...url.searchParams.keys()].filter((key) => key !== 'helo' && key !== 'address');
   if (
     url.protocol !== 'socks5:' ||
     !url.hostname ||
     (url.pathname !== '' && url.pathname !== '/') ||
     extraParams.length > 0
   ) {
-    return `entry ${position} must be socks5://[user:password@]host:port[?helo=name]`;
+    return `entry ${position} must be socks5://[user:password@]host:port[?helo=name][&address=public IP]`;
   }
   const username = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
@@ -310,6 +317,9 @@ const socks5ProxiesVariable = egressListVariable((entry, position) => {
   const heloName = helo === null ? null : egressHelo(helo);
   if (helo !== null && heloName === null)
     return `entry ${position}: helo must be a host name, got ${JSON.stringify(helo)}`;
+  const address = url.searchParams.get('address');
+  if (address !== null && isIP(address) === 0)
+    return `entry ${position}: address must be the proxy's public IP address, got ${JSON.stringify(address)}`;
   return socks5Egress(
     {
       host: url.hostname.replace(/^\[|\]$/g, ''),
@@ -318,7 +328,53 @@ const socks5ProxiesVariable = egressListVariable((entry, position) => {
       password: username === '' ? null : password,
     },
     heloName,
+    address,
   );
+});
+
+/** Most DNSBL zones each egress is looked up on: a health report carries at most 32 (the contract). */
+const MAX_BLOCKLISTS = 16;
+
+const blocklistsVariable = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    // Unset: the default lists; set but blank: none.
+    if (raw === undefined) return [...DEFAULT_BLOCKLISTS];
+    const zones = raw
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .map((zone) => zone.replace(/\.$/, '').toLowerCase());
+    const bad = zones.find((zone) => !HOST_NAME.test(zone) || !zone.includes('.'));
+    if (bad !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a comma-separated list of DNSBL zones (zen.spamhaus.org, …), got ${JSON.stringify(bad)}`,
+      });
+      return z.NEVER;
+    }
+    const unique = [...new Set(zones)];
+    if (unique.length > MAX_BLOCKLISTS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must name at most ${MAX_BLOCKLISTS} zones, got ${unique.length}`,
+      });
+      return z.NEVER;
+    }
+    return unique;
+  });
+
+/** `host` or `host:port` (port 25 unless given): a mail server to open a connection to. */
+const port25CheckHostVariable = optionalText.transform((text, ctx) => {
+  if (text === undefined) return null;
+  const match = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d{1,5}))?$/.exec(text);
+  const host = match?.[1] ?? match?.[2] ?? '';
+  const port = match?.[3] === undefined ? 25 : Number(match[3]);
+  if (!match || (isIP(host) === 0 && !HOST_NAME.test(host)) || port < 1 || port > 65_535) {
+    ctx.addIssue({ code: 'custom', message: `must be host or host:port, got ${JSON.stringify(text)}` });
+    return z.NEVER;
+  }
+  return { host, port };
 });
 
 const EnvSchema = z.object({
@@ -343,6 +399,9 @@ const EnvSchema = z.object({
   SOCKS5_PROXIES: socks5ProxiesVariable,
   EGRESS_HOURLY_BUDGET: integerVariable(1, 10_000_000, DEFAULT_PROVIDER_HOURLY_BUDGET),
   EGRESS_WARM_UP: booleanVariable(true),
+  EGRESS_BLOCKLISTS: blocklistsVariable,
+  EGRESS_HEALTH_INTERVAL_MS: integerVariable(60_000, 86_400_000, 3_600_000),
+  EGRESS_PORT25_CHECK_HOST: port25CheckHostVariable,
 });
 
 /** Reads the configuration from `env`. Throws a ConfigError listing every bad variable. */
@@ -399,6 +458,9 @@ export function loadConfig(env: Env, mode: ProberMode): ProberConfig {
     egresses: egresses.length > 0 ? egresses : [SYSTEM_EGRESS],
     egressHourlyBudget: vars.EGRESS_HOURLY_BUDGET,
     egressWarmUp: vars.EGRESS_WARM_UP,
+    egressBlocklists: vars.EGRESS_BLOCKLISTS,
+    egressHealthIntervalMs: vars.EGRESS_HEALTH_INTERVAL_MS,
+    egressPort25CheckHost: vars.EGRESS_PORT25_CHECK_HOST,
   };
 }
 

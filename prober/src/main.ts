@@ -10,8 +10,11 @@ import type {
 import { MAX_EGRESS_BLOCKS, MAX_EGRESSES } from '@rcpt/shared/contract/prober';
 import { providerSessionLimits } from '@rcpt/shared/verify/providers';
 import { describeConfig, type ProberConfig } from './config.ts';
+import { systemLookup } from './dns/system-lookup.ts';
 import { describeEgress, type Egress } from './egress/egress.ts';
 import { type EgressBlock, EgressBlocks, scopeKey } from './egress/egress-blocks.ts';
+import type { EgressHealth } from './egress/egress-health.ts';
+import { EgressHealthChecker } from './egress/egress-health-checker.ts';
 import { egressLabel } from './egress/egress-label.ts';
 import { EgressRouter } from './egress/egress-router.ts';
 import { type DrainOutcome, EdgeLink, proberConnectUrl } from './link/edge-link.ts';
@@ -39,9 +42,13 @@ export interface ProbeEngine {
   egressWarmUps(): { egress: string; since: number }[];
   /** Takes back what the region's hub remembers of the egresses (a restart forgot it). */
   restoreEgresses(memory: Omit<EgressMemoryMessage, 'type' | 'id'>): void;
-  /** Called whenever a block begins or ends. */
+  /** Each egress's newest health check (none before the first). */
+  egressHealth(): EgressHealth[];
+  /** Checks the egresses' health now and every EGRESS_HEALTH_INTERVAL_MS (the daemon; not `verify`). */
+  startHealthChecks(): Promise<EgressHealth[]>;
+  /** Called whenever a block begins or ends, or a health check's result changes. */
   onEgressChange(listener: () => void): void;
-  /** Ends the block timers. */
+  /** Ends the block and health check timers. */
   close(): void;
 }
 
@@ -80,8 +87,42 @@ export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine
       },
     },
   });
+  // What receivers look up about each egress, asked with the prober's resolver.
+  const health = new EgressHealthChecker({
+    egresses: config.egresses,
+    lookup: systemLookup({ servers: config.dnsServers }),
+    blocklists: config.egressBlocklists,
+    intervalMs: config.egressHealthIntervalMs,
+    port25Target: config.egressPort25CheckHost,
+    heloName: config.heloName,
+    connectTimeoutMs: config.connectTimeoutMs,
+    onChange(results) {
+      for (const result of results) {
+        const unhealthy =
+          result.listings.length > 0 ||
+          result.fcrdns === 'fail' ||
+          result.heloMatches === false ||
+          result.port25 === 'blocked';
+        if (!unhealthy) continue;
+        logger?.warn(
+          {
+            event: 'egress_unhealthy',
+            egress: result.egress,
+            ptr: result.ptr,
+            fcrdns: result.fcrdns,
+            heloMatches: result.heloMatches,
+            listings: result.listings.map((listing) => `${listing.zone} ${listing.codes.join(' ')}`),
+            port25: result.port25,
+          },
+          'egress health check failed',
+        );
+      }
+      changed();
+    },
+  });
   const router = new EgressRouter({
     egresses: config.egresses,
+    health,
     blocks,
     budget: new EgressBudget({
       hourlyBudget: config.egressHourlyBudget,
@@ -130,10 +171,15 @@ export function createEngine(config: ProberConfig, logger?: Logger): ProbeEngine
         memory.uses.filter((use) => own.has(use.egress)),
       );
     },
+    egressHealth: () => health.current(),
+    startHealthChecks: () => health.start(),
     onEgressChange: (listener) => {
       listeners.push(listener);
     },
-    close: () => blocks.close(),
+    close: () => {
+      blocks.close();
+      health.close();
+    },
   };
 }
 
@@ -143,6 +189,7 @@ export function egressStateOf(engine: ProbeEngine): Omit<EgressStateMessage, 'ty
     blocks: engine.egressBlocks().slice(-MAX_EGRESS_BLOCKS),
     uses: engine.egressUses().slice(0, MAX_EGRESS_BLOCKS),
     warmUps: engine.egressWarmUps().slice(0, MAX_EGRESSES),
+    health: engine.egressHealth().slice(0, MAX_EGRESSES),
     sessions: engine.openSessions(),
   };
 }
@@ -158,6 +205,21 @@ export interface Daemon {
 
 /** How often the egresses' hourly use is sent to the hub while it changes. */
 const EGRESS_USE_REPORT_MS = 5_000;
+
+/** How long the link waits for the egresses' first health check. */
+const FIRST_HEALTH_CHECK_WAIT_MS = 5_000;
+
+/** Resolves when `work` settles or after `ms`, whichever is first. */
+async function untilOrAfter(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
 
 /** Starts the link and the ops server around `engine`. */
 export async function startDaemon(
@@ -228,6 +290,10 @@ export async function startDaemon(
           logger,
           health: () => ({ linked: linkRef.linked, inFlight: linkRef.inFlight, draining: linkRef.draining }),
         });
+  // The first health check before the first probe, so that a listed egress carries none; a
+  // resolver that does not answer delays the link by FIRST_HEALTH_CHECK_WAIT_MS at most, and
+  // until the check ends every egress counts as clean.
+  await untilOrAfter(engine.startHealthChecks(), FIRST_HEALTH_CHECK_WAIT_MS);
   link.start();
   return {
     link,

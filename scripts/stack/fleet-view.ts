@@ -1,7 +1,6 @@
 // `npm run admin -- fleet` as text: the store's writes today against its daily budget, then one
-// block per prober, one line per egress, its blocks and its hour against the budget beneath it,
-// then the newest alerts.
-// The JSON (`--json`) is the edge's /internal/fleet.
+// block per prober, one line per egress, its health check, its blocks and its hour against the
+// budget beneath it, then the newest alerts. The JSON (`--json`) is the edge's /internal/fleet.
 
 interface FleetBody {
   /** Absent from an edge older than the daily write budget. */
@@ -33,6 +32,17 @@ interface FleetBody {
         hourlyUse: { provider: string; used: number; budget: number }[];
         /** When it began warming up; absent from edges and probers that predate it. */
         warmingUpSince?: string | null;
+        /** Its newest health check; null before the first, absent from edges that predate it. */
+        health?: {
+          address: string | null;
+          ptr: string | null;
+          fcrdns: string;
+          heloMatches: boolean | null;
+          listings: { zone: string; codes: string[]; meaning: string }[];
+          unchecked: { zone: string; why: string }[];
+          port25: string;
+          checkedAt: string;
+        } | null;
       }[];
     }[];
   }[];
@@ -64,6 +74,7 @@ export function fleetLines(body: FleetBody): string[] {
         lines.push(
           `    egress ${egress.id}${egress.label ? ` = ${egress.label}` : ''} (${egress.kind}${egress.helo ? `, HELO ${egress.helo}` : ''})${egress.blocks.length === 0 ? ' unblocked' : ''}${use ? `; this hour: ${use}` : ''}${egress.warmingUpSince ? `; in use since ${egress.warmingUpSince}` : ''}`,
         );
+        if (egress.health) lines.push(...healthLines(egress.health));
         for (const block of egress.blocks) {
           const reply = `${block.reply.code}${block.reply.enhanced ? ` ${block.reply.enhanced}` : ''} ${block.reply.text}`;
           lines.push(
@@ -80,4 +91,22 @@ export function fleetLines(body: FleetBody): string[] {
     );
   }
   return lines;
+}
+
+type EgressHealthView = NonNullable<
+  FleetBody['regions'][number]['probers'][number]['egresses'][number]['health']
+>;
+
+/** An egress's health check: one line, then one per listing and per list that could not be read. */
+function healthLines(health: EgressHealthView): string[] {
+  if (health.address === null)
+    return [`      health: public address unknown, not checked; port 25 ${health.port25}`];
+  const helo = health.heloMatches === null ? '' : health.heloMatches ? ', HELO = PTR' : ', HELO ≠ PTR';
+  return [
+    `      health at ${health.checkedAt}: ${health.address} PTR ${health.ptr ?? 'none'}, FCrDNS ${health.fcrdns}${helo}, port 25 ${health.port25}${health.listings.length === 0 ? ', not listed' : ''}`,
+    ...health.listings.map(
+      (listing) => `      LISTED on ${listing.zone} (${listing.codes.join(', ')}): ${listing.meaning}`,
+    ),
+    ...health.unchecked.map((entry) => `      not checked on ${entry.zone}: ${entry.why}`),
+  ];
 }

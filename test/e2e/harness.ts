@@ -100,6 +100,8 @@ export async function startSystem(
       proberEnv: {
         ...common,
         SMTP_PORT: String(world.smtpPort),
+        // The prober's resolver (its egresses' health check) is the world's.
+        DNS_SERVERS: world.dnsServer,
         COMMAND_TIMEOUT_MS: '3000',
         CONNECT_TIMEOUT_MS: '2000',
         ...options.proberEnv,

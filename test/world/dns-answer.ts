@@ -118,6 +118,8 @@ function recordsOf(entry: ZoneEntry, type: string, name: string): dnsPacket.Answ
       return (entry.AAAA ?? []).map((ip) => ({ ...common, type: 'AAAA', data: ip }));
     case 'TXT':
       return (entry.TXT ?? []).map((text) => ({ ...common, type: 'TXT', data: text }));
+    case 'PTR':
+      return (entry.PTR ?? []).map((target) => ({ ...common, type: 'PTR', data: target }));
     // Asked for CNAME itself, a resolver answers the alias without following it (RFC 1034 §3.6.2).
     case 'CNAME':
       return entry.CNAME === undefined ? [] : [{ ...common, type: 'CNAME', data: entry.CNAME }];

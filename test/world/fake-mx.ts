@@ -25,6 +25,8 @@ export interface FakeMx {
   received(): readonly string[];
   /** The counters since the start or the last resetStats() (the defence ones stay 0 where there are none). */
   stats(): MxStats;
+  /** Sessions opened from the client address `client` since the start or the last resetStats(). */
+  sessionsFrom(client: string): number;
   resetStats(): void;
 }
 
@@ -41,11 +43,14 @@ class ConnectionTally {
   readonly sockets = new Set<Socket>();
   highWater = 0;
   opened = 0;
+  readonly byClient = new Map<string, number>();
 
   watch(listener: Server): void {
     listener.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       this.opened++;
+      const client = socket.remoteAddress ?? 'unknown';
+      this.byClient.set(client, (this.byClient.get(client) ?? 0) + 1);
       this.highWater = Math.max(this.highWater, this.sockets.size);
       socket.once('close', () => this.sockets.delete(socket));
     });
@@ -150,10 +155,12 @@ export async function startSmtpMx(
       rcpts: received.length,
       rejectedRcpts: rejected,
     }),
+    sessionsFrom: (client) => tally.byClient.get(client) ?? 0,
     resetStats() {
       received.length = 0;
       rejected = 0;
       tally.opened = 0;
+      tally.byClient.clear();
       tally.highWater = tally.sockets.size;
     },
     close() {
@@ -184,8 +191,10 @@ export async function startTarpitMx(spec: FakeMxSpec, port: number): Promise<Run
     maxConcurrent: () => tally.highWater,
     received: () => [],
     stats: () => ({ ...emptyStats(), sessionsOpened: tally.opened, maxConcurrentSessions: tally.highWater }),
+    sessionsFrom: (client) => tally.byClient.get(client) ?? 0,
     resetStats() {
       tally.opened = 0;
+      tally.byClient.clear();
       tally.highWater = tally.sockets.size;
     },
     close() {

@@ -51,6 +51,8 @@ export async function startFastMx(
 ): Promise<RunningMx> {
   const sockets = new Set<Socket>();
   const sessionsByClient = new Map<string, number>();
+  // Sessions each client opened (for tests), kept apart from the open ones the limit counts.
+  const openedByClient = new Map<string, number>();
   let sessionsOpen = 0;
   let stats = emptyStats();
   let received: string[] = [];
@@ -207,6 +209,7 @@ export async function startFastMx(
       return;
     }
     sessionsByClient.set(client, fromClient);
+    openedByClient.set(client, (openedByClient.get(client) ?? 0) + 1);
     sessionsOpen++;
     stats.sessionsOpened++;
     stats.maxConcurrentSessions = Math.max(stats.maxConcurrentSessions, sessionsOpen);
@@ -251,8 +254,10 @@ export async function startFastMx(
     maxConcurrent: () => stats.maxConcurrentSessions,
     received: () => [...received],
     stats: () => ({ ...stats }),
+    sessionsFrom: (client) => openedByClient.get(client) ?? 0,
     resetStats() {
       stats = emptyStats();
+      openedByClient.clear();
       stats.maxConcurrentSessions = sessionsOpen;
       received = [];
     },

@@ -17,6 +17,7 @@ import {
   companyZone,
   DEFENDED_DOMAINS,
   DOMAINS,
+  dnsblZone,
   MX_HOSTS,
   MX_IPS,
   PROVIDER_HOSTS,
@@ -45,6 +46,7 @@ export {
   companyDomainNames,
   DEFENDED_DOMAINS,
   DOMAINS,
+  EGRESS_PTR,
   PROVIDER_DOMAINS,
   PROVIDER_HOSTS,
   tarpitDomainNames,
@@ -95,6 +97,12 @@ export interface WorldOptions {
   slowGreylistDelayMs?: number;
   /** The company domains and their defended MX hosts. */
   companies?: CompanyWorldOptions;
+  /**
+   * Client addresses the world's Spamhaus ZEN zone lists (dnsblZone), as a prober's health check
+   * looks them up (DNS_SERVERS = dnsServer); default none. The MX hosts refuse only the clients
+   * `companies.blocklisted` and `blocklistedAtProvider` name.
+   */
+  zenListed?: readonly string[];
   /** Client addresses both of the provider family's MX hosts (PROVIDER_HOSTS) list; default none. */
   blocklistedAtProvider?: readonly string[];
   /** How many pit-NNN.test tarpit domains to serve (tarpitZone); default 100. */
@@ -202,6 +210,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<MailWorld>
     ...bulkZone(options.bulkDomains ?? 50),
     ...companyZone(companies.domains, companies.hosts),
     ...tarpitZone(options.tarpitDomains ?? 100),
+    ...dnsblZone(options.zenListed ?? []),
   };
   const doh = await startDohStub(zone, options.dohPort ?? 0).catch(async (error: unknown) => {
     await Promise.all(listeners.map((listener) => listener.close()));

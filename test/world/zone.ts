@@ -18,6 +18,8 @@ export interface ZoneEntry {
   readonly servfail?: true;
   /** An alias (RFC 1034 §3.6.2): resolvers follow it to this name. The name has no other records. */
   readonly CNAME?: string;
+  /** The names of an address, under its in-addr.arpa name (RFC 1035 §3.5). */
+  readonly PTR?: readonly string[];
   /** No answer ever comes for the name, as when the path to its servers is down: clients time out. */
   readonly silent?: true;
   /**
@@ -176,6 +178,39 @@ function providerZone(): Record<string, ZoneEntry> {
   };
 }
 
+/**
+ * The reverse DNS of the addresses a prober of the world sends from (SOURCE_ADDRESSES): each has
+ * a PTR name; `name` resolves back to the address unless `resolvesTo` says otherwise — the one
+ * mismatch, an egress without forward-confirmed reverse DNS (RFC 8601 §2.7.3).
+ */
+export const EGRESS_PTR = [
+  { address: '127.0.0.1', name: 'out1.egress.test', resolvesTo: '127.0.0.1' },
+  { address: '127.0.0.2', name: 'out2.egress.test', resolvesTo: '127.0.0.2' },
+  { address: '127.0.0.3', name: 'out3.egress.test', resolvesTo: '127.0.0.99' },
+] as const;
+
+/** The in-addr.arpa name of an IPv4 address (RFC 1035 §3.5): its octets reversed. */
+function reversed(address: string): string {
+  return address.split('.').reverse().join('.');
+}
+
+function egressPtrZone(): Record<string, ZoneEntry> {
+  return Object.fromEntries(
+    EGRESS_PTR.flatMap(({ address, name, resolvesTo }) => [
+      [`${reversed(address)}.in-addr.arpa`, { PTR: [name] }],
+      [name, { A: [resolvesTo] }],
+    ]),
+  );
+}
+
+/**
+ * The DNSBL zone most receivers use (Spamhaus ZEN) as the world serves it: each of `listed` has an
+ * A record 127.0.0.2 (SBL) at its reversed name (RFC 5782 §2.1); every other address is NXDOMAIN.
+ */
+export function dnsblZone(listed: readonly string[], zone = 'zen.spamhaus.org'): Record<string, ZoneEntry> {
+  return Object.fromEntries(listed.map((address) => [`${reversed(address)}.${zone}`, { A: ['127.0.0.2'] }]));
+}
+
 /** A domain whose single MX is `host` at `ip`, with the host's A record. */
 function mailDomain(domain: string, host: string, ip: string): Record<string, ZoneEntry> {
   return {
@@ -187,6 +222,7 @@ function mailDomain(domain: string, host: string, ip: string): Record<string, Zo
 /** Every name of the world except the bulk domains (see `bulkZone`). Names are lower case, without the final dot. */
 export const ZONE: Readonly<Record<string, ZoneEntry>> = Object.freeze({
   ...providerZone(),
+  ...egressPtrZone(),
   ...mailDomain(DOMAINS.accept, MX_HOSTS.accept, MX_IPS.accept),
   ...mailDomain(DOMAINS.catchall, MX_HOSTS.catchall, MX_IPS.catchall),
   ...mailDomain(DOMAINS.greylist, MX_HOSTS.greylist, MX_IPS.greylist),

@@ -1,3 +1,4 @@
+import type { EgressHealthInfo, EgressStateMessage } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
 import { blockAt } from '../../test/fake-prober.ts';
 import { memoryStore } from '../../test/memory-store.ts';
@@ -29,5 +30,29 @@ describe('FleetEgresses across a hibernation', () => {
     after.forget('prober-a');
     expect(store.keys()).toEqual([]);
     expect(new FleetEgresses(store, ['prober-a']).of('prober-a', now).egresses).toEqual([]);
+  });
+});
+
+describe('FleetEgresses and health checks', () => {
+  it("keeps a prober's newest health report; a report without one (an older prober) shows none", () => {
+    const fleet = new FleetEgresses(memoryStore(), []);
+    fleet.linked('prober-a', [egress]);
+    expect(fleet.of('prober-a', 1).health).toEqual([]);
+    const health: EgressHealthInfo = {
+      egress: egress.id,
+      address: egress.id,
+      ptr: 'elsewhere.rcpt.test',
+      fcrdns: 'fail',
+      heloMatches: false,
+      listings: [{ zone: 'zen.spamhaus.org', codes: ['127.0.0.2'], meaning: 'SBL' }],
+      unchecked: [],
+      port25: 'unknown',
+      checkedAt: 5,
+    };
+    const state: EgressStateMessage = { type: 'egress_state', id: 's1', blocks: [], uses: [], sessions: 0 };
+    fleet.reported('prober-a', { ...state, health: [health] }, 6);
+    expect(fleet.of('prober-a', 7).health).toEqual([health]);
+    fleet.reported('prober-a', state, 8);
+    expect(fleet.of('prober-a', 9).health).toEqual([]);
   });
 });

@@ -1,11 +1,12 @@
 // What the hub knows of each linked prober's egresses (docs/operations.md, "Egress addresses"):
-// the list from its hello, and the blocks and hourly use it reports whenever a block begins or
-// ends. Kept in memory and in the hub's storage: a hibernation empties the hub's memory while
+// the list from its hello, and the blocks, hourly use and health checks it reports whenever
+// one of them changes. Kept in memory and in the hub's storage: a hibernation empties the hub's memory while
 // the links stay open, and a prober says it all again only when it links anew. The hub uses it to send a probe that every egress of one prober was refused for to another
 // prober, to pass one that every egress of its region is blocked for to the next region, and
 // the operator's view reads it.
 import type {
   EgressBlockInfo,
+  EgressHealthInfo,
   EgressInfo,
   EgressStateMessage,
   EgressWarmUpInfo,
@@ -21,6 +22,8 @@ export interface ProberEgresses {
   uses: EgressStateMessage['uses'];
   /** When each egress began warming up, as last reported. */
   warmUps: EgressWarmUpInfo[];
+  /** Each egress's newest health check, as last reported (absent from entries kept before it existed). */
+  health?: EgressHealthInfo[];
   /** SMTP sessions open at its last report; null before its first. */
   sessions: number | null;
   /** When its last report arrived (ms since the epoch); null before its first. */
@@ -76,6 +79,7 @@ export class FleetEgresses {
       blocks: state.blocks,
       uses: state.uses,
       warmUps: state.warmUps ?? [],
+      health: state.health ?? [],
       sessions: state.sessions,
       reportedAt: now,
     });
@@ -125,8 +129,21 @@ export class FleetEgresses {
   /** What the operator's view shows of `proberId`, the blocks that have ended left out. */
   of(proberId: string, now: number): ProberEgresses {
     const known = this.#known(proberId);
-    if (!known) return { egresses: [], blocks: [], uses: [], warmUps: [], sessions: null, reportedAt: null };
-    return { ...known, blocks: known.blocks.filter((block) => block.until > now) };
+    if (!known)
+      return {
+        egresses: [],
+        blocks: [],
+        uses: [],
+        warmUps: [],
+        health: [],
+        sessions: null,
+        reportedAt: null,
+      };
+    return {
+      ...known,
+      blocks: known.blocks.filter((block) => block.until > now),
+      health: known.health ?? [],
+    };
   }
 }
 

@@ -3,6 +3,7 @@
 // same route for the same DNS.
 import { Resolver } from 'node:dns/promises';
 import type { DnsFailureKind, DnsLookup, LookupOutcome, TenantLookup } from '@rcpt/shared/dns/lookup';
+import { reverseName } from './reverse-names.ts';
 
 export interface SystemLookupOptions {
   /** Resolvers (`ip`, `ip:port`, `[ipv6]:port`); empty means the system's own (/etc/resolv.conf). */
@@ -13,11 +14,16 @@ export interface SystemLookupOptions {
   tries?: number;
 }
 
+/** The PTR names of an address (its in-addr.arpa or ip6.arpa name, RFC 1035 §3.5, RFC 3596 §2.5). */
+export interface PtrLookup {
+  ptr(address: string): Promise<LookupOutcome<string>>;
+}
+
 export function systemLookup({
   servers,
   timeoutMs = 5_000,
   tries = 2,
-}: SystemLookupOptions): DnsLookup & TenantLookup {
+}: SystemLookupOptions): DnsLookup & TenantLookup & PtrLookup {
   const resolver = new Resolver({ timeout: timeoutMs, tries });
   if (servers.length > 0) resolver.setServers([...servers]);
   return {
@@ -35,6 +41,11 @@ export function systemLookup({
     // RFC 7208 §3.3: a TXT record's character-strings are read joined.
     txt: (name) => ask(async () => (await resolver.resolveTxt(name)).map((strings) => strings.join(''))),
     cname: (name) => ask(() => resolver.resolveCname(name)),
+    // Asked as a PTR query of the reverse name: `reverse()` answers from /etc/hosts first.
+    ptr: (address) => {
+      const name = reverseName(address);
+      return name === null ? Promise.resolve({ kind: 'nxdomain' }) : ask(() => resolver.resolvePtr(name));
+    },
   };
 }
 

@@ -2,6 +2,7 @@
 // with Postfix's block-list reply and serve every other (test/world/defences.ts), a provider
 // family whose MX hosts all list that address, and a real SOCKS5 proxy.
 import type { ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
+import { PROVIDERS } from '@rcpt/shared/verify/providers';
 import { classifyReply, refusesClient } from '@rcpt/shared/verify/smtp-reply';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { until } from '../../../test/eventually.ts';
@@ -19,6 +20,7 @@ import { EgressBudget } from '../throttle/egress-budget.ts';
 import { MxThrottle } from '../throttle/mx-throttle.ts';
 import { directEgress, type Egress, socks5Egress } from './egress.ts';
 import { type EgressBlock, EgressBlocks } from './egress-blocks.ts';
+import { type EgressHealth, healthPenalty, PROVIDER_CHECKS } from './egress-health.ts';
 import { EgressRouter } from './egress-router.ts';
 
 const LISTED = '127.0.0.2';
@@ -147,6 +149,111 @@ describe('an egress on a block list', () => {
     expect(providerMx('provider2')?.stats().blocklisted).toBe(0);
     // Its hour at the provider is counted against the clean egress only after the block.
     expect(through.budget.usedBy(CLEAN, 'fastmail')).toBe(4);
+  });
+});
+
+describe("the egresses' health, before any refusal", () => {
+  const THIRD = '127.0.0.3';
+  const checked = (egress: string, overrides: Partial<EgressHealth> = {}): EgressHealth => ({
+    egress,
+    address: egress,
+    ptr: `out-${egress}.rcpt.test`,
+    fcrdns: 'pass',
+    heloMatches: true,
+    listings: [],
+    unchecked: [],
+    port25: 'unknown',
+    checkedAt: 0,
+    ...overrides,
+  });
+  const ZEN = { zone: 'zen.spamhaus.org', codes: ['127.0.0.2'], meaning: 'SBL' };
+  const healthOf = (...records: EgressHealth[]) => {
+    const byId = new Map(records.map((record) => [record.egress, record]));
+    return { healthOf: (id: string) => byId.get(id) };
+  };
+  const through = (egresses: Egress[], health: ReturnType<typeof healthOf>) =>
+    new EgressRouter({ egresses, blocks: new EgressBlocks(), budget: new EgressBudget(), health });
+  // gmail.com is Google's in the registry; its "MX" here is the world's accepting server.
+  const gmailRequest = (emails: string[]): ProbeRequest => ({
+    emails: emails.map((local) => `${local}@gmail.com`),
+    domain: 'gmail.com',
+    mx: [{ host: 'gmail-smtp-in.l.google.com', preference: 5, ips: [world.mx.accept?.ip ?? ''] }],
+    mailFrom: 'verify@rcpt.test',
+    helo: 'rcpt.test',
+    timeoutMs: 30_000,
+    transcript: false,
+  });
+
+  test('an egress listed on ZEN carries no probe at all while a clean one is open: never refused, never blocked', async () => {
+    const router = through(
+      [directEgress(LISTED), directEgress(CLEAN)],
+      healthOf(checked(LISTED, { listings: [ZEN] }), checked(CLEAN)),
+    );
+    const mx1 = world.companyMx[0];
+    mx1?.resetStats();
+    for (let turn = 0; turn < 3; turn++) {
+      expect(codes(await router.probe(companyRequest(0, ['user1', 'left2']), deps()))).toEqual([250, 550]);
+    }
+    expect(mx1?.stats().blocklisted).toBe(0);
+    expect(mx1?.sessionsFrom(LISTED)).toBe(0);
+    expect(mx1?.sessionsFrom(CLEAN)).toBe(3);
+    expect(router.blocks.active()).toEqual([]);
+  });
+
+  test('with no clean egress left, the least bad one is tried and its refusal handled as usual', async () => {
+    const blocks = new EgressBlocks();
+    const router = new EgressRouter({
+      egresses: [directEgress(LISTED)],
+      blocks,
+      budget: new EgressBudget(),
+      health: healthOf(checked(LISTED, { listings: [ZEN] })),
+    });
+    const report = await router.probe(companyRequest(2, ['user1']), deps());
+    expect(report.egressesRefused).toBe(true);
+    expect(blocks.active().map((block) => block.egress)).toEqual([LISTED]);
+  });
+
+  test('a PTR mismatch keeps an egress from the providers that check reverse DNS, not from the rest', async () => {
+    const router = through(
+      [directEgress(THIRD), directEgress(CLEAN)],
+      healthOf(checked(THIRD, { fcrdns: 'fail', heloMatches: false }), checked(CLEAN)),
+    );
+    const accept = world.mx.accept;
+    accept?.resetStats();
+    for (let turn = 0; turn < 2; turn++) {
+      expect(codes(await router.probe(gmailRequest(['user1']), deps()))).toEqual([250]);
+    }
+    expect(accept?.sessionsFrom(THIRD)).toBe(0);
+    expect(accept?.sessionsFrom(CLEAN)).toBe(2);
+    // A company host checks nothing of the kind: both egresses take their turn there.
+    const mx2 = world.companyMx[1];
+    mx2?.resetStats();
+    for (let turn = 0; turn < 2; turn++) await router.probe(companyRequest(1, ['user7']), deps());
+    expect(mx2?.sessionsFrom(THIRD)).toBe(1);
+    expect(mx2?.sessionsFrom(CLEAN)).toBe(1);
+  });
+
+  test('a listing elsewhere keeps an egress only from the provider that uses that list', () => {
+    const spamcop = checked(THIRD, {
+      listings: [{ zone: 'bl.spamcop.net', codes: ['127.0.0.2'], meaning: 'listed on the SpamCop BL' }],
+    });
+    const barracuda = checked(THIRD, {
+      listings: [{ zone: 'b.barracudacentral.org', codes: ['127.0.0.2'], meaning: 'BRBL' }],
+    });
+    expect(healthPenalty(spamcop, 'google')).toBe(0);
+    expect(healthPenalty(spamcop, null)).toBe(0);
+    expect(healthPenalty(barracuda, 'barracuda')).toBe(1);
+    expect(healthPenalty(barracuda, 'microsoft')).toBe(0);
+    expect(healthPenalty(checked(THIRD, { listings: [ZEN] }), null)).toBe(2);
+    expect(healthPenalty(checked(THIRD, { listings: [ZEN], fcrdns: 'fail' }), 'yahoo')).toBe(3);
+    // Unknown is not a failure: an unsettled check keeps no egress from anyone.
+    expect(healthPenalty(checked(THIRD, { fcrdns: 'unknown', heloMatches: null }), 'google')).toBe(0);
+    expect(healthPenalty(undefined, 'google')).toBe(0);
+  });
+
+  test('the provider checks name providers of the registry', () => {
+    const ids = new Set(PROVIDERS.map((provider) => provider.id));
+    expect(Object.keys(PROVIDER_CHECKS).filter((id) => !ids.has(id))).toEqual([]);
   });
 });
 

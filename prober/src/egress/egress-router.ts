@@ -6,6 +6,10 @@
 // block lists — and the addresses it could not ask are asked at once from the next egress.
 // A refusal is never a verdict: a mailbox answer from any egress is. Only when every egress
 // is refused does the report say so (`egressesRefused`), for the hub to try another prober.
+// Before any refusal, the egresses' health (egress-health.ts) narrows the choice: an egress
+// listed on a list most receivers use carries no probe while another is open, and one failing
+// what the domain's provider checks (reverse DNS, its own list) none to that provider. When no
+// open egress is clean, the least bad one is tried and a refusal is handled as above.
 import type { AddressOutcome, ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
 import {
   type BlockScope,
@@ -19,6 +23,7 @@ import { type ProbeDeps, probe } from '../smtp/probe.ts';
 import type { EgressBudget } from '../throttle/egress-budget.ts';
 import type { Egress } from './egress.ts';
 import type { EgressBlocks } from './egress-blocks.ts';
+import { type EgressHealth, healthPenalty } from './egress-health.ts';
 
 // Below this a new attempt cannot finish a session; the refusal already in hand is the answer.
 const MIN_ATTEMPT_MS = 100;
@@ -28,6 +33,8 @@ export interface EgressRouterOptions {
   blocks: EgressBlocks;
   budget: EgressBudget;
   providers?: ProviderRegistry;
+  /** Each egress's newest health check (egress-health-checker.ts); none: every egress counts as clean. */
+  health?: { healthOf(egressId: string): EgressHealth | undefined };
 }
 
 export class EgressRouter {
@@ -35,6 +42,7 @@ export class EgressRouter {
   readonly blocks: EgressBlocks;
   readonly budget: EgressBudget;
   readonly #providers: ProviderRegistry;
+  readonly #health: EgressRouterOptions['health'];
   /** Round-robin turn for MX hosts that no budget paces. */
   #turn = 0;
 
@@ -44,6 +52,7 @@ export class EgressRouter {
     this.blocks = options.blocks;
     this.budget = options.budget;
     this.#providers = options.providers ?? PROVIDER_REGISTRY;
+    this.#health = options.health;
   }
 
   /**
@@ -68,13 +77,14 @@ export class EgressRouter {
     while (pending.length > 0) {
       const remainingMs = deadline - now();
       if (tried.size > 0 && remainingMs < MIN_ATTEMPT_MS) break;
-      const open = this.egresses.filter((egress) => {
+      const unblocked = this.egresses.filter((egress) => {
         if (tried.has(egress.id)) return false;
         const block = this.blocks.blockOf(egress.id, scopeAt(null));
         blockReply ??= block?.reply ?? null;
         return block === null;
       });
-      if (open.length === 0) break;
+      if (unblocked.length === 0) break;
+      const open = this.#healthiest(unblocked, provider?.id ?? null);
       const egress = provider ? this.#withRoom(open, provider.id, pending.length) : this.#inTurn(open);
       if (!egress) {
         return this.#overBudget(request, pending, outcomes, answered, provider?.name ?? firstHost);
@@ -122,6 +132,14 @@ export class EgressRouter {
       session: answered?.session ?? NO_SESSION,
       ...(pending.length > 0 ? { egressesRefused: true } : {}),
     };
+  }
+
+  /** The egresses of `open` with the least health penalty at `providerId` (egress-health.ts). */
+  #healthiest(open: readonly Egress[], providerId: string | null): readonly Egress[] {
+    if (!this.#health) return open;
+    const penalties = open.map((egress) => healthPenalty(this.#health?.healthOf(egress.id), providerId));
+    const least = Math.min(...penalties);
+    return open.filter((_, index) => penalties[index] === least);
   }
 
   /** The egress with the smallest share of its hour's budget used at `provider`, if any has room. */

@@ -29,6 +29,11 @@ export type Egress =
       kind: 'socks5';
       proxy: Socks5Proxy;
       helo: string | null;
+      /**
+       * The public address the proxy sends from (`?address=`), for the health check
+       * (egress-health-checker.ts); null: not known, not checked.
+       */
+      address: string | null;
     };
 
 /** The egress of a prober with no SOURCE_ADDRESSES and no SOCKS5_PROXIES: whatever the system picks. */
@@ -43,9 +48,13 @@ export function directEgress(localAddress: string, helo: string | null = null): 
   return { id: localAddress, kind: 'direct', localAddress, helo };
 }
 
-export function socks5Egress(proxy: Socks5Proxy, helo: string | null = null): Egress {
+export function socks5Egress(
+  proxy: Socks5Proxy,
+  helo: string | null = null,
+  address: string | null = null,
+): Egress {
   const host = proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host;
-  return { id: `socks5://${host}:${proxy.port}`, kind: 'socks5', proxy, helo };
+  return { id: `socks5://${host}:${proxy.port}`, kind: 'socks5', proxy, helo, address };
 }
 
 /** What the hub and logs may know of an egress: its id, its kind and its HELO name, no secret. */

@@ -257,7 +257,34 @@ export const EgressWarmUpInfo = z.object({
 export type EgressWarmUpInfo = z.infer<typeof EgressWarmUpInfo>;
 
 /**
- * The prober's egresses as they stand: sent on linking and whenever a block begins or ends,
+ * One egress's health check (docs/operations.md, "Egress addresses"): its public address, its
+ * PTR name, forward-confirmed reverse DNS, whether its HELO name is that PTR name, its DNSBL
+ * listings, and whether port 25 got through. `address` is null when the prober does not know it.
+ */
+export const EgressHealthInfo = z.object({
+  egress: z.string().min(1).max(300),
+  address: z.string().max(64).nullable(),
+  ptr: z.string().max(253).nullable(),
+  fcrdns: z.enum(['pass', 'fail', 'unknown']),
+  heloMatches: z.boolean().nullable(),
+  listings: z
+    .array(
+      z.object({
+        zone: z.string().min(1).max(253),
+        codes: z.array(z.string().max(64)).max(32),
+        meaning: z.string().max(1_000),
+      }),
+    )
+    .max(32),
+  unchecked: z.array(z.object({ zone: z.string().min(1).max(253), why: z.string().max(500) })).max(32),
+  port25: z.enum(['ok', 'blocked', 'unknown']),
+  checkedAt: z.number().int(),
+});
+export type EgressHealthInfo = z.infer<typeof EgressHealthInfo>;
+
+/**
+ * The prober's egresses as they stand: sent on linking, whenever a block begins or ends and
+ * whenever a health check's result changes,
  * so that the operator's view shows a block within seconds of the reply that caused it.
  */
 export const EgressStateMessage = z.object({
@@ -267,6 +294,8 @@ export const EgressStateMessage = z.object({
   uses: z.array(EgressUseInfo).max(MAX_EGRESS_BLOCKS),
   /** When each egress began warming up; absent from probers that predate the hub's memory. */
   warmUps: z.array(EgressWarmUpInfo).max(MAX_EGRESSES).optional(),
+  /** Each egress's newest health check; absent from probers that predate the check. */
+  health: z.array(EgressHealthInfo).max(MAX_EGRESSES).optional(),
   /** Sessions open now. */
   sessions: z.number().int().min(0),
 });

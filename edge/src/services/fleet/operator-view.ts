@@ -1,8 +1,10 @@
 // The operator's view of the prober fleet (docs/operations.md, "The operator's view"): for each
 // region, each linked prober's state, sessions, egresses, their blocks (where, since, until, the
-// reply that caused it with addresses masked) and their hourly use against the budget, as its
-// hub knows them; today's writes of the whole store against its daily budget; and the operator
-// token that may read it. It shows no account's data, only the fleet's and the store's.
+// reply that caused it with addresses masked), their hourly use against the budget and their
+// health check (PTR, FCrDNS, blocklist listings, port 25), as its hub knows them; today's writes
+// of the whole store against its daily budget; and the operator token that may read it. It shows
+// no account's data, only the fleet's and the store's.
+import type { EgressHealthInfo } from '@rcpt/shared/contract/prober';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { withoutAddresses } from '@rcpt/shared/verify/smtp-reply';
 import type { Config } from '../../config.ts';
@@ -64,11 +66,19 @@ export async function fleetView(deps: { db: Db; hubs: Env['PROBER_HUB'] }, regio
             warmingUpSince: isoOrNull(
               prober.egress.warmUps.find((warmUp) => warmUp.egress === egress.id)?.since,
             ),
+            health: healthOf(prober.egress.health?.find((health) => health.egress === egress.id)),
           })),
         })),
       };
     }),
   );
+}
+
+/** An egress's newest health check as the view shows it; null before the first (or from an older prober). */
+function healthOf(health: EgressHealthInfo | undefined) {
+  if (!health) return null;
+  const { egress: _, checkedAt, ...rest } = health;
+  return { ...rest, checkedAt: new Date(checkedAt).toISOString() };
 }
 
 function isoOrNull(at: number | undefined): string | null {
