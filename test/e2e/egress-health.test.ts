@@ -4,8 +4,12 @@
 // server refuses anything — the listed egress carries none at all, the one without
 // forward-confirmed reverse DNS none to Microsoft, the verdicts are right, and the operator's view
 // (HTTP and `npm run admin -- fleet`) shows the listing and the mismatch.
+import { Buffer } from 'node:buffer';
 import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOperatorToken } from '../../scripts/stack/operator.ts';
 import { REPO_ROOT } from '../../scripts/stack/wrangler-cli.ts';
@@ -15,10 +19,31 @@ import { jobWhen, okJson, type System, startSystem, subStatusesOf } from './harn
 
 const [CLEAN, LISTED, MISMATCH] = EGRESS_PTR;
 let system: System;
+/** The operator's webhook: every alert the edge posts, as received. */
+const alerts: { headers: Record<string, string>; body: string }[] = [];
+const OPERATOR_SECRET = `whsec_${Buffer.from('egress health e2e operator secret').toString('base64')}`;
+let operatorHook: Server;
 
 beforeAll(async () => {
+  operatorHook = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const headers = Object.fromEntries(
+        Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
+      );
+      alerts.push({ headers, body: Buffer.concat(chunks).toString('utf8') });
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => operatorHook.listen(0, '127.0.0.1', resolve));
+  const { port } = operatorHook.address() as AddressInfo;
   system = await startSystem({
     credits: 5_000,
+    vars: {
+      OPERATOR_WEBHOOK_URL: `http://127.0.0.1:${port}/alerts`,
+      OPERATOR_WEBHOOK_SECRET: OPERATOR_SECRET,
+    },
     world: {
       zenListed: [LISTED.address],
       // The hosts that would refuse it, were it ever asked from: their refusals are counted.
@@ -33,6 +58,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await system?.close();
+  operatorHook?.close();
 });
 
 interface HealthView {
@@ -119,5 +145,47 @@ describe('egress health before the first refusal', () => {
     expect(stdout).toContain(`${MISMATCH.address} PTR ${MISMATCH.name}, FCrDNS fail`);
     // The prober logged each unhealthy egress as an event an operator can alert on.
     expect(system.logs.some((line) => line.includes('"event":"egress_unhealthy"'))).toBe(true);
+  });
+
+  it('posts the listing and the reverse-DNS mismatch to the operator webhook, signed; the view lists them', async () => {
+    type Alert = { type: string; data: { egress: string; listing?: { zone: string }; ptr?: string } };
+    const received = await untilValue(
+      async () => {
+        const verified = alerts.map(
+          ({ headers, body }) => new Webhook(OPERATOR_SECRET).verify(body, headers) as Alert,
+        );
+        const listed = verified.find(
+          (alert) => alert.type === 'egress.listed' && alert.data.egress === LISTED.address,
+        );
+        const mismatch = verified.find(
+          (alert) => alert.type === 'egress.reverse_dns_failed' && alert.data.egress === MISMATCH.address,
+        );
+        return listed && mismatch ? { listed, mismatch } : undefined;
+      },
+      'the alerts to reach the operator webhook',
+      undefined,
+      250,
+    );
+    expect(received.listed.data.listing).toMatchObject({ zone: 'zen.spamhaus.org' });
+    expect(received.mismatch.data.ptr).toBe(MISMATCH.name);
+    // Nothing alerted of the clean egress.
+    const verified = alerts.map(
+      ({ headers, body }) => new Webhook(OPERATOR_SECRET).verify(body, headers) as Alert,
+    );
+    expect(verified.filter((alert) => alert.data.egress === CLEAN.address)).toEqual([]);
+
+    const token = await createOperatorToken(system.stack.d1, { name: 'e2e alerts operator' });
+    const response = await fetch(`${system.stack.baseUrl}/internal/fleet`, {
+      headers: { authorization: `Bearer ${token.secret}` },
+    });
+    const { alerts: shown } = (await response.json()) as {
+      alerts: { type: string; subject: string; delivery: string }[];
+    };
+    expect(shown).toContainEqual(
+      expect.objectContaining({ type: 'egress.listed', subject: LISTED.address, delivery: 'delivered' }),
+    );
+    expect(shown).toContainEqual(
+      expect.objectContaining({ type: 'egress.reverse_dns_failed', subject: MISMATCH.address }),
+    );
   });
 });

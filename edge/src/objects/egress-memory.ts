@@ -8,6 +8,7 @@
 // from a listed address, nor start a warmed egress from zero.
 import type {
   EgressBlockInfo,
+  EgressHealthInfo,
   EgressMemoryMessage,
   EgressStateMessage,
   EgressWarmUpInfo,
@@ -28,6 +29,8 @@ interface Remembered {
   /** When it began warming up; null before the prober said. */
   warmUp: number | null;
   uses: EgressMemoryMessage['uses'];
+  /** Its newest health check, for the alerts of what changed since (absent before one). */
+  health?: EgressHealthInfo;
   /** When it was last reported. */
   at: number;
 }
@@ -45,13 +48,20 @@ export class EgressMemory {
       const key = keyOf(tokenId, egress);
       const known = this.#store.get<Remembered>(key);
       const reported = state.warmUps?.find((warmUp) => warmUp.egress === egress)?.since ?? null;
+      const health = state.health?.find((check) => check.egress === egress) ?? known?.health;
       this.#store.put(key, {
         blocks: state.blocks.filter((block) => block.egress === egress),
         warmUp: earliest(known?.warmUp ?? null, reported),
         uses: state.uses.filter((use) => use.egress === egress).map((use) => ({ ...use, at: now })),
+        ...(health ? { health } : {}),
         at: now,
       } satisfies Remembered);
     }
+  }
+
+  /** The newest health check kept of each of `egressIds` that has one: what an alert compares with. */
+  healthOf(tokenId: string, egressIds: readonly string[]): EgressHealthInfo[] {
+    return egressIds.flatMap((egress) => this.#store.get<Remembered>(keyOf(tokenId, egress))?.health ?? []);
   }
 
   /**

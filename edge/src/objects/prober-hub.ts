@@ -20,7 +20,13 @@ import { type GatewayProbe, probeBehindGateway } from '@rcpt/shared/verify/probe
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import { meter, meterFrom } from '../meter.ts';
-import { alertDepsOf, blockAlerts, type FleetAlert, raiseAlerts } from '../services/fleet/alerts.ts';
+import {
+  alertDepsOf,
+  blockAlerts,
+  type FleetAlert,
+  healthAlerts,
+  raiseAlerts,
+} from '../services/fleet/alerts.ts';
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 import type { ProberEgresses } from './egress-blocks.ts';
@@ -159,13 +165,17 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       case 'egress_state': {
         const now = Date.now();
         const inForce = (blocks: readonly EgressBlockInfo[]) => blocks.filter((block) => block.until > now);
-        const before = this.#links.egressesOf(attachment.proberId, now).blocks;
-        this.#raise(blockAlerts(attachment.region, attachment.proberId, before, inForce(parsed.blocks)));
-        this.#links.egresses.reported(attachment.proberId, parsed, now);
-        const egressIds = this.#links
-          .egressesOf(attachment.proberId, now)
-          .egresses.map((egress) => egress.id);
-        this.#links.memory.remember(attachment.tokenId, egressIds, parsed, now);
+        const known = this.#links.egressesOf(attachment.proberId, now);
+        const egressIds = known.egresses.map((egress) => egress.id);
+        const { region, proberId, tokenId } = attachment;
+        this.#raise([
+          ...blockAlerts(region, proberId, known.blocks, inForce(parsed.blocks)),
+          ...(parsed.health
+            ? healthAlerts(region, proberId, this.#links.memory.healthOf(tokenId, egressIds), parsed.health)
+            : []),
+        ]);
+        this.#links.egresses.reported(proberId, parsed, now);
+        this.#links.memory.remember(tokenId, egressIds, parsed, now);
         return;
       }
       case 'result': {

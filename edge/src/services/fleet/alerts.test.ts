@@ -1,13 +1,14 @@
 // The operator's alerts: what a hub's reports make of them, their delivery signed the Standard
 // Webhooks way (checked with the reference library) and retried, and one email for a batch.
 import { env } from 'cloudflare:workers';
+import type { EgressHealthInfo } from '@rcpt/shared/contract/prober';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { blockAt } from '../../../test/fake-prober.ts';
 import { db } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import type { NoticeEmail } from '../accounts/confirmation-sender.ts';
-import { alertsView, blockAlerts, deliverDueAlerts, raiseAlerts } from './alerts.ts';
+import { alertsView, blockAlerts, deliverDueAlerts, healthAlerts, raiseAlerts } from './alerts.ts';
 
 const SECRET = `whsec_${btoa('operator alerts test secret 32b!')}`;
 const HOOK = 'https://alerts.operator.test/rcpt';
@@ -64,6 +65,38 @@ describe('fleet alerts', () => {
       ['egress.unblocked', '127.0.0.2', 'mx2.company.test'],
     ]);
     expect(blockAlerts('eu', 'prober-1', [kept], [kept])).toEqual([]);
+  });
+
+  it("are made of what changed in an egress's health: a listing and a delisting, reverse DNS failing and passing again", () => {
+    const check = (parts: Partial<EgressHealthInfo>): EgressHealthInfo => ({
+      egress: '127.0.0.2',
+      address: '127.0.0.2',
+      ptr: 'out2.egress.test',
+      fcrdns: 'pass',
+      heloMatches: true,
+      listings: [],
+      unchecked: [],
+      port25: 'unknown',
+      checkedAt: 1_800_000_000_000,
+      ...parts,
+    });
+    const zen = { zone: 'zen.spamhaus.org', codes: ['127.0.0.2'], meaning: 'SBL' };
+    const types = (before: EgressHealthInfo[], after: EgressHealthInfo[]) =>
+      healthAlerts('eu', 'prober-1', before, after).map((alert) => alert.type);
+    // A first check alerts what it finds wrong, and nothing of what is well.
+    expect(types([], [check({ listings: [zen], fcrdns: 'fail' })])).toEqual([
+      'egress.listed',
+      'egress.reverse_dns_failed',
+    ]);
+    expect(types([], [check({})])).toEqual([]);
+    // The same result again is no news; its end is.
+    expect(types([check({ listings: [zen] })], [check({ listings: [zen] })])).toEqual([]);
+    expect(types([check({ listings: [zen], fcrdns: 'fail' })], [check({})])).toEqual([
+      'egress.delisted',
+      'egress.reverse_dns_passed',
+    ]);
+    // A lookup that found nothing either way says nothing.
+    expect(types([check({ fcrdns: 'fail' })], [check({ fcrdns: 'unknown' })])).toEqual([]);
   });
 
   it('are posted signed, retried after a failure under the same id, and emailed once with the fleet link', async () => {

@@ -1,9 +1,10 @@
 // Alerts an operator can act on (docs/operations.md, "Alerts"): what a region's hub sees happen
-// to its fleet — an egress blocked at a mail server or provider and the block's end, a prober
-// gone, the region's last prober gone — kept as rows, posted to OPERATOR_WEBHOOK_URL signed the
+// to its fleet — an egress blocked at a mail server or provider and the block's end, listed on or
+// delisted from a blocklist, its reverse DNS failing or passing again, a prober gone, the
+// region's last prober gone — kept as rows, posted to OPERATOR_WEBHOOK_URL signed the
 // Standard Webhooks way (the same signing and retry rules as customers' job events,
 // webhooks/delivery.ts) and emailed to OPERATOR_EMAIL, each with a link to the fleet view.
-import type { EgressBlockInfo } from '@rcpt/shared/contract/prober';
+import type { EgressBlockInfo, EgressHealthInfo } from '@rcpt/shared/contract/prober';
 import type { Config } from '../../config.ts';
 import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
@@ -19,7 +20,15 @@ import {
 import { type NoticeSender, noticeSenderFor } from '../accounts/confirmation-sender.ts';
 import { attemptOutcome, postSignedEvent, WEBHOOK_MAX_ATTEMPTS } from '../webhooks/signed-post.ts';
 
-export type FleetAlertType = 'egress.blocked' | 'egress.unblocked' | 'prober.gone' | 'region.gone';
+export type FleetAlertType =
+  | 'egress.blocked'
+  | 'egress.unblocked'
+  | 'egress.listed'
+  | 'egress.delisted'
+  | 'egress.reverse_dns_failed'
+  | 'egress.reverse_dns_passed'
+  | 'prober.gone'
+  | 'region.gone';
 
 /** One thing that happened to the fleet, as a hub saw it. */
 export interface FleetAlert {
@@ -69,6 +78,44 @@ export function blockAlerts(
   for (const [blockKey, block] of had) {
     if (!has.has(blockKey))
       alerts.push({ type: 'egress.unblocked', region, data: blockData(proberId, block) });
+  }
+  return alerts;
+}
+
+/**
+ * The alerts that a new health check of each egress makes against the one before it (none
+ * before: its first check, which alerts what it finds wrong): each blocklist it is newly listed
+ * on or delisted from, and its forward-confirmed reverse DNS turning to fail or back to pass.
+ */
+export function healthAlerts(
+  region: string,
+  proberId: string,
+  before: readonly EgressHealthInfo[],
+  after: readonly EgressHealthInfo[],
+): FleetAlert[] {
+  const alerts: FleetAlert[] = [];
+  for (const check of after) {
+    const previous = before.find((earlier) => earlier.egress === check.egress);
+    const base = {
+      proberId,
+      egress: check.egress,
+      address: check.address,
+      checkedAt: new Date(check.checkedAt).toISOString(),
+    };
+    const zonesBefore = new Set(previous?.listings.map((listing) => listing.zone) ?? []);
+    const zonesNow = new Set(check.listings.map((listing) => listing.zone));
+    for (const listing of check.listings) {
+      if (!zonesBefore.has(listing.zone))
+        alerts.push({ type: 'egress.listed', region, data: { ...base, listing } });
+    }
+    for (const zone of zonesBefore) {
+      if (!zonesNow.has(zone)) alerts.push({ type: 'egress.delisted', region, data: { ...base, zone } });
+    }
+    const reverseDns = { ...base, ptr: check.ptr, fcrdns: check.fcrdns, heloMatches: check.heloMatches };
+    if (check.fcrdns === 'fail' && previous?.fcrdns !== 'fail')
+      alerts.push({ type: 'egress.reverse_dns_failed', region, data: reverseDns });
+    if (check.fcrdns === 'pass' && previous?.fcrdns === 'fail')
+      alerts.push({ type: 'egress.reverse_dns_passed', region, data: reverseDns });
   }
   return alerts;
 }
