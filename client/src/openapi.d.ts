@@ -1554,6 +1554,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/accuracy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How right rcpt's verdicts were
+         * @description The account's reported outcomes (`POST /api/v1/outcomes` and the sending services' webhooks) against the verdicts they were matched to, by the status rcpt gave: `matched`, `delivered`, `mailboxBounces` and the other counts, and `wrong` with its rate — a mailbox-reason hard bounce of a `deliverable` or `risky`, a delivery of an `undeliverable`. A policy bounce (blocked, spam) says nothing of the mailbox and is never wrong. Overall, by provider, by sub-status and by week; at most 366 days, the last 30 by default. Scope `read`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description outcomes at or after this time (RFC 3339); default 30 days before `to` */
+                    from?: string;
+                    /** @description outcomes before this time; default now */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The counts and rates. */
+                200: {
+                    headers: {
+                        /** @description Requests allowed per 60 s window for this key (100). */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the current window. */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Seconds until the oldest counted request leaves the window (a slot frees up). */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description Identifies this request in logs and in the credit ledger. */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AccuracyResponse"];
+                    };
+                };
+                /** @description `VALIDATION_ERROR`: The request is malformed or a field is invalid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `UNAUTHORIZED`: An API key is required in the X-API-Key header. `INVALID_API_KEY`: The API key is invalid or has been revoked. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `KEY_SCOPE_DENIED`: This API key's scopes do not include this operation; `details` names the scopes it holds. `KEY_ADDRESS_DENIED`: This API key may not be used from this client address; `details.clientAddress` says which one it saw. `ORIGIN_NOT_ALLOWED`: A publishable key answers only pages of the origins it lists; this request's Origin is not one. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `INTERNAL_ERROR`: An internal error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/outcomes/endpoints": {
         parameters: {
             query?: never;
@@ -2563,6 +2660,98 @@ export interface components {
             at: string;
             /** @description the remote server's reply, e.g. `550 5.1.1 user unknown` */
             diagnostic?: string;
+        };
+        AccuracyResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description for each status rcpt gave that has matched outcomes */
+            byStatus: {
+                deliverable?: components["schemas"]["AccuracyCounts"];
+                undeliverable?: components["schemas"]["AccuracyCounts"];
+                risky?: components["schemas"]["AccuracyCounts"];
+                unknown?: components["schemas"]["AccuracyCounts"];
+            };
+            /** @description by provider family of the registry, or MX host; the 50 with the most outcomes */
+            byProvider: {
+                provider: string;
+                byStatus: {
+                    deliverable?: components["schemas"]["AccuracyCounts"];
+                    undeliverable?: components["schemas"]["AccuracyCounts"];
+                    risky?: components["schemas"]["AccuracyCounts"];
+                    unknown?: components["schemas"]["AccuracyCounts"];
+                };
+            }[];
+            bySubStatus: {
+                /** @enum {string} */
+                status: "deliverable" | "undeliverable" | "risky" | "unknown";
+                /**
+                 * @description The exact reason, one of:
+                 *
+                 *     | subStatus | status | meaning | send to it? | single call: answered again from the cache | batch: asked again (pace) | batch: refunded when final | batch: rechecked later (`recheck`) |
+                 *     | --- | --- | --- | --- | --- | --- | --- | --- |
+                 *     | `accepted_email` | deliverable | The mail server accepted the address. | send | 24 h | no | no | no |
+                 *     | `invalid_syntax` | undeliverable | The address is not valid email syntax. | don't send | 24 h | no | no | no |
+                 *     | `invalid_domain` | undeliverable | The domain does not exist. | don't send | 24 h | no | no | no |
+                 *     | `no_mx_record` | undeliverable | The domain has no mail server (no MX, A or AAAA record). | don't send | 24 h | no | no | no |
+                 *     | `does_not_accept_mail` | undeliverable | The domain publishes a null MX record, so it accepts no email. | don't send | 24 h | no | no | no |
+                 *     | `unroutable_ip_address` | undeliverable | The domain's mail server is on a private or reserved address that cannot be reached. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_not_found` | undeliverable | The mail server says this mailbox does not exist. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
+                 *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
+                 *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
+                 *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
+                 *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
+                 *     | `possible_spamtrap` | risky | The address looks like a spam trap. | don't send | 24 h | no | no | no |
+                 *     | `toxic` | risky | The address is likely to produce abuse complaints. | don't send | 24 h | no | no | no |
+                 *     | `greylisted` | unknown | The mail server asked to try again later (greylisting). | decide | until its `retryAfterSeconds` (at most 10 min) | greylist | yes | yes |
+                 *     | `mail_server_temporary_error` | unknown | The mail server reported a temporary error. | decide | 10 min | connection | yes | yes |
+                 *     | `antispam_blocked` | unknown | The mail server refused the check under its anti-spam policy, so the mailbox was not verified. | decide | 10 min | throttle | yes | yes |
+                 *     | `provider_unverifiable` | unknown | The mailbox cannot be verified: its mail server, or the form of the address, does not allow it. | decide | 10 min | no | yes | no |
+                 *     | `smtp_timeout` | unknown | The mail server did not answer in time. | decide | 10 min | timeout | no | no |
+                 *     | `smtp_connection_failed` | unknown | No connection could be made to the mail server. | decide | 10 min | connection | no | yes |
+                 *     | `forcible_disconnect` | unknown | The mail server closed the connection before answering. | decide | 10 min | connection | no | yes |
+                 *     | `invalid_smtp_response` | unknown | The mail server answered outside the SMTP protocol. | decide | 10 min | no | no | no |
+                 *     | `smtp_unavailable` | unknown | rcpt could not run the SMTP check in time (no prober was free, or none answered), so the mailbox was not verified. | decide | not kept: a repeat asks again | rcpt | yes | yes |
+                 *     | `dns_error` | unknown | rcpt could not run the check: the domain's DNS did not answer (the resolver or the domain's name servers failed). | decide | not kept: a repeat asks again | connection | yes | yes |
+                 *     | `internal_error` | unknown | rcpt could not run the check because of an internal error. | decide | not kept: a repeat asks again | no | yes | no |
+                 *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
+                 * @enum {string}
+                 */
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
+                counts: components["schemas"]["AccuracyCounts"];
+            }[];
+            /** @description by the UTC week (from Monday) of the outcome, oldest first: the rate over time */
+            byWeek: {
+                /** Format: date */
+                weekStart: string;
+                byStatus: {
+                    deliverable?: components["schemas"]["AccuracyCounts"];
+                    undeliverable?: components["schemas"]["AccuracyCounts"];
+                    risky?: components["schemas"]["AccuracyCounts"];
+                    unknown?: components["schemas"]["AccuracyCounts"];
+                };
+            }[];
+        };
+        AccuracyCounts: {
+            /** @description outcomes matched to a verdict of this group */
+            matched: number;
+            delivered: number;
+            /** @description hard bounces whose reply says the mailbox does not exist */
+            mailboxBounces: number;
+            /** @description hard bounces refused by policy (blocked, spam): no verdict of the mailbox */
+            policyBounces: number;
+            /** @description hard bounces whose reply says neither */
+            otherBounces: number;
+            softBounces: number;
+            complaints: number;
+            wrong: number;
+            /** @description wrong ÷ matched; null when nothing was matched or for `unknown` */
+            wrongRate: number | null;
         };
         OutcomeEndpointResponse: {
             /** @enum {boolean} */

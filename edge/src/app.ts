@@ -18,6 +18,7 @@ import { registerStripeWebhook } from './routes/stripe-webhook.ts';
 import { registerAccount } from './routes/v1/account.get.ts';
 import { registerAccountPayments } from './routes/v1/account-payments.get.ts';
 import { registerAccountSettings } from './routes/v1/account-settings.put.ts';
+import { registerAccuracy } from './routes/v1/accuracy.get.ts';
 import { registerBulkJobs } from './routes/v1/bulk-jobs.get.ts';
 import { registerBulkResults } from './routes/v1/bulk-results.get.ts';
 import { registerBulkStatus } from './routes/v1/bulk-status.get.ts';
@@ -101,6 +102,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerWebhookTest(app);
   registerWebhookDeliveries(app);
   registerOutcomes(app);
+  registerAccuracy(app);
   registerOutcomeEndpoints(app);
   registerOutcomeHooks(app);
   registerProbersConnect(app);

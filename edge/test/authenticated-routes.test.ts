@@ -88,6 +88,7 @@ const ROUTES: AuthenticatedRoute[] = [
   { name: 'bulk jobs', method: 'GET', path: '/api/v1/bulk/jobs', charged: false, scopes: ['bulk', 'read'] },
   { name: 'account', method: 'GET', path: '/api/v1/account', charged: false, scopes: ['read'] },
   { name: 'history', method: 'GET', path: '/api/v1/history', charged: false, scopes: ['read'] },
+  { name: 'accuracy', method: 'GET', path: '/api/v1/accuracy', charged: false, scopes: ['read'] },
   {
     name: 'account payments',
     method: 'GET',

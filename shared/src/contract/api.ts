@@ -780,6 +780,66 @@ export const OutcomesResponse = z
   .meta({ id: 'OutcomesResponse' });
 export type OutcomesResponse = z.infer<typeof OutcomesResponse>;
 
+// ── Accuracy (docs/verdicts.md, "Accuracy") ──────────────────────────────────────────
+
+/** The longest period one accuracy request covers. */
+export const MAX_ACCURACY_DAYS = 366;
+
+export const AccuracyQuery = z.object({
+  from: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('outcomes at or after this time (RFC 3339); default 30 days before `to`'),
+  to: z.iso.datetime({ offset: true }).optional().describe('outcomes before this time; default now'),
+});
+
+/**
+ * What happened to the sends of one group of verdicts. `wrong` counts the outcomes that say the
+ * verdict was wrong for its status: a mailbox-reason hard bounce of a `deliverable` or `risky`, a
+ * delivery of an `undeliverable`; none for `unknown`.
+ */
+export const AccuracyCounts = z
+  .object({
+    matched: z.number().int().describe('outcomes matched to a verdict of this group'),
+    delivered: z.number().int(),
+    mailboxBounces: z.number().int().describe('hard bounces whose reply says the mailbox does not exist'),
+    policyBounces: z
+      .number()
+      .int()
+      .describe('hard bounces refused by policy (blocked, spam): no verdict of the mailbox'),
+    otherBounces: z.number().int().describe('hard bounces whose reply says neither'),
+    softBounces: z.number().int(),
+    complaints: z.number().int(),
+    wrong: z.number().int(),
+    wrongRate: z
+      .number()
+      .nullable()
+      .describe('wrong ÷ matched; null when nothing was matched or for `unknown`'),
+  })
+  .meta({ id: 'AccuracyCounts' });
+export type AccuracyCounts = z.infer<typeof AccuracyCounts>;
+
+const ByStatus = z.partialRecord(VerificationStatus, AccuracyCounts);
+
+export const AccuracyResponse = z
+  .object({
+    success: z.literal(true),
+    from: z.iso.datetime(),
+    to: z.iso.datetime(),
+    byStatus: ByStatus.describe('for each status rcpt gave that has matched outcomes'),
+    byProvider: z
+      .array(z.object({ provider: z.string(), byStatus: ByStatus }))
+      .describe('by provider family of the registry, or MX host; the 50 with the most outcomes'),
+    bySubStatus: z.array(
+      z.object({ status: VerificationStatus, subStatus: SubStatus, counts: AccuracyCounts }),
+    ),
+    byWeek: z
+      .array(z.object({ weekStart: z.iso.date(), byStatus: ByStatus }))
+      .describe('by the UTC week (from Monday) of the outcome, oldest first: the rate over time'),
+  })
+  .meta({ id: 'AccuracyResponse' });
+export type AccuracyResponse = z.infer<typeof AccuracyResponse>;
+
 /** The sending services whose event webhooks rcpt takes. */
 export const OUTCOME_PROVIDERS = ['ses', 'sendgrid', 'postmark', 'mailgun'] as const;
 export const OutcomeProvider = z.enum(OUTCOME_PROVIDERS);
