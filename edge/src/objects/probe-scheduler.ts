@@ -15,7 +15,7 @@ import type { ProbeGateway } from '@rcpt/shared/verify/probe-behind-gateway';
 import { log } from '../logger.ts';
 import { refusedAtEveryEgress } from './egress-blocks.ts';
 import { FairShares } from './fair-shares.ts';
-import { affineProber } from './mx-affinity.ts';
+import { affineProber, probesOutPerMx } from './mx-affinity.ts';
 import {
   type HubPass,
   noProberHere,
@@ -26,19 +26,6 @@ import {
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
 const DEADLINE_MARGIN_MS = 250;
-/**
- * Probes of one MX host out beyond its sessions at once, as a share of them: they wait at the
- * prober, whose throttle still holds the sessions to the host's limit, and each starts its
- * session the moment one ends, instead of after the finished probe's answer has reached the hub
- * and a new probe has gone out. A probe far from its mail server spends round trips on its last
- * replies and its close after its slot is free (probe.ts): those are what this covers.
- */
-const MX_PROBES_AHEAD_SHARE = 1;
-
-/** The probes of one MX host out at once to a prober that opens `perMxConcurrency` sessions to it. */
-export function probesOutPerMx(perMxConcurrency: number): number {
-  return Math.ceil(perMxConcurrency * (1 + MX_PROBES_AHEAD_SHARE));
-}
 /** A probe re-sent this often (its probers dropped or refused it) is rcpt's failure. */
 const MAX_RESENDS = 3;
 /** How far into one account's lane the scheduler looks for a probe whose host has room. */

@@ -20,7 +20,7 @@ import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import type { BatchTask } from '../services/batch/types.ts';
 import { alertsView } from '../services/fleet/alerts.ts';
 import { regionsGateway } from '../services/fleet/prober-gateway.ts';
-import { probesOutPerMx } from './probe-scheduler.ts';
+import { probesOutPerMx } from './mx-affinity.ts';
 import type { HubWork } from './prober-hub.ts';
 import { MAX_PROBER_CAPACITY } from './prober-links.ts';
 
