@@ -110,7 +110,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerFleet(app);
   registerDashboard(app);
 
-  app.get('/healthz', (c) => c.json({ ok: true }));
+  // A local stack names itself (LOCAL_STACK_ID, scripts/stack/local-stack.ts) so that it knows
+  // the edge answering on its port is its own; deployments set no such var.
+  app.get('/healthz', (c) => {
+    const stack = (c.env as { LOCAL_STACK_ID?: string }).LOCAL_STACK_ID;
+    return c.json({ ok: true, ...(stack ? { stack } : {}) });
+  });
   app.doc('/openapi.json', OPENAPI_DOCUMENT);
   registerApiReference(app, OPENAPI_DOCUMENT);
 

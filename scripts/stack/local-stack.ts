@@ -2,6 +2,7 @@
 // migrations applied, a seeded development account, and one prober linked to it.
 // Used by `npm start`, `npm run demo`, the end-to-end tests and the benchmarks.
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -98,7 +99,15 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
 
   // Development defaults under the caller's vars: the persisted SECRETS_KEY (webhook secrets,
   // confirmation links) and the console sender, which prints each sign-up's confirmation link.
-  const vars = { SECRETS_KEY: seeded.secretsKey, EMAIL_SENDER: 'console', ...options.vars };
+  // LOCAL_STACK_ID: the edge's /healthz names it, so an edge of another stack that happens to
+  // answer on a port drawn for this one is never taken for this one's.
+  const stackId = randomUUID();
+  const vars = {
+    SECRETS_KEY: seeded.secretsKey,
+    EMAIL_SENDER: 'console',
+    ...options.vars,
+    LOCAL_STACK_ID: stackId,
+  };
   const varArgs = Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]);
   // A port drawn free (freePort) can be taken before wrangler binds it: any connection the
   // machine opens meanwhile may get it as its local port. On ports of its own choosing the stack
@@ -106,7 +115,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   let started: { edge: ChildProcess; baseUrl: string; inspectorPort: number } | null = null;
   for (let attempt = 1; started === null; attempt++) {
     const port = options.port || (await freePort(host));
-    started = await startEdge(host, port, await freePort(host), persistTo, varArgs, options.onLog);
+    started = await startEdge(host, port, await freePort(host), persistTo, varArgs, stackId, options.onLog);
     if (started === null && (options.port || attempt === PORT_ATTEMPTS))
       throw new Error(`gave up starting the edge: port ${port} or its inspector's was in use`);
     if (started === null) step(`port ${port} or its inspector's was taken meanwhile; drawing new ones`);
@@ -195,6 +204,7 @@ async function startEdge(
   inspectorPort: number,
   persistTo: string,
   varArgs: string[],
+  stackId: string,
   onLog: StackOptions['onLog'],
 ): Promise<{ edge: ChildProcess; baseUrl: string; inspectorPort: number } | null> {
   const edge = spawnWrangler([
@@ -234,7 +244,8 @@ async function startEdge(
       const failure = build.failure();
       if (failure) throw new StackStartError(`wrangler could not build the Worker: ${failure}`);
       // wrangler's proxy holds a request until the Worker is built: ask again rather than wait.
-      return (await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
+      const health = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      return health.ok && ((await health.json()) as { stack?: string }).stack === stackId;
     });
   } catch (error) {
     await lastLinesOf(edge, closed);
