@@ -56,7 +56,9 @@ export function linkToRegionHub(
 }
 
 /**
- * Probes through the first region with a prober for it, as `accountId`'s call (its fair share).
+ * Probes through the first region with a prober for it, as `accountId`'s call (its fair share):
+ * on the account's own probers first, and with `ownOnly` on them only (docs/operations.md,
+ * "Customer-run probers").
  * Every region but the last passes a call it cannot serve at once; the last keeps it within its
  * budget, for a prober that links in time. A region whose every egress is refused at the MX
  * passes it on with its refusal: the answer (`antispam_blocked`) when no later region answers,
@@ -66,6 +68,7 @@ export function regionsGateway(
   hubs: Hubs,
   regions: readonly ProberRegion[],
   accountId: string,
+  ownOnly = false,
 ): ProbeGateway {
   return {
     async probe(request, deadlineMs) {
@@ -78,6 +81,7 @@ export function regionsGateway(
           deadlineAt - Date.now(),
           accountId,
           !last || refusal !== null,
+          ownOnly,
         );
         if (answer.kind === 'passed') {
           if (answer.refusal) refusal ??= { kind: 'report', report: answer.refusal };
