@@ -6,6 +6,8 @@
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
+// - a customer-run prober takes its own account's probes only, and that account's probes go to
+//   its own probers first, to the shared fleet only when the account allows it (prober-owners.ts);
 // - a prober that drops or refuses a probe gets it re-sent elsewhere; a probe whose every egress
 //   here was refused goes to another prober, or on to the next region with its refusal kept;
 //   waiting for a prober never ends as a charged timeout (docs/architecture.md, "A batch").
