@@ -6,6 +6,7 @@ import type { D1Target } from './stack/d1.ts';
 import { deploymentSettings } from './stack/deployment.ts';
 import { fleetLines } from './stack/fleet-view.ts';
 import {
+  accountExists,
   accountOfApiKey,
   createAccount,
   createApiKey,
@@ -14,6 +15,7 @@ import {
   grantCredits,
   isApiKey,
   revokeCredential,
+  setSharedFleetFallback,
 } from './stack/operator.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist-to DIR] [--json]
@@ -23,7 +25,11 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
                                                   its id, or found from one of its API keys (rk_…)
   key create --account ID [--name N] [--test]     create an API key; prints the secret once
   key revoke --key ID|PREFIX                      revoke an API key at once
-  prober-token create [--region R] [--name N]     create a prober token; prints it once
+  prober-token create [--region R] [--name N] [--account ID]
+                                                  create a prober token; prints it once. With --account,
+                                                  a customer-run prober's: it serves that account only
+  shared-fleet on|off --account ID                whether the shared fleet probes for the account when
+                                                  none of its own probers can (default on)
   prober-token revoke --token ID|PREFIX           revoke a prober token
   operator-token create [--name N]                create an operator token (for fleet); prints it once
   operator-token revoke --token ID|PREFIX         revoke an operator token
@@ -116,10 +122,22 @@ async function main(): Promise<void> {
     }
     case 'prober-token create': {
       const region = values.region ?? 'default';
-      const token = await createProberToken(target, { region, name: values.name ?? 'prober' });
-      return report({ tokenId: token.id, token: token.secret, prefix: token.prefix }, [
-        `prober token ${token.prefix}… for region ${region} (id ${token.id}). Shown once, store it now:`,
+      const accountId = values.account ?? null;
+      if (accountId !== null && !accountExists(target, accountId)) fail(`no account ${accountId}`);
+      const token = await createProberToken(target, { region, name: values.name ?? 'prober', accountId });
+      const whose = accountId === null ? '' : `, serving account ${accountId} only`;
+      return report({ tokenId: token.id, token: token.secret, prefix: token.prefix, accountId }, [
+        `prober token ${token.prefix}… for region ${region}${whose} (id ${token.id}). Shown once, store it now:`,
         token.secret,
+      ]);
+    }
+    case 'shared-fleet on':
+    case 'shared-fleet off': {
+      const accountId = required('account', values.account);
+      const allowed = command === 'shared-fleet on';
+      if (!setSharedFleetFallback(target, accountId, allowed)) fail(`no account ${accountId}`);
+      return report({ accountId, sharedFleetFallback: allowed }, [
+        `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe`,
       ]);
     }
     case 'prober-token revoke': {

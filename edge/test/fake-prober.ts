@@ -33,7 +33,11 @@ export interface FakeProber {
   close(code?: number): void;
 }
 
-export async function newProberToken(region = 'default'): Promise<{ id: string; secret: string }> {
+/** A live prober token of `region`: the shared fleet's, or with `accountId` that account's own. */
+export async function newProberToken(
+  region = 'default',
+  accountId: string | null = null,
+): Promise<{ id: string; secret: string }> {
   const issued = await issueSecret('proberToken');
   const id = crypto.randomUUID();
   await insertProberToken(db(), {
@@ -43,6 +47,7 @@ export async function newProberToken(region = 'default'): Promise<{ id: string; 
     tokenHash: issued.hash,
     prefix: issued.prefix,
     createdAt: Date.now(),
+    accountId,
   });
   return { id, secret: issued.secret };
 }
@@ -53,12 +58,19 @@ export async function connectProber(token: string, region: string): Promise<Resp
   });
 }
 
-/** Links a prober's WebSocket to `region`'s hub under the token `tokenId`, past the route's checks. */
-export async function linkToHub(tokenId: string, region: string): Promise<Response> {
+/**
+ * Links a prober's WebSocket to `region`'s hub under the token `tokenId` (of `accountId`, null for
+ * the shared fleet), past the route's checks.
+ */
+export async function linkToHub(
+  tokenId: string,
+  region: string,
+  accountId: string | null = null,
+): Promise<Response> {
   const upgrade = new Request(`http://edge.test/internal/probers/connect?region=${region}`, {
     headers: { Upgrade: 'websocket' },
   });
-  return linkToRegionHub(env.PROBER_HUB, [], { tokenId, region }, upgrade);
+  return linkToRegionHub(env.PROBER_HUB, [], { tokenId, region, accountId }, upgrade);
 }
 
 /** Connects a fake prober to `region` and waits until the hub counts it as ready. */
@@ -69,9 +81,11 @@ export async function startFakeProber(
   perMxConcurrency?: number,
   /** Links under this token (a prober linking again) instead of a new one. */
   tokenId?: string,
+  /** A customer-run prober of this account (its token's), serving it only; null: the shared fleet. */
+  accountId: string | null = null,
 ): Promise<FakeProber> {
-  const token = tokenId ?? (await newProberToken(region)).id;
-  const response = await linkToHub(token, region);
+  const token = tokenId ?? (await newProberToken(region, accountId)).id;
+  const response = await linkToHub(token, region, accountId);
   const ws = response.webSocket;
   if (response.status !== 101 || !ws)
     throw new Error(`connect failed: ${response.status} ${await response.text()}`);

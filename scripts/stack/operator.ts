@@ -54,6 +54,15 @@ function movementSql(movement: LedgerPair): string {
   return script([movement.entry, movement.balance]);
 }
 
+/** Whether the shared fleet may probe for the account when none of its own probers can. */
+export function setSharedFleetFallback(target: D1Target, accountId: string, allowed: boolean): boolean {
+  const [rows] = executeSql(
+    target,
+    `UPDATE accounts SET shared_fleet_fallback = ${allowed ? 1 : 0} WHERE id = ${q(accountId)} RETURNING id`,
+  );
+  return (rows?.length ?? 0) > 0;
+}
+
 export function accountExists(target: D1Target, accountId: string): boolean {
   const [rows] = executeSql(target, `SELECT id FROM accounts WHERE id = ${q(accountId)}`);
   return (rows?.length ?? 0) > 0;
@@ -164,10 +173,15 @@ export function revokeCredential(
   return rows?.length ?? 0;
 }
 
-/** The statement that stores a new prober token, and the token (its secret shown once). */
+/**
+ * The statement that stores a new prober token, and the token (its secret shown once). With
+ * `accountId`, a customer-run prober's: it serves that account only (docs/operations.md,
+ * "Customer-run probers").
+ */
 export async function proberTokenCreation(input: {
   region: string;
   name: string;
+  accountId?: string | null;
 }): Promise<{ credential: IssuedCredential; sql: string }> {
   const issued = await issueSecret('proberToken');
   const id = crypto.randomUUID();
@@ -180,7 +194,7 @@ export async function proberTokenCreation(input: {
 
 export async function createProberToken(
   target: D1Target,
-  input: { region: string; name: string },
+  input: { region: string; name: string; accountId?: string | null },
 ): Promise<IssuedCredential> {
   const creation = await proberTokenCreation(input);
   await executeSqlAsync(target, creation.sql);

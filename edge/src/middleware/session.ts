@@ -42,6 +42,7 @@ export const loadSession = createMiddleware<DashboardEnv>(async (c, next) => {
       apiKeyId: null,
       mode: 'live',
       creditBalance: session.creditBalance,
+      ownProbersOnly: session.ownProbersOnly,
     });
   }
   await next();

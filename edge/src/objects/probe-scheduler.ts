@@ -6,6 +6,8 @@
 // - every probe of one MX host goes to one prober (rendezvous hashing over the ready probers,
 //   so a disconnect moves only that prober's hosts), and the fleet never has more probes of one
 //   host out than one prober opens sessions to it: per-host politeness holds across probers;
+// - a customer-run prober takes its own account's probes only, and that account's probes go to
+//   its own probers first, to the shared fleet only when the account allows it (prober-owners.ts);
 // - a prober that drops or refuses a probe gets it re-sent elsewhere; a probe whose every egress
 //   here was refused goes to another prober, or on to the next region with its refusal kept;
 //   waiting for a prober never ends as a charged timeout (docs/architecture.md, "A batch").
@@ -23,6 +25,7 @@ import {
   type ProberLinks,
   type ReadyProber,
 } from './prober-links.ts';
+import { ProbersByOwner } from './prober-owners.ts';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
 const DEADLINE_MARGIN_MS = 250;
@@ -43,6 +46,8 @@ export type HubAnswer = ProbeOutcome | HubPass;
 interface HubProbe {
   lane: 'single' | 'batch';
   accountId: string;
+  /** Only the account's own probers may take it: it turned the shared fleet's fallback off. */
+  ownOnly: boolean;
   /** The MX host every probe of which goes to one prober. */
   mxKey: string;
   request: ProbeRequest;
@@ -90,18 +95,21 @@ export class ProbeScheduler {
 
   /**
    * One probe for `accountId`'s caller, who waits (single verification); see ProberHub.probe.
-   * Still waiting for a prober at the deadline: rcpt's own failure, said as such.
+   * Still waiting for a prober at the deadline: rcpt's own failure, said as such. `ownOnly`: only
+   * the account's own probers may take it (prober-owners.ts).
    */
   single(
     request: ProbeRequest,
     deadlineMs: number,
     accountId: string,
     passable: boolean,
+    ownOnly = false,
   ): Promise<HubAnswer> {
     return new Promise<HubAnswer>((resolve) => {
       const deadlineAt = Date.now() + deadlineMs;
       let done = false;
-      const probe = hubProbe('single', accountId, request, deadlineAt, passable, (outcome) => {
+      const owner = { accountId, ownOnly };
+      const probe = hubProbe('single', owner, request, deadlineAt, passable, (outcome) => {
         if (done) return;
         done = true;
         clearTimeout(expiry);
@@ -138,12 +146,18 @@ export class ProbeScheduler {
    * lost its probers, on its schedule when every egress here was refused — and then the next
    * region takes it (this one refuses it at dispatch).
    */
-  batchLane(accountId: string, deadlineAt: number, end: 'front' | 'back', passable: boolean): ProbeGateway {
+  batchLane(
+    accountId: string,
+    deadlineAt: number,
+    end: 'front' | 'back',
+    passable: boolean,
+    ownOnly = false,
+  ): ProbeGateway {
     return {
       probe: (request) =>
         new Promise<ProbeOutcome>((finish) => {
           this.#queue(
-            hubProbe('batch', accountId, request, deadlineAt, passable, (answer) =>
+            hubProbe('batch', { accountId, ownOnly }, request, deadlineAt, passable, (answer) =>
               finish(
                 answer.kind === 'passed'
                   ? {
@@ -214,15 +228,27 @@ export class ProbeScheduler {
     // Hosts found at their limit in this pass stay there until it ends (it only starts probes):
     // a long lane of one busy host's probes is skipped without hashing each one again.
     const fullHosts = new Set<string>();
+    const byOwner = new ProbersByOwner(probers);
     const pick = (probe: HubProbe): ReadyProber | null => {
       if (fullHosts.has(probe.mxKey)) return null;
+      // The account's own probers first, while one has not passed it over and is not blocked
+      // at its MX; then the shared fleet, if the account allows it (prober-owners.ts).
+      const candidates = byOwner.candidates(
+        probe,
+        ({ attachment }) =>
+          !probe.passedOver.has(attachment.proberId) &&
+          !this.#links.blockedAt(attachment.proberId, probe.request, now),
+      );
       // Every prober passed it over once: start the round again (resends are bounded).
       const target =
-        affineProber(probers, probe.mxKey, probe.passedOver) ?? affineProber(probers, probe.mxKey, new Set());
+        affineProber(candidates, probe.mxKey, probe.passedOver) ??
+        affineProber(candidates, probe.mxKey, new Set());
       if (!target) return null;
       const { proberId, capacity, perMxConcurrency } = target.attachment;
       if ((this.#inFlight.get(proberId) ?? 0) >= capacity) return null;
-      if (!this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
+      // The reserve keeps a shared prober's last slots for other accounts; an own prober has none.
+      const own = target.attachment.accountId === probe.accountId;
+      if (!own && !this.#shares.mayTake(probe.accountId, proberId, capacity)) return null;
       // Probes waiting ahead only where the host's sessions run: while another prober still
       // holds some of its probes (the fleet changed), the host's probes out stay within one
       // prober's sessions, so the two probers' sessions together do too.
@@ -353,7 +379,9 @@ export class ProbeScheduler {
     if (!running) return false;
     const { probe } = running;
     const passedOver = new Set([...probe.passedOver, running.proberId]);
-    const another = this.#links.ready().some((prober) => !passedOver.has(prober.attachment.proberId));
+    const another = new ProbersByOwner(this.#links.ready())
+      .allowed(probe)
+      .some((prober) => !passedOver.has(prober.attachment.proberId));
     if (!another || probe.deadlineAt - Date.now() <= 2 * DEADLINE_MARGIN_MS) return false;
     this.#release(id);
     probe.passedOver = passedOver;
@@ -455,7 +483,7 @@ export class ProbeScheduler {
 /** A probe of `request` about to wait in its account's lane of `lane`. */
 function hubProbe(
   lane: HubProbe['lane'],
-  accountId: string,
+  { accountId, ownOnly }: { accountId: string; ownOnly: boolean },
   request: ProbeRequest,
   deadlineAt: number,
   passable: boolean,
@@ -464,6 +492,7 @@ function hubProbe(
   return {
     lane,
     accountId,
+    ownOnly,
     mxKey: mxKeyOf(request),
     request,
     deadlineAt,

@@ -795,3 +795,78 @@ describe('ProberHub regions', () => {
     prober.close();
   });
 });
+
+/** A single call's request whose MX host is `host`: different hosts hash to different probers. */
+function requestVia(host: string): ProbeRequest {
+  return { ...request, mx: [{ host, preference: 10, ips: ['127.0.0.2'] }] };
+}
+
+const accepted = (probe: ProbeMessage) => reportFor(probe, 250, '2.1.5', 'OK', 550);
+
+describe('ProberHub customer-run probers', () => {
+  it("sends an account's calls and batch work to its own prober, others' to the shared fleet, never to another account's", async () => {
+    const region = 'hub-own-route';
+    const ownA = await startFakeProber(region, accepted, 10, 5, undefined, 'acct-own-a');
+    const ownB = await startFakeProber(region, accepted, 10, 5, undefined, 'acct-own-b');
+    const shared = await startFakeProber(region, accepted);
+    const hub = hubOf(region);
+    const hosts = Array.from({ length: 8 }, (_, index) => `mx${index}.own.test`);
+    for (const host of hosts) {
+      expect((await hub.probe(requestVia(host), 3000, 'acct-own-a')).kind).toBe('report');
+      expect((await hub.probe(requestVia(host), 3000, 'acct-shared-c')).kind).toBe('report');
+    }
+    expect(ownA.probes).toHaveLength(hosts.length);
+    expect(shared.probes).toHaveLength(hosts.length);
+    const job = `job-${crypto.randomUUID()}`;
+    expect(
+      await hub.dispatch(hosts.map((host, index) => task(job, 'acct-own-a', `own${index}.test`, host))),
+    ).toEqual([]);
+    await until(() => ownA.probes.length === 2 * hosts.length, "A's batch work went to A's prober");
+    expect(shared.probes).toHaveLength(hosts.length);
+    expect(ownB.probes).toHaveLength(0);
+    for (const prober of [ownA, ownB, shared]) prober.close();
+  });
+
+  it('with its own prober gone, takes the shared fleet only when the account allows it', async () => {
+    const region = 'hub-own-fallback';
+    const hub = hubOf(region);
+    const shared = await startFakeProber(region, accepted);
+    const own = await startFakeProber(region, accepted, 10, 5, undefined, 'acct-own-f');
+    own.close();
+    await until(
+      async () => (await hub.status()).filter((prober) => prober.ready).length === 1,
+      'only the shared prober is linked',
+    );
+    // Fallback off: the single call waits for its own prober until its deadline, and the batch
+    // work is refused (its schedule asks again), as with no prober at all.
+    expect(await hub.probe(request, 400, 'acct-own-f', false, true)).toEqual({
+      kind: 'unavailable',
+      message: 'no prober was free before the deadline',
+    });
+    expect(
+      await hub.dispatch([{ ...task('job-own-f', 'acct-own-f', 'f.test', 'mx.f.test'), ownOnly: true }]),
+    ).toEqual([0]);
+    // Passable elsewhere, it is passed on at once rather than waiting here.
+    expect(await hub.probe(request, 3000, 'acct-own-f', true, true)).toMatchObject({ kind: 'passed' });
+    expect(shared.probes).toHaveLength(0);
+    // Fallback on: the shared prober answers.
+    expect((await hub.probe(request, 3000, 'acct-own-f', false, false)).kind).toBe('report');
+    expect(shared.probes).toHaveLength(1);
+    shared.close();
+  });
+
+  it('passes a probe its own prober refused at every egress to the shared fleet when allowed, and not otherwise', async () => {
+    const region = 'hub-own-refused';
+    const hub = hubOf(region);
+    const shared = await startFakeProber(region, accepted);
+    const own = await startFakeProber(region, refusedEverywhere, 10, 5, undefined, 'acct-own-r');
+    expect((await hub.probe(request, 3000, 'acct-own-r')).kind).toBe('report');
+    expect(own.probes).toHaveLength(1);
+    expect(shared.probes).toHaveLength(1);
+    // Own probers only: the refusal is the answer.
+    const ownOnly = await hub.probe(request, 3000, 'acct-own-r', false, true);
+    expect(ownOnly.kind === 'report' && ownOnly.report.egressesRefused).toBe(true);
+    expect(shared.probes).toHaveLength(1);
+    for (const prober of [own, shared]) prober.close();
+  });
+});

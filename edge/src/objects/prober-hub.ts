@@ -35,6 +35,8 @@ import { DEFAULT_PER_MX_CONCURRENCY, MAX_PROBER_CAPACITY, ProberLinks } from './
 
 /** Header the Worker sets after it has authenticated the prober's token. */
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
+/** The account a customer-run prober's token serves (absent: the shared fleet); set beside the token id. */
+export const PROBER_ACCOUNT_ID_HEADER = 'X-Rcpt-Prober-Account-Id';
 
 /** How often connected probers' tokens are checked again, so a revoked one is dropped. */
 export const TOKEN_RECHECK_MS = 60_000;
@@ -57,6 +59,8 @@ export interface ProberStatus {
 /** One piece of batch work handed to the hub: a probe of one domain's addresses for an account. */
 export interface HubWork<Ticket> {
   accountId: string;
+  /** Only the account's own probers may take it (it turned the shared fleet's fallback off). */
+  ownOnly?: boolean;
   /** When the answer is due (ms since the epoch): the job's deadline. */
   deadlineAt: number;
   request: ProbeRequest;
@@ -93,7 +97,8 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     }
     const region = new URL(request.url).searchParams.get('region') ?? 'default';
     const { 0: client, 1: server } = new WebSocketPair();
-    this.#links.accept(server, { tokenId, region }, Date.now());
+    const accountId = request.headers.get(PROBER_ACCOUNT_ID_HEADER);
+    this.#links.accept(server, { tokenId, region, accountId }, Date.now());
     if ((await this.ctx.storage.getAlarm()) === null)
       await this.ctx.storage.setAlarm(Date.now() + TOKEN_RECHECK_MS);
     return new Response(null, { status: 101, webSocket: client });
@@ -213,11 +218,17 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
    * within its budget: a prober that links (or frees up) in time answers it, and only one that
    * never does makes it rcpt's own failure.
    */
-  probe(request: ProbeRequest, deadlineMs: number, accountId = '', passable = false): Promise<HubAnswer> {
+  probe(
+    request: ProbeRequest,
+    deadlineMs: number,
+    accountId = '',
+    passable = false,
+    ownOnly = false,
+  ): Promise<HubAnswer> {
     meter({ doRequests: 1 });
-    const pass = passable ? this.#links.passOf(request, true) : null;
+    const pass = passable ? this.#links.passOf(request, true, { accountId, ownOnly }) : null;
     if (pass) return Promise.resolve(pass);
-    return this.#scheduler.single(request, deadlineMs, accountId, passable);
+    return this.#scheduler.single(request, deadlineMs, accountId, passable, ownOnly);
   }
 
   /**
@@ -233,7 +244,12 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return this.#scheduler.holding(() => {
       const refused: number[] = [];
       for (const [index, item] of work.entries()) {
-        if (this.#links.passOf(item.request, passable)) {
+        if (
+          this.#links.passOf(item.request, passable, {
+            accountId: item.accountId,
+            ownOnly: item.ownOnly ?? false,
+          })
+        ) {
           refused.push(index);
           continue;
         }
@@ -267,14 +283,17 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
   }
 
   /** One piece of batch work through the gateway sequence; its answer goes to the sink. */
-  #probeWork({ accountId, deadlineAt, request, ticket }: HubWork<Ticket>, passable: boolean): Promise<void> {
+  #probeWork(
+    { accountId, ownOnly = false, deadlineAt, request, ticket }: HubWork<Ticket>,
+    passable: boolean,
+  ): Promise<void> {
     const tenants = {
       detect: (domain: string, mxHosts: readonly string[]) => this.#sink.detectTenant(domain, mxHosts),
       // The tenant's probe goes before the account's waiting work: its address is half answered.
-      prober: this.#scheduler.batchLane(accountId, deadlineAt, 'front', passable),
+      prober: this.#scheduler.batchLane(accountId, deadlineAt, 'front', passable, ownOnly),
     };
     return probeBehindGateway(
-      { prober: this.#scheduler.batchLane(accountId, deadlineAt, 'back', passable), tenants },
+      { prober: this.#scheduler.batchLane(accountId, deadlineAt, 'back', passable, ownOnly), tenants },
       request,
       deadlineAt,
     ).then(

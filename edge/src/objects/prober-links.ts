@@ -7,6 +7,7 @@ import type { ProbeReport, ProbeRequest, SmtpReply } from '@rcpt/shared/contract
 import { blockedReport, blockScopeOf } from '@rcpt/shared/verify/egress-refusal';
 import { FleetEgresses, type ProberEgresses } from './egress-blocks.ts';
 import { EgressMemory } from './egress-memory.ts';
+import { type ProbeOwner, ProbersByOwner } from './prober-owners.ts';
 
 /**
  * Most probes the hub keeps in flight on one prober, whatever its hello claims: a prober with
@@ -20,6 +21,11 @@ export const DEFAULT_PER_MX_CONCURRENCY = 5;
 export interface ProberAttachment {
   proberId: string;
   tokenId: string;
+  /**
+   * The account this customer-run prober serves, only it (its token's); null: the shared fleet,
+   * which serves every account (docs/operations.md, "Customer-run probers").
+   */
+  accountId: string | null;
   region: string;
   capacity: number;
   /** Sessions the prober opens at once to one MX host (from its hello). */
@@ -75,12 +81,18 @@ export class ProberLinks {
   }
 
   /** Accepts a new link (not yet ready: it has said no hello). */
-  accept(ws: WebSocket, link: { tokenId: string; region: string }, now: number): ProberAttachment {
+  accept(
+    ws: WebSocket,
+    link: { tokenId: string; region: string; accountId: string | null },
+    now: number,
+  ): ProberAttachment {
     const proberId = crypto.randomUUID();
     this.#ctx.acceptWebSocket(ws, [proberId]);
     const attachment: ProberAttachment = {
       proberId,
       tokenId: link.tokenId,
+      // Links made before customer-run probers have none in their attachment: the shared fleet.
+      accountId: link.accountId ?? null,
       region: link.region,
       capacity: 1,
       perMxConcurrency: DEFAULT_PER_MX_CONCURRENCY,
@@ -141,15 +153,15 @@ export class ProberLinks {
   }
 
   /**
-   * Why this region passes a probe of `request` on instead of taking it, or null when it takes
-   * it: it has no linked prober; or, when another region can take it (`passable`), every egress
+   * Why this region passes a probe of `request` for `owner` on instead of taking it, or null when
+   * it takes it: it has no linked prober that may serve the owner (prober-owners.ts); or, when another region can take it (`passable`), every egress
    * of every prober here is blocked at its MX, as the probers reported their blocks — with the
    * blocks' refusal as the answer should no later region have an egress that is not. A prober
    * that named no egresses, or whose blocks the hub scopes otherwise, is asked, and its refused
    * report passes the probe on just the same.
    */
-  passOf(request: ProbeRequest, passable: boolean): HubPass | null {
-    const probers = this.ready();
+  passOf(request: ProbeRequest, passable: boolean, owner: ProbeOwner): HubPass | null {
+    const probers = new ProbersByOwner(this.ready()).allowed(owner);
     if (probers.length === 0) return noProberHere();
     if (!passable) return null;
     const scope = blockScopeOf(request);
@@ -165,6 +177,11 @@ export class ProberLinks {
       why: `every egress in this region is blocked at ${scope.name}`,
       refusal: blockedReport(request.emails, refusal, scope.name),
     };
+  }
+
+  /** Whether every egress of `proberId` is blocked at the MX of `request`, as it reported. */
+  blockedAt(proberId: string, request: ProbeRequest, now: number): boolean {
+    return this.egresses.refusalAt(proberId, blockScopeOf(request), now) !== null;
   }
 
   /** Its egresses, their blocks and hourly use, as `proberId` last reported them. */

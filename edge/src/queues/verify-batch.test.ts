@@ -648,3 +648,34 @@ describe('verify-batch consumer within the subrequest limit', () => {
     expect(results).toEqual([{ subStatus: 'invalid_domain' }]);
   });
 });
+
+describe('verify-batch consumer for an account with probers of its own', () => {
+  it("sends the account's work to its own prober, and with the fallback off never to the shared fleet", async () => {
+    const domain = 'own-probers.test';
+    await recordAcceptRoute(domain);
+    const accept = (probe: Parameters<typeof reportFor>[0]) => reportFor(probe, 250, '2.1.5', 'OK', 550);
+    const caller = await newCaller({ credits: 10 });
+    await env.DB.prepare('UPDATE accounts SET shared_fleet_fallback = 0 WHERE id = ?1')
+      .bind(caller.accountId)
+      .run();
+    const shared = await startFakeProber('default', accept);
+    let own: Awaited<ReturnType<typeof startFakeProber>> | null = null;
+    try {
+      const upload = await call('/api/v1/bulk/upload', {
+        key: caller.apiKey,
+        json: { emails: [`alice@${domain}`, `bob@${domain}`] },
+      });
+      const { jobId } = await upload.json<{ jobId: string }>();
+      // No prober of its own yet: the work is refused, to be asked again on its schedule.
+      await consume(await messagesOf(jobId));
+      own = await startFakeProber('default', accept, 10, 5, undefined, caller.accountId);
+      await consume(await messagesOf(jobId));
+      await untilAnswered(jobId, 2);
+      expect(own.probes.filter((probe) => probe.domain === domain).length).toBeGreaterThan(0);
+      expect(shared.probes.filter((probe) => probe.domain === domain)).toEqual([]);
+    } finally {
+      own?.close();
+      shared.close();
+    }
+  });
+});

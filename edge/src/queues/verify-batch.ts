@@ -19,6 +19,7 @@ import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { domainFactsOf } from '../services/verify/deps.ts';
 import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
 import { processingJobs } from '../storage/jobs.ts';
+import { ownProbersOnlyAccounts } from '../storage/prober-tokens.ts';
 import { recheckingJobs } from '../storage/rechecks.ts';
 
 export async function consumeVerifyBatch(
@@ -114,11 +115,13 @@ export async function consumeVerifyBatch(
   }
   if (toProbe.length > 0) {
     // Work no region takes (no prober linked where its egresses are not all blocked): rcpt's own
-    // failure, asked again on its schedule until the deadline.
+    // failure, asked again on its schedule until the deadline. So is the work of an account that
+    // allows only its own probers while none of them is linked.
+    const ownOnly = await ownProbersOnlyAccounts(db, [...new Set(toProbe.map((task) => task.accountId))]);
     const refused = await dispatchToRegions(
       env.PROBER_HUB,
       proberRegionsOf(config),
-      toProbe.map((task) => batchHubWork(task, config)),
+      toProbe.map((task) => batchHubWork(task, config, ownOnly.has(task.accountId))),
     );
     for (const { ticket } of refused)
       decided.push({ task: ticket, probe: { kind: 'unavailable', message: 'no prober connected' } });

@@ -30,7 +30,7 @@ export function verifyAsAsked<E extends AppEnv>(
     db,
     deps: {
       ...verifyDeps(
-        c.get('caller').accountId,
+        c.get('caller'),
         timeoutMs === undefined ? undefined : verificationBudgetMs(config, timeoutMs),
       ),
       evidence,

@@ -7,7 +7,7 @@ import type { Db } from '../storage/db.ts';
 import { type AccountMailDeps, accountMailDepsOf } from './accounts/email-confirmation.ts';
 import { type BatchMessage, verifyQueueOf } from './batch/queue.ts';
 import { watchBalance, watchDepsOf } from './money/balance-watch.ts';
-import { domainFactsOf, verifyDepsOf } from './verify/deps.ts';
+import { domainFactsOf, type ProbingCaller, verifyDepsOf } from './verify/deps.ts';
 import type { DomainFactsStore } from './verify/domain-facts.ts';
 
 export interface RequestServices {
@@ -26,10 +26,10 @@ export interface RequestServices {
   /** What the account's emails (confirmation, password reset) are sent and limited with. */
   readonly accountMail: AccountMailDeps;
   /**
-   * The verification pipeline's deps for `accountId`'s call over the request's domain facts;
+   * The verification pipeline's deps for the caller's call over the request's domain facts;
    * `timeoutMs`: the whole verification's budget (default: the deployment's).
    */
-  verifyDeps(accountId: string, timeoutMs?: number): VerifyDeps;
+  verifyDeps(caller: ProbingCaller, timeoutMs?: number): VerifyDeps;
   /** The account's balance watch (low-balance email, automatic top-up), run in the background. */
   watchBalance(accountId: string): void;
 }
@@ -60,7 +60,7 @@ export function requestServicesOf(parts: {
       accountMail ??= accountMailDepsOf(db, config, env);
       return accountMail;
     },
-    verifyDeps: (accountId, timeoutMs) => verifyDepsOf(env, config, services.facts, accountId, timeoutMs),
+    verifyDeps: (caller, timeoutMs) => verifyDepsOf(env, config, services.facts, caller, timeoutMs),
     watchBalance: (accountId) =>
       inBackground(watchBalance(watchDepsOf(db, config, env, Date.now()), accountId)),
   };

@@ -43,18 +43,27 @@ export async function insertApiKeyWithin(
   };
 }
 
-/** The key with this hash and its account's balance at lookup time, in one query. */
+/**
+ * The key with this hash, its account's balance at lookup time and whether the shared fleet may
+ * take the account's probes, in one query.
+ */
 export async function findApiKeyByHash(
   db: Db,
   keyHash: string,
-): Promise<(ApiKeyRow & { creditBalance: number }) | undefined> {
+): Promise<(ApiKeyRow & { creditBalance: number; sharedFleetFallback: number }) | undefined> {
   const [row] = await db
-    .select({ key: apiKeys, creditBalance: accounts.creditBalance })
+    .select({
+      key: apiKeys,
+      creditBalance: accounts.creditBalance,
+      sharedFleetFallback: accounts.sharedFleetFallback,
+    })
     .from(apiKeys)
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
     .where(eq(apiKeys.keyHash, keyHash))
     .limit(1);
-  return row ? { ...row.key, creditBalance: row.creditBalance } : undefined;
+  return row
+    ? { ...row.key, creditBalance: row.creditBalance, sharedFleetFallback: row.sharedFleetFallback }
+    : undefined;
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {

@@ -105,14 +105,25 @@ export function apiKeyRegistration(key: NewApiKey): SqlStatement {
 export type NewProberToken = Pick<
   typeof proberTokens.$inferInsert,
   'id' | 'name' | 'region' | 'tokenHash' | 'prefix' | 'createdAt'
->;
+> & {
+  /** The account whose probers link with it; absent or null: the shared fleet. */
+  accountId?: string | null;
+};
 
 /** The statement that stores a prober token (the operator's scripts run it through wrangler). */
 export function proberTokenInsert(token: NewProberToken): SqlStatement {
   return {
-    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at)
-          VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
-    params: [token.id, token.name, token.region, token.tokenHash, token.prefix, token.createdAt],
+    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at, account_id)
+          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+    params: [
+      token.id,
+      token.name,
+      token.region,
+      token.tokenHash,
+      token.prefix,
+      token.createdAt,
+      token.accountId ?? null,
+    ],
   };
 }
 

@@ -29,3 +29,18 @@ export async function liveProberTokenIds(db: Db, tokenIds: readonly string[]): P
     .all<{ id: string }>();
   return new Set(results.map((row) => row.id));
 }
+
+/**
+ * Which of `accountIds` turned the shared fleet's fallback off: only their own probers probe for
+ * them (docs/operations.md, "Customer-run probers").
+ */
+export async function ownProbersOnlyAccounts(db: Db, accountIds: readonly string[]): Promise<Set<string>> {
+  if (accountIds.length === 0) return new Set();
+  const { results } = await db.$client
+    .prepare(
+      'SELECT id FROM accounts WHERE id IN (SELECT value FROM json_each(?1)) AND shared_fleet_fallback = 0',
+    )
+    .bind(JSON.stringify(accountIds))
+    .all<{ id: string }>();
+  return new Set(results.map((row) => row.id));
+}

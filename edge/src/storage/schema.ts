@@ -32,6 +32,10 @@ export const accounts = sqliteTable('accounts', {
   // keys made before then (whoever held the account may have made them): the keys page lists
   // them. Null: nothing to review.
   keysReviewBefore: integer('keys_review_before'),
+  // Whether the shared fleet may take the account's probes when none of its own probers
+  // (prober tokens with its account_id) is ready or every one is blocked at the MX
+  // (docs/operations.md, "Customer-run probers"). 1, the default: its work is never stranded.
+  sharedFleetFallback: integer('shared_fleet_fallback').notNull().default(1),
 });
 
 /**
@@ -199,6 +203,9 @@ export const proberTokens = sqliteTable('prober_tokens', {
   createdAt: integer('created_at').notNull(),
   lastSeenAt: integer('last_seen_at'),
   revokedAt: integer('revoked_at'),
+  // The account whose probers link with it: they serve that account's work only. Null: the
+  // shared fleet, which serves every account (docs/operations.md, "Customer-run probers").
+  accountId: text('account_id'),
 });
 
 // Operators read the fleet's state (docs/operations.md, "The operator's view") with a token of

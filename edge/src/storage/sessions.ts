@@ -22,6 +22,7 @@ export interface SessionAccount {
   creditBalance: number;
   email: string | null;
   emailConfirmedAt: number | null;
+  sharedFleetFallback: number;
 }
 
 /** The live session with this hash and its account's balance and confirmation, in one query. */
@@ -34,7 +35,7 @@ export async function findLiveSession(
     .prepare(
       `SELECT s.token_hash AS tokenHash, s.account_id AS accountId, s.created_at AS createdAt, s.expires_at AS expiresAt,
          s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance, a.email AS email,
-         a.email_confirmed_at AS emailConfirmedAt
+         a.email_confirmed_at AS emailConfirmedAt, a.shared_fleet_fallback AS sharedFleetFallback
        FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?1 AND s.expires_at > ?2`,
     )
     .bind(tokenHash, now)

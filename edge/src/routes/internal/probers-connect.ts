@@ -42,6 +42,11 @@ export function registerProbersConnect(app: Hono<AppEnv>): void {
         details: { region: row.region, proberRegions: regions.map(({ name }) => name) },
       });
     }
-    return linkToRegionHub(services.hubs, regions, { tokenId: row.id, region: row.region }, c.req.raw);
+    return linkToRegionHub(
+      services.hubs,
+      regions,
+      { tokenId: row.id, region: row.region, accountId: row.accountId },
+      c.req.raw,
+    );
   });
 }

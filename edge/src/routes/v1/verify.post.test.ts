@@ -1,3 +1,4 @@
+import { env } from 'cloudflare:workers';
 import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
 import { until } from '../../../../test/eventually.ts';
@@ -406,5 +407,39 @@ describe('POST /api/v1/verify with evidence', () => {
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
     expect(await balanceOf(caller.accountId)).toBe(3);
+  });
+});
+
+describe('POST /api/v1/verify for an account with probers of its own', () => {
+  interface Answer {
+    data: { status: string; subStatus: string };
+  }
+
+  it("keeps the call off the shared fleet while the account's fallback is off, and lets it on again when on", async () => {
+    const shared = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    try {
+      const caller = await newCaller({ credits: 3 });
+      const setFallback = (allowed: boolean) =>
+        env.DB.prepare('UPDATE accounts SET shared_fleet_fallback = ?1 WHERE id = ?2')
+          .bind(allowed ? 1 : 0, caller.accountId)
+          .run();
+      await setFallback(false);
+      // No prober of its own is linked: the call waits its budget (VERIFY_TIMEOUT_MS) for one.
+      const alone = await call('/api/v1/verify', {
+        key: caller.apiKey,
+        json: { email: 'alice@accept.test' },
+      });
+      expect((await alone.json<Answer>()).data).toMatchObject({
+        status: 'unknown',
+        subStatus: 'smtp_unavailable',
+      });
+      expect(shared.probes).toHaveLength(0);
+      await setFallback(true);
+      const helped = await call('/api/v1/verify', { key: caller.apiKey, json: { email: 'bob@accept.test' } });
+      expect((await helped.json<Answer>()).data).toMatchObject({ subStatus: 'accepted_email' });
+      expect(shared.probes).toHaveLength(1);
+    } finally {
+      shared.close();
+    }
   });
 });

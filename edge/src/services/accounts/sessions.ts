@@ -27,6 +27,8 @@ export interface ResumedSession extends ActiveSession {
   creditBalance: number;
   /** The account's email while it is not confirmed (no free credits yet); otherwise null. */
   unconfirmedEmail: string | null;
+  /** The account turned the shared fleet's fallback off: only its own probers probe for it. */
+  ownProbersOnly: boolean;
 }
 
 export async function startSession(db: Db, accountId: string, now: number): Promise<ActiveSession> {
@@ -58,6 +60,7 @@ export async function resumeSession(
     expiresAt,
     creditBalance: row.creditBalance,
     unconfirmedEmail: row.emailConfirmedAt === null ? row.email : null,
+    ownProbersOnly: row.sharedFleetFallback === 0,
   };
 }
 

@@ -7,11 +7,15 @@ import type { HubWork } from '../../objects/prober-hub.ts';
 import { regionHub } from '../fleet/prober-gateway.ts';
 import type { BatchTask } from './types.ts';
 
-/** A task as the hub takes it: one probe of the domain's addresses, for the job's account. */
-export function batchHubWork(task: BatchTask, config: Config): HubWork<BatchTask> {
+/**
+ * A task as the hub takes it: one probe of the domain's addresses, for the job's account; with
+ * `ownOnly`, on the account's own probers only (it turned the shared fleet's fallback off).
+ */
+export function batchHubWork(task: BatchTask, config: Config, ownOnly = false): HubWork<BatchTask> {
   if (task.dns.kind !== 'mx') throw new Error(`${task.domain} has no MX to probe`);
   return {
     accountId: task.accountId,
+    ...(ownOnly ? { ownOnly } : {}),
     deadlineAt: task.deadlineAt,
     request: {
       emails: task.addresses.map((address) => address.email),

@@ -8,7 +8,7 @@ import type { ProberRegion } from '@rcpt/shared/prober-regions';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import type { ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway } from '@rcpt/shared/verify/verify-address';
-import { PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
+import { PROBER_ACCOUNT_ID_HEADER, PROBER_TOKEN_ID_HEADER } from '../../objects/prober-hub.ts';
 import type { Db } from '../../storage/db.ts';
 import { findLiveProberToken, touchProberToken } from '../../storage/prober-tokens.ts';
 
@@ -21,18 +21,18 @@ export function regionHub(hubs: Hubs, region: ProberRegion) {
 }
 
 /**
- * The live prober token whose secret is `secret` (its id and region), its use recorded in the
- * background; null when it is unknown or revoked.
+ * The live prober token whose secret is `secret` (its id, region, and the account it serves, null
+ * for the shared fleet), its use recorded in the background; null when it is unknown or revoked.
  */
 export async function proberOf(
   deps: { db: Db; inBackground: (work: Promise<unknown>) => void },
   secret: string,
   now: number,
-): Promise<{ id: string; region: string } | null> {
+): Promise<{ id: string; region: string; accountId: string | null } | null> {
   const row = await findLiveProberToken(deps.db, await hashSecret(secret));
   if (!row) return null;
   deps.inBackground(touchProberToken(deps.db, row.id, now));
-  return { id: row.id, region: row.region };
+  return { id: row.id, region: row.region, accountId: row.accountId };
 }
 
 /**
@@ -42,7 +42,7 @@ export async function proberOf(
 export function linkToRegionHub(
   hubs: Hubs,
   regions: readonly ProberRegion[],
-  link: { tokenId: string; region: string },
+  link: { tokenId: string; region: string; accountId: string | null },
   upgrade: Request,
 ): Promise<Response> {
   const region = regions.find(({ name }) => name === link.region) ?? { name: link.region };
@@ -50,11 +50,15 @@ export function linkToRegionHub(
   url.searchParams.set('region', link.region);
   const forwarded = new Request(url, upgrade);
   forwarded.headers.set(PROBER_TOKEN_ID_HEADER, link.tokenId);
+  if (link.accountId) forwarded.headers.set(PROBER_ACCOUNT_ID_HEADER, link.accountId);
+  else forwarded.headers.delete(PROBER_ACCOUNT_ID_HEADER);
   return regionHub(hubs, region).fetch(forwarded);
 }
 
 /**
- * Probes through the first region with a prober for it, as `accountId`'s call (its fair share).
+ * Probes through the first region with a prober for it, as `accountId`'s call (its fair share):
+ * on the account's own probers first, and with `ownOnly` on them only (docs/operations.md,
+ * "Customer-run probers").
  * Every region but the last passes a call it cannot serve at once; the last keeps it within its
  * budget, for a prober that links in time. A region whose every egress is refused at the MX
  * passes it on with its refusal: the answer (`antispam_blocked`) when no later region answers,
@@ -64,6 +68,7 @@ export function regionsGateway(
   hubs: Hubs,
   regions: readonly ProberRegion[],
   accountId: string,
+  ownOnly = false,
 ): ProbeGateway {
   return {
     async probe(request, deadlineMs) {
@@ -76,6 +81,7 @@ export function regionsGateway(
           deadlineAt - Date.now(),
           accountId,
           !last || refusal !== null,
+          ownOnly,
         );
         if (answer.kind === 'passed') {
           if (answer.refusal) refusal ??= { kind: 'report', report: answer.refusal };

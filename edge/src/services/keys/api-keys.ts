@@ -33,6 +33,11 @@ export interface Caller {
   mode: 'live' | 'test';
   /** The balance when the request was authenticated (a snapshot: charges read their own). */
   creditBalance: number;
+  /**
+   * Only the account's own probers may probe for it: it turned the shared fleet's fallback off
+   * (docs/operations.md, "Customer-run probers"). Absent: the shared fleet may.
+   */
+  ownProbersOnly?: boolean;
 }
 
 /** How a key is limited beyond its account and mode; every field null means "no limit". */
@@ -172,7 +177,13 @@ export async function authenticateApiKey(
   if (key.lastUsedAt === null || now - key.lastUsedAt > LAST_USED_RESOLUTION_MS)
     inBackground(touchApiKey(db, key.id, now));
   return {
-    caller: { accountId: key.accountId, apiKeyId: key.id, mode: key.mode, creditBalance: key.creditBalance },
+    caller: {
+      accountId: key.accountId,
+      apiKeyId: key.id,
+      mode: key.mode,
+      creditBalance: key.creditBalance,
+      ownProbersOnly: key.sharedFleetFallback === 0,
+    },
     limits: keyLimitsOf(key),
   };
 }

@@ -45,19 +45,31 @@ export function verificationBudgetMs(config: Config, answerWithinMs: number): nu
   return Math.min(Math.max(config.VERIFY_TIMEOUT_MS, answerWithinMs), answerWithinMs + WAIT_UNTIL_MS);
 }
 
+/** Whom a single call probes for (a Caller is one). */
+export interface ProbingCaller {
+  accountId: string;
+  ownProbersOnly?: boolean;
+}
+
 /**
- * The pipeline's dependencies for `accountId`'s call: the mail route from the domain facts, probes
- * through the first region's hub that can take them (in the account's share), which feed them.
+ * The pipeline's dependencies for the caller's call: the mail route from the domain facts, probes
+ * through the first region's hub that can take them (in the account's share, on its own probers
+ * first: only on them with `ownProbersOnly`), which feed them.
  * `timeoutMs`: the whole verification's budget; default the deployment's.
  */
 export function verifyDepsOf(
   env: Env,
   config: Config,
   facts: DomainFactsStore,
-  accountId: string,
+  caller: ProbingCaller,
   timeoutMs = config.VERIFY_TIMEOUT_MS,
 ): VerifyDeps {
-  const hub = regionsGateway(env.PROBER_HUB, proberRegionsOf(config), accountId);
+  const hub = regionsGateway(
+    env.PROBER_HUB,
+    proberRegionsOf(config),
+    caller.accountId,
+    caller.ownProbersOnly ?? false,
+  );
   return {
     mailRoute: (domain) => facts.mailRoute(domain),
     prober: config.SMTP_ENABLED ? facts.probing(hub) : null,
