@@ -190,8 +190,8 @@ describe('the dashboard is accessible', () => {
 
     await page.goto('/keys');
     await expectAccessible('keys with one key');
-    // From the top: skip link, brand, buy credits, log out, the eight nav links, then the page's controls.
-    const stops = await tabThrough(22);
+    // From the top: skip link, brand, buy credits, log out, the nine nav links, then the page's controls.
+    const stops = await tabThrough(23);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
@@ -202,6 +202,7 @@ describe('the dashboard is accessible', () => {
       'a:Verify',
       'a:Bulk',
       'a:History',
+      'a:Accuracy',
       'a:Webhooks',
       'a:Account',
       'a:Docs',
@@ -216,18 +217,18 @@ describe('the dashboard is accessible', () => {
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
       'a:New publishable key',
     ]);
-    expect(outOfVisualOrder(stops.slice(1, 12))).toEqual([]);
-    expect(outOfVisualOrder(stops.slice(12))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(1, 13))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(13))).toEqual([]);
     for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
 
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(21);
+    const phoneStops = await tabThrough(23);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
-    expect(outOfVisualOrder(phoneStops.slice(12))).toEqual([]);
-    // The eight nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
-    expect(new Set(phoneStops.slice(4, 12).map((stop) => Math.round(stop.top))).size).toBe(1);
+    expect(outOfVisualOrder(phoneStops.slice(13))).toEqual([]);
+    // The nine nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
+    expect(new Set(phoneStops.slice(4, 13).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
@@ -242,6 +243,7 @@ describe('the dashboard is accessible', () => {
     await page.getByRole('checkbox', { name: /^verify/ }).uncheck();
     await page.getByRole('checkbox', { name: /^bulk/ }).uncheck();
     await page.getByRole('checkbox', { name: /^read/ }).uncheck();
+    await page.getByRole('checkbox', { name: /^outcomes/ }).uncheck();
     await page.getByLabel('Client addresses (optional)').fill('203.0.113.7/24');
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.locator('#key-cidrs-error').waitFor();
@@ -302,11 +304,13 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('verify with an error');
   });
 
-  it('passes axe on the history, webhooks, account, credits after a cancelled checkout, overview with usage and error pages', async () => {
+  it('passes axe on the history, accuracy, webhooks, account, credits after a cancelled checkout, overview with usage and error pages', async () => {
     // The Bulk page, its preview, a job and /credits are checked by the walk (dashboard.test.ts).
     await page.goto('/history');
     expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(1);
     await expectAccessible('history');
+    await page.goto('/accuracy');
+    await expectAccessible('accuracy');
     await page.goto('/webhooks');
     await expectAccessible('webhooks');
     await page.getByLabel('Endpoint URL').fill('http://example.com/hooks');

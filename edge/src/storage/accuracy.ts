@@ -56,3 +56,40 @@ export async function accuracyRows(
   );
   return results.map((result) => result.results);
 }
+
+/** An outcome that says its verdict was wrong, for the list that shows each one. */
+export interface WrongOutcome {
+  email: string;
+  outcome: string;
+  at: number;
+  diagnostic: string | null;
+  verdictSource: 'single' | 'batch';
+  verdictRef: string;
+  verdictStatus: string;
+  verdictSubStatus: string | null;
+}
+
+/**
+ * The newest outcomes in the range that say their verdict was wrong: a mailbox-reason hard bounce
+ * of a `deliverable` or `risky`, a delivery of an `undeliverable` (services/outcomes/accuracy.ts).
+ */
+export async function wrongOutcomes(
+  db: Db,
+  accountId: string,
+  range: { from: number; to: number },
+  limit: number,
+): Promise<WrongOutcome[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT email, outcome, at, diagnostic, verdict_source AS verdictSource, verdict_ref AS verdictRef,
+         verdict_status AS verdictStatus, verdict_sub_status AS verdictSubStatus
+       FROM outcomes
+       WHERE account_id = ?1 AND at >= ?2 AND at < ?3 AND (
+         (verdict_status IN ('deliverable', 'risky') AND outcome = 'hard_bounce' AND bounce_kind = 'mailbox')
+         OR (verdict_status = 'undeliverable' AND outcome = 'delivered'))
+       ORDER BY at DESC LIMIT ?4`,
+    )
+    .bind(accountId, range.from, range.to, limit)
+    .all<WrongOutcome>();
+  return results;
+}

@@ -9,6 +9,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { handleError } from '../../middleware/error-handler.ts';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { registerAccountPage } from './account.tsx';
+import { registerAccuracyPage } from './accuracy.tsx';
 import { registerAuthPages } from './auth.tsx';
 import { registerBulkPages } from './bulk.tsx';
 import { registerConfirmEmailPages } from './confirm-email.tsx';
@@ -41,6 +42,7 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
   registerBulkPages(dashboard);
   registerJobPages(dashboard);
   registerHistoryPage(dashboard);
+  registerAccuracyPage(dashboard);
   registerWebhooksPage(dashboard);
   registerAccountPage(dashboard);
   registerCreditsPage(dashboard);

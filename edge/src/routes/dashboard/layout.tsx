@@ -16,6 +16,7 @@ export type NavSection =
   | 'verify'
   | 'bulk'
   | 'history'
+  | 'accuracy'
   | 'webhooks'
   | 'account'
   | 'credits';
@@ -26,6 +27,7 @@ const NAV: { section: NavSection; href: string; label: string }[] = [
   { section: 'verify', href: '/verify', label: 'Verify' },
   { section: 'bulk', href: '/bulk', label: 'Bulk' },
   { section: 'history', href: '/history', label: 'History' },
+  { section: 'accuracy', href: '/accuracy', label: 'Accuracy' },
   { section: 'webhooks', href: '/webhooks', label: 'Webhooks' },
   { section: 'account', href: '/account', label: 'Account' },
 ];

@@ -5,7 +5,7 @@
 import type { AccuracyCounts, AccuracyResponse, VerificationStatus } from '@rcpt/shared/contract/api';
 import { MAX_ACCURACY_DAYS } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
-import { type AccuracyRow, accuracyRows } from '../../storage/accuracy.ts';
+import { type AccuracyRow, accuracyRows, type WrongOutcome, wrongOutcomes } from '../../storage/accuracy.ts';
 import type { Db } from '../../storage/db.ts';
 
 const DAY_MS = 86_400_000;
@@ -105,4 +105,14 @@ export async function accuracyOf(
         byStatus: byStatusOf(rows),
       })),
   };
+}
+
+/** The newest outcomes in `range` that say their verdict was wrong, for the Accuracy page. */
+export function wrongOutcomesOf(
+  db: Db,
+  accountId: string,
+  range: { from: number; to: number },
+  limit: number,
+): Promise<WrongOutcome[]> {
+  return wrongOutcomes(db, accountId, range, limit);
 }
