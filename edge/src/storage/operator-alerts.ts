@@ -65,27 +65,6 @@ export async function recentAlerts(db: Db, limit: number): Promise<OperatorAlert
   return results;
 }
 
-export async function recordAlertAttempt(
-  db: Db,
-  id: string,
-  attempt: {
-    state: 'pending' | 'delivered' | 'failed';
-    status: number | null;
-    error: string | null;
-    nextAttemptAt: number | null;
-    now: number;
-  },
-): Promise<void> {
-  await db.$client
-    .prepare(
-      `UPDATE operator_alerts SET attempts = attempts + 1, state = ?2, last_status = ?3, last_error = ?4,
-         next_attempt_at = ?5, delivered_at = CASE WHEN ?2 = 'delivered' THEN ?6 ELSE delivered_at END
-       WHERE id = ?1`,
-    )
-    .bind(id, attempt.state, attempt.status, attempt.error, attempt.nextAttemptAt, attempt.now)
-    .run();
-}
-
 /** Claims the alerts' email: true for the one caller that gets to send it. */
 export async function claimAlertEmail(db: Db, ids: readonly string[], now: number): Promise<string[]> {
   if (ids.length === 0) return [];

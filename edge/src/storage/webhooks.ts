@@ -46,6 +46,10 @@ export async function insertDeliveryWithin(
   return used === null ? null : { ...used, bytes };
 }
 
+/**
+ * Records one attempt of a customer's event (`webhook_deliveries`) or an operator's alert
+ * (`operator_alerts`, the same columns): its state, status or error, and when it is due again.
+ */
 export async function recordAttempt(
   db: Db,
   id: string,
@@ -56,10 +60,11 @@ export async function recordAttempt(
     nextAttemptAt: number | null;
     now: number;
   },
+  table: 'webhook_deliveries' | 'operator_alerts' = 'webhook_deliveries',
 ): Promise<void> {
   await db.$client
     .prepare(
-      `UPDATE webhook_deliveries SET attempts = attempts + 1, state = ?2, last_status = ?3, last_error = ?4,
+      `UPDATE ${table} SET attempts = attempts + 1, state = ?2, last_status = ?3, last_error = ?4,
          next_attempt_at = ?5, delivered_at = CASE WHEN ?2 = 'delivered' THEN ?6 ELSE delivered_at END
        WHERE id = ?1`,
     )

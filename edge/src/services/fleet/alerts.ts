@@ -14,9 +14,9 @@ import {
   insertAlerts,
   type OperatorAlertRow,
   recentAlerts,
-  recordAlertAttempt,
   unmailedAlerts,
 } from '../../storage/operator-alerts.ts';
+import { recordAttempt } from '../../storage/webhooks.ts';
 import { type NoticeSender, noticeSenderFor } from '../accounts/confirmation-sender.ts';
 import { attemptOutcome, postSignedEvent, WEBHOOK_MAX_ATTEMPTS } from '../webhooks/signed-post.ts';
 
@@ -193,7 +193,12 @@ async function attemptAlert(deps: AlertDeps, row: OperatorAlertRow, now: number)
     sent = { status: null, error: cause instanceof Error ? cause.message.slice(0, 200) : 'delivery failed' };
   }
   const outcome = attemptOutcome(sent.status, row.attempts + 1, WEBHOOK_MAX_ATTEMPTS, now);
-  await recordAlertAttempt(deps.db, row.id, { ...outcome, status: sent.status, error: sent.error, now });
+  await recordAttempt(
+    deps.db,
+    row.id,
+    { ...outcome, status: sent.status, error: sent.error, now },
+    'operator_alerts',
+  );
 }
 
 /** One email for the alerts not emailed yet, claimed first so two runs never both send it. */
