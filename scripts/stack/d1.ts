@@ -43,36 +43,54 @@ function rowsOf(output: string): Record<string, unknown>[][] {
   return parsed.map((statement) => statement.results ?? []);
 }
 
-/** Runs statements in order (one wrangler call) and returns the rows of each. */
+/** Attempts of a local batch that found the database locked by the running edge's write. */
+const BUSY_ATTEMPTS = 6;
+
+function busyWait(attempt: number): number {
+  return 100 * 2 ** attempt;
+}
+
+/**
+ * Whether a failed local batch may simply be run again. wrangler opens the same local file as
+ * `wrangler dev` and cannot be given SQLite's busy timeout, so a batch that meets the edge's write
+ * answers SQLITE_BUSY ("database is locked", https://sqlite.org/rescode.html#busy). A command's
+ * statements run as one D1 batch, and a batch is one transaction
+ * (https://developers.cloudflare.com/d1/worker-api/d1-database/#batch): the locked batch wrote
+ * nothing, so asking again after a short wait is what a busy timeout would do, for writes as for
+ * reads. The deployed database is never retried here.
+ */
+function mayRetry(target: D1Target, error: unknown, attempt: number): boolean {
+  return !target.remote && attempt < BUSY_ATTEMPTS && String(error).includes('SQLITE_BUSY');
+}
+
+/** Runs statements in order as one transaction (one wrangler call) and returns the rows of each. */
 export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
-  return rowsOf(runWrangler(executeArgs(target, sql)));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return rowsOf(runWrangler(executeArgs(target, sql)));
+    } catch (error) {
+      if (!mayRetry(target, error, attempt)) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, busyWait(attempt));
+    }
+  }
 }
 
 /** executeSql without blocking the event loop: for a process talking to the running edge meanwhile. */
 export async function executeSqlAsync(target: D1Target, sql: string): Promise<Record<string, unknown>[][]> {
-  return rowsOf(await runWranglerAsync(executeArgs(target, sql)));
-}
-
-/** Attempts of a read that found the database locked by the running edge's write. */
-const BUSY_READ_ATTEMPTS = 6;
-
-/**
- * One read-only query (a SELECT) of the running system's database. wrangler opens the same local
- * file as `wrangler dev` and cannot be given SQLite's busy timeout, so a read that meets the
- * edge's write answers SQLITE_BUSY ("database is locked", https://sqlite.org/rescode.html#busy):
- * it is asked again after a short wait, as a busy timeout would, since a read that failed changed
- * nothing. Writes are never retried this way.
- */
-export async function queryRowsAsync(target: D1Target, query: string): Promise<Record<string, unknown>[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const [rows] = await executeSqlAsync(target, query);
-      return rows ?? [];
+      return rowsOf(await runWranglerAsync(executeArgs(target, sql)));
     } catch (error) {
-      if (attempt >= BUSY_READ_ATTEMPTS || !String(error).includes('SQLITE_BUSY')) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      if (!mayRetry(target, error, attempt)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, busyWait(attempt)));
     }
   }
+}
+
+/** One read-only query (a SELECT) of the running system's database: the rows it found. */
+export async function queryRowsAsync(target: D1Target, query: string): Promise<Record<string, unknown>[]> {
+  const [rows] = await executeSqlAsync(target, query);
+  return rows ?? [];
 }
 
 export function applyMigrations(target: D1Target): void {
