@@ -17,6 +17,7 @@ const BENCHES = [
   'time-budget',
   'batch',
   'distance',
+  'store-distance',
   'capacity',
   'egress',
   'hub',

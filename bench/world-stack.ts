@@ -5,14 +5,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LocalStack } from '../scripts/stack/local-stack.ts';
+import type { LocalStack, StackOptions } from '../scripts/stack/local-stack.ts';
 import { type MailWorld, startWorld } from '../test/world/index.ts';
 import { startBenchStack } from './bench-stack.ts';
 import type { Figure } from './run.ts';
 
 export async function benchOnWorld(
   measure: (stack: LocalStack, world: MailWorld) => Promise<Figure[]>,
-  options: { vars?: Record<string, string> } = {},
+  options: { vars?: Record<string, string>; onLog?: StackOptions['onLog'] } = {},
 ): Promise<void> {
   const world = await startWorld();
   const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-'));
@@ -22,6 +22,7 @@ export async function benchOnWorld(
     persistTo,
     vars: { DOH_URL: world.dohUrl, ...common, ...options.vars },
     proberEnv: { ...common, SMTP_PORT: String(world.smtpPort) },
+    ...(options.onLog ? { onLog: options.onLog } : {}),
   });
   const figures: Figure[] = [
     { name: 'load average (1 min) before', value: loadavg()[0] ?? Number.NaN, unit: '' },

@@ -2,7 +2,7 @@
 // Object classes.
 import { createApp } from './app.ts';
 import { runScheduled } from './cron/scheduled.ts';
-import { meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
+import { type MeterVars, meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
 import { ProberHub as HubObject } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
 import type { BatchMessage } from './services/batch/queue.ts';
@@ -26,7 +26,7 @@ const app = createApp();
 
 /** Each invocation is one billed Worker request; with the meter on, its bindings count their calls. */
 function metered(env: Env, counts: Parameters<typeof meter>[0]): Env {
-  meterFrom(env as { RCPT_METER?: string });
+  meterFrom(env as MeterVars);
   meter(counts);
   return meteredEnv(env);
 }

@@ -40,6 +40,20 @@ describe('meteredD1', () => {
     expect(sumMeterLines(lines).d1ReadCalls).toBe(0);
   });
 
+  it('puts the configured distance before each round trip, and none without metering', async () => {
+    meterFrom({ RCPT_METER: 'true', RCPT_METER_D1_DELAY_MS: '40' });
+    const far = meteredD1(env.DB);
+    const insert = far.prepare('INSERT INTO meter_rows (n, label) VALUES (?1, ?2)');
+    const started = performance.now();
+    await far.batch([insert.bind(1, 'a'), insert.bind(2, 'b')]);
+    await far.prepare('SELECT n FROM meter_rows').first();
+    // Two round trips, each at least the distance: timers never fire early.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(80);
+    // Without metering the binding is not wrapped at all: no distance in production.
+    meterFrom({ RCPT_METER_D1_DELAY_MS: '40' });
+    expect(meteredD1(env.DB)).toBe(env.DB);
+  });
+
   it('counts the rows a select read, and answers raw() as the binding does', async () => {
     await env.DB.batch(
       [1, 2, 3].map((n) =>

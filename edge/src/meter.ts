@@ -10,10 +10,37 @@ export type { MeterCounts };
 
 let enabled = false;
 
+/** The deployment's metering settings, read by every entry point. */
+export interface MeterVars {
+  RCPT_METER?: string;
+  /** Milliseconds added to each round trip to D1, as if its primary were far away. */
+  RCPT_METER_D1_DELAY_MS?: string;
+  /** Milliseconds added to each call to a Durable Object, as if it ran in another colo. */
+  RCPT_METER_DO_DELAY_MS?: string;
+}
+
+/**
+ * Distances the benchmark puts between this Worker and its stores (bench/store-distance.ts):
+ * locally every store answers from the same machine, where a deployed Worker may be a continent
+ * from D1's primary (docs/capacity.md, "Measured: a single call with D1 far away").
+ */
+const delays = { d1: 0, durableObject: 0 };
+
 /** Turns metering on for this isolate when the deployment asks for it; called by every entry point. */
-export function meterFrom(env: { RCPT_METER?: string }): void {
+export function meterFrom(env: MeterVars): void {
   enabled = env.RCPT_METER === 'true';
+  delays.d1 = enabled ? delayOf(env.RCPT_METER_D1_DELAY_MS) : 0;
+  delays.durableObject = enabled ? delayOf(env.RCPT_METER_DO_DELAY_MS) : 0;
   if (enabled) countFetches();
+}
+
+function delayOf(setting: string | undefined): number {
+  const ms = Number(setting ?? 0);
+  return Number.isFinite(ms) && ms > 0 ? ms : 0;
+}
+
+async function travel(ms: number): Promise<void> {
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export function meter(counts: MeterCounts): void {
@@ -58,9 +85,13 @@ function meteredNamespace<T extends Rpc.DurableObjectBranded | undefined>(
       get(target, property) {
         const value = Reflect.get(target, property, target);
         if (typeof value !== 'function' || property === 'then') return value;
+        const call = (args: unknown[]) =>
+          Reflect.apply(value as (...args: unknown[]) => unknown, target, args);
         return (...args: unknown[]) => {
           meter({ doCalls: 1 });
-          return Reflect.apply(value as (...args: unknown[]) => unknown, target, args);
+          // Without a distance the call goes out as it is, its promise pipelining kept.
+          if (delays.durableObject === 0) return call(args);
+          return travel(delays.durableObject).then(() => call(args));
         };
       },
     });
@@ -186,12 +217,14 @@ export function meteredD1<T extends D1Database | D1DatabaseSession>(d1: T): T {
         if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
         if (property === 'run' || property === 'all')
           return async () => {
+            await travel(delays.d1);
             const result = await target[property]();
             count([result], [wrapped]);
             return result;
           };
         if (property === 'first')
           return async (column?: string) => {
+            await travel(delays.d1);
             const result = await target.all();
             count([result], [wrapped]);
             const row = (result.results[0] ?? null) as Record<string, unknown> | null;
@@ -199,6 +232,7 @@ export function meteredD1<T extends D1Database | D1DatabaseSession>(d1: T): T {
           };
         if (property === 'raw')
           return async (options?: { columnNames?: boolean }) => {
+            await travel(delays.d1);
             const result = await target.all<Record<string, unknown>>();
             count([result], [wrapped]);
             const rows = result.results.map((row) => Object.values(row));
@@ -217,6 +251,7 @@ export function meteredD1<T extends D1Database | D1DatabaseSession>(d1: T): T {
       if (property === 'prepare') return (query: string) => wrapStatement(target.prepare(query), query);
       if (property === 'batch')
         return async (statements: D1PreparedStatement[]) => {
+          await travel(delays.d1);
           const results = await target.batch(statements);
           count(results, statements);
           return results;

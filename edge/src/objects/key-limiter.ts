@@ -4,7 +4,7 @@
 // reason: a burst of calls is admitted one by one, so no more than the cap, and no more bytes
 // than the key's storage budget, ever pass in a day.
 import { DurableObject } from 'cloudflare:workers';
-import { meter, meterFrom } from '../meter.ts';
+import { type MeterVars, meter, meterFrom } from '../meter.ts';
 
 export const RATE_LIMIT = 100;
 export const RATE_WINDOW_MS = 60_000;
@@ -47,7 +47,7 @@ export class KeyLimiter extends DurableObject<Env> {
 
   /** Counts one request if the window has room; a refused request is not counted. */
   hit(limit: number, windowMs: number): LimitDecision {
-    meterFrom(this.env as { RCPT_METER?: string });
+    meterFrom(this.env as MeterVars);
     meter({ doRequests: 1 });
     const now = Date.now();
     const hits = this.#load().filter((at) => at > now - windowMs);
@@ -77,7 +77,7 @@ export class KeyLimiter extends DurableObject<Env> {
     bytes: number;
     storageLimit: number;
   }): PublishableDayDecision {
-    meterFrom(this.env as { RCPT_METER?: string });
+    meterFrom(this.env as MeterVars);
     meter({ doRequests: 1 });
     const current = this.#publishableDay(call.day);
     let refused: PublishableDayDecision['refused'] = null;

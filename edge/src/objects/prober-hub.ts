@@ -19,7 +19,7 @@ import type { TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import { type GatewayProbe, probeBehindGateway } from '@rcpt/shared/verify/probe-behind-gateway';
 import { configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
-import { meter, meterFrom } from '../meter.ts';
+import { type MeterVars, meter, meterFrom } from '../meter.ts';
 import {
   alertDepsOf,
   blockAlerts,
@@ -86,7 +86,7 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     this.#links = new ProberLinks(ctx);
     this.#scheduler = new ProbeScheduler(this.#links);
     this.#sink = sink;
-    meterFrom(env as { RCPT_METER?: string });
+    meterFrom(env as MeterVars);
   }
 
   override async fetch(request: Request): Promise<Response> {
