@@ -237,6 +237,7 @@ export async function startDaemon(
     probesInFlight: () => link?.inFlight ?? 0,
     egressBlocks: () => engine.egressBlocks(),
     egressUses: () => engine.egressUses(),
+    egressHealth: () => engine.egressHealth(),
   });
   const handleProbe = async (request: ProbeRequest): Promise<ProbeReport> => {
     const startedAt = performance.now();

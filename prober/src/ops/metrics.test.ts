@@ -1,5 +1,6 @@
 import type { AddressOutcome, ProbeReport, ProbeRequest } from '@rcpt/shared/contract/prober';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { EgressHealth } from '../egress/egress-health.ts';
 import { type OpsServer, type ProberHealth, startOpsServer } from './http.ts';
 import { createLogger } from './logger.ts';
 import { addressOutcomeLabel, ProberMetrics, providerLabel } from './metrics.ts';
@@ -243,5 +244,51 @@ describe('egress metrics', () => {
     expect(text).toContain('rcpt_egress_hourly_budget{egress="127.0.0.1",provider="google"} 50');
     blocks = [];
     expect(await metrics.scrape()).not.toContain('rcpt_egress_blocked{');
+  });
+
+  it('exposes each egress health as the fleet view shows it, and no series before a check', async () => {
+    let health: EgressHealth[] = [];
+    const metrics = new ProberMetrics({
+      openSessions: () => 0,
+      hostBackoffs: () => 0,
+      linkConnected: () => true,
+      probesInFlight: () => 0,
+      egressHealth: () => health,
+    });
+    expect(await metrics.scrape()).not.toMatch(/^rcpt_egress_(reverse_dns_ok|listed)\{/m);
+    health = [
+      {
+        egress: 'a',
+        address: '192.0.2.10',
+        ptr: 'probe-a.example.net',
+        fcrdns: 'pass',
+        heloMatches: true,
+        listings: [],
+        unchecked: [],
+        port25: 'ok',
+        checkedAt: 1_700_000_000_000,
+      },
+      {
+        egress: 'b',
+        address: '192.0.2.11',
+        ptr: null,
+        fcrdns: 'fail',
+        heloMatches: null,
+        listings: [{ zone: 'zen.spamhaus.org', codes: ['127.0.0.2'], meaning: 'SBL: Spamhaus SBL data' }],
+        unchecked: [],
+        port25: 'unknown',
+        checkedAt: 1_700_000_360_000,
+      },
+    ];
+    const text = await metrics.scrape();
+    expect(text).toContain('rcpt_egress_reverse_dns_ok{egress="a"} 1');
+    expect(text).toContain('rcpt_egress_reverse_dns_ok{egress="b"} 0');
+    expect(text).toContain('rcpt_egress_helo_matches_ptr{egress="a"} 1');
+    expect(text).not.toContain('rcpt_egress_helo_matches_ptr{egress="b"}');
+    expect(text).toContain('rcpt_egress_port25_reachable{egress="a"} 1');
+    expect(text).not.toContain('rcpt_egress_port25_reachable{egress="b"}');
+    expect(text).toContain('rcpt_egress_listed{egress="b",zone="zen.spamhaus.org"} 1');
+    expect(text).not.toContain('rcpt_egress_listed{egress="a"');
+    expect(text).toContain('rcpt_egress_health_checked_timestamp_seconds{egress="b"} 1700000360');
   });
 });

@@ -7,6 +7,7 @@ import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
 import { failureSubStatus } from '@rcpt/shared/verify/verdict';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { type EgressBlock, scopeKey } from '../egress/egress-blocks.ts';
+import type { EgressHealth } from '../egress/egress-health.ts';
 import type { BudgetUse } from '../throttle/egress-budget.ts';
 
 /** Live state the gauges read at scrape time. */
@@ -23,6 +24,8 @@ export interface MetricSources {
   egressBlocks?: () => EgressBlock[];
   /** Each (egress, provider) pair's last hour against its budget. */
   egressUses?: () => BudgetUse[];
+  /** Each egress's newest health check (docs/operations.md, "Egress addresses"). */
+  egressHealth?: () => EgressHealth[];
 }
 
 /** What `rcpt_probes_total{outcome}` counts when the engine threw instead of reporting. */
@@ -119,6 +122,53 @@ export class ProberMetrics {
         this.reset();
         for (const use of sources.egressUses?.() ?? [])
           this.set({ egress: use.egress, provider: use.provider }, use.budget);
+      },
+    });
+    // The egress health the fleet view and the operator's alerts show, for a scraper to alert on
+    // too: one series per egress checked, none before its first check.
+    const healthGauge = (name: string, help: string, value: (health: EgressHealth) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['egress'],
+        registers,
+        collect() {
+          this.reset();
+          for (const health of sources.egressHealth?.() ?? []) {
+            const measured = value(health);
+            if (measured !== null) this.set({ egress: health.egress }, measured);
+          }
+        },
+      });
+    healthGauge(
+      'rcpt_egress_reverse_dns_ok',
+      "1 when the egress address's PTR name resolves back to it (forward-confirmed reverse DNS), 0 when it does not; absent while unknown",
+      (health) => (health.fcrdns === 'unknown' ? null : health.fcrdns === 'pass' ? 1 : 0),
+    );
+    healthGauge(
+      'rcpt_egress_helo_matches_ptr',
+      '1 when the HELO name the egress sends is its PTR name, else 0; absent while unknown',
+      (health) => (health.heloMatches === null ? null : health.heloMatches ? 1 : 0),
+    );
+    healthGauge(
+      'rcpt_egress_port25_reachable',
+      '1 when outbound port 25 got through from the egress, 0 when it was blocked; absent while unknown',
+      (health) => (health.port25 === 'unknown' ? null : health.port25 === 'ok' ? 1 : 0),
+    );
+    healthGauge(
+      'rcpt_egress_health_checked_timestamp_seconds',
+      "When the egress's health was last checked (Unix time)",
+      (health) => health.checkedAt / 1000,
+    );
+    new Gauge({
+      name: 'rcpt_egress_listed',
+      help: '1 for each DNS blocklist (zone) listing the egress address now',
+      labelNames: ['egress', 'zone'],
+      registers,
+      collect() {
+        this.reset();
+        for (const health of sources.egressHealth?.() ?? [])
+          for (const listing of health.listings) this.set({ egress: health.egress, zone: listing.zone }, 1);
       },
     });
     new Gauge({
