@@ -134,6 +134,15 @@ describe('linkRefusalOf', () => {
   });
 });
 
+/** Whether a server may listen on `port` now (nothing else holds it). */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
 describe('startProber', () => {
   it('answers null when the ops port it was given is taken, and what went wrong otherwise', async () => {
     const address = await startRefusingEdge();
@@ -143,7 +152,10 @@ describe('startProber', () => {
       startProber('127.0.0.1', opsPort, edge, token, 'default', { env: {}, onLog: undefined });
     // The refusing edge's own port is taken: the prober cannot serve its ops there.
     expect(await start(address.port)).toBeNull();
-    await expect(start(await freePort())).rejects.toThrow("the edge refused the prober's link");
+    const opsPort = await freePort();
+    await expect(start(opsPort)).rejects.toThrow("the edge refused the prober's link");
+    // The refused prober (it would retry for ever) is gone: its ops port is free again.
+    expect(await portIsFree(opsPort)).toBe(true);
   });
 });
 

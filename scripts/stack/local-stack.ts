@@ -302,6 +302,8 @@ export async function startProber(
     });
   } catch (error) {
     await lastLinesOf(child, closed);
+    // A refused prober retries for ever: it is stopped here, since no caller holds it.
+    await stopProcess(child, 'SIGKILL');
     if (addressInUse) return null;
     throw error;
   }
