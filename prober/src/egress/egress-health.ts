@@ -9,6 +9,7 @@
 import { isIP } from 'node:net';
 import type { EgressHealthInfo } from '@rcpt/shared/contract/prober';
 import type { LookupOutcome } from '@rcpt/shared/dns/lookup';
+import type { ClientChecks } from '@rcpt/shared/verify/providers';
 import { expandIpv6 } from '../dns/reverse-names.ts';
 
 /** An egress's health as the hub receives it (the egress-state message). */
@@ -190,38 +191,14 @@ function sameAddress(a: string, b: string): boolean {
   return family === 4 ? a === b : expandIpv6(a) === expandIpv6(b);
 }
 
-/** What a provider's receivers are known to check of a client, beyond the lists most receivers use. */
-export interface ProviderChecks {
-  /** Refuses a client without forward-confirmed reverse DNS (and a HELO name matching it). */
-  reverseDns: boolean;
-  /** DNSBL zones it refuses a listed client on. */
-  blocklists: readonly string[];
-}
-
 /**
- * Providers of the registry (shared/src/verify/providers.ts, by id) known to refuse a client on
- * what the health check finds. Gmail refuses a client without PTR ("550 5.7.25 The IP address
- * sending this message does not have a PTR record setup",
- * https://support.google.com/mail/answer/81126); Yahoo asks for valid reverse DNS
- * (https://senders.yahooinc.com/best-practices/); Outlook.com requires it too
- * (https://sendersupport.olc.protection.outlook.com/pm/policies.aspx). Barracuda's gateway
- * refuses clients on Barracuda's own list. ZEN applies to every receiver (KNOWN_BLOCKLISTS).
+ * How bad an egress is for a session to MX hosts whose provider checks `checks` of a client
+ * (the registry's `clientChecks`; undefined for a host outside the registry or a provider that
+ * checks nothing known): 0 clean; 1 failing something that provider checks; 2 listed on a list
+ * most receivers use; 3 both. An egress never checked, or whose checks are unknown, is clean.
  */
-export const PROVIDER_CHECKS: Readonly<Record<string, ProviderChecks>> = {
-  google: { reverseDns: true, blocklists: [] },
-  yahoo: { reverseDns: true, blocklists: [] },
-  microsoft: { reverseDns: true, blocklists: [] },
-  barracuda: { reverseDns: false, blocklists: ['b.barracudacentral.org'] },
-};
-
-/**
- * How bad an egress is for a session to `providerId`'s MX hosts (null: a host outside the
- * registry): 0 clean; 1 failing something that provider checks; 2 listed on a list most
- * receivers use; 3 both. An egress never checked, or whose checks are unknown, is clean.
- */
-export function healthPenalty(health: EgressHealth | undefined, providerId: string | null): number {
+export function healthPenalty(health: EgressHealth | undefined, checks: ClientChecks | undefined): number {
   if (!health) return 0;
-  const checks = providerId === null ? undefined : PROVIDER_CHECKS[providerId];
   const listedEverywhere = health.listings.some((listing) => usedByMostReceivers(listing.zone));
   const failsProvider =
     checks !== undefined &&

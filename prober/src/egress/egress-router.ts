@@ -17,7 +17,7 @@ import {
   blockScopeOf,
   NO_SESSION,
 } from '@rcpt/shared/verify/egress-refusal';
-import { PROVIDER_REGISTRY, type ProviderRegistry } from '@rcpt/shared/verify/providers';
+import { type ClientChecks, PROVIDER_REGISTRY, type ProviderRegistry } from '@rcpt/shared/verify/providers';
 import { refusesClient, replyStageOf } from '@rcpt/shared/verify/smtp-reply';
 import { type ProbeDeps, probe } from '../smtp/probe.ts';
 import type { EgressBudget } from '../throttle/egress-budget.ts';
@@ -84,7 +84,7 @@ export class EgressRouter {
         return block === null;
       });
       if (unblocked.length === 0) break;
-      const open = this.#healthiest(unblocked, provider?.id ?? null);
+      const open = this.#healthiest(unblocked, provider?.clientChecks);
       const egress = provider ? this.#withRoom(open, provider.id, pending.length) : this.#inTurn(open);
       if (!egress) {
         return this.#overBudget(request, pending, outcomes, answered, provider?.name ?? firstHost);
@@ -134,10 +134,10 @@ export class EgressRouter {
     };
   }
 
-  /** The egresses of `open` with the least health penalty at `providerId` (egress-health.ts). */
-  #healthiest(open: readonly Egress[], providerId: string | null): readonly Egress[] {
+  /** The egresses of `open` with the least health penalty where `checks` are made (egress-health.ts). */
+  #healthiest(open: readonly Egress[], checks: ClientChecks | undefined): readonly Egress[] {
     if (!this.#health) return open;
-    const penalties = open.map((egress) => healthPenalty(this.#health?.healthOf(egress.id), providerId));
+    const penalties = open.map((egress) => healthPenalty(this.#health?.healthOf(egress.id), checks));
     const least = Math.min(...penalties);
     return open.filter((_, index) => penalties[index] === least);
   }

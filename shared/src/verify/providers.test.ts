@@ -220,6 +220,11 @@ describe('createProviderRegistry', () => {
     ],
     ['an upper-case name', [entry('a', { domains: ['X.com'] })], /a: domain X.com is not lower-case/],
     ['a root dot', [entry('a', { mxSuffixes: ['mx.net.'] })], /MX suffix mx.net. is not lower-case/],
+    [
+      'an upper-case blocklist zone',
+      [entry('a', { clientChecks: { reverseDns: false, blocklists: ['BL.example.org'] } })],
+      /a: blocklist BL.example.org is not lower-case/,
+    ],
   ])('refuses %s', (_what, providers, message) => {
     expect(() => createProviderRegistry(providers)).toThrow(message);
   });

@@ -124,6 +124,20 @@ export interface MailProvider {
   readonly tenant?: TenantSignals;
   /** How the provider's own domains read a local part; absent: the defaults of `LocalPartRules`. */
   readonly localPart?: LocalPartRules;
+  /**
+   * What the provider's receivers are known to check of a connecting client beyond the lists
+   * most receivers use; the prober keeps an egress that fails them away from the provider
+   * (docs/operations.md, "Egress addresses"). Absent: nothing known.
+   */
+  readonly clientChecks?: ClientChecks;
+}
+
+/** A receiver's checks of the client (the sending address) before it answers RCPT. */
+export interface ClientChecks {
+  /** Refuses a client without forward-confirmed reverse DNS (and a HELO name matching it). */
+  readonly reverseDns: boolean;
+  /** DNSBL zones (lower-case) it refuses a listed client on. */
+  readonly blocklists: readonly string[];
 }
 
 const TEMPORARY = [400, 499] as const;
@@ -134,6 +148,9 @@ const PERMANENT = [500, 599] as const;
 export const PROVIDERS: readonly MailProvider[] = [
   {
     id: 'google',
+    // "550 5.7.25 The IP address sending this message does not have a PTR record setup"
+    // (support.google.com/mail/answer/81126).
+    clientChecks: { reverseDns: true, blocklists: [] },
     name: 'Google (Gmail, Google Workspace)',
     family: 'gmail',
     hostedFamily: 'google_workspace',
@@ -174,6 +191,9 @@ export const PROVIDERS: readonly MailProvider[] = [
   },
   {
     id: 'microsoft',
+    // Outlook.com requires valid reverse DNS of the connecting address
+    // (sendersupport.olc.protection.outlook.com/pm/policies.aspx).
+    clientChecks: { reverseDns: true, blocklists: [] },
     name: 'Microsoft (Outlook.com, Microsoft 365)',
     family: 'microsoft',
     domains: ['outlook.com', 'hotmail.com', 'live.com', 'msn.com', 'passport.com', 'windowslive.com'],
@@ -235,6 +255,8 @@ export const PROVIDERS: readonly MailProvider[] = [
   },
   {
     id: 'yahoo',
+    // Yahoo asks for valid reverse DNS of the sending address (senders.yahooinc.com/best-practices/).
+    clientChecks: { reverseDns: true, blocklists: [] },
     name: 'Yahoo and AOL',
     family: 'yahoo',
     domains: ['yahoo.com', 'ymail.com', 'rocketmail.com', 'aol.com', 'aim.com'],
@@ -371,6 +393,9 @@ export const PROVIDERS: readonly MailProvider[] = [
   },
   {
     id: 'barracuda',
+    // The gateway refuses clients on Barracuda's own Reputation Block List
+    // (barracudacentral.org/rbl).
+    clientChecks: { reverseDns: false, blocklists: ['b.barracudacentral.org'] },
     name: 'Barracuda Email Security Service',
     family: 'barracuda',
     domains: [],
@@ -407,7 +432,8 @@ export interface ProviderRegistry {
 
 /**
  * A registry over `providers`, checked once: ids, domains, brands and MX suffixes are each
- * claimed by one entry only, written lower-case. Throws on a bad table.
+ * claimed by one entry only, written lower-case, as are the blocklists of its client checks.
+ * Throws on a bad table.
  */
 export function createProviderRegistry(providers: readonly MailProvider[]): ProviderRegistry {
   // Maps, not records: a record would answer "constructor" from its prototype.
@@ -427,6 +453,10 @@ export function createProviderRegistry(providers: readonly MailProvider[]): Prov
     for (const domain of provider.domains) claim(byDomain, 'domain', domain, provider);
     for (const brand of provider.brands ?? []) claim(byBrand, 'brand', brand, provider);
     for (const suffix of provider.mxSuffixes) claim(bySuffix, 'MX suffix', suffix, provider);
+    // The egress health check reports blocklist zones lower-case, as they are compared.
+    for (const zone of provider.clientChecks?.blocklists ?? [])
+      if (zone !== normaliseHost(zone) || zone === '')
+        throw new Error(`${provider.id}: blocklist ${zone} is not lower-case`);
   }
 
   const ofDomain = (domain: string): MailProvider | null => {
