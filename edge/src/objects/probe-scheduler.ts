@@ -17,14 +17,9 @@ import type { ProbeGateway } from '@rcpt/shared/verify/probe-behind-gateway';
 import { log } from '../logger.ts';
 import { refusedAtEveryEgress } from './egress-blocks.ts';
 import { FairShares } from './fair-shares.ts';
+import { type HubAnswer, type HubProbe, hubProbe, silentProber } from './hub-probe.ts';
 import { affineProber, probesOutPerMx } from './mx-affinity.ts';
-import {
-  type HubPass,
-  noProberHere,
-  type ProberAttachment,
-  type ProberLinks,
-  type ReadyProber,
-} from './prober-links.ts';
+import { noProberHere, type ProberAttachment, type ProberLinks, type ReadyProber } from './prober-links.ts';
 import { ProbersByOwner } from './prober-owners.ts';
 
 /** Time kept back from the caller's deadline for the answer to travel back. */
@@ -38,31 +33,6 @@ const LANE_SCAN_LIMIT = 256;
  * work: past it, its further calls wait their account's turn like its batch work (before it).
  */
 const SINGLE_PRIORITY_SHARE = 0.25;
-
-/** A probe's outcome, or its pass to the next region. */
-export type HubAnswer = ProbeOutcome | HubPass;
-
-/** A probe waiting for, or out at, a prober. */
-interface HubProbe {
-  lane: 'single' | 'batch';
-  accountId: string;
-  /** Only the account's own probers may take it: it turned the shared fleet's fallback off. */
-  ownOnly: boolean;
-  /** The MX host every probe of which goes to one prober. */
-  mxKey: string;
-  request: ProbeRequest;
-  /** When the answer is due (ms since the epoch): the caller's deadline or the job's. */
-  deadlineAt: number;
-  resends: number;
-  /** Probers that refused it or dropped it: the next one in hash order takes it. */
-  passedOver: Set<string>;
-  /**
-   * Another region can serve it: passed back at once when this one has no prober, or when every
-   * egress here was refused at its MX.
-   */
-  passable: boolean;
-  finish: (answer: HubAnswer) => void;
-}
 
 interface Running {
   probe: HubProbe;
@@ -480,46 +450,8 @@ export class ProbeScheduler {
   }
 }
 
-/** A probe of `request` about to wait in its account's lane of `lane`. */
-function hubProbe(
-  lane: HubProbe['lane'],
-  { accountId, ownOnly }: { accountId: string; ownOnly: boolean },
-  request: ProbeRequest,
-  deadlineAt: number,
-  passable: boolean,
-  finish: HubProbe['finish'],
-): HubProbe {
-  return {
-    lane,
-    accountId,
-    ownOnly,
-    mxKey: mxKeyOf(request),
-    request,
-    deadlineAt,
-    resends: 0,
-    passedOver: new Set(),
-    passable,
-    finish,
-  };
-}
-
-/** The MX host that decides which prober serves a probe: its most preferred one. */
-function mxKeyOf(request: ProbeRequest): string {
-  const [first] = [...request.mx].sort((a, b) => a.preference - b.preference);
-  return (first?.host ?? request.domain).toLowerCase();
-}
-
 function decrement(counts: Map<string, number>, key: string): void {
   const left = (counts.get(key) ?? 1) - 1;
   if (left > 0) counts.set(key, left);
   else counts.delete(key);
-}
-
-/**
- * The prober gave no answer by the deadline, though it had its own timeout set before it, so a
- * mail server's slowness would have come back as its report: this is rcpt's own failure
- * (`smtp_unavailable`), asked again in a batch, never kept as a single call's verdict.
- */
-function silentProber(): ProbeOutcome {
-  return { kind: 'unavailable', message: 'the prober did not answer in time' };
 }

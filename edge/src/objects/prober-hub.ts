@@ -30,7 +30,8 @@ import {
 import { createDb } from '../storage/db.ts';
 import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 import type { ProberEgresses } from './egress-blocks.ts';
-import { type HubAnswer, ProbeScheduler } from './probe-scheduler.ts';
+import type { HubAnswer } from './hub-probe.ts';
+import { ProbeScheduler } from './probe-scheduler.ts';
 import { DEFAULT_PER_MX_CONCURRENCY, MAX_PROBER_CAPACITY, ProberLinks } from './prober-links.ts';
 
 /** Header the Worker sets after it has authenticated the prober's token. */
