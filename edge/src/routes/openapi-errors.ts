@@ -41,23 +41,18 @@ export const IDEMPOTENCY_ERRORS = ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_RE
 export const JSON_BODY_ERRORS = ['VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
 
 export const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': {
-    description: 'Requests allowed per 60 s window for this key (100).',
-    schema: { type: 'integer' as const },
-  },
-  'X-RateLimit-Remaining': {
-    description: 'Requests left in the current window.',
-    schema: { type: 'integer' as const },
-  },
-  'X-RateLimit-Reset': {
-    description: 'Seconds until the oldest counted request leaves the window (a slot frees up).',
-    schema: { type: 'integer' as const },
-  },
-  'X-Request-Id': {
-    description: 'Identifies this request in logs and in the credit ledger.',
-    schema: { type: 'string' as const },
-  },
+  'X-RateLimit-Limit': header('integer', 'Requests allowed per 60 s window for this key (100).'),
+  'X-RateLimit-Remaining': header('integer', 'Requests left in the current window.'),
+  'X-RateLimit-Reset': header(
+    'integer',
+    'Seconds until the oldest counted request leaves the window (a slot frees up).',
+  ),
+  'X-Request-Id': header('string', 'Identifies this request in logs and in the credit ledger.'),
 };
+
+function header<T extends 'integer' | 'string'>(type: T, description: string) {
+  return { description, schema: { type } };
+}
 
 /** The headers of a charged POST's answer: the rate-limit headers and the replay marker. */
 export const IDEMPOTENT_ANSWER_HEADERS = {
