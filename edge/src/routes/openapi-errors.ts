@@ -1,4 +1,5 @@
-// OpenAPI error responses generated from the one error table.
+// OpenAPI responses: the errors generated from the one error table, and the JSON answer of an
+// authenticated operation with its rate-limit headers.
 import { ERRORS, ErrorBody, type ErrorCode } from '@rcpt/shared/errors';
 
 type ErrorResponses = Record<
@@ -88,4 +89,9 @@ export function chargedPostResponses<Schema>(
       ...IDEMPOTENCY_ERRORS,
     ]),
   };
+}
+
+/** An authenticated operation's JSON answer, with the rate-limit headers every such answer carries. */
+export function jsonReply<Schema>(description: string, schema: Schema) {
+  return { description, headers: RATE_LIMIT_HEADERS, content: { 'application/json': { schema } } };
 }

@@ -6,7 +6,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { purchasesEnabled } from '../../services/money/stripe-client.ts';
 import { listReceipts, type Purchase } from '../../storage/purchases.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -16,11 +16,7 @@ const route = createRoute({
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['read'])] as const,
   responses: {
-    200: {
-      description: 'The payments, newest first.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: PaymentsResponse } },
-    },
+    200: jsonReply('The payments, newest first.', PaymentsResponse),
     ...errorResponses(AUTHENTICATED_ERRORS),
   },
 });

@@ -5,7 +5,7 @@ import { requireScope } from '../../middleware/auth.ts';
 import { quotasOf, utcDayStart } from '../../services/money/quotas.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
 import { storageUseOf } from '../../storage/storage-budget.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -15,11 +15,7 @@ const route = createRoute({
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['read'])] as const,
   responses: {
-    200: {
-      description: 'The account.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: AccountResponse } },
-    },
+    200: jsonReply('The account.', AccountResponse),
     ...errorResponses(AUTHENTICATED_ERRORS),
   },
 });

@@ -3,7 +3,7 @@ import { AccuracyQuery, AccuracyResponse, MAX_ACCURACY_DAYS } from '@rcpt/shared
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { accuracyOf, accuracyRange } from '../../services/outcomes/accuracy.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -21,11 +21,7 @@ const route = createRoute({
   middleware: [requireScope(['read'])] as const,
   request: { query: AccuracyQuery },
   responses: {
-    200: {
-      description: 'The counts and rates.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: AccuracyResponse } },
-    },
+    200: jsonReply('The counts and rates.', AccuracyResponse),
     ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR']),
   },
 });

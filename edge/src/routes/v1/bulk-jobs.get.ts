@@ -5,7 +5,7 @@ import { requireScope } from '../../middleware/auth.ts';
 import { jobView } from '../../services/batch/jobs.ts';
 import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { countJobs, listJobs } from '../../storage/jobs.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -17,11 +17,7 @@ const route = createRoute({
   middleware: [requireScope(['bulk', 'read'])] as const,
   request: { query: PageQuery },
   responses: {
-    200: {
-      description: 'Jobs.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: BulkJobsResponse } },
-    },
+    200: jsonReply('Jobs.', BulkJobsResponse),
     ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR']),
   },
 });

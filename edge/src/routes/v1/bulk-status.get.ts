@@ -6,7 +6,7 @@ import { domainChangesOf } from '../../services/batch/domain-changes.ts';
 import { jobView, notFoundJob } from '../../services/batch/jobs.ts';
 import { dataModeOf } from '../../services/keys/api-keys.ts';
 import { findJob } from '../../storage/jobs.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -20,11 +20,7 @@ const route = createRoute({
   middleware: [requireScope(['bulk', 'read'])] as const,
   request: { params: JobIdParam },
   responses: {
-    200: {
-      description: 'The job.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: BulkStatusResponse } },
-    },
+    200: jsonReply('The job.', BulkStatusResponse),
     ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR', 'NOT_FOUND']),
   },
 });

@@ -4,7 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { historyPage } from '../../services/history.ts';
 import { dataModeOf } from '../../services/keys/api-keys.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'get',
@@ -17,11 +17,7 @@ const route = createRoute({
   middleware: [requireScope(['read'])] as const,
   request: { query: HistoryQuery },
   responses: {
-    200: {
-      description: 'History entries.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: HistoryResponse } },
-    },
+    200: jsonReply('History entries.', HistoryResponse),
     ...errorResponses([...AUTHENTICATED_ERRORS, 'VALIDATION_ERROR']),
   },
 });

@@ -11,12 +11,7 @@ import {
   outcomeEndpointsOf,
   revokeEndpoint,
 } from '../../services/outcomes/endpoints.ts';
-import {
-  errorResponses,
-  JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
-  SETTINGS_KEY_ERRORS,
-} from '../openapi-errors.ts';
+import { errorResponses, JSON_BODY_ERRORS, jsonReply, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 
 const create = createRoute({
   method: 'post',
@@ -36,11 +31,7 @@ const create = createRoute({
   middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: OutcomeEndpointRequest } } } },
   responses: {
-    200: {
-      description: 'The endpoint, and for Postmark its credentials (shown once).',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: OutcomeEndpointResponse } },
-    },
+    200: jsonReply('The endpoint, and for Postmark its credentials (shown once).', OutcomeEndpointResponse),
     ...errorResponses([...SETTINGS_KEY_ERRORS, ...JSON_BODY_ERRORS, 'CONFLICT', 'SERVICE_UNAVAILABLE']),
   },
 });
@@ -53,17 +44,12 @@ const list = createRoute({
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly] as const,
   responses: {
-    200: {
-      description: 'The endpoints not revoked, newest first.',
-      headers: RATE_LIMIT_HEADERS,
-      content: {
-        'application/json': {
-          schema: z
-            .object({ success: z.literal(true), endpoints: z.array(OutcomeEndpoint) })
-            .meta({ id: 'OutcomeEndpointsResponse' }),
-        },
-      },
-    },
+    200: jsonReply(
+      'The endpoints not revoked, newest first.',
+      z
+        .object({ success: z.literal(true), endpoints: z.array(OutcomeEndpoint) })
+        .meta({ id: 'OutcomeEndpointsResponse' }),
+    ),
     ...errorResponses(SETTINGS_KEY_ERRORS),
   },
 });
@@ -78,11 +64,7 @@ const revoke = createRoute({
   middleware: [settingsKeyOnly] as const,
   request: { params: z.object({ id: z.string().max(100) }) },
   responses: {
-    200: {
-      description: 'Revoked.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: z.object({ success: z.literal(true) }) } },
-    },
+    200: jsonReply('Revoked.', z.object({ success: z.literal(true) })),
     ...errorResponses([...SETTINGS_KEY_ERRORS, 'NOT_FOUND']),
   },
 });

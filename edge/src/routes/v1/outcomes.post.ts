@@ -5,12 +5,7 @@ import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
 import { apiEventKey, recordOutcomes } from '../../services/outcomes/record.ts';
-import {
-  AUTHENTICATED_ERRORS,
-  errorResponses,
-  JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
-} from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, JSON_BODY_ERRORS, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'post',
@@ -31,11 +26,10 @@ const route = createRoute({
   middleware: [requireScope(['outcomes']), jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: OutcomesRequest } } } },
   responses: {
-    200: {
-      description: 'The outcomes, in the order of the request, with what they were matched to.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: OutcomesResponse } },
-    },
+    200: jsonReply(
+      'The outcomes, in the order of the request, with what they were matched to.',
+      OutcomesResponse,
+    ),
     ...errorResponses([...AUTHENTICATED_ERRORS, ...JSON_BODY_ERRORS, 'QUOTA_EXCEEDED']),
   },
 });

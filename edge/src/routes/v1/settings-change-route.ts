@@ -4,12 +4,7 @@ import { createRoute, type z } from '@hono/zod-openapi';
 import type { ErrorCode } from '@rcpt/shared/errors';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
-import {
-  errorResponses,
-  JSON_BODY_ERRORS,
-  RATE_LIMIT_HEADERS,
-  SETTINGS_KEY_ERRORS,
-} from '../openapi-errors.ts';
+import { errorResponses, JSON_BODY_ERRORS, jsonReply, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 
 /**
  * A PUT of some of the account's settings: a JSON body, a live key with every scope
@@ -37,11 +32,7 @@ export function settingsChangeRoute<Body extends z.ZodType, Answer extends z.Zod
     middleware: [settingsKeyOnly, jsonBody] as const,
     request: { body: { required: true, content: { 'application/json': { schema: spec.body } } } },
     responses: {
-      200: {
-        description: spec.answered,
-        headers: RATE_LIMIT_HEADERS,
-        content: { 'application/json': { schema: spec.answer } },
-      },
+      200: jsonReply(spec.answered, spec.answer),
       ...errorResponses([...SETTINGS_KEY_ERRORS, ...(spec.errors ?? []), ...JSON_BODY_ERRORS]),
     },
   });

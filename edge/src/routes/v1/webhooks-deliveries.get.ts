@@ -3,7 +3,7 @@ import { PageQuery, WebhookDeliveriesResponse } from '@rcpt/shared/contract/api'
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { listDeliveries } from '../../storage/webhooks.ts';
-import { errorResponses, RATE_LIMIT_HEADERS, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
+import { errorResponses, jsonReply, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
 
 const route = createRoute({
@@ -16,11 +16,7 @@ const route = createRoute({
   middleware: [settingsKeyOnly] as const,
   request: { query: PageQuery },
   responses: {
-    200: {
-      description: 'Deliveries.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: WebhookDeliveriesResponse } },
-    },
+    200: jsonReply('Deliveries.', WebhookDeliveriesResponse),
     ...errorResponses([...SETTINGS_KEY_ERRORS, 'VALIDATION_ERROR']),
   },
 });

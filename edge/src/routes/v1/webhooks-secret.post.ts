@@ -3,7 +3,7 @@ import { WebhookSecretResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { rotateWebhookSecret } from '../../services/webhooks/settings.ts';
-import { errorResponses, RATE_LIMIT_HEADERS, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
+import { errorResponses, jsonReply, SETTINGS_KEY_ERRORS } from '../openapi-errors.ts';
 
 const route = createRoute({
   method: 'post',
@@ -16,11 +16,7 @@ const route = createRoute({
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly] as const,
   responses: {
-    200: {
-      description: 'The new secret.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: WebhookSecretResponse } },
-    },
+    200: jsonReply('The new secret.', WebhookSecretResponse),
     ...errorResponses([...SETTINGS_KEY_ERRORS, 'EMAIL_NOT_CONFIRMED', 'SERVICE_UNAVAILABLE']),
   },
 });

@@ -3,7 +3,7 @@ import { WebhookTestResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { sendTestEvent } from '../../services/webhooks/delivery.ts';
-import { AUTHENTICATED_ERRORS, errorResponses, RATE_LIMIT_HEADERS } from '../openapi-errors.ts';
+import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
 import { deliveryView } from './webhook-delivery-view.ts';
 
 const route = createRoute({
@@ -19,11 +19,7 @@ const route = createRoute({
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly] as const,
   responses: {
-    200: {
-      description: 'The delivery and its only attempt.',
-      headers: RATE_LIMIT_HEADERS,
-      content: { 'application/json': { schema: WebhookTestResponse } },
-    },
+    200: jsonReply('The delivery and its only attempt.', WebhookTestResponse),
     ...errorResponses([
       ...AUTHENTICATED_ERRORS,
       'FORBIDDEN',
