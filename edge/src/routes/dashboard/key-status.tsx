@@ -1,10 +1,14 @@
 /** @jsxImportSource hono/jsx */
-// The last two cells of a key's row, secret or publishable: whether it is active or since
-// when revoked, and the link to revoke it.
+// The last two cells of a key's or prober token's row: whether it is active or since when
+// revoked, and the link to revoke it.
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
 import { Timestamp } from './forms.tsx';
 
-export function KeyStatusCells(props: { apiKey: ApiKeyRow }) {
+export function KeyStatusCells(props: {
+  apiKey: Pick<ApiKeyRow, 'id' | 'name' | 'prefix' | 'revokedAt'>;
+  /** Where its revocation is confirmed; the API keys page's by default. */
+  revokeHref?: string;
+}) {
   const key = props.apiKey;
   return (
     <>
@@ -22,7 +26,10 @@ export function KeyStatusCells(props: { apiKey: ApiKeyRow }) {
       </td>
       <td>
         {key.revokedAt === null ? (
-          <a href={`/keys/${key.id}/revoke`} aria-label={`Revoke ${key.name} (${key.prefix}…)`}>
+          <a
+            href={props.revokeHref ?? `/keys/${key.id}/revoke`}
+            aria-label={`Revoke ${key.name} (${key.prefix}…)`}
+          >
             Revoke…
           </a>
         ) : null}
