@@ -243,7 +243,11 @@ describe('greylist follow-up', () => {
       recheck: true,
       watch: false,
     });
-    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true, watch: false });
+    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({
+      recheck: true,
+      watch: false,
+      sharedFleetFallback: true,
+    });
     const { deps } = recordingDeps();
     const upload = (recheck?: boolean) =>
       createBatchJob({
