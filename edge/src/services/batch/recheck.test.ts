@@ -242,6 +242,7 @@ describe('greylist follow-up', () => {
     expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({
       recheck: true,
       watch: false,
+      sharedFleetFallback: true,
     });
     expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({
       recheck: true,
