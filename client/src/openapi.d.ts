@@ -2324,7 +2324,7 @@ export interface components {
             recheck: boolean;
             /** @description the default of an upload's `watch` when it does not say (watched for 30 days) */
             watch: boolean;
-            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` (not charged) when none can within its time, and list work waits for them until the job's deadline. Default on. */
+            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when none can within its time, and list work waits for them until the job's deadline. Default on. */
             sharedFleetFallback: boolean;
         };
         AccountSettingsResponse: {
@@ -2344,7 +2344,7 @@ export interface components {
             recheck?: boolean;
             /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
             watch?: boolean;
-            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` (not charged) when none can within its time, and list work waits for them until the job's deadline. Default on. */
+            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when none can within its time, and list work waits for them until the job's deadline. Default on. */
             sharedFleetFallback?: boolean;
         };
         PaymentsResponse: {

@@ -558,7 +558,7 @@ export const BulkJobsResponse = z
 const SHARED_FLEET_FALLBACK_DESCRIPTION =
   "whether rcpt's shared probers probe for the account when none of its own probers (linked with the " +
   "account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's " +
-  'probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` (not charged) when ' +
+  'probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when ' +
   "none can within its time, and list work waits for them until the job's deadline. Default on.";
 
 export const AccountSettings = z

@@ -99,8 +99,8 @@ async function renderProbers(c: Context<DashboardEnv>, state: PageState, status:
         <p>
           Your addresses go to your own probers first. When none of them can take one — none is linked, or
           each was refused at the address's mail server — rcpt's shared probers can take it instead. Without
-          them, a single call answers <code>unknown</code> / <code>smtp_unavailable</code> (not charged) and
-          list work waits for your probers until the list's deadline.
+          them, a single call answers <code>unknown</code> / <code>smtp_unavailable</code> (charged as any
+          single call) and list work waits for your probers until the list's deadline.
         </p>
         <form method="post" action="/probers/fallback" class="stack">
           <CsrfField token={csrfToken} />
