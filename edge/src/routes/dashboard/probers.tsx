@@ -17,10 +17,10 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listAccountProberTokens, type ProberTokenRow } from '../../storage/prober-tokens.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SelectField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SecretField, SelectField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
-import { KeyStatusCells } from './key-status.tsx';
+import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
 interface CreatedToken {
@@ -128,24 +128,7 @@ function NewTokenSecret(props: { created: CreatedToken; edgeUrl: string }) {
     <section class="card secret-card" aria-labelledby="new-token-heading">
       <h2 id="new-token-heading">Your new prober token “{props.created.name}”</h2>
       <Notice kind="info">Copy it now: it is shown only once. rcpt keeps only a hash of it.</Notice>
-      <div class="field">
-        <label for="new-prober-token">Prober token</label>
-        <div class="copy-row">
-          <input
-            id="new-prober-token"
-            class="secret"
-            type="text"
-            readonly
-            value={props.created.secret}
-            spellcheck={false}
-            autocomplete="off"
-          />
-          {/* Revealed by app.js: without JavaScript the read-only field is selectable instead. */}
-          <button type="button" class="button button-secondary" data-copy-target="new-prober-token" hidden>
-            Copy
-          </button>
-        </div>
-      </div>
+      <SecretField id="new-prober-token" label="Prober token" secret={props.created.secret} />
       <p>Run the prober with it (prober/README.md, "Running"):</p>
       <pre>
         <code>
@@ -269,22 +252,16 @@ function EgressHealth(props: { health: ProberView['egresses'][number]['health'] 
 
 function RevokePage(props: { token: ProberTokenRow; csrfToken: string }) {
   return (
-    <section class="card" aria-labelledby="revoke-heading">
-      <h1 id="revoke-heading">Revoke “{props.token.name}”?</h1>
-      <p>
-        The prober token <code>{props.token.prefix}…</code> stops working: a prober linked with it is cut off
-        within a minute and cannot link again. This cannot be undone.
-      </p>
-      <form method="post" action={`/probers/${props.token.id}/revoke`} class="button-row">
-        <CsrfField token={props.csrfToken} />
-        <button type="submit" class="button button-danger">
-          Revoke token
-        </button>
-        <a href="/probers" class="button button-secondary">
-          Cancel
-        </a>
-      </form>
-    </section>
+    <RevokeConfirmation
+      name={props.token.name}
+      action={`/probers/${props.token.id}/revoke`}
+      button="Revoke token"
+      cancelHref="/probers"
+      csrfToken={props.csrfToken}
+    >
+      The prober token <code>{props.token.prefix}…</code> stops working: a prober linked with it is cut off
+      within a minute and cannot link again. This cannot be undone.
+    </RevokeConfirmation>
   );
 }
 
