@@ -123,7 +123,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. `DAILY_CAP_REACHED`: This publishable key's daily cap of verifications is used up; it resets at midnight UTC (`Retry-After`). */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight`, `api_keys` or `prober_tokens`; `details` says which, its limit and when it resets. `DAILY_CAP_REACHED`: This publishable key's daily cap of verifications is used up; it resets at midnight UTC (`Retry-After`). */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -315,7 +315,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight`, `api_keys` or `prober_tokens`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -755,7 +755,7 @@ export interface paths {
         get?: never;
         /**
          * Change the account's defaults
-         * @description `recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch their domains for 30 days after completion (see `watch` of the upload). A field left out keeps its value. Live keys only.
+         * @description `recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch their domains for 30 days after completion (see `watch` of the upload). `sharedFleetFallback`: whether the shared probers probe for the account when none of the probers it runs itself can. A field left out keeps its value. Live keys only.
          */
         put: {
             parameters: {
@@ -1310,7 +1310,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight`, `api_keys` or `prober_tokens`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1528,7 +1528,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets. */
+                /** @description `RATE_LIMITED`: Too many requests; retry after the time in Retry-After. `QUOTA_EXCEEDED`: An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), `jobs_in_flight`, `api_keys` or `prober_tokens`; `details` says which, its limit and when it resets. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2324,6 +2324,8 @@ export interface components {
             recheck: boolean;
             /** @description the default of an upload's `watch` when it does not say (watched for 30 days) */
             watch: boolean;
+            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when none can within its time, and list work waits for them until the job's deadline. Default on. */
+            sharedFleetFallback: boolean;
         };
         AccountSettingsResponse: {
             /** @enum {boolean} */
@@ -2333,7 +2335,8 @@ export interface components {
         /**
          * @example {
          *       "recheck": true,
-         *       "watch": true
+         *       "watch": true,
+         *       "sharedFleetFallback": true
          *     }
          */
         AccountSettingsRequest: {
@@ -2341,6 +2344,8 @@ export interface components {
             recheck?: boolean;
             /** @description Watched job: true keeps the completed job's verdicts in step with its domains for `watchDays` days (default 30). When rcpt sees that a domain of the job changed — its MX hosts moved, it stopped taking mail (null MX, no MX, gone from DNS) or took it again, catch-all turned on or off, another mail tenant behind its gateway — the job's addresses at that domain are verified again; changed verdicts update the results, counts and CSV (the job stays `completed`) and a `job.updated` webhook says what changed per domain. A domain that does not change is never probed. Verifying again is free; an address refunded at completion that is then answered with a known verdict is charged 1 credit (ledger reason `recheck_charge`), as far as the balance covers it. Default: the account's setting (`PUT /api/v1/account/settings`), else false. Test-key jobs are never watched. */
             watch?: boolean;
+            /** @description whether rcpt's shared probers probe for the account when none of its own probers (linked with the account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when none can within its time, and list work waits for them until the job's deadline. Default on. */
+            sharedFleetFallback?: boolean;
         };
         PaymentsResponse: {
             /** @enum {boolean} */

@@ -60,6 +60,8 @@ const ConfigSchema = z
     QUOTA_JOBS_IN_FLIGHT: z.coerce.number().int().min(0).default(10),
     /** Active (not revoked) API keys. */
     QUOTA_API_KEYS: z.coerce.number().int().min(0).default(25),
+    /** Live prober tokens an account makes on its Probers page (docs/operations.md, "Customer-run probers"). */
+    QUOTA_PROBER_TOKENS: z.coerce.number().int().min(0).default(5),
     /**
      * Requests to the internet one invocation may make: the Workers plan's subrequest limit
      * (https://developers.cloudflare.com/workers/platform/limits/#subrequests): 50 on Workers

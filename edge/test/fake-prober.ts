@@ -13,10 +13,10 @@ import {
   type ProbeReport,
   ProberMessage,
 } from '@rcpt/shared/contract/prober';
-import { issueSecret } from '@rcpt/shared/secret-tokens';
 import { evidenceFor, type SessionDialogue } from '@rcpt/shared/verify/evidence';
 import { until } from '../../test/eventually.ts';
 import { linkToRegionHub } from '../src/services/fleet/prober-gateway.ts';
+import { issueProberToken } from '../src/services/fleet/prober-token-secret.ts';
 import { insertProberToken } from '../src/storage/prober-tokens.ts';
 import { db } from './fixtures.ts';
 
@@ -38,18 +38,9 @@ export async function newProberToken(
   region = 'default',
   accountId: string | null = null,
 ): Promise<{ id: string; secret: string }> {
-  const issued = await issueSecret('proberToken');
-  const id = crypto.randomUUID();
-  await insertProberToken(db(), {
-    id,
-    name: 'test prober',
-    region,
-    tokenHash: issued.hash,
-    prefix: issued.prefix,
-    createdAt: Date.now(),
-    accountId,
-  });
-  return { id, secret: issued.secret };
+  const { row, token } = await issueProberToken({ region, name: 'test prober', accountId, now: Date.now() });
+  await insertProberToken(db(), row);
+  return { id: token.id, secret: token.secret };
 }
 
 export async function connectProber(token: string, region: string): Promise<Response> {

@@ -62,9 +62,14 @@ export interface LocalStack {
   stopProber(signal?: NodeJS.Signals): Promise<number | null>;
   /**
    * Links one more prober (own process), stopped by close(): in the primary region with the
-   * stack's token, or in `region` with a token of its own; `env` over the stack's prober env.
+   * stack's token, or in `region` with a token of its own, or with `token` (a customer's, say);
+   * `env` over the stack's prober env.
    */
-  addProber(options?: { region?: string; env?: Record<string, string> }): Promise<ChildProcess>;
+  addProber(options?: {
+    region?: string;
+    env?: Record<string, string>;
+    token?: string;
+  }): Promise<ChildProcess>;
   /** The prober regions the edge uses, the primary (where the stack's prober links) first. */
   regions: string[];
   close(): Promise<void>;
@@ -130,12 +135,14 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   const launchProber = async (
     region = regions[0] ?? 'default',
     env: Record<string, string> = {},
+    chosenToken?: string,
   ): Promise<{ process: ChildProcess; opsUrl: string }> => {
     // A token is for one region: the stack's is the primary's; another region gets its own.
     const token =
-      region === (regions[0] ?? 'default')
+      chosenToken ??
+      (region === (regions[0] ?? 'default')
         ? seeded.proberToken
-        : (await createProberToken(d1, { region, name: `local prober (${region})` })).secret;
+        : (await createProberToken(d1, { region, name: `local prober (${region})` })).secret);
     const proberEnv = { ...options.proberEnv, ...env };
     // Its ops port is drawn free, and may be taken before it binds it: as the edge's, drawn again.
     for (let attempt = 1; ; attempt++) {
@@ -172,7 +179,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
       proberOpsUrl = launched.opsUrl;
     },
     async addProber(added = {}) {
-      const launched = await launchProber(added.region, added.env);
+      const launched = await launchProber(added.region, added.env, added.token);
       extraProbers.push(launched.process);
       return launched.process;
     },

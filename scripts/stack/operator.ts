@@ -2,6 +2,8 @@
 // through wrangler so they work on the local D1 and, with `remote`, on a deployed one. Every
 // write is the statement the edge's storage module writes it with, inlined.
 import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
+import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';
+import { accountSettingsUpdate } from '../../edge/src/storage/account-settings.ts';
 import {
   accountCreation as accountStatements,
   apiKeyInsert,
@@ -54,11 +56,14 @@ function movementSql(movement: LedgerPair): string {
   return script([movement.entry, movement.balance]);
 }
 
-/** Whether the shared fleet may probe for the account when none of its own probers can. */
+/**
+ * Whether the shared fleet may probe for the account when none of its own probers can: the
+ * statement PUT /api/v1/account/settings runs for `sharedFleetFallback`.
+ */
 export function setSharedFleetFallback(target: D1Target, accountId: string, allowed: boolean): boolean {
   const [rows] = executeSql(
     target,
-    `UPDATE accounts SET shared_fleet_fallback = ${allowed ? 1 : 0} WHERE id = ${q(accountId)} RETURNING id`,
+    script([accountSettingsUpdate(accountId, { sharedFleetFallback: allowed })]),
   );
   return (rows?.length ?? 0) > 0;
 }
@@ -183,13 +188,8 @@ export async function proberTokenCreation(input: {
   name: string;
   accountId?: string | null;
 }): Promise<{ credential: IssuedCredential; sql: string }> {
-  const issued = await issueSecret('proberToken');
-  const id = crypto.randomUUID();
-  const token = { id, ...input, tokenHash: issued.hash, prefix: issued.prefix, createdAt: Date.now() };
-  return {
-    credential: { id, secret: issued.secret, prefix: issued.prefix },
-    sql: script([proberTokenInsert(token)]),
-  };
+  const { row, token } = await issueProberToken({ ...input, now: Date.now() });
+  return { credential: token, sql: script([proberTokenInsert(row)]) };
 }
 
 export async function createProberToken(

@@ -98,7 +98,7 @@ export const ERRORS = {
     message:
       'An account quota is used up: `storage_bytes_per_day` (the bytes every stored row of the account — list ' +
       'rows and cells, results, history, kept Idempotency-Key answers, webhook events — adds in a UTC day), ' +
-      '`jobs_in_flight` or `api_keys`; `details` says which, its limit and when it resets.',
+      '`jobs_in_flight`, `api_keys` or `prober_tokens`; `details` says which, its limit and when it resets.',
   },
   INTERNAL_ERROR: { httpStatus: 500, message: 'An internal error occurred.' },
   SERVICE_UNAVAILABLE: { httpStatus: 503, message: 'The service is temporarily unavailable.' },

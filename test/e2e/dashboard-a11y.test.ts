@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible as expectPageAccessible, seriousViolations } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { VIEWPORTS } from './browser/screenshots.ts';
-import { signUp } from './browser/sign-up.ts';
+import { signUp, signUpAndConfirm } from './browser/sign-up.ts';
 import { type System, startSystem } from './harness.ts';
 
 let system: System;
@@ -190,8 +190,8 @@ describe('the dashboard is accessible', () => {
 
     await page.goto('/keys');
     await expectAccessible('keys with one key');
-    // From the top: skip link, brand, buy credits, log out, the nine nav links, then the page's controls.
-    const stops = await tabThrough(23);
+    // From the top: skip link, brand, buy credits, log out, the ten nav links, then the page's controls.
+    const stops = await tabThrough(24);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
@@ -204,6 +204,7 @@ describe('the dashboard is accessible', () => {
       'a:History',
       'a:Accuracy',
       'a:Webhooks',
+      'a:Probers',
       'a:Account',
       'a:Docs',
       'input:Name',
@@ -217,18 +218,18 @@ describe('the dashboard is accessible', () => {
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
       'a:New publishable key',
     ]);
-    expect(outOfVisualOrder(stops.slice(1, 13))).toEqual([]);
-    expect(outOfVisualOrder(stops.slice(13))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(1, 14))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(14))).toEqual([]);
     for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
 
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(23);
+    const phoneStops = await tabThrough(24);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
-    expect(outOfVisualOrder(phoneStops.slice(13))).toEqual([]);
-    // The nine nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
-    expect(new Set(phoneStops.slice(4, 13).map((stop) => Math.round(stop.top))).size).toBe(1);
+    expect(outOfVisualOrder(phoneStops.slice(14))).toEqual([]);
+    // The ten nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
+    expect(new Set(phoneStops.slice(4, 14).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();
@@ -289,6 +290,37 @@ describe('the dashboard is accessible', () => {
     await page.getByRole('link', { name: 'a11y shop', exact: true }).click();
     await page.waitForURL('**/keys/publishable/*');
     await expectAccessible("a publishable key's page");
+  });
+
+  it('passes axe on the probers page, a new prober token, its errors and the revoke confirmation', async () => {
+    // Another person's account: the forms that change an account are limited to a few a minute
+    // per account, and the other tests spend the first account's.
+    const other = await launchChromium({ baseURL: system.stack.baseUrl });
+    try {
+      const probers = other.page;
+      await signUpAndConfirm(probers, system, `ally-probers-${Date.now()}@example.com`, password);
+      await probers.goto('/probers');
+      await expectPageAccessible(probers, 'probers, none yet');
+      // Spaces pass the browser's `required` and are no name to rcpt.
+      await probers.getByLabel('Name').fill('   ');
+      await probers.getByRole('button', { name: 'Make token' }).click();
+      await probers.locator('#prober-token-name-error').waitFor();
+      expect(await probers.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
+      await expectPageAccessible(probers, 'probers with an error');
+      await probers.getByLabel('Name').fill('a11y prober');
+      await probers.getByRole('button', { name: 'Make token' }).click();
+      expect(await probers.getByLabel('Prober token', { exact: true }).inputValue()).toMatch(/^rkp_/);
+      await expectPageAccessible(probers, 'probers with a new token');
+      await probers.goto('/probers');
+      await probers.getByRole('link', { name: /^Revoke a11y prober/ }).click();
+      await probers.waitForURL('**/probers/*/revoke');
+      await expectPageAccessible(probers, 'prober token revoke confirmation');
+      await probers.getByRole('button', { name: 'Revoke token' }).click();
+      await probers.waitForURL('**/probers?revoked=*');
+      await expectPageAccessible(probers, 'probers with a revoked token');
+    } finally {
+      await other.close();
+    }
   });
 
   it('passes axe on the verify page, empty, with a result and with an error', async () => {

@@ -46,6 +46,10 @@ export const TOKEN_REVOKED_CLOSE_CODE = 4001;
 
 export interface ProberStatus {
   proberId: string;
+  /** The prober token it linked with. */
+  tokenId: string;
+  /** The account it serves only (a customer-run prober's); null: the shared fleet. */
+  accountId: string | null;
   region: string;
   capacity: number;
   perMxConcurrency: number;
@@ -266,6 +270,8 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
       const attachment = this.#links.attachmentOf(ws);
       return {
         proberId: attachment.proberId,
+        tokenId: attachment.tokenId,
+        accountId: attachment.accountId ?? null,
         region: attachment.region,
         capacity: attachment.capacity,
         perMxConcurrency: attachment.perMxConcurrency,

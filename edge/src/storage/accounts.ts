@@ -1,4 +1,10 @@
 import { eq } from 'drizzle-orm';
+import {
+  type AccountSettingsChange,
+  accountSettingsOf,
+  accountSettingsUpdate,
+  type StoredAccountSettings,
+} from './account-settings.ts';
 import { type Db, prepare } from './db.ts';
 import { accountCreation, type NewAccount } from './inserts.ts';
 import { signupGrantOnConfirmation } from './ledger.ts';
@@ -79,21 +85,13 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
   return row ?? { singleVerifications: 0, batchJobs: 0, creditsSpent: 0, creditsRefunded: 0 };
 }
 
-/** The account's settings that apply when a request does not say (AccountSettings in the API). */
-export async function updateAccountSettings(
-  db: Db,
-  accountId: string,
-  settings: { recheck?: boolean; watch?: boolean },
-): Promise<{ recheck: boolean; watch: boolean } | null> {
-  const flag = (value: boolean | undefined) => (value === undefined ? null : value ? 1 : 0);
-  const row = await db.$client
-    .prepare(
-      `UPDATE accounts SET recheck_default = COALESCE(?2, recheck_default), watch_default = COALESCE(?3, watch_default)
-       WHERE id = ?1 RETURNING recheck_default AS recheck, watch_default AS watch`,
-    )
-    .bind(accountId, flag(settings.recheck), flag(settings.watch))
-    .first<{ recheck: number; watch: number }>();
-  return row ? { recheck: row.recheck === 1, watch: row.watch === 1 } : null;
+/** Changes the account's settings given (AccountSettings in the API) and returns them all; null: no such account. */
+export async function updateAccountSettings(db: Db, accountId: string, changes: AccountSettingsChange) {
+  const row = await prepare(
+    db.$client,
+    accountSettingsUpdate(accountId, changes),
+  ).first<StoredAccountSettings>();
+  return row ? accountSettingsOf(row) : null;
 }
 
 /** The account's credit balance (movements are built in ledger.ts and run in their callers' batches). */

@@ -110,20 +110,35 @@ export type NewProberToken = Pick<
   accountId?: string | null;
 };
 
-/** The statement that stores a prober token (the operator's scripts run it through wrangler). */
-export function proberTokenInsert(token: NewProberToken): SqlStatement {
+const PROBER_TOKEN_COLUMNS = 'id, name, region, token_hash, prefix, created_at, account_id';
+
+/**
+ * The statement that stores a prober token (the operator's scripts run it through wrangler).
+ * With `maxActiveOfAccount`, only while its account has fewer live tokens than that, the count
+ * and the insert one statement (two concurrent creations cannot both take the last slot); it
+ * returns the id it stored, or no row.
+ */
+export function proberTokenInsert(token: NewProberToken, maxActiveOfAccount?: number): SqlStatement {
+  const params = [
+    token.id,
+    token.name,
+    token.region,
+    token.tokenHash,
+    token.prefix,
+    token.createdAt,
+    token.accountId ?? null,
+  ];
+  if (maxActiveOfAccount === undefined) {
+    return {
+      sql: `INSERT INTO prober_tokens (${PROBER_TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+      params,
+    };
+  }
   return {
-    sql: `INSERT INTO prober_tokens (id, name, region, token_hash, prefix, created_at, account_id)
-          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
-    params: [
-      token.id,
-      token.name,
-      token.region,
-      token.tokenHash,
-      token.prefix,
-      token.createdAt,
-      token.accountId ?? null,
-    ],
+    sql: `INSERT INTO prober_tokens (${PROBER_TOKEN_COLUMNS}) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+          WHERE (SELECT COUNT(*) FROM prober_tokens WHERE account_id = ?7 AND revoked_at IS NULL) < ?8
+          RETURNING id`,
+    params: [...params, maxActiveOfAccount],
   };
 }
 

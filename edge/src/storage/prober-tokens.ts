@@ -1,4 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, isNull } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
 import { type NewProberToken, proberTokenInsert } from './inserts.ts';
 import { proberTokens } from './schema.ts';
@@ -13,6 +13,67 @@ export async function findLiveProberToken(db: Db, tokenHash: string): Promise<Pr
 
 export async function insertProberToken(db: Db, token: NewProberToken): Promise<void> {
   await prepare(db.$client, proberTokenInsert(token)).run();
+}
+
+/**
+ * Stores an account's token only while the account has fewer than `maxActive` live ones (one
+ * statement, so two concurrent creations cannot both take the last slot). Returns whether it
+ * did, and how many live tokens the account had.
+ */
+export async function insertProberTokenWithin(
+  db: Db,
+  token: NewProberToken & { accountId: string },
+  maxActive: number,
+): Promise<{ inserted: boolean; active: number }> {
+  const d1 = db.$client;
+  const [count, insert] = await d1.batch([
+    d1
+      .prepare('SELECT COUNT(*) AS active FROM prober_tokens WHERE account_id = ?1 AND revoked_at IS NULL')
+      .bind(token.accountId),
+    prepare(d1, proberTokenInsert(token, maxActive)),
+  ]);
+  return {
+    inserted: (insert?.results.length ?? 0) > 0,
+    active: (count?.results[0] as { active: number } | undefined)?.active ?? 0,
+  };
+}
+
+/** The account's prober tokens, revoked ones too, the newest first. */
+export async function listAccountProberTokens(db: Db, accountId: string): Promise<ProberTokenRow[]> {
+  return db.query.proberTokens.findMany({
+    where: eq(proberTokens.accountId, accountId),
+    orderBy: [desc(proberTokens.createdAt)],
+  });
+}
+
+/** The regions the account's live tokens are for: where its own probers link. */
+export async function accountProberRegions(db: Db, accountId: string): Promise<string[]> {
+  const rows = await db
+    .selectDistinct({ region: proberTokens.region })
+    .from(proberTokens)
+    .where(and(eq(proberTokens.accountId, accountId), isNull(proberTokens.revokedAt)));
+  return rows.map((row) => row.region).sort();
+}
+
+/** Revokes the account's live token `tokenId`; false when it has no such live token. */
+export async function revokeAccountProberToken(
+  db: Db,
+  accountId: string,
+  tokenId: string,
+  now: number,
+): Promise<boolean> {
+  const revoked = await db
+    .update(proberTokens)
+    .set({ revokedAt: now })
+    .where(
+      and(
+        eq(proberTokens.id, tokenId),
+        eq(proberTokens.accountId, accountId),
+        isNull(proberTokens.revokedAt),
+      ),
+    )
+    .returning({ id: proberTokens.id });
+  return revoked.length > 0;
 }
 
 export async function touchProberToken(db: Db, tokenId: string, now: number): Promise<void> {

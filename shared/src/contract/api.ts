@@ -555,6 +555,12 @@ export const BulkJobsResponse = z
   .object({ success: z.literal(true), jobs: z.array(Job), pagination: Pagination })
   .meta({ id: 'BulkJobsResponse' });
 
+const SHARED_FLEET_FALLBACK_DESCRIPTION =
+  "whether rcpt's shared probers probe for the account when none of its own probers (linked with the " +
+  "account's prober tokens) can: none linked, or each blocked at the address's mail server. Off, the account's " +
+  'probes wait for its own probers: a single call answers `unknown` / `smtp_unavailable` when ' +
+  "none can within its time, and list work waits for them until the job's deadline. Default on.";
+
 export const AccountSettings = z
   .object({
     recheck: z
@@ -565,6 +571,7 @@ export const AccountSettings = z
       .describe(
         `the default of an upload's \`watch\` when it does not say (watched for ${WATCH_DEFAULT_DAYS} days)`,
       ),
+    sharedFleetFallback: z.boolean().describe(SHARED_FLEET_FALLBACK_DESCRIPTION),
   })
   .meta({ id: 'AccountSettings' });
 export type AccountSettings = z.infer<typeof AccountSettings>;
@@ -573,8 +580,9 @@ export const AccountSettingsRequest = z
   .strictObject({
     recheck: z.boolean().optional().describe(RECHECK_DESCRIPTION),
     watch: z.boolean().optional().describe(WATCH_DESCRIPTION),
+    sharedFleetFallback: z.boolean().optional().describe(SHARED_FLEET_FALLBACK_DESCRIPTION),
   })
-  .meta({ id: 'AccountSettingsRequest', example: { recheck: true, watch: true } });
+  .meta({ id: 'AccountSettingsRequest', example: { recheck: true, watch: true, sharedFleetFallback: true } });
 
 export const AccountSettingsResponse = z
   .object({ success: z.literal(true), settings: AccountSettings })

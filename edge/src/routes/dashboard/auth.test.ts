@@ -461,7 +461,7 @@ describe('security headers', () => {
 
   it('pages hold no inline script or style (the CSP would block them)', async () => {
     const { client } = await signedIn('inline');
-    for (const path of ['/', '/keys', '/verify', '/bulk', '/history', '/webhooks', '/account']) {
+    for (const path of ['/', '/keys', '/verify', '/bulk', '/history', '/webhooks', '/probers', '/account']) {
       const html = await (await client.get(path)).text();
       expect(html, path).toMatch(/^<!DOCTYPE html>/);
       expect(html, path).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);

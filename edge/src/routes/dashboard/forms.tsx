@@ -146,6 +146,32 @@ export function AccountEmailField(props: { id: string; value?: string | undefine
   );
 }
 
+/**
+ * A secret shown once (a new key, token or signing secret): read-only and selectable, with a
+ * copy button that app.js reveals; without JavaScript the field is selected and copied by hand.
+ */
+export function SecretField(props: { id: string; label: string; secret: string }) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <div class="copy-row">
+        <input
+          id={props.id}
+          class="secret"
+          type="text"
+          readonly
+          value={props.secret}
+          spellcheck={false}
+          autocomplete="off"
+        />
+        <button type="button" class="button button-secondary" data-copy-target={props.id} hidden>
+          Copy
+        </button>
+      </div>
+    </div>
+  );
+}
+
 export function Notice(props: { kind: 'success' | 'error' | 'info'; children?: Child }) {
   // Errors interrupt (alert); confirmations are announced politely (status).
   return (

@@ -20,6 +20,7 @@ import { registerJobPages } from './jobs.tsx';
 import { registerKeysPages } from './keys.tsx';
 import { registerOverviewPage } from './overview.tsx';
 import { registerPasswordResetPages } from './password-reset.tsx';
+import { registerProbersPage } from './probers.tsx';
 import { registerVerifyPage } from './verify.tsx';
 import { registerWebhooksPage } from './webhooks.tsx';
 
@@ -44,6 +45,7 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
   registerHistoryPage(dashboard);
   registerAccuracyPage(dashboard);
   registerWebhooksPage(dashboard);
+  registerProbersPage(dashboard);
   registerAccountPage(dashboard);
   registerCreditsPage(dashboard);
   app.route('/', dashboard);

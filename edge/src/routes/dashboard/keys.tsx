@@ -20,10 +20,10 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, TextAreaField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SecretField, TextAreaField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
-import { KeyStatusCells } from './key-status.tsx';
+import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
 
@@ -212,46 +212,27 @@ function NewKeySecret(props: { created: CreatedKey }) {
     <section class="card secret-card" aria-labelledby="new-key-heading">
       <h2 id="new-key-heading">Your new key “{props.created.name}”</h2>
       <Notice kind="info">Copy it now: it is shown only once. rcpt keeps only a hash of it.</Notice>
-      <div class="field">
-        <label for="new-key-secret">API key ({props.created.mode})</label>
-        <div class="copy-row">
-          <input
-            id="new-key-secret"
-            class="secret"
-            type="text"
-            readonly
-            value={props.created.secret}
-            spellcheck={false}
-            autocomplete="off"
-          />
-          {/* Revealed by app.js: without JavaScript the read-only field is selectable instead. */}
-          <button type="button" class="button button-secondary" data-copy-target="new-key-secret" hidden>
-            Copy
-          </button>
-        </div>
-      </div>
+      <SecretField
+        id="new-key-secret"
+        label={`API key (${props.created.mode})`}
+        secret={props.created.secret}
+      />
     </section>
   );
 }
 
 function RevokePage(props: { apiKey: ApiKeyRow; csrfToken: string }) {
   return (
-    <section class="card" aria-labelledby="revoke-heading">
-      <h1 id="revoke-heading">Revoke “{props.apiKey.name}”?</h1>
-      <p>
-        The key <code>{props.apiKey.prefix}…</code> stops working at once: every request that sends it gets
-        401. This cannot be undone.
-      </p>
-      <form method="post" action={`/keys/${props.apiKey.id}/revoke`} class="button-row">
-        <CsrfField token={props.csrfToken} />
-        <button type="submit" class="button button-danger">
-          Revoke key
-        </button>
-        <a href="/keys" class="button button-secondary">
-          Cancel
-        </a>
-      </form>
-    </section>
+    <RevokeConfirmation
+      name={props.apiKey.name}
+      action={`/keys/${props.apiKey.id}/revoke`}
+      button="Revoke key"
+      cancelHref="/keys"
+      csrfToken={props.csrfToken}
+    >
+      The key <code>{props.apiKey.prefix}…</code> stops working at once: every request that sends it gets 401.
+      This cannot be undone.
+    </RevokeConfirmation>
   );
 }
 

@@ -18,6 +18,7 @@ export type NavSection =
   | 'history'
   | 'accuracy'
   | 'webhooks'
+  | 'probers'
   | 'account'
   | 'credits';
 
@@ -29,6 +30,7 @@ const NAV: { section: NavSection; href: string; label: string }[] = [
   { section: 'history', href: '/history', label: 'History' },
   { section: 'accuracy', href: '/accuracy', label: 'Accuracy' },
   { section: 'webhooks', href: '/webhooks', label: 'Webhooks' },
+  { section: 'probers', href: '/probers', label: 'Probers' },
   { section: 'account', href: '/account', label: 'Account' },
 ];
 

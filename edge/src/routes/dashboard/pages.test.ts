@@ -835,6 +835,7 @@ describe('signed-out visitors', () => {
     '/bulk',
     '/history',
     '/webhooks',
+    '/probers',
     '/account',
     '/jobs/00000000-0000-4000-8000-000000000000',
   ])('GET %s goes to the login page', async (path) => {

@@ -10,7 +10,7 @@ import { rotateWebhookSecret, setDefaultWebhookUrl } from '../../services/webhoo
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SecretField, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 
@@ -121,28 +121,7 @@ async function renderWebhooks(
         {state.newSecret ? (
           <div class="secret-card">
             <Notice kind="info">Copy the new secret now: it is shown only once.</Notice>
-            <div class="field">
-              <label for="webhook-secret">Signing secret</label>
-              <div class="copy-row">
-                <input
-                  id="webhook-secret"
-                  class="secret"
-                  type="text"
-                  readonly
-                  value={state.newSecret}
-                  spellcheck={false}
-                  autocomplete="off"
-                />
-                <button
-                  type="button"
-                  class="button button-secondary"
-                  data-copy-target="webhook-secret"
-                  hidden
-                >
-                  Copy
-                </button>
-              </div>
-            </div>
+            <SecretField id="webhook-secret" label="Signing secret" secret={state.newSecret} />
           </div>
         ) : (
           <p>

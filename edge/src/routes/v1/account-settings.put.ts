@@ -11,7 +11,9 @@ const route = settingsChangeRoute({
   description:
     '`recheck`: whether uploads that do not say ask temporary answers again over the next hours (greylist ' +
     'follow-up; see `recheck` of `POST /api/v1/bulk/upload`). `watch`: whether uploads that do not say watch ' +
-    'their domains for 30 days after completion (see `watch` of the upload). A field left out keeps its value. ' +
+    'their domains for 30 days after completion (see `watch` of the upload). `sharedFleetFallback`: whether the ' +
+    'shared probers probe for the account when none of the probers it runs itself can. ' +
+    'A field left out keeps its value. ' +
     'Live keys only.',
   body: AccountSettingsRequest,
   answer: AccountSettingsResponse,

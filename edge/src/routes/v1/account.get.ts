@@ -3,6 +3,7 @@ import { AccountResponse } from '@rcpt/shared/contract/api';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { quotasOf, utcDayStart } from '../../services/money/quotas.ts';
+import { accountSettingsOf } from '../../storage/account-settings.ts';
 import { accountUsage, findAccount } from '../../storage/accounts.ts';
 import { storageUseOf } from '../../storage/storage-budget.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, jsonReply } from '../openapi-errors.ts';
@@ -38,7 +39,11 @@ export function registerAccount(app: OpenAPIHono<AppEnv>): void {
           email: account.email,
           creditsRemaining: account.creditBalance,
           createdAt: new Date(account.createdAt).toISOString(),
-          settings: { recheck: account.recheckDefault === 1, watch: account.watchDefault === 1 },
+          settings: accountSettingsOf({
+            recheck: account.recheckDefault,
+            watch: account.watchDefault,
+            sharedFleetFallback: account.sharedFleetFallback,
+          }),
           usage: {
             ...usage,
             storage: {

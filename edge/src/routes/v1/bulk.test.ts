@@ -743,7 +743,7 @@ describe('recheck (greylist follow-up) on upload and as the account default', ()
           await call('/api/v1/account', { key: caller.apiKey })
         ).json<{ account: { settings: unknown } }>()
       ).account.settings;
-    expect(await account()).toEqual({ recheck: false, watch: false });
+    expect(await account()).toEqual({ recheck: false, watch: false, sharedFleetFallback: true });
     const jobOf = async (response: Response) => {
       expect(response.status).toBe(200);
       return recheckOf(caller.apiKey, (await response.json<UploadBody>()).jobId);
@@ -777,8 +777,11 @@ describe('recheck (greylist follow-up) on upload and as the account default', ()
       json: { recheck: true },
     });
     expect(set.status).toBe(200);
-    expect(await set.json()).toEqual({ success: true, settings: { recheck: true, watch: false } });
-    expect(await account()).toEqual({ recheck: true, watch: false });
+    expect(await set.json()).toEqual({
+      success: true,
+      settings: { recheck: true, watch: false, sharedFleetFallback: true },
+    });
+    expect(await account()).toEqual({ recheck: true, watch: false, sharedFleetFallback: true });
     expect(await jobOf(await upload(caller.apiKey, ['e@nonexistent.test']))).toBe(true);
     expect(
       await jobOf(
@@ -859,7 +862,10 @@ describe('watch (watched jobs) on upload and as the account default', () => {
     expect(await watchDaysOf(key, await call('/api/v1/bulk/upload', { key, body: form }))).toBe(30);
 
     const set = await call('/api/v1/account/settings', { key, method: 'PUT', json: { watch: true } });
-    expect(await set.json()).toEqual({ success: true, settings: { recheck: false, watch: true } });
+    expect(await set.json()).toEqual({
+      success: true,
+      settings: { recheck: false, watch: true, sharedFleetFallback: true },
+    });
     expect(await watchDaysOf(key, await upload(key, ['f@nonexistent.test']))).toBe(30);
     expect(
       await watchDaysOf(

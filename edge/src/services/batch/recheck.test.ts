@@ -242,8 +242,13 @@ describe('greylist follow-up', () => {
     expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({
       recheck: true,
       watch: false,
+      sharedFleetFallback: true,
     });
-    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({ recheck: true, watch: false });
+    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({
+      recheck: true,
+      watch: false,
+      sharedFleetFallback: true,
+    });
     const { deps } = recordingDeps();
     const upload = (recheck?: boolean) =>
       createBatchJob({

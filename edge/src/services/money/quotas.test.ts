@@ -78,12 +78,13 @@ const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
 
 describe('the quotas have production defaults', () => {
-  it('5 MB a day plus 10 KB a credit up to 100 MB, 10 jobs in flight, 25 active keys, 50 MB a day per publishable key, sandbox data and free rows kept 7 days', () => {
+  it('5 MB a day plus 10 KB a credit up to 100 MB, 10 jobs in flight, 25 active keys, 5 live prober tokens, 50 MB a day per publishable key, sandbox data and free rows kept 7 days', () => {
     // wrangler.toml sets none of them: these are the code's defaults.
     expect(quotas()).toEqual({
       storage: { baseBytes: 5_000_000, bytesPerCredit: 10_000, maxBytes: 100_000_000 },
       jobsInFlight: 10,
       apiKeys: 25,
+      proberTokens: 5,
       publishableStorageBytesPerDay: 50_000_000,
       // 80 % of D1's 10 GB over the 60 days of retention.
       globalStorageBytesPerDay: 133_333_333,

@@ -17,7 +17,8 @@ export type QuotaName =
   | 'storage_bytes_per_day'
   | 'publishable_storage_bytes_per_day'
   | 'jobs_in_flight'
-  | 'api_keys';
+  | 'api_keys'
+  | 'prober_tokens';
 
 export interface Quotas {
   /** Bytes a UTC day that every write of the account counts against: grows with the credits it bought (docs/money.md). */
@@ -26,6 +27,8 @@ export interface Quotas {
   jobsInFlight: number;
   /** Active (not revoked) API keys. */
   apiKeys: number;
+  /** Live (not revoked) prober tokens of the account's own probers. */
+  proberTokens: number;
   /** Bytes a UTC day one publishable key's calls book, apart from the account's budget. */
   publishableStorageBytesPerDay: number;
   /** Not an account's: the bytes all accounts together may write a UTC day before lists are refused. */
@@ -41,6 +44,7 @@ export function quotasOf(config: Config): Quotas {
     },
     jobsInFlight: config.QUOTA_JOBS_IN_FLIGHT,
     apiKeys: config.QUOTA_API_KEYS,
+    proberTokens: config.QUOTA_PROBER_TOKENS,
     publishableStorageBytesPerDay: config.QUOTA_PUBLISHABLE_STORAGE_BYTES_PER_DAY,
     globalStorageBytesPerDay: globalDailyStorageBytesOf(config),
   };
@@ -103,6 +107,8 @@ function quotaMessage({ quota, limit, used, requested }: QuotaRefusal, resetAt: 
       );
     case 'api_keys':
       return `An account can have at most ${count(limit)} active API keys; revoke one to create another.`;
+    case 'prober_tokens':
+      return `An account can have at most ${count(limit)} live prober tokens; revoke one to make another.`;
   }
 }
 
