@@ -4,6 +4,7 @@
 import type { VerifyRequest } from '@rcpt/shared/contract/api';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
+import { deskOf } from '../services/money/account-desk.ts';
 import { quotasOf } from '../services/money/quotas.ts';
 import { verificationBudgetMs } from '../services/verify/deps.ts';
 import { type SingleVerification, verifyForCaller } from '../services/verify/single-verification.ts';
@@ -19,7 +20,7 @@ export function verifyAsAsked<E extends AppEnv>(
   request: VerifyRequest,
   now: number,
 ): Promise<SingleVerification> {
-  const { db, config, facts, inBackground, verifyDeps } = c.get('services');
+  const { db, config, facts, inBackground, verifyDeps, desks } = c.get('services');
   // The caller's budget counts from the request's arrival, less what recording the answer and
   // replying take; the verification itself may run longer, for the next call (docs/verdicts.md,
   // "A time budget per call"). Without one, the deployment's budget bounds the verification
@@ -39,6 +40,8 @@ export function verifyAsAsked<E extends AppEnv>(
     background: inBackground,
     facts,
     caller: c.get('caller'),
+    // Charged, recorded and answered from the cache at the account's desk (docs/money.md).
+    desk: deskOf(desks, c.get('caller').accountId),
     email: request.email,
     fresh: request.fresh ?? false,
     evidence,
