@@ -4,6 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
+import { settleAccountDesk } from './middleware/desk-settle.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
@@ -87,6 +88,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const prefix of ['/api/v1/*', '/v1/*']) {
     app.use(prefix, apiKeyAuth);
     app.use(prefix, apiKeyRateLimit);
+    app.use(prefix, settleAccountDesk);
   }
   registerVerify(app);
   registerBulkUpload(app);

@@ -9,8 +9,8 @@ import type { BatchMessage } from './services/batch/queue.ts';
 import type { BatchTask } from './services/batch/types.ts';
 import { batchSinkOf } from './services/batch-lifecycle.ts';
 
-export { KeyLimiter } from './objects/key-limiter.ts';
 export { AccountDesk } from './objects/account-desk.ts';
+export { KeyLimiter } from './objects/key-limiter.ts';
 
 /** A region's hub as deployed: its batch answers settle into their jobs and the domain facts. */
 export class ProberHub extends HubObject<BatchTask> {

@@ -114,6 +114,15 @@ async function expectDocumented(method: string, path: string, response: Response
 }
 
 /** The `n` a query selects (`SELECT COUNT(*) AS n …`); NaN when it selects no row. */
+/**
+ * `countOf` over the account's rows once its desk wrote what it answered (history rows, storage
+ * counted): `sql` takes the account id as its one parameter.
+ */
+export async function countOfAccount(sql: string, accountId: string): Promise<number> {
+  await settledDesk(accountId);
+  return countOf(sql, accountId);
+}
+
 export async function countOf(sql: string, ...params: unknown[]): Promise<number> {
   return (
     (

@@ -17,6 +17,7 @@ import {
   releaseCredits,
   reserveCredits,
 } from '../storage/desk-books.ts';
+import type { StorageLimit } from '../storage/storage-budget.ts';
 
 /** Credits a desk takes from the balance at a time: one D1 write pays for this many calls. */
 export const DESK_CREDIT_BLOCK = 100;
@@ -74,7 +75,8 @@ interface DeskState {
   reserved: number;
   /** The balance less every desk's reservation when D1 last answered. */
   free: number;
-  storage: { day: number; used: number; limit: number } | null;
+  /** The day's storage as D1 last counted it, and the budget it was counted under (as JSON). */
+  storage: { day: number; used: number; limit: number; budget: string } | null;
   lastCallAt: number;
 }
 
@@ -158,7 +160,7 @@ export class AccountDesk extends DurableObject<Env> {
   answer(id: string, answer: DeskAnswer): boolean {
     this.#meter();
     const row = this.#row(id);
-    if (!row || row.open !== 1) return false;
+    if (row?.open !== 1) return false;
     this.ctx.storage.sql.exec('UPDATE outbox SET open = 0 WHERE id = ?', id);
     this.#keep(id, JSON.parse(row.row).mode, row.created_at, answer);
     return true;
@@ -168,7 +170,7 @@ export class AccountDesk extends DurableObject<Env> {
   refund(id: string): boolean {
     this.#meter();
     const row = this.#row(id);
-    if (!row || row.open !== 1) return false;
+    if (row?.open !== 1) return false;
     this.ctx.storage.sql.exec('DELETE FROM outbox WHERE id = ?', id);
     return true;
   }
@@ -180,11 +182,16 @@ export class AccountDesk extends DurableObject<Env> {
   keepLate(id: string, mode: 'live' | 'test', answer: DeskAnswer): boolean {
     this.#meter();
     const row = this.#row(id);
-    if (answer.address !== null) this.#keepVerdict(mode, answer.address, row?.created_at ?? Date.now(), answer);
+    if (answer.address !== null)
+      this.#keepVerdict(mode, answer.address, row?.created_at ?? Date.now(), answer);
     if (!row || row.open === 1 || row.batch !== null) return false;
     const stored = JSON.parse(row.row) as { answer?: DeskAnswer };
     if (stored.answer?.subStatus !== 'timeout_exceeded') return false;
-    this.ctx.storage.sql.exec('UPDATE outbox SET row = ? WHERE id = ?', JSON.stringify({ ...stored, answer }), id);
+    this.ctx.storage.sql.exec(
+      'UPDATE outbox SET row = ? WHERE id = ?',
+      JSON.stringify({ ...stored, answer }),
+      id,
+    );
     return true;
   }
 
@@ -206,7 +213,10 @@ export class AccountDesk extends DurableObject<Env> {
     this.#meter();
     const now = Date.now();
     // A charge whose request died is given back (the recovery sweep of the D1 path).
-    this.ctx.storage.sql.exec('DELETE FROM outbox WHERE open = 1 AND created_at < ?', now - DESK_OPEN_CHARGE_MS);
+    this.ctx.storage.sql.exec(
+      'DELETE FROM outbox WHERE open = 1 AND created_at < ?',
+      now - DESK_OPEN_CHARGE_MS,
+    );
     this.ctx.storage.sql.exec(
       'DELETE FROM verdicts WHERE created_at < ?',
       now - 7 * 86_400_000, // longer than any verdict's lifetime (docs/verdicts.md)
@@ -247,8 +257,10 @@ export class AccountDesk extends DurableObject<Env> {
 
   /** Credits charged and not yet written to D1 (open charges count: they may still be answered). */
   #spent(): number {
-    return this.ctx.storage.sql.exec<{ spent: number | null }>('SELECT SUM(amount) AS spent FROM outbox').one()
-      .spent ?? 0;
+    return (
+      this.ctx.storage.sql.exec<{ spent: number | null }>('SELECT SUM(amount) AS spent FROM outbox').one()
+        .spent ?? 0
+    );
   }
 
   #unspent(): number {
@@ -273,7 +285,9 @@ export class AccountDesk extends DurableObject<Env> {
     const { budget } = call;
     if (budget?.limit) {
       const storage = this.#state(call.accountId).storage;
-      if (!storage || storage.day !== budget.day) return 'storage';
+      // Another day, or a budget the deployment changed since: D1 counts again.
+      if (!storage || storage.day !== budget.day || storage.budget !== JSON.stringify(budget.limit))
+        return 'storage';
       if (storage.used + this.#pendingBytes(budget.day) + call.bytes > storage.limit) return 'storage';
     }
     return null;
@@ -284,7 +298,11 @@ export class AccountDesk extends DurableObject<Env> {
     const row = this.#row(id);
     if (row) {
       const stored = JSON.parse(row.row) as Record<string, unknown>;
-      this.ctx.storage.sql.exec('UPDATE outbox SET row = ? WHERE id = ?', JSON.stringify({ ...stored, answer }), id);
+      this.ctx.storage.sql.exec(
+        'UPDATE outbox SET row = ? WHERE id = ?',
+        JSON.stringify({ ...stored, answer }),
+        id,
+      );
     }
     if (answer.address !== null) this.#keepVerdict(mode, answer.address, createdAt, answer);
   }
@@ -315,19 +333,25 @@ export class AccountDesk extends DurableObject<Env> {
       const day = budget?.day ?? state.storage?.day ?? 0;
       const limit = budget?.limit ?? null;
       const standing = await reserveCredits(createDb(this.env.DB), state.accountId, block, { day, limit });
-      this.#take(standing, day, limit !== null);
+      this.#take(standing, day, limit);
     }).finally(() => {
       this.#syncing = null;
     });
     return this.#syncing;
   }
 
-  /** D1's answer taken in: the reservation and free credits, and the day's storage when `limited`. */
-  #take(standing: DeskStanding, day: number, limited: boolean): void {
+  /** D1's answer taken in: the reservation and free credits, and the day's storage under `budget`. */
+  #take(standing: DeskStanding, day: number, budget: StorageLimit | null): void {
     const state = this.#state();
     state.reserved = standing.reserved;
     state.free = standing.free;
-    if (limited) state.storage = { day, used: standing.storageUsed, limit: standing.storageLimit };
+    if (budget)
+      state.storage = {
+        day,
+        used: standing.storageUsed,
+        limit: standing.storageLimit,
+        budget: JSON.stringify(budget),
+      };
     else if (state.storage?.day === day) state.storage = { ...state.storage, used: standing.storageUsed };
     this.#save(state);
   }
@@ -379,7 +403,7 @@ export class AccountDesk extends DurableObject<Env> {
         budget: { day, limit: null },
       });
       this.ctx.storage.sql.exec('DELETE FROM outbox WHERE batch = ?', batch);
-      this.#take(standing, day, false);
+      this.#take(standing, day, null);
       return true;
     });
   }
@@ -391,8 +415,11 @@ export class AccountDesk extends DurableObject<Env> {
       const unspent = this.#unspent();
       if (unspent <= 0) return;
       const day = state.storage?.day ?? 0;
-      const standing = await releaseCredits(createDb(this.env.DB), state.accountId, unspent, { day, limit: null });
-      this.#take(standing, day, false);
+      const standing = await releaseCredits(createDb(this.env.DB), state.accountId, unspent, {
+        day,
+        limit: null,
+      });
+      this.#take(standing, day, null);
     });
   }
 

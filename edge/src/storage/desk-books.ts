@@ -98,7 +98,9 @@ export async function releaseCredits(
   const d1 = db.$client;
   const results = await d1.batch([
     d1
-      .prepare('UPDATE accounts SET credits_reserved = credits_reserved - ?2 WHERE id = ?1 AND credits_reserved >= ?2')
+      .prepare(
+        'UPDATE accounts SET credits_reserved = credits_reserved - ?2 WHERE id = ?1 AND credits_reserved >= ?2',
+      )
       .bind(accountId, credits),
     standingStatement(d1, accountId, budget),
   ]);

@@ -97,7 +97,10 @@ export async function verifyForCaller(input: {
     if (input.desk) {
       const answer = historyAnswer(result, key);
       const bytes = historyRowBytes(deskRow(input), answer, answer.email);
-      const admitted = { bytes, ...(await input.desk.open({ ...deskCall(input, answer.email, 0, bytes), answer, budget })) };
+      const admitted = {
+        bytes,
+        ...(await input.desk.open({ ...deskCall(input, answer.email, 0, bytes), answer, budget })),
+      };
       if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, admitted.bytes), now);
       return { result, creditsRemaining: admitted.balance };
     }
@@ -237,7 +240,8 @@ function deskBooks(desk: AccountDeskStub, mode: Caller['mode'], db: Db): CallBoo
     answer: (id, answer) => desk.answer(id, answer),
     refund: async (id) => desk.refund(id),
     // A row the desk has written to D1 already keeps its late verdict there.
-    keepLate: async (id, answer) => (await desk.keepLate(id, mode, answer)) || keepLateVerdict(db, id, answer),
+    keepLate: async (id, answer) =>
+      (await desk.keepLate(id, mode, answer)) || keepLateVerdict(db, id, answer),
   };
 }
 
@@ -281,5 +285,10 @@ function admittedRefusal(
   admitted: { refused: 'credits' | 'storage'; storageUsed: number; storageLimit: number },
   bytes: number,
 ): HistoryRefusal {
-  return { refused: admitted.refused, storageUsed: admitted.storageUsed, storageLimit: admitted.storageLimit, bytes };
+  return {
+    refused: admitted.refused,
+    storageUsed: admitted.storageUsed,
+    storageLimit: admitted.storageLimit,
+    bytes,
+  };
 }

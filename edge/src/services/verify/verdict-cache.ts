@@ -8,10 +8,10 @@
 import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
 import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
 import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
-import type { AccountDeskStub } from '../money/account-desk.ts';
 import type { DataMode } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import { latestVerdict, latestVerdictAndFacts } from '../../storage/verifications.ts';
+import type { AccountDeskStub } from '../money/account-desk.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 
 export interface VerdictCacheKey {
