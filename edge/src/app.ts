@@ -13,6 +13,7 @@ import { requestServices } from './middleware/services.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerFleet } from './routes/internal/fleet.get.ts';
+import { registerKeysForget } from './routes/internal/keys-forget.post.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerOutcomeHooks } from './routes/outcome-hooks.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
@@ -110,6 +111,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerProbersConnect(app);
   registerStripeWebhook(app);
   registerFleet(app);
+  registerKeysForget(app);
   registerDashboard(app);
 
   // A local stack names itself (LOCAL_STACK_ID, scripts/stack/local-stack.ts) so that it knows

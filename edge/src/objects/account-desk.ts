@@ -66,7 +66,8 @@ export interface DeskCall {
 
 /** The desk's answer to a call: the credits left after it, or why it was refused. */
 export type DeskAdmission =
-  | { balance: number }
+  /** `synced`: the call asked D1 (for credits or the day's storage) before it was admitted. */
+  | { balance: number; synced: boolean }
   | { refused: 'credits' | 'storage'; storageUsed: number; storageLimit: number; available: number };
 
 interface DeskState {
@@ -122,6 +123,7 @@ export class AccountDesk extends DurableObject<Env> {
     state.lastCallAt = call.now;
     this.#save(state);
     let refusal = this.#refusal(call);
+    const synced = refusal !== null;
     if (refusal) {
       await this.#sync(call.budget, refusal === 'credits' ? DESK_CREDIT_BLOCK : 0);
       refusal = this.#refusal(call);
@@ -153,7 +155,7 @@ export class AccountDesk extends DurableObject<Env> {
       // Taken before the block runs out, so the next calls find their credits here.
       this.#sync(call.budget, DESK_CREDIT_BLOCK).catch(() => undefined);
     }
-    return { balance: this.#remaining() };
+    return { balance: this.#remaining(), synced };
   }
 
   /** Closes an open charge with its answer. False when it was not open (refunded, or answered). */

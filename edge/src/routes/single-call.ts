@@ -15,7 +15,7 @@ import { type SingleVerification, verifyForCaller } from '../services/verify/sin
  */
 const ANSWER_TAIL_MS = 25;
 
-export function verifyAsAsked<E extends AppEnv>(
+export async function verifyAsAsked<E extends AppEnv>(
   c: Context<E>,
   request: VerifyRequest,
   now: number,
@@ -27,7 +27,7 @@ export function verifyAsAsked<E extends AppEnv>(
   // itself, as it always has.
   const { timeoutMs } = request;
   const evidence = request.evidence ?? false;
-  return verifyForCaller({
+  const verification = await verifyForCaller({
     db,
     deps: {
       ...verifyDeps(
@@ -51,4 +51,6 @@ export function verifyAsAsked<E extends AppEnv>(
     publishable: c.get('keyLimits')?.kind === 'publishable',
     now,
   });
+  if (verification.balanceUnmoved) c.set('balanceUnmoved', true);
+  return verification;
 }

@@ -51,7 +51,8 @@ export function requestServicesOf(parts: {
     inBackground,
     // Built when first asked for: most requests never look at a domain.
     get facts() {
-      facts ??= domainFactsOf(db, config);
+      // A request's reads may come from the isolate's snapshot of the facts (docs/architecture.md).
+      facts ??= domainFactsOf(db, config, undefined, { snapshot: true });
       return facts;
     },
     queue: verifyQueueOf(env),

@@ -33,6 +33,8 @@ const SINGLE_VERIFICATION_CREDITS = 1;
 export interface SingleVerification {
   result: VerificationResult;
   creditsRemaining: number;
+  /** True when the account's desk charged it from its block, with no write to D1's balance. */
+  balanceUnmoved?: boolean;
 }
 
 export async function verifyForCaller(input: {
@@ -140,7 +142,8 @@ export async function verifyForCaller(input: {
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
   const creditsRemaining = opened.balance;
-  if (cached) return { result: cached, creditsRemaining };
+  const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
+  if (cached) return { result: cached, creditsRemaining, ...unmoved };
   const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
   try {
     const verification = await verifyAddress(
@@ -151,7 +154,8 @@ export async function verifyForCaller(input: {
     const { result, completion } = verification;
     if (completion) input.background?.(keepLate(books, requestId, key, completion));
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
-    if (await books.answer(requestId, historyAnswer(result, key))) return { result, creditsRemaining };
+    if (await books.answer(requestId, historyAnswer(result, key)))
+      return { result, creditsRemaining, ...unmoved };
     throw new Error(`verification ${requestId} was closed before its answer was recorded`);
   } catch (cause) {
     const refunded = await books.refund(requestId, Date.now()).catch(() => false);
@@ -271,7 +275,7 @@ async function openAtDesk(
   input: DeskInput,
   opening: { email: string; amount: number; evidence: boolean; answer?: HistoryAnswer },
   budget: HistoryBudget | null,
-): Promise<{ balance: number } | HistoryRefusal> {
+): Promise<{ balance: number; synced: boolean } | HistoryRefusal> {
   const bytes = historyRowBytes(deskRow(input), opening.answer, opening.email, opening.evidence);
   const admitted = await desk.open({
     ...deskCall(input, opening.email, opening.amount, bytes),
