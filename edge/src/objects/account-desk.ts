@@ -151,7 +151,7 @@ export class AccountDesk extends DurableObject<Env> {
     );
     if (call.answer) this.#keep(call.id, call.mode, call.now, call.answer);
     await this.#schedule();
-    if (this.#unspent() < REFILL_BELOW && call.amount > 0) {
+    if (this.#unspent() < REFILL_BELOW && call.amount > 0 && this.#state().free > 0) {
       // Taken before the block runs out, so the next calls find their credits here.
       this.#sync(call.budget, DESK_CREDIT_BLOCK).catch(() => undefined);
     }
