@@ -14,6 +14,7 @@ import {
   createProberToken,
   grantCredits,
   isApiKey,
+  liveKeyHashesOf,
   revokeApiKeyRows,
   revokeCredential,
   setSharedFleetFallback,
@@ -166,8 +167,14 @@ async function main(): Promise<void> {
       const accountId = required('account', values.account);
       const allowed = command === 'shared-fleet on';
       if (!setSharedFleetFallback(target, accountId, allowed)) fail(`no account ${accountId}`);
-      return report({ accountId, sharedFleetFallback: allowed }, [
-        `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe`,
+      // The edge keeps the setting in each key's record: told, it reads them again.
+      const keyHashes = liveKeyHashesOf(target, accountId);
+      const told = keyHashes.length === 0 ? null : await tellEdgeToForget(keyHashes);
+      return report({ accountId, sharedFleetFallback: allowed, edgeTold: told === null }, [
+        `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe` +
+          (told === null
+            ? ''
+            : ` (within ${KEY_RECORD_TTL_MINUTES} minutes: the edge could not be told, ${told})`),
       ]);
     }
     case 'prober-token revoke': {

@@ -63,6 +63,15 @@ export function setSharedFleetFallback(target: D1Target, accountId: string, allo
   return (rows?.length ?? 0) > 0;
 }
 
+/** The hashes of the account's live API keys (for the edge to read their records again). */
+export function liveKeyHashesOf(target: D1Target, accountId: string): string[] {
+  const [rows] = executeSql(
+    target,
+    `SELECT key_hash FROM api_keys WHERE account_id = ${q(accountId)} AND revoked_at IS NULL`,
+  );
+  return ((rows ?? []) as Record<string, unknown>[]).map((row) => String(row.key_hash));
+}
+
 export function accountExists(target: D1Target, accountId: string): boolean {
   const [rows] = executeSql(target, `SELECT id FROM accounts WHERE id = ${q(accountId)}`);
   return (rows?.length ?? 0) > 0;
