@@ -1,11 +1,10 @@
 // The edge app: middleware order, routes, the OpenAPI document and its reference page.
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
 import { settleAccountDesk } from './middleware/desk-settle.ts';
-import { handleError, notFoundHandler } from './middleware/error-handler.ts';
+import { handleError, notFoundHandler, validationError } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -55,16 +54,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // Schema violations answer the error table's VALIDATION_ERROR with the zod issues.
     defaultHook: (result) => {
-      if (!result.success) {
-        throw new ApiError('VALIDATION_ERROR', {
-          details: {
-            issues: result.error.issues.map((issue) => ({
-              path: issue.path.join('.'),
-              message: issue.message,
-            })),
-          },
-        });
-      }
+      if (!result.success) throw validationError(result.error.issues);
     },
   });
 

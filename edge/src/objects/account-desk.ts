@@ -18,6 +18,7 @@ import {
   reserveCredits,
 } from '../storage/desk-books.ts';
 import type { StorageLimit } from '../storage/storage-budget.ts';
+import type { HistoryAnswer } from '../storage/verifications.ts';
 
 /** Credits a desk takes from the balance at a time: one D1 write pays for this many calls. */
 export const DESK_CREDIT_BLOCK = 100;
@@ -36,15 +37,8 @@ export const DESK_OPEN_CHARGE_MS = 5 * 60_000;
 /** A desk not called for this long gives its unspent credits back to the balance. */
 export const DESK_IDLE_MS = 60_000;
 
-/** A single call's answer as its history row keeps it (storage/verifications.ts's HistoryAnswer). */
-export interface DeskAnswer {
-  email: string;
-  address: string | null;
-  status: string;
-  subStatus: string;
-  score: number;
-  resultJson: string;
-}
+/** A single call's answer as its history row keeps it. */
+export type DeskAnswer = HistoryAnswer;
 
 export interface DeskCall {
   accountId: string;

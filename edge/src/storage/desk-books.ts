@@ -8,6 +8,7 @@
 import type { Db } from './db.ts';
 import { freeCreditsSql, spendableCreditsSql } from './ledger.ts';
 import { countStorage, limitOrZeroSql, type StorageLimit, storageUsedSql } from './storage-budget.ts';
+import type { HistoryAnswer } from './verifications.ts';
 
 /** The storage budget of the desk's calls: the UTC day and the account's limit (null: none counted). */
 export interface DeskBudget {
@@ -27,16 +28,10 @@ export interface DeskStanding {
 }
 
 /** One single call the desk answered, as its history row and its charge (0 for a test key). */
-export interface DeskHistoryRow {
+export interface DeskHistoryRow extends HistoryAnswer {
   id: string;
   apiKeyId: string | null;
   createdAt: number;
-  email: string;
-  address: string | null;
-  status: string;
-  subStatus: string;
-  score: number;
-  resultJson: string;
   amount: number;
   /** The bytes its row counts against the storage budget, on the UTC day `day`. */
   bytes: number;

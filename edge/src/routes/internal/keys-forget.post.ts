@@ -6,6 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../../app-env.ts';
+import { validationError } from '../../middleware/error-handler.ts';
 import { operatorOf } from '../../services/fleet/operator-view.ts';
 import { forgetKeyRecords } from '../../services/keys/api-keys.ts';
 import { bearerSecretOf } from './bearer-secret.ts';
@@ -34,16 +35,7 @@ export function registerKeysForget(app: Hono<AppEnv>): void {
     if (!(await operatorOf(services, token, Date.now())))
       throw new ApiError('UNAUTHORIZED', { message: 'The operator token is invalid or revoked.' });
     const parsed = ForgetRequest.safeParse(await c.req.json().catch(() => null));
-    if (!parsed.success) {
-      throw new ApiError('VALIDATION_ERROR', {
-        details: {
-          issues: parsed.error.issues.map((issue) => ({
-            path: issue.path.join('.'),
-            message: issue.message,
-          })),
-        },
-      });
-    }
+    if (!parsed.success) throw validationError(parsed.error.issues);
     await forgetKeyRecords(services.limiters, parsed.data.keyHashes);
     return c.json({ forgotten: parsed.data.keyHashes.length });
   });
