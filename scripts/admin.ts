@@ -14,6 +14,8 @@ import {
   createProberToken,
   grantCredits,
   isApiKey,
+  liveKeyHashesOf,
+  revokeApiKeyRows,
   revokeCredential,
   setSharedFleetFallback,
 } from './stack/operator.ts';
@@ -24,7 +26,8 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
   credits grant --account ID|API_KEY --amount N   add credits (a ledger row says why); the account is
                                                   its id, or found from one of its API keys (rk_…)
   key create --account ID [--name N] [--test]     create an API key; prints the secret once
-  key revoke --key ID|PREFIX                      revoke an API key at once
+  key revoke --key ID|PREFIX [--edge URL]         revoke an API key; with RCPT_OPERATOR_TOKEN the edge is told
+                                                  and it fails on its next request (else within 5 minutes)
   prober-token create [--region R] [--name N] [--account ID]
                                                   create a prober token; prints it once. With --account,
                                                   a customer-run prober's: it serves that account only
@@ -80,6 +83,29 @@ function positiveInteger(name: string, value: string | undefined): number {
   return number;
 }
 
+/** How long the edge keeps a key's record without reading D1 (objects/key-limiter.ts, KEY_RECORD_TTL_MS). */
+const KEY_RECORD_TTL_MINUTES = 5;
+
+/**
+ * Has the edge forget the records of these revoked keys (`POST /internal/keys/forget`, with
+ * RCPT_OPERATOR_TOKEN): null when it did, else why not.
+ */
+async function tellEdgeToForget(keyHashes: string[]): Promise<string | null> {
+  const token = process.env.RCPT_OPERATOR_TOKEN?.trim();
+  if (!token) return 'RCPT_OPERATOR_TOKEN is not set';
+  const url = new URL('/internal/keys/forget', values.edge ?? 'http://127.0.0.1:8787');
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ keyHashes }),
+    });
+    return response.ok ? null : `the edge answered ${response.status}`;
+  } catch (cause) {
+    return `no answer from ${url.origin}: ${(cause as Error).message}`;
+  }
+}
+
 function report(result: Record<string, unknown>, lines: string[]): void {
   console.log(values.json ? JSON.stringify(result) : lines.join('\n'));
 }
@@ -116,9 +142,14 @@ async function main(): Promise<void> {
       ]);
     }
     case 'key revoke': {
-      const count = revokeCredential(target, 'api_keys', required('key', values.key));
-      if (count === 0) fail('no such live key');
-      return report({ revoked: count }, ['key revoked']);
+      const keyHashes = revokeApiKeyRows(target, required('key', values.key));
+      if (keyHashes.length === 0) fail('no such live key');
+      const told = await tellEdgeToForget(keyHashes);
+      return report({ revoked: keyHashes.length, edgeTold: told === null }, [
+        told === null
+          ? 'key revoked; the edge was told: it fails on its next request'
+          : `key revoked in D1, but the edge could not be told (${told}): it fails within ${KEY_RECORD_TTL_MINUTES} minutes, when the edge reads its record again`,
+      ]);
     }
     case 'prober-token create': {
       const region = values.region ?? 'default';
@@ -136,8 +167,14 @@ async function main(): Promise<void> {
       const accountId = required('account', values.account);
       const allowed = command === 'shared-fleet on';
       if (!setSharedFleetFallback(target, accountId, allowed)) fail(`no account ${accountId}`);
-      return report({ accountId, sharedFleetFallback: allowed }, [
-        `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe`,
+      // The edge keeps the setting in each key's record: told, it reads them again.
+      const keyHashes = liveKeyHashesOf(target, accountId);
+      const told = keyHashes.length === 0 ? null : await tellEdgeToForget(keyHashes);
+      return report({ accountId, sharedFleetFallback: allowed, edgeTold: told === null }, [
+        `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe` +
+          (told === null
+            ? ''
+            : ` (within ${KEY_RECORD_TTL_MINUTES} minutes: the edge could not be told, ${told})`),
       ]);
     }
     case 'prober-token revoke': {

@@ -19,5 +19,10 @@ export interface AppEnv {
     keyLimits: KeyLimits;
     /** SHA-256 of a JSON body read by `jsonBody`, when the request carries an Idempotency-Key. */
     bodyDigest: string;
+    /**
+     * Set by a single call its account's desk answered without D1: the balance D1 holds did not
+     * move, so the balance watch has nothing new to look at (middleware/balance-watch.ts).
+     */
+    balanceUnmoved: boolean;
   };
 }

@@ -1,10 +1,10 @@
 // The edge app: middleware order, routes, the OpenAPI document and its reference page.
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
-import { handleError, notFoundHandler } from './middleware/error-handler.ts';
+import { settleAccountDesk } from './middleware/desk-settle.ts';
+import { handleError, notFoundHandler, validationError } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -12,6 +12,7 @@ import { requestServices } from './middleware/services.ts';
 import { registerApiReference } from './routes/api-reference.tsx';
 import { registerDashboard } from './routes/dashboard/index.tsx';
 import { registerFleet } from './routes/internal/fleet.get.ts';
+import { registerKeysForget } from './routes/internal/keys-forget.post.ts';
 import { registerProbersConnect } from './routes/internal/probers-connect.ts';
 import { registerOutcomeHooks } from './routes/outcome-hooks.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
@@ -53,16 +54,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // Schema violations answer the error table's VALIDATION_ERROR with the zod issues.
     defaultHook: (result) => {
-      if (!result.success) {
-        throw new ApiError('VALIDATION_ERROR', {
-          details: {
-            issues: result.error.issues.map((issue) => ({
-              path: issue.path.join('.'),
-              message: issue.message,
-            })),
-          },
-        });
-      }
+      if (!result.success) throw validationError(result.error.issues);
     },
   });
 
@@ -87,6 +79,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const prefix of ['/api/v1/*', '/v1/*']) {
     app.use(prefix, apiKeyAuth);
     app.use(prefix, apiKeyRateLimit);
+    app.use(prefix, settleAccountDesk);
   }
   registerVerify(app);
   registerBulkUpload(app);
@@ -108,6 +101,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerProbersConnect(app);
   registerStripeWebhook(app);
   registerFleet(app);
+  registerKeysForget(app);
   registerDashboard(app);
 
   // A local stack names itself (LOCAL_STACK_ID, scripts/stack/local-stack.ts) so that it knows

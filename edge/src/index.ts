@@ -9,6 +9,7 @@ import type { BatchMessage } from './services/batch/queue.ts';
 import type { BatchTask } from './services/batch/types.ts';
 import { batchSinkOf } from './services/batch-lifecycle.ts';
 
+export { AccountDesk } from './objects/account-desk.ts';
 export { KeyLimiter } from './objects/key-limiter.ts';
 
 /** A region's hub as deployed: its batch answers settle into their jobs and the domain facts. */

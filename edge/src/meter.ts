@@ -74,6 +74,7 @@ export function meteredEnv(env: Env): Env {
     ...env,
     PROBER_HUB: meteredNamespace(env.PROBER_HUB),
     KEY_LIMITER: meteredNamespace(env.KEY_LIMITER),
+    ACCOUNT_DESK: meteredNamespace(env.ACCOUNT_DESK),
   };
 }
 

@@ -10,6 +10,7 @@ import { rowsFromJson } from '../src/services/batch/input.ts';
 import { createBatchJob } from '../src/services/batch/jobs.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
 import { createApiKey, type KeyScope } from '../src/services/keys/api-keys.ts';
+import { settleDesk } from '../src/services/money/account-desk.ts';
 import { type Quotas, quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
@@ -113,6 +114,15 @@ async function expectDocumented(method: string, path: string, response: Response
 }
 
 /** The `n` a query selects (`SELECT COUNT(*) AS n …`); NaN when it selects no row. */
+/**
+ * `countOf` over the account's rows once its desk wrote what it answered (history rows, storage
+ * counted): `sql` takes the account id as its one parameter.
+ */
+export async function countOfAccount(sql: string, accountId: string): Promise<number> {
+  await settledDesk(accountId);
+  return countOf(sql, accountId);
+}
+
 export async function countOf(sql: string, ...params: unknown[]): Promise<number> {
   return (
     (
@@ -163,7 +173,16 @@ export async function refusalOf(promise: Promise<unknown>): Promise<ApiError> {
   return error;
 }
 
+/**
+ * What the account's desk answered, written to D1 first, as every reader of the balance or the
+ * history does (docs/money.md, "Where the balance lives").
+ */
+export async function settledDesk(accountId: string): Promise<void> {
+  await settleDesk(env.ACCOUNT_DESK, accountId);
+}
+
 export async function balanceOf(accountId: string): Promise<number> {
+  await settledDesk(accountId);
   const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?')
     .bind(accountId)
     .first<{ credit_balance: number }>();
@@ -173,6 +192,7 @@ export async function balanceOf(accountId: string): Promise<number> {
 export async function ledgerOf(
   accountId: string,
 ): Promise<{ delta: number; reason: string; reference: string }[]> {
+  await settledDesk(accountId);
   const { results } = await env.DB.prepare(
     'SELECT delta, reason, reference FROM credit_ledger WHERE account_id = ? ORDER BY id',
   )

@@ -68,6 +68,15 @@ export function setSharedFleetFallback(target: D1Target, accountId: string, allo
   return (rows?.length ?? 0) > 0;
 }
 
+/** The hashes of the account's live API keys (for the edge to read their records again). */
+export function liveKeyHashesOf(target: D1Target, accountId: string): string[] {
+  const [rows] = executeSql(
+    target,
+    `SELECT key_hash FROM api_keys WHERE account_id = ${q(accountId)} AND revoked_at IS NULL`,
+  );
+  return ((rows ?? []) as Record<string, unknown>[]).map((row) => String(row.key_hash));
+}
+
 export function accountExists(target: D1Target, accountId: string): boolean {
   const [rows] = executeSql(target, `SELECT id FROM accounts WHERE id = ${q(accountId)}`);
   return (rows?.length ?? 0) > 0;
@@ -171,11 +180,28 @@ export function revokeCredential(
   table: 'api_keys' | 'prober_tokens' | 'operator_tokens',
   idOrPrefix: string,
 ): number {
+  return revokedRows(target, table, idOrPrefix, 'id').length;
+}
+
+/**
+ * Revokes the API key with this id or prefix in D1; returns the revoked keys' hashes, which the
+ * edge's `POST /internal/keys/forget` takes so that the key fails on its next request.
+ */
+export function revokeApiKeyRows(target: D1Target, idOrPrefix: string): string[] {
+  return revokedRows(target, 'api_keys', idOrPrefix, 'key_hash').map((row) => String(row.key_hash));
+}
+
+function revokedRows(
+  target: D1Target,
+  table: 'api_keys' | 'prober_tokens' | 'operator_tokens',
+  idOrPrefix: string,
+  returning: string,
+): Record<string, unknown>[] {
   const [rows] = executeSql(
     target,
-    `UPDATE ${table} SET revoked_at = ${q(Date.now())} WHERE (id = ${q(idOrPrefix)} OR prefix = ${q(idOrPrefix)}) AND revoked_at IS NULL RETURNING id`,
+    `UPDATE ${table} SET revoked_at = ${q(Date.now())} WHERE (id = ${q(idOrPrefix)} OR prefix = ${q(idOrPrefix)}) AND revoked_at IS NULL RETURNING ${returning}`,
   );
-  return rows?.length ?? 0;
+  return (rows ?? []) as Record<string, unknown>[];
 }
 
 /**

@@ -18,7 +18,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   // A key with surrounding whitespace, or two X-API-Key headers (joined with ", "), is not a key.
   if (!isWellFormedSecret(presented)) throw new ApiError('INVALID_API_KEY');
   const key = await authenticateApiKey(
-    c.get('db'),
+    { db: c.get('db'), limiters: c.get('services').limiters },
     await hashSecret(presented),
     Date.now(),
     c.get('services').inBackground,

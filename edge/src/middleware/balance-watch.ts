@@ -9,5 +9,8 @@ export const balanceWatch = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const caller = c.get('caller');
   if (c.req.method !== 'POST' || !caller || caller.mode !== 'live' || c.res.status >= 300) return;
+  // A single call charged from its desk's block moved nothing in D1; the call that takes the next
+  // block runs the watch (docs/money.md, "Where the balance lives").
+  if (c.get('balanceUnmoved')) return;
   c.get('services').watchBalance(caller.accountId);
 });

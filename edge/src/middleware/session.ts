@@ -11,6 +11,8 @@ import {
   resumeSession,
   SESSION_COOKIE,
 } from '../services/accounts/sessions.ts';
+import { settleDesk } from '../services/money/account-desk.ts';
+import { readBalance } from '../storage/accounts.ts';
 
 export interface DashboardEnv {
   Bindings: AppEnv['Bindings'];
@@ -34,7 +36,18 @@ export function clearSessionCookie(c: Context): void {
 /** Resumes the session of the cookie, if any; a dead cookie is cleared. */
 export const loadSession = createMiddleware<DashboardEnv>(async (c, next) => {
   const token = getCookie(c, SESSION_COOKIE);
-  const session = token ? await resumeSession(c.get('db'), token, Date.now()) : null;
+  let session = token ? await resumeSession(c.get('db'), token, Date.now()) : null;
+  if (session) {
+    // The page shows the balance and history D1 holds once the account's desk wrote what it
+    // answered; a form that may charge in D1 has the desk's unspent credits back first
+    // (docs/money.md, "Where the balance lives").
+    const { desks, db } = c.get('services');
+    await settleDesk(desks, session.accountId, { release: c.req.method !== 'GET' });
+    session = {
+      ...session,
+      creditBalance: (await readBalance(db, session.accountId)) ?? session.creditBalance,
+    };
+  }
   c.set('session', session);
   if (session) {
     c.set('caller', {

@@ -3,8 +3,17 @@
 // The same object counts a publishable key's day (`takePublishableDay`), exact for the same
 // reason: a burst of calls is admitted one by one, so no more than the cap, and no more bytes
 // than the key's storage budget, ever pass in a day.
+//
+// The object named `api-key:<key hash>` also keeps that key's record after its first read from
+// D1 (docs/architecture.md, "Authentication"), so authenticating a request reads no D1: a
+// revocation writes D1 first and then has the object `forget` the record, so the next request
+// with the key reads D1 again and fails. A record is read again after KEY_RECORD_TTL_MS anyway,
+// which bounds how long a change made without `forget` (an account's shared-fleet setting, a
+// revocation whose `forget` could not be sent) goes unseen.
 import { DurableObject } from 'cloudflare:workers';
 import { type MeterVars, meter, meterFrom } from '../meter.ts';
+import { type ApiKeyRecord, findApiKeyByHash, LAST_USED_RESOLUTION_MS } from '../storage/api-keys.ts';
+import { createDb } from '../storage/db.ts';
 
 export const RATE_LIMIT = 100;
 export const RATE_WINDOW_MS = 60_000;
@@ -19,6 +28,22 @@ export interface LimitDecision {
 
 const HITS_KEY = 'hits';
 const DAY_KEY = 'day';
+const KEY_RECORD = 'key-record';
+
+/** How long a key's record is used before D1 is read again. */
+export const KEY_RECORD_TTL_MS = 5 * 60_000;
+
+/** The key's record, and whether its "last used" is due a write (once a minute per key). */
+export interface KeyRecordAnswer {
+  record: ApiKeyRecord | null;
+  touch: boolean;
+}
+
+interface StoredKeyRecord {
+  keyHash: string;
+  record: ApiKeyRecord;
+  readAt: number;
+}
 
 /** A publishable key's day so far: calls and bytes admitted, and the calls of each client network. */
 export interface PublishableDay {
@@ -44,6 +69,42 @@ export const OTHER_NETWORKS = 'other networks';
 
 export class KeyLimiter extends DurableObject<Env> {
   #hits: number[] | null = null;
+  /** Moved by `forget`: a D1 read begun before it is not kept. */
+  #generation = 0;
+
+  /**
+   * The record of the key whose hash is `keyHash`, kept from an earlier read while it is fresh,
+   * else read from D1 and kept (an unknown key is not kept). `touch` is true once a minute per
+   * key: the caller records the key's use in D1 then.
+   */
+  async keyRecord(keyHash: string, now: number): Promise<KeyRecordAnswer> {
+    meterFrom(this.env as MeterVars);
+    meter({ doRequests: 1 });
+    let stored = this.ctx.storage.kv.get<StoredKeyRecord>(KEY_RECORD);
+    let changed = false;
+    if (!stored || stored.keyHash !== keyHash || now - stored.readAt >= KEY_RECORD_TTL_MS) {
+      changed = true;
+      const generation = this.#generation;
+      const record = await findApiKeyByHash(createDb(this.env.DB), keyHash);
+      if (!record) return { record: null, touch: false };
+      stored = { keyHash, record, readAt: now };
+      // A revocation's `forget` that arrived during the read: its record is not kept.
+      if (generation !== this.#generation) return { record, touch: false };
+    }
+    const { lastUsedAt } = stored.record;
+    const touch = lastUsedAt === null || now - lastUsedAt > LAST_USED_RESOLUTION_MS;
+    if (touch) stored = { ...stored, record: { ...stored.record, lastUsedAt: now } };
+    if (touch || changed) this.ctx.storage.kv.put(KEY_RECORD, stored);
+    return { record: stored.record, touch };
+  }
+
+  /** Drops the key's record: the next request reads D1 (after a revocation, say). */
+  forget(): void {
+    meterFrom(this.env as MeterVars);
+    meter({ doRequests: 1 });
+    this.#generation++;
+    this.ctx.storage.kv.delete(KEY_RECORD);
+  }
 
   /** Counts one request if the window has room; a refused request is not counted. */
   hit(limit: number, windowMs: number): LimitDecision {

@@ -32,6 +32,7 @@ export function registerOutcomeHooks(app: OpenAPIHono<AppEnv>): void {
         fetch: (input, init) => fetch(input, init),
         snsTestOrigin: config.SNS_TEST_ORIGIN,
         now: Date.now(),
+        desks: c.get('services').desks,
       },
       {
         provider: c.req.param('provider'),

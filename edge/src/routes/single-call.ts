@@ -4,6 +4,7 @@
 import type { VerifyRequest } from '@rcpt/shared/contract/api';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
+import { deskOf } from '../services/money/account-desk.ts';
 import { quotasOf } from '../services/money/quotas.ts';
 import { verificationBudgetMs } from '../services/verify/deps.ts';
 import { type SingleVerification, verifyForCaller } from '../services/verify/single-verification.ts';
@@ -14,19 +15,19 @@ import { type SingleVerification, verifyForCaller } from '../services/verify/sin
  */
 const ANSWER_TAIL_MS = 25;
 
-export function verifyAsAsked<E extends AppEnv>(
+export async function verifyAsAsked<E extends AppEnv>(
   c: Context<E>,
   request: VerifyRequest,
   now: number,
 ): Promise<SingleVerification> {
-  const { db, config, facts, inBackground, verifyDeps } = c.get('services');
+  const { db, config, facts, inBackground, verifyDeps, desks } = c.get('services');
   // The caller's budget counts from the request's arrival, less what recording the answer and
   // replying take; the verification itself may run longer, for the next call (docs/verdicts.md,
   // "A time budget per call"). Without one, the deployment's budget bounds the verification
   // itself, as it always has.
   const { timeoutMs } = request;
   const evidence = request.evidence ?? false;
-  return verifyForCaller({
+  const verification = await verifyForCaller({
     db,
     deps: {
       ...verifyDeps(
@@ -39,6 +40,8 @@ export function verifyAsAsked<E extends AppEnv>(
     background: inBackground,
     facts,
     caller: c.get('caller'),
+    // Charged, recorded and answered from the cache at the account's desk (docs/money.md).
+    desk: deskOf(desks, c.get('caller').accountId),
     email: request.email,
     fresh: request.fresh ?? false,
     evidence,
@@ -48,4 +51,6 @@ export function verifyAsAsked<E extends AppEnv>(
     publishable: c.get('keyLimits')?.kind === 'publishable',
     now,
   });
+  if (verification.balanceUnmoved) c.set('balanceUnmoved', true);
+  return verification;
 }

@@ -45,7 +45,10 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
         throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
       throw error;
     }
-    const outcome = await applyStripeEvent({ db: c.get('db'), config, stripe, now: Date.now() }, event);
+    const outcome = await applyStripeEvent(
+      { db: c.get('db'), config, stripe, now: Date.now(), desks: c.get('services').desks },
+      event,
+    );
     log.info('stripe event', { event: event.id, type: event.type, outcome });
     if (outcome === 'deferred') {
       // An error answer: Stripe delivers the event again later (https://docs.stripe.com/webhooks#retries).

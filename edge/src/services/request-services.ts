@@ -23,6 +23,8 @@ export interface RequestServices {
   hubs: Env['PROBER_HUB'];
   /** The KeyLimiter objects: rate limits, daily caps, sign-in and account-mail limits. */
   limiters: Env['KEY_LIMITER'];
+  /** The accounts' desks: their single calls, and what readers of D1 settle first (money/account-desk.ts). */
+  desks: Env['ACCOUNT_DESK'];
   /** What the account's emails (confirmation, password reset) are sent and limited with. */
   readonly accountMail: AccountMailDeps;
   /**
@@ -49,12 +51,14 @@ export function requestServicesOf(parts: {
     inBackground,
     // Built when first asked for: most requests never look at a domain.
     get facts() {
-      facts ??= domainFactsOf(db, config);
+      // A request's reads may come from the isolate's snapshot of the facts (docs/architecture.md).
+      facts ??= domainFactsOf(db, config, undefined, { snapshot: true });
       return facts;
     },
     queue: verifyQueueOf(env),
     hubs: env.PROBER_HUB,
     limiters: env.KEY_LIMITER,
+    desks: env.ACCOUNT_DESK,
     // Built when first asked for: choosing the sender refuses a misconfigured one.
     get accountMail() {
       accountMail ??= accountMailDepsOf(db, config, env);

@@ -43,14 +43,14 @@ export async function insertApiKeyWithin(
   };
 }
 
+/** A key's row, its account's balance at lookup time and whether the shared fleet may probe for it. */
+export type ApiKeyRecord = ApiKeyRow & { creditBalance: number; sharedFleetFallback: number };
+
 /**
  * The key with this hash, its account's balance at lookup time and whether the shared fleet may
  * take the account's probes, in one query.
  */
-export async function findApiKeyByHash(
-  db: Db,
-  keyHash: string,
-): Promise<(ApiKeyRow & { creditBalance: number; sharedFleetFallback: number }) | undefined> {
+export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRecord | undefined> {
   const [row] = await db
     .select({
       key: apiKeys,
@@ -73,14 +73,19 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[
   });
 }
 
-/** Revokes a key of this account; returns false when there is no such live key. */
-export async function revokeApiKey(db: Db, accountId: string, keyId: string, now: number): Promise<boolean> {
+/** Revokes a key of this account; returns its hash, or null when there is no such live key. */
+export async function revokeApiKey(
+  db: Db,
+  accountId: string,
+  keyId: string,
+  now: number,
+): Promise<string | null> {
   const revoked = await db
     .update(apiKeys)
     .set({ revokedAt: now })
     .where(and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
-  return revoked.length > 0;
+    .returning({ keyHash: apiKeys.keyHash });
+  return revoked[0]?.keyHash ?? null;
 }
 
 export const LAST_USED_RESOLUTION_MS = 60_000;

@@ -4,7 +4,7 @@
 import { type Db, prepare } from './db.ts';
 import { type AddressResult, completionStatements, resultColumns } from './job-results.ts';
 import { type JsonChunk, jsonChunks } from './json-chunks.ts';
-import { debit, spendableCreditsSql } from './ledger.ts';
+import { debit, freeCreditsSql, spendableCreditsSql } from './ledger.ts';
 import {
   countStorage,
   limitOrZeroSql,
@@ -113,7 +113,7 @@ const JOB_EXTRA_BYTES = 8 * 1024;
 // each, so the caller answers with the one that failed.
 function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
   const usage = {
-    creditBalance: '(SELECT credit_balance FROM accounts WHERE id = ?2)',
+    creditBalance: `(SELECT ${freeCreditsSql()} FROM accounts WHERE id = ?2)`,
     jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
     storageBytes: storageUsedSql('?2', limits.storageDay),
     storageLimit: limitOrZeroSql('?2', limits.storage, limits.storageDay),

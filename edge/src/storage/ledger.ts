@@ -41,6 +41,18 @@ export interface LedgerPair {
 const LEDGER_COLUMNS = 'credit_ledger (account_id, delta, balance_after, reason, reference, created_at)';
 
 /**
+ * SQL for the credits of the accounts row `row` (a table alias, or '' for the row itself) that a
+ * charge may take: its balance less what its desk holds for the single calls it charges
+ * (`credits_reserved`, docs/money.md "Where the balance lives"). Every debit, and every reader of
+ * what an account can still spend, compares with this one expression, so no credit held by the
+ * desk is spent twice and the balance never goes below zero when the desk books what it spent.
+ */
+export function freeCreditsSql(row = ''): string {
+  const column = (name: string) => (row ? `${row}.${name}` : name);
+  return `(${column('credit_balance')} - ${column('credits_reserved')})`;
+}
+
+/**
  * SQL for the credits the account `accountParam` (an SQL parameter such as `?2`) may spend on new
  * work: its balance, or none while a dispute of one of its payments is open (docs/money.md,
  * "Disputes"). Every admission of paid work compares its charge with this, in the statement that
@@ -48,7 +60,7 @@ const LEDGER_COLUMNS = 'credit_ledger (account_id, delta, balance_after, reason,
  * job) is still admitted.
  */
 export function spendableCreditsSql(accountParam: string): string {
-  return `(SELECT CASE WHEN open_disputes > 0 THEN 0 ELSE credit_balance END FROM accounts WHERE id = ${accountParam})`;
+  return `(SELECT CASE WHEN open_disputes > 0 THEN 0 ELSE ${freeCreditsSql()} END FROM accounts WHERE id = ${accountParam})`;
 }
 
 function movementParams(movement: CreditMovement): SqlValue[] {
@@ -59,7 +71,7 @@ function movementParams(movement: CreditMovement): SqlValue[] {
 }
 
 /**
- * Takes `amount` credits only if the balance covers it (`credit_balance >= amount`) and
+ * Takes `amount` credits only if the free credits cover them (`freeCreditsSql() >= amount`) and
  * `onlyIf` holds: an SQL condition of the caller's that may use `?1` (the account id) and
  * `?4` (the reference), e.g. that the job it pays for was written earlier in the same batch.
  */
@@ -70,12 +82,12 @@ export function debit(movement: CreditMovement, onlyIf?: string): LedgerPair {
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
             SELECT id, -?2, credit_balance - ?2, ?3, ?4, ?5 FROM accounts
-            WHERE id = ?1 AND credit_balance >= ?2 AND ?2 > 0 ${guard}`,
+            WHERE id = ?1 AND ${freeCreditsSql()} >= ?2 AND ?2 > 0 ${guard}`,
       params,
     },
     balance: {
       sql: `UPDATE accounts SET credit_balance = credit_balance - ?2
-            WHERE id = ?1 AND credit_balance >= ?2 ${guard} RETURNING credit_balance`,
+            WHERE id = ?1 AND ${freeCreditsSql()} >= ?2 ${guard} RETURNING credit_balance`,
       // SQLite numbers parameters up to the highest one used: the guard may use ?4.
       params: onlyIf ? params.slice(0, 4) : params.slice(0, 2),
     },
@@ -241,12 +253,12 @@ export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair
       sql: `INSERT INTO ${LEDGER_COLUMNS}
             SELECT a.id, -${charging}, a.credit_balance - ${charging}, 'recheck_charge', j.id || ':round-' || j.recheck_round, ?2
             FROM jobs j JOIN accounts a ON a.id = j.account_id
-            WHERE j.id = ?1 AND ${charging} > 0 AND a.credit_balance >= ${charging}`,
+            WHERE j.id = ?1 AND ${charging} > 0 AND ${freeCreditsSql('a')} >= ${charging}`,
       params: [jobId, now],
     },
     balance: {
       sql: `UPDATE accounts SET credit_balance = credit_balance - ${charging}
-            WHERE id = (SELECT account_id FROM jobs WHERE id = ?1) AND ${charging} > 0 AND credit_balance >= ${charging}
+            WHERE id = (SELECT account_id FROM jobs WHERE id = ?1) AND ${charging} > 0 AND ${freeCreditsSql()} >= ${charging}
             RETURNING credit_balance`,
       params: [jobId],
     },
@@ -289,7 +301,7 @@ export function grantPurchase(purchaseId: string, reference: string, now: number
     settle: {
       entry: {
         sql: `INSERT INTO ${LEDGER_COLUMNS}
-              SELECT a.id, -MIN(a.credit_debt, p.credits), a.credit_balance - MIN(a.credit_debt, p.credits),
+              SELECT a.id, -MIN(a.credit_debt, p.credits, ${freeCreditsSql('a')}), a.credit_balance - MIN(a.credit_debt, p.credits, ${freeCreditsSql('a')}),
                 'debt_settlement', ?2, ?3
               FROM (${pending}) p JOIN accounts a ON a.id = p.account_id
               WHERE a.credit_debt > 0 AND p.credits > 0`,
@@ -338,10 +350,10 @@ export function takeBackRefundedCredits(
   return {
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
-            SELECT a.id, -MIN(${owed}, a.credit_balance), a.credit_balance - MIN(${owed}, a.credit_balance),
+            SELECT a.id, -MIN(${owed}, ${freeCreditsSql('a')}), a.credit_balance - MIN(${owed}, ${freeCreditsSql('a')}),
               'purchase_refund', ?3, ?4
             FROM purchases p JOIN accounts a ON a.id = p.account_id
-            WHERE ${open} AND MIN(${owed}, a.credit_balance) > 0`,
+            WHERE ${open} AND MIN(${owed}, ${freeCreditsSql('a')}) > 0`,
       params: [purchaseId, amountRefunded, reference, now],
     },
     balance: {
@@ -380,10 +392,10 @@ export function holdDisputedCredits(disputeId: string, now: number): DisputeMove
   return {
     entry: {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
-            SELECT a.id, -MIN(d.credits_owed, a.credit_balance), a.credit_balance - MIN(d.credits_owed, a.credit_balance),
+            SELECT a.id, -MIN(d.credits_owed, ${freeCreditsSql('a')}), a.credit_balance - MIN(d.credits_owed, ${freeCreditsSql('a')}),
               'dispute_hold', d.id, ?2
             FROM disputes d JOIN accounts a ON a.id = d.account_id
-            WHERE d.id = ?1 AND d.status = 'opening' AND MIN(d.credits_owed, a.credit_balance) > 0`,
+            WHERE d.id = ?1 AND d.status = 'opening' AND MIN(d.credits_owed, ${freeCreditsSql('a')}) > 0`,
       params: [disputeId, now],
     },
     balance: {

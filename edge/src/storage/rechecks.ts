@@ -9,7 +9,7 @@
 
 import { type Db, prepare } from './db.ts';
 import { type AddressResult, countersStatement } from './job-results.ts';
-import { chargeRecheckedAddresses } from './ledger.ts';
+import { chargeRecheckedAddresses, freeCreditsSql } from './ledger.ts';
 
 export interface RecheckAddress {
   idx: number;
@@ -124,7 +124,7 @@ export async function recordRecheckAnswers(
            SELECT a.idx FROM job_addresses a JOIN json_each(?2) j ON a.idx = j.value->>0
            WHERE a.job_id = ?1 AND a.recheck = 'asking' AND a.refundable = 1 AND j.value->>4 IS NOT NULL
            ORDER BY a.idx
-           LIMIT (SELECT a.credit_balance FROM accounts a JOIN jobs j ON j.account_id = a.id WHERE j.id = ?1))`,
+           LIMIT (SELECT ${freeCreditsSql('a')} FROM accounts a JOIN jobs j ON j.account_id = a.id WHERE j.id = ?1))`,
       )
       .bind(jobId, rows),
     prepare(d1, charge.entry),
@@ -132,7 +132,7 @@ export async function recordRecheckAnswers(
       .prepare(
         `UPDATE jobs SET credits_charged = credits_charged + ${charging}
          WHERE id = ?1 AND ${charging} > 0
-           AND (SELECT credit_balance FROM accounts WHERE id = jobs.account_id) >= ${charging}`,
+           AND (SELECT ${freeCreditsSql()} FROM accounts WHERE id = jobs.account_id) >= ${charging}`,
       )
       .bind(jobId),
     prepare(d1, charge.balance),

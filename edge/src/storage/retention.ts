@@ -33,6 +33,7 @@ export interface RetentionReport {
   idempotencyKeys: number;
   domainFacts: number;
   storageDays: number;
+  deskBatches: number;
 }
 
 /** What was created before each time (ms since the epoch) goes. */
@@ -67,6 +68,7 @@ export async function deleteExpired(
     idempotencyKeys: 0,
     domainFacts: 0,
     storageDays: 0,
+    deskBatches: 0,
   };
   // ?1 the cutoff, ?2 the sandbox cutoff, ?3 the trial cutoff.
   const expiredSql = `(created_at < ?1 OR (${dataModeSql('test')} AND (created_at < ?2 OR (created_at < ?3
@@ -102,6 +104,9 @@ export async function deleteExpired(
   );
   // The storage budget counts today (UTC) only; yesterday's counter is kept for a look back.
   report.storageDays = await deleteInChunks(d1, 'storage_days', 'day < ?1', now - 2 * 86_400_000);
+  // A desk's flush is retried within minutes of its first try (objects/account-desk.ts): a week
+  // of guard rows is far more than a retry needs.
+  report.deskBatches = await deleteInChunks(d1, 'desk_batches', 'created_at < ?1', now - 7 * 86_400_000);
   return report;
 }
 
@@ -210,7 +215,8 @@ async function deleteInChunks(
     | 'sessions'
     | 'domain_facts'
     | 'idempotency_keys'
-    | 'storage_days',
+    | 'storage_days'
+    | 'desk_batches',
   where: string,
   ...binds: number[]
 ): Promise<number> {

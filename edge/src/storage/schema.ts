@@ -36,6 +36,22 @@ export const accounts = sqliteTable('accounts', {
   // (prober tokens with its account_id) is ready or every one is blocked at the MX
   // (docs/operations.md, "Customer-run probers"). 1, the default: its work is never stranded.
   sharedFleetFallback: integer('shared_fleet_fallback').notNull().default(1),
+  // Credits of the balance held by the account's desk (objects/account-desk.ts) for the single
+  // calls it charges in its own storage (docs/money.md, "Where the balance lives"): every other
+  // charge sees the balance less these (`freeCreditsSql`). Moved only by the desk, in the same
+  // statement that takes a block or that books what the desk spent.
+  creditsReserved: integer('credits_reserved').notNull().default(0),
+});
+
+/**
+ * The flushes of account desks applied, one row each (docs/money.md, "Where the balance lives"):
+ * a flush's batch writes its row first, so a flush retried after its answer was lost fails on the
+ * primary key and changes nothing.
+ */
+export const deskBatches = sqliteTable('desk_batches', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull(),
+  createdAt: integer('created_at').notNull(),
 });
 
 /**

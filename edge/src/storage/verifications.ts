@@ -41,7 +41,7 @@ export interface HistoryRefusal {
 }
 
 /** Bytes of a single verification's history row: its answer, or an estimate of the answer to come. */
-function historyRowBytes(
+export function historyRowBytes(
   row: { id: string; accountId: string; apiKeyId: string | null },
   answer: HistoryAnswer | undefined,
   email: string,

@@ -394,7 +394,7 @@ export function registerKeysPages(dashboard: Hono<DashboardEnv>): void {
     const db = c.get('db');
     const { accountId } = c.get('caller');
     const apiKey = await findLiveKey(db, accountId, c.req.param('id'));
-    await revokeKey(db, accountId, apiKey.id, Date.now());
+    await revokeKey({ db, limiters: c.get('services').limiters }, accountId, apiKey.id, Date.now());
     return c.redirect(`/keys?revoked=${apiKey.id}`, 303);
   });
 }

@@ -9,7 +9,7 @@ import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
 import { factsWorld } from '../../../test/domain-facts.ts';
-import { quotas } from '../../../test/fixtures.ts';
+import { balanceOf, quotas } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { ACCOUNT_CHANGE_LIMITS } from '../../services/accounts/sign-in-limits.ts';
 import { rowsFromCsv } from '../../services/batch/input.ts';
@@ -21,13 +21,6 @@ import { sandboxVerify } from '../../services/verify/sandbox.ts';
 import { createDb } from '../../storage/db.ts';
 import { recordProvisional, recordResults } from '../../storage/job-results.ts';
 import { insertVerification } from '../../storage/verifications.ts';
-
-async function balanceOf(accountId: string): Promise<number> {
-  const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?1')
-    .bind(accountId)
-    .first<{ credit_balance: number }>();
-  return row?.credit_balance ?? Number.NaN;
-}
 
 function callApi(key: string, email: string): Promise<Response> {
   return exports.default.fetch(

@@ -15,6 +15,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
+import { validationError } from '../../middleware/error-handler.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { linkedProbeSlots } from '../../services/batch/estimate.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
@@ -150,14 +151,7 @@ async function readUpload(
     }
     const parsed = BulkUploadJsonRequest.safeParse(body);
     if (!parsed.success) {
-      throw new ApiError('VALIDATION_ERROR', {
-        details: {
-          issues: parsed.error.issues.map((issue) => ({
-            path: issue.path.join('.'),
-            message: issue.message,
-          })),
-        },
-      });
+      throw validationError(parsed.error.issues);
     }
     return {
       upload: rowsFromJson(parsed.data.emails),

@@ -1,9 +1,11 @@
 import { env } from 'cloudflare:workers';
 import { MAX_EVIDENCE_BYTES } from '@rcpt/shared/contract/prober';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
 import { until } from '../../../../test/eventually.ts';
 import { hubOf, reportFor, startFakeProber, withEvidence } from '../../../test/fake-prober.ts';
 import { balanceOf, call, newCaller } from '../../../test/fixtures.ts';
+import { forgetKeyRecords } from '../../services/keys/api-keys.ts';
 
 interface BadRequest {
   name: string;
@@ -419,10 +421,13 @@ describe('POST /api/v1/verify for an account with probers of its own', () => {
     const shared = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
     try {
       const caller = await newCaller({ credits: 3 });
-      const setFallback = (allowed: boolean) =>
-        env.DB.prepare('UPDATE accounts SET shared_fleet_fallback = ?1 WHERE id = ?2')
+      // As `npm run admin -- shared-fleet` does: D1, then the edge told to read the key again.
+      const setFallback = async (allowed: boolean) => {
+        await env.DB.prepare('UPDATE accounts SET shared_fleet_fallback = ?1 WHERE id = ?2')
           .bind(allowed ? 1 : 0, caller.accountId)
           .run();
+        await forgetKeyRecords(env.KEY_LIMITER, [await hashSecret(caller.apiKey)]);
+      };
       await setFallback(false);
       // No prober of its own is linked: the call waits its budget (VERIFY_TIMEOUT_MS) for one.
       const alone = await call('/api/v1/verify', {

@@ -1,11 +1,10 @@
 import { type CidrBlock, parseCidr } from '@rcpt/shared/ip-ranges';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
+import type { KeyLimiter } from '../../objects/key-limiter.ts';
 import {
   type ApiKeyRow,
   type DataMode,
-  findApiKeyByHash,
   insertApiKeyWithin,
-  LAST_USED_RESOLUTION_MS,
   markKeysReviewed as markReviewed,
   revokeApiKey,
   touchApiKey,
@@ -164,18 +163,30 @@ function listEntries(text: string): string[] {
     .filter(Boolean);
 }
 
-/** The caller behind a key hash, or null for an unknown or revoked key. */
+/**
+ * The KeyLimiter object that keeps the record of the key whose hash is `keyHash`
+ * (objects/key-limiter.ts): the hash, not the key's id, since a request brings only the key.
+ */
+export function keyRecordKeeper(limiters: KeyLimiters, keyHash: string): DurableObjectStub<KeyLimiter> {
+  return limiters.getByName(`api-key:${keyHash}`);
+}
+
+type KeyLimiters = DurableObjectNamespace<KeyLimiter>;
+
+/**
+ * The caller behind a key hash, or null for an unknown or revoked key. The key's record comes
+ * from its KeyLimiter object, which reads D1 only when it holds none (or an old one).
+ */
 export async function authenticateApiKey(
-  db: Db,
+  deps: { db: Db; limiters: KeyLimiters },
   keyHash: string,
   now: number,
   inBackground: (task: Promise<unknown>) => void,
 ): Promise<AuthenticatedKey | null> {
-  const key = await findApiKeyByHash(db, keyHash);
+  const { record: key, touch } = await keyRecordKeeper(deps.limiters, keyHash).keyRecord(keyHash, now);
   if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
   // "Last used" is kept to the minute: a busy key costs no write per request.
-  if (key.lastUsedAt === null || now - key.lastUsedAt > LAST_USED_RESOLUTION_MS)
-    inBackground(touchApiKey(db, key.id, now));
+  if (touch) inBackground(touchApiKey(deps.db, key.id, now));
   return {
     caller: {
       accountId: key.accountId,
@@ -317,9 +328,25 @@ function constantTimeEqual(a: string, b: string): boolean {
   return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
 }
 
-/** Revokes the account's key `keyId`: it fails on the very next request. False if it was not live. */
-export function revokeKey(db: Db, accountId: string, keyId: string, now: number): Promise<boolean> {
-  return revokeApiKey(db, accountId, keyId, now);
+/**
+ * Revokes the account's key `keyId`: D1 first, then the key's KeyLimiter object forgets its
+ * record, so the very next request reads D1 and fails. False if it was not live.
+ */
+export async function revokeKey(
+  deps: { db: Db; limiters: KeyLimiters },
+  accountId: string,
+  keyId: string,
+  now: number,
+): Promise<boolean> {
+  const keyHash = await revokeApiKey(deps.db, accountId, keyId, now);
+  if (keyHash === null) return false;
+  await forgetKeyRecords(deps.limiters, [keyHash]);
+  return true;
+}
+
+/** Has the KeyLimiter objects of these key hashes forget their records (after a revocation). */
+export async function forgetKeyRecords(limiters: KeyLimiters, keyHashes: readonly string[]): Promise<void> {
+  await Promise.all(keyHashes.map((keyHash) => keyRecordKeeper(limiters, keyHash).forget()));
 }
 
 /**

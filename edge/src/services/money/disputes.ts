@@ -11,6 +11,7 @@ import { log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import { hasOpenDispute, openDispute, settleDispute } from '../../storage/disputes.ts';
 import { findPurchase, findPurchaseByPaymentIntent, type Purchase } from '../../storage/purchases.ts';
+import { type AccountDesks, settleDesk } from './account-desk.ts';
 
 /** What a dispute event did: `deferred` asks Stripe to deliver it again later. */
 export type DisputeOutcome =
@@ -37,7 +38,7 @@ export function closedOutcome(status: Stripe.Dispute.Status): 'won' | 'lost' | n
  * and in any order: a `closed` whose `created` was never applied opens the dispute first.
  */
 export async function applyDisputeEvent(
-  deps: { db: Db; stripe: Stripe; now: number },
+  deps: { db: Db; stripe: Stripe; now: number; desks?: AccountDesks },
   dispute: Stripe.Dispute,
   closed: boolean,
 ): Promise<DisputeOutcome> {
@@ -62,6 +63,8 @@ export async function applyDisputeEvent(
     purchase.status !== 'refunded'
   )
     return 'ignored';
+  // The hold takes what the free credits hold, and the desk must charge no more from its block.
+  if (deps.desks) await settleDesk(deps.desks, purchase.accountId, { release: true });
   const opened = await openDispute(db, {
     id: dispute.id,
     purchaseId: purchase.id,

@@ -19,6 +19,7 @@ import {
   savePaymentMethod,
   setCheckoutSession,
 } from '../../storage/purchases.ts';
+import { type AccountDesks, settleDesk } from './account-desk.ts';
 import { applyDisputeEvent, type DisputeOutcome, refuseWhileDisputed } from './disputes.ts';
 import type { PaymentsConfig } from './stripe-client.ts';
 
@@ -27,6 +28,12 @@ export interface PaymentDeps {
   config: PaymentsConfig;
   stripe: Stripe;
   now: number;
+  /**
+   * The accounts' desks: a refund or a dispute takes credits back as far as the free credits hold
+   * them, so the account's desk gives its unspent block back first (docs/money.md, "Where the
+   * balance lives"). Absent where no desk can hold any (tests of the D1 path).
+   */
+  desks?: AccountDesks;
 }
 
 /** The pack of `credits` on sale, or a 400 naming the packs there are. */
@@ -250,6 +257,7 @@ async function chargeRefunded(deps: PaymentDeps, charge: Stripe.Charge): Promise
     typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
   const purchase = paymentIntentId ? await findPurchaseByPaymentIntent(deps.db, paymentIntentId) : null;
   if (!purchase) return 'ignored';
+  if (deps.desks) await settleDesk(deps.desks, purchase.accountId, { release: true });
   const moved = await applyRefund(deps.db, {
     purchaseId: purchase.id,
     amountRefunded: charge.amount_refunded,

@@ -10,6 +10,7 @@ import {
   type CallOptions,
   call,
   countOf,
+  countOfAccount,
   createJobAs,
   db,
   ledgerOf,
@@ -40,7 +41,7 @@ const storedRowsOf = (accountId: string) =>
     accountId,
   );
 const historyOf = (accountId: string) =>
-  countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
+  countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
 
 /** Everything an account has stored and paid: a refusal must leave all of it as it was. */
 async function footprint(accountId: string) {
@@ -96,7 +97,7 @@ describe('the quotas have production defaults', () => {
 
 /** The bytes the account's writes counted today and before (storage_days). */
 const storageUsedBy = (accountId: string) =>
-  countOf('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
+  countOfAccount('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
 const budget = (bytes: number) => ({ QUOTA_STORAGE_BYTES_PER_DAY: String(bytes) });
 /** A budget of `bytes` a day whatever the account bought or holds. */
 const flatBudget = (bytes: number) => ({ baseBytes: bytes, bytesPerCredit: 0, maxBytes: bytes });

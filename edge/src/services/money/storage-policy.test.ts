@@ -9,11 +9,13 @@ import {
   balanceOf,
   call,
   countOf,
+  countOfAccount,
   createJobAs,
   db,
   ledgerOf,
   newCaller,
   refusalOf,
+  settledDesk,
   type TestCaller,
 } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
@@ -27,7 +29,7 @@ const DAY = 86_400_000;
 const jobsOf = (accountId: string) =>
   countOf('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
 const storageUsedBy = (accountId: string) =>
-  countOf('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
+  countOfAccount('SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE account_id = ?', accountId);
 
 /** Everything an account has stored, paid and counted: a refusal leaves all of it as it was. */
 async function footprint(accountId: string) {
@@ -37,7 +39,7 @@ async function footprint(accountId: string) {
       'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
       accountId,
     ),
-    history: await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId),
+    history: await countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId),
     balance: await balanceOf(accountId),
     ledger: (await ledgerOf(accountId)).length,
     storage: await storageUsedBy(accountId),
@@ -125,6 +127,7 @@ describe('storing a list needs a confirmed email', () => {
       expect(
         (await call('/api/v1/verify', { key: caller.apiKey, json: { email: 'risky@example.test' } })).status,
       ).toBe(200);
+      await settledDesk(caller.accountId);
       const twoDaysAgo = Date.now() - 2 * DAY;
       await env.DB.batch([
         env.DB.prepare('UPDATE jobs SET created_at = ? WHERE account_id = ?').bind(
@@ -142,11 +145,14 @@ describe('storing a list needs a confirmed email', () => {
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.trial)).toBe(0);
     expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial)).toBe(0);
     expect(
-      await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId),
+      await countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId),
     ).toBe(0);
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.confirmed)).toBe(1);
     expect(
-      await countOf('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', confirmed.accountId),
+      await countOfAccount(
+        'SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?',
+        confirmed.accountId,
+      ),
     ).toBe(2);
   });
 });

@@ -6,6 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { Db } from '../../storage/db.ts';
 import { findOutcomeEndpoint, recordHookNonce } from '../../storage/outcomes.ts';
 import { openStored } from '../accounts/secret-box.ts';
+import { type AccountDesks, settleDesk } from '../money/account-desk.ts';
 import { digestOf } from '../money/idempotency.ts';
 import type { Quotas } from '../money/quotas.ts';
 import { mailgunOutcomes, parseMailgunBody, verifyMailgunSignature } from './mailgun.ts';
@@ -24,6 +25,8 @@ export interface HookDeps {
   fetch: typeof fetch;
   snsTestOrigin: string | undefined;
   now: number;
+  /** The accounts' desks: the single calls they answered are matched once written to D1. */
+  desks?: AccountDesks;
 }
 
 export interface HookAnswer {
@@ -91,6 +94,8 @@ export async function receiveOutcomeHook(
     }
   }
   if (events.length === 0) return { received: true, recorded: 0, duplicates: 0 };
+  // Outcomes are matched with the history in D1: the account's desk writes its calls first.
+  if (deps.desks) await settleDesk(deps.desks, endpoint.accountId);
   const answer = await recordOutcomes(
     { db: deps.db, quotas: deps.quotas, now: deps.now },
     { accountId: endpoint.accountId, apiKeyId: null, mode: 'live', source: endpoint.provider },

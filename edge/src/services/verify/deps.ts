@@ -14,7 +14,12 @@ import { DomainFactsStore } from './domain-facts.ts';
  * The shared domain facts, for one request or consumer batch, resolving over the deployment's
  * DNS (with `budget`, each DoH fetch counted against it).
  */
-export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget): DomainFactsStore {
+export function domainFactsOf(
+  db: Db,
+  config: Config,
+  budget?: SubrequestBudget,
+  facts: { snapshot?: boolean } = {},
+): DomainFactsStore {
   const doh = dohClientFor(config, budget);
   const options = { allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS };
   return new DomainFactsStore({
@@ -26,6 +31,7 @@ export function domainFactsOf(db: Db, config: Config, budget?: SubrequestBudget)
     detectTenant: (domain, mxHosts) => detectTenant(domain, mxHosts, dohLookup(doh), options),
     resolveHost: (host) => hostRoute(host, dohLookup(doh), options),
     now: Date.now,
+    snapshot: facts.snapshot ?? false,
   });
 }
 

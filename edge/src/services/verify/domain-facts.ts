@@ -88,6 +88,28 @@ export interface DomainFactsDeps {
   /** Asks DNS for the addresses of a kept tenant's inbound host. */
   resolveHost: (host: string) => Promise<DnsOutcome>;
   now: () => number;
+  /**
+   * Answer a domain's facts from the isolate's snapshot while it is younger than
+   * FACTS_SNAPSHOT_MS, instead of reading D1 (a single call's: docs/architecture.md, "Domain
+   * facts"). What this store learns is put in the snapshot either way.
+   */
+  snapshot?: boolean;
+}
+
+/**
+ * How long an isolate answers a domain's facts from what it read or learnt, without D1: a change
+ * another isolate recorded (a route that moved) is seen this much later at most, by single calls
+ * only (a batch reads D1 each time).
+ */
+export const FACTS_SNAPSHOT_MS = 30_000;
+/** Domains the snapshot holds at most; the oldest read goes first. */
+const SNAPSHOT_DOMAINS = 2_000;
+const snapshot = new Map<string, { facts: DomainFacts | null; at: number }>();
+
+function remember(domain: string, facts: DomainFacts | null, at: number): void {
+  snapshot.delete(domain);
+  snapshot.set(domain, { facts, at });
+  if (snapshot.size > SNAPSHOT_DOMAINS) snapshot.delete(snapshot.keys().next().value as string);
 }
 
 export class DomainFactsStore {
@@ -102,7 +124,16 @@ export class DomainFactsStore {
   facts(domain: string): Promise<DomainFacts | null> {
     let facts = this.#read.get(domain);
     if (!facts) {
-      facts = readDomainFacts(this.#deps.db, domain).then((row) => (row ? factsOf(row) : null));
+      const now = this.#deps.now();
+      const kept = this.#deps.snapshot ? snapshot.get(domain) : undefined;
+      facts =
+        kept && now - kept.at < FACTS_SNAPSHOT_MS
+          ? Promise.resolve(kept.facts)
+          : readDomainFacts(this.#deps.db, domain).then((row) => {
+              const read = row ? factsOf(row) : null;
+              remember(domain, read, now);
+              return read;
+            });
       this.#read.set(domain, facts);
     }
     return facts;
@@ -131,7 +162,9 @@ export class DomainFactsStore {
 
   /** Takes the domain's row as read elsewhere (beside another read), instead of reading it again. */
   know(domain: string, row: DomainFactsRow | null): void {
-    this.#read.set(domain, Promise.resolve(row ? factsOf(row) : null));
+    const facts = row ? factsOf(row) : null;
+    remember(domain, facts, this.#deps.now());
+    this.#read.set(domain, Promise.resolve(facts));
   }
 
   /** Whether the kept mail route still holds, so that `mailRoute` asks no DNS. */
@@ -327,7 +360,9 @@ export class DomainFactsStore {
       catchAll: null,
       changedAt: change.changedAt,
     };
-    this.#read.set(domain, Promise.resolve({ ...base, ...change }));
+    const updated = { ...base, ...change };
+    remember(domain, updated, this.#deps.now());
+    this.#read.set(domain, Promise.resolve(updated));
   }
 }
 

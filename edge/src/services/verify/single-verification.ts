@@ -14,12 +14,14 @@ import {
   type HistoryAnswer,
   type HistoryBudget,
   type HistoryRefusal,
+  historyRowBytes,
   insertAnsweredVerification,
   keepLateVerdict,
   openChargedVerification,
   refundVerification,
 } from '../../storage/verifications.ts';
 import type { Caller } from '../keys/api-keys.ts';
+import type { AccountDeskStub } from '../money/account-desk.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 import { sandboxVerify } from './sandbox.ts';
@@ -31,6 +33,8 @@ const SINGLE_VERIFICATION_CREDITS = 1;
 export interface SingleVerification {
   result: VerificationResult;
   creditsRemaining: number;
+  /** True when the account's desk charged it from its block, with no write to D1's balance. */
+  balanceUnmoved?: boolean;
 }
 
 export async function verifyForCaller(input: {
@@ -61,6 +65,12 @@ export async function verifyForCaller(input: {
   answerBy?: number;
   /** Keeps work going after the answer (the Worker's `waitUntil`). */
   background?: (work: Promise<unknown>) => void;
+  /**
+   * The account's desk (docs/money.md, "Where the balance lives"): when given, the call is
+   * charged, recorded and answered from the cache there, with no round trip to D1's primary;
+   * without it, in D1 directly.
+   */
+  desk?: AccountDeskStub;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
   const evidence = input.evidence ?? false;
@@ -79,12 +89,23 @@ export async function verifyForCaller(input: {
           mode: caller.mode,
           key,
           now,
+          ...(input.desk ? { desk: input.desk } : {}),
         })
       : null;
   const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storage };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(address, now);
+    if (input.desk) {
+      const answer = historyAnswer(result, key);
+      const bytes = historyRowBytes(deskRow(input), answer, answer.email);
+      const admitted = {
+        bytes,
+        ...(await input.desk.open({ ...deskCall(input, answer.email, 0, bytes), answer, budget })),
+      };
+      if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, admitted.bytes), now);
+      return { result, creditsRemaining: admitted.balance };
+    }
     const refusal = await insertAnsweredVerification(
       db,
       {
@@ -100,27 +121,30 @@ export async function verifyForCaller(input: {
     return { result, creditsRemaining: caller.creditBalance };
   }
   // A cached answer is charged as any answer is, and recorded in the same transaction.
-  const opened = await openChargedVerification(
-    db,
-    {
-      id: requestId,
-      accountId: caller.accountId,
-      apiKeyId: caller.apiKeyId,
-      email: input.email,
-      amount: SINGLE_VERIFICATION_CREDITS,
-      now,
-      evidence,
-      ...(cached ? { answer: historyAnswer(cached, key) } : {}),
-    },
-    publishable ? null : budget,
-  );
+  const opening = {
+    id: requestId,
+    accountId: caller.accountId,
+    apiKeyId: caller.apiKeyId,
+    email: input.email,
+    amount: SINGLE_VERIFICATION_CREDITS,
+    now,
+    evidence,
+    ...(cached ? { answer: historyAnswer(cached, key) } : {}),
+  };
+  const opened = input.desk
+    ? await openAtDesk(input.desk, input, opening, publishable ? null : budget)
+    : await openChargedVerification(db, opening, publishable ? null : budget);
   if ('refused' in opened) {
     if (opened.refused === 'storage') throw storageRefused(opened, now);
     if (publishable) throw new ApiError('INSUFFICIENT_CREDITS');
+    // What the desk has not written yet is written first: D1 then tells the whole balance.
+    await input.desk?.settle();
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
   const creditsRemaining = opened.balance;
-  if (cached) return { result: cached, creditsRemaining };
+  const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
+  if (cached) return { result: cached, creditsRemaining, ...unmoved };
+  const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
   try {
     const verification = await verifyAddress(
       input.deps,
@@ -128,13 +152,13 @@ export async function verifyForCaller(input: {
       input.answerBy === undefined ? {} : { answerBy: input.answerBy },
     );
     const { result, completion } = verification;
-    if (completion) input.background?.(keepLate(db, requestId, key, completion));
+    if (completion) input.background?.(keepLate(books, requestId, key, completion));
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
-    if (await answerVerification(db, requestId, historyAnswer(result, key)))
-      return { result, creditsRemaining };
+    if (await books.answer(requestId, historyAnswer(result, key)))
+      return { result, creditsRemaining, ...unmoved };
     throw new Error(`verification ${requestId} was closed before its answer was recorded`);
   } catch (cause) {
-    const refunded = await refundVerification(db, requestId, Date.now()).catch(() => false);
+    const refunded = await books.refund(requestId, Date.now()).catch(() => false);
     log.error('single verification failed after the charge', {
       requestId,
       refunded,
@@ -150,14 +174,14 @@ export async function verifyForCaller(input: {
  * kept in the call's history row for the next call (docs/verdicts.md, "A time budget per call").
  */
 async function keepLate(
-  db: Db,
+  books: CallBooks,
   requestId: string,
   key: VerdictCacheKey | null,
   completion: Promise<{ result: VerificationResult }>,
 ): Promise<void> {
   try {
     const { result } = await completion;
-    if (keptUnder(key, result)) await keepLateVerdict(db, requestId, historyAnswer(result, key));
+    if (keptUnder(key, result)) await books.keepLate(requestId, historyAnswer(result, key));
   } catch (cause) {
     log.error('a verification that went on after its answer failed', { requestId, ...errorFields(cause) });
   }
@@ -197,5 +221,78 @@ function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null):
     subStatus: result.subStatus,
     score: result.score,
     resultJson: JSON.stringify(result),
+  };
+}
+
+/** Where an open charge is closed: with its answer, by its refund, or given a late verdict. */
+interface CallBooks {
+  answer(id: string, answer: HistoryAnswer): Promise<boolean>;
+  refund(id: string, now: number): Promise<boolean>;
+  keepLate(id: string, answer: HistoryAnswer): Promise<boolean>;
+}
+
+function d1Books(db: Db): CallBooks {
+  return {
+    answer: (id, answer) => answerVerification(db, id, answer),
+    refund: (id, now) => refundVerification(db, id, now),
+    keepLate: (id, answer) => keepLateVerdict(db, id, answer),
+  };
+}
+
+function deskBooks(desk: AccountDeskStub, mode: Caller['mode'], db: Db): CallBooks {
+  return {
+    answer: (id, answer) => desk.answer(id, answer),
+    refund: async (id) => desk.refund(id),
+    // A row the desk has written to D1 already keeps its late verdict there.
+    keepLate: async (id, answer) =>
+      (await desk.keepLate(id, mode, answer)) || keepLateVerdict(db, id, answer),
+  };
+}
+
+type DeskInput = Pick<Parameters<typeof verifyForCaller>[0], 'caller' | 'requestId' | 'now'>;
+
+function deskRow(input: DeskInput) {
+  return { id: input.requestId, accountId: input.caller.accountId, apiKeyId: input.caller.apiKeyId };
+}
+
+function deskCall(input: DeskInput, email: string, amount: number, bytes: number) {
+  const { caller } = input;
+  return {
+    accountId: caller.accountId,
+    id: input.requestId,
+    apiKeyId: caller.apiKeyId,
+    mode: caller.mode,
+    email,
+    amount,
+    now: input.now,
+    bytes,
+  };
+}
+
+/** The charge at the account's desk, answered as `openChargedVerification` answers. */
+async function openAtDesk(
+  desk: AccountDeskStub,
+  input: DeskInput,
+  opening: { email: string; amount: number; evidence: boolean; answer?: HistoryAnswer },
+  budget: HistoryBudget | null,
+): Promise<{ balance: number; synced: boolean } | HistoryRefusal> {
+  const bytes = historyRowBytes(deskRow(input), opening.answer, opening.email, opening.evidence);
+  const admitted = await desk.open({
+    ...deskCall(input, opening.email, opening.amount, bytes),
+    ...(opening.answer ? { answer: opening.answer } : {}),
+    budget,
+  });
+  return 'refused' in admitted ? admittedRefusal(admitted, bytes) : admitted;
+}
+
+function admittedRefusal(
+  admitted: { refused: 'credits' | 'storage'; storageUsed: number; storageLimit: number },
+  bytes: number,
+): HistoryRefusal {
+  return {
+    refused: admitted.refused,
+    storageUsed: admitted.storageUsed,
+    storageLimit: admitted.storageLimit,
+    bytes,
   };
 }

@@ -11,6 +11,7 @@ import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
 import type { DataMode } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import { latestVerdict, latestVerdictAndFacts } from '../../storage/verifications.ts';
+import type { AccountDeskStub } from '../money/account-desk.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 
 export interface VerdictCacheKey {
@@ -47,6 +48,11 @@ export async function cachedVerdict(input: {
   mode: DataMode;
   key: VerdictCacheKey;
   now: number;
+  /**
+   * The account's desk, which keeps every verdict answered through it: asked first, and D1 only
+   * when it holds none for the address (a verdict from before the desk kept them).
+   */
+  desk?: AccountDeskStub;
 }): Promise<VerificationResult | null> {
   const { facts, key, now } = input;
   const lookup = {
@@ -55,13 +61,14 @@ export async function cachedVerdict(input: {
     address: key.address,
     since: now - VERDICT_LIFETIME_MS,
   };
-  let resultJson: string | null;
-  if (facts) {
+  // The desk's verdict needs no round trip; the domain's facts are then read by `verdictHolds`.
+  let resultJson = input.desk ? await input.desk.lookup(lookup) : null;
+  if (resultJson === null && facts) {
     // The answer needs both: one round trip to D1 instead of two.
     const read = await latestVerdictAndFacts(input.db, lookup, key.domain);
     facts.know(key.domain, read.facts);
     resultJson = read.resultJson;
-  } else {
+  } else if (resultJson === null) {
     resultJson = await latestVerdict(input.db, lookup);
   }
   if (resultJson === null) return null;

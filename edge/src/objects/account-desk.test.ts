@@ -1,0 +1,282 @@
+// The account's desk (docs/money.md, "Where the balance lives"): a single call charged and
+// answered there makes no round trip to D1 — counted on D1's own classes, so the Durable Objects'
+// reads and writes count too — no concurrency overdraws the balance, a flush retried is applied
+// once, history appears once flushed, and a revoked key fails on its next request.
+import { env, exports } from 'cloudflare:workers';
+import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
+import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
+import { describe, expect, it } from 'vitest';
+import { factsWorld } from '../../test/domain-facts.ts';
+import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
+import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { settleDesk } from '../services/money/account-desk.ts';
+import { utcDayStart } from '../services/money/quotas.ts';
+import { verifyForCaller } from '../services/verify/single-verification.ts';
+import { applyDeskFlush, type DeskHistoryRow, reserveCredits } from '../storage/desk-books.ts';
+import { operatorTokens } from '../storage/schema.ts';
+import { listHistory } from '../storage/verifications.ts';
+
+type Counted = Record<string, (...args: unknown[]) => unknown>;
+
+/**
+ * Counts every round trip to D1 made in this isolate while `work` runs — the Worker's, and the
+ * Durable Objects' (they run here too) — by wrapping the calls that reach D1 on the classes of
+ * the binding, of a session and of a prepared statement.
+ */
+async function d1TripsDuring(work: () => Promise<void>): Promise<number> {
+  let trips = 0;
+  let inside = false;
+  const session = env.DB.withSession('first-primary');
+  const methods = new Map<object, Set<string>>();
+  const add = (target: object, names: string[]) => {
+    const prototype = Object.getPrototypeOf(target) as object;
+    const known = methods.get(prototype) ?? new Set<string>();
+    for (const name of names) known.add(name);
+    methods.set(prototype, known);
+  };
+  add(env.DB, ['batch', 'exec']);
+  add(session, ['batch']);
+  add(env.DB.prepare('SELECT 1'), ['run', 'all', 'first', 'raw']);
+  add(session.prepare('SELECT 1'), ['run', 'all', 'first', 'raw']);
+  const restore: (() => void)[] = [];
+  for (const [prototype, names] of methods) {
+    for (const name of names) {
+      const original = (prototype as Counted)[name];
+      if (typeof original !== 'function') continue;
+      (prototype as Counted)[name] = function (this: unknown, ...args: unknown[]) {
+        // A class's method may call its parent's, also wrapped: one trip, counted once.
+        if (inside) return original.apply(this, args);
+        trips++;
+        inside = true;
+        try {
+          return original.apply(this, args);
+        } finally {
+          inside = false;
+        }
+      };
+      restore.push(() => {
+        (prototype as Counted)[name] = original;
+      });
+    }
+  }
+  try {
+    await work();
+  } finally {
+    for (const undo of restore) undo();
+  }
+  return trips;
+}
+
+const verify = (apiKey: string, email: string, fresh = false) =>
+  call('/api/v1/verify', { key: apiKey, json: { email, ...(fresh ? { fresh: true } : {}) } });
+
+describe('a single call at its account’s desk', () => {
+  it('makes no round trip to D1 when answered from the verdict cache, and at most one when probed', async () => {
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    try {
+      const caller = await newCaller({ credits: 20 });
+      const email = `trips-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      // The first call reads the key and the domain, takes a block of credits: it is counted, so
+      // the count sees what the objects do.
+      const first = await d1TripsDuring(async () => {
+        expect((await verify(caller.apiKey, email, true)).status).toBe(200);
+      });
+      expect(first).toBeGreaterThan(0);
+      const probed = await d1TripsDuring(async () => {
+        expect((await verify(caller.apiKey, email, true)).status).toBe(200);
+      });
+      expect(probed).toBeLessThanOrEqual(1);
+      let body: { data: { meta: { cached: boolean } }; creditsRemaining: number } | undefined;
+      const cached = await d1TripsDuring(async () => {
+        const response = await verify(caller.apiKey, email);
+        expect(response.status).toBe(200);
+        body = await response.json();
+      });
+      expect(body?.data.meta.cached).toBe(true);
+      expect(cached).toBe(0);
+      expect(body?.creditsRemaining).toBe(17);
+      // Settled, D1 holds all three charges and their history.
+      expect(await balanceOf(caller.accountId)).toBe(17);
+      expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
+    } finally {
+      prober.close();
+    }
+  });
+
+  it('never spends more than the balance under 1,000 concurrent calls on 100 credits', async () => {
+    const caller = await newCaller({ credits: 100 });
+    const desk = env.ACCOUNT_DESK.getByName(caller.accountId);
+    const day = utcDayStart(Date.now());
+    const answers = await Promise.all(
+      Array.from({ length: 1_000 }, (_, index) =>
+        desk.open({
+          accountId: caller.accountId,
+          id: `req_${crypto.randomUUID()}`,
+          apiKeyId: caller.keyId,
+          mode: 'live',
+          email: `a${index}@example.test`,
+          amount: 1,
+          now: Date.now(),
+          answer: {
+            email: `a${index}@example.test`,
+            address: null,
+            status: 'undeliverable',
+            subStatus: 'invalid_syntax',
+            score: 0,
+            resultJson: '{}',
+          },
+          bytes: 500,
+          budget: { day, limit: quotas().storage },
+        }),
+      ),
+    );
+    const admitted = answers.filter((answer) => 'balance' in answer);
+    expect(admitted).toHaveLength(100);
+    expect(answers.filter((answer) => 'refused' in answer && answer.refused === 'credits')).toHaveLength(900);
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(0);
+    const ledger = await ledgerOf(caller.accountId);
+    expect(ledger.filter((row) => row.reason === 'verify')).toHaveLength(100);
+    expect(ledger.reduce((sum, row) => sum + row.delta, 0)).toBe(0);
+    const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 1 });
+    expect(history.total).toBe(100);
+  });
+
+  it('gives back a charge whose call failed, and answers it in the history only once flushed', async () => {
+    const caller = await newCaller({ credits: 5 });
+    const live = {
+      accountId: caller.accountId,
+      apiKeyId: caller.keyId,
+      mode: 'live' as const,
+      creditBalance: 5,
+    };
+    const mx = {
+      kind: 'mx' as const,
+      dnsType: 'MX' as const,
+      mx: [{ host: 'mx.desk.test', preference: 10, ips: ['127.0.0.1'] }],
+    };
+    const deps = (probe: NonNullable<VerifyDeps['prober']>['probe']): VerifyDeps => ({
+      mailRoute: async () => mx,
+      prober: { probe },
+      mailFrom: 'verify@rcpt.test',
+      helo: 'rcpt.test',
+      timeoutMs: 3000,
+    });
+    const desk = env.ACCOUNT_DESK.getByName(caller.accountId);
+    const run = (probe: NonNullable<VerifyDeps['prober']>['probe']) =>
+      verifyForCaller({
+        db: db(),
+        deps: deps(probe),
+        facts: factsWorld(mx).store(),
+        caller: live,
+        email: 'a@desk.test',
+        requestId: `req_${crypto.randomUUID()}`,
+        quotas: quotas(),
+        now: Date.now(),
+        desk,
+      });
+    await expect(
+      run(async () => {
+        throw new Error('ProberHub RPC failed');
+      }),
+    ).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
+    const answered = await run(async () => ({ kind: 'unavailable', message: 'no prober' }));
+    expect(answered.creditsRemaining).toBe(4);
+    // Not flushed yet: D1 shows neither the charge nor the row.
+    const unflushed = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+    expect(unflushed.total).toBe(0);
+    await desk.settle();
+    const flushed = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+    expect(flushed.rows.map((row) => row.subStatus)).toEqual(['smtp_unavailable']);
+    expect(await balanceOf(caller.accountId)).toBe(4);
+    expect((await ledgerOf(caller.accountId)).map((row) => row.reason)).toEqual(['signup_grant', 'verify']);
+  });
+
+  it('applies a flush retried after its answer was lost once', async () => {
+    const caller = await newCaller({ credits: 10 });
+    const day = utcDayStart(Date.now());
+    const budget = { day, limit: null };
+    await reserveCredits(db(), caller.accountId, 10, budget);
+    const row = (id: string): DeskHistoryRow => ({
+      id,
+      apiKeyId: caller.keyId,
+      createdAt: Date.now(),
+      email: 'a@example.test',
+      address: 'a@example.test',
+      status: 'deliverable',
+      subStatus: 'accepted_email',
+      score: 90,
+      resultJson: '{}',
+      amount: 1,
+      bytes: 600,
+      day,
+    });
+    const flush = {
+      batchId: `batch-${crypto.randomUUID()}`,
+      accountId: caller.accountId,
+      rows: [row(`req_${crypto.randomUUID()}`), row(`req_${crypto.randomUUID()}`)],
+      now: Date.now(),
+      budget,
+    };
+    const first = await applyDeskFlush(db(), flush);
+    const again = await applyDeskFlush(db(), flush);
+    expect(first).toMatchObject({ applied: true, standing: { reserved: 8, free: 0 } });
+    expect(again).toMatchObject({ applied: false, standing: { reserved: 8, free: 0 } });
+    expect(await ledgerOf(caller.accountId)).toEqual([
+      { delta: 10, reason: 'signup_grant', reference: caller.accountId },
+      { delta: -1, reason: 'verify', reference: flush.rows[0]?.id },
+      { delta: -1, reason: 'verify', reference: flush.rows[1]?.id },
+    ]);
+    const counted = await env.DB.prepare('SELECT bytes FROM storage_days WHERE account_id = ? AND day = ?')
+      .bind(caller.accountId, day)
+      .first<{ bytes: number }>();
+    expect(counted?.bytes).toBe(1200);
+    const balances = await env.DB.prepare(
+      'SELECT credit_balance AS balance, (SELECT SUM(delta) FROM credit_ledger WHERE account_id = ?1) AS ledger FROM accounts WHERE id = ?1',
+    )
+      .bind(caller.accountId)
+      .first<{ balance: number; ledger: number }>();
+    expect(balances).toEqual({ balance: 8, ledger: 8 });
+  });
+});
+
+describe('a revoked key at the edge', () => {
+  it('fails on its next request once the edge is told (POST /internal/keys/forget), though its record was kept', async () => {
+    const caller = await newCaller({ mode: 'test' });
+    const account = () => call('/api/v1/account', { key: caller.apiKey });
+    expect((await account()).status).toBe(200);
+    // Revoked in D1 by an operator's script: the record the edge keeps still lets it in.
+    await env.DB.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?')
+      .bind(Date.now(), caller.keyId)
+      .run();
+    expect((await account()).status).toBe(200);
+    const operator = await issueSecret('operatorToken');
+    await db().insert(operatorTokens).values({
+      id: crypto.randomUUID(),
+      name: 'ops',
+      tokenHash: operator.hash,
+      prefix: operator.prefix,
+      createdAt: Date.now(),
+    });
+    const forget = (authorization: string, body: unknown) =>
+      exports.default.fetch('http://edge.test/internal/keys/forget', {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const keyHashes = [await hashSecret(caller.apiKey)];
+    // Only an operator may, with well-formed hashes.
+    expect((await forget(`Bearer ${caller.apiKey}`, { keyHashes })).status).toBe(401);
+    const malformed = await forget(`Bearer ${operator.secret}`, { keyHashes: ['not a hash'] });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect((await account()).status).toBe(200);
+    // The script then tells the edge: the next request fails.
+    const told = await forget(`Bearer ${operator.secret}`, { keyHashes });
+    expect(told.status).toBe(200);
+    expect(await told.json()).toEqual({ forgotten: 1 });
+    const refused = await account();
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+  });
+});
