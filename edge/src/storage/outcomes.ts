@@ -3,7 +3,8 @@
 // transaction that is conditional on the account's storage budget (storage-budget.ts): all of
 // them, or none.
 import { type DataMode, dataModeSql } from './api-keys.ts';
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
 import {
   limitOrZeroSql,
   type StorageLimit,
@@ -124,6 +125,28 @@ export async function verdictCandidates(
       source,
     }));
   return [...rows(singles, 'single'), ...rows(batches, 'batch')];
+}
+
+/**
+ * The account's latest hard bounce of `email` on a mailbox reason, reported with keys of `mode`
+ * (or by its endpoints, live), when no `delivered` outcome of the account came after it
+ * (docs/verdicts.md, "Learning from outcomes"). Index outcomes_account_email.
+ */
+export async function latestMailboxBounce(
+  db: Db,
+  lookup: { accountId: string; mode: DataMode; email: string },
+): Promise<{ at: number; subStatus: string | null; diagnostic: string | null } | null> {
+  return db.$client
+    .prepare(
+      `SELECT o.at, o.bounce_sub_status AS subStatus, o.diagnostic FROM outcomes o
+       WHERE o.account_id = ?1 AND o.email = ?2 AND o.outcome = 'hard_bounce' AND o.bounce_kind = 'mailbox'
+         AND ${dataModeSql(lookup.mode)}
+         AND NOT EXISTS (SELECT 1 FROM outcomes d WHERE d.account_id = ?1 AND d.email = ?2
+           AND d.outcome = 'delivered' AND d.at > o.at)
+       ORDER BY o.at DESC LIMIT 1`,
+    )
+    .bind(lookup.accountId, lookup.email)
+    .first();
 }
 
 /** Which of these (eventKey, email) the account has recorded already. */
@@ -307,4 +330,19 @@ export async function recordHookNonce(
   if ((insert?.meta.changes ?? 0) > 0) return 'new';
   const stored = (seen?.results[0] as { bodyDigest: string } | undefined)?.bodyDigest;
   return stored === nonce.bodyDigest ? 'same' : 'other';
+}
+
+/**
+ * The guarantee's refunds of `claims` (docs/money.md, "The guarantee"), in one transaction, each
+ * under the conditions of `refundGuaranteedVerdict`. Returns how many were refunded.
+ */
+export async function refundGuaranteed(db: Db, claims: readonly GuaranteeClaim[]): Promise<number> {
+  if (claims.length === 0) return 0;
+  const d1 = db.$client;
+  const statements = claims.flatMap((claim) => {
+    const pair = refundGuaranteedVerdict(claim);
+    return [prepare(d1, pair.entry), prepare(d1, pair.balance)];
+  });
+  const results = await d1.batch(statements);
+  return results.filter((result, index) => index % 2 === 0 && (result.meta.changes ?? 0) > 0).length;
 }

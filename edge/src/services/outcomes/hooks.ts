@@ -30,6 +30,8 @@ export interface HookAnswer {
   received: true;
   recorded: number;
   duplicates: number;
+  /** Credits the guarantee gave back for these outcomes (docs/money.md, "The guarantee"). */
+  refunded: number;
   /** SNS: the subscription was confirmed. */
   subscriptionConfirmed?: true;
 }
@@ -53,7 +55,7 @@ export async function receiveOutcomeHook(
         });
       if (message.Type === 'SubscriptionConfirmation') {
         await confirmSnsSubscription(message, { fetch: deps.fetch, testOrigin: deps.snsTestOrigin });
-        return { received: true, recorded: 0, duplicates: 0, subscriptionConfirmed: true };
+        return { received: true, recorded: 0, duplicates: 0, refunded: 0, subscriptionConfirmed: true };
       }
       events = message.Type === 'Notification' ? sesOutcomes(message) : [];
       break;
@@ -90,11 +92,16 @@ export async function receiveOutcomeHook(
       break;
     }
   }
-  if (events.length === 0) return { received: true, recorded: 0, duplicates: 0 };
-  const answer = await recordOutcomes(
+  if (events.length === 0) return { received: true, recorded: 0, duplicates: 0, refunded: 0 };
+  const { answer, guaranteeRefunds } = await recordOutcomes(
     { db: deps.db, quotas: deps.quotas, now: deps.now },
     { accountId: endpoint.accountId, apiKeyId: null, mode: 'live', source: endpoint.provider },
     events,
   );
-  return { received: true, recorded: answer.recorded, duplicates: answer.duplicates };
+  return {
+    received: true,
+    recorded: answer.recorded,
+    duplicates: answer.duplicates,
+    refunded: guaranteeRefunds,
+  };
 }

@@ -22,7 +22,9 @@ import {
   verdictCandidates,
 } from '../../storage/outcomes.ts';
 import { rowBytes } from '../../storage/storage-budget.ts';
+import { refundBouncedDeliverables } from '../money/guarantee.ts';
 import { type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import { learnFromOutcomes } from './learning.ts';
 import { latestVerdicts, OUTCOME_MATCH_WINDOW_MS } from './matching.ts';
 
 /** One outcome as reported, before it is read. */
@@ -69,11 +71,17 @@ function normalised(events: readonly OutcomeEvent[]): OutcomeEvent[] {
   });
 }
 
+/** The answer to the reporter, and the guarantee's credits the new outcomes gave back (docs/money.md). */
+export interface RecordedOutcomes {
+  answer: OutcomesResponse;
+  guaranteeRefunds: number;
+}
+
 export async function recordOutcomes(
   deps: { db: Db; quotas: Quotas; now: number },
   reporter: OutcomeReporter,
   reported: readonly OutcomeEvent[],
-): Promise<OutcomesResponse> {
+): Promise<RecordedOutcomes> {
   const { db, now } = deps;
   const events = normalised(reported);
   const keyOf = (event: { eventKey: string; email: string }) => `${event.eventKey}\n${event.email}`;
@@ -134,6 +142,10 @@ export async function recordOutcomes(
   const stored = new Map(
     (await recordedOutcomes(db, reporter.accountId, events)).map((row) => [keyOf(row), row]),
   );
+  // The rows this request stored: what is learnt from, and what claims the guarantee, once.
+  const storedHere = rows.filter((row) => stored.get(keyOf(row))?.id === row.id);
+  await learnFromOutcomes(db, reporter.mode, storedHere, now);
+  const guaranteeRefunds = await refundBouncedDeliverables(db, storedHere, now);
   const insertedIds = new Set(rows.map((row) => row.id));
   const answered = new Set<string>();
   const outcomes = events.map((event) => {
@@ -143,13 +155,14 @@ export async function recordOutcomes(
     answered.add(row.id);
     return { ...recordedOutcome(row), duplicate };
   });
-  return {
+  const answer: OutcomesResponse = {
     success: true,
     recorded: outcomes.filter((outcome) => !outcome.duplicate).length,
     duplicates: outcomes.filter((outcome) => outcome.duplicate).length,
     matched: outcomes.filter((outcome) => outcome.verdict !== null).length,
     outcomes,
   };
+  return { answer, guaranteeRefunds };
 }
 
 function recordedOutcome(row: OutcomeRow): Omit<RecordedOutcome, 'duplicate'> {

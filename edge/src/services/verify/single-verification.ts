@@ -22,6 +22,7 @@ import {
 import type { Caller } from '../keys/api-keys.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
+import { accountBounce, answeredFromBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
 import { sandboxVerify } from './sandbox.ts';
 import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 
@@ -81,7 +82,15 @@ export async function verifyForCaller(input: {
           now,
         })
       : null;
-  const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
+  // The account's own hard bounce of the mailbox answers for it (docs/verdicts.md, "Learning from
+  // outcomes"); never through a publishable key, whose visitor must not learn what the account sent.
+  const bounce =
+    key && !publishable && caller.mode === 'live'
+      ? await accountBounce(db, caller.accountId, key.address)
+      : null;
+  const keptAnswer = kept && answersEvidence(kept, evidence, caller.mode === 'test');
+  // A kept verdict of an earlier bounce holds only while the bounce does.
+  const cached = bounce || (keptAnswer && answeredFromBounce(keptAnswer)) ? null : keptAnswer;
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storage };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(address, now);
@@ -122,13 +131,18 @@ export async function verifyForCaller(input: {
   const creditsRemaining = opened.balance;
   if (cached) return { result: cached, creditsRemaining };
   try {
-    const verification = await verifyAddress(
-      input.deps,
-      address,
-      input.answerBy === undefined ? {} : { answerBy: input.answerBy },
-    );
-    const { result, completion } = verification;
-    if (completion) input.background?.(keepLate(db, requestId, key, completion));
+    let reached: VerificationResult;
+    if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+    else {
+      const verification = await verifyAddress(
+        input.deps,
+        address,
+        input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+      );
+      reached = verification.result;
+      if (verification.completion) input.background?.(keepLate(db, requestId, key, verification.completion));
+    }
+    const result = await withLearntDomain(input.facts, reached, now);
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
     if (await answerVerification(db, requestId, historyAnswer(result, key)))
       return { result, creditsRemaining };
