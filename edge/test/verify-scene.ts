@@ -91,6 +91,7 @@ export function scene(route: DnsOutcome) {
     world,
     prober,
     tenantProber,
+    now: () => clock,
     advance: (ms: number) => {
       clock += ms;
     },
