@@ -1,6 +1,6 @@
 // The edge app: middleware order, routes, the OpenAPI document and its reference page.
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError } from '@rcpt/shared/errors';
+import { validationError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
@@ -53,16 +53,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // Schema violations answer the error table's VALIDATION_ERROR with the zod issues.
     defaultHook: (result) => {
-      if (!result.success) {
-        throw new ApiError('VALIDATION_ERROR', {
-          details: {
-            issues: result.error.issues.map((issue) => ({
-              path: issue.path.join('.'),
-              message: issue.message,
-            })),
-          },
-        });
-      }
+      if (!result.success) throw validationError(result.error);
     },
   });
 

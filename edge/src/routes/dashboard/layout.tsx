@@ -17,6 +17,7 @@ export type NavSection =
   | 'bulk'
   | 'history'
   | 'accuracy'
+  | 'outcomes'
   | 'webhooks'
   | 'account'
   | 'credits';
@@ -28,6 +29,7 @@ const NAV: { section: NavSection; href: string; label: string }[] = [
   { section: 'bulk', href: '/bulk', label: 'Bulk' },
   { section: 'history', href: '/history', label: 'History' },
   { section: 'accuracy', href: '/accuracy', label: 'Accuracy' },
+  { section: 'outcomes', href: '/outcomes', label: 'Outcomes' },
   { section: 'webhooks', href: '/webhooks', label: 'Webhooks' },
   { section: 'account', href: '/account', label: 'Account' },
 ];

@@ -4,7 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
-import { apiEventKey, recordOutcomes } from '../../services/outcomes/record.ts';
+import { recordOutcomes, reportedOutcomes } from '../../services/outcomes/record.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, JSON_BODY_ERRORS, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -42,16 +42,7 @@ export function registerOutcomes(app: OpenAPIHono<AppEnv>): void {
     const { answer } = await recordOutcomes(
       { db: c.get('db'), quotas: quotasOf(c.get('config')), now: Date.now() },
       { accountId: caller.accountId, apiKeyId: caller.apiKeyId, mode: caller.mode, source: 'api' },
-      outcomes.map((outcome) => {
-        const at = Date.parse(outcome.at);
-        return {
-          eventKey: apiEventKey(outcome.outcome, at),
-          email: outcome.email,
-          outcome: outcome.outcome,
-          at,
-          diagnostic: outcome.diagnostic ?? null,
-        };
-      }),
+      reportedOutcomes(outcomes),
     );
     return c.json(answer, 200);
   });

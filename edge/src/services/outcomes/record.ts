@@ -4,6 +4,7 @@
 // finds its row and is answered from it, counted once. Outcomes are free.
 import {
   MAX_DIAGNOSTIC_LENGTH,
+  type OutcomeInput,
   type OutcomeKind,
   type OutcomesResponse,
   type RecordedOutcome,
@@ -51,6 +52,20 @@ export interface OutcomeReporter {
  */
 export function apiEventKey(outcome: OutcomeKind, at: number): string {
   return `${outcome}@${new Date(at).toISOString()}`;
+}
+
+/** Outcomes as the API and the dashboard's CSV give them (validated `OutcomeInput`s), as events. */
+export function reportedOutcomes(outcomes: readonly OutcomeInput[]): OutcomeEvent[] {
+  return outcomes.map((outcome) => {
+    const at = Date.parse(outcome.at);
+    return {
+      eventKey: apiEventKey(outcome.outcome, at),
+      email: outcome.email,
+      outcome: outcome.outcome,
+      at,
+      diagnostic: outcome.diagnostic ?? null,
+    };
+  });
 }
 
 /** An outcome whose address does not parse is a 400 naming it: nothing of the request is stored. */
