@@ -19,6 +19,7 @@ const BENCHES = [
   'distance',
   'store-distance',
   'capacity',
+  'outcomes',
   'egress',
   'hub',
   'fleet',

@@ -37,6 +37,9 @@ const fakeStripe = demo ? await import('../test/world/fake-stripe.ts') : null;
 const stripe = fakeStripe
   ? await fakeStripe.startFakeStripe({ webhookUrl: `http://${host}:${port}/stripe/webhook` })
   : null;
+// The demo's sending services post outcomes; SES's come through a fake SNS the edge trusts.
+const senders = demo ? await import('../test/world/outcome-senders.ts') : null;
+const sns = senders ? await senders.startFakeSns() : null;
 
 /** Settings both halves use; unset ones keep wrangler.toml's (public DoH). */
 const shared: Record<string, string> = {};
@@ -65,6 +68,12 @@ if (world) {
   shared.ALLOW_PRIVATE_TARGETS = 'true';
   smtpPort = String(world.smtpPort);
 }
+/** The edge's own settings the demo adds: its fake Stripe's keys, its fake SNS's origin. */
+const edgeVars: Record<string, string> = {
+  ...shared,
+  ...(stripe && fakeStripe ? fakeStripe.stripeEdgeVars(stripe) : {}),
+  ...(sns ? { SNS_TEST_ORIGIN: sns.origin } : {}),
+};
 
 console.log(
   demo
@@ -76,8 +85,7 @@ const stack = await startLocalStack({
   port,
   // Its own folder lets a second stack (or a test) run beside the usual one.
   ...(env.RCPT_STATE_DIR ? { persistTo: env.RCPT_STATE_DIR } : {}),
-  // The demo buys credits from the fake Stripe: its keys are the edge's Stripe secrets.
-  vars: stripe && fakeStripe ? { ...shared, ...fakeStripe.stripeEdgeVars(stripe) } : shared,
+  vars: edgeVars,
   proberEnv: {
     ...(smtpPort ? { SMTP_PORT: smtpPort } : {}),
     ...(shared.ALLOW_PRIVATE_TARGETS ? { ALLOW_PRIVATE_TARGETS: shared.ALLOW_PRIVATE_TARGETS } : {}),
@@ -119,6 +127,18 @@ if (world) {
     console.log(`  ${address.padEnd(34)} ${status} / ${subStatus}`);
   console.log('');
 }
+if (sns) {
+  // What happened to sends to a verified list, posted by the fake sending services, and the
+  // accuracy it makes (docs/verdicts.md, "Outcomes"); the Accuracy page shows the same.
+  const { storyLines, tellOutcomesStory } = await import('../test/world/outcomes-story.ts');
+  await tellOutcomesStory(stack.baseUrl, stack.apiKey, sns).then(
+    (story) => console.log(`${storyLines(story).join('\n')}\n\n  Dashboard: ${stack.baseUrl}/accuracy\n`),
+    (error: unknown) =>
+      console.error(
+        `rcpt: the outcomes story failed: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+  );
+}
 console.log('Ctrl-C stops everything.');
 
 let stopping = false;
@@ -129,6 +149,7 @@ async function shutdown(): Promise<void> {
   await stack.close();
   await world?.close();
   await stripe?.close();
+  await sns?.close();
   process.exit(process.exitCode ?? 0);
 }
 process.on('SIGINT', shutdown);

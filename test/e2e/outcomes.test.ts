@@ -13,8 +13,9 @@ import {
   sesBounce,
   startFakeSns,
 } from '../world/outcome-senders.ts';
+import { STORY_LIST, tellOutcomesStory } from '../world/outcomes-story.ts';
 import { DOMAINS } from '../world/zone.ts';
-import { okJson, type System, sqlRows, startSystem } from './harness.ts';
+import { newAccount, okJson, type System, sqlRows, startSystem } from './harness.ts';
 
 let system: System;
 let sns: FakeSns;
@@ -207,5 +208,25 @@ describe('outcomes', () => {
         verdict_sub_status: 'mailbox_not_found',
       },
     ]);
+  });
+
+  it("the demo's story: a list verified, outcomes from the four services, the accuracy they make", async () => {
+    const { key } = await newAccount(system, STORY_LIST.length);
+    const story = await tellOutcomesStory(system.stack.baseUrl, key, sns);
+    expect(story.posts.map(({ status, recorded, duplicates }) => [status, recorded, duplicates])).toEqual([
+      [200, 2, 0], // SendGrid: two deliveries
+      [401, 0, 0], // the same body with an address changed under its signature
+      [200, 0, 0], // SES: the subscription confirmed
+      [200, 1, 0], // SES: a mailbox bounce
+      [200, 0, 1], // SES: the same notification again
+      [200, 1, 0], // Postmark: a mailbox bounce of a deliverable verdict
+      [200, 1, 0], // Mailgun: a policy bounce
+    ]);
+    // Another account's outcomes (this file's other tests) count nowhere here.
+    expect(story.accuracy.byStatus).toEqual({
+      deliverable: expect.objectContaining({ matched: 3, delivered: 2, mailboxBounces: 1, wrong: 1 }),
+      undeliverable: expect.objectContaining({ matched: 1, delivered: 0, mailboxBounces: 1, wrong: 0 }),
+      risky: expect.objectContaining({ matched: 1, policyBounces: 1, wrong: 0 }),
+    });
   });
 });

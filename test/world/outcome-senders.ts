@@ -130,17 +130,24 @@ export function sendgridSender() {
 
 /** A SendGrid bounce event (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event). */
 export function sendgridBounce(email: string, reason: string, at: Date) {
+  return sendgridEvent(email, at, { event: 'bounce', reason, status: '5.1.1', type: 'bounce' });
+}
+
+/** A SendGrid delivered event: the receiving server took the message (same page). */
+export function sendgridDelivered(email: string, at: Date) {
+  return sendgridEvent(email, at, { event: 'delivered', response: '250 2.0.0 OK' });
+}
+
+/** The fields every SendGrid event carries, with those of its kind. */
+function sendgridEvent<Fields extends { event: string }>(email: string, at: Date, fields: Fields) {
   return {
     email,
     timestamp: Math.floor(at.getTime() / 1000),
     'smtp-id': `<${randomUUID()}@example.com>`,
-    event: 'bounce',
     category: ['newsletter'],
     sg_event_id: randomBytes(16).toString('base64url'),
     sg_message_id: `${randomBytes(11).toString('base64url')}.filter0001.16648.5515E0B88.0`,
-    reason,
-    status: '5.1.1',
-    type: 'bounce',
+    ...fields,
   };
 }
 
