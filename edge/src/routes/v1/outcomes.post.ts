@@ -20,8 +20,12 @@ const route = createRoute({
     'unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: ' +
     'a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 ' +
     '`QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is ' +
-    'stored. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope ' +
-    '`outcomes`.',
+    "stored. What is learnt: a mailbox hard bounce makes the account's later verdicts of the address " +
+    '`undeliverable` (`meta.learnt`) until a later `delivered`; accepted addresses that bounce for several ' +
+    'accounts make their domain `risky / accepts_then_bounces` (docs: verdicts, "Learning from outcomes"). ' +
+    'Outcomes given here never claim the guarantee (a credit back for a `deliverable` verdict that ' +
+    'bounced): only signed webhooks do. Sending services can post their own webhooks instead: ' +
+    '`POST /api/v1/outcomes/endpoints`. Scope `outcomes`.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['outcomes']), jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: OutcomesRequest } } } },
