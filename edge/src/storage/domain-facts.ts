@@ -162,49 +162,54 @@ export async function recordSlowProbe(
     .run();
 }
 
+/** An account's new bounces of addresses a domain had accepted (docs/verdicts.md, "Learning from outcomes"). */
+export interface AcceptedBouncesSeen {
+  domain: string;
+  accountId: string;
+  bounces: number;
+  lastAt: number;
+}
+
 /**
- * Records an account's hard bounces on a mailbox reason of addresses the domain had accepted
- * (docs/verdicts.md, "Learning from outcomes"), and sums the accounts whose latest one is since
- * `windowStart` into the domain's facts, in one transaction. The domain's answer changes — and
- * `changed_at` with it — when the sum crosses the thresholds (`minAccounts` accounts and
- * `minBounces` bounces), either way.
+ * Records accounts' hard bounces on a mailbox reason of addresses their domains had accepted,
+ * and sums, per domain, the accounts whose latest one is since `window.start` into its facts —
+ * every domain in one transaction, one round trip. A domain's answer changes — and `changed_at`
+ * with it — when its sum crosses the thresholds (`minAccounts` accounts and `minBounces`
+ * bounces), either way.
  */
 export async function recordAcceptedBounces(
   db: Db,
-  learnt: {
-    domain: string;
-    accountId: string;
-    bounces: number;
-    lastAt: number;
-    windowStart: number;
-    minAccounts: number;
-    minBounces: number;
-    now: number;
-  },
+  seen: readonly AcceptedBouncesSeen[],
+  window: { start: number; minAccounts: number; minBounces: number; now: number },
 ): Promise<void> {
+  if (seen.length === 0) return;
   const d1 = db.$client;
   const learntSql = (table: string) =>
     `(COALESCE(${table}.accepted_bounce_accounts, 0) >= ?4 AND COALESCE(${table}.accepted_bounces, 0) >= ?5)`;
+  const rows = JSON.stringify(seen);
   await d1.batch([
     d1
       .prepare(
-        `INSERT INTO domain_accepted_bounces (domain, account_id, bounces, last_at) VALUES (?1, ?2, ?3, ?4)
+        `INSERT INTO domain_accepted_bounces (domain, account_id, bounces, last_at)
+         SELECT json_extract(value, '$.domain'), json_extract(value, '$.accountId'),
+           json_extract(value, '$.bounces'), json_extract(value, '$.lastAt') FROM json_each(?1) WHERE true
          ON CONFLICT (domain, account_id) DO UPDATE SET bounces = bounces + excluded.bounces,
            last_at = MAX(last_at, excluded.last_at)`,
       )
-      .bind(learnt.domain, learnt.accountId, learnt.bounces, learnt.lastAt),
+      .bind(rows),
     d1
       .prepare(
         `INSERT INTO domain_facts (domain, accepted_bounces, accepted_bounce_accounts, accepted_bounces_at, changed_at, updated_at)
-         SELECT ?1, SUM(bounces), COUNT(*), MAX(last_at), ?3, ?3 FROM domain_accepted_bounces
-         WHERE domain = ?1 AND last_at >= ?2
+         SELECT domain, SUM(bounces), COUNT(*), MAX(last_at), ?3, ?3 FROM domain_accepted_bounces
+         WHERE domain IN (SELECT json_extract(value, '$.domain') FROM json_each(?1)) AND last_at >= ?2
+         GROUP BY domain
          ON CONFLICT (domain) DO UPDATE SET accepted_bounces = excluded.accepted_bounces,
            accepted_bounce_accounts = excluded.accepted_bounce_accounts,
            accepted_bounces_at = excluded.accepted_bounces_at, updated_at = excluded.updated_at,
            changed_at = CASE WHEN ${learntSql('domain_facts')} IS NOT ${learntSql('excluded')}
              THEN excluded.changed_at ELSE domain_facts.changed_at END`,
       )
-      .bind(learnt.domain, learnt.windowStart, learnt.now, learnt.minAccounts, learnt.minBounces),
+      .bind(rows, window.start, window.now, window.minAccounts, window.minBounces),
   ]);
 }
 

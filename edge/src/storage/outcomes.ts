@@ -134,8 +134,25 @@ export async function verdictCandidates(
  */
 export async function latestMailboxBounce(
   db: Db,
-  lookup: { accountId: string; mode: DataMode; email: string },
-): Promise<{ at: number; subStatus: string | null; diagnostic: string | null } | null> {
+  lookup: MailboxBounceLookup,
+): Promise<MailboxBounceRow | null> {
+  return latestMailboxBounceStatement(db, lookup).first<MailboxBounceRow>();
+}
+
+export interface MailboxBounceLookup {
+  accountId: string;
+  mode: DataMode;
+  email: string;
+}
+
+export interface MailboxBounceRow {
+  at: number;
+  subStatus: string | null;
+  diagnostic: string | null;
+}
+
+/** The statement `latestMailboxBounce` runs, for a batch that needs it beside another read. */
+export function latestMailboxBounceStatement(db: Db, lookup: MailboxBounceLookup): D1PreparedStatement {
   return db.$client
     .prepare(
       `SELECT o.at, o.bounce_sub_status AS subStatus, o.diagnostic FROM outcomes o
@@ -145,8 +162,7 @@ export async function latestMailboxBounce(
            AND d.outcome = 'delivered' AND d.at > o.at)
        ORDER BY o.at DESC LIMIT 1`,
     )
-    .bind(lookup.accountId, lookup.email)
-    .first();
+    .bind(lookup.accountId, lookup.email);
 }
 
 /** Which of these (eventKey, email) the account has recorded already. */

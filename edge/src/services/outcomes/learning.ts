@@ -39,14 +39,14 @@ export async function learnFromOutcomes(
       lastAt: Math.max(kept?.lastAt ?? 0, row.at),
     });
   }
-  for (const [domain, learnt] of byDomain) {
-    await recordAcceptedBounces(db, {
-      domain,
-      ...learnt,
-      windowStart: now - ACCEPTED_BOUNCES_WINDOW_MS,
+  await recordAcceptedBounces(
+    db,
+    [...byDomain].map(([domain, learnt]) => ({ domain, ...learnt })),
+    {
+      start: now - ACCEPTED_BOUNCES_WINDOW_MS,
       minAccounts: MIN_BOUNCE_ACCOUNTS,
       minBounces: MIN_ACCEPTED_BOUNCES,
       now,
-    });
-  }
+    },
+  );
 }

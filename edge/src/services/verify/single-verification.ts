@@ -70,7 +70,10 @@ export async function verifyForCaller(input: {
   const address = checkSyntax(input.email);
   // Without a cache key nothing is looked up, and the history row keeps no address to look up.
   const key = publishable ? null : verdictCacheKey(address);
-  const kept =
+  // The account's own hard bounce of the mailbox answers for it (docs/verdicts.md, "Learning from
+  // outcomes"); never through a publishable key, whose visitor must not learn what the account sent.
+  const withBounce = key !== null && !publishable && caller.mode === 'live';
+  const read =
     key && !input.fresh
       ? await cachedVerdict({
           db,
@@ -80,14 +83,13 @@ export async function verifyForCaller(input: {
           mode: caller.mode,
           key,
           now,
+          withBounce,
         })
       : null;
-  // The account's own hard bounce of the mailbox answers for it (docs/verdicts.md, "Learning from
-  // outcomes"); never through a publishable key, whose visitor must not learn what the account sent.
   const bounce =
-    key && !publishable && caller.mode === 'live'
-      ? await accountBounce(db, caller.accountId, key.address)
-      : null;
+    read?.bounce ??
+    (withBounce && key && !read ? await accountBounce(db, caller.accountId, key.address) : null);
+  const kept = read?.verdict ?? null;
   const keptAnswer = kept && answersEvidence(kept, evidence, caller.mode === 'test');
   // A kept verdict of an earlier bounce holds only while the bounce does.
   const cached = bounce || (keptAnswer && answeredFromBounce(keptAnswer)) ? null : keptAnswer;
