@@ -349,6 +349,28 @@ export async function recordHookNonce(
 }
 
 /**
+ * How many guarantee refunds the account's month still allows: its charged verifications of the
+ * month (charges less refunds) ÷ `verificationsPerRefund`, rounded down, less the refunds made.
+ * The refund itself checks the same in its transaction (`refundGuaranteedVerdict`); this only
+ * spares a large webhook a statement pair per claim the cap would refuse anyway.
+ */
+export async function guaranteeAllowance(
+  db: Db,
+  account: { accountId: string; monthStart: number; verificationsPerRefund: number },
+): Promise<number> {
+  const row = await db.$client
+    .prepare(
+      `SELECT (SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND created_at >= ?2
+                AND reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'recheck_charge')) / ?3
+              - (SELECT COUNT(*) FROM credit_ledger WHERE account_id = ?1 AND created_at >= ?2
+                AND reason = 'guarantee_refund') AS allowance`,
+    )
+    .bind(account.accountId, account.monthStart, account.verificationsPerRefund)
+    .first<{ allowance: number }>();
+  return Math.max(0, Math.floor(row?.allowance ?? 0));
+}
+
+/**
  * The guarantee's refunds of `claims` (docs/money.md, "The guarantee"), in one transaction, each
  * under the conditions of `refundGuaranteedVerdict`. Returns how many were refunded.
  */

@@ -6,7 +6,7 @@
 
 import type { Db } from '../../storage/db.ts';
 import type { OutcomeRow } from '../../storage/outcomes.ts';
-import { refundGuaranteed } from '../../storage/outcomes.ts';
+import { guaranteeAllowance, refundGuaranteed } from '../../storage/outcomes.ts';
 
 /** The sources whose reports are signed by the sending service (services/outcomes/hooks.ts). */
 const SIGNED_SOURCES: ReadonlySet<OutcomeRow['source']> = new Set(['ses', 'sendgrid', 'postmark', 'mailgun']);
@@ -53,5 +53,14 @@ export async function refundBouncedDeliverables(
       now,
     };
   });
-  return refundGuaranteed(db, claims);
+  if (claims.length === 0) return 0;
+  // Every claim of a request is the same account's (the reporter's).
+  const allowance = await guaranteeAllowance(db, {
+    accountId: claims[0]?.accountId as string,
+    monthStart,
+    verificationsPerRefund: VERIFICATIONS_PER_GUARANTEE_REFUND,
+  });
+  // A claim the ledger refuses (refunded before, not charged) may leave room for one past this cut:
+  // it is recorded, and refunded by a later event of it if the month still allows.
+  return refundGuaranteed(db, claims.slice(0, allowance));
 }
