@@ -13,6 +13,7 @@ import { outcomesFromCsv } from '../../services/outcomes/csv.ts';
 import {
   type CreatedEndpoint,
   createOutcomeEndpoint,
+  endpointDepsOf,
   outcomeEndpointsOf,
   revokeEndpoint,
 } from '../../services/outcomes/endpoints.ts';
@@ -237,12 +238,7 @@ export function registerOutcomesPage(dashboard: Hono<DashboardEnv>): void {
         (await formText(c, 'credential')).trim(),
       );
       const created = await createOutcomeEndpoint(
-        {
-          db: c.get('db'),
-          secretsKey: c.get('config').SECRETS_KEY,
-          origin: new URL(c.req.url).origin,
-          now: Date.now(),
-        },
+        endpointDepsOf(c.get('db'), c.get('config'), c.req.url),
         c.get('caller').accountId,
         request,
       );

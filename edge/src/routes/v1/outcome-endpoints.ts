@@ -7,6 +7,7 @@ import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import {
   createOutcomeEndpoint,
+  endpointDepsOf,
   MAX_OUTCOME_ENDPOINTS,
   outcomeEndpointsOf,
   revokeEndpoint,
@@ -75,12 +76,7 @@ const revoke = createRoute({
 export function registerOutcomeEndpoints(app: OpenAPIHono<AppEnv>): void {
   app.openapi(create, async (c) => {
     const created = await createOutcomeEndpoint(
-      {
-        db: c.get('db'),
-        secretsKey: c.get('config').SECRETS_KEY,
-        origin: new URL(c.req.url).origin,
-        now: Date.now(),
-      },
+      endpointDepsOf(c.get('db'), c.get('config'), c.req.url),
       c.get('caller').accountId,
       c.req.valid('json'),
     );
