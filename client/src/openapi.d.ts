@@ -1451,7 +1451,7 @@ export interface paths {
         put?: never;
         /**
          * Report what happened to sends
-         * @description Records up to 1,000 outcomes of sends — `delivered`, `hard_bounce`, `soft_bounce`, `complaint` — each matched to the account's latest verdict for the address made before `at` and at most 30 days before it, with keys of the same mode (a single call or the address in a job). A bounce's `diagnostic` (the remote server's reply) is read with rcpt's reply table: `mailbox` (5.1.1 user unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 `QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is stored. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope `outcomes`.
+         * @description Records up to 1,000 outcomes of sends — `delivered`, `hard_bounce`, `soft_bounce`, `complaint` — each matched to the account's latest verdict for the address made before `at` and at most 30 days before it, with keys of the same mode (a single call or the address in a job). A bounce's `diagnostic` (the remote server's reply) is read with rcpt's reply table: `mailbox` (5.1.1 user unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 `QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is stored. What is learnt: a mailbox hard bounce makes the account's later verdicts of the address `undeliverable` (`meta.learnt`) until a later `delivered`; accepted addresses that bounce for several accounts make their domain `risky / accepts_then_bounces` (docs: verdicts, "Learning from outcomes"). Outcomes given here never claim the guarantee (a credit back for a `deliverable` verdict that bounced): only signed webhooks do. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope `outcomes`.
          */
         post: {
             parameters: {
@@ -1726,7 +1726,7 @@ export interface paths {
         put?: never;
         /**
          * Add an endpoint for a sending service's webhook
-         * @description Makes a URL (`/hooks/outcomes/{provider}/{id}`) to give the sending service as its event webhook; what it posts there is checked by the service's own scheme and recorded as outcomes (docs: verdicts, "Outcomes"). `ses`: SES notifications through SNS, signed by SNS (the certificate fetched from an SNS host), only from `topicArn`; the subscription is confirmed when SNS asks. `sendgrid`: the signed Event Webhook, checked with the verification key given as `publicKey`. `postmark`: HTTP basic auth — put the `basicAuth` credentials (shown once) in the webhook URL as `https://user:password@host/…`. `mailgun`: checked with the HTTP webhook signing key given as `signingKey` (kept encrypted). At most 10 endpoints (409 `CONFLICT`). A refused webhook answers 401 `OUTCOME_HOOK_UNAUTHORIZED` and records nothing.
+         * @description Makes a URL (`/hooks/outcomes/{provider}/{id}`) to give the sending service as its event webhook; what it posts there is checked by the service's own scheme and recorded as outcomes (docs: verdicts, "Outcomes"). `ses`: SES notifications through SNS, signed by SNS (the certificate fetched from an SNS host), only from `topicArn`; the subscription is confirmed when SNS asks. `sendgrid`: the signed Event Webhook, checked with the verification key given as `publicKey`. `postmark`: HTTP basic auth — put the `basicAuth` credentials (shown once) in the webhook URL as `https://user:password@host/…`. `mailgun`: checked with the HTTP webhook signing key given as `signingKey` (kept encrypted). At most 10 endpoints (409 `CONFLICT`). A refused webhook answers 401 `OUTCOME_HOOK_UNAUTHORIZED` and records nothing. The guarantee: a hard bounce on a mailbox reason, posted here, of a `deliverable` verdict the account was charged for within 30 days gives one credit back, once per verdict (a `guarantee_refund` ledger row), at most one a month per 100 charged verifications of the month (docs: money, "The guarantee").
          */
         post: {
             parameters: {
@@ -1973,6 +1973,7 @@ export interface components {
              *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
              *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
              *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+             *     | `accepts_then_bounces` | risky | The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox. | decide | 24 h | no | no | no |
              *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
              *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
              *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
@@ -1992,7 +1993,7 @@ export interface components {
              *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
              * @enum {string}
              */
-            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
+            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "accepts_then_bounces" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
             /** @description one plain-English sentence */
             reason: string;
             /** @description undeliverable 0–20, unknown 21–49, risky 50–79, deliverable 80–100 */
@@ -2053,6 +2054,27 @@ export interface components {
             verifiedVia: "mx" | "tenant" | "sandbox" | null;
             /** @description true: the account's earlier verdict for this address, still within its lifetime (24 hours; 10 minutes for `unknown`, a greylisting answer only until its `retryAfterSeconds`, and rcpt's own failures — `smtp_unavailable`, `dns_error`, `internal_error` — not at all), given again; false: reached for this request. Absent from a publishable key's answer, which never reads the account's verdict cache */
             cached?: boolean;
+            /** @description present when an outcome decided the answer: the account's own hard bounce of this mailbox (`undeliverable`, until a later `delivered` outcome), or a domain that accepts then bounces (`risky`) */
+            learnt?: {
+                /** @enum {string} */
+                kind: "mailbox_bounce";
+                /**
+                 * Format: date-time
+                 * @description when the account's send to this address hard-bounced
+                 */
+                bouncedAt: string;
+                /** @description the receiving server's reply, as the sending service passed it on */
+                diagnostic: string | null;
+            } | {
+                /** @enum {string} */
+                kind: "domain_accepts_then_bounces";
+                /** @description hard bounces on a mailbox reason after the domain accepted the address */
+                bounces: number;
+                /** @description how many accounts reported them */
+                accounts: number;
+                /** Format: date-time */
+                lastBounceAt: string;
+            };
         };
         /** @description The SMTP session behind the answer (only when asked for with `evidence: true`, and only for answers that came from SMTP). For an answer from the tenant behind a security gateway (`meta.verifiedVia: tenant`), the tenant's session. */
         Evidence: {
@@ -2415,6 +2437,7 @@ export interface components {
              *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
              *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
              *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+             *     | `accepts_then_bounces` | risky | The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox. | decide | 24 h | no | no | no |
              *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
              *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
              *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
@@ -2434,7 +2457,7 @@ export interface components {
              *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
              * @enum {string|null}
              */
-            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
+            subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "accepts_then_bounces" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
             score: number | null;
             /**
              * Format: uuid
@@ -2581,6 +2604,7 @@ export interface components {
                  *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
                  *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
                  *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `accepts_then_bounces` | risky | The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox. | decide | 24 h | no | no | no |
                  *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
                  *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
                  *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
@@ -2600,7 +2624,7 @@ export interface components {
                  *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
                  * @enum {string|null}
                  */
-                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "accepts_then_bounces" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded" | null;
             } | null;
             /** @description the verdict matched, null when none was in the window */
             verdict: {
@@ -2627,6 +2651,7 @@ export interface components {
                  *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
                  *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
                  *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `accepts_then_bounces` | risky | The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox. | decide | 24 h | no | no | no |
                  *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
                  *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
                  *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
@@ -2646,7 +2671,7 @@ export interface components {
                  *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
                  * @enum {string}
                  */
-                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "accepts_then_bounces" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
                 /** Format: date-time */
                 verifiedAt: string;
             } | null;
@@ -2708,6 +2733,7 @@ export interface components {
                  *     | `mailbox_disabled` | undeliverable | The mail server says this mailbox is disabled. | don't send | 24 h | no | no | no |
                  *     | `possible_typo` | risky; undeliverable when the domain does not exist | The domain exists but is probably a typo of a common domain. | don't send | 24 h | no | no | no |
                  *     | `catch_all` | risky | The domain accepts mail for any address, so this mailbox cannot be confirmed. | decide | 24 h | no | no | no |
+                 *     | `accepts_then_bounces` | risky | The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox. | decide | 24 h | no | no | no |
                  *     | `role_based` | risky | The mailbox exists but belongs to a role such as info@ or support@, not a person. | decide | 24 h | no | no | no |
                  *     | `disposable` | risky | The address belongs to a disposable (temporary) email provider. | don't send | 24 h | no | no | no |
                  *     | `mailbox_full` | risky | The mailbox exists but is full, so new mail bounces for now. | don't send | 24 h | no | no | no |
@@ -2727,7 +2753,7 @@ export interface components {
                  *     | `timeout_exceeded` | unknown | The call's time budget (timeoutMs) ran out before the mail server answered; the check goes on, and the next call for this address gets its verdict. | decide | not kept: a repeat asks again | no | yes | no |
                  * @enum {string}
                  */
-                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
+                subStatus: "accepted_email" | "invalid_syntax" | "invalid_domain" | "no_mx_record" | "does_not_accept_mail" | "unroutable_ip_address" | "mailbox_not_found" | "mailbox_disabled" | "possible_typo" | "catch_all" | "accepts_then_bounces" | "role_based" | "disposable" | "mailbox_full" | "possible_spamtrap" | "toxic" | "greylisted" | "mail_server_temporary_error" | "antispam_blocked" | "provider_unverifiable" | "smtp_timeout" | "smtp_connection_failed" | "forcible_disconnect" | "invalid_smtp_response" | "smtp_unavailable" | "dns_error" | "internal_error" | "timeout_exceeded";
                 counts: components["schemas"]["AccuracyCounts"];
             }[];
             /** @description by the UTC week (from Monday) of the outcome, oldest first: the rate over time */

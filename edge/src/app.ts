@@ -1,10 +1,11 @@
 // The edge app: middleware order, routes, the OpenAPI document and its reference page.
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { validationError } from '@rcpt/shared/errors';
 import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
 import { settleAccountDesk } from './middleware/desk-settle.ts';
-import { handleError, notFoundHandler, validationError } from './middleware/error-handler.ts';
+import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -54,7 +55,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // Schema violations answer the error table's VALIDATION_ERROR with the zod issues.
     defaultHook: (result) => {
-      if (!result.success) throw validationError(result.error.issues);
+      if (!result.success) throw validationError(result.error);
     },
   });
 

@@ -145,6 +145,19 @@ export class ApiError extends Error {
   }
 }
 
+/** A schema's refusal as the API answers it: VALIDATION_ERROR with each zod issue's path and message. */
+export function validationError(error: z.ZodError, message?: string): ApiError {
+  return new ApiError('VALIDATION_ERROR', {
+    ...(message === undefined ? {} : { message }),
+    details: {
+      issues: error.issues.map((issue) => ({
+        path: issue.path.map(String).join('.'),
+        message: issue.message,
+      })),
+    },
+  });
+}
+
 /** The error body for `code`; a 500's message is always the table's, never an internal one. */
 export function errorBody(
   code: ErrorCode,

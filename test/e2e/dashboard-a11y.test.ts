@@ -203,6 +203,7 @@ describe('the dashboard is accessible', () => {
       'a:Bulk',
       'a:History',
       'a:Accuracy',
+      'a:Outcomes',
       'a:Webhooks',
       'a:Probers',
       'a:Account',
@@ -336,13 +337,19 @@ describe('the dashboard is accessible', () => {
     await expectAccessible('verify with an error');
   });
 
-  it('passes axe on the history, accuracy, webhooks, account, credits after a cancelled checkout, overview with usage and error pages', async () => {
+  it('passes axe on the history, accuracy, outcomes, webhooks, account, credits after a cancelled checkout, overview with usage and error pages', async () => {
     // The Bulk page, its preview, a job and /credits are checked by the walk (dashboard.test.ts).
     await page.goto('/history');
     expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(1);
     await expectAccessible('history');
     await page.goto('/accuracy');
     await expectAccessible('accuracy');
+    await page.goto('/outcomes');
+    await expectAccessible('outcomes');
+    await page.getByLabel('Or paste the CSV').fill('someone@example.com,bounced,yesterday');
+    await page.getByRole('button', { name: 'Record outcomes' }).click();
+    await page.getByText('Some rows are not outcomes').waitFor();
+    await expectAccessible('outcomes with a refused file');
     await page.goto('/webhooks');
     await expectAccessible('webhooks');
     await page.getByLabel('Endpoint URL').fill('http://example.com/hooks');

@@ -210,8 +210,8 @@ describe('outcomes', () => {
     ]);
   });
 
-  it("the demo's story: a list verified, outcomes from the four services, the accuracy they make", async () => {
-    const { key } = await newAccount(system, STORY_LIST.length);
+  it("the demo's story: a list verified, outcomes from the four services, the accuracy they make, the bounce learnt", async () => {
+    const { key } = await newAccount(system, STORY_LIST.length + 1);
     const story = await tellOutcomesStory(system.stack.baseUrl, key, sns);
     expect(story.posts.map(({ status, recorded, duplicates }) => [status, recorded, duplicates])).toEqual([
       [200, 2, 0], // SendGrid: two deliveries
@@ -228,5 +228,14 @@ describe('outcomes', () => {
       undeliverable: expect.objectContaining({ matched: 1, delivered: 0, mailboxBounces: 1, wrong: 0 }),
       risky: expect.objectContaining({ matched: 1, policyBounces: 1, wrong: 0 }),
     });
+    // carol bounced on a mailbox reason: her next verdict comes from the bounce, no SMTP.
+    expect(story.learnt).toMatchObject({
+      email: STORY_LIST[2],
+      status: 'undeliverable',
+      subStatus: 'mailbox_not_found',
+      meta: { learnt: { kind: 'mailbox_bounce' } },
+    });
+    // A few charged verifications are under the guarantee's monthly cap: nothing comes back.
+    expect(story.posts.map((post) => post.refunded)).toEqual([0, 0, 0, 0, 0, 0, 0]);
   });
 });

@@ -3,7 +3,7 @@
 // to a send to each — deliveries, a mailbox bounce through each kind of webhook, a policy bounce,
 // one event posted twice and one with a broken signature — and the account's accuracy as
 // `GET /api/v1/accuracy` answers it. The same story runs in test/e2e/outcomes.test.ts.
-import type { AccuracyCounts, AccuracyResponse } from '@rcpt/shared/contract/api';
+import type { AccuracyCounts, AccuracyResponse, VerificationResult } from '@rcpt/shared/contract/api';
 import {
   type FakeSns,
   mailgunSender,
@@ -20,12 +20,16 @@ export interface StoryPost {
   status: number;
   recorded: number;
   duplicates: number;
+  /** Credits the guarantee gave back for it (docs/money.md, "The guarantee"). */
+  refunded: number;
 }
 
 export interface OutcomesStory {
   jobId: string;
   posts: StoryPost[];
   accuracy: AccuracyResponse;
+  /** The bounced mailbox verified again: answered from the account's bounce (docs/verdicts.md, "Learning from outcomes"). */
+  learnt: VerificationResult;
 }
 
 /** The list verified: three mailboxes that exist, one that does not, a catch-all's. */
@@ -44,7 +48,7 @@ const JOB_WAIT_MS = 120_000;
 
 /**
  * Tells the story against the edge at `baseUrl` with the live key `apiKey` of an account with at
- * least five credits; `sns` is the fake SNS the edge trusts (its SNS_TEST_ORIGIN).
+ * least six credits (the list, then the bounced mailbox verified again); `sns` is the fake SNS the edge trusts (its SNS_TEST_ORIGIN).
  */
 export async function tellOutcomesStory(
   baseUrl: string,
@@ -77,12 +81,13 @@ export async function tellOutcomesStory(
       body,
       headers: { 'content-type': 'application/json', ...headers },
     });
-    const answer = (await response.json()) as { recorded?: number; duplicates?: number };
+    const answer = (await response.json()) as { recorded?: number; duplicates?: number; refunded?: number };
     posts.push({
       what,
       status: response.status,
       recorded: answer.recorded ?? 0,
       duplicates: answer.duplicates ?? 0,
+      refunded: answer.refunded ?? 0,
     });
   };
   const now = new Date();
@@ -140,7 +145,11 @@ export async function tellOutcomesStory(
   );
 
   const accuracy = await api<AccuracyResponse>('/api/v1/accuracy');
-  return { jobId, posts, accuracy };
+  // carol, whom the job called deliverable, bounced: her next verdict comes from that bounce.
+  const { data: learnt } = await api<{ data: VerificationResult }>('/api/v1/verify', {
+    email: STORY_LIST[2],
+  });
+  return { jobId, posts, accuracy, learnt };
 }
 
 /** The story as `npm run demo` prints it. */
@@ -155,6 +164,13 @@ export function storyLines(story: OutcomesStory): string[] {
     lines.push(
       `  ${status.padEnd(14)} matched ${counts.matched}, delivered ${counts.delivered}, mailbox bounces ${counts.mailboxBounces}, policy bounces ${counts.policyBounces}, wrong ${counts.wrong}${counts.wrongRate === null ? '' : ` (${Math.round(counts.wrongRate * 100)} %)`}`,
     );
+  const { learnt } = story;
+  const bounced = learnt.meta.learnt?.kind === 'mailbox_bounce' ? learnt.meta.learnt.bouncedAt : null;
+  lines.push(
+    '',
+    `Learnt: ${learnt.email} verified again → ${learnt.status} / ${learnt.subStatus}${bounced ? ` (from the bounce of ${bounced})` : ''}`,
+    `Guarantee: ${story.posts.reduce((sum, post) => sum + post.refunded, 0)} credits back (one per 100 charged verifications a month; docs/money.md)`,
+  );
   return lines;
 }
 

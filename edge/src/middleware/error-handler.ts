@@ -6,22 +6,6 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../app-env.ts';
 import { errorFields, log } from '../logger.ts';
 
-/**
- * 400 VALIDATION_ERROR naming each schema issue (its field path and what is wrong), as every
- * request a schema refuses is answered.
- */
-export function validationError(
-  issues: readonly { path: readonly PropertyKey[]; message: string }[],
-  message?: string,
-): ApiError {
-  return new ApiError('VALIDATION_ERROR', {
-    ...(message ? { message } : {}),
-    details: {
-      issues: issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message })),
-    },
-  });
-}
-
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'VALIDATION_ERROR',
   401: 'UNAUTHORIZED',

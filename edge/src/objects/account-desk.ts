@@ -107,6 +107,16 @@ export class AccountDesk extends DurableObject<Env> {
   }
 
   /**
+   * Forgets the verdicts kept for `addresses`: an outcome reported for one may change its answer
+   * (docs/verdicts.md, "Learning from outcomes"), which the next call reads from D1.
+   */
+  forget(mode: 'live' | 'test', addresses: readonly string[]): void {
+    this.#meter();
+    for (const address of addresses)
+      this.ctx.storage.sql.exec('DELETE FROM verdicts WHERE mode = ? AND address = ?', mode, address);
+  }
+
+  /**
    * Charges a call and opens its history row in the outbox, or records it answered at once when
    * its answer is known: both or neither, as one step of this object. Refused when the credits
    * or the day's storage budget do not cover it, after asking D1 once for more.

@@ -19,6 +19,9 @@ export interface DomainFactsRow {
   slowProbeSeconds: number | null;
   slowProbeTimedOut: number | null;
   slowProbeExpiresAt: number | null;
+  acceptedBounces: number | null;
+  acceptedBounceAccounts: number | null;
+  acceptedBouncesAt: number | null;
   changedAt: number;
   updatedAt: number;
 }
@@ -28,7 +31,8 @@ const FACTS_COLUMNS = `domain, route, route_key AS routeKey, route_expires_at AS
   tenant, tenant_expires_at AS tenantExpiresAt, greylist_delay_s AS greylistDelaySeconds,
   greylist_delay_expires_at AS greylistDelayExpiresAt, slow_probe_s AS slowProbeSeconds,
   slow_probe_timed_out AS slowProbeTimedOut, slow_probe_expires_at AS slowProbeExpiresAt,
-  changed_at AS changedAt, updated_at AS updatedAt`;
+  accepted_bounces AS acceptedBounces, accepted_bounce_accounts AS acceptedBounceAccounts,
+  accepted_bounces_at AS acceptedBouncesAt, changed_at AS changedAt, updated_at AS updatedAt`;
 
 export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
   return readDomainFactsStatement(db, domain).first<DomainFactsRow>();
@@ -156,6 +160,57 @@ export async function recordSlowProbe(
     )
     .bind(fact.domain, fact.seconds, fact.timedOut ? 1 : 0, fact.expiresAt, fact.now)
     .run();
+}
+
+/** An account's new bounces of addresses a domain had accepted (docs/verdicts.md, "Learning from outcomes"). */
+export interface AcceptedBouncesSeen {
+  domain: string;
+  accountId: string;
+  bounces: number;
+  lastAt: number;
+}
+
+/**
+ * Records accounts' hard bounces on a mailbox reason of addresses their domains had accepted,
+ * and sums, per domain, the accounts whose latest one is since `window.start` into its facts —
+ * every domain in one transaction, one round trip. A domain's answer changes — and `changed_at`
+ * with it — when its sum crosses the thresholds (`minAccounts` accounts and `minBounces`
+ * bounces), either way.
+ */
+export async function recordAcceptedBounces(
+  db: Db,
+  seen: readonly AcceptedBouncesSeen[],
+  window: { start: number; minAccounts: number; minBounces: number; now: number },
+): Promise<void> {
+  if (seen.length === 0) return;
+  const d1 = db.$client;
+  const learntSql = (table: string) =>
+    `(COALESCE(${table}.accepted_bounce_accounts, 0) >= ?4 AND COALESCE(${table}.accepted_bounces, 0) >= ?5)`;
+  const rows = JSON.stringify(seen);
+  await d1.batch([
+    d1
+      .prepare(
+        `INSERT INTO domain_accepted_bounces (domain, account_id, bounces, last_at)
+         SELECT json_extract(value, '$.domain'), json_extract(value, '$.accountId'),
+           json_extract(value, '$.bounces'), json_extract(value, '$.lastAt') FROM json_each(?1) WHERE true
+         ON CONFLICT (domain, account_id) DO UPDATE SET bounces = bounces + excluded.bounces,
+           last_at = MAX(last_at, excluded.last_at)`,
+      )
+      .bind(rows),
+    d1
+      .prepare(
+        `INSERT INTO domain_facts (domain, accepted_bounces, accepted_bounce_accounts, accepted_bounces_at, changed_at, updated_at)
+         SELECT domain, SUM(bounces), COUNT(*), MAX(last_at), ?3, ?3 FROM domain_accepted_bounces
+         WHERE domain IN (SELECT json_extract(value, '$.domain') FROM json_each(?1)) AND last_at >= ?2
+         GROUP BY domain
+         ON CONFLICT (domain) DO UPDATE SET accepted_bounces = excluded.accepted_bounces,
+           accepted_bounce_accounts = excluded.accepted_bounce_accounts,
+           accepted_bounces_at = excluded.accepted_bounces_at, updated_at = excluded.updated_at,
+           changed_at = CASE WHEN ${learntSql('domain_facts')} IS NOT ${learntSql('excluded')}
+             THEN excluded.changed_at ELSE domain_facts.changed_at END`,
+      )
+      .bind(rows, window.start, window.now, window.minAccounts, window.minBounces),
+  ]);
 }
 
 /** What slows a domain's batch work, as last measured: its greylisting delay and its slowest probe. */

@@ -446,3 +446,57 @@ export function closeDispute(disputeId: string, outcome: 'won' | 'lost', now: nu
     },
   };
 }
+
+/** A claim on the guarantee (docs/money.md, "The guarantee"): one bounced `deliverable` verdict. */
+export interface GuaranteeClaim {
+  accountId: string;
+  /** The verdict: a single call's request id, or `<jobId>:<address>` for a job's address. */
+  reference: string;
+  /** The charge that paid for the verdict: `verify` of the request, or `bulk_charge` of the job. */
+  charge: { reason: 'verify' | 'bulk_charge'; reference: string };
+  /** Start of the UTC month the cap counts in. */
+  monthStart: number;
+  /** Charged verifications of the month per refund the month allows. */
+  verificationsPerRefund: number;
+  now: number;
+}
+
+/**
+ * One credit back for a claim, as a `guarantee_refund` row, only when: the verdict's charge is in
+ * the ledger (taken, and for a single call not refunded); no refund of that verdict was made
+ * before; and the account's refunds of the month stay under its charged verifications of the
+ * month (charges less refunds) ÷ `verificationsPerRefund`, rounded down. `balance` applies only when `entry`
+ * inserted its row (SQLite's changes() of the statement just before it): run them one after the
+ * other in the same batch.
+ */
+export function refundGuaranteedVerdict(claim: GuaranteeClaim): LedgerPair {
+  const charged = `EXISTS (SELECT 1 FROM credit_ledger WHERE account_id = ?1 AND reason = ?3 AND reference = ?4 AND delta < 0)
+    AND NOT EXISTS (SELECT 1 FROM credit_ledger WHERE account_id = ?1 AND reason = 'verify_refund' AND reference = ?4)`;
+  const refundedBefore =
+    "EXISTS (SELECT 1 FROM credit_ledger WHERE reference = ?2 AND reason = 'guarantee_refund')";
+  const monthRefunds = `(SELECT COUNT(*) FROM credit_ledger
+    WHERE account_id = ?1 AND reason = 'guarantee_refund' AND created_at >= ?6)`;
+  const monthCharged = `(SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND created_at >= ?6
+    AND reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'recheck_charge'))`;
+  return {
+    entry: {
+      sql: `INSERT INTO ${LEDGER_COLUMNS}
+            SELECT id, 1, credit_balance + 1, 'guarantee_refund', ?2, ?5 FROM accounts
+            WHERE id = ?1 AND ${charged} AND NOT ${refundedBefore}
+              AND (${monthRefunds} + 1) * ?7 <= ${monthCharged}`,
+      params: [
+        claim.accountId,
+        claim.reference,
+        claim.charge.reason,
+        claim.charge.reference,
+        claim.now,
+        claim.monthStart,
+        claim.verificationsPerRefund,
+      ],
+    },
+    balance: {
+      sql: 'UPDATE accounts SET credit_balance = credit_balance + 1 WHERE id = ?1 AND changes() > 0 RETURNING credit_balance',
+      params: [claim.accountId],
+    },
+  };
+}

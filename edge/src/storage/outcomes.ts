@@ -3,7 +3,8 @@
 // transaction that is conditional on the account's storage budget (storage-budget.ts): all of
 // them, or none.
 import { type DataMode, dataModeSql } from './api-keys.ts';
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
 import {
   limitOrZeroSql,
   type StorageLimit,
@@ -124,6 +125,44 @@ export async function verdictCandidates(
       source,
     }));
   return [...rows(singles, 'single'), ...rows(batches, 'batch')];
+}
+
+/**
+ * The account's latest hard bounce of `email` on a mailbox reason, reported with keys of `mode`
+ * (or by its endpoints, live), when no `delivered` outcome of the account came after it
+ * (docs/verdicts.md, "Learning from outcomes"). Index outcomes_account_email.
+ */
+export async function latestMailboxBounce(
+  db: Db,
+  lookup: MailboxBounceLookup,
+): Promise<MailboxBounceRow | null> {
+  return latestMailboxBounceStatement(db, lookup).first<MailboxBounceRow>();
+}
+
+export interface MailboxBounceLookup {
+  accountId: string;
+  mode: DataMode;
+  email: string;
+}
+
+export interface MailboxBounceRow {
+  at: number;
+  subStatus: string | null;
+  diagnostic: string | null;
+}
+
+/** The statement `latestMailboxBounce` runs, for a batch that needs it beside another read. */
+export function latestMailboxBounceStatement(db: Db, lookup: MailboxBounceLookup): D1PreparedStatement {
+  return db.$client
+    .prepare(
+      `SELECT o.at, o.bounce_sub_status AS subStatus, o.diagnostic FROM outcomes o
+       WHERE o.account_id = ?1 AND o.email = ?2 AND o.outcome = 'hard_bounce' AND o.bounce_kind = 'mailbox'
+         AND ${dataModeSql(lookup.mode)}
+         AND NOT EXISTS (SELECT 1 FROM outcomes d WHERE d.account_id = ?1 AND d.email = ?2
+           AND d.outcome = 'delivered' AND d.at > o.at)
+       ORDER BY o.at DESC LIMIT 1`,
+    )
+    .bind(lookup.accountId, lookup.email);
 }
 
 /** Which of these (eventKey, email) the account has recorded already. */
@@ -307,4 +346,41 @@ export async function recordHookNonce(
   if ((insert?.meta.changes ?? 0) > 0) return 'new';
   const stored = (seen?.results[0] as { bodyDigest: string } | undefined)?.bodyDigest;
   return stored === nonce.bodyDigest ? 'same' : 'other';
+}
+
+/**
+ * How many guarantee refunds the account's month still allows: its charged verifications of the
+ * month (charges less refunds) ÷ `verificationsPerRefund`, rounded down, less the refunds made.
+ * The refund itself checks the same in its transaction (`refundGuaranteedVerdict`); this only
+ * spares a large webhook a statement pair per claim the cap would refuse anyway.
+ */
+export async function guaranteeAllowance(
+  db: Db,
+  account: { accountId: string; monthStart: number; verificationsPerRefund: number },
+): Promise<number> {
+  const row = await db.$client
+    .prepare(
+      `SELECT (SELECT COALESCE(-SUM(delta), 0) FROM credit_ledger WHERE account_id = ?1 AND created_at >= ?2
+                AND reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'recheck_charge')) / ?3
+              - (SELECT COUNT(*) FROM credit_ledger WHERE account_id = ?1 AND created_at >= ?2
+                AND reason = 'guarantee_refund') AS allowance`,
+    )
+    .bind(account.accountId, account.monthStart, account.verificationsPerRefund)
+    .first<{ allowance: number }>();
+  return Math.max(0, Math.floor(row?.allowance ?? 0));
+}
+
+/**
+ * The guarantee's refunds of `claims` (docs/money.md, "The guarantee"), in one transaction, each
+ * under the conditions of `refundGuaranteedVerdict`. Returns how many were refunded.
+ */
+export async function refundGuaranteed(db: Db, claims: readonly GuaranteeClaim[]): Promise<number> {
+  if (claims.length === 0) return 0;
+  const d1 = db.$client;
+  const statements = claims.flatMap((claim) => {
+    const pair = refundGuaranteedVerdict(claim);
+    return [prepare(d1, pair.entry), prepare(d1, pair.balance)];
+  });
+  const results = await d1.batch(statements);
+  return results.filter((result, index) => index % 2 === 0 && (result.meta.changes ?? 0) > 0).length;
 }

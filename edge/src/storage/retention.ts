@@ -5,6 +5,7 @@
 // (ROWS_PER_STATEMENT rows each, a bounded number per run) so that no statement and no run holds
 // the database for long. Domain facts go once idle.
 import { VERDICT_LIFETIME_MS } from '@rcpt/shared/contract/verdict-lifetime';
+import { ACCEPTED_BOUNCES_WINDOW_MS } from '@rcpt/shared/verify/learnt';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
@@ -32,6 +33,7 @@ export interface RetentionReport {
   sessions: number;
   idempotencyKeys: number;
   domainFacts: number;
+  acceptedBounces: number;
   storageDays: number;
   deskBatches: number;
 }
@@ -67,6 +69,7 @@ export async function deleteExpired(
     sessions: 0,
     idempotencyKeys: 0,
     domainFacts: 0,
+    acceptedBounces: 0,
     storageDays: 0,
     deskBatches: 0,
   };
@@ -94,7 +97,16 @@ export async function deleteExpired(
   report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
   // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
   // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
-  report.domainFacts = await deleteInChunks(d1, 'domain_facts', 'updated_at < ?1', now - VERDICT_LIFETIME_MS);
+  // What outcomes taught of a domain lasts its window (docs/verdicts.md, "Learning from outcomes").
+  const learntSince = now - ACCEPTED_BOUNCES_WINDOW_MS;
+  report.domainFacts = await deleteInChunks(
+    d1,
+    'domain_facts',
+    'updated_at < ?1 AND (accepted_bounces_at IS NULL OR accepted_bounces_at < ?2)',
+    now - VERDICT_LIFETIME_MS,
+    learntSince,
+  );
+  report.acceptedBounces = await deleteInChunks(d1, 'domain_accepted_bounces', 'last_at < ?1', learntSince);
   // Idempotency keys are kept 24 hours, whatever the retention period.
   report.idempotencyKeys = await deleteInChunks(
     d1,
@@ -214,6 +226,7 @@ async function deleteInChunks(
     | 'operator_alerts'
     | 'sessions'
     | 'domain_facts'
+    | 'domain_accepted_bounces'
     | 'idempotency_keys'
     | 'storage_days'
     | 'desk_batches',

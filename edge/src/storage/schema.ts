@@ -128,7 +128,7 @@ export const creditLedger = sqliteTable(
     uniqueIndex('credit_ledger_once')
       .on(table.reference, table.reason)
       .where(
-        sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant', 'purchase', 'purchase_refund', 'dispute_hold', 'dispute_return', 'debt_settlement')`,
+        sql`reason IN ('verify', 'verify_refund', 'bulk_charge', 'bulk_refund', 'signup_grant', 'purchase', 'purchase_refund', 'dispute_hold', 'dispute_return', 'debt_settlement', 'guarantee_refund')`,
       ),
   ],
 );
@@ -203,6 +203,14 @@ export const domainFacts = sqliteTable(
     slowProbeSeconds: integer('slow_probe_s'),
     slowProbeTimedOut: integer('slow_probe_timed_out'),
     slowProbeExpiresAt: integer('slow_probe_expires_at'),
+    // Learnt from outcomes (docs/verdicts.md, "Learning from outcomes"): hard bounces on a mailbox
+    // reason of addresses the domain's server had accepted, over the accounts whose latest such
+    // bounce is within the window (domain_accepted_bounces), how many accounts, and the latest
+    // bounce. Enough of them from enough accounts moves `changed_at`: verdicts reached on the
+    // domain's acceptance no longer hold.
+    acceptedBounces: integer('accepted_bounces'),
+    acceptedBounceAccounts: integer('accepted_bounce_accounts'),
+    acceptedBouncesAt: integer('accepted_bounces_at'),
     changedAt: integer('changed_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -648,7 +656,25 @@ export const outcomes = sqliteTable(
     uniqueIndex('outcomes_event').on(table.accountId, table.eventKey, table.email),
     index('outcomes_account').on(table.accountId, table.at),
     index('outcomes_created').on(table.createdAt),
+    // The account's latest bounce of an address, and whether it was delivered since (learning).
+    index('outcomes_account_email').on(table.accountId, table.email, table.at),
   ],
+);
+
+/**
+ * Per domain and account: hard bounces on a mailbox reason of addresses the domain's server had
+ * accepted (a `deliverable` verdict), and the latest one. What the domain facts' learnt bounces
+ * are summed from; an account's addresses are never kept here, only its count.
+ */
+export const domainAcceptedBounces = sqliteTable(
+  'domain_accepted_bounces',
+  {
+    domain: text('domain').notNull(),
+    accountId: text('account_id').notNull(),
+    bounces: integer('bounces').notNull(),
+    lastAt: integer('last_at').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.domain, table.accountId] })],
 );
 
 /**

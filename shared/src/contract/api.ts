@@ -62,6 +62,35 @@ export const DNS_TYPES = ['MX', 'A', 'AAAA', 'NULL_MX'] as const;
 /** How a verdict's SMTP answer was reached (Meta.verifiedVia). */
 export const VERIFIED_VIA = ['mx', 'tenant', 'sandbox'] as const;
 
+/**
+ * What rcpt learnt from outcomes that decided the answer (docs/verdicts.md, "Learning from
+ * outcomes"): the account's own hard bounce of this mailbox, or the domain's habit of accepting
+ * addresses it bounces afterwards (learnt from several accounts; no address of theirs is named).
+ */
+export const LearntFact = z
+  .discriminatedUnion('kind', [
+    z.object({
+      kind: z.literal('mailbox_bounce'),
+      bouncedAt: z.iso.datetime().describe("when the account's send to this address hard-bounced"),
+      diagnostic: z
+        .string()
+        .nullable()
+        .describe("the receiving server's reply, as the sending service passed it on"),
+    }),
+    z.object({
+      kind: z.literal('domain_accepts_then_bounces'),
+      bounces: z
+        .number()
+        .int()
+        .min(0)
+        .describe('hard bounces on a mailbox reason after the domain accepted the address'),
+      accounts: z.number().int().min(0).describe('how many accounts reported them'),
+      lastBounceAt: z.iso.datetime(),
+    }),
+  ])
+  .meta({ id: 'LearntFact' });
+export type LearntFact = z.infer<typeof LearntFact>;
+
 export const Meta = z
   .object({
     domain: z.string().describe('the domain in A-label (punycode) form'),
@@ -94,6 +123,10 @@ export const Meta = z
           '`dns_error`, `internal_error` — not at all), given again; false: reached for this request. Absent from ' +
           "a publishable key's answer, which never reads the account's verdict cache",
       ),
+    learnt: LearntFact.optional().describe(
+      "present when an outcome decided the answer: the account's own hard bounce of this mailbox " +
+        '(`undeliverable`, until a later `delivered` outcome), or a domain that accepts then bounces (`risky`)',
+    ),
   })
   .meta({ id: 'Meta' });
 export type Meta = z.infer<typeof Meta>;

@@ -86,6 +86,12 @@ export const LEDGER_REASONS = {
     reference: 'the Checkout Session or PaymentIntent id of the purchase',
     once: true,
   },
+  guarantee_refund: {
+    direction: '+',
+    when: "a `deliverable` verdict the account was charged for hard-bounced on a mailbox reason within 30 days, as a sending service's signed webhook reported it; within the month's cap (1 per 100 charged verifications)",
+    reference: 'the verdict: the request id, or `<jobId>:<address>`',
+    once: true,
+  },
 } as const satisfies Record<string, LedgerReasonRow>;
 
 export type LedgerReason = keyof typeof LEDGER_REASONS;

@@ -197,6 +197,17 @@ export const SUB_STATUS_TABLE = {
       'The domain takes mail for every address, so this one may still bounce or go unread; send when the address came from a source you trust (a confirmed sign-up, a customer).',
     ...FINAL,
   },
+  // Learnt from outcomes (docs/verdicts.md, "Learning from outcomes"): the domain's server
+  // accepted addresses at RCPT that bounced afterwards, for several accounts.
+  accepts_then_bounces: {
+    status: 'risky',
+    reason:
+      "The domain's mail server accepts addresses it later bounces, so its acceptance does not confirm this mailbox.",
+    send: 'decide',
+    sendWhy:
+      'Mail the domain accepted has bounced afterwards for several senders; send when the address came from a source you trust (a confirmed sign-up, a customer).',
+    ...FINAL,
+  },
   role_based: {
     status: 'risky',
     reason: 'The mailbox exists but belongs to a role such as info@ or support@, not a person.',

@@ -27,6 +27,7 @@ export const SCORE_BASES: Record<SubStatus, number> = {
 
   role_based: 79,
   catch_all: 70,
+  accepts_then_bounces: 66,
   possible_typo: 62,
   disposable: 60,
   mailbox_full: 58,

@@ -18,6 +18,7 @@ import { renderErrorPage } from './error-page.tsx';
 import { registerHistoryPage } from './history.tsx';
 import { registerJobPages } from './jobs.tsx';
 import { registerKeysPages } from './keys.tsx';
+import { registerOutcomesPage } from './outcomes.tsx';
 import { registerOverviewPage } from './overview.tsx';
 import { registerPasswordResetPages } from './password-reset.tsx';
 import { registerProbersPage } from './probers.tsx';
@@ -44,6 +45,7 @@ export function registerDashboard(app: OpenAPIHono<AppEnv>): void {
   registerJobPages(dashboard);
   registerHistoryPage(dashboard);
   registerAccuracyPage(dashboard);
+  registerOutcomesPage(dashboard);
   registerWebhooksPage(dashboard);
   registerProbersPage(dashboard);
   registerAccountPage(dashboard);

@@ -17,6 +17,7 @@ export type NavSection =
   | 'bulk'
   | 'history'
   | 'accuracy'
+  | 'outcomes'
   | 'webhooks'
   | 'probers'
   | 'account'
@@ -29,6 +30,7 @@ const NAV: { section: NavSection; href: string; label: string }[] = [
   { section: 'bulk', href: '/bulk', label: 'Bulk' },
   { section: 'history', href: '/history', label: 'History' },
   { section: 'accuracy', href: '/accuracy', label: 'Accuracy' },
+  { section: 'outcomes', href: '/outcomes', label: 'Outcomes' },
   { section: 'webhooks', href: '/webhooks', label: 'Webhooks' },
   { section: 'probers', href: '/probers', label: 'Probers' },
   { section: 'account', href: '/account', label: 'Account' },

@@ -1,7 +1,7 @@
+import { validationError } from '@rcpt/shared/errors';
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../../app-env.ts';
-import { validationError } from '../../middleware/error-handler.ts';
 import { forgetKeyRecords } from '../../services/keys/api-keys.ts';
 import { requireOperator } from './bearer-secret.ts';
 
@@ -22,7 +22,7 @@ export function registerKeysForget(app: Hono<AppEnv>): void {
     await requireOperator(c);
     const services = c.get('services');
     const parsed = ForgetRequest.safeParse(await c.req.json().catch(() => null));
-    if (!parsed.success) throw validationError(parsed.error.issues);
+    if (!parsed.success) throw validationError(parsed.error);
     await forgetKeyRecords(services.limiters, parsed.data.keyHashes);
     return c.json({ forgotten: parsed.data.keyHashes.length });
   });

@@ -11,11 +11,10 @@ import {
   WatchDays,
   WatchField,
 } from '@rcpt/shared/contract/api';
-import { ApiError } from '@rcpt/shared/errors';
+import { ApiError, validationError } from '@rcpt/shared/errors';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { validationError } from '../../middleware/error-handler.ts';
 import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middleware/json-body.ts';
 import { linkedProbeSlots } from '../../services/batch/estimate.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
@@ -151,7 +150,7 @@ async function readUpload(
     }
     const parsed = BulkUploadJsonRequest.safeParse(body);
     if (!parsed.success) {
-      throw validationError(parsed.error.issues);
+      throw validationError(parsed.error);
     }
     return {
       upload: rowsFromJson(parsed.data.emails),

@@ -7,6 +7,7 @@ import { settingsKeyOnly } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import {
   createOutcomeEndpoint,
+  endpointDepsOf,
   MAX_OUTCOME_ENDPOINTS,
   outcomeEndpointsOf,
   revokeEndpoint,
@@ -26,7 +27,10 @@ const create = createRoute({
     'the verification key given as `publicKey`. `postmark`: HTTP basic auth — put the `basicAuth` credentials ' +
     '(shown once) in the webhook URL as `https://user:password@host/…`. `mailgun`: checked with the HTTP webhook ' +
     `signing key given as \`signingKey\` (kept encrypted). At most ${MAX_OUTCOME_ENDPOINTS} endpoints (409 \`CONFLICT\`). ` +
-    'A refused webhook answers 401 `OUTCOME_HOOK_UNAUTHORIZED` and records nothing.',
+    'A refused webhook answers 401 `OUTCOME_HOOK_UNAUTHORIZED` and records nothing. The guarantee: a hard bounce ' +
+    'on a mailbox reason, posted here, of a `deliverable` verdict the account was charged for within 30 days gives ' +
+    'one credit back, once per verdict (a `guarantee_refund` ledger row), at most one a month per 100 charged ' +
+    'verifications of the month (docs: money, "The guarantee").',
   security: [{ ApiKeyAuth: [] }],
   middleware: [settingsKeyOnly, jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: OutcomeEndpointRequest } } } },
@@ -72,12 +76,7 @@ const revoke = createRoute({
 export function registerOutcomeEndpoints(app: OpenAPIHono<AppEnv>): void {
   app.openapi(create, async (c) => {
     const created = await createOutcomeEndpoint(
-      {
-        db: c.get('db'),
-        secretsKey: c.get('config').SECRETS_KEY,
-        origin: new URL(c.req.url).origin,
-        now: Date.now(),
-      },
+      endpointDepsOf(c.get('db'), c.get('config'), c.req.url),
       c.get('caller').accountId,
       c.req.valid('json'),
     );

@@ -4,7 +4,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
-import { apiEventKey, recordOutcomes } from '../../services/outcomes/record.ts';
+import { recordOutcomes, reportedOutcomes } from '../../services/outcomes/record.ts';
 import { AUTHENTICATED_ERRORS, errorResponses, JSON_BODY_ERRORS, jsonReply } from '../openapi-errors.ts';
 
 const route = createRoute({
@@ -20,8 +20,12 @@ const route = createRoute({
     'unknown…), `policy` (5.7.1 blocked, block lists…) or `other`. The same address, outcome and time count once: ' +
     'a repeat answers `duplicate: true` and stores nothing. Free; counted in the storage budget (429 ' +
     '`QUOTA_EXCEEDED`, nothing stored) and kept as long as verifications. One bad outcome is a 400 and none is ' +
-    'stored. Sending services can post their own webhooks instead: `POST /api/v1/outcomes/endpoints`. Scope ' +
-    '`outcomes`.',
+    "stored. What is learnt: a mailbox hard bounce makes the account's later verdicts of the address " +
+    '`undeliverable` (`meta.learnt`) until a later `delivered`; accepted addresses that bounce for several ' +
+    'accounts make their domain `risky / accepts_then_bounces` (docs: verdicts, "Learning from outcomes"). ' +
+    'Outcomes given here never claim the guarantee (a credit back for a `deliverable` verdict that ' +
+    'bounced): only signed webhooks do. Sending services can post their own webhooks instead: ' +
+    '`POST /api/v1/outcomes/endpoints`. Scope `outcomes`.',
   security: [{ ApiKeyAuth: [] }],
   middleware: [requireScope(['outcomes']), jsonBody] as const,
   request: { body: { required: true, content: { 'application/json': { schema: OutcomesRequest } } } },
@@ -38,19 +42,11 @@ export function registerOutcomes(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
     const { outcomes } = c.req.valid('json');
     const caller = c.get('caller');
-    const answer = await recordOutcomes(
-      { db: c.get('db'), quotas: quotasOf(c.get('config')), now: Date.now() },
+    // The plain API is not signed by a sending service: it never claims the guarantee.
+    const { answer } = await recordOutcomes(
+      { db: c.get('db'), quotas: quotasOf(c.get('config')), now: Date.now(), desks: c.get('services').desks },
       { accountId: caller.accountId, apiKeyId: caller.apiKeyId, mode: caller.mode, source: 'api' },
-      outcomes.map((outcome) => {
-        const at = Date.parse(outcome.at);
-        return {
-          eventKey: apiEventKey(outcome.outcome, at),
-          email: outcome.email,
-          outcome: outcome.outcome,
-          at,
-          diagnostic: outcome.diagnostic ?? null,
-        };
-      }),
+      reportedOutcomes(outcomes),
     );
     return c.json(answer, 200);
   });

@@ -5,9 +5,9 @@ import {
   VerifyRequest,
   VerifyResponse,
 } from '@rcpt/shared/contract/api';
+import { validationError } from '@rcpt/shared/errors';
 import type { AppEnv } from '../../app-env.ts';
 import { requireScope } from '../../middleware/auth.ts';
-import { validationError } from '../../middleware/error-handler.ts';
 import { jsonBody } from '../../middleware/json-body.ts';
 import { admitPublishableVerification } from '../../middleware/publishable-keys.ts';
 import { pageAnswer } from '../../services/keys/publishable-keys.ts';
@@ -64,7 +64,7 @@ const route = createRoute({
 function refuseBeyondPageRequest(request: VerifyRequest): void {
   const parsed = PublishableVerifyRequest.safeParse(request);
   if (parsed.success) return;
-  throw validationError(parsed.error.issues, 'A publishable key checks `{ "email": … }` only.');
+  throw validationError(parsed.error, 'A publishable key checks `{ "email": … }` only.');
 }
 
 export function registerVerify(app: OpenAPIHono<AppEnv>): void {

@@ -12,6 +12,7 @@ import { type AddressResult, recordProvisional } from '../../storage/job-results
 import type { RecheckAnswer } from '../../storage/rechecks.ts';
 import { domainFactsOf } from '../verify/deps.ts';
 import type { DomainFactsStore } from '../verify/domain-facts.ts';
+import { withLearntDomain } from '../verify/learnt-verdicts.ts';
 import { addressResult } from './jobs.ts';
 import { enqueueBatchWork, type WorkMessage } from './queue.ts';
 import { recheckAnswerOf, recordFinals, recordRecheck } from './results.ts';
@@ -47,7 +48,7 @@ export async function settleBatchWork(
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
     let passedGreylisting = false;
     for (const address of task.addresses) {
-      const { result, policy } = verdictFromFacts({
+      const verdict = verdictFromFacts({
         address: checkSyntax(address.email),
         dns: task.dns,
         probe,
@@ -55,6 +56,9 @@ export async function settleBatchWork(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
+      const { policy } = verdict;
+      // What the domain facts learnt from outcomes (docs/verdicts.md, "Learning from outcomes").
+      const result = await withLearntDomain(facts, verdict.result, now);
       passedGreylisting ||= policy.retry === 'none' && result.meta.verifiedVia === 'mx';
       if (task.recheckRound !== undefined) {
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));

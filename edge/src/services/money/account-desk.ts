@@ -23,3 +23,13 @@ export async function settleDesk(
 ): Promise<void> {
   await deskOf(desks, accountId).settle(options);
 }
+
+/** Has the account's desk forget its verdicts of `addresses` (an outcome was reported for each). */
+export async function forgetDeskVerdicts(
+  desks: AccountDesks,
+  accountId: string,
+  mode: 'live' | 'test',
+  addresses: readonly string[],
+): Promise<void> {
+  if (addresses.length > 0) await deskOf(desks, accountId).forget(mode, addresses);
+}

@@ -3,6 +3,7 @@
 import type { OutcomeEndpoint, OutcomeEndpointRequest } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import { issueSecret, toBase64Url } from '@rcpt/shared/secret-tokens';
+import type { Config } from '../../config.ts';
 import type { Db } from '../../storage/db.ts';
 import {
   insertOutcomeEndpoint,
@@ -37,8 +38,25 @@ export interface CreatedEndpoint {
   basicAuth: { username: string; password: string } | null;
 }
 
+export interface EndpointDeps {
+  db: Db;
+  secretsKey: string | undefined;
+  /** The origin the endpoint's URL names: the one the request came to. */
+  origin: string;
+  now: number;
+}
+
+/** What making an endpoint needs, from the request's database, config and URL. */
+export function endpointDepsOf(
+  db: Db,
+  config: Pick<Config, 'SECRETS_KEY'>,
+  requestUrl: string,
+): EndpointDeps {
+  return { db, secretsKey: config.SECRETS_KEY, origin: new URL(requestUrl).origin, now: Date.now() };
+}
+
 export async function createOutcomeEndpoint(
-  deps: { db: Db; secretsKey: string | undefined; origin: string; now: number },
+  deps: EndpointDeps,
   accountId: string,
   request: OutcomeEndpointRequest,
 ): Promise<CreatedEndpoint> {

@@ -33,6 +33,8 @@ export interface HookAnswer {
   received: true;
   recorded: number;
   duplicates: number;
+  /** Credits the guarantee gave back for these outcomes (docs/money.md, "The guarantee"). */
+  refunded: number;
   /** SNS: the subscription was confirmed. */
   subscriptionConfirmed?: true;
 }
@@ -56,7 +58,7 @@ export async function receiveOutcomeHook(
         });
       if (message.Type === 'SubscriptionConfirmation') {
         await confirmSnsSubscription(message, { fetch: deps.fetch, testOrigin: deps.snsTestOrigin });
-        return { received: true, recorded: 0, duplicates: 0, subscriptionConfirmed: true };
+        return { received: true, recorded: 0, duplicates: 0, refunded: 0, subscriptionConfirmed: true };
       }
       events = message.Type === 'Notification' ? sesOutcomes(message) : [];
       break;
@@ -93,13 +95,18 @@ export async function receiveOutcomeHook(
       break;
     }
   }
-  if (events.length === 0) return { received: true, recorded: 0, duplicates: 0 };
+  if (events.length === 0) return { received: true, recorded: 0, duplicates: 0, refunded: 0 };
   // Outcomes are matched with the history in D1: the account's desk writes its calls first.
   if (deps.desks) await settleDesk(deps.desks, endpoint.accountId);
-  const answer = await recordOutcomes(
-    { db: deps.db, quotas: deps.quotas, now: deps.now },
+  const { answer, guaranteeRefunds } = await recordOutcomes(
+    { db: deps.db, quotas: deps.quotas, now: deps.now, ...(deps.desks ? { desks: deps.desks } : {}) },
     { accountId: endpoint.accountId, apiKeyId: null, mode: 'live', source: endpoint.provider },
     events,
   );
-  return { received: true, recorded: answer.recorded, duplicates: answer.duplicates };
+  return {
+    received: true,
+    recorded: answer.recorded,
+    duplicates: answer.duplicates,
+    refunded: guaranteeRefunds,
+  };
 }

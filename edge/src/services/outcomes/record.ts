@@ -2,8 +2,10 @@
 // each bounce's diagnostic read with the reply table, each outcome matched to its verdict, and
 // the new ones stored in one transaction within the account's storage budget. A replayed event
 // finds its row and is answered from it, counted once. Outcomes are free.
+
 import {
   MAX_DIAGNOSTIC_LENGTH,
+  type OutcomeInput,
   type OutcomeKind,
   type OutcomesResponse,
   type RecordedOutcome,
@@ -22,7 +24,10 @@ import {
   verdictCandidates,
 } from '../../storage/outcomes.ts';
 import { rowBytes } from '../../storage/storage-budget.ts';
+import { type AccountDesks, forgetDeskVerdicts } from '../money/account-desk.ts';
+import { refundBouncedDeliverables } from '../money/guarantee.ts';
 import { type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import { learnFromOutcomes } from './learning.ts';
 import { latestVerdicts, OUTCOME_MATCH_WINDOW_MS } from './matching.ts';
 
 /** One outcome as reported, before it is read. */
@@ -51,6 +56,20 @@ export function apiEventKey(outcome: OutcomeKind, at: number): string {
   return `${outcome}@${new Date(at).toISOString()}`;
 }
 
+/** Outcomes as the API and the dashboard's CSV give them (validated `OutcomeInput`s), as events. */
+export function reportedOutcomes(outcomes: readonly OutcomeInput[]): OutcomeEvent[] {
+  return outcomes.map((outcome) => {
+    const at = Date.parse(outcome.at);
+    return {
+      eventKey: apiEventKey(outcome.outcome, at),
+      email: outcome.email,
+      outcome: outcome.outcome,
+      at,
+      diagnostic: outcome.diagnostic ?? null,
+    };
+  });
+}
+
 /** An outcome whose address does not parse is a 400 naming it: nothing of the request is stored. */
 function normalised(events: readonly OutcomeEvent[]): OutcomeEvent[] {
   return events.map((event, index) => {
@@ -69,11 +88,23 @@ function normalised(events: readonly OutcomeEvent[]): OutcomeEvent[] {
   });
 }
 
+/** The answer to the reporter, and the guarantee's credits the new outcomes gave back (docs/money.md). */
+export interface RecordedOutcomes {
+  answer: OutcomesResponse;
+  guaranteeRefunds: number;
+}
+
 export async function recordOutcomes(
-  deps: { db: Db; quotas: Quotas; now: number },
+  deps: {
+    db: Db;
+    quotas: Quotas;
+    now: number;
+    /** The accounts' desks: each forgets its verdicts of the addresses reported (account-desk.ts). */
+    desks?: AccountDesks;
+  },
   reporter: OutcomeReporter,
   reported: readonly OutcomeEvent[],
-): Promise<OutcomesResponse> {
+): Promise<RecordedOutcomes> {
   const { db, now } = deps;
   const events = normalised(reported);
   const keyOf = (event: { eventKey: string; email: string }) => `${event.eventKey}\n${event.email}`;
@@ -134,6 +165,15 @@ export async function recordOutcomes(
   const stored = new Map(
     (await recordedOutcomes(db, reporter.accountId, events)).map((row) => [keyOf(row), row]),
   );
+  // The rows this request stored: what is learnt from, and what claims the guarantee, once.
+  const storedHere = rows.filter((row) => stored.get(keyOf(row))?.id === row.id);
+  await learnFromOutcomes(db, reporter.mode, storedHere, now);
+  // The next call of a reported address reads D1, where what the outcome taught is.
+  if (deps.desks)
+    await forgetDeskVerdicts(deps.desks, reporter.accountId, reporter.mode, [
+      ...new Set(storedHere.map((row) => row.email)),
+    ]);
+  const guaranteeRefunds = await refundBouncedDeliverables(db, storedHere, now);
   const insertedIds = new Set(rows.map((row) => row.id));
   const answered = new Set<string>();
   const outcomes = events.map((event) => {
@@ -143,13 +183,14 @@ export async function recordOutcomes(
     answered.add(row.id);
     return { ...recordedOutcome(row), duplicate };
   });
-  return {
+  const answer: OutcomesResponse = {
     success: true,
     recorded: outcomes.filter((outcome) => !outcome.duplicate).length,
     duplicates: outcomes.filter((outcome) => outcome.duplicate).length,
     matched: outcomes.filter((outcome) => outcome.verdict !== null).length,
     outcomes,
   };
+  return { answer, guaranteeRefunds };
 }
 
 function recordedOutcome(row: OutcomeRow): Omit<RecordedOutcome, 'duplicate'> {

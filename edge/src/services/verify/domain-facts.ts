@@ -10,6 +10,7 @@ import { MAX_MX_HOSTS } from '@rcpt/shared/dns/mail-route';
 import { type MailTenant, TENANT_TTL_MS, type TenantDetection } from '@rcpt/shared/dns/mail-tenant';
 import { CATCH_ALL_TTL_MS, isLastingCatchAllReply } from '@rcpt/shared/verify/catch-all';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
+import type { AcceptedBounces } from '@rcpt/shared/verify/learnt';
 import { providerFamilyOf } from '@rcpt/shared/verify/providers';
 import { classifyReply } from '@rcpt/shared/verify/smtp-reply';
 import { catchAllReading } from '@rcpt/shared/verify/verdict';
@@ -75,6 +76,8 @@ export interface DomainFacts {
   greylistDelay?: TimedFact<number> | null;
   /** The domain's slowest recent batch probe: how long it ran (seconds), and whether it timed out. */
   slowProbe?: TimedFact<SlowProbe> | null;
+  /** Accepted addresses that bounced afterwards, learnt from outcomes (docs/verdicts.md, "Learning from outcomes"). */
+  acceptedBounces?: AcceptedBounces | null;
   /** When a fact last changed its answer: verdicts reached before then no longer hold. */
   changedAt: number;
 }
@@ -279,6 +282,11 @@ export class DomainFactsStore {
     });
   }
 
+  /** What outcomes taught of the domain's acceptance: bounces of addresses it accepted, or null. */
+  async acceptedBounces(domain: string): Promise<AcceptedBounces | null> {
+    return (await this.facts(domain))?.acceptedBounces ?? null;
+  }
+
   /** The domain's measured greylisting delay (seconds) while it is trusted, else null. */
   async greylistDelaySeconds(domain: string): Promise<number | null> {
     const delay = (await this.facts(domain))?.greylistDelay;
@@ -425,6 +433,14 @@ function factsOf(row: DomainFactsRow): DomainFacts {
         ? {
             value: { seconds: row.slowProbeSeconds, timedOut: row.slowProbeTimedOut === 1 },
             expiresAt: row.slowProbeExpiresAt,
+          }
+        : null,
+    acceptedBounces:
+      row.acceptedBounces !== null && row.acceptedBounceAccounts !== null && row.acceptedBouncesAt !== null
+        ? {
+            bounces: row.acceptedBounces,
+            accounts: row.acceptedBounceAccounts,
+            lastBounceAt: row.acceptedBouncesAt,
           }
         : null,
     changedAt: row.changedAt,

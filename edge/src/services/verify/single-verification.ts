@@ -24,6 +24,7 @@ import type { Caller } from '../keys/api-keys.ts';
 import type { AccountDeskStub } from '../money/account-desk.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
+import { accountBounce, answeredFromBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
 import { sandboxVerify } from './sandbox.ts';
 import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
 
@@ -79,7 +80,10 @@ export async function verifyForCaller(input: {
   const address = checkSyntax(input.email);
   // Without a cache key nothing is looked up, and the history row keeps no address to look up.
   const key = publishable ? null : verdictCacheKey(address);
-  const kept =
+  // The account's own hard bounce of the mailbox answers for it (docs/verdicts.md, "Learning from
+  // outcomes"); never through a publishable key, whose visitor must not learn what the account sent.
+  const withBounce = key !== null && !publishable && caller.mode === 'live';
+  const read =
     key && !input.fresh
       ? await cachedVerdict({
           db,
@@ -90,9 +94,16 @@ export async function verifyForCaller(input: {
           key,
           now,
           ...(input.desk ? { desk: input.desk } : {}),
+          withBounce,
         })
       : null;
-  const cached = kept && answersEvidence(kept, evidence, caller.mode === 'test');
+  const bounce =
+    read?.bounce ??
+    (withBounce && key && !read ? await accountBounce(db, caller.accountId, key.address) : null);
+  const kept = read?.verdict ?? null;
+  const keptAnswer = kept && answersEvidence(kept, evidence, caller.mode === 'test');
+  // A kept verdict of an earlier bounce holds only while the bounce does.
+  const cached = bounce || (keptAnswer && answeredFromBounce(keptAnswer)) ? null : keptAnswer;
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storage };
   if (caller.mode === 'test') {
     const result = cached ?? sandboxVerify(address, now);
@@ -146,13 +157,19 @@ export async function verifyForCaller(input: {
   if (cached) return { result: cached, creditsRemaining, ...unmoved };
   const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
   try {
-    const verification = await verifyAddress(
-      input.deps,
-      address,
-      input.answerBy === undefined ? {} : { answerBy: input.answerBy },
-    );
-    const { result, completion } = verification;
-    if (completion) input.background?.(keepLate(books, requestId, key, completion));
+    let reached: VerificationResult;
+    if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+    else {
+      const verification = await verifyAddress(
+        input.deps,
+        address,
+        input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+      );
+      reached = verification.result;
+      if (verification.completion)
+        input.background?.(keepLate(books, requestId, key, verification.completion));
+    }
+    const result = await withLearntDomain(input.facts, reached, now);
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
     if (await books.answer(requestId, historyAnswer(result, key)))
       return { result, creditsRemaining, ...unmoved };

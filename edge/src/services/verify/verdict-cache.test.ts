@@ -1,20 +1,12 @@
 // Stable answers on the real local D1: each account's verdicts answered again while they last,
 // charged like any answer, and the domain facts every account shares. The clock is the test's.
-import type { ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
+import type { SmtpReply } from '@rcpt/shared/contract/prober';
 import { TENANT_TTL_MS } from '@rcpt/shared/dns/mail-tenant';
-import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
-import type { ProbeGateway, VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
-import { type FactsWorld, factsWorld } from '../../../test/domain-facts.ts';
-import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
+import { balanceOf, db, ledgerOf } from '../../../test/fixtures.ts';
+import { ACCEPTED, callerOf, NO_SUCH_USER, newDomain, routeVia, scene } from '../../../test/verify-scene.ts';
 import { listHistory } from '../../storage/verifications.ts';
-import type { Caller } from '../keys/api-keys.ts';
-import { createApiKey } from '../keys/api-keys.ts';
-import type { DomainFactsStore } from './domain-facts.ts';
-import { verifyForCaller } from './single-verification.ts';
 
-const ACCEPTED: SmtpReply = { code: 250, enhanced: '2.1.5', text: 'OK' };
-const NO_SUCH_USER: SmtpReply = { code: 550, enhanced: '5.1.1', text: 'No such user' };
 const GREYLISTED: SmtpReply = { code: 450, enhanced: '4.2.0', text: 'Greylisted, try again later' };
 const GREYLISTED_FOR_90_S: SmtpReply = {
   code: 450,
@@ -22,114 +14,6 @@ const GREYLISTED_FOR_90_S: SmtpReply = {
   text: 'Greylisted, please try again in 90 seconds',
 };
 const TEMPORARY_ERROR: SmtpReply = { code: 451, enhanced: '4.3.0', text: 'Temporary lookup failure' };
-
-/** A prober that answers every address with `rcpt` (and the made-up one with `catchAll`), and counts its probes. */
-class ScriptedProber implements ProbeGateway {
-  rcpt: SmtpReply = ACCEPTED;
-  catchAll: SmtpReply | null = NO_SUCH_USER;
-  /** rcpt's own failure: no prober answered (the hub's `unavailable`). */
-  down = false;
-  readonly probes: ProbeRequest[] = [];
-
-  /** Set: each probe answers only once the test resolves this (a server slower than any budget). */
-  held: Promise<void> | null = null;
-
-  async probe(request: ProbeRequest): Promise<ProbeOutcome> {
-    this.probes.push(request);
-    if (this.held) await this.held;
-    if (this.down) return { kind: 'unavailable', message: 'no prober connected before the deadline' };
-    return {
-      kind: 'report',
-      report: {
-        perAddress: request.emails.map((email) => ({ email, reply: this.rcpt, failure: null })),
-        catchAllReply: this.catchAll,
-        session: {
-          mxHost: request.mx[0]?.host ?? null,
-          mxIp: request.mx[0]?.ips[0] ?? null,
-          tls: true,
-          tlsError: null,
-          smtputf8: false,
-          durationMs: 5,
-        },
-      },
-    };
-  }
-}
-
-function routeVia(host: string): DnsOutcome {
-  return { kind: 'mx', dnsType: 'MX', mx: [{ host, preference: 10, ips: ['127.0.0.1'] }] };
-}
-
-/** A domain no other test uses: the facts table is shared by the whole file. */
-function newDomain(): string {
-  return `d${crypto.randomUUID().slice(0, 8)}.cache.test`;
-}
-
-async function callerOf(mode: 'live' | 'test', accountId?: string): Promise<Caller> {
-  if (accountId) {
-    const maxActiveKeys = quotas().apiKeys;
-    const key = await createApiKey(db(), {
-      accountId,
-      name: 'second key',
-      mode,
-      maxActiveKeys,
-      now: Date.now(),
-    });
-    return { accountId, apiKeyId: key.id, mode, creditBalance: 0 };
-  }
-  const created = await newCaller({ credits: 20, mode });
-  return { accountId: created.accountId, apiKeyId: created.keyId, mode, creditBalance: 20 };
-}
-
-/** One scene: DNS, a prober and a clock shared by every call, a fresh facts store per call (as per request). */
-function scene(route: DnsOutcome) {
-  let clock = Date.parse('2026-11-23T10:00:00Z');
-  const world: FactsWorld = factsWorld(route, () => clock);
-  const prober = new ScriptedProber();
-  const tenantProber = new ScriptedProber();
-  const background: Promise<unknown>[] = [];
-  const deps = (facts: DomainFactsStore): VerifyDeps => ({
-    mailRoute: (domain) => facts.mailRoute(domain),
-    prober: facts.probing(prober),
-    tenants: { detect: (domain, mxHosts) => facts.tenant(domain, mxHosts), prober: tenantProber },
-    mailFrom: 'verify@rcpt.test',
-    helo: 'rcpt.test',
-    timeoutMs: 3000,
-    now: () => clock,
-  });
-  return {
-    world,
-    prober,
-    tenantProber,
-    advance: (ms: number) => {
-      clock += ms;
-    },
-    /** Work the call left running after its answer (its `waitUntil`). */
-    background,
-    verify: async (
-      caller: Caller,
-      email: string,
-      options: { fresh?: boolean; answerWithinMs?: number } = {},
-    ) => {
-      const facts = world.store();
-      const requestId = `req_${crypto.randomUUID()}`;
-      const answer = await verifyForCaller({
-        ...(options.answerWithinMs === undefined ? {} : { answerBy: clock + options.answerWithinMs }),
-        background: (work) => background.push(work),
-        db: db(),
-        deps: deps(facts),
-        facts,
-        caller,
-        email,
-        fresh: options.fresh ?? false,
-        requestId,
-        quotas: quotas(),
-        now: clock,
-      });
-      return { ...answer, requestId };
-    },
-  };
-}
 
 describe('the account verdict cache', () => {
   it('answers a repeated address from the cache, marked, with the same verdict, and charges each call once', async () => {

@@ -8,6 +8,7 @@
 import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
 import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
 import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
+import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
 import type { DataMode } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import { latestVerdict, latestVerdictAndFacts } from '../../storage/verifications.ts';
@@ -37,9 +38,16 @@ export function keptUnder(key: VerdictCacheKey | null, result: VerificationResul
   return key && verdictLifetimeMs(result) > 0 ? key : null;
 }
 
+/** What the cache read found: the account's live verdict, and when asked, its bounce of the address. */
+export interface CacheRead {
+  verdict: VerificationResult | null;
+  bounce: MailboxBounce | null;
+}
+
 /**
  * The account's live verdict for `key`, marked cached, or null. `facts` is null for test keys,
- * whose answers come from no DNS.
+ * whose answers come from no DNS. With `withBounce` (and facts), the account's latest mailbox
+ * bounce of the address is read in the same round trip (docs/verdicts.md, "Learning from outcomes").
  */
 export async function cachedVerdict(input: {
   db: Db;
@@ -50,10 +58,13 @@ export async function cachedVerdict(input: {
   now: number;
   /**
    * The account's desk, which keeps every verdict answered through it: asked first, and D1 only
-   * when it holds none for the address (a verdict from before the desk kept them).
+   * when it holds none for the address (a verdict from before the desk kept them). A reported
+   * outcome of the address has the desk forget it (record.ts), so a verdict the desk holds has no
+   * bounce after it.
    */
   desk?: AccountDeskStub;
-}): Promise<VerificationResult | null> {
+  withBounce?: boolean;
+}): Promise<CacheRead> {
   const { facts, key, now } = input;
   const lookup = {
     accountId: input.accountId,
@@ -63,14 +74,25 @@ export async function cachedVerdict(input: {
   };
   // The desk's verdict needs no round trip; the domain's facts are then read by `verdictHolds`.
   let resultJson = input.desk ? await input.desk.lookup(lookup) : null;
+  let bounce: MailboxBounce | null = null;
   if (resultJson === null && facts) {
     // The answer needs both: one round trip to D1 instead of two.
-    const read = await latestVerdictAndFacts(input.db, lookup, key.domain);
+    const read = await latestVerdictAndFacts(input.db, lookup, key.domain, input.withBounce ?? false);
     facts.know(key.domain, read.facts);
     resultJson = read.resultJson;
+    bounce = read.bounce;
   } else if (resultJson === null) {
     resultJson = await latestVerdict(input.db, lookup);
   }
+  return { verdict: await stillHolds(resultJson, facts, key, now), bounce };
+}
+
+async function stillHolds(
+  resultJson: string | null,
+  facts: DomainFactsStore | null,
+  key: VerdictCacheKey,
+  now: number,
+): Promise<VerificationResult | null> {
   if (resultJson === null) return null;
   const result = storedVerificationResult(resultJson);
   const verifiedAt = Date.parse(result.meta.verifiedAt);
