@@ -56,6 +56,30 @@ export function acceptsThenBounces(learnt: AcceptedBounces | null, now: number):
 }
 
 /**
+ * `result` answered instead with `subStatus` (in its own status), a risk factor more and the
+ * learnt fact in `meta.learnt`; the score follows, and the address is not deliverable.
+ */
+function answeredAs(
+  result: VerificationResult,
+  subStatus: SubStatus,
+  riskFactor: string,
+  learnt: LearntFact,
+): VerificationResult {
+  const status = SUB_STATUSES[subStatus];
+  const riskFactors = [...result.riskFactors, riskFactor];
+  return {
+    ...result,
+    status,
+    subStatus,
+    reason: SUB_STATUS_TABLE[subStatus].reason,
+    score: scoreVerdict({ status, subStatus, riskFactors, toxicity: result.toxicity }),
+    isDeliverable: false,
+    riskFactors,
+    meta: { ...result.meta, learnt },
+  };
+}
+
+/**
  * `base` (the verdict on the address's syntax, lists and mail route, without SMTP) answered from
  * the account's bounce: `undeliverable` with the bounce's own sub-status when the reply table gave
  * an undeliverable one, else `mailbox_not_found`.
@@ -68,22 +92,16 @@ export function answerFromBounce(base: VerificationResult, bounce: MailboxBounce
       ? (bounce.subStatus as SubStatus)
       : 'mailbox_not_found';
   const bouncedAt = new Date(bounce.at).toISOString();
-  const riskFactors = [...base.riskFactors, LEARNT_RISK_FACTORS.mailboxBounce(bouncedAt.slice(0, 10))];
   const { evidence: _none, retryAfterSeconds: _noRetry, ...rest } = base;
+  const answered = answeredAs(rest, subStatus, LEARNT_RISK_FACTORS.mailboxBounce(bouncedAt.slice(0, 10)), {
+    kind: 'mailbox_bounce',
+    bouncedAt,
+    diagnostic: bounce.diagnostic,
+  });
   return {
-    ...rest,
-    status: 'undeliverable',
-    subStatus,
-    reason: SUB_STATUS_TABLE[subStatus].reason,
-    score: scoreVerdict({ status: 'undeliverable', subStatus, riskFactors, toxicity: base.toxicity }),
-    isDeliverable: false,
-    checks: { ...base.checks, smtpValid: false },
-    riskFactors,
-    meta: {
-      ...base.meta,
-      verifiedVia: null,
-      learnt: { kind: 'mailbox_bounce', bouncedAt, diagnostic: bounce.diagnostic },
-    },
+    ...answered,
+    checks: { ...answered.checks, smtpValid: false },
+    meta: { ...answered.meta, verifiedVia: null },
   };
 }
 
@@ -98,22 +116,10 @@ export function withAcceptsThenBounces(
   now: number,
 ): VerificationResult {
   if (result.status !== 'deliverable' || !acceptsThenBounces(learnt, now) || learnt === null) return result;
-  const subStatus = 'accepts_then_bounces';
-  const riskFactors = [...result.riskFactors, LEARNT_RISK_FACTORS.acceptsThenBounces];
-  const fact: LearntFact = {
+  return answeredAs(result, 'accepts_then_bounces', LEARNT_RISK_FACTORS.acceptsThenBounces, {
     kind: 'domain_accepts_then_bounces',
     bounces: learnt.bounces,
     accounts: learnt.accounts,
     lastBounceAt: new Date(learnt.lastBounceAt).toISOString(),
-  };
-  return {
-    ...result,
-    status: 'risky',
-    subStatus,
-    reason: SUB_STATUS_TABLE[subStatus].reason,
-    score: scoreVerdict({ status: 'risky', subStatus, riskFactors, toxicity: result.toxicity }),
-    isDeliverable: false,
-    riskFactors,
-    meta: { ...result.meta, learnt: fact },
-  };
+  });
 }
