@@ -1,11 +1,15 @@
 // The guarantee on the real local D1 (docs/money.md, "The guarantee"): a signed mailbox bounce of
 // a charged `deliverable` verdict gives one credit back, once, within the month's cap; the plain
 // API, a policy bounce and a replay give nothing.
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { balanceOf, createJobAs, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
 import { newDomain, routeVia, scene } from '../../../test/verify-scene.ts';
+import { configOf } from '../../config.ts';
 import type { OutcomeRow } from '../../storage/outcomes.ts';
 import type { Caller } from '../keys/api-keys.ts';
+import { createOutcomeEndpoint } from '../outcomes/endpoints.ts';
+import { receiveOutcomeHook } from '../outcomes/hooks.ts';
 import { recordOutcomes } from '../outcomes/record.ts';
 import { utcMonthStart, VERIFICATIONS_PER_GUARANTEE_REFUND } from './guarantee.ts';
 
@@ -90,6 +94,57 @@ describe('the guarantee', () => {
     expect(await bounce(caller, 'postmark', 'r-again', emails[2], now())).toBe(1);
     const refunds = (await ledgerOf(caller.accountId)).filter((row) => row.reason === 'guarantee_refund');
     expect(refunds).toHaveLength(2);
+  });
+
+  it("refunds a bounce posted to the account's Postmark endpoint with its credentials, and nothing without them", async () => {
+    const domain = newDomain('guarantee.test');
+    const { verify, advance, now } = scene(routeVia(`mx.${domain}`));
+    const caller = await payingCaller(500);
+    const email = `dora@${domain}`;
+    const { requestId } = await verify(caller, email);
+    await chargeUpload(caller, VERIFICATIONS_PER_GUARANTEE_REFUND, now());
+    advance(HOUR);
+    const secretsKey = configOf(env).SECRETS_KEY;
+    const { endpoint, basicAuth } = await createOutcomeEndpoint(
+      { db: db(), secretsKey, origin: 'https://edge.test', now: now() },
+      caller.accountId,
+      { provider: 'postmark' },
+    );
+    if (!basicAuth) throw new Error('no credentials');
+    const body = JSON.stringify({
+      RecordType: 'Bounce',
+      ID: 4323372036854,
+      Type: 'HardBounce',
+      Email: email,
+      BouncedAt: new Date(now() - 60_000).toISOString(),
+      Details: 'smtp;550 5.1.1 The email account that you tried to reach does not exist',
+    });
+    const post = (password: string) =>
+      receiveOutcomeHook(
+        {
+          db: db(),
+          quotas: quotas(),
+          secretsKey,
+          fetch: () => Promise.reject(new Error('no fetch here')),
+          snsTestOrigin: undefined,
+          now: now(),
+        },
+        {
+          provider: 'postmark',
+          endpointId: endpoint.id,
+          headers: new Headers({ authorization: `Basic ${btoa(`${basicAuth.username}:${password}`)}` }),
+          body,
+        },
+      );
+    const balance = await balanceOf(caller.accountId);
+    await expect(post('rkh_wrong')).rejects.toMatchObject({ code: 'OUTCOME_HOOK_UNAUTHORIZED' });
+    expect(await balanceOf(caller.accountId)).toBe(balance);
+    expect(await post(basicAuth.password)).toMatchObject({ recorded: 1, refunded: 1 });
+    expect(await post(basicAuth.password)).toMatchObject({ recorded: 0, duplicates: 1, refunded: 0 });
+    expect(await balanceOf(caller.accountId)).toBe(balance + 1);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'guarantee_refund')).toEqual([
+      { delta: 1, reason: 'guarantee_refund', reference: requestId },
+    ]);
   });
 
   it('counts the month in UTC calendar months', () => {
