@@ -30,8 +30,8 @@ export const DESK_FLUSH_DELAY_MS = 1_000;
 const FLUSH_ROWS = 200;
 /**
  * A charge not answered within this long is given back: its request died (the Worker's own time
- * limits end it long before; docs/money.md, "Every charged request ends in exactly one of its
- * result or its refund").
+ * limits end it long before; docs/money.md, "Where the balance lives": every charged call ends
+ * in exactly one of its result or its refund).
  */
 export const DESK_OPEN_CHARGE_MS = 5 * 60_000;
 /** A desk not called for this long gives its unspent credits back to the balance. */

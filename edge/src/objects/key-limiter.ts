@@ -5,7 +5,7 @@
 // than the key's storage budget, ever pass in a day.
 //
 // The object named `api-key:<key hash>` also keeps that key's record after its first read from
-// D1 (docs/architecture.md, "Authentication"), so authenticating a request reads no D1: a
+// D1 (docs/architecture.md, "A single call"), so authenticating a request reads no D1: a
 // revocation writes D1 first and then has the object `forget` the record, so the next request
 // with the key reads D1 again and fails. A record is read again after KEY_RECORD_TTL_MS anyway,
 // which bounds how long a change made without `forget` (an account's shared-fleet setting, a
