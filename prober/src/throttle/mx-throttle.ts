@@ -117,7 +117,7 @@ export const ROUND_TRIP_SAMPLES = 10;
 // catch-all test's rejection and for servers set a little stricter.
 const DEFAULT_REJECTIONS_PER_SESSION = 8;
 // One more session at once after this many went well: slow growth, as TCP's additive increase.
-const SESSION_GROWTH_EVERY = 10;
+export const SESSION_GROWTH_EVERY = 10;
 // A budget lowered by one slow episode comes back one step after this many calm sessions.
 const BUDGET_GROWTH_EVERY = 50;
 // A host not heard of for this long starts from the defaults again.
