@@ -62,6 +62,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** Worker vars for this call only, over wrangler.toml's (e.g. smaller quotas). */
   vars?: Record<string, string>;
+  /** Returns only once the work the request left running (its `waitUntil`s) has ended. */
+  settled?: boolean;
 }
 
 let appWithVars: ReturnType<typeof createApp> | null = null;
@@ -85,9 +87,10 @@ export async function call(path: string, options: CallOptions = {}): Promise<Res
   }
   const method = options.method ?? (body ? 'POST' : 'GET');
   const request = new Request(`http://edge.test${path}`, { method, headers, body });
-  const response = options.vars
-    ? await fetchWithVars(request, options.vars)
-    : await exports.default.fetch(request);
+  const response =
+    options.vars || options.settled
+      ? await fetchWithVars(request, options.vars ?? {})
+      : await exports.default.fetch(request);
   await expectDocumented(method, path, response);
   return response;
 }

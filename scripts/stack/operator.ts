@@ -3,7 +3,7 @@
 // write is the statement the edge's storage module writes it with, inlined.
 import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
 import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';
-import { accountSettingsUpdate } from '../../edge/src/storage/account-settings.ts';
+import { accountSettingsUpdate, liveKeyHashesSelect } from '../../edge/src/storage/account-settings.ts';
 import {
   accountCreation as accountStatements,
   apiKeyInsert,
@@ -70,11 +70,8 @@ export function setSharedFleetFallback(target: D1Target, accountId: string, allo
 
 /** The hashes of the account's live API keys (for the edge to read their records again). */
 export function liveKeyHashesOf(target: D1Target, accountId: string): string[] {
-  const [rows] = executeSql(
-    target,
-    `SELECT key_hash FROM api_keys WHERE account_id = ${q(accountId)} AND revoked_at IS NULL`,
-  );
-  return ((rows ?? []) as Record<string, unknown>[]).map((row) => String(row.key_hash));
+  const [rows] = executeSql(target, script([liveKeyHashesSelect(accountId)]));
+  return ((rows ?? []) as Record<string, unknown>[]).map((row) => String(row.keyHash));
 }
 
 export function accountExists(target: D1Target, accountId: string): boolean {

@@ -190,8 +190,8 @@ describe('the dashboard is accessible', () => {
 
     await page.goto('/keys');
     await expectAccessible('keys with one key');
-    // From the top: skip link, brand, buy credits, log out, the ten nav links, then the page's controls.
-    const stops = await tabThrough(24);
+    // From the top: skip link, brand, buy credits, log out, the eleven nav links, then the page's controls.
+    const stops = await tabThrough(25);
     expect(stops.map((stop) => stop.name)).toEqual([
       'a:Skip to content',
       'a:rcpt dashboard',
@@ -219,18 +219,18 @@ describe('the dashboard is accessible', () => {
       expect.stringMatching(/^a:Revoke a11y key \(rk_live_/),
       'a:New publishable key',
     ]);
-    expect(outOfVisualOrder(stops.slice(1, 14))).toEqual([]);
-    expect(outOfVisualOrder(stops.slice(14))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(1, 15))).toEqual([]);
+    expect(outOfVisualOrder(stops.slice(15))).toEqual([]);
     for (const stop of stops) expect(stop.outline, stop.name).toBe('3px solid');
 
     // At phone width the order is the same and still follows the layout.
     await page.setViewportSize(VIEWPORTS.phone);
     await page.goto('/keys');
-    const phoneStops = await tabThrough(24);
+    const phoneStops = await tabThrough(25);
     expect(phoneStops.map((stop) => stop.name)).toEqual(stops.map((stop) => stop.name));
-    expect(outOfVisualOrder(phoneStops.slice(14))).toEqual([]);
-    // The ten nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
-    expect(new Set(phoneStops.slice(4, 14).map((stop) => Math.round(stop.top))).size).toBe(1);
+    expect(outOfVisualOrder(phoneStops.slice(15))).toEqual([]);
+    // The eleven nav links stay on one row (it scrolls sideways) instead of wrapping to a second.
+    expect(new Set(phoneStops.slice(4, 15).map((stop) => Math.round(stop.top))).size).toBe(1);
     await page.setViewportSize(VIEWPORTS.desktop);
 
     await page.getByRole('link', { name: /^Revoke a11y key/ }).click();

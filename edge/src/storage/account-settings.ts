@@ -35,6 +35,18 @@ export function accountSettingsUpdate(accountId: string, changes: AccountSetting
   };
 }
 
+/**
+ * The hashes of the account's live API keys. Each key's record carries the account's
+ * `sharedFleetFallback` and is kept by the edge's KeyLimiter object for a few minutes, so a change
+ * of the settings has those records forgotten, read again on the next request.
+ */
+export function liveKeyHashesSelect(accountId: string): SqlStatement {
+  return {
+    sql: 'SELECT key_hash AS keyHash FROM api_keys WHERE account_id = ?1 AND revoked_at IS NULL',
+    params: [accountId],
+  };
+}
+
 /** The stored settings as the API says them. */
 export function accountSettingsOf(row: StoredAccountSettings): {
   recheck: boolean;

@@ -3,6 +3,7 @@ import {
   type AccountSettingsChange,
   accountSettingsOf,
   accountSettingsUpdate,
+  liveKeyHashesSelect,
   type StoredAccountSettings,
 } from './account-settings.ts';
 import { type Db, prepare } from './db.ts';
@@ -85,13 +86,20 @@ export async function accountUsage(db: Db, accountId: string): Promise<AccountUs
   return row ?? { singleVerifications: 0, batchJobs: 0, creditsSpent: 0, creditsRefunded: 0 };
 }
 
-/** Changes the account's settings given (AccountSettings in the API) and returns them all; null: no such account. */
+/**
+ * Changes the account's settings given (AccountSettings in the API) and returns them all with the
+ * hashes of the account's live keys, in one round trip; null: no such account.
+ */
 export async function updateAccountSettings(db: Db, accountId: string, changes: AccountSettingsChange) {
-  const row = await prepare(
-    db.$client,
-    accountSettingsUpdate(accountId, changes),
-  ).first<StoredAccountSettings>();
-  return row ? accountSettingsOf(row) : null;
+  const d1 = db.$client;
+  const [updated, keys] = await d1.batch([
+    prepare(d1, accountSettingsUpdate(accountId, changes)),
+    prepare(d1, liveKeyHashesSelect(accountId)),
+  ]);
+  const row = (updated?.results as StoredAccountSettings[] | undefined)?.[0];
+  if (!row) return null;
+  const keyHashes = ((keys?.results ?? []) as { keyHash: string }[]).map((key) => key.keyHash);
+  return { settings: accountSettingsOf(row), keyHashes };
 }
 
 /** The account's credit balance (movements are built in ledger.ts and run in their callers' batches). */

@@ -124,7 +124,11 @@ export function registerAccountPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.post('/account/settings', ...changingPage, async (c) => {
     // An unchecked box is absent from the form (HTML, "Constructing the entry list").
     const recheck = (await formText(c, 'recheck')) === 'true';
-    await changeAccountSettings(c.get('db'), sessionOf(c).accountId, { recheck });
+    await changeAccountSettings(
+      { db: c.get('db'), limiters: c.get('services').limiters },
+      sessionOf(c).accountId,
+      { recheck },
+    );
     return c.redirect('/account?settings-saved=1', 303);
   });
 

@@ -322,7 +322,11 @@ export function registerProbersPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.post('/probers/fallback', ...changingPage, async (c) => {
     // An unchecked box is absent from the form (HTML, "Constructing the entry list").
     const sharedFleetFallback = (await formText(c, 'sharedFleetFallback')) === 'true';
-    await changeAccountSettings(c.get('db'), c.get('caller').accountId, { sharedFleetFallback });
+    await changeAccountSettings(
+      { db: c.get('db'), limiters: c.get('services').limiters },
+      c.get('caller').accountId,
+      { sharedFleetFallback },
+    );
     return c.redirect('/probers?fallback-saved=1', 303);
   });
 

@@ -22,7 +22,11 @@ const route = settingsChangeRoute({
 
 export function registerAccountSettings(app: OpenAPIHono<AppEnv>): void {
   app.openapi(route, async (c) => {
-    const settings = await changeAccountSettings(c.get('db'), c.get('caller').accountId, c.req.valid('json'));
+    const settings = await changeAccountSettings(
+      { db: c.get('db'), limiters: c.get('services').limiters },
+      c.get('caller').accountId,
+      c.req.valid('json'),
+    );
     return c.json({ success: true as const, settings }, 200);
   });
 }

@@ -239,12 +239,18 @@ describe('greylist follow-up', () => {
     expect(await recheckStateOf(permanent.jobId, 1)).toBeNull();
 
     const caller = await newCaller();
-    expect(await changeAccountSettings(db(), caller.accountId, { recheck: true })).toEqual({
+    expect(
+      await changeAccountSettings({ db: db(), limiters: env.KEY_LIMITER }, caller.accountId, {
+        recheck: true,
+      }),
+    ).toEqual({
       recheck: true,
       watch: false,
       sharedFleetFallback: true,
     });
-    expect(await changeAccountSettings(db(), caller.accountId, {})).toEqual({
+    expect(
+      await changeAccountSettings({ db: db(), limiters: env.KEY_LIMITER }, caller.accountId, {}),
+    ).toEqual({
       recheck: true,
       watch: false,
       sharedFleetFallback: true,

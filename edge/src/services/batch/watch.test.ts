@@ -301,7 +301,7 @@ describe('watched jobs', () => {
     const now = Date.now();
     const domain = newDomain('default');
     const caller = await newCaller({ credits: 10 });
-    await changeAccountSettings(db(), caller.accountId, { watch: true });
+    await changeAccountSettings({ db: db(), limiters: env.KEY_LIMITER }, caller.accountId, { watch: true });
     const { deps } = recordingDeps();
     const { jobId } = await createBatchJob({
       db: db(),
