@@ -679,3 +679,86 @@ describe('verify-batch consumer for an account with probers of its own', () => {
     }
   });
 });
+
+describe("verify-batch consumer and the account's own bounces", () => {
+  it("answers a list's address the account's send hard-bounced from the bounce, probing the rest and another account's", async () => {
+    const domain = 'learnt-batch.test';
+    await recordAcceptRoute(domain);
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    const [bounced, fresh, redelivered] = ['ann', 'bob', 'dan'].map((local) => `${local}@${domain}`) as [
+      string,
+      string,
+      string,
+    ];
+    const unknown = (email: string) =>
+      `smtp; 550 5.1.1 <${email}>: Recipient address rejected: User unknown in virtual mailbox table`;
+    const hour = 3_600_000;
+    const bouncedAt = new Date(Date.now() - hour).toISOString();
+    try {
+      const [owner, stranger] = [await newCaller({ credits: 10 }), await newCaller({ credits: 10 })];
+      const reported = await call('/api/v1/outcomes', {
+        key: owner.apiKey,
+        json: {
+          outcomes: [
+            { email: bounced, outcome: 'hard_bounce', at: bouncedAt, diagnostic: unknown(bounced) },
+            // A delivery after the bounce: the mailbox takes mail again, and is asked.
+            {
+              email: redelivered,
+              outcome: 'hard_bounce',
+              at: new Date(Date.now() - 2 * hour).toISOString(),
+              diagnostic: unknown(redelivered),
+            },
+            { email: redelivered, outcome: 'delivered', at: bouncedAt },
+          ],
+        },
+      });
+      expect(reported.status).toBe(200);
+
+      const upload = await call('/api/v1/bulk/upload', {
+        key: owner.apiKey,
+        json: { emails: [bounced, fresh, redelivered] },
+      });
+      const { jobId } = await upload.json<{ jobId: string }>();
+      await consume(await messagesOf(jobId));
+      expect(await jobOnceSettled(owner.apiKey, jobId)).toMatchObject({
+        status: 'completed',
+        deliverableCount: 2,
+        undeliverableCount: 1,
+        creditsCharged: 3,
+        creditsRefunded: 0,
+      });
+      const { results } = await (await call(`/api/v1/bulk/results/${jobId}`, { key: owner.apiKey })).json<{
+        results: {
+          email: string;
+          subStatus: string;
+          meta: { learnt?: unknown; verifiedVia: string | null };
+        }[];
+      }>();
+      expect(results.map(({ email, subStatus }) => [email, subStatus])).toEqual([
+        [bounced, 'mailbox_not_found'],
+        [fresh, 'accepted_email'],
+        [redelivered, 'accepted_email'],
+      ]);
+      expect(results[0]?.meta).toMatchObject({
+        verifiedVia: null,
+        learnt: { kind: 'mailbox_bounce', bouncedAt, diagnostic: unknown(bounced) },
+      });
+      expect(results[2]?.meta.learnt).toBeUndefined();
+      // Which addresses any probe asked about (the hub may ask one more than once).
+      const probedFor = () => [
+        ...new Set(prober.probes.filter((probe) => probe.domain === domain).flatMap((probe) => probe.emails)),
+      ];
+      expect(probedFor().sort()).toEqual([fresh, redelivered]);
+
+      // Another account's list of the same address gets the mail server's answer.
+      const other = await call('/api/v1/bulk/upload', { key: stranger.apiKey, json: { emails: [bounced] } });
+      const otherJob = (await other.json<{ jobId: string }>()).jobId;
+      await consume(await messagesOf(otherJob));
+      await jobOnceSettled(stranger.apiKey, otherJob);
+      expect(await subStatusesOf(otherJob, stranger.apiKey)).toEqual([[bounced, 'accepted_email']]);
+      expect(probedFor().sort()).toEqual([bounced, fresh, redelivered]);
+    } finally {
+      prober.close();
+    }
+  });
+});

@@ -1,14 +1,16 @@
 // The verify-batch consumer. It never waits for a mail server: per consumer batch, the mail
-// route once per message (one domain each, from the shared domain facts), then what DNS
-// decided is recorded at once and the rest is handed to the ProberHub in one call, which
-// probes it and records each answer as it comes (so a slow domain holds up nobody). Deadline
-// messages finish their job; recheck messages start a completed job's follow-up round, whose
-// work then comes through here like any other (docs/architecture.md, "Greylist follow-up").
+// route once per message (one domain each, from the shared domain facts), then what DNS or the
+// account's own bounces decided is recorded at once and the rest is handed to the ProberHub in
+// one call, which probes it and records each answer as it comes (so a slow domain holds up
+// nobody). Deadline messages finish their job; recheck messages start a completed job's
+// follow-up round, whose work then comes through here like any other (docs/architecture.md,
+// "Greylist follow-up").
 // DNS stays within the plan's subrequest limit (docs/operations.md, "Subrequests"): work whose
 // route does not fit in this invocation goes back on the queue for the next.
 // A replayed message changes nothing: writes are once-only upserts.
 import { type Config, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
+import { answerBounced } from '../services/batch/bounced.ts';
 import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import { defaultDeadlineAt } from '../services/batch/jobs.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
@@ -102,7 +104,7 @@ export async function consumeVerifyBatch(
     ];
   });
   const decided: SettledTask[] = [];
-  const toProbe: BatchTask[] = [];
+  const probing: BatchTask[] = [];
   for (const task of tasks) {
     if (task.dns.kind !== 'mx') decided.push({ task, probe: { kind: 'skipped' } });
     else if (!config.SMTP_ENABLED)
@@ -111,8 +113,11 @@ export async function consumeVerifyBatch(
         probe: { kind: 'unavailable', message: 'SMTP probing is disabled' },
         final: true,
       });
-    else toProbe.push(task);
+    else probing.push(task);
   }
+  // Addresses the account's own bounces answer are not probed.
+  const { answered, toProbe } = await answerBounced(db, probing);
+  decided.push(...answered);
   if (toProbe.length > 0) {
     // Work no region takes (no prober linked where its egresses are not all blocked): rcpt's own
     // failure, asked again on its schedule until the deadline. So is the work of an account that

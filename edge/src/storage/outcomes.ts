@@ -136,7 +136,7 @@ export async function latestMailboxBounce(
   db: Db,
   lookup: MailboxBounceLookup,
 ): Promise<MailboxBounceRow | null> {
-  return latestMailboxBounceStatement(db, lookup).first<MailboxBounceRow>();
+  return mailboxBouncesStatement(db, { ...lookup, emails: [lookup.email] }).first<MailboxBounceRow>();
 }
 
 export interface MailboxBounceLookup {
@@ -151,18 +151,47 @@ export interface MailboxBounceRow {
   diagnostic: string | null;
 }
 
-/** The statement `latestMailboxBounce` runs, for a batch that needs it beside another read. */
-export function latestMailboxBounceStatement(db: Db, lookup: MailboxBounceLookup): D1PreparedStatement {
+/** Addresses a statement of `mailboxBouncesStatement` takes: a bound JSON array well within D1's limits. */
+const EMAILS_PER_BOUNCE_READ = 1_000;
+
+/**
+ * The bounces `latestMailboxBounce` reads, of each of `emails` that has one (a row per address,
+ * `email` naming it), for a batch that needs them beside another read or for a list's addresses.
+ * SQLite gives a `MAX()` query's bare columns from the row holding the maximum.
+ */
+export function mailboxBouncesStatement(
+  db: Db,
+  lookup: { accountId: string; mode: DataMode; emails: readonly string[] },
+): D1PreparedStatement {
   return db.$client
     .prepare(
-      `SELECT o.at, o.bounce_sub_status AS subStatus, o.diagnostic FROM outcomes o
-       WHERE o.account_id = ?1 AND o.email = ?2 AND o.outcome = 'hard_bounce' AND o.bounce_kind = 'mailbox'
-         AND ${dataModeSql(lookup.mode)}
-         AND NOT EXISTS (SELECT 1 FROM outcomes d WHERE d.account_id = ?1 AND d.email = ?2
+      `SELECT o.email, MAX(o.at) AS at, o.bounce_sub_status AS subStatus, o.diagnostic FROM outcomes o
+       WHERE o.account_id = ?1 AND o.email IN (SELECT value FROM json_each(?2))
+         AND o.outcome = 'hard_bounce' AND o.bounce_kind = 'mailbox' AND ${dataModeSql(lookup.mode)}
+         AND NOT EXISTS (SELECT 1 FROM outcomes d WHERE d.account_id = ?1 AND d.email = o.email
            AND d.outcome = 'delivered' AND d.at > o.at)
-       ORDER BY o.at DESC LIMIT 1`,
+       GROUP BY o.email`,
     )
-    .bind(lookup.accountId, lookup.email);
+    .bind(lookup.accountId, JSON.stringify(lookup.emails));
+}
+
+/** The account's live mailbox bounces of these addresses (`latestMailboxBounce`'s), by address, in one round trip. */
+export async function liveMailboxBounces(
+  db: Db,
+  accountId: string,
+  emails: readonly string[],
+): Promise<Map<string, MailboxBounceRow>> {
+  const bounces = new Map<string, MailboxBounceRow>();
+  if (emails.length === 0) return bounces;
+  const statements: D1PreparedStatement[] = [];
+  for (let start = 0; start < emails.length; start += EMAILS_PER_BOUNCE_READ) {
+    const chunk = emails.slice(start, start + EMAILS_PER_BOUNCE_READ);
+    statements.push(mailboxBouncesStatement(db, { accountId, mode: 'live', emails: chunk }));
+  }
+  for (const result of await db.$client.batch<MailboxBounceRow & { email: string }>(statements)) {
+    for (const { email, ...bounce } of result.results) bounces.set(email, bounce);
+  }
+  return bounces;
 }
 
 /** Which of these (eventKey, email) the account has recorded already. */

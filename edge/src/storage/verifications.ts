@@ -7,7 +7,7 @@ import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
 import { debit, refundUnansweredVerification, spendableCreditsSql } from './ledger.ts';
-import { latestMailboxBounceStatement, type MailboxBounceRow } from './outcomes.ts';
+import { type MailboxBounceRow, mailboxBouncesStatement } from './outcomes.ts';
 import { verifications } from './schema.ts';
 import {
   countStorage,
@@ -255,11 +255,11 @@ export async function latestVerdictAndFacts(
   /** Also the account's latest mailbox bounce of the address (docs/verdicts.md, "Learning from outcomes"). */
   withBounce = false,
 ): Promise<{ resultJson: string | null; facts: DomainFactsRow | null; bounce: MailboxBounceRow | null }> {
-  const bounceLookup = { accountId: lookup.accountId, mode: lookup.mode, email: lookup.address };
+  const bounceLookup = { accountId: lookup.accountId, mode: lookup.mode, emails: [lookup.address] };
   const [verdict, facts, bounce] = await db.$client.batch([
     latestVerdictStatement(db, lookup),
     readDomainFactsStatement(db, domain),
-    ...(withBounce ? [latestMailboxBounceStatement(db, bounceLookup)] : []),
+    ...(withBounce ? [mailboxBouncesStatement(db, bounceLookup)] : []),
   ]);
   return {
     resultJson: (verdict?.results[0] as { resultJson: string | null } | undefined)?.resultJson ?? null,

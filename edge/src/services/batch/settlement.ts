@@ -5,6 +5,7 @@
 import { storedVerificationResult } from '@rcpt/shared/contract/api';
 import { isRecheckable, policyOf } from '@rcpt/shared/contract/sub-statuses';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
+import { answerFromBounce } from '@rcpt/shared/verify/learnt';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
 import { unfinishedAddresses } from '../../storage/job-recovery.ts';
@@ -40,7 +41,7 @@ export async function settleBatchWork(
   // probe without a catch-all answer gets the kept one (docs/architecture.md, "Domain facts").
   const facts = domainFactsOf(deps.db, deps.config);
   await facts.prefetch(settled.map(({ task }) => task.domain));
-  for (const { task, probe: answered, tenant, final } of settled) {
+  for (const { task, probe: answered, tenant, final, bounces } of settled) {
     const probe = await facts.observeProbe(task.domain, answered);
     await facts.observeProbeTime(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
@@ -56,9 +57,13 @@ export async function settleBatchWork(
         verifiedAt: new Date(now).toISOString(),
         processingTimeMs: 0,
       });
-      const { policy } = verdict;
-      // What the domain facts learnt from outcomes (docs/verdicts.md, "Learning from outcomes").
-      const result = await withLearntDomain(facts, verdict.result, now);
+      // What outcomes taught (docs/verdicts.md, "Learning from outcomes"): the account's own
+      // bounce of the address, else what the domain facts learnt of its domain.
+      const bounce = bounces?.get(address.email);
+      const result = bounce
+        ? answerFromBounce(verdict.result, bounce)
+        : await withLearntDomain(facts, verdict.result, now);
+      const policy = bounce ? policyOf(result.subStatus) : verdict.policy;
       passedGreylisting ||= policy.retry === 'none' && result.meta.verifiedVia === 'mx';
       if (task.recheckRound !== undefined) {
         writes.rechecks.push(recheckAnswerOf(address.idx, result, policy));

@@ -3,6 +3,7 @@
 // Every step imports these from here, so that no step imports a later one (docs/architecture.md,
 // "The code").
 import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/inputs';
+import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../storage/db.ts';
 import type { BatchMessage } from './queue.ts';
@@ -31,6 +32,11 @@ export interface SettledTask {
   tenant?: TenantProbe;
   /** No retry whatever the answer (SMTP is disabled for the deployment). */
   final?: boolean;
+  /**
+   * The account's own mailbox bounces of the task's addresses (bounced.ts): an address with one
+   * is answered from it, whatever `probe` says.
+   */
+  bounces?: ReadonlyMap<string, MailboxBounce>;
 }
 
 /** What the settlement, the results and the follow-up rounds work with (services/batch-lifecycle.ts wires it). */
