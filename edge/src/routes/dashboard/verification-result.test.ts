@@ -1,3 +1,4 @@
+import type { LearntFact } from '@rcpt/shared/contract/api';
 import type { Evidence } from '@rcpt/shared/contract/prober';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { jsx } from 'hono/jsx';
@@ -25,6 +26,39 @@ describe('a verification result in the dashboard', () => {
       expect(rendered(verifiedVia)).not.toContain(NOTE);
     },
   );
+});
+
+describe('what outcomes taught, in a result of the dashboard', () => {
+  const base = sandboxVerify(checkSyntax('ann@example.com'), 0);
+  const view = (learnt: LearntFact) =>
+    jsx(VerificationResultView, { result: { ...base, meta: { ...base.meta, learnt } } }).toString();
+
+  it("names the account's own bounce, its date and the server's reply", async () => {
+    const html = await view({
+      kind: 'mailbox_bounce',
+      bouncedAt: '2026-11-20T08:00:00.000Z',
+      diagnostic: '550 5.1.1 <ann@example.com>: User unknown',
+    });
+    expect(html).toContain('data-learnt="mailbox_bounce"');
+    expect(html).toContain('hard-bounced on 2026-11-20');
+    expect(html).toContain('550 5.1.1 &lt;ann@example.com&gt;: User unknown');
+  });
+
+  it('names the domain that accepts then bounces with the counts behind it, and no address', async () => {
+    const html = await view({
+      kind: 'domain_accepts_then_bounces',
+      bounces: 4,
+      accounts: 2,
+      lastBounceAt: '2026-11-21T08:00:00.000Z',
+    });
+    expect(html).toContain('data-learnt="domain_accepts_then_bounces"');
+    expect(html).toContain('The mail servers of example.com accept addresses they bounce afterwards: 4');
+    expect(html).toContain('by 2 accounts, the last on 2026-11-21');
+  });
+
+  it('says nothing of outcomes when none decided the answer', async () => {
+    expect(await jsx(VerificationResultView, { result: base }).toString()).not.toContain('data-learnt');
+  });
 });
 
 describe('the evidence of a result in the dashboard', () => {

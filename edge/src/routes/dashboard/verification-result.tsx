@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // A VerificationResult as people read it: the verdict, the score, each check, the risk
 // factors and a typo suggestion. Colour is never the only signal: every badge has its word.
-import type { Checks, VerificationResult, VerificationStatus } from '@rcpt/shared/contract/api';
+import type { Checks, LearntFact, VerificationResult, VerificationStatus } from '@rcpt/shared/contract/api';
 import { RISK_FACTORS } from '@rcpt/shared/verify/verdict';
 import { EvidenceView } from './evidence.tsx';
 import { CsrfField } from './forms.tsx';
@@ -28,6 +28,32 @@ const CHECKS: { key: keyof Omit<Checks, 'hasTypo'>; label: string; trueIsGood: b
 ];
 
 type CheckKey = (typeof CHECKS)[number]['key'];
+
+/** What outcomes taught that decided the answer (docs/verdicts.md, "Learning from outcomes"), in words. */
+export function LearntNote(props: { learnt: LearntFact; domain: string }) {
+  const { learnt } = props;
+  if (learnt.kind === 'mailbox_bounce') {
+    return (
+      <p class="muted" role="note" data-learnt={learnt.kind}>
+        Your own send to this address hard-bounced on {learnt.bouncedAt.slice(0, 10)}
+        {learnt.diagnostic ? (
+          <>
+            {' '}
+            (<q>{learnt.diagnostic}</q>)
+          </>
+        ) : null}
+        . It is answered from that bounce, with no SMTP session, until you report a delivery to it.
+      </p>
+    );
+  }
+  return (
+    <p class="muted" role="note" data-learnt={learnt.kind}>
+      The mail servers of {props.domain} accept addresses they bounce afterwards: {learnt.bounces} such
+      bounces reported by {learnt.accounts} accounts, the last on {learnt.lastBounceAt.slice(0, 10)}. An
+      address they accept is not known to be delivered.
+    </p>
+  );
+}
 
 /**
  * What the page says of one check. A check that never ran says so ("not checked": the domain
@@ -85,6 +111,7 @@ export function VerificationResultView(props: { result: VerificationResult; csrf
           Google Workspace tenant behind it.
         </p>
       ) : null}
+      {result.meta.learnt ? <LearntNote learnt={result.meta.learnt} domain={result.meta.domain} /> : null}
       {typo ? (
         <div class="typo" role="note">
           <p>
