@@ -229,21 +229,25 @@ async function estimateUpload(
   totalEmails: number,
 ): Promise<number> {
   const { db, now } = input;
-  const known = await listPaces(db, addresses, now);
-  const sample = input.samplePaces;
-  // The sample never fails the upload: what it did not learn counts as ordinary.
-  const sampling =
-    sample && known.unknown.length > 0 && input.caller.creditBalance >= totalEmails
-      ? sample(known.unknown).catch((cause: unknown): DomainPace[] => {
-          log.warn('the upload could not sample its unknown domains', errorFields(cause));
-          return [];
-        })
-      : Promise.resolve([]);
-  const [sampled, probeSlots, ahead] = await Promise.all([
-    sampling,
+  const [known, probeSlots, ahead] = await Promise.all([
+    listPaces(db, addresses, now),
     input.probeSlots ? input.probeSlots() : ASSUMED_PROBE_SLOTS,
     addressesAhead(db),
   ]);
+  const sample = input.samplePaces;
+  // Sampled only when a prober is linked to answer (with none, the probes would wait out the
+  // sample for nothing); and never failing the upload: what it did not learn counts as ordinary.
+  const sampled =
+    sample &&
+    known.unknown.length > 0 &&
+    input.caller.creditBalance >= totalEmails &&
+    probeSlots > 0 &&
+    Number.isFinite(probeSlots)
+      ? await sample(known.unknown).catch((cause: unknown): DomainPace[] => {
+          log.warn('the upload could not sample its unknown domains', errorFields(cause));
+          return [];
+        })
+      : [];
   return estimateBatchSeconds({
     addresses: addresses.length,
     paces: [...known.paces, ...sampled],
