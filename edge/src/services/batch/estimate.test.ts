@@ -148,16 +148,17 @@ describe('what a batch learns of a domain, the next upload counts on', () => {
     },
   });
   const newDomain = () => `${crypto.randomUUID()}.test`;
+  const newDomains = (count: number) => Array.from({ length: count }, newDomain);
 
   test('a tarpit, a greylister and a slow server are told; a quick domain and an expired fact are not', async () => {
     let now = Date.now();
     const world = factsWorld(ROUTE, () => now);
-    const [tarpit, greylister, slow, quick, forgotten] = [
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
+    const [tarpit, greylister, slow, quick, forgotten] = newDomains(5) as [
+      string,
+      string,
+      string,
+      string,
+      string,
     ];
     const store = world.store();
     await store.observeProbeTime(tarpit, { kind: 'report', report: report(30_200, 'timeout') });
@@ -196,13 +197,7 @@ describe('what a batch learns of a domain, the next upload counts on', () => {
   test('a list’s domains: the slow ones’ paces, and those rcpt does not know, most addresses first', async () => {
     let now = Date.now();
     const world = factsWorld(ROUTE, () => now);
-    const [tarpit, probed, noMail, stale, fresh] = [
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
-    ];
+    const [tarpit, probed, noMail, stale, fresh] = newDomains(5) as [string, string, string, string, string];
     const store = world.store();
     await store.observeProbeTime(tarpit, { kind: 'report', report: report(30_200, 'timeout') });
     // A probe answered lately: its made-up address's reply is kept (the catch-all fact).
