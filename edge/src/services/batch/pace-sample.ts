@@ -23,10 +23,10 @@ import type { DomainPace, UnknownDomain } from './estimate.ts';
 /** Unknown domains asked at most, those with the most addresses first. */
 export const SAMPLE_DOMAINS = 8;
 
-/** How long an upload waits for the sample's answers, DNS and SMTP together. */
+/** How long an upload waits for the sample's answers at most, DNS and SMTP together. */
 export const SAMPLE_WAIT_MS = 2_000;
 
-/** Kept from the wait for the hub's answer to travel back (the hub keeps 250 ms twice, probe-scheduler.ts). */
+/** Kept from the prober's timeout for its answer to reach the upload within the wait (the hub keeps 250 ms twice, probe-scheduler.ts). */
 const HUB_MARGIN_MS = 600;
 
 /** A sample probe with less than this left is not asked: it could not reach the server's greeting. */
@@ -97,9 +97,7 @@ export async function samplePaces(
   const answers = await Promise.all(
     unknown.slice(0, SAMPLE_DOMAINS).map((domain) =>
       // Whatever fails or comes late tells nothing: the upload never waits past its wait.
-      withinWait(sampleDomain(deps, domain, deadlineAt, now), deadlineAt - now() + HUB_MARGIN_MS).catch(
-        () => null,
-      ),
+      withinWait(sampleDomain(deps, domain, deadlineAt, now), deadlineAt - now()).catch(() => null),
     ),
   );
   const paces: DomainPace[] = [];
@@ -132,9 +130,9 @@ async function sampleDomain(
   const route = await verify.mailRoute(unknown.domain);
   // No mail server to ask (no MX, a null MX, private addresses): nothing slow to probe.
   if (route.kind !== 'mx' || verify.prober === null) return null;
-  const leftMs = deadlineAt - now();
-  if (leftMs < MIN_PROBE_MS) return null;
-  // The prober gets the wait as its timeout, the hub a little more to answer with it.
+  // The prober gets what is left of the wait, less the time its answer takes to come back.
+  const probeMs = deadlineAt - now() - HUB_MARGIN_MS;
+  if (probeMs < MIN_PROBE_MS) return null;
   const probe = await verify.prober.probe(
     {
       emails: [unknown.email],
@@ -142,10 +140,10 @@ async function sampleDomain(
       mx: route.mx,
       mailFrom: verify.mailFrom,
       helo: verify.helo,
-      timeoutMs: Math.max(100, leftMs),
+      timeoutMs: probeMs,
       transcript: false,
     },
-    leftMs + HUB_MARGIN_MS,
+    probeMs + HUB_MARGIN_MS,
   );
   const { policy } = verdictFromFacts({
     address: checkSyntax(unknown.email),
