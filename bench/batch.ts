@@ -117,9 +117,13 @@ async function emptyCall(stack: LocalStack): Promise<number> {
   return performance.now() - started;
 }
 
-/** The upload's estimatedTimeSeconds, and against the real time (within 2×: 0.5–2). */
-function estimateFigures(label: string, job: { seconds: number; estimatedSeconds: number }): Figure[] {
+/** The upload's estimatedTimeSeconds, and against the real time (within 2×: 0.5–2), and the upload's own latency. */
+function estimateFigures(
+  label: string,
+  job: { seconds: number; estimatedSeconds: number; uploadMs: number },
+): Figure[] {
   return [
+    { name: `${label}: the upload's latency`, value: job.uploadMs, unit: 'ms' },
     { name: `${label}: the upload's estimatedTimeSeconds`, value: job.estimatedSeconds, unit: 's' },
     {
       name: `${label}: estimate against the real time`,

@@ -213,7 +213,10 @@ export async function recordAcceptedBounces(
   ]);
 }
 
-/** What slows a domain's batch work, as last measured: its greylisting delay and its slowest probe. */
+/**
+ * What an upload's estimate reads of one domain rcpt knows: what slows its batch work, as last
+ * measured (its greylisting delay and its slowest probe), both null when nothing does.
+ */
 export interface DomainPaceRow {
   domain: string;
   greylistDelaySeconds: number | null;
@@ -222,8 +225,11 @@ export interface DomainPaceRow {
 }
 
 /**
- * The still-trusted greylisting delays and slow probes of those of `domains` that have one, in
- * one statement: what a new job's estimate counts on.
+ * Those of `domains` whose pace rcpt knows, with their still-trusted greylisting delays and slow
+ * probes, in one statement: what a new job's estimate counts on. Known: a pace measured (a delay,
+ * a slow probe), or a probe answered within the catch-all fact's life (every probe asks the
+ * made-up address, and a quick one is not written as slow), or a route with no mail server to
+ * probe. A domain not in the answer has not been met, or not lately.
  */
 export async function readDomainPaces(
   db: Db,
@@ -238,9 +244,26 @@ export async function readDomainPaces(
          CASE WHEN slow_probe_expires_at > ?2 THEN slow_probe_s END AS slowProbeSeconds,
          CASE WHEN slow_probe_expires_at > ?2 THEN slow_probe_timed_out END AS slowProbeTimedOut
        FROM domain_facts WHERE domain IN (SELECT value FROM json_each(?1))
-         AND (greylist_delay_expires_at > ?2 OR slow_probe_expires_at > ?2)`,
+         AND (greylist_delay_expires_at > ?2 OR slow_probe_expires_at > ?2 OR catch_all_expires_at > ?2
+           OR (route_expires_at > ?2 AND route_key NOT LIKE 'mx|%'))`,
     )
     .bind(JSON.stringify(domains), now)
     .all<DomainPaceRow>();
   return results;
+}
+
+/**
+ * The still-trusted greylisting delays (seconds) of any domains, the `limit` newest measures
+ * first (the `domain_facts_greylist_delay` index): what greylisters hold addresses back for.
+ */
+export async function recentGreylistDelays(db: Db, now: number, limit: number): Promise<number[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT greylist_delay_s AS seconds FROM domain_facts
+       WHERE greylist_delay_s IS NOT NULL AND greylist_delay_expires_at > ?1
+       ORDER BY greylist_delay_expires_at DESC LIMIT ?2`,
+    )
+    .bind(now, limit)
+    .all<{ seconds: number }>();
+  return results.map((row) => row.seconds);
 }

@@ -214,8 +214,15 @@ export const domainFacts = sqliteTable(
     changedAt: integer('changed_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  // Retention drops rows nobody has touched for a day.
-  (table) => [index('domain_facts_updated').on(table.updatedAt)],
+  (table) => [
+    // Retention drops rows nobody has touched for a day.
+    index('domain_facts_updated').on(table.updatedAt),
+    // The measured greylisting delays, newest first: an upload's estimate reads their median for
+    // a greylister it has not measured yet (batch/estimate.ts). Only rows that hold one.
+    index('domain_facts_greylist_delay')
+      .on(table.greylistDelayExpiresAt)
+      .where(sql`greylist_delay_s IS NOT NULL`),
+  ],
 );
 
 export const proberTokens = sqliteTable('prober_tokens', {

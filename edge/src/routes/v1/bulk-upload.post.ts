@@ -19,6 +19,7 @@ import { isJsonContentType, readBoundedBody, readBoundedForm } from '../../middl
 import { linkedProbeSlots } from '../../services/batch/estimate.ts';
 import { MAX_CSV_BYTES, type ParsedUpload, rowsFromCsv, rowsFromJson } from '../../services/batch/input.ts';
 import { createBatchJob } from '../../services/batch/jobs.ts';
+import { paceSamplerOf } from '../../services/batch/pace-sample.ts';
 import { digestingBody } from '../../services/money/idempotency.ts';
 import { quotasOf } from '../../services/money/quotas.ts';
 import { validateWebhookUrl } from '../../services/webhooks/settings.ts';
@@ -321,6 +322,7 @@ export function registerBulkUpload(app: OpenAPIHono<AppEnv>): void {
           watchDays,
           quotas: quotasOf(config),
           probeSlots: () => linkedProbeSlots(c.get('services').hubs, config),
+          samplePaces: paceSamplerOf(c.get('services'), caller),
           now,
         }),
     );

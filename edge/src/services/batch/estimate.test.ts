@@ -4,6 +4,7 @@
 
 import type { ProbeReport } from '@rcpt/shared/contract/prober';
 import { RETRY_PACES } from '@rcpt/shared/contract/sub-statuses';
+import { CATCH_ALL_TTL_MS } from '@rcpt/shared/verify/catch-all';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { describe, expect, test } from 'vitest';
 import { factsWorld } from '../../../test/domain-facts.ts';
@@ -16,6 +17,7 @@ import {
   domainSeconds,
   estimateBatchSeconds,
   greylistPassedAfter,
+  listPaces,
   START_SECONDS,
 } from './estimate.ts';
 
@@ -146,16 +148,17 @@ describe('what a batch learns of a domain, the next upload counts on', () => {
     },
   });
   const newDomain = () => `${crypto.randomUUID()}.test`;
+  const newDomains = (count: number) => Array.from({ length: count }, newDomain);
 
   test('a tarpit, a greylister and a slow server are told; a quick domain and an expired fact are not', async () => {
     let now = Date.now();
     const world = factsWorld(ROUTE, () => now);
-    const [tarpit, greylister, slow, quick, forgotten] = [
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
-      newDomain(),
+    const [tarpit, greylister, slow, quick, forgotten] = newDomains(5) as [
+      string,
+      string,
+      string,
+      string,
+      string,
     ];
     const store = world.store();
     await store.observeProbeTime(tarpit, { kind: 'report', report: report(30_200, 'timeout') });
@@ -188,6 +191,50 @@ describe('what a batch learns of a domain, the next upload counts on', () => {
     await world.store().observeProbeTime(domain, { kind: 'report', report: report(31_000, 'timeout') });
     expect(await domainPaces(db(), [domain], Date.now())).toEqual([
       { greylistDelaySeconds: null, slowProbe: { seconds: 31, timedOut: true } },
+    ]);
+  });
+
+  test('a list’s domains: the slow ones’ paces, and those rcpt does not know, most addresses first', async () => {
+    let now = Date.now();
+    const world = factsWorld(ROUTE, () => now);
+    const [tarpit, probed, noMail, stale, fresh] = newDomains(5) as [string, string, string, string, string];
+    const store = world.store();
+    await store.observeProbeTime(tarpit, { kind: 'report', report: report(30_200, 'timeout') });
+    // A probe answered lately: its made-up address's reply is kept (the catch-all fact).
+    const answered = (catchAllReply: ProbeReport['catchAllReply']): ProbeReport => ({
+      ...report(300, null),
+      catchAllReply,
+    });
+    await store.observeProbe(probed, {
+      kind: 'report',
+      report: answered({ code: 550, enhanced: '5.1.1', text: 'no' }),
+    });
+    await store.observeProbe(stale, {
+      kind: 'report',
+      report: answered({ code: 550, enhanced: '5.1.1', text: 'no' }),
+    });
+    now += CATCH_ALL_TTL_MS / 2;
+    // Written half a catch-all life later: `stale`'s answer is older than the others by then.
+    const later = world.store();
+    // DNS said the domain takes no mail: nothing to probe.
+    world.route = { kind: 'nxdomain' };
+    world.ttlSeconds = CATCH_ALL_TTL_MS / 1000;
+    await later.mailRoute(noMail);
+    await later.observeProbe(probed, {
+      kind: 'report',
+      report: answered({ code: 250, enhanced: '2.1.5', text: 'ok' }),
+    });
+    now += CATCH_ALL_TTL_MS / 2 + 1;
+    const list = [
+      ...[tarpit, probed, noMail].map((domain) => ({ email: `a@${domain}`, domain })),
+      ...[1, 2].map((n) => ({ email: `user${n}@${stale}`, domain: stale })),
+      ...[1, 2, 3].map((n) => ({ email: `user${n}@${fresh}`, domain: fresh })),
+    ];
+    const { paces, unknown } = await listPaces(db(), list, now);
+    expect(paces).toEqual([{ greylistDelaySeconds: null, slowProbe: { seconds: 30, timedOut: true } }]);
+    expect(unknown).toEqual([
+      { domain: fresh, email: `user1@${fresh}`, addresses: 3 },
+      { domain: stale, email: `user1@${stale}`, addresses: 2 },
     ]);
   });
 });

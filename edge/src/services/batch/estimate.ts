@@ -7,13 +7,14 @@
 // domain facts say which: a greylisting server lets an address through only after its delay,
 // which the batch waits out on the greylist pace; a tarpit lets each probe run to its timeout,
 // and the batch asks such an address once more. So the estimate is the longer of the two, plus
-// the start every job pays (queue delivery, DNS, the first sessions). A domain rcpt has not
-// met yet counts as ordinary: the first job to meet a greylister or a tarpit learns it, and the
-// next one is told.
+// the start every job pays (queue delivery, DNS, the first sessions). Of the domains rcpt has
+// not met (or not lately), the upload asks a few before it answers (pace-sample.ts): a
+// greylister or a tarpit among them counts as the facts would count it; the rest are ordinary.
+// The first job to meet a greylister or a tarpit measures it, and the next upload is told.
 import { RETRY_PACES } from '@rcpt/shared/contract/sub-statuses';
 import { type Config, proberRegionsOf } from '../../config.ts';
 import type { Db } from '../../storage/db.ts';
-import { readDomainPaces } from '../../storage/domain-facts.ts';
+import { type DomainPaceRow, readDomainPaces } from '../../storage/domain-facts.ts';
 import { regionHub } from '../fleet/prober-gateway.ts';
 import { nextAttemptAt } from './retry.ts';
 
@@ -100,16 +101,52 @@ export function greylistPassedAfter(delaySeconds: number): number {
   return at;
 }
 
+/** A list's domain whose pace rcpt does not know (pace-sample.ts asks it), with an address of it to ask. */
+export interface UnknownDomain {
+  domain: string;
+  email: string;
+  /** How many of the list's addresses are at the domain. */
+  addresses: number;
+}
+
+/**
+ * What the domain facts say of a list's domains, in one D1 statement: the known slow ones'
+ * paces, and the domains rcpt does not know (`readDomainPaces`), most addresses first.
+ */
+export async function listPaces(
+  db: Db,
+  addresses: readonly { email: string; domain: string }[],
+  now: number,
+): Promise<{ paces: DomainPace[]; unknown: UnknownDomain[] }> {
+  const byDomain = new Map<string, UnknownDomain>();
+  for (const { email, domain } of addresses) {
+    const entry = byDomain.get(domain);
+    if (entry) entry.addresses++;
+    else byDomain.set(domain, { domain, email, addresses: 1 });
+  }
+  const rows = await readDomainPaces(db, [...byDomain.keys()], now);
+  for (const row of rows) byDomain.delete(row.domain);
+  return {
+    paces: pacesOf(rows),
+    unknown: [...byDomain.values()].sort((a, b) => b.addresses - a.addresses),
+  };
+}
+
 /** The known paces of those of `domains` that rcpt knows to be slow, in one D1 statement. */
 export async function domainPaces(db: Db, domains: Iterable<string>, now: number): Promise<DomainPace[]> {
-  const rows = await readDomainPaces(db, [...new Set(domains)], now);
-  return rows.map((row) => ({
-    greylistDelaySeconds: row.greylistDelaySeconds,
-    slowProbe:
-      row.slowProbeSeconds === null
-        ? null
-        : { seconds: row.slowProbeSeconds, timedOut: row.slowProbeTimedOut === 1 },
-  }));
+  return pacesOf(await readDomainPaces(db, [...new Set(domains)], now));
+}
+
+function pacesOf(rows: readonly DomainPaceRow[]): DomainPace[] {
+  return rows
+    .filter((row) => row.greylistDelaySeconds !== null || row.slowProbeSeconds !== null)
+    .map((row) => ({
+      greylistDelaySeconds: row.greylistDelaySeconds,
+      slowProbe:
+        row.slowProbeSeconds === null
+          ? null
+          : { seconds: row.slowProbeSeconds, timedOut: row.slowProbeTimedOut === 1 },
+    }));
 }
 
 /**

@@ -25,7 +25,7 @@ import {
 import { listNeedsConfirmedEmail, unconfirmedMayStore } from '../money/storage-policy.ts';
 import { sandboxVerify } from '../verify/sandbox.ts';
 import { jobBounceEstimate } from './bounce-estimate.ts';
-import { domainPaces, estimateBatchSeconds } from './estimate.ts';
+import { type DomainPace, estimateBatchSeconds, listPaces, type UnknownDomain } from './estimate.ts';
 import type { ParsedUpload } from './input.ts';
 import { planBatch } from './plan.ts';
 import { type BatchMessage, enqueueBatchWork, workMessages } from './queue.ts';
@@ -78,6 +78,11 @@ export interface UploadInput {
    * absent: one prober at its default capacity.
    */
   probeSlots?: () => Promise<number>;
+  /**
+   * Learns the paces of the list's domains rcpt does not know, for the estimate
+   * (`samplePaces`); absent: they count as ordinary.
+   */
+  samplePaces?: (unknown: readonly UnknownDomain[]) => Promise<DomainPace[]>;
   now: number;
 }
 
@@ -114,17 +119,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
   // Read before the charge: nothing that can fail runs between the charge and the answer.
   const estimatedSeconds = sandbox
     ? 0
-    : estimateBatchSeconds({
-        addresses: plan.addresses.length,
-        paces: await domainPaces(
-          db,
-          plan.addresses.map((address) => address.domain),
-          now,
-        ),
-        probeSlots: input.probeSlots ? await input.probeSlots() : ASSUMED_PROBE_SLOTS,
-        addressesAhead: await addressesAhead(db),
-        deadlineSeconds: maxWaitSeconds,
-      });
+    : await estimateUpload(input, plan.addresses, maxWaitSeconds, counts.totalEmails);
   const deadlineAt = now + maxWaitSeconds * 1000;
   const charge = sandbox ? 0 : counts.totalEmails;
   // Only a job that is still running after its upload holds a slot in flight.
@@ -220,6 +215,46 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     estimatedTimeSeconds: estimatedSeconds,
     creditsCharged: charge,
   };
+}
+
+/**
+ * The upload's `estimatedTimeSeconds` (estimate.ts): the list's known paces, with those of its
+ * unknown domains the sample learns in the meantime, the fleet's slots and the work ahead. A
+ * list the balance does not cover is refused after this: its domains are not sampled.
+ */
+async function estimateUpload(
+  input: UploadInput,
+  addresses: readonly { email: string; domain: string }[],
+  deadlineSeconds: number,
+  totalEmails: number,
+): Promise<number> {
+  const { db, now } = input;
+  const [known, probeSlots, ahead] = await Promise.all([
+    listPaces(db, addresses, now),
+    input.probeSlots ? input.probeSlots() : ASSUMED_PROBE_SLOTS,
+    addressesAhead(db),
+  ]);
+  const sample = input.samplePaces;
+  // Sampled only when a prober is linked to answer (with none, the probes would wait out the
+  // sample for nothing); and never failing the upload: what it did not learn counts as ordinary.
+  const sampled =
+    sample &&
+    known.unknown.length > 0 &&
+    input.caller.creditBalance >= totalEmails &&
+    probeSlots > 0 &&
+    Number.isFinite(probeSlots)
+      ? await sample(known.unknown).catch((cause: unknown): DomainPace[] => {
+          log.warn('the upload could not sample its unknown domains', errorFields(cause));
+          return [];
+        })
+      : [];
+  return estimateBatchSeconds({
+    addresses: addresses.length,
+    paces: [...known.paces, ...sampled],
+    probeSlots,
+    addressesAhead: ahead,
+    deadlineSeconds,
+  });
 }
 
 /** A final result as the job stores it; `refundable` is its policy (SUB_STATUS_TABLE, docs/money.md). */

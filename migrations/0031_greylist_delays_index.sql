@@ -1,0 +1,1 @@
+CREATE INDEX `domain_facts_greylist_delay` ON `domain_facts` (`greylist_delay_expires_at`) WHERE greylist_delay_s IS NOT NULL;
