@@ -73,10 +73,14 @@ export interface DeskKeptCall extends Omit<DeskCall, 'answer' | 'bytes' | 'email
   terms: KeptVerdictTerms;
 }
 
-/** The kept verdict as answered, with the charge's admission and the history row's bytes; or none. */
+/**
+ * The kept verdict as answered, with the charge's admission and the history row's bytes; or none,
+ * and whether the desk held a verdict of the address at all (one that no longer holds: D1's
+ * history has none newer).
+ */
 export type DeskKeptAnswer =
   | { result: VerificationResult; admission: DeskAdmission; bytes: number }
-  | { result: null };
+  | { result: null; held: boolean };
 
 /** The desk's answer to a call: the credits left after it, or why it was refused. */
 export type DeskAdmission =
@@ -115,7 +119,7 @@ export class AccountDesk extends DurableObject<Env> {
   /**
    * A call answered from the verdict the desk keeps for its address, when that verdict still
    * holds on `terms` (kept-verdicts.ts): charged and recorded with its history row as `open`
-   * does, in this one call. `{ result: null }`: no verdict here holds, and nothing was charged.
+   * does, in this one call. `result: null`: no verdict here holds, and nothing was charged.
    */
   async answerKept(call: DeskKeptCall): Promise<DeskKeptAnswer> {
     this.#meter();
@@ -128,7 +132,7 @@ export class AccountDesk extends DurableObject<Env> {
       )
       .toArray()[0];
     const result = row ? keptAnswer(row.result, call.terms) : null;
-    if (!result) return { result: null };
+    if (!result) return { result: null, held: row !== undefined };
     const answer = historyAnswer(result, call.key);
     const bytes = historyRowBytes(call, answer, answer.email);
     return { result, bytes, admission: await this.#open({ ...call, email: answer.email, answer, bytes }) };

@@ -295,7 +295,9 @@ async function fromCache(
       const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
       return { cached: kept.result, bounce: null, opened };
     }
-    // A verdict the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts).
+    // The desk keeps an address's latest verdict, so D1's history holds none newer; and a verdict
+    // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts).
+    if (kept.held) return { cached: null, bounce: null };
     stored ??= await read();
   }
   if (stored === null || stored.resultJson === null) return { cached: null, bounce: stored?.bounce ?? null };
