@@ -1,8 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// One run, six projects: the pure core, the prober (against the fake mail world), the
-// repository's scripts, the API client, the edge inside workerd, and whole-system tests
-// against a real `wrangler dev`.
+// One run, seven projects: the pure core, the prober (against the fake mail world), the
+// repository's scripts, the API client, the edge inside workerd (two: edge/vitest.project.ts),
+// and whole-system tests against a real `wrangler dev`.
 export default defineConfig({
   test: {
     // Two files at a time on a two-core runner; the whole-system files run as a group of their
@@ -15,6 +15,8 @@ export default defineConfig({
           name: 'shared',
           include: ['shared/src/**/*.test.ts'],
           environment: 'node',
+          // Pure functions and their tables: one process serves every file.
+          isolate: false,
         },
       },
       {
@@ -38,9 +40,11 @@ export default defineConfig({
           name: 'client',
           include: ['client/src/**/*.test.ts'],
           environment: 'node',
+          isolate: false,
         },
       },
       './edge/vitest.config.ts',
+      './edge/vitest.fleet.config.ts',
       {
         test: {
           name: 'e2e',
