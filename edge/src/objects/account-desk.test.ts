@@ -154,12 +154,21 @@ describe('a single call at its account’s desk', () => {
     }
   });
 
-  it('makes two object calls when answered from the verdict cache: the key’s object, then the desk', async () => {
+  it('makes two object calls when answered from the verdict cache (the key’s object, then the desk), and two besides the probe otherwise', async () => {
     const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
     try {
       const caller = await newCaller({ credits: 20 });
       const email = `calls-${crypto.randomUUID().slice(0, 8)}@accept.test`;
-      expect((await verify(caller.apiKey, email, true)).status).toBe(200);
+      const first = await objectCallsDuring(async () => {
+        expect((await verify(caller.apiKey, email)).status).toBe(200);
+      });
+      // The desk holds no verdict of a new address: it opens the charge in the same call.
+      expect(first).toEqual([
+        'KEY_LIMITER.admit',
+        'ACCOUNT_DESK.answerKept',
+        'PROBER_HUB.probe',
+        'ACCOUNT_DESK.answer',
+      ]);
       const probed = await objectCallsDuring(async () => {
         expect((await verify(caller.apiKey, email, true)).status).toBe(200);
       });
@@ -184,6 +193,33 @@ describe('a single call at its account’s desk', () => {
       const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
       expect(history.rows.map((row) => row.email)).toEqual([email, email, email]);
       expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
+    } finally {
+      prober.close();
+    }
+  });
+
+  it('answers a verdict only D1 holds with the charge the desk opened for it: one desk call to open, one to answer', async () => {
+    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+    try {
+      const caller = await newCaller({ credits: 10 });
+      const email = `d1-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      expect((await verify(caller.apiKey, email)).status).toBe(200);
+      // Written to D1, and forgotten by the desk (as a reported outcome has it forget).
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
+      await env.ACCOUNT_DESK.getByName(caller.accountId).forget('live', [email]);
+      let body: { data: { status: string; meta: { cached: boolean } }; creditsRemaining: number } | undefined;
+      const calls = await objectCallsDuring(async () => {
+        const response = await verify(caller.apiKey, email);
+        expect(response.status).toBe(200);
+        body = await response.json();
+      });
+      expect(body?.data).toMatchObject({ status: 'deliverable', meta: { cached: true } });
+      expect(calls).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept', 'ACCOUNT_DESK.answer']);
+      expect(body?.creditsRemaining).toBe(8);
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
+      const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+      expect(history.rows.map((row) => row.status)).toEqual(['deliverable', 'deliverable']);
+      expect(await balanceOf(caller.accountId)).toBe(8);
     } finally {
       prober.close();
     }

@@ -71,16 +71,21 @@ export interface DeskKeptCall extends Omit<DeskCall, 'answer' | 'bytes' | 'email
   /** Verdicts reached before this are past any lifetime (VERDICT_LIFETIME_MS). */
   since: number;
   terms: KeptVerdictTerms;
+  /**
+   * When no verdict here holds, the call's charge is opened instead, as `open` opens it without
+   * an answer: the call's email and its row's bytes bound.
+   */
+  orOpen?: { email: string; bytes: number };
 }
 
 /**
  * The kept verdict as answered, with the charge's admission and the history row's bytes; or none,
- * and whether the desk held a verdict of the address at all (one that no longer holds: D1's
- * history has none newer).
+ * whether the desk held a verdict of the address at all (one that no longer holds: D1's history
+ * has none newer), and the admission of the charge opened instead (`orOpen`).
  */
 export type DeskKeptAnswer =
   | { result: VerificationResult; admission: DeskAdmission; bytes: number }
-  | { result: null; held: boolean };
+  | { result: null; held: boolean; admission?: DeskAdmission };
 
 /** The desk's answer to a call: the credits left after it, or why it was refused. */
 export type DeskAdmission =
@@ -119,7 +124,8 @@ export class AccountDesk extends DurableObject<Env> {
   /**
    * A call answered from the verdict the desk keeps for its address, when that verdict still
    * holds on `terms` (kept-verdicts.ts): charged and recorded with its history row as `open`
-   * does, in this one call. `result: null`: no verdict here holds, and nothing was charged.
+   * does, in this one call. `result: null`: no verdict here holds, and the charge was opened (with
+   * `orOpen`) or nothing was charged.
    */
   async answerKept(call: DeskKeptCall): Promise<DeskKeptAnswer> {
     this.#meter();
@@ -132,7 +138,11 @@ export class AccountDesk extends DurableObject<Env> {
       )
       .toArray()[0];
     const result = row ? keptAnswer(row.result, call.terms) : null;
-    if (!result) return { result: null, held: row !== undefined };
+    if (!result) {
+      const held = row !== undefined;
+      if (!call.orOpen) return { result: null, held };
+      return { result: null, held, admission: await this.#open({ ...call, ...call.orOpen }) };
+    }
     const answer = historyAnswer(result, call.key);
     const bytes = historyRowBytes(call, answer, answer.email);
     return { result, bytes, admission: await this.#open({ ...call, email: answer.email, answer, bytes }) };

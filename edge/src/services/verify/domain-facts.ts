@@ -185,12 +185,14 @@ export class DomainFactsStore {
 
   /**
    * When the domain's facts last changed their answer, or null when it has none: a verdict
-   * reached before then no longer holds (kept-verdicts.ts, `keptAnswer`). An expired route is
-   * asked of DNS again first, so a domain that moved its mail (or stopped existing) retires the
-   * verdicts reached on its old route.
+   * reached before then no longer holds (kept-verdicts.ts, `keptAnswer`), and none holds on no
+   * facts (DNS is left to the verification then). An expired route is asked of DNS again first,
+   * so a domain that moved its mail (or stopped existing) retires the verdicts reached on its old
+   * route.
    */
   async verdictsHoldSince(domain: string): Promise<number | null> {
     const route = (await this.facts(domain))?.route;
+    if (route === undefined) return null;
     if (!route || route.expiresAt <= this.#deps.now()) await this.#resolve(domain);
     return (await this.facts(domain))?.changedAt ?? null;
   }

@@ -27,6 +27,7 @@ import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '..
 import type { DomainFactsStore } from './domain-facts.ts';
 import {
   historyAnswer,
+  type KeptVerdictTerms,
   keptAnswer,
   keptUnder,
   type VerdictCacheKey,
@@ -34,7 +35,7 @@ import {
 } from './kept-verdicts.ts';
 import { accountBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { keptSince, keptVerdictTerms, readKeptVerdict } from './verdict-cache.ts';
+import { type KeptRead, keptSince, keptVerdictTerms, readKeptVerdict } from './verdict-cache.ts';
 
 /** docs/money.md: one credit whatever the answer, taken before any work is done. */
 const SINGLE_VERIFICATION_CREDITS = 1;
@@ -98,7 +99,7 @@ export async function verifyForCaller(input: {
     (withBounce && key && !found ? await accountBounce(db, caller.accountId, key.address) : null);
   const cached = found?.cached ?? null;
   if (caller.mode === 'test') {
-    if (cached && found?.opened) {
+    if (cached && found?.opened && !found.open) {
       // The desk answered it and recorded it already.
       if ('refused' in found.opened) throw storageRefused(found.opened, now);
       return { result: cached, creditsRemaining: found.opened.balance };
@@ -142,7 +143,7 @@ export async function verifyForCaller(input: {
     evidence,
     ...(cached ? { answer: historyAnswer(cached, key) } : {}),
   };
-  // A cached answer the desk gave was charged with it, in the same call.
+  // The desk charged the call already: with the cached answer it gave, or opened for the answer to come.
   const opened =
     found?.opened ??
     (input.desk
@@ -157,22 +158,27 @@ export async function verifyForCaller(input: {
   }
   const creditsRemaining = opened.balance;
   const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
-  if (cached) return { result: cached, creditsRemaining, ...unmoved };
+  if (cached && !found?.open) return { result: cached, creditsRemaining, ...unmoved };
   const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
   try {
-    let reached: VerificationResult;
-    if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+    let result: VerificationResult;
+    // A verdict D1 held, for the charge the desk opened when it held none: closed with it.
+    if (cached) result = cached;
     else {
-      const verification = await verifyAddress(
-        input.deps,
-        address,
-        input.answerBy === undefined ? {} : { answerBy: input.answerBy },
-      );
-      reached = verification.result;
-      if (verification.completion)
-        input.background?.(keepLate(books, requestId, key, verification.completion));
+      let reached: VerificationResult;
+      if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+      else {
+        const verification = await verifyAddress(
+          input.deps,
+          address,
+          input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+        );
+        reached = verification.result;
+        if (verification.completion)
+          input.background?.(keepLate(books, requestId, key, verification.completion));
+      }
+      result = await withLearntDomain(input.facts, reached, now);
     }
-    const result = await withLearntDomain(input.facts, reached, now);
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
     if (await books.answer(requestId, historyAnswer(result, key)))
       return { result, creditsRemaining, ...unmoved };
@@ -250,8 +256,12 @@ interface CacheFound {
   cached: VerificationResult | null;
   /** The account's bounce of the address, when asked and read (docs/verdicts.md, "Learning from outcomes"). */
   bounce: MailboxBounce | null;
-  /** Set when the desk answered: it charged and recorded the answer in the same call. */
+  /**
+   * Set when the desk charged the call in the same call: with the cached answer it gave, or, for
+   * a live key's call it had no verdict for, opened for the answer to come (`open`).
+   */
   opened?: { balance: number; synced: boolean } | HistoryRefusal;
+  open?: boolean;
 }
 
 /**
@@ -282,27 +292,47 @@ async function fromCache(
   const terms = () =>
     keptVerdictTerms(facts, key, { now, evidence: call.evidence, sandbox: caller.mode === 'test' });
   if (desk) {
-    const amount = caller.mode === 'test' ? 0 : SINGLE_VERIFICATION_CREDITS;
+    const live = caller.mode === 'live';
+    // A live call the desk has no verdict for is charged in the same call, opened for its answer;
+    // a test key's answer is recorded answered, once known.
+    const orOpen = live
+      ? { email: input.email, bytes: historyRowBytes(deskRow(input), undefined, input.email, call.evidence) }
+      : undefined;
     const kept = await desk.answerKept({
-      ...deskCall(input, amount),
+      ...deskCall(input, live ? SINGLE_VERIFICATION_CREDITS : 0),
       key,
       since: keptSince(now),
       terms: await terms(),
       budget: call.budget,
+      ...(orOpen ? { orOpen } : {}),
     });
     if (kept.result) {
       const { admission } = kept;
       const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
       return { cached: kept.result, bounce: null, opened };
     }
+    const { admission } = kept;
+    const charged =
+      admission && orOpen
+        ? {
+            opened: 'refused' in admission ? admittedRefusal(admission, orOpen.bytes) : admission,
+            open: true,
+          }
+        : {};
     // The desk keeps an address's latest verdict, so D1's history holds none newer; and a verdict
-    // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts).
-    if (kept.held) return { cached: null, bounce: null };
+    // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts). A
+    // refused call reads nothing more.
+    if (kept.held || (admission && 'refused' in admission)) return { cached: null, bounce: null, ...charged };
     stored ??= await read();
+    return { ...(await keptFrom(stored, terms)), ...charged };
   }
-  if (stored === null || stored.resultJson === null) return { cached: null, bounce: stored?.bounce ?? null };
-  const cached = stored.bounce ? null : keptAnswer(stored.resultJson, await terms());
-  return { cached, bounce: stored.bounce };
+  return stored ? keptFrom(stored, terms) : { cached: null, bounce: null };
+}
+
+/** D1's verdict as this call answers it: none while the account's bounce of the address stands. */
+async function keptFrom(stored: KeptRead, terms: () => Promise<KeptVerdictTerms>): Promise<CacheFound> {
+  const { resultJson, bounce } = stored;
+  return { cached: resultJson === null || bounce ? null : keptAnswer(resultJson, await terms()), bounce };
 }
 
 function deskRow(input: DeskInput) {
