@@ -116,6 +116,16 @@ async function objectCallsDuring(work: () => Promise<void>): Promise<string[]> {
   return calls;
 }
 
+/** Runs `work` with a prober linked that accepts every address (RCPT 250). */
+async function withAcceptingProber(work: () => Promise<void>): Promise<void> {
+  const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+  try {
+    await work();
+  } finally {
+    prober.close();
+  }
+}
+
 // Settled: what a call leaves running (the domain facts it learnt, the recharge check) is done
 // before the next call's round trips are counted.
 const verify = (apiKey: string, email: string, fresh = false) =>
@@ -123,8 +133,7 @@ const verify = (apiKey: string, email: string, fresh = false) =>
 
 describe('a single call at its account’s desk', () => {
   it('makes no round trip to D1 when answered from the verdict cache, and at most one when probed', async () => {
-    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
-    try {
+    await withAcceptingProber(async () => {
       const caller = await newCaller({ credits: 20 });
       const email = `trips-${crypto.randomUUID().slice(0, 8)}@accept.test`;
       // The first call reads the key and the domain, takes a block of credits: it is counted, so
@@ -149,14 +158,11 @@ describe('a single call at its account’s desk', () => {
       // Settled, D1 holds all three charges and their history.
       expect(await balanceOf(caller.accountId)).toBe(17);
       expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
-    } finally {
-      prober.close();
-    }
+    });
   });
 
   it('makes two object calls when answered from the verdict cache (the key’s object, then the desk), and two besides the probe otherwise', async () => {
-    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
-    try {
+    await withAcceptingProber(async () => {
       const caller = await newCaller({ credits: 20 });
       const email = `calls-${crypto.randomUUID().slice(0, 8)}@accept.test`;
       const first = await objectCallsDuring(async () => {
@@ -193,14 +199,11 @@ describe('a single call at its account’s desk', () => {
       const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
       expect(history.rows.map((row) => row.email)).toEqual([email, email, email]);
       expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
-    } finally {
-      prober.close();
-    }
+    });
   });
 
   it('answers a verdict only D1 holds with the charge the desk opened for it: one desk call to open, one to answer', async () => {
-    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
-    try {
+    await withAcceptingProber(async () => {
       const caller = await newCaller({ credits: 10 });
       const email = `d1-${crypto.randomUUID().slice(0, 8)}@accept.test`;
       expect((await verify(caller.apiKey, email)).status).toBe(200);
@@ -220,9 +223,7 @@ describe('a single call at its account’s desk', () => {
       const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
       expect(history.rows.map((row) => row.status)).toEqual(['deliverable', 'deliverable']);
       expect(await balanceOf(caller.accountId)).toBe(8);
-    } finally {
-      prober.close();
-    }
+    });
   });
 
   it('never spends more than the balance under 1,000 concurrent calls on 100 credits', async () => {
