@@ -17,16 +17,16 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (presented === undefined || presented === '') throw new ApiError('UNAUTHORIZED');
   // A key with surrounding whitespace, or two X-API-Key headers (joined with ", "), is not a key.
   if (!isWellFormedSecret(presented)) throw new ApiError('INVALID_API_KEY');
+  const address = clientAddressOf(c);
   const key = await authenticateApiKey(
     { db: c.get('db'), limiters: c.get('services').limiters },
     await hashSecret(presented),
     Date.now(),
     c.get('services').inBackground,
-    { clientAddress: clientAddressOf(c) },
+    { clientAddress: address },
   );
   if (!key) throw new ApiError('INVALID_API_KEY');
   const { allowedOrigins } = key.limits;
-  const address = clientAddressOf(c);
   if (!addressAdmitted(key.limits, address)) {
     throw new ApiError('KEY_ADDRESS_DENIED', { details: { clientAddress: address } });
   }

@@ -81,11 +81,11 @@ export class KeyLimiter extends DurableObject<Env> {
   #generation = 0;
 
   /**
-   * The key's record (kept, or read from D1) and the request counted against RATE_LIMIT, in one call: only
-   * a request the key's record lets through from `clientAddress` is counted, so an unknown or
-   * revoked key, or one used from outside its address blocks, uses none of the key's requests.
-   * A publishable key's calls are counted per client network first (middleware/rate-limit.ts):
-   * never here.
+   * The key's record (kept, or read from D1) and the request counted against RATE_LIMIT, in one
+   * call: only a request the key's record lets through from `clientAddress` is counted, so an
+   * unknown or revoked key, or one used from outside its address blocks, uses none of the key's
+   * requests. A publishable key's calls are counted per client network first
+   * (middleware/rate-limit.ts): never here.
    */
   async admit(
     keyHash: string,

@@ -289,8 +289,14 @@ async function fromCache(
       withBounce: call.withBounce,
     });
   let stored = !desk || (facts && !facts.known(key.domain)) ? await read() : null;
+  // Read once, and only when a verdict is to be answered against them.
+  let termsRead: Promise<KeptVerdictTerms> | undefined;
   const terms = () =>
-    keptVerdictTerms(facts, key, { now, evidence: call.evidence, sandbox: caller.mode === 'test' });
+    (termsRead ??= keptVerdictTerms(facts, key, {
+      now,
+      evidence: call.evidence,
+      sandbox: caller.mode === 'test',
+    }));
   if (desk) {
     const live = caller.mode === 'live';
     // A live call the desk has no verdict for is charged in the same call, opened for its answer;
