@@ -4,7 +4,9 @@
 // the database and near its Worker. Printed: the p50 of a cached call (the account's verdict for
 // an address it asked before) and of a probed one (`fresh: true`), one client at a time, each
 // with the round trips to D1 and the Durable Object calls it made (the meter's count). On
-// loopback everything else is near, so the p50 is the stores' share of a call far away.
+// loopback everything else is near, so the p50 is the stores' share of a call far away, over the
+// floor of the local Worker: printed too are a request that touches no store (`GET /healthz`)
+// and one refused after its key's object only (a body without an email: 400).
 // docs/capacity.md, "Measured: a single call with D1 far away", reads these figures.
 
 import { sumMeterLines } from '../edge/src/meter-line.ts';
@@ -22,7 +24,12 @@ const meterLines: string[] = [];
 await benchOnWorld(
   async (stack) => {
     grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 1_000 });
-    const [key = ''] = await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 1, mode: 'live' });
+    // The second key's requests count against its own rate limit, not the measured calls'.
+    const [key = '', other = ''] = await createApiKeys(stack.d1, {
+      accountId: DEV_ACCOUNT_ID,
+      count: 2,
+      mode: 'live',
+    });
     const verify = (email: string, options: { fresh: boolean; cached: boolean }) => async () => {
       const response = await fetch(`${stack.baseUrl}/api/v1/verify`, {
         method: 'POST',
@@ -34,6 +41,11 @@ await benchOnWorld(
       const { data } = (await response.json()) as { data: { meta: { cached: boolean } } };
       if (data.meta.cached !== options.cached)
         throw new Error(`verify answered cached: ${data.meta.cached}, not ${options.cached}`);
+    };
+    const floor = (path: string, init: RequestInit, status: number) => async () => {
+      const response = await fetch(`${stack.baseUrl}${path}`, init);
+      await response.arrayBuffer();
+      if (response.status !== status) throw new Error(`${path} answered ${response.status}, not ${status}`);
     };
     const figures: Figure[] = [];
     const measure = async (label: string, call: () => Promise<void>, target?: string) => {
@@ -56,6 +68,19 @@ await benchOnWorld(
       `cached single call (${distance})`,
       verify('user1@bulk-01.test', { fresh: false, cached: true }),
       '≤ 60',
+    );
+    await measure('a request that touches no store (GET /healthz)', floor('/healthz', {}, 200));
+    await measure(
+      `a request refused after its key's object only (400, ${distance})`,
+      floor(
+        '/api/v1/verify',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': other },
+          body: '{}',
+        },
+        400,
+      ),
     );
     return figures;
   },

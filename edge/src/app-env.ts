@@ -1,5 +1,6 @@
 // The Hono environment of the edge app: bindings and per-request variables.
 import type { Config } from './config.ts';
+import type { LimitDecision } from './objects/key-limiter.ts';
 import type { Caller, KeyLimits } from './services/keys/api-keys.ts';
 import type { RequestServices } from './services/request-services.ts';
 import type { Db } from './storage/db.ts';
@@ -17,6 +18,11 @@ export interface AppEnv {
     caller: Caller;
     /** How the API key of the request is limited (set by apiKeyAuth; absent for the dashboard). */
     keyLimits: KeyLimits;
+    /**
+     * A secret key's request as counted against its request rate, with its record in one call to
+     * the key's object (set by apiKeyAuth; enforced by apiKeyRateLimit).
+     */
+    keyRate: LimitDecision;
     /** SHA-256 of a JSON body read by `jsonBody`, when the request carries an Idempotency-Key. */
     bodyDigest: string;
     /**

@@ -1,6 +1,7 @@
 // One suite run against every authenticated route: no key, bad key, revoked key, rate
 // limit, (for charged routes) no credits, and keys limited by scope and client address.
 import { env } from 'cloudflare:workers';
+import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
 import { configOf } from '../src/config.ts';
 import {
@@ -8,6 +9,7 @@ import {
   createPublishableKey,
   KEY_SCOPES,
   type KeyScope,
+  keyRecordKeeper,
   revokeKey,
 } from '../src/services/keys/api-keys.ts';
 import { balanceOf, call, db, newCaller } from './fixtures.ts';
@@ -380,6 +382,28 @@ describe('rate limit under concurrency', () => {
     for (let i = 0; i < 100; i++) await call('/api/v1/verify', { key: first.apiKey, json: {} });
     expect((await call('/api/v1/verify', { key: first.apiKey, json: {} })).status).toBe(429);
     expect((await call('/api/v1/verify', { key: second.apiKey, json: {} })).status).toBe(400);
+  });
+
+  it('counts no request refused before it: from outside the key’s address blocks, or with the key revoked', async () => {
+    const caller = await newCaller({ mode: 'test', allowedCidrs: ['203.0.113.0/24'] });
+    const from = (address: string) =>
+      call('/api/v1/verify', { key: caller.apiKey, json: {}, headers: { 'CF-Connecting-IP': address } });
+    for (let i = 0; i < 3; i++) expect((await from('198.51.100.7')).status).toBe(403);
+    const admitted = await from('203.0.113.9');
+    expect(admitted.status).toBe(400);
+    expect(admitted.headers.get('X-RateLimit-Remaining')).toBe('99');
+    // The key's object, asked as the edge asks it: a revoked key's request is not counted either.
+    const keeper = keyRecordKeeper(env.KEY_LIMITER, await hashSecret(caller.apiKey));
+    expect(
+      (await keeper.admit(await hashSecret(caller.apiKey), Date.now(), { clientAddress: '203.0.113.9' }))
+        .rate,
+    ).toMatchObject({ allowed: true, remaining: 98 });
+    await revokeKey({ db: db(), limiters: env.KEY_LIMITER }, caller.accountId, caller.keyId, Date.now());
+    const revoked = await keeper.admit(await hashSecret(caller.apiKey), Date.now(), {
+      clientAddress: '203.0.113.9',
+    });
+    expect(revoked.record?.revokedAt).not.toBeNull();
+    expect(revoked.rate).toBeNull();
   });
 });
 

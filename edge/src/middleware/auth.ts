@@ -4,11 +4,11 @@
 // key from any page origin it does not list (docs/publishable-keys.md).
 
 import { ApiError } from '@rcpt/shared/errors';
-import { isAddressInBlocks } from '@rcpt/shared/ip-ranges';
 import { hashSecret, isWellFormedSecret } from '@rcpt/shared/secret-tokens';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/keys/api-keys.ts';
+import { addressAdmitted } from '../services/keys/key-limits.ts';
 import { clientAddressOf } from './client-address.ts';
 import { allowPublishableOrigin } from './publishable-keys.ts';
 
@@ -17,19 +17,18 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (presented === undefined || presented === '') throw new ApiError('UNAUTHORIZED');
   // A key with surrounding whitespace, or two X-API-Key headers (joined with ", "), is not a key.
   if (!isWellFormedSecret(presented)) throw new ApiError('INVALID_API_KEY');
+  const address = clientAddressOf(c);
   const key = await authenticateApiKey(
     { db: c.get('db'), limiters: c.get('services').limiters },
     await hashSecret(presented),
     Date.now(),
     c.get('services').inBackground,
+    { clientAddress: address },
   );
   if (!key) throw new ApiError('INVALID_API_KEY');
-  const { allowedCidrs, allowedOrigins } = key.limits;
-  if (allowedCidrs) {
-    const address = clientAddressOf(c);
-    if (address === null || !isAddressInBlocks(address, allowedCidrs)) {
-      throw new ApiError('KEY_ADDRESS_DENIED', { details: { clientAddress: address } });
-    }
+  const { allowedOrigins } = key.limits;
+  if (!addressAdmitted(key.limits, address)) {
+    throw new ApiError('KEY_ADDRESS_DENIED', { details: { clientAddress: address } });
   }
   if (key.limits.kind === 'publishable') {
     const origin = c.req.header('origin');
@@ -41,6 +40,8 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   }
   c.set('caller', key.caller);
   c.set('keyLimits', key.limits);
+  // Taken with the key's record, in the same call to its object: apiKeyRateLimit enforces it.
+  if (key.rate) c.set('keyRate', key.rate);
   await next();
 });
 

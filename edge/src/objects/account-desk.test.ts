@@ -1,7 +1,8 @@
 // The account's desk (docs/money.md, "Where the balance lives"): a single call charged and
 // answered there makes no round trip to D1 — counted on D1's own classes, so the Durable Objects'
-// reads and writes count too — no concurrency overdraws the balance, a flush retried is applied
-// once, history appears once flushed, and a revoked key fails on its next request.
+// reads and writes count too — and a cached one two object calls (its key's object, its desk),
+// counted on the namespaces' own class; no concurrency overdraws the balance, a flush retried is
+// applied once, history appears once flushed, and a revoked key fails on its next request.
 import { env, exports } from 'cloudflare:workers';
 import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
@@ -67,6 +68,64 @@ async function d1TripsDuring(work: () => Promise<void>): Promise<number> {
   return trips;
 }
 
+/**
+ * Every call made to a Durable Object while `work` runs, as `BINDING.method`: the namespaces' `get`
+ * and `getByName` (one class for every binding) are wrapped to hand out stubs whose methods count.
+ */
+async function objectCallsDuring(work: () => Promise<void>): Promise<string[]> {
+  const calls: string[] = [];
+  const prototype = Object.getPrototypeOf(env.ACCOUNT_DESK) as Counted;
+  const bindingOf = (namespace: unknown) =>
+    Object.entries(env).find(([, binding]) => binding === namespace)?.[0] ?? 'unknown';
+  const counting = (stub: object, name: string) =>
+    new Proxy(stub, {
+      get(target, property) {
+        const value = Reflect.get(target, property);
+        if (typeof property !== 'string' || property === 'then' || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(`${name}.${property}`);
+          // Reflect.apply: an RPC method's own `apply` would be a call to the object.
+          return Reflect.apply(value, target, args);
+        };
+      },
+    });
+  let inside = false;
+  const restore: (() => void)[] = [];
+  for (const method of ['get', 'getByName']) {
+    const original = prototype[method];
+    if (typeof original !== 'function') throw new Error(`a namespace has no ${method}`);
+    prototype[method] = function (this: unknown, ...args: unknown[]) {
+      // getByName may go through get: one stub, counted once.
+      if (inside) return Reflect.apply(original, this, args);
+      inside = true;
+      try {
+        return counting(Reflect.apply(original, this, args) as object, bindingOf(this));
+      } finally {
+        inside = false;
+      }
+    };
+    restore.push(() => {
+      prototype[method] = original;
+    });
+  }
+  try {
+    await work();
+  } finally {
+    for (const undo of restore) undo();
+  }
+  return calls;
+}
+
+/** Runs `work` with a prober linked that accepts every address (RCPT 250). */
+async function withAcceptingProber(work: () => Promise<void>): Promise<void> {
+  const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
+  try {
+    await work();
+  } finally {
+    prober.close();
+  }
+}
+
 // Settled: what a call leaves running (the domain facts it learnt, the recharge check) is done
 // before the next call's round trips are counted.
 const verify = (apiKey: string, email: string, fresh = false) =>
@@ -74,8 +133,7 @@ const verify = (apiKey: string, email: string, fresh = false) =>
 
 describe('a single call at its account’s desk', () => {
   it('makes no round trip to D1 when answered from the verdict cache, and at most one when probed', async () => {
-    const prober = await startFakeProber('default', (probe) => reportFor(probe, 250, '2.1.5', 'OK', 550));
-    try {
+    await withAcceptingProber(async () => {
       const caller = await newCaller({ credits: 20 });
       const email = `trips-${crypto.randomUUID().slice(0, 8)}@accept.test`;
       // The first call reads the key and the domain, takes a block of credits: it is counted, so
@@ -100,9 +158,72 @@ describe('a single call at its account’s desk', () => {
       // Settled, D1 holds all three charges and their history.
       expect(await balanceOf(caller.accountId)).toBe(17);
       expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
-    } finally {
-      prober.close();
-    }
+    });
+  });
+
+  it('makes two object calls when answered from the verdict cache (the key’s object, then the desk), and two besides the probe otherwise', async () => {
+    await withAcceptingProber(async () => {
+      const caller = await newCaller({ credits: 20 });
+      const email = `calls-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      const first = await objectCallsDuring(async () => {
+        expect((await verify(caller.apiKey, email)).status).toBe(200);
+      });
+      // The desk holds no verdict of a new address: it opens the charge in the same call.
+      expect(first).toEqual([
+        'KEY_LIMITER.admit',
+        'ACCOUNT_DESK.answerKept',
+        'PROBER_HUB.probe',
+        'ACCOUNT_DESK.answer',
+      ]);
+      const probed = await objectCallsDuring(async () => {
+        expect((await verify(caller.apiKey, email, true)).status).toBe(200);
+      });
+      // The key's record and its request rate, the charge, the probe, the answer.
+      expect(probed).toEqual([
+        'KEY_LIMITER.admit',
+        'ACCOUNT_DESK.open',
+        'PROBER_HUB.probe',
+        'ACCOUNT_DESK.answer',
+      ]);
+      let body: { data: { meta: { cached: boolean } }; creditsRemaining: number } | undefined;
+      const cached = await objectCallsDuring(async () => {
+        const response = await verify(caller.apiKey, email);
+        expect(response.status).toBe(200);
+        expect(response.headers.get('X-RateLimit-Remaining')).toBe('97');
+        body = await response.json();
+      });
+      expect(body?.data.meta.cached).toBe(true);
+      expect(cached).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept']);
+      expect(body?.creditsRemaining).toBe(17);
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
+      const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+      expect(history.rows.map((row) => row.email)).toEqual([email, email, email]);
+      expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(3);
+    });
+  });
+
+  it('answers a verdict only D1 holds with the charge the desk opened for it: one desk call to open, one to answer', async () => {
+    await withAcceptingProber(async () => {
+      const caller = await newCaller({ credits: 10 });
+      const email = `d1-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+      expect((await verify(caller.apiKey, email)).status).toBe(200);
+      // Written to D1, and forgotten by the desk (as a reported outcome has it forget).
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
+      await env.ACCOUNT_DESK.getByName(caller.accountId).forget('live', [email]);
+      let body: { data: { status: string; meta: { cached: boolean } }; creditsRemaining: number } | undefined;
+      const calls = await objectCallsDuring(async () => {
+        const response = await verify(caller.apiKey, email);
+        expect(response.status).toBe(200);
+        body = await response.json();
+      });
+      expect(body?.data).toMatchObject({ status: 'deliverable', meta: { cached: true } });
+      expect(calls).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept', 'ACCOUNT_DESK.answer']);
+      expect(body?.creditsRemaining).toBe(8);
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
+      const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+      expect(history.rows.map((row) => row.status)).toEqual(['deliverable', 'deliverable']);
+      expect(await balanceOf(caller.accountId)).toBe(8);
+    });
   });
 
   it('never spends more than the balance under 1,000 concurrent calls on 100 credits', async () => {

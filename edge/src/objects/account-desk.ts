@@ -1,13 +1,20 @@
 // AccountDesk: one Durable Object per account (named by the account id) that keeps the account's
 // hot state for single calls in its own SQLite storage (docs/money.md, "Where the balance lives"):
 // the verdict cache, a block of credits taken from D1's balance, and an outbox of the calls it
-// answered. A single call then needs no round trip to D1's primary: the desk charges it against
+// answered. A call its cache answers is looked up, charged and recorded in one call here. A single call then needs no round trip to D1's primary: the desk charges it against
 // the block, exactly, because an object runs one call at a time between its awaits and every
 // decision here is made without one. What the desk did reaches D1 from the outbox in batches
 // (storage/desk-books.ts), each applied once; readers of history or of the balance ask the desk
 // to flush first (`settle`).
 import { DurableObject } from 'cloudflare:workers';
+import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { type MeterVars, meter, meterFrom } from '../meter.ts';
+import {
+  historyAnswer,
+  type KeptVerdictTerms,
+  keptAnswer,
+  type VerdictCacheKey,
+} from '../services/verify/kept-verdicts.ts';
 import { createDb } from '../storage/db.ts';
 import {
   applyDeskFlush,
@@ -18,7 +25,7 @@ import {
   reserveCredits,
 } from '../storage/desk-books.ts';
 import type { StorageLimit } from '../storage/storage-budget.ts';
-import type { HistoryAnswer } from '../storage/verifications.ts';
+import { type HistoryAnswer, historyRowBytes } from '../storage/verifications.ts';
 
 /** Credits a desk takes from the balance at a time: one D1 write pays for this many calls. */
 export const DESK_CREDIT_BLOCK = 100;
@@ -58,6 +65,28 @@ export interface DeskCall {
   budget: DeskBudget | null;
 }
 
+/** A call that a verdict the desk keeps may answer: the call as `open` takes it, less its answer. */
+export interface DeskKeptCall extends Omit<DeskCall, 'answer' | 'bytes' | 'email'> {
+  key: VerdictCacheKey;
+  /** Verdicts reached before this are past any lifetime (VERDICT_LIFETIME_MS). */
+  since: number;
+  terms: KeptVerdictTerms;
+  /**
+   * When no verdict here holds, the call's charge is opened instead, as `open` opens it without
+   * an answer: the call's email and its row's bytes bound.
+   */
+  orOpen?: { email: string; bytes: number };
+}
+
+/**
+ * The kept verdict as answered, with the charge's admission and the history row's bytes; or none,
+ * whether the desk held a verdict of the address at all (one that no longer holds: D1's history
+ * has none newer), and the admission of the charge opened instead (`orOpen`).
+ */
+export type DeskKeptAnswer =
+  | { result: VerificationResult; admission: DeskAdmission; bytes: number }
+  | { result: null; held: boolean; admission?: DeskAdmission };
+
 /** The desk's answer to a call: the credits left after it, or why it was refused. */
 export type DeskAdmission =
   /** `synced`: the call asked D1 (for credits or the day's storage) before it was admitted. */
@@ -92,18 +121,31 @@ export class AccountDesk extends DurableObject<Env> {
       PRIMARY KEY (mode, address))`);
   }
 
-  /** The latest verdict answered for `address` in `mode` since `since`, as the call stored it. */
-  lookup(query: { mode: 'live' | 'test'; address: string; since: number }): string | null {
+  /**
+   * A call answered from the verdict the desk keeps for its address, when that verdict still
+   * holds on `terms` (kept-verdicts.ts): charged and recorded with its history row as `open`
+   * does, in this one call. `result: null`: no verdict here holds, and the charge was opened (with
+   * `orOpen`) or nothing was charged.
+   */
+  async answerKept(call: DeskKeptCall): Promise<DeskKeptAnswer> {
     this.#meter();
     const row = this.ctx.storage.sql
       .exec<{ result: string }>(
         'SELECT result FROM verdicts WHERE mode = ? AND address = ? AND created_at >= ?',
-        query.mode,
-        query.address,
-        query.since,
+        call.mode,
+        call.key.address,
+        call.since,
       )
       .toArray()[0];
-    return row?.result ?? null;
+    const result = row ? keptAnswer(row.result, call.terms) : null;
+    if (!result) {
+      const held = row !== undefined;
+      if (!call.orOpen) return { result: null, held };
+      return { result: null, held, admission: await this.#open({ ...call, ...call.orOpen }) };
+    }
+    const answer = historyAnswer(result, call.key);
+    const bytes = historyRowBytes(call, answer, answer.email);
+    return { result, bytes, admission: await this.#open({ ...call, email: answer.email, answer, bytes }) };
   }
 
   /**
@@ -121,8 +163,12 @@ export class AccountDesk extends DurableObject<Env> {
    * its answer is known: both or neither, as one step of this object. Refused when the credits
    * or the day's storage budget do not cover it, after asking D1 once for more.
    */
-  async open(call: DeskCall): Promise<DeskAdmission> {
+  open(call: DeskCall): Promise<DeskAdmission> {
     this.#meter();
+    return this.#open(call);
+  }
+
+  async #open(call: DeskCall): Promise<DeskAdmission> {
     const state = this.#state(call.accountId);
     state.lastCallAt = call.now;
     this.#save(state);

@@ -9,9 +9,11 @@
 // revocation writes D1 first and then has the object `forget` the record, so the next request
 // with the key reads D1 again and fails. A record is read again after KEY_RECORD_TTL_MS anyway,
 // which bounds how long a change made without `forget` (an account's shared-fleet setting, a
-// revocation whose `forget` could not be sent) goes unseen.
+// revocation whose `forget` could not be sent) goes unseen. The same object counts a secret key's
+// requests against RATE_LIMIT in the same call (`admit`), so a request makes one call to it.
 import { DurableObject } from 'cloudflare:workers';
 import { type MeterVars, meter, meterFrom } from '../meter.ts';
+import { addressAdmitted, keyLimitsOf } from '../services/keys/key-limits.ts';
 import { type ApiKeyRecord, findApiKeyByHash, LAST_USED_RESOLUTION_MS } from '../storage/api-keys.ts';
 import { createDb } from '../storage/db.ts';
 
@@ -37,6 +39,12 @@ export const KEY_RECORD_TTL_MS = 5 * 60_000;
 export interface KeyRecordAnswer {
   record: ApiKeyRecord | null;
   touch: boolean;
+}
+
+/** The key's record and, when the request counted against the key's request rate, the decision. */
+export interface KeyAdmission extends KeyRecordAnswer {
+  /** Null: not counted (an unknown or revoked key, one refused from this address, a publishable key). */
+  rate: LimitDecision | null;
 }
 
 interface StoredKeyRecord {
@@ -73,13 +81,35 @@ export class KeyLimiter extends DurableObject<Env> {
   #generation = 0;
 
   /**
+   * The key's record (kept, or read from D1) and the request counted against RATE_LIMIT, in one
+   * call: only a request the key's record lets through from `clientAddress` is counted, so an
+   * unknown or revoked key, or one used from outside its address blocks, uses none of the key's
+   * requests. A publishable key's calls are counted per client network first
+   * (middleware/rate-limit.ts): never here.
+   */
+  async admit(
+    keyHash: string,
+    now: number,
+    request: { clientAddress: string | null },
+  ): Promise<KeyAdmission> {
+    meterFrom(this.env as MeterVars);
+    meter({ doRequests: 1 });
+    const answer = await this.#keyRecord(keyHash, now);
+    const { record } = answer;
+    const counted =
+      record !== null &&
+      record.revokedAt === null &&
+      record.kind === 'secret' &&
+      addressAdmitted(keyLimitsOf(record), request.clientAddress);
+    return { ...answer, rate: counted ? this.#hit(RATE_LIMIT, RATE_WINDOW_MS) : null };
+  }
+
+  /**
    * The record of the key whose hash is `keyHash`, kept from an earlier read while it is fresh,
    * else read from D1 and kept (an unknown key is not kept). `touch` is true once a minute per
    * key: the caller records the key's use in D1 then.
    */
-  async keyRecord(keyHash: string, now: number): Promise<KeyRecordAnswer> {
-    meterFrom(this.env as MeterVars);
-    meter({ doRequests: 1 });
+  async #keyRecord(keyHash: string, now: number): Promise<KeyRecordAnswer> {
     let stored = this.ctx.storage.kv.get<StoredKeyRecord>(KEY_RECORD);
     let changed = false;
     if (!stored || stored.keyHash !== keyHash || now - stored.readAt >= KEY_RECORD_TTL_MS) {
@@ -110,6 +140,10 @@ export class KeyLimiter extends DurableObject<Env> {
   hit(limit: number, windowMs: number): LimitDecision {
     meterFrom(this.env as MeterVars);
     meter({ doRequests: 1 });
+    return this.#hit(limit, windowMs);
+  }
+
+  #hit(limit: number, windowMs: number): LimitDecision {
     const now = Date.now();
     const hits = this.#load().filter((at) => at > now - windowMs);
     const allowed = hits.length < limit;

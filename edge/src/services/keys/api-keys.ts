@@ -1,8 +1,7 @@
-import { type CidrBlock, parseCidr } from '@rcpt/shared/ip-ranges';
+import { parseCidr } from '@rcpt/shared/ip-ranges';
 import { issueSecret } from '@rcpt/shared/secret-tokens';
-import type { KeyLimiter } from '../../objects/key-limiter.ts';
+import type { KeyLimiter, LimitDecision } from '../../objects/key-limiter.ts';
 import {
-  type ApiKeyRow,
   type DataMode,
   insertApiKeyWithin,
   markKeysReviewed as markReviewed,
@@ -14,15 +13,10 @@ import type { NewApiKey } from '../../storage/inserts.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
 import { type SealedPlace, seal } from '../accounts/secret-box.ts';
 import { quotaExceeded } from '../money/quotas.ts';
+import { KEY_SCOPES, type KeyLimits, type KeyScope, keyLimitsOf } from './key-limits.ts';
 
-/**
- * What a key may call (docs/publishable-keys.md, "Scopes"): `verify` the single verify,
- * `bulk` uploading lists and reading their jobs, `read` the account, history and jobs,
- * `outcomes` reporting what happened to sends (free, and spends nothing: a sending system's key
- * needs no power to verify).
- */
-export const KEY_SCOPES = ['verify', 'bulk', 'read', 'outcomes'] as const;
-export type KeyScope = (typeof KEY_SCOPES)[number];
+// A key's limits are pure rules of their own (key-limits.ts): the key's object reads them too.
+export { KEY_SCOPES, type KeyLimits, type KeyScope, keyHoldsScope, keyLimitsOf } from './key-limits.ts';
 
 /** Who a request acts for: the account, the key it came with, and the key's mode. */
 export interface Caller {
@@ -39,64 +33,15 @@ export interface Caller {
   ownProbersOnly?: boolean;
 }
 
-/** How a key is limited beyond its account and mode; every field null means "no limit". */
-export interface KeyLimits {
-  kind: 'secret' | 'publishable';
-  /** The scopes it holds; null: every scope, and the account's settings. */
-  scopes: readonly KeyScope[] | null;
-  /** The client address blocks it may be used from; null: any address. */
-  allowedCidrs: readonly CidrBlock[] | null;
-  /** Publishable keys: the page origins it answers (exact `scheme://host[:port]`). */
-  allowedOrigins: readonly string[] | null;
-  /** Publishable keys: verifications admitted per UTC day. */
-  dailyCap: number | null;
-  /** Publishable keys: the customer's Turnstile secret key, sealed; null when Turnstile is off. */
-  turnstileSecret: string | null;
-}
-
 export interface AuthenticatedKey {
   caller: Caller;
   limits: KeyLimits;
+  /** The request counted against the key's request rate, or null when it was not (see `admit`). */
+  rate: LimitDecision | null;
 }
 
 /** Most address blocks and origins a key may list: each is checked on every request. */
 export const MAX_KEY_LIST_ENTRIES = 50;
-
-/** A key's limits as stored; a column that does not parse is a bug, not a missing limit. */
-export function keyLimitsOf(
-  row: Pick<
-    ApiKeyRow,
-    'kind' | 'scopes' | 'allowedCidrs' | 'allowedOrigins' | 'dailyCap' | 'turnstileSecret'
-  >,
-): KeyLimits {
-  const list = (json: string | null): string[] | null =>
-    json === null ? null : (JSON.parse(json) as string[]);
-  const cidrs = list(row.allowedCidrs);
-  return {
-    kind: row.kind,
-    scopes: list(row.scopes) as KeyScope[] | null,
-    allowedCidrs:
-      cidrs?.map((text) => {
-        const block = parseCidr(text);
-        if (!block) throw new Error(`stored address block ${text} does not parse`);
-        return block;
-      }) ?? null,
-    allowedOrigins: list(row.allowedOrigins),
-    dailyCap: row.dailyCap,
-    turnstileSecret: row.turnstileSecret,
-  };
-}
-
-/** Whether a key with these limits may call an operation open to `anyOf` (docs/publishable-keys.md). */
-export function keyHoldsScope(
-  limits: Pick<KeyLimits, 'kind' | 'scopes'>,
-  anyOf: readonly KeyScope[],
-  operation: { publishableKeys: boolean },
-): boolean {
-  if (limits.kind === 'publishable' && !operation.publishableKeys) return false;
-  if (limits.scopes === null) return true;
-  return anyOf.some((scope) => limits.scopes?.includes(scope));
-}
 
 /**
  * The address blocks of a list typed by a person (one per line or comma-separated), in
@@ -175,15 +120,22 @@ type KeyLimiters = DurableObjectNamespace<KeyLimiter>;
 
 /**
  * The caller behind a key hash, or null for an unknown or revoked key. The key's record comes
- * from its KeyLimiter object, which reads D1 only when it holds none (or an old one).
+ * from its KeyLimiter object, which reads D1 only when it holds none (or an old one), and which
+ * counts the request against the key's request rate in the same call when the key may be used
+ * from `request.clientAddress` (objects/key-limiter.ts, `admit`).
  */
 export async function authenticateApiKey(
   deps: { db: Db; limiters: KeyLimiters },
   keyHash: string,
   now: number,
   inBackground: (task: Promise<unknown>) => void,
+  request: { clientAddress: string | null },
 ): Promise<AuthenticatedKey | null> {
-  const { record: key, touch } = await keyRecordKeeper(deps.limiters, keyHash).keyRecord(keyHash, now);
+  const {
+    record: key,
+    touch,
+    rate,
+  } = await keyRecordKeeper(deps.limiters, keyHash).admit(keyHash, now, request);
   if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
   // "Last used" is kept to the minute: a busy key costs no write per request.
   if (touch) inBackground(touchApiKey(deps.db, key.id, now));
@@ -196,6 +148,7 @@ export async function authenticateApiKey(
       ownProbersOnly: key.sharedFleetFallback === 0,
     },
     limits: keyLimitsOf(key),
+    rate,
   };
 }
 

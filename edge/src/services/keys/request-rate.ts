@@ -1,5 +1,7 @@
-// 100 requests per minute per API key (README, "Using the API"), counted by the key's
-// KeyLimiter object; a request without a key (the dashboard) is counted per account.
+// 100 requests per minute per API key (README, "Using the API"), counted by a KeyLimiter object.
+// A secret key's requests are counted with its record, in one call to the object named by its
+// hash (`KeyLimiter.admit`, from apiKeyAuth); here are a publishable key's own count (after its
+// client network's share) and, per account, a request without a key (the dashboard).
 import {
   type KeyLimiter,
   type LimitDecision,

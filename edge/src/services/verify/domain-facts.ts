@@ -184,15 +184,24 @@ export class DomainFactsStore {
   }
 
   /**
-   * Whether a verdict reached at `verifiedAt` still agrees with the domain's facts. An expired
-   * route is asked of DNS again first, so a domain that moved its mail (or stopped existing)
-   * retires the verdicts reached on its old route.
+   * When the domain's facts last changed their answer, or null when it has none: a verdict
+   * reached before then no longer holds (kept-verdicts.ts, `keptAnswer`), and none holds on no
+   * facts (DNS is left to the verification then). An expired route is asked of DNS again first,
+   * so a domain that moved its mail (or stopped existing) retires the verdicts reached on its old
+   * route.
    */
-  async verdictHolds(domain: string, verifiedAt: number): Promise<boolean> {
+  async verdictsHoldSince(domain: string): Promise<number | null> {
     const route = (await this.facts(domain))?.route;
+    if (route === undefined) return null;
     if (!route || route.expiresAt <= this.#deps.now()) await this.#resolve(domain);
-    const facts = await this.facts(domain);
-    return facts !== null && facts.changedAt <= verifiedAt;
+    return (await this.facts(domain))?.changedAt ?? null;
+  }
+
+  /** Whether the domain's facts are at hand without a read of D1 (read by this store, or in the snapshot). */
+  known(domain: string): boolean {
+    if (this.#read.has(domain)) return true;
+    const kept = this.#deps.snapshot ? snapshot.get(domain) : undefined;
+    return kept !== undefined && this.#deps.now() - kept.at < FACTS_SNAPSHOT_MS;
   }
 
   /** `gateway`, with each probe's catch-all answer recorded, or filled from the facts when the probe has none. */

@@ -16,11 +16,6 @@ export function accountBounce(db: Db, accountId: string, address: string): Promi
   return latestMailboxBounce(db, { accountId, mode: 'live', email: address });
 }
 
-/** Whether a kept verdict was the account's bounce answered: it holds only while the bounce does. */
-export function answeredFromBounce(result: VerificationResult): boolean {
-  return result.meta.learnt?.kind === 'mailbox_bounce';
-}
-
 /**
  * The answer from the account's bounce: the address's syntax, lists and mail route as any
  * verdict has them (the route from the domain facts), the mailbox as the bounce said, no SMTP.

@@ -5,6 +5,7 @@
 // failure in between refunds it — here, or in the recovery sweep if the refund fails too.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
+import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-address';
 import { errorFields, log } from '../../logger.ts';
@@ -24,9 +25,17 @@ import type { Caller } from '../keys/api-keys.ts';
 import type { AccountDeskStub } from '../money/account-desk.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
-import { accountBounce, answeredFromBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
+import {
+  historyAnswer,
+  type KeptVerdictTerms,
+  keptAnswer,
+  keptUnder,
+  type VerdictCacheKey,
+  verdictCacheKey,
+} from './kept-verdicts.ts';
+import { accountBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { cachedVerdict, keptUnder, type VerdictCacheKey, verdictCacheKey } from './verdict-cache.ts';
+import { type KeptRead, keptSince, keptVerdictTerms, readKeptVerdict } from './verdict-cache.ts';
 
 /** docs/money.md: one credit whatever the answer, taken before any work is done. */
 const SINGLE_VERIFICATION_CREDITS = 1;
@@ -83,38 +92,30 @@ export async function verifyForCaller(input: {
   // The account's own hard bounce of the mailbox answers for it (docs/verdicts.md, "Learning from
   // outcomes"); never through a publishable key, whose visitor must not learn what the account sent.
   const withBounce = key !== null && !publishable && caller.mode === 'live';
-  const read =
-    key && !input.fresh
-      ? await cachedVerdict({
-          db,
-          // Test keys' answers come from no DNS, so no domain fact bears on them.
-          facts: caller.mode === 'test' ? null : input.facts,
-          accountId: caller.accountId,
-          mode: caller.mode,
-          key,
-          now,
-          ...(input.desk ? { desk: input.desk } : {}),
-          withBounce,
-        })
-      : null;
-  const bounce =
-    read?.bounce ??
-    (withBounce && key && !read ? await accountBounce(db, caller.accountId, key.address) : null);
-  const kept = read?.verdict ?? null;
-  const keptAnswer = kept && answersEvidence(kept, evidence, caller.mode === 'test');
-  // A kept verdict of an earlier bounce holds only while the bounce does.
-  const cached = bounce || (keptAnswer && answeredFromBounce(keptAnswer)) ? null : keptAnswer;
   const budget: HistoryBudget = { day: utcDayStart(now), limit: input.quotas.storage };
+  const found = key && !input.fresh ? await fromCache(input, key, { withBounce, evidence, budget }) : null;
+  const bounce =
+    found?.bounce ??
+    (withBounce && key && !found ? await accountBounce(db, caller.accountId, key.address) : null);
+  const cached = found?.cached ?? null;
   if (caller.mode === 'test') {
+    if (cached && found?.opened && !found.open) {
+      // The desk answered it and recorded it already.
+      if ('refused' in found.opened) throw storageRefused(found.opened, now);
+      return { result: cached, creditsRemaining: found.opened.balance };
+    }
     const result = cached ?? sandboxVerify(address, now);
     if (input.desk) {
       const answer = historyAnswer(result, key);
       const bytes = historyRowBytes(deskRow(input), answer, answer.email);
-      const admitted = {
+      const admitted = await input.desk.open({
+        ...deskCall(input, 0),
+        email: answer.email,
         bytes,
-        ...(await input.desk.open({ ...deskCall(input, answer.email, 0, bytes), answer, budget })),
-      };
-      if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, admitted.bytes), now);
+        answer,
+        budget,
+      });
+      if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, bytes), now);
       return { result, creditsRemaining: admitted.balance };
     }
     const refusal = await insertAnsweredVerification(
@@ -142,9 +143,12 @@ export async function verifyForCaller(input: {
     evidence,
     ...(cached ? { answer: historyAnswer(cached, key) } : {}),
   };
-  const opened = input.desk
-    ? await openAtDesk(input.desk, input, opening, publishable ? null : budget)
-    : await openChargedVerification(db, opening, publishable ? null : budget);
+  // The desk charged the call already: with the cached answer it gave, or opened for the answer to come.
+  const opened =
+    found?.opened ??
+    (input.desk
+      ? await openAtDesk(input.desk, input, opening, publishable ? null : budget)
+      : await openChargedVerification(db, opening, publishable ? null : budget));
   if ('refused' in opened) {
     if (opened.refused === 'storage') throw storageRefused(opened, now);
     if (publishable) throw new ApiError('INSUFFICIENT_CREDITS');
@@ -154,22 +158,27 @@ export async function verifyForCaller(input: {
   }
   const creditsRemaining = opened.balance;
   const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
-  if (cached) return { result: cached, creditsRemaining, ...unmoved };
+  if (cached && !found?.open) return { result: cached, creditsRemaining, ...unmoved };
   const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
   try {
-    let reached: VerificationResult;
-    if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+    let result: VerificationResult;
+    // A verdict D1 held, for the charge the desk opened when it held none: closed with it.
+    if (cached) result = cached;
     else {
-      const verification = await verifyAddress(
-        input.deps,
-        address,
-        input.answerBy === undefined ? {} : { answerBy: input.answerBy },
-      );
-      reached = verification.result;
-      if (verification.completion)
-        input.background?.(keepLate(books, requestId, key, verification.completion));
+      let reached: VerificationResult;
+      if (bounce) reached = await bounceAnswer(input.deps, address, bounce, Date.now);
+      else {
+        const verification = await verifyAddress(
+          input.deps,
+          address,
+          input.answerBy === undefined ? {} : { answerBy: input.answerBy },
+        );
+        reached = verification.result;
+        if (verification.completion)
+          input.background?.(keepLate(books, requestId, key, verification.completion));
+      }
+      result = await withLearntDomain(input.facts, reached, now);
     }
-    const result = await withLearntDomain(input.facts, reached, now);
     // SPEC: a single verification costs 1 credit whatever it answers, `timeout_exceeded` included.
     if (await books.answer(requestId, historyAnswer(result, key)))
       return { result, creditsRemaining, ...unmoved };
@@ -204,22 +213,6 @@ async function keepLate(
   }
 }
 
-/**
- * A kept verdict as this call answers it: without its evidence unless asked for; when asked for,
- * only a verdict kept with its evidence (or one no SMTP session stood behind) answers, and any
- * other is verified afresh (null). A test key's fixed answers have no session behind them.
- */
-function answersEvidence(
-  kept: VerificationResult,
-  evidence: boolean,
-  sandbox: boolean,
-): VerificationResult | null {
-  const { evidence: keptEvidence, ...withoutEvidence } = kept;
-  if (!evidence) return withoutEvidence;
-  const fromSmtp = kept.meta.verifiedVia === 'mx' || kept.meta.verifiedVia === 'tenant';
-  return keptEvidence || sandbox || !fromSmtp ? kept : null;
-}
-
 function storageRefused(refusal: HistoryRefusal, now: number): ApiError {
   return quotaExceeded({
     quota: 'storage_bytes_per_day',
@@ -228,17 +221,6 @@ function storageRefused(refusal: HistoryRefusal, now: number): ApiError {
     requested: refusal.bytes,
     now,
   });
-}
-
-function historyAnswer(result: VerificationResult, key: VerdictCacheKey | null): HistoryAnswer {
-  return {
-    email: result.email,
-    address: keptUnder(key, result)?.address ?? null,
-    status: result.status,
-    subStatus: result.subStatus,
-    score: result.score,
-    resultJson: JSON.stringify(result),
-  };
 }
 
 /** Where an open charge is closed: with its answer, by its refund, or given a late verdict. */
@@ -266,23 +248,113 @@ function deskBooks(desk: AccountDeskStub, mode: Caller['mode'], db: Db): CallBoo
   };
 }
 
-type DeskInput = Pick<Parameters<typeof verifyForCaller>[0], 'caller' | 'requestId' | 'now'>;
+type VerifyInput = Parameters<typeof verifyForCaller>[0];
+type DeskInput = Pick<VerifyInput, 'caller' | 'requestId' | 'now'>;
+
+/** The account's kept verdict of `key` as this call answers it, and what answering it took. */
+interface CacheFound {
+  cached: VerificationResult | null;
+  /** The account's bounce of the address, when asked and read (docs/verdicts.md, "Learning from outcomes"). */
+  bounce: MailboxBounce | null;
+  /**
+   * Set when the desk charged the call in the same call: with the cached answer it gave, or, for
+   * a live key's call it had no verdict for, opened for the answer to come (`open`).
+   */
+  opened?: { balance: number; synced: boolean } | HistoryRefusal;
+  open?: boolean;
+}
+
+/**
+ * The account's kept verdict of `key`: its desk's, looked up, charged and recorded in one call
+ * when it still holds (docs/money.md, "Where the balance lives"), else D1's. The domain's facts
+ * decide whether a verdict holds, so they are at hand before the desk is asked: from the
+ * isolate's snapshot, or read from D1 in the same round trip as D1's verdict.
+ */
+async function fromCache(
+  input: VerifyInput,
+  key: VerdictCacheKey,
+  call: { withBounce: boolean; evidence: boolean; budget: HistoryBudget },
+): Promise<CacheFound> {
+  const { db, caller, now, desk } = input;
+  // Test keys' answers come from no DNS, so no domain fact bears on them.
+  const facts = caller.mode === 'test' ? null : input.facts;
+  const read = () =>
+    readKeptVerdict({
+      db,
+      facts,
+      accountId: caller.accountId,
+      mode: caller.mode,
+      key,
+      now,
+      withBounce: call.withBounce,
+    });
+  let stored = !desk || (facts && !facts.known(key.domain)) ? await read() : null;
+  // Read once, and only when a verdict is to be answered against them.
+  let termsRead: Promise<KeptVerdictTerms> | undefined;
+  const terms = () =>
+    (termsRead ??= keptVerdictTerms(facts, key, {
+      now,
+      evidence: call.evidence,
+      sandbox: caller.mode === 'test',
+    }));
+  if (desk) {
+    const live = caller.mode === 'live';
+    // A live call the desk has no verdict for is charged in the same call, opened for its answer;
+    // a test key's answer is recorded answered, once known.
+    const orOpen = live
+      ? { email: input.email, bytes: historyRowBytes(deskRow(input), undefined, input.email, call.evidence) }
+      : undefined;
+    const kept = await desk.answerKept({
+      ...deskCall(input, live ? SINGLE_VERIFICATION_CREDITS : 0),
+      key,
+      since: keptSince(now),
+      terms: await terms(),
+      budget: call.budget,
+      ...(orOpen ? { orOpen } : {}),
+    });
+    if (kept.result) {
+      const { admission } = kept;
+      const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
+      return { cached: kept.result, bounce: null, opened };
+    }
+    const { admission } = kept;
+    const charged =
+      admission && orOpen
+        ? {
+            opened: 'refused' in admission ? admittedRefusal(admission, orOpen.bytes) : admission,
+            open: true,
+          }
+        : {};
+    // The desk keeps an address's latest verdict, so D1's history holds none newer; and a verdict
+    // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts). A
+    // refused call reads nothing more.
+    if (kept.held || (admission && 'refused' in admission)) return { cached: null, bounce: null, ...charged };
+    stored ??= await read();
+    return { ...(await keptFrom(stored, terms)), ...charged };
+  }
+  return stored ? keptFrom(stored, terms) : { cached: null, bounce: null };
+}
+
+/** D1's verdict as this call answers it: none while the account's bounce of the address stands. */
+async function keptFrom(stored: KeptRead, terms: () => Promise<KeptVerdictTerms>): Promise<CacheFound> {
+  const { resultJson, bounce } = stored;
+  return { cached: resultJson === null || bounce ? null : keptAnswer(resultJson, await terms()), bounce };
+}
 
 function deskRow(input: DeskInput) {
   return { id: input.requestId, accountId: input.caller.accountId, apiKeyId: input.caller.apiKeyId };
 }
 
-function deskCall(input: DeskInput, email: string, amount: number, bytes: number) {
+/** The call as the desk takes it, less its email and bytes (known with its answer). */
+function deskCall(input: DeskInput, amount: number) {
   const { caller } = input;
   return {
     accountId: caller.accountId,
     id: input.requestId,
     apiKeyId: caller.apiKeyId,
     mode: caller.mode,
-    email,
     amount,
     now: input.now,
-    bytes,
   };
 }
 
@@ -295,7 +367,9 @@ async function openAtDesk(
 ): Promise<{ balance: number; synced: boolean } | HistoryRefusal> {
   const bytes = historyRowBytes(deskRow(input), opening.answer, opening.email, opening.evidence);
   const admitted = await desk.open({
-    ...deskCall(input, opening.email, opening.amount, bytes),
+    ...deskCall(input, opening.amount),
+    email: opening.email,
+    bytes,
     ...(opening.answer ? { answer: opening.answer } : {}),
     budget,
   });

@@ -1,102 +1,64 @@
 // Each account's verdicts, answered again while they last (docs/verdicts.md, "Cached answers"):
-// the same address asked twice within a day gets the same answer. The store is the account's
-// history: every answered single verification is a row keyed by account and normalised
-// address, and the key's mode (test or live) picks which rows are seen. A verdict lasts its
-// status's lifetime from the moment it was reached — not from when it was last answered, so
-// answering it again never extends it — and only while the domain's facts it was reached on
-// still hold.
-import { storedVerificationResult, type VerificationResult } from '@rcpt/shared/contract/api';
-import { VERDICT_LIFETIME_MS, verdictLifetimeMs } from '@rcpt/shared/contract/verdict-lifetime';
-import type { SyntaxResult } from '@rcpt/shared/verify/inputs';
+// the same address asked twice within a day gets the same answer. The account's desk keeps every
+// verdict answered through it (objects/account-desk.ts); D1's history keeps the rest, each
+// answered single verification a row keyed by account and normalised address, and the key's mode
+// (test or live) picks which rows are seen. Which verdict still holds is kept-verdicts.ts.
+import { VERDICT_LIFETIME_MS } from '@rcpt/shared/contract/verdict-lifetime';
 import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
 import type { DataMode } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import { latestVerdict, latestVerdictAndFacts } from '../../storage/verifications.ts';
-import type { AccountDeskStub } from '../money/account-desk.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
+import type { KeptVerdictTerms, VerdictCacheKey } from './kept-verdicts.ts';
 
-export interface VerdictCacheKey {
-  /** Normalised: trimmed, the domain in lower-case A-labels, the local part as given (RFC 5321 §2.4). */
-  address: string;
-  domain: string;
-}
-
-/**
- * The cache key of a parsed address, or null for one whose verdict needs no DNS or SMTP (invalid
- * syntax, an IP literal): those are reached locally in no time and never change.
- */
-export function verdictCacheKey(address: SyntaxResult): VerdictCacheKey | null {
-  return address.valid && !address.ipLiteral ? { address: address.email, domain: address.domain } : null;
-}
-
-/**
- * The key under which `result` is kept, or null when it is not kept: the policy table says how
- * long each answer is remembered, and rcpt's own failures are not (a repeat asks again, and an
- * earlier verdict still within its lifetime stays the one answered).
- */
-export function keptUnder(key: VerdictCacheKey | null, result: VerificationResult): VerdictCacheKey | null {
-  return key && verdictLifetimeMs(result) > 0 ? key : null;
-}
-
-/** What the cache read found: the account's live verdict, and when asked, its bounce of the address. */
-export interface CacheRead {
-  verdict: VerificationResult | null;
+/** What D1 holds: the account's latest verdict for the address as stored, and when asked, its bounce of it. */
+export interface KeptRead {
+  resultJson: string | null;
   bounce: MailboxBounce | null;
 }
 
+/** Verdicts reached before this are past any lifetime: none is looked for. */
+export function keptSince(now: number): number {
+  return now - VERDICT_LIFETIME_MS;
+}
+
 /**
- * The account's live verdict for `key`, marked cached, or null. `facts` is null for test keys,
- * whose answers come from no DNS. With `withBounce` (and facts), the account's latest mailbox
- * bounce of the address is read in the same round trip (docs/verdicts.md, "Learning from outcomes").
+ * The account's latest verdict for `key` in D1. `facts` is null for test keys, whose answers
+ * come from no DNS; with facts, the domain's row is read in the same round trip and given to
+ * them, and with `withBounce` the account's latest mailbox bounce of the address too
+ * (docs/verdicts.md, "Learning from outcomes").
  */
-export async function cachedVerdict(input: {
+export async function readKeptVerdict(input: {
   db: Db;
   facts: DomainFactsStore | null;
   accountId: string;
   mode: DataMode;
   key: VerdictCacheKey;
   now: number;
-  /**
-   * The account's desk, which keeps every verdict answered through it: asked first, and D1 only
-   * when it holds none for the address (a verdict from before the desk kept them). A reported
-   * outcome of the address has the desk forget it (record.ts), so a verdict the desk holds has no
-   * bounce after it.
-   */
-  desk?: AccountDeskStub;
-  withBounce?: boolean;
-}): Promise<CacheRead> {
-  const { facts, key, now } = input;
+  withBounce: boolean;
+}): Promise<KeptRead> {
+  const { facts, key } = input;
   const lookup = {
     accountId: input.accountId,
     mode: input.mode,
     address: key.address,
-    since: now - VERDICT_LIFETIME_MS,
+    since: keptSince(input.now),
   };
-  // The desk's verdict needs no round trip; the domain's facts are then read by `verdictHolds`.
-  let resultJson = input.desk ? await input.desk.lookup(lookup) : null;
-  let bounce: MailboxBounce | null = null;
-  if (resultJson === null && facts) {
-    // The answer needs both: one round trip to D1 instead of two.
-    const read = await latestVerdictAndFacts(input.db, lookup, key.domain, input.withBounce ?? false);
-    facts.know(key.domain, read.facts);
-    resultJson = read.resultJson;
-    bounce = read.bounce;
-  } else if (resultJson === null) {
-    resultJson = await latestVerdict(input.db, lookup);
-  }
-  return { verdict: await stillHolds(resultJson, facts, key, now), bounce };
+  if (!facts) return { resultJson: await latestVerdict(input.db, lookup), bounce: null };
+  // The answer needs both: one round trip to D1 instead of two.
+  const read = await latestVerdictAndFacts(input.db, lookup, key.domain, input.withBounce);
+  facts.know(key.domain, read.facts);
+  return { resultJson: read.resultJson, bounce: read.bounce };
 }
 
-async function stillHolds(
-  resultJson: string | null,
+/**
+ * What a kept verdict of `key` is answered against now: the domain's facts as they stand (an
+ * expired route asked of DNS again), unless `facts` is null (a test key's call).
+ */
+export async function keptVerdictTerms(
   facts: DomainFactsStore | null,
   key: VerdictCacheKey,
-  now: number,
-): Promise<VerificationResult | null> {
-  if (resultJson === null) return null;
-  const result = storedVerificationResult(resultJson);
-  const verifiedAt = Date.parse(result.meta.verifiedAt);
-  if (!(now - verifiedAt < verdictLifetimeMs(result))) return null;
-  if (facts && !(await facts.verdictHolds(key.domain, verifiedAt))) return null;
-  return { ...result, meta: { ...result.meta, cached: true } };
+  call: Omit<KeptVerdictTerms, 'factsChangedAt'>,
+): Promise<KeptVerdictTerms> {
+  return facts ? { ...call, factsChangedAt: await facts.verdictsHoldSince(key.domain) } : call;
 }
