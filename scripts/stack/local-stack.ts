@@ -120,10 +120,20 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   let started: { edge: ChildProcess; baseUrl: string; inspectorPort: number } | null = null;
   for (let attempt = 1; started === null; attempt++) {
     const port = options.port || (await freePort(host));
-    started = await startEdge(host, port, await freePort(host), persistTo, varArgs, stackId, options.onLog);
-    if (started === null && (options.port || attempt === PORT_ATTEMPTS))
-      throw new Error(`gave up starting the edge: port ${port} or its inspector's was in use`);
-    if (started === null) step(`port ${port} or its inspector's was taken meanwhile; drawing new ones`);
+    const start = await startEdge(
+      host,
+      port,
+      await freePort(host),
+      persistTo,
+      varArgs,
+      stackId,
+      options.onLog,
+    );
+    if ('retry' in start) {
+      if (attempt === PORT_ATTEMPTS || (options.port && start.retry === 'port'))
+        throw new Error(`gave up starting the edge: ${RETRY_REASONS[start.retry](port)}`);
+      step(`${RETRY_REASONS[start.retry](port)}; starting it again`);
+    } else started = start;
   }
   const { edge, baseUrl, inspectorPort } = started;
   step(`the edge answers at ${baseUrl}`);
@@ -198,12 +208,25 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
   return stack;
 }
 
-/** How often a stack draws new free ports when one was taken before its process bound it. */
+/** How often a stack starts wrangler dev again (new free ports) when a start could not finish. */
 const PORT_ATTEMPTS = 5;
 
 /**
- * Starts `wrangler dev` and resolves once the edge answers; null if wrangler found its port or
- * its inspector's port in use (it exits then).
+ * A wrangler dev that has said nothing for this long and still does not answer has hung: seen
+ * on a loaded two-core runner, once in some tens of starts, after it printed its bindings (its
+ * workerd bound the port and never served). Starts that are merely slow keep printing.
+ */
+const EDGE_STALL_MS = 150_000;
+
+const RETRY_REASONS = {
+  port: (port: number) => `port ${port} or its inspector's was taken meanwhile`,
+  stalled: (port: number) =>
+    `wrangler dev on port ${port} said nothing for ${EDGE_STALL_MS / 1000} s and did not answer`,
+};
+
+/**
+ * Starts `wrangler dev` and resolves once the edge answers; `retry` if wrangler found its port or
+ * its inspector's port in use (it exits then) or hung (it is killed then).
  */
 async function startEdge(
   host: string,
@@ -213,7 +236,7 @@ async function startEdge(
   varArgs: string[],
   stackId: string,
   onLog: StackOptions['onLog'],
-): Promise<{ edge: ChildProcess; baseUrl: string; inspectorPort: number } | null> {
+): Promise<{ edge: ChildProcess; baseUrl: string; inspectorPort: number } | { retry: 'port' | 'stalled' }> {
   const edge = spawnWrangler([
     'dev',
     '--local',
@@ -241,7 +264,10 @@ async function startEdge(
   // the first build error ends the start instead of a wait without end.
   const build = buildFailureReader();
   let addressInUse = false;
+  let lastLineAt = Date.now();
+  let stalled = false;
   pipeLines(edge, 'edge', onLog, (line) => {
+    lastLineAt = Date.now();
     build.read(line);
     addressInUse ||= line.includes('Address already in use');
   });
@@ -250,16 +276,25 @@ async function startEdge(
     await waitUntil(`the edge at ${baseUrl}`, edge, async () => {
       const failure = build.failure();
       if (failure) throw new StackStartError(`wrangler could not build the Worker: ${failure}`);
+      if (Date.now() - lastLineAt > EDGE_STALL_MS) {
+        stalled = true;
+        throw new StackStartError('wrangler dev hung');
+      }
       // wrangler's proxy holds a request until the Worker is built: ask again rather than wait.
       const health = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
       return health.ok && ((await health.json()) as { stack?: string }).stack === stackId;
     });
   } catch (error) {
+    if (stalled) {
+      signal(edge, 'SIGKILL', true);
+      await closed;
+      return { retry: 'stalled' };
+    }
     await lastLinesOf(edge, closed);
     if (!addressInUse) throw error;
     // What wrangler started before it gave up (workerd) goes with it.
     signal(edge, 'SIGKILL', true);
-    return null;
+    return { retry: 'port' };
   }
   return { edge, baseUrl, inspectorPort };
 }

@@ -1,4 +1,4 @@
-// What an upload learns of the list's domains rcpt has not met (docs/api.md, "Batch"): before
+// What an upload learns of the list's domains rcpt has not met (docs/api.md, "Upload a list"): before
 // it answers, it asks one address of each of a few of them, as a single call probes (through the
 // hub, ahead of batch work), and waits a short while for the answers. A quick answer: the domain
 // is ordinary. Greylisting: the domain holds every address back for its delay. No answer within
