@@ -132,7 +132,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     if ('retry' in start) {
       if (attempt === PORT_ATTEMPTS || (options.port && start.retry === 'port'))
         throw new Error(`gave up starting the edge: ${RETRY_REASONS[start.retry](port)}`);
-      step(`${RETRY_REASONS[start.retry](port)}; starting it again`);
+      step(`${RETRY_REASONS[start.retry](port)}; starting it again on new ports`);
     } else started = start;
   }
   const { edge, baseUrl, inspectorPort } = started;
@@ -219,7 +219,7 @@ const PORT_ATTEMPTS = 5;
 const EDGE_STALL_MS = 150_000;
 
 const RETRY_REASONS = {
-  port: (port: number) => `port ${port} or its inspector's was taken meanwhile`,
+  port: (port: number) => `port ${port} or its inspector's was in use`,
   stalled: (port: number) =>
     `wrangler dev on port ${port} said nothing for ${EDGE_STALL_MS / 1000} s and did not answer`,
 };
