@@ -4,7 +4,8 @@
 import { env } from 'cloudflare:workers';
 import type { ProbeMessage, ProbeReport } from '@rcpt/shared/contract/prober';
 import { describe, expect, it } from 'vitest';
-import { type FakeProber, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
+import { until } from '../../../../test/eventually.ts';
+import { type FakeProber, hubOf, reportFor, startFakeProber } from '../../../test/fake-prober.ts';
 import { call, newCaller } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { domainSeconds, START_SECONDS } from '../../services/batch/estimate.ts';
@@ -97,6 +98,11 @@ describe('POST /api/v1/bulk/upload: the estimate of a list whose domains rcpt ha
   it('a prober that never answers leaves the estimate as before, and the upload is answered', async () => {
     const silent = await startFakeProber('default', () => 'ignore');
     try {
+      // The hub has let the file's earlier prober go: the sample can only reach the silent one.
+      await until(
+        async () => (await hubOf('default').status()).filter((prober) => prober.ready).length === 1,
+        'the hub to hold the silent prober alone',
+      );
       const caller = await newCaller({ credits: 200 });
       const estimate = await upload(caller.apiKey, addresses('greylist451.test', 10, 'silent'));
       expect(samplesOf(silent).map((probe) => probe.domain)).toEqual(['greylist451.test']);
