@@ -32,7 +32,12 @@ import { liveProberTokenIds } from '../storage/prober-tokens.ts';
 import type { ProberEgresses } from './egress-blocks.ts';
 import type { HubAnswer } from './hub-probe.ts';
 import { ProbeScheduler } from './probe-scheduler.ts';
-import { DEFAULT_PER_MX_CONCURRENCY, MAX_PROBER_CAPACITY, ProberLinks } from './prober-links.ts';
+import {
+  DEFAULT_PER_MX_CONCURRENCY,
+  MAX_PROBER_CAPACITY,
+  type ProberAttachment,
+  ProberLinks,
+} from './prober-links.ts';
 
 /** Header the Worker sets after it has authenticated the prober's token. */
 export const PROBER_TOKEN_ID_HEADER = 'X-Rcpt-Prober-Token-Id';
@@ -44,19 +49,9 @@ export const TOKEN_RECHECK_MS = 60_000;
 /** Close code for a prober whose token was revoked while it was connected. */
 export const TOKEN_REVOKED_CLOSE_CODE = 4001;
 
-export interface ProberStatus {
-  proberId: string;
-  /** The prober token it linked with. */
-  tokenId: string;
-  /** The account it serves only (a customer-run prober's); null: the shared fleet. */
-  accountId: string | null;
-  region: string;
-  capacity: number;
-  perMxConcurrency: number;
+/** A connected prober as operators see it: its link, its load and its egresses. */
+export interface ProberStatus extends ProberAttachment {
   inFlight: number;
-  ready: boolean;
-  draining: boolean;
-  connectedAt: number;
   /** Its egresses, their blocks and hourly use, as it last reported them. */
   egress: ProberEgresses;
 }
@@ -269,16 +264,9 @@ export class ProberHub<Ticket = unknown> extends DurableObject<Env> {
     return this.#links.sockets().map((ws) => {
       const attachment = this.#links.attachmentOf(ws);
       return {
-        proberId: attachment.proberId,
-        tokenId: attachment.tokenId,
+        ...attachment,
         accountId: attachment.accountId ?? null,
-        region: attachment.region,
-        capacity: attachment.capacity,
-        perMxConcurrency: attachment.perMxConcurrency,
         inFlight: this.#scheduler.inFlightOf(attachment.proberId),
-        ready: attachment.ready,
-        draining: attachment.draining,
-        connectedAt: attachment.connectedAt,
         egress: this.#links.egressesOf(attachment.proberId, Date.now()),
       };
     });
