@@ -4,7 +4,7 @@
 // dashboard's Probers page, up to its quota, and revokes them there.
 import type { Db } from '../../storage/db.ts';
 import { insertProberTokenWithin, revokeAccountProberToken } from '../../storage/prober-tokens.ts';
-import { quotaExceeded } from '../money/quotas.ts';
+import { assertStoredWithin } from '../money/quotas.ts';
 import { type IssuedProberToken, issueProberToken } from './prober-token-secret.ts';
 
 /**
@@ -17,15 +17,7 @@ export async function createAccountProberToken(
 ): Promise<IssuedProberToken> {
   const { row, token } = await issueProberToken(input);
   const stored = await insertProberTokenWithin(db, { ...row, accountId: input.accountId }, input.maxActive);
-  if (!stored.inserted) {
-    throw quotaExceeded({
-      quota: 'prober_tokens',
-      limit: input.maxActive,
-      used: stored.active,
-      requested: 1,
-      now: input.now,
-    });
-  }
+  assertStoredWithin(stored, { quota: 'prober_tokens', limit: input.maxActive, now: input.now });
   return token;
 }
 

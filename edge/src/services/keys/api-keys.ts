@@ -12,7 +12,7 @@ import type { Db } from '../../storage/db.ts';
 import type { NewApiKey } from '../../storage/inserts.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
 import { type SealedPlace, seal } from '../accounts/secret-box.ts';
-import { quotaExceeded } from '../money/quotas.ts';
+import { assertStoredWithin } from '../money/quotas.ts';
 import { KEY_SCOPES, type KeyLimits, type KeyScope, keyLimitsOf } from './key-limits.ts';
 
 // A key's limits are pure rules of their own (key-limits.ts): the key's object reads them too.
@@ -263,15 +263,7 @@ async function insertKey(
 ): Promise<CreatedApiKey> {
   const id = key.id ?? crypto.randomUUID();
   const outcome = await insertApiKeyWithin(db, { id, ...key }, input.maxActiveKeys);
-  if (!outcome.inserted) {
-    throw quotaExceeded({
-      quota: 'api_keys',
-      limit: input.maxActiveKeys,
-      used: outcome.active,
-      requested: 1,
-      now: input.now,
-    });
-  }
+  assertStoredWithin(outcome, { quota: 'api_keys', limit: input.maxActiveKeys, now: input.now });
   return { id, secret, prefix: key.prefix };
 }
 

@@ -80,6 +80,17 @@ export function quotaExceeded(refusal: QuotaRefusal): ApiError {
   });
 }
 
+/**
+ * After an insert that stores one more item only below `limit` live ones (keys, prober tokens):
+ * 429 QUOTA_EXCEEDED when it found the limit reached and stored nothing.
+ */
+export function assertStoredWithin(
+  stored: { inserted: boolean; active: number },
+  quota: { quota: QuotaName; limit: number; now: number },
+): void {
+  if (!stored.inserted) throw quotaExceeded({ ...quota, used: stored.active, requested: 1 });
+}
+
 /** Bytes as MB with one decimal (10.5 MB), or in bytes below 0.1 MB. */
 export function megabytes(bytes: number): string {
   return bytes < 100_000 ? `${bytes.toLocaleString('en-US')} bytes` : `${(bytes / 1_000_000).toFixed(1)} MB`;
