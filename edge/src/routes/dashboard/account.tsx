@@ -11,9 +11,9 @@ import { changeAccountSettings } from '../../services/accounts/settings.ts';
 import { changePassword } from '../../services/accounts/sign-in.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { admit, tooManyAttempts } from './auth.tsx';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SettingForm, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 async function renderAccount(
   c: Context<DashboardEnv>,
@@ -27,8 +27,7 @@ async function renderAccount(
     <Layout title="Account" section="account" {...layoutContext(c)}>
       <h1>Account</h1>
       {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
-      <section class="card" aria-labelledby="account-heading">
-        <h2 id="account-heading">Your account</h2>
+      <Card id="account-heading" title="Your account">
         <dl class="details">
           <dt>Email</dt>
           <dd>{account?.email ?? '—'}</dd>
@@ -39,27 +38,22 @@ async function renderAccount(
           <dt>Credits</dt>
           <dd>{account?.creditBalance ?? 0}</dd>
         </dl>
-      </section>
-      <section class="card" aria-labelledby="recheck-heading">
-        <h2 id="recheck-heading">Greylist follow-up</h2>
+      </Card>
+      <Card id="recheck-heading" title="Greylist follow-up">
         <p>
           Lists whose upload does not say otherwise ask addresses that ended greylisted or temporarily refused
           again over the next hours, free of charge; a changed verdict updates the job and sends{' '}
           <code>job.updated</code>.
         </p>
-        <form method="post" action="/account/settings" class="stack">
-          <CsrfField token={csrfToken} />
-          <label class="checkbox">
-            <input type="checkbox" name="recheck" value="true" checked={account?.recheckDefault === 1} />{' '}
-            Recheck temporary answers of my lists
-          </label>
-          <button type="submit" class="button button-secondary">
-            Save
-          </button>
-        </form>
-      </section>
-      <section class="card" aria-labelledby="password-heading">
-        <h2 id="password-heading">Change password</h2>
+        <SettingForm
+          action="/account/settings"
+          csrfToken={csrfToken}
+          name="recheck"
+          checked={account?.recheckDefault === 1}
+          label="Recheck temporary answers of my lists"
+        />
+      </Card>
+      <Card id="password-heading" title="Change password">
         {state.error ? <Notice kind="error">{state.error}</Notice> : null}
         <form method="post" action="/account/password" class="stack">
           <CsrfField token={csrfToken} />
@@ -94,16 +88,15 @@ async function renderAccount(
             Change password
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="logout-heading">
-        <h2 id="logout-heading">Sign out</h2>
+      </Card>
+      <Card id="logout-heading" title="Sign out">
         <form method="post" action="/logout">
           <CsrfField token={csrfToken} />
           <button type="submit" class="button button-secondary">
             Log out
           </button>
         </form>
-      </section>
+      </Card>
     </Layout>,
     status,
   );

@@ -16,7 +16,7 @@ import type { WrongOutcome } from '../../storage/accuracy.ts';
 import { DataTable } from './data-table.tsx';
 import { Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { readableSubStatus, StatusBadge } from './verification-result.tsx';
 
 /** Providers shown, most outcomes first. */
@@ -192,22 +192,18 @@ export function registerAccuracyPage(dashboard: Hono<DashboardEnv>): void {
           What happened to your sends in the last 30 days, against what rcpt said of each address before it. A
           policy bounce (blocked, spam) says nothing of the mailbox and is never counted wrong.
         </p>
-        <section class="card" aria-labelledby="accuracy-status">
-          <h2 id="accuracy-status">By the status rcpt gave</h2>
+        <Card id="accuracy-status" title="By the status rcpt gave">
           <StatusTable report={report} />
-        </section>
-        <section class="card" aria-labelledby="accuracy-weeks">
-          <h2 id="accuracy-weeks">Wrong deliverable verdicts over time</h2>
+        </Card>
+        <Card id="accuracy-weeks" title="Wrong deliverable verdicts over time">
           <WeeklyRate report={report} />
-        </section>
-        <section class="card" aria-labelledby="accuracy-providers">
-          <h2 id="accuracy-providers">By provider</h2>
+        </Card>
+        <Card id="accuracy-providers" title="By provider">
           <ProviderTable report={report} />
-        </section>
-        <section class="card" aria-labelledby="accuracy-wrong">
-          <h2 id="accuracy-wrong">Each wrong verdict</h2>
+        </Card>
+        <Card id="accuracy-wrong" title="Each wrong verdict">
           <WrongList wrong={wrong} />
-        </section>
+        </Card>
       </Layout>,
     );
   });

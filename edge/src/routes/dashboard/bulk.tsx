@@ -18,7 +18,7 @@ import { listJobs } from '../../storage/jobs.ts';
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { StatusBadge } from './verification-result.tsx';
 
 const UPLOAD_ERRORS = new Set([
@@ -36,8 +36,7 @@ const RECENT_JOBS = 10;
 
 function RecentJobs(props: { jobs: Job[] }) {
   return (
-    <section class="card" aria-labelledby="jobs-heading">
-      <h2 id="jobs-heading">Your recent jobs</h2>
+    <Card id="jobs-heading" title="Your recent jobs">
       {props.jobs.length === 0 ? (
         <p class="muted">No list uploaded yet.</p>
       ) : (
@@ -63,7 +62,7 @@ function RecentJobs(props: { jobs: Job[] }) {
       <p>
         <a href="/history?kind=batch">All batch jobs</a>
       </p>
-    </section>
+    </Card>
   );
 }
 

@@ -21,7 +21,7 @@ import { type BillingSettings, findBilling, listReceipts, type Purchase } from '
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 const NOTICES: Record<string, { kind: 'success' | 'info'; text: string }> = {
   paid: {
@@ -61,8 +61,7 @@ async function renderCredits(
       {notice ? <Notice kind={notice.kind}>{notice.text}</Notice> : null}
       {state.error ? <Notice kind="error">{state.error}</Notice> : null}
       <DisputeNotices disputes={disputes} debt={debt} receipts={receipts} />
-      <section class="card" aria-labelledby="buy-heading">
-        <h2 id="buy-heading">Buy credits</h2>
+      <Card id="buy-heading" title="Buy credits">
         <p>
           You have <strong data-testid="credits-balance">{balance.toLocaleString('en-US')}</strong> credits.
           One credit verifies one address; credits do not expire.
@@ -108,10 +107,9 @@ async function renderCredits(
             by an operator.
           </Notice>
         )}
-      </section>
+      </Card>
       <BalanceAlerts billing={billing} enabled={enabled} csrfToken={csrfToken} c={c} />
-      <section class="card" aria-labelledby="receipts-heading">
-        <h2 id="receipts-heading">Payments</h2>
+      <Card id="receipts-heading" title="Payments">
         {receipts.length === 0 ? (
           <p class="muted">No payments yet.</p>
         ) : (
@@ -121,7 +119,7 @@ async function renderCredits(
             ))}
           </DataTable>
         )}
-      </section>
+      </Card>
     </Layout>,
     status,
   );
@@ -200,8 +198,7 @@ function BalanceAlerts(props: {
   const config = props.c.get('config');
   const card = enabled ? billing?.paymentMethodLabel : null;
   return (
-    <section class="card" aria-labelledby="alerts-heading">
-      <h2 id="alerts-heading">Low balance</h2>
+    <Card id="alerts-heading" title="Low balance">
       {billing?.topUpFailure ? (
         <Notice kind="error">
           The last automatic top-up was declined ({billing.topUpFailure}). Automatic top-ups are paused until
@@ -300,7 +297,7 @@ function BalanceAlerts(props: {
           </button>
         </form>
       ) : null}
-    </section>
+    </Card>
   );
 }
 

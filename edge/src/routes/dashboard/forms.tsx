@@ -146,6 +146,27 @@ export function AccountEmailField(props: { id: string; value?: string | undefine
   );
 }
 
+/** A one-checkbox setting of the account, saved on its own (the value sent when ticked is `true`). */
+export function SettingForm(props: {
+  action: string;
+  csrfToken: string;
+  name: string;
+  checked: boolean;
+  label: string;
+}) {
+  return (
+    <form method="post" action={props.action} class="stack">
+      <CsrfField token={props.csrfToken} />
+      <label class="checkbox">
+        <input type="checkbox" name={props.name} value="true" checked={props.checked} /> {props.label}
+      </label>
+      <button type="submit" class="button button-secondary">
+        Save
+      </button>
+    </form>
+  );
+}
+
 /**
  * A secret shown once (a new key, token or signing secret): read-only and selectable, with a
  * copy button that app.js reveals; without JavaScript the field is selected and copied by hand.

@@ -46,7 +46,7 @@ import { DataTable } from './data-table.tsx';
 import { EvidenceView } from './evidence.tsx';
 import { Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerdictMix } from './verdict-mix.tsx';
 import { readableSubStatus, StatusBadge } from './verification-result.tsx';
 
@@ -209,8 +209,7 @@ function BounceGauge(props: { estimate: BounceEstimate }) {
 
 function ListHealth(props: { rows: RowCounts; estimate: BounceEstimate | null }) {
   return (
-    <section class="card" aria-labelledby="health-heading">
-      <h2 id="health-heading">List health</h2>
+    <Card id="health-heading" title="List health">
       <div class="health">
         <div>
           <h3>Verdict mix</h3>
@@ -230,7 +229,7 @@ function ListHealth(props: { rows: RowCounts; estimate: BounceEstimate | null })
           )}
         </div>
       </div>
-    </section>
+    </Card>
   );
 }
 
@@ -240,8 +239,7 @@ function RowsCard(props: { row: JobRow; rows: RowCounts }) {
   const countOf = (status: VerificationStatus | 'catch-all') =>
     status === 'catch-all' ? rows.catchAll : rows.byStatus[status];
   return (
-    <section class="card" aria-labelledby="rows-heading">
-      <h2 id="rows-heading">Rows of the file</h2>
+    <Card id="rows-heading" title="Rows of the file">
       <p class="muted">
         Each count is of rows, as in the downloads: an address that appears twice is counted on both of its
         rows.
@@ -270,7 +268,7 @@ function RowsCard(props: { row: JobRow; rows: RowCounts }) {
           <dd>{row.invalidRows}</dd>
         </div>
       </dl>
-    </section>
+    </Card>
   );
 }
 

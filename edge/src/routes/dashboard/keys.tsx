@@ -24,7 +24,7 @@ import { CsrfField, formText, Notice, SecretField, TextAreaField, Timestamp } fr
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { PublishableKeyList, registerPublishableKeyPages, widgetUrlOf } from './publishable-keys.tsx';
 
 interface CreatedKey {
@@ -65,8 +65,7 @@ function KeysPage(props: {
       {props.refusal ? <Notice kind="error">{props.refusal}</Notice> : null}
       {props.created ? <NewKeySecret created={props.created} /> : null}
       <KeysToReview keys={props.keys} before={props.reviewBefore ?? null} csrfToken={props.csrfToken} />
-      <section class="card" aria-labelledby="create-key-heading">
-        <h2 id="create-key-heading">Create a key</h2>
+      <Card id="create-key-heading" title="Create a key">
         <form method="post" action="/keys" class="stack">
           <CsrfField token={props.csrfToken} />
           <KeyNameField
@@ -142,9 +141,8 @@ function KeysPage(props: {
             Create key
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="key-list-heading">
-        <h2 id="key-list-heading">Your keys</h2>
+      </Card>
+      <Card id="key-list-heading" title="Your keys">
         {secretKeys.length === 0 ? (
           <p class="muted">No keys yet.</p>
         ) : (
@@ -173,7 +171,7 @@ function KeysPage(props: {
             ))}
           </DataTable>
         )}
-      </section>
+      </Card>
       <PublishableKeyList keys={props.keys} widgetUrl={props.widgetUrl} />
     </>
   );

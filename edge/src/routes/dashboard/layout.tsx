@@ -155,6 +155,16 @@ function ConfirmationBanner(props: { email: string; csrfToken: string }) {
   );
 }
 
+/** One card of a page: a section named by its heading, so screen readers list it as a region. */
+export function Card(props: { id: string; title: string; children?: Child }) {
+  return (
+    <section class="card" aria-labelledby={props.id}>
+      <h2 id={props.id}>{props.title}</h2>
+      {props.children}
+    </section>
+  );
+}
+
 /** Props of Layout that come from the request: who is signed in, the form token, the banner. */
 export function layoutContext(
   c: Context<DashboardEnv>,

@@ -21,7 +21,7 @@ import { recordOutcomes, reportedOutcomes } from '../../services/outcomes/record
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, SelectField, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 const PROVIDER_LABELS: Record<(typeof OUTCOME_PROVIDERS)[number], string> = {
   ses: 'Amazon SES (through SNS)',
@@ -77,8 +77,7 @@ async function renderOutcomes(
           ) : null}
         </Notice>
       ) : null}
-      <section class="card" aria-labelledby="outcomes-upload">
-        <h2 id="outcomes-upload">Upload outcomes</h2>
+      <Card id="outcomes-upload" title="Upload outcomes">
         <form method="post" action="/outcomes/upload" enctype="multipart/form-data" class="stack">
           <CsrfField token={csrfToken} />
           <div class="field">
@@ -107,9 +106,8 @@ async function renderOutcomes(
             Record outcomes
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="outcomes-endpoints">
-        <h2 id="outcomes-endpoints">Sending service webhooks</h2>
+      </Card>
+      <Card id="outcomes-endpoints" title="Sending service webhooks">
         {state.created ? (
           <Notice kind="info">
             New endpoint: give your sending service <code>{state.created.endpoint.url}</code>
@@ -174,7 +172,7 @@ async function renderOutcomes(
             Make endpoint
           </button>
         </form>
-      </section>
+      </Card>
     </Layout>,
     status,
   );

@@ -7,7 +7,7 @@ import { accountOverview, OVERVIEW_DAYS, type UsageDay } from '../../services/da
 import { confirmedNotice } from './auth.tsx';
 import { Notice } from './forms.tsx';
 import { signedInPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerdictMix } from './verdict-mix.tsx';
 
 const CHART = { width: 600, height: 160 } as const;
@@ -103,15 +103,13 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
         ) : null}
         {confirmed ? <Notice kind="success">{confirmed}</Notice> : null}
         <div class="cards">
-          <section class="card" aria-labelledby="balance-heading">
-            <h2 id="balance-heading">Credit balance</h2>
+          <Card id="balance-heading" title="Credit balance">
             <p class="big-number" data-testid="credit-balance">
               {overview.creditBalance.toLocaleString('en-US')}
             </p>
             <p class="muted">One credit per verified address. Credits do not expire.</p>
-          </section>
-          <section class="card" aria-labelledby="start-heading">
-            <h2 id="start-heading">Get started</h2>
+          </Card>
+          <Card id="start-heading" title="Get started">
             <ul class="link-list">
               <li>
                 <a href="/keys">Create an API key</a>
@@ -123,7 +121,7 @@ export function registerOverviewPage(dashboard: Hono<DashboardEnv>): void {
                 <a href="/bulk">Upload a list</a>
               </li>
             </ul>
-          </section>
+          </Card>
         </div>
         <section class="card" aria-labelledby="usage-heading">
           <h2 id="usage-heading">Usage, last {OVERVIEW_DAYS} days</h2>

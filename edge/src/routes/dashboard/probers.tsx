@@ -17,11 +17,11 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listAccountProberTokens, type ProberTokenRow } from '../../storage/prober-tokens.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SecretField, SelectField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SecretField, SelectField, SettingForm, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 interface CreatedToken {
   name: string;
@@ -62,8 +62,7 @@ async function renderProbers(c: Context<DashboardEnv>, state: PageState, status:
       {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
       {state.refusal ? <Notice kind="error">{state.refusal}</Notice> : null}
       {state.created ? <NewTokenSecret created={state.created} edgeUrl={new URL(c.req.url).origin} /> : null}
-      <section class="card" aria-labelledby="create-token-heading">
-        <h2 id="create-token-heading">Make a prober token</h2>
+      <Card id="create-token-heading" title="Make a prober token">
         <form method="post" action="/probers" class="stack">
           <CsrfField token={csrfToken} />
           <KeyNameField
@@ -85,39 +84,28 @@ async function renderProbers(c: Context<DashboardEnv>, state: PageState, status:
             Make token
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="token-list-heading">
-        <h2 id="token-list-heading">Your prober tokens</h2>
+      </Card>
+      <Card id="token-list-heading" title="Your prober tokens">
         <TokenList tokens={tokens} />
-      </section>
-      <section class="card" aria-labelledby="linked-probers-heading">
-        <h2 id="linked-probers-heading">Your linked probers</h2>
+      </Card>
+      <Card id="linked-probers-heading" title="Your linked probers">
         <LinkedProbers regions={regions} />
-      </section>
-      <section class="card" aria-labelledby="fallback-heading">
-        <h2 id="fallback-heading">When your probers cannot probe</h2>
+      </Card>
+      <Card id="fallback-heading" title="When your probers cannot probe">
         <p>
           Your addresses go to your own probers first. When none of them can take one — none is linked, or
           each was refused at the address's mail server — rcpt's shared probers can take it instead. Without
           them, a single call answers <code>unknown</code> / <code>smtp_unavailable</code> (charged as any
           single call) and list work waits for your probers until the list's deadline.
         </p>
-        <form method="post" action="/probers/fallback" class="stack">
-          <CsrfField token={csrfToken} />
-          <label class="checkbox">
-            <input
-              type="checkbox"
-              name="sharedFleetFallback"
-              value="true"
-              checked={account?.sharedFleetFallback !== 0}
-            />{' '}
-            Let rcpt's shared probers take over when mine cannot
-          </label>
-          <button type="submit" class="button button-secondary">
-            Save
-          </button>
-        </form>
-      </section>
+        <SettingForm
+          action="/probers/fallback"
+          csrfToken={csrfToken}
+          name="sharedFleetFallback"
+          checked={account?.sharedFleetFallback !== 0}
+          label="Let rcpt's shared probers take over when mine cannot"
+        />
+      </Card>
     </Layout>,
     status,
   );

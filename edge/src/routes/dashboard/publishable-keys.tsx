@@ -22,7 +22,7 @@ import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.t
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells } from './key-status.tsx';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 /** Cloudflare's Turnstile secret keys are short tokens; anything far longer is a paste mistake. */
 const MAX_TURNSTILE_SECRET = 200;
@@ -47,8 +47,7 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
         check costs 1 credit, like any verification.
       </p>
       {state?.refusal ? <Notice kind="error">{state.refusal}</Notice> : null}
-      <section class="card" aria-labelledby="publishable-form-heading">
-        <h2 id="publishable-form-heading">Where it may be used</h2>
+      <Card id="publishable-form-heading" title="Where it may be used">
         <form method="post" action="/keys/publishable" class="stack">
           <CsrfField token={props.csrfToken} />
           <KeyNameField
@@ -118,7 +117,7 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
             </a>
           </div>
         </form>
-      </section>
+      </Card>
     </>
   );
 }
@@ -127,8 +126,7 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
 export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string }) {
   const publishable = props.keys.filter((key) => key.kind === 'publishable');
   return (
-    <section class="card" aria-labelledby="publishable-list-heading">
-      <h2 id="publishable-list-heading">Publishable keys</h2>
+    <Card id="publishable-list-heading" title="Publishable keys">
       <p>
         For web pages: the form widget checks addresses as people type them.{' '}
         <a href="/keys/publishable">New publishable key</a>
@@ -162,7 +160,7 @@ export function PublishableKeyList(props: { keys: ApiKeyRow[]; widgetUrl: string
           })}
         </DataTable>
       )}
-    </section>
+    </Card>
   );
 }
 
@@ -183,8 +181,7 @@ function PublishableKeyPage(props: {
         <code class="publishable-key">{apiKey.publishableKey}</code> — for {limits.allowedOrigins?.join(', ')}
         ; Turnstile {limits.turnstileSecret ? 'required' : 'off'}. <a href="/keys">All keys</a>
       </p>
-      <section class="card" aria-labelledby="publishable-today-heading">
-        <h2 id="publishable-today-heading">Today (UTC)</h2>
+      <Card id="publishable-today-heading" title="Today (UTC)">
         <p>
           {count(day.used)} of {count(cap)} checks of the daily cap used; {count(Math.max(0, cap - day.used))}{' '}
           left until midnight UTC. Storage booked: {megabytes(day.bytes)} of {megabytes(props.storageLimit)}.
@@ -208,7 +205,7 @@ function PublishableKeyPage(props: {
             ))}
           </DataTable>
         )}
-      </section>
+      </Card>
     </>
   );
 }

@@ -12,7 +12,7 @@ import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.
 import { DataTable } from './data-table.tsx';
 import { CsrfField, formText, Notice, SecretField, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
-import { Layout, layoutContext, renderPage } from './layout.tsx';
+import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
 const RECENT_DELIVERIES = 20;
 
@@ -96,8 +96,7 @@ async function renderWebhooks(
       ) : null}
       {state.notice ? <Notice kind="success">{state.notice}</Notice> : null}
       {state.error ? <Notice kind="error">{state.error}</Notice> : null}
-      <section class="card" aria-labelledby="webhook-url-heading">
-        <h2 id="webhook-url-heading">Default URL</h2>
+      <Card id="webhook-url-heading" title="Default URL">
         <form method="post" action="/webhooks/url" class="stack">
           <CsrfField token={csrfToken} />
           <TextField
@@ -115,9 +114,8 @@ async function renderWebhooks(
             Save URL
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="webhook-secret-heading">
-        <h2 id="webhook-secret-heading">Signing secret</h2>
+      </Card>
+      <Card id="webhook-secret-heading" title="Signing secret">
         {state.newSecret ? (
           <div class="secret-card">
             <Notice kind="info">Copy the new secret now: it is shown only once.</Notice>
@@ -146,9 +144,8 @@ async function renderWebhooks(
             {hasSecret ? 'Rotate secret' : 'Create secret'}
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="webhook-test-heading">
-        <h2 id="webhook-test-heading">Test</h2>
+      </Card>
+      <Card id="webhook-test-heading" title="Test">
         <form method="post" action="/webhooks/test" class="stack">
           <CsrfField token={csrfToken} />
           <p>
@@ -168,15 +165,14 @@ async function renderWebhooks(
             Send test event
           </button>
         </form>
-      </section>
-      <section class="card" aria-labelledby="webhook-deliveries-heading">
-        <h2 id="webhook-deliveries-heading">Recent deliveries</h2>
+      </Card>
+      <Card id="webhook-deliveries-heading" title="Recent deliveries">
         {deliveries.length === 0 ? (
           <p class="muted">No deliveries yet.</p>
         ) : (
           <DeliveryRows deliveries={deliveries} />
         )}
-      </section>
+      </Card>
     </Layout>,
     status,
   );
