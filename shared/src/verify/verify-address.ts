@@ -5,6 +5,7 @@
 import type { VerificationResult } from '../contract/api.ts';
 import type { ProbeRequest } from '../contract/prober.ts';
 import type { TenantDetection } from '../dns/mail-tenant.ts';
+import { within } from '../within.ts';
 import type { DnsOutcome, ProbeOutcome, SyntaxResult, TenantProbe } from './inputs.ts';
 import { type ProbeGateway, probeBehindGateway, type TenantDeps } from './probe-behind-gateway.ts';
 import { verdictFromFacts } from './verdict.ts';
@@ -64,12 +65,7 @@ export async function verifyAddress(
   const verification = verifyFully(deps, address, startedAt, progress);
   const { answerBy } = options;
   if (answerBy === undefined) return verification;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const budgetSpent = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), Math.max(0, answerBy - now()));
-  });
-  const first = await Promise.race([verification, budgetSpent]);
-  clearTimeout(timer);
+  const first = await within(verification, answerBy - now());
   if (first) return first;
   const probe: ProbeOutcome = { kind: 'over_budget' };
   const { result } = verdictFromFacts({

@@ -15,6 +15,7 @@
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
+import { within } from '@rcpt/shared/within';
 import { recentGreylistDelays } from '../../storage/domain-facts.ts';
 import type { RequestServices } from '../request-services.ts';
 import type { ProbingCaller } from '../verify/deps.ts';
@@ -97,7 +98,7 @@ export async function samplePaces(
   const answers = await Promise.all(
     unknown.slice(0, SAMPLE_DOMAINS).map((domain) =>
       // Whatever fails or comes late tells nothing: the upload never waits past its wait.
-      withinWait(sampleDomain(deps, domain, deadlineAt, now), deadlineAt - now()).catch(() => null),
+      within(sampleDomain(deps, domain, deadlineAt, now), deadlineAt - now()).catch(() => null),
     ),
   );
   const paces: DomainPace[] = [];
@@ -170,13 +171,4 @@ async function greylistDelayGuess(deps: PaceSampleDeps): Promise<number | null> 
   return delays.length % 2 === 1
     ? (delays[middle] as number)
     : ((delays[middle - 1] as number) + (delays[middle] as number)) / 2;
-}
-
-/** `work`'s answer, or null once `ms` have passed. */
-function withinWait<Value>(work: Promise<Value>, ms: number): Promise<Value | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), Math.max(0, ms));
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
