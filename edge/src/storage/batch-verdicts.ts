@@ -16,6 +16,14 @@ export interface BatchVerdict extends ListVerdict {
   at: number;
 }
 
+/** Outcomes of an account, reported with keys of `mode`, to match to verdicts within `windowMs` before each. */
+export interface VerdictLookup {
+  accountId: string;
+  mode: DataMode;
+  windowMs: number;
+  outcomes: readonly { email: string; at: number }[];
+}
+
 interface WindowJob {
   id: string;
   createdAt: number;
@@ -23,15 +31,7 @@ interface WindowJob {
 }
 
 /** For each `{email, at}` (index = position), the latest answer in a job created within `windowMs` before `at`. */
-export async function latestBatchVerdicts(
-  db: Db,
-  lookup: {
-    accountId: string;
-    mode: DataMode;
-    windowMs: number;
-    outcomes: readonly { email: string; at: number }[];
-  },
-): Promise<BatchVerdict[]> {
+export async function latestBatchVerdicts(db: Db, lookup: VerdictLookup): Promise<BatchVerdict[]> {
   const ats = lookup.outcomes.map((outcome) => outcome.at);
   const { results } = await db.$client
     .prepare(

@@ -6,12 +6,14 @@ import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { describe, expect, it } from 'vitest';
-import { balanceOf, countOf, db, ledgerOf } from '../../test/fixtures.ts';
-import { jobViewOf, liveJob } from '../../test/settle-deps.ts';
-import { addressResult } from '../services/batch/jobs.ts';
+import { balanceOf, countOf, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { jobViewOf, liveJob, recordingDeps } from '../../test/settle-deps.ts';
+import { rowsFromJson } from '../services/batch/input.ts';
+import { addressResult, createBatchJob } from '../services/batch/jobs.ts';
 import { sandboxVerify } from '../services/verify/sandbox.ts';
 import { addressFilterOf, filterMayHold } from './address-filter.ts';
-import { prepare } from './db.ts';
+import { latestBatchVerdicts } from './batch-verdicts.ts';
+import { createDb, prepare } from './db.ts';
 import { jobLists } from './job-lists/index.ts';
 import { findStaleAddresses } from './job-recovery.ts';
 import { applyReport, recordResults } from './job-results.ts';
@@ -161,5 +163,74 @@ describe("a job's address filter", () => {
     const held = others.filter((address) => filterMayHold(filter!, address)).length;
     expect(held).toBeLessThan(200);
     expect(addressFilterOf([])).toBeNull();
+  });
+});
+
+describe("an outcome's batch verdict", () => {
+  it("reads only the lists of the account's jobs whose address filter may hold the email, the latest first", async () => {
+    const now = Date.now();
+    const caller = await newCaller({ credits: 10 });
+    const upload = async (emails: string[], at: number) =>
+      (
+        await createBatchJob({
+          db: db(),
+          queue: recordingDeps().deps.queue,
+          caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live', creditBalance: 10 },
+          upload: rowsFromJson(emails),
+          source: 'json',
+          name: null,
+          webhookUrl: null,
+          maxWaitSeconds: null,
+          quotas: quotas(),
+          now: at,
+        })
+      ).jobId;
+    const older = await upload(['alice@lists.test'], now - 2000);
+    const newer = await upload(['bob@lists.test'], now - 1000);
+    await recordResults(
+      db(),
+      older,
+      [addressResult(0, answered('alice@lists.test', 'deliverable', now))],
+      now,
+    );
+    await recordResults(db(), newer, [addressResult(0, answered('bob@lists.test', 'deliverable', now))], now);
+    // Which jobs' lists are read: the job bound to each statement on job_addresses.
+    const asked: unknown[] = [];
+    const recording = new Proxy(env.DB, {
+      get(target, property) {
+        if (property !== 'prepare') return Reflect.get(target, property).bind(target);
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          if (!sql.includes('FROM job_addresses')) return statement;
+          return {
+            bind: (...values: unknown[]) => {
+              asked.push(values[0]);
+              return statement.bind(...values);
+            },
+          };
+        };
+      },
+    });
+    const found = await latestBatchVerdicts(createDb(recording as D1Database), {
+      accountId: caller.accountId,
+      mode: 'live',
+      windowMs: 60_000,
+      outcomes: [
+        { email: 'alice@lists.test', at: now },
+        { email: 'carol@lists.test', at: now },
+      ],
+    });
+    expect(found).toEqual([expect.objectContaining({ index: 0, ref: older, status: 'deliverable' })]);
+    expect(asked).toEqual([older]);
+    // Outside the window, nothing is asked.
+    asked.length = 0;
+    const late = { accountId: caller.accountId, mode: 'live' as const, windowMs: 500 };
+    expect(
+      await latestBatchVerdicts(createDb(recording as D1Database), {
+        ...late,
+        outcomes: [{ email: 'alice@lists.test', at: now }],
+      }),
+    ).toEqual([]);
+    expect(asked).toEqual([]);
   });
 });

@@ -6,18 +6,12 @@
 // the next report: a replayed write changes nothing in the lists and reports again.
 import { dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
-import { jobLists, type ListsReport } from './job-lists/index.ts';
+import { jobLists, type ListAnswer, type ListsReport } from './job-lists/index.ts';
 import { jsonChunks } from './json-chunks.ts';
 import { refundFinishedJob } from './ledger.ts';
 import { startWatchStatements } from './watches.ts';
 
-export interface AddressResult {
-  idx: number;
-  status: string;
-  subStatus: string;
-  catchAll: boolean | null;
-  refundable: boolean;
-  resultJson: string;
+export interface AddressResult extends ListAnswer {
   /** A final answer a job with `recheck` asks again later (isRecheckable in the policy table). */
   recheckable?: boolean;
 }

@@ -3,7 +3,7 @@
 // transaction that is conditional on the account's storage budget (storage-budget.ts): all of
 // them, or none.
 import { type DataMode, dataModeSql } from './api-keys.ts';
-import { latestBatchVerdicts } from './batch-verdicts.ts';
+import { latestBatchVerdicts, type VerdictLookup } from './batch-verdicts.ts';
 import { type Db, prepare } from './db.ts';
 import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
 import {
@@ -78,15 +78,7 @@ export interface VerdictCandidate {
  * up to two candidates each; the single calls in one statement whatever the number of outcomes,
  * the jobs' answers from the lists of the jobs that may hold them (batch-verdicts.ts).
  */
-export async function verdictCandidates(
-  db: Db,
-  lookup: {
-    accountId: string;
-    mode: DataMode;
-    windowMs: number;
-    outcomes: readonly { email: string; at: number }[];
-  },
-): Promise<VerdictCandidate[]> {
+export async function verdictCandidates(db: Db, lookup: VerdictLookup): Promise<VerdictCandidate[]> {
   if (lookup.outcomes.length === 0) return [];
   const d1 = db.$client;
   const pairs = JSON.stringify(lookup.outcomes.map(({ email, at }) => [email, at]));
