@@ -9,20 +9,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { d1JobLists } from '../storage/job-lists/d1.ts';
 import type { JobLists } from '../storage/job-lists/index.ts';
-
-// The tables as the D1 migrations leave them (migrations/, job_rows, job_addresses, job_list_seqs).
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS job_rows (job_id TEXT NOT NULL, row INTEGER NOT NULL, input TEXT NOT NULL,
-     address_idx INTEGER, result_json TEXT, csv_values TEXT, PRIMARY KEY (job_id, row))`,
-  `CREATE TABLE IF NOT EXISTS job_addresses (job_id TEXT NOT NULL, idx INTEGER NOT NULL, email TEXT NOT NULL,
-     domain TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER DEFAULT 0 NOT NULL, enqueued_at INTEGER NOT NULL,
-     status TEXT, sub_status TEXT, catch_all INTEGER, refundable INTEGER DEFAULT 0 NOT NULL, result_json TEXT,
-     recheck TEXT, changed_in_round INTEGER, retry_at INTEGER, PRIMARY KEY (job_id, idx))`,
-  'CREATE INDEX IF NOT EXISTS job_addresses_state ON job_addresses (job_id, state, enqueued_at)',
-  'CREATE INDEX IF NOT EXISTS job_addresses_recheck ON job_addresses (job_id, recheck) WHERE recheck IS NOT NULL',
-  'CREATE INDEX IF NOT EXISTS job_addresses_email ON job_addresses (email)',
-  'CREATE TABLE IF NOT EXISTS job_list_seqs (job_id TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL)',
-];
+import { LISTS_SCHEMA } from '../storage/job-lists/object-schema.ts';
 
 type ListsMethod = keyof JobLists;
 
@@ -31,7 +18,7 @@ export class JobStore extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    for (const statement of SCHEMA) ctx.storage.sql.exec(statement);
+    for (const statement of LISTS_SCHEMA) ctx.storage.sql.exec(statement);
     this.#db = sqlStorageAsD1(ctx.storage);
   }
 
