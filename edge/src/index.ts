@@ -10,6 +10,7 @@ import type { BatchTask } from './services/batch/types.ts';
 import { batchSinkOf } from './services/batch-lifecycle.ts';
 
 export { AccountDesk } from './objects/account-desk.ts';
+export { JobStore } from './objects/job-store.ts';
 export { KeyLimiter } from './objects/key-limiter.ts';
 
 /** A region's hub as deployed: its batch answers settle into their jobs and the domain facts. */

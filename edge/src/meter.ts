@@ -75,6 +75,7 @@ export function meteredEnv(env: Env): Env {
     PROBER_HUB: meteredNamespace(env.PROBER_HUB),
     KEY_LIMITER: meteredNamespace(env.KEY_LIMITER),
     ACCOUNT_DESK: meteredNamespace(env.ACCOUNT_DESK),
+    JOB_STORE: meteredNamespace(env.JOB_STORE),
   };
 }
 

@@ -1,8 +1,11 @@
 // A batch job's creation in D1: the job, its rows and addresses, its history entry and its
 // charge in one transaction, written only when the balance covers it, the account's quotas and
 // email confirmation allow it and the store's daily write budget has room. Rows go in as INSERT … SELECT FROM json_each, the shape measured fastest on local D1.
+
+import { addressFilterOf } from './address-filter.ts';
 import { type Db, prepare } from './db.ts';
-import { type AddressResult, completionStatements, resultColumns } from './job-results.ts';
+import { answerColumns, jobLists, type UploadRowChunk } from './job-lists/index.ts';
+import { type AddressResult, applyReport, failJob } from './job-results.ts';
 import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, freeCreditsSql, spendableCreditsSql } from './ledger.ts';
 import {
@@ -164,7 +167,7 @@ export async function createJobWithCharge(
       address.idx,
       address.email,
       address.domain,
-      ...(address.result ? resultColumns(address.result) : [null, null, null, 0, null]),
+      ...(address.result ? answerColumns(address.result) : [null, null, null, 0, null]),
     ]),
   );
   // The storage budget: the values written now (their JSON is a close upper bound), a row's
@@ -177,6 +180,8 @@ export async function createJobWithCharge(
     jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
   for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
   for (const address of addresses) if (!address.result) jobBytes += storedResultBytes(job.evidence);
+  const filter = addressFilterOf(addresses.map((address) => address.email));
+  jobBytes += filter?.byteLength ?? 0;
   if (job.watchDays !== 'off')
     jobBytes += watchRowsBytes(
       job.id,
@@ -233,40 +238,21 @@ export async function createJobWithCharge(
       )
       .bind(job.id, job.recheck === null ? null : job.recheck ? 1 : 0, job.evidence ? 1 : 0),
     watchDaysStatement(d1, job.id, job.watchDays),
+    ...(filter
+      ? [
+          d1
+            .prepare(
+              'INSERT INTO job_address_filters (job_id, filter) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)',
+            )
+            .bind(job.id, filter.buffer),
+        ]
+      : []),
     countStorage(
       d1,
       { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },
       { sql: 'EXISTS (SELECT 1 FROM jobs WHERE id = ?4)', params: [job.id] },
     ),
   ];
-  for (const chunk of rowChunks) {
-    // A row's cells are taken from its chunk of the file's cells by position (SQLite parses a
-    // JSON parameter once per statement, not once per row: json.c's parse cache).
-    statements.push(
-      d1
-        .prepare(
-          `INSERT INTO job_rows (job_id, row, input, address_idx, result_json, csv_values)
-           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?3 -> ('$[' || CAST(j.value->>0 - ?4 AS INTEGER) || ']')
-           FROM json_each(?2) j
-           WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
-        )
-        .bind(job.id, chunk.rows, chunk.cells, chunk.cellsOffset),
-    );
-  }
-  const answered = addresses.some((address) => address.result);
-  for (const chunk of addressChunks) {
-    statements.push(
-      d1
-        .prepare(
-          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json)
-           SELECT ?1, j.value->>0, j.value->>1, j.value->>2, CASE WHEN j.value->>7 IS NULL THEN 'queued' ELSE 'done' END, ?3,
-             j.value->>3, j.value->>4, j.value->>5, j.value->>6, j.value->>7
-           FROM json_each(?2) j WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`,
-        )
-        .bind(job.id, chunk.json, job.now),
-    );
-  }
-  if (answered) statements.push(...completionStatements(d1, job.id, job.now, null));
   // The job's entry in the account history, with the job.
   statements.push(
     d1
@@ -279,7 +265,10 @@ export async function createJobWithCharge(
   );
   const results = await d1.batch(statements);
   const balance = (results.at(-1)?.results[0] as { credit_balance: number } | undefined)?.credit_balance;
-  if (balance !== undefined) return { created: true, balance };
+  if (balance !== undefined) {
+    await storeLists(db, job, rowChunks, addressChunks);
+    return { created: true, balance };
+  }
   const read = results[0]?.results[0] as Record<string, number> | undefined;
   if (!read) throw new Error(`no usage read for job ${job.id}`);
   return {
@@ -300,14 +289,29 @@ export async function createJobWithCharge(
   };
 }
 
+/**
+ * The created job's rows and addresses, stored in its lists after the transaction that created
+ * and charged it (docs/architecture.md, "Where a job's lists live"); addresses answered at upload
+ * (sandbox keys) are counted and may complete the job at once. If the lists cannot take them the
+ * job fails with its refund at once; the rows were only in this upload's memory.
+ */
+async function storeLists(
+  db: Db,
+  job: NewJob,
+  rows: readonly UploadRowChunk[],
+  addresses: readonly JsonChunk[],
+): Promise<void> {
+  try {
+    const report = await jobLists(db, job.id).storeUpload({ rows, addresses, now: job.now });
+    if (report.processed > 0) await applyReport(db, job.id, report, job.now, null);
+  } catch (error) {
+    await failJob(db, job.id, "The job's rows could not be stored.", job.now, 'unread');
+    throw error;
+  }
+}
+
 /** One statement's rows and the chunk of the file's cells they take theirs from. */
-interface JobRowChunk {
-  /** JSON array of [row, input, addressIdx, resultJson]. */
-  rows: string;
-  /** The cells chunk holding these rows' cells (null for a JSON upload). */
-  cells: string | null;
-  /** The row number of the cells chunk's first element. */
-  cellsOffset: number;
+interface JobRowChunk extends UploadRowChunk {
   /** The first statement to bind this cells chunk (its bytes are counted once). */
   cellsFirst: boolean;
 }

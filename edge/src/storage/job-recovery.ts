@@ -1,26 +1,13 @@
-// What the recovery cron finds of batch jobs in D1: jobs past their deadline or their hard
-// limit, addresses whose lease ran out, and the addresses a deadline finishes.
+// What the recovery cron finds of batch jobs: jobs past their deadline or their hard limit in
+// D1, and in each job's lists the addresses whose lease ran out and those a deadline finishes.
 import type { Db } from './db.ts';
+import { jobLists, type UnfinishedAddress } from './job-lists/index.ts';
 
-export interface UnfinishedAddress {
-  idx: number;
-  email: string;
-  domain: string;
-  /** The last temporary answer, if the address had one. */
-  subStatus: string | null;
-  resultJson: string | null;
-}
+export type { UnfinishedAddress } from './job-lists/index.ts';
 
 /** The addresses of a job that have no final answer yet. */
-export async function unfinishedAddresses(db: Db, jobId: string): Promise<UnfinishedAddress[]> {
-  const { results } = await db.$client
-    .prepare(
-      `SELECT idx, email, domain, sub_status AS subStatus, result_json AS resultJson FROM job_addresses
-       WHERE job_id = ?1 AND state = 'queued' ORDER BY idx`,
-    )
-    .bind(jobId)
-    .all<UnfinishedAddress>();
-  return results;
+export function unfinishedAddresses(db: Db, jobId: string): Promise<UnfinishedAddress[]> {
+  return jobLists(db, jobId).unfinished();
 }
 
 /** Processing jobs whose deadline passed before `before` (their deadline message was lost). */
@@ -33,19 +20,8 @@ export async function findJobsPastDeadline(db: Db, before: number, limit: number
 }
 
 /** Marks addresses as handed to the queue again (for the recovery lease) and counts the attempt. */
-export async function markRequeued(
-  db: Db,
-  jobId: string,
-  idxs: readonly number[],
-  now: number,
-): Promise<void> {
-  await db.$client
-    .prepare(
-      `UPDATE job_addresses SET attempts = attempts + 1, enqueued_at = ?3
-       WHERE job_id = ?1 AND idx IN (SELECT value FROM json_each(?2)) AND state = 'queued'`,
-    )
-    .bind(jobId, JSON.stringify(idxs), now)
-    .run();
+export function markRequeued(db: Db, jobId: string, idxs: readonly number[], now: number): Promise<void> {
+  return jobLists(db, jobId).markRequeued(idxs, now);
 }
 
 export interface StaleAddress {
@@ -56,21 +32,26 @@ export interface StaleAddress {
   attempts: number;
 }
 
-/** Queued addresses of processing jobs whose lease ran out (a consumer or prober died). */
+/**
+ * Queued addresses of processing jobs whose lease ran out (a consumer or prober died), at most
+ * `limit`: the processing jobs from D1, oldest first, then each job's lists asked for its own.
+ */
 export async function findStaleAddresses(
   db: Db,
   leaseExpiredBefore: number,
   limit: number,
 ): Promise<StaleAddress[]> {
-  const { results } = await db.$client
-    .prepare(
-      `SELECT a.job_id AS jobId, a.idx, a.email, a.domain, a.attempts FROM jobs j
-       JOIN job_addresses a ON a.job_id = j.id AND a.state = 'queued' AND a.enqueued_at < ?1
-       WHERE j.status = 'processing' LIMIT ?2`,
-    )
-    .bind(leaseExpiredBefore, limit)
-    .all<StaleAddress>();
-  return results;
+  const { results: jobs } = await db.$client
+    .prepare(`SELECT id FROM jobs WHERE status = 'processing' ORDER BY created_at`)
+    .all<{ id: string }>();
+  const stale: StaleAddress[] = [];
+  for (const { id } of jobs) {
+    if (stale.length >= limit) break;
+    for (const address of await jobLists(db, id).stale(leaseExpiredBefore, limit - stale.length)) {
+      stale.push({ jobId: id, ...address });
+    }
+  }
+  return stale;
 }
 
 export async function findOverdueJobs(db: Db, createdBefore: number, limit: number): Promise<string[]> {

@@ -1,39 +1,26 @@
-// A batch job's answers in D1: each address's result as an upsert keyed by (job, address), the
-// job's counters recomputed from its rows, so that a replayed write changes nothing, and its
-// completion — refund, webhook event and history — once, in the transaction of its last answer.
+// A batch job's answers: each address's result recorded once in the job's lists
+// (storage/job-lists/), which report the job's counters with a write sequence number; then one D1
+// transaction applies them to the job row if that number is higher than the one it holds, and —
+// in the same transaction — completes the job once: refund, webhook event and history
+// (docs/architecture.md, "Where a job's lists live"). A crash between the two steps is healed by
+// the next report: a replayed write changes nothing in the lists and reports again.
 import { dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
+import { jobLists, type ListAnswer, type ListsReport } from './job-lists/index.ts';
 import { jsonChunks } from './json-chunks.ts';
 import { refundFinishedJob } from './ledger.ts';
 import { startWatchStatements } from './watches.ts';
 
-/** status, sub_status, catch_all, refundable, result_json: one address's result as stored. */
-export function resultColumns(result: AddressResult): unknown[] {
-  return [
-    result.status,
-    result.subStatus,
-    result.catchAll === null ? null : result.catchAll ? 1 : 0,
-    result.refundable ? 1 : 0,
-    result.resultJson,
-  ];
-}
-
-export interface AddressResult {
-  idx: number;
-  status: string;
-  subStatus: string;
-  catchAll: boolean | null;
-  refundable: boolean;
-  resultJson: string;
+export interface AddressResult extends ListAnswer {
   /** A final answer a job with `recheck` asks again later (isRecheckable in the policy table). */
   recheckable?: boolean;
 }
 
 /**
- * Records final results (each address once: a replay changes nothing), recomputes the
- * job's counters from its addresses, and — in the same transaction — completes the job
- * and refunds it once every address is done. Returns whether this call completed it, and
- * when its first recheck round is due (a job with `recheck` and recheckable answers).
+ * Records final results (each address once: a replay changes nothing) in the job's lists, then
+ * applies their report: the job's counters and — once every address is done — its completion
+ * and refund. Returns whether this call completed it, and when its first recheck round is due
+ * (a job with `recheck` and recheckable answers).
  */
 export async function recordResults(
   db: Db,
@@ -42,75 +29,105 @@ export async function recordResults(
   now: number,
   firstRecheckAfterMs: number | null = null,
 ): Promise<{ completed: boolean; recheckDueAt: number | null }> {
+  // Whether recheckable answers are asked again is the job's: read only when there are some.
+  const recheck =
+    results.some((result) => result.recheckable) &&
+    (await db.$client
+      .prepare('SELECT recheck FROM jobs WHERE id = ?1')
+      .bind(jobId)
+      .first<number>('recheck')) === 1;
+  const report = await jobLists(db, jobId).recordFinal(results, recheck);
+  return applyReport(db, jobId, report, now, firstRecheckAfterMs);
+}
+
+/**
+ * The D1 step of a lists write: the report's counters if its sequence number is higher than the
+ * job's, then the once-only completion. Returns whether this call completed the job.
+ */
+export async function applyReport(
+  db: Db,
+  jobId: string,
+  report: ListsReport,
+  now: number,
+  firstRecheckAfterMs: number | null,
+): Promise<{ completed: boolean; recheckDueAt: number | null }> {
   const d1 = db.$client;
-  const statements: D1PreparedStatement[] = [];
-  for (const chunk of jsonChunks(
-    results.map((result) => [result.idx, ...resultColumns(result), result.recheckable ? 1 : 0]),
-  )) {
-    statements.push(
-      d1
-        .prepare(
-          `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json, recheck)
-           SELECT ?1, j.value->>0, '', '', 'done', 0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5,
-             CASE WHEN j.value->>6 = 1 AND (SELECT recheck FROM jobs WHERE id = ?1) = 1 THEN 'due' END
-           FROM json_each(?2) j WHERE true
-           ON CONFLICT (job_id, idx) DO UPDATE SET state = 'done', status = excluded.status, sub_status = excluded.sub_status,
-             catch_all = excluded.catch_all, refundable = excluded.refundable, result_json = excluded.result_json,
-             recheck = excluded.recheck
-           WHERE job_addresses.state != 'done'`,
-        )
-        .bind(jobId, chunk.json),
-    );
-  }
-  statements.push(...completionStatements(d1, jobId, now, firstRecheckAfterMs));
-  const outcome = await d1.batch<{ id: string; recheckDueAt: number | null }>(statements);
+  // The watch's domains, read from the lists only when the job may complete now.
+  const domains = report.pending === 0 ? await jobLists(db, jobId).domains() : [];
+  const outcome = await d1.batch<{ id: string; recheckDueAt: number | null }>(
+    completionStatements(d1, jobId, report, now, firstRecheckAfterMs, domains),
+  );
   const finalized = outcome.at(-1)?.results[0];
   return { completed: finalized !== undefined, recheckDueAt: finalized?.recheckDueAt ?? null };
 }
 
-/** The job's verdict counters recomputed from its answered addresses. */
-export function countersStatement(d1: D1Database, jobId: string, condition: string): D1PreparedStatement {
+/**
+ * The report's counters on the job row, only if `report.seq` is higher than the one it holds and
+ * `condition` holds; statements after it that test `lists_seq = <seq>` (`currentReportSql`) run
+ * only for the report that was applied, so a late report changes nothing.
+ */
+export function countersStatement(
+  d1: D1Database,
+  jobId: string,
+  report: ListsReport,
+  condition: string,
+): D1PreparedStatement {
   return d1
     .prepare(
-      `UPDATE jobs SET (processed_emails, deliverable_count, undeliverable_count, risky_count, unknown_count,
-           catch_all_count, refundable_count) =
-         (SELECT COUNT(*), COALESCE(SUM(status = 'deliverable'), 0), COALESCE(SUM(status = 'undeliverable'), 0),
-            COALESCE(SUM(status = 'risky'), 0), COALESCE(SUM(status = 'unknown'), 0), COALESCE(SUM(catch_all = 1), 0),
-            COALESCE(SUM(refundable), 0)
-          FROM job_addresses WHERE job_id = ?1 AND state = 'done')
-       WHERE id = ?1 AND ${condition}`,
+      `UPDATE jobs SET processed_emails = ?3, deliverable_count = ?4, undeliverable_count = ?5, risky_count = ?6,
+         unknown_count = ?7, catch_all_count = ?8, refundable_count = ?9, lists_seq = ?2
+       WHERE id = ?1 AND lists_seq < ?2 AND ${condition}`,
     )
-    .bind(jobId);
+    .bind(
+      jobId,
+      report.seq,
+      report.processed,
+      report.deliverable,
+      report.undeliverable,
+      report.risky,
+      report.unknown,
+      report.catchAll,
+      report.refundable,
+    );
+}
+
+/** SQL: the job row `row` holds the counters of the report numbered `seq` (the one just applied). */
+export function currentReportSql(row: string, seq: number): string {
+  if (!Number.isSafeInteger(seq)) throw new Error(`a lists report's seq is an integer, not ${seq}`);
+  return `${row}.lists_seq = ${seq}`;
 }
 
 /**
- * Counters from the addresses, then the once-only completion: status, the first recheck
- * round's time (a job with `recheck` and answers to ask again), refund ledger row, balance and
- * the `finalized` flag, all conditional on the flag so a replay does nothing. The last
- * statement returns the job id only in the transaction that finalized it.
+ * Counters from the report, then the once-only completion: status, the first recheck round's
+ * time (a job with `recheck` and answers to ask again), the watch's start over `domains`, refund
+ * ledger row, balance and the `finalized` flag, all conditional on the flag so a replay does
+ * nothing. The last statement returns the job id only in the transaction that finalized it.
  */
 export function completionStatements(
   d1: D1Database,
   jobId: string,
+  report: ListsReport,
   now: number,
   firstRecheckAfterMs: number | null,
+  domains: readonly string[],
 ): D1PreparedStatement[] {
+  const current = currentReportSql('jobs', report.seq);
   return [
-    countersStatement(d1, jobId, 'finalized = 0'),
+    countersStatement(d1, jobId, report, 'finalized = 0'),
     d1
       .prepare(
         `UPDATE jobs SET status = 'completed', completed_at = ?2, credits_refunded = refundable_count
-         WHERE id = ?1 AND status = 'processing' AND finalized = 0 AND processed_emails >= total_emails`,
+         WHERE id = ?1 AND status = 'processing' AND finalized = 0 AND processed_emails >= total_emails AND ${current}`,
       )
       .bind(jobId, now),
     d1
       .prepare(
         `UPDATE jobs SET recheck_due_at = completed_at + ?2
          WHERE id = ?1 AND ?2 IS NOT NULL AND recheck = 1 AND status = 'completed' AND finalized = 0
-           AND EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'due')`,
+           AND ?3 = 1 AND ${current}`,
       )
-      .bind(jobId, firstRecheckAfterMs),
-    ...startWatchStatements(d1, jobId),
+      .bind(jobId, firstRecheckAfterMs, report.due ? 1 : 0),
+    ...startWatchStatements(d1, jobId, jsonChunks(domains)),
     ...finalizeStatements(d1, jobId, now),
   ];
 }
@@ -157,15 +174,24 @@ function finalizeStatements(d1: D1Database, jobId: string, now: number): D1Prepa
 
 /**
  * Fails a job that cannot finish: its remaining addresses are refunded with the refundable
- * ones, once. Returns true if this call failed it.
+ * ones, once, counted from the lists' latest report — or, for a job whose lists could not be
+ * written (`lists: 'unread'`), everything it was charged. Returns true if this call failed it.
  */
-export async function failJob(db: Db, jobId: string, reason: string, now: number): Promise<boolean> {
+export async function failJob(
+  db: Db,
+  jobId: string,
+  reason: string,
+  now: number,
+  lists: 'read' | 'unread' = 'read',
+): Promise<boolean> {
   const d1 = db.$client;
+  const report = lists === 'read' ? await jobLists(db, jobId).report() : null;
+  const refunded = report ? 'refundable_count + (total_emails - processed_emails)' : 'credits_charged';
   const outcome = await d1.batch<{ id: string }>([
+    ...(report ? [countersStatement(d1, jobId, report, 'finalized = 0')] : []),
     d1
       .prepare(
-        `UPDATE jobs SET status = 'failed', failure_reason = ?2, completed_at = ?3,
-           credits_refunded = refundable_count + (total_emails - processed_emails)
+        `UPDATE jobs SET status = 'failed', failure_reason = ?2, completed_at = ?3, credits_refunded = ${refunded}
          WHERE id = ?1 AND status = 'processing' AND finalized = 0`,
       )
       .bind(jobId, reason, now),
@@ -184,21 +210,5 @@ export async function recordProvisional(
   results: readonly (AddressResult & { retryAt: number })[],
   now: number,
 ): Promise<void> {
-  const d1 = db.$client;
-  const statements = jsonChunks(
-    results.map((result) => [result.idx, ...resultColumns(result), result.retryAt]),
-  ).map((chunk) =>
-    d1
-      .prepare(
-        `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, refundable, result_json, retry_at)
-         SELECT ?1, j.value->>0, '', '', 'queued', ?3, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, j.value->>6
-         FROM json_each(?2) j WHERE true
-         ON CONFLICT (job_id, idx) DO UPDATE SET attempts = attempts + 1, enqueued_at = excluded.enqueued_at,
-           status = excluded.status, sub_status = excluded.sub_status, catch_all = excluded.catch_all,
-           refundable = excluded.refundable, result_json = excluded.result_json, retry_at = excluded.retry_at
-         WHERE job_addresses.state != 'done'`,
-      )
-      .bind(jobId, chunk.json, now),
-  );
-  if (statements.length > 0) await d1.batch(statements);
+  await jobLists(db, jobId).recordProvisional(results, now);
 }

@@ -7,6 +7,7 @@ import type { SubStatus } from '@rcpt/shared/contract/sub-statuses';
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
+import { jobLists, type ResultRow } from './job-lists/index.ts';
 import type { jobs } from './schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
@@ -76,12 +77,7 @@ export async function processingJobs(db: Db, jobIds: readonly string[]): Promise
   return new Map(results.map((row) => [row.id, row]));
 }
 
-export interface ResultRow {
-  row: number;
-  input: string;
-  resultJson: string | null;
-  csvValues: string | null;
-}
+export type { ResultRow } from './job-lists/index.ts';
 
 /** Which rows of a job's results to read: a page, optionally only rows of some statuses. */
 export interface ResultRowsQuery {
@@ -95,57 +91,19 @@ export interface ResultRowsQuery {
   search?: string | undefined;
 }
 
-// A row's status: its address's verdict, or for a row with no address (invalid input) its own.
-// A row's verdict: its address's final answer (a temporary one, kept while the address is asked
-// again, is not yet a verdict), or the row's own for one without an address to verify.
-const ROW_STATUS =
-  "COALESCE(CASE WHEN a.state = 'done' THEN a.status END, json_extract(r.result_json, '$.status'))";
-const ROW_SUB_STATUS =
-  "COALESCE(CASE WHEN a.state = 'done' THEN a.sub_status END, json_extract(r.result_json, '$.subStatus'))";
-
-const ROWS_WITH_RESULTS = `FROM job_rows r LEFT JOIN job_addresses a ON a.job_id = r.job_id AND a.idx = r.address_idx
-       WHERE r.job_id = ?1 AND (?2 IS NULL OR ${ROW_STATUS} IN (SELECT value FROM json_each(?2)))
-         AND (?3 IS NULL OR r.input LIKE ?3 ESCAPE '\\')
-         AND (?4 IS NULL OR ${ROW_SUB_STATUS} IN (SELECT value FROM json_each(?4)))`;
-
 /** Whether the query selects some of a job's rows only, so their number must be counted. */
 export function isFilteredQuery(query: ResultRowsQuery): boolean {
   return Boolean(query.statuses || query.subStatuses || query.search);
 }
 
 /** Rows in upload order with their results (a duplicate row shows its address's result). */
-export async function readResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<ResultRow[]> {
-  const { results } = await db.$client
-    .prepare(
-      `SELECT r.row, r.input, COALESCE(r.result_json, a.result_json) AS resultJson, r.csv_values AS csvValues
-       ${ROWS_WITH_RESULTS} ORDER BY r.row LIMIT ?5 OFFSET ?6`,
-    )
-    .bind(jobId, statusFilter(query), searchPattern(query), subStatusFilter(query), query.limit, query.offset)
-    .all<ResultRow>();
-  return results;
+export function readResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<ResultRow[]> {
+  return jobLists(db, jobId).resultRows(query, query);
 }
 
 /** How many rows of a job the query selects, ignoring its page. */
-export async function countResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<number> {
-  const row = await db.$client
-    .prepare(`SELECT COUNT(*) AS total ${ROWS_WITH_RESULTS}`)
-    .bind(jobId, statusFilter(query), searchPattern(query), subStatusFilter(query))
-    .first<{ total: number }>();
-  return row?.total ?? 0;
-}
-
-function statusFilter(query: ResultRowsQuery): string | null {
-  return query.statuses ? JSON.stringify(query.statuses) : null;
-}
-
-function subStatusFilter(query: ResultRowsQuery): string | null {
-  return query.subStatuses ? JSON.stringify(query.subStatuses) : null;
-}
-
-// The search text matched literally: LIKE's wildcards and the escape character are escaped
-// (SQLite, "The LIKE, GLOB, REGEXP, MATCH, and extract operators": ESCAPE clause).
-function searchPattern(query: ResultRowsQuery): string | null {
-  return query.search ? `%${query.search.replace(/[\\%_]/g, '\\$&')}%` : null;
+export function countResultRows(db: Db, jobId: string, query: ResultRowsQuery): Promise<number> {
+  return jobLists(db, jobId).countResultRows(query);
 }
 
 /** A job's rows that have a verdict, by status, with the risky ones at a catch-all domain. */
@@ -160,13 +118,7 @@ export interface RowCounts {
  * count the job page shows, so its cards, chart, filter and downloads agree with the files.
  */
 export async function countRowsByVerdict(db: Db, jobId: string): Promise<RowCounts> {
-  const { results } = await db.$client
-    .prepare(
-      `SELECT ${ROW_STATUS} AS status, COUNT(*) AS total, COALESCE(SUM(a.catch_all = 1), 0) AS catchAll
-       ${ROWS_WITH_RESULTS} GROUP BY 1`,
-    )
-    .bind(jobId, null, null, null)
-    .all<{ status: string | null; total: number; catchAll: number }>();
+  const results = await jobLists(db, jobId).rowsByVerdict();
   const counts: RowCounts = {
     byStatus: { deliverable: 0, undeliverable: 0, risky: 0, unknown: 0 },
     catchAll: 0,
@@ -194,21 +146,8 @@ export async function pendingAddresses(
   jobId: string,
   limit: number,
 ): Promise<{ total: number; addresses: PendingAddress[] }> {
-  const [listed, counted] = await db.$client.batch([
-    db.$client
-      .prepare(
-        `SELECT email, sub_status AS subStatus, retry_at AS retryAt FROM job_addresses
-         WHERE job_id = ?1 AND state = 'queued' ORDER BY idx LIMIT ?2`,
-      )
-      .bind(jobId, limit),
-    db.$client
-      .prepare(`SELECT COUNT(*) AS total FROM job_addresses WHERE job_id = ?1 AND state = 'queued'`)
-      .bind(jobId),
-  ]);
-  return {
-    total: (counted?.results[0] as { total: number } | undefined)?.total ?? 0,
-    addresses: (listed?.results ?? []) as PendingAddress[],
-  };
+  const { total, addresses } = await jobLists(db, jobId).pending(limit);
+  return { total, addresses: addresses as PendingAddress[] };
 }
 
 /** Addresses of the jobs still processing that have no final answer yet: the fleet's work ahead of a new job. */

@@ -238,31 +238,57 @@ export function refundUnansweredVerification(verificationId: string, now: number
 }
 
 /**
- * The charge of a greylist follow-up's answers (docs/money.md, "Batch"): one credit for each of
- * the job's addresses marked `charging` — refunded at completion, now answered with a known
- * verdict, as many as the balance covers (the marking statement's LIMIT) — as one
- * `recheck_charge` row whose reference names the job and its running round
- * (`<jobId>:round-<n>`). Run it after the statement that marks them and before the one that
- * records their answers (which clears the mark), in the same batch. Statements placed between
- * `entry` and `balance` still see the balance before the charge.
+ * The charge of a follow-up round's answers (docs/money.md, "Batch"): one credit for each of the
+ * `candidates` (addresses refunded at completion, now answered with a known verdict), lowest
+ * index first, as many as the balance covers, as one `recheck_charge` row whose reference names
+ * the job and its running round (`<jobId>:round-<n>`). Each charged address is kept in
+ * `job_recheck_charges` (once in a job's life: it is paid for from then on), written in the
+ * transaction that moves its credit: a candidate found there is not charged again. The last
+ * statement returns the candidates that are paid for — charged now or before — which the job's
+ * lists then record as paid; and the running round's number. Run them in order, in one batch.
  */
-export function chargeRecheckedAddresses(jobId: string, now: number): LedgerPair {
-  const charging = "(SELECT COUNT(*) FROM job_addresses WHERE job_id = ?1 AND recheck = 'charging')";
-  return {
-    entry: {
+export function chargeRecheckedAddresses(
+  jobId: string,
+  candidates: readonly number[],
+  now: number,
+): SqlStatement[] {
+  const fresh = '(SELECT COUNT(*) FROM job_recheck_charges WHERE job_id = ?1 AND applied = 0)';
+  const account = '(SELECT account_id FROM jobs WHERE id = ?1)';
+  return [
+    {
+      sql: `INSERT INTO job_recheck_charges (job_id, idx, round)
+            SELECT ?1, c.value, (SELECT recheck_round FROM jobs WHERE id = ?1) FROM json_each(?2) c
+            WHERE c.value NOT IN (SELECT idx FROM job_recheck_charges WHERE job_id = ?1)
+            ORDER BY c.value
+            LIMIT (SELECT MAX(0, ${freeCreditsSql()}) FROM accounts WHERE id = ${account})`,
+      params: [jobId, JSON.stringify(candidates)],
+    },
+    {
       sql: `INSERT INTO ${LEDGER_COLUMNS}
-            SELECT a.id, -${charging}, a.credit_balance - ${charging}, 'recheck_charge', j.id || ':round-' || j.recheck_round, ?2
+            SELECT a.id, -${fresh}, a.credit_balance - ${fresh}, 'recheck_charge', j.id || ':round-' || j.recheck_round, ?2
             FROM jobs j JOIN accounts a ON a.id = j.account_id
-            WHERE j.id = ?1 AND ${charging} > 0 AND ${freeCreditsSql('a')} >= ${charging}`,
+            WHERE j.id = ?1 AND ${fresh} > 0`,
       params: [jobId, now],
     },
-    balance: {
-      sql: `UPDATE accounts SET credit_balance = credit_balance - ${charging}
-            WHERE id = (SELECT account_id FROM jobs WHERE id = ?1) AND ${charging} > 0 AND ${freeCreditsSql()} >= ${charging}
-            RETURNING credit_balance`,
+    {
+      sql: `UPDATE jobs SET credits_charged = credits_charged + ${fresh} WHERE id = ?1 AND ${fresh} > 0`,
       params: [jobId],
     },
-  };
+    {
+      sql: `UPDATE accounts SET credit_balance = credit_balance - ${fresh} WHERE id = ${account} AND ${fresh} > 0`,
+      params: [jobId],
+    },
+    {
+      sql: 'UPDATE job_recheck_charges SET applied = 1 WHERE job_id = ?1 AND applied = 0',
+      params: [jobId],
+    },
+    {
+      sql: `SELECT (SELECT recheck_round FROM jobs WHERE id = ?1) AS round,
+              (SELECT json_group_array(idx) FROM (SELECT idx FROM job_recheck_charges
+                WHERE job_id = ?1 AND idx IN (SELECT value FROM json_each(?2)) ORDER BY idx)) AS paid`,
+      params: [jobId, JSON.stringify(candidates)],
+    },
+  ];
 }
 
 /** A purchase's grant: its ledger pair, then `settle`, the pair that pays the account's debt from it. */

@@ -3,6 +3,7 @@
 // transaction that is conditional on the account's storage budget (storage-budget.ts): all of
 // them, or none.
 import { type DataMode, dataModeSql } from './api-keys.ts';
+import { latestBatchVerdicts, type VerdictLookup } from './batch-verdicts.ts';
 import { type Db, prepare } from './db.ts';
 import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
 import {
@@ -74,57 +75,33 @@ export interface VerdictCandidate {
 /**
  * For each `{email, at}` (index = position), the account's latest answered single call and latest
  * answered job address of that address made with keys of `mode`, within `windowMs` before `at`:
- * up to two candidates each, in two statements whatever the number of outcomes.
+ * up to two candidates each; the single calls in one statement whatever the number of outcomes,
+ * the jobs' answers from the lists of the jobs that may hold them (batch-verdicts.ts).
  */
-export async function verdictCandidates(
-  db: Db,
-  lookup: {
-    accountId: string;
-    mode: DataMode;
-    windowMs: number;
-    outcomes: readonly { email: string; at: number }[];
-  },
-): Promise<VerdictCandidate[]> {
+export async function verdictCandidates(db: Db, lookup: VerdictLookup): Promise<VerdictCandidate[]> {
   if (lookup.outcomes.length === 0) return [];
   const d1 = db.$client;
   const pairs = JSON.stringify(lookup.outcomes.map(({ email, at }) => [email, at]));
   const email = "json_extract(o.value, '$[0]')";
   const at = "json_extract(o.value, '$[1]')";
-  const [singles, batches] = await d1.batch([
-    // verifications_address: (account_id, address, created_at).
-    d1
-      .prepare(
-        `SELECT o.key AS "index", v.id AS ref, v.created_at AS at, v.status, v.sub_status AS subStatus,
-                v.result_json AS resultJson
-         FROM json_each(?2) o JOIN verifications v ON v.id = (
-           SELECT id FROM verifications
-           WHERE account_id = ?1 AND address = ${email} AND created_at < ${at} AND created_at >= ${at} - ?3
-             AND kind = 'single' AND status IS NOT NULL AND ${dataModeSql(lookup.mode)}
-           ORDER BY created_at DESC LIMIT 1)`,
-      )
-      .bind(lookup.accountId, pairs, lookup.windowMs),
-    // job_addresses_email, then the job by its key. A job's verdicts count from its creation.
-    d1
-      .prepare(
-        `SELECT o.key AS "index", j.id AS ref, j.created_at AS at, a.status, a.sub_status AS subStatus,
-                a.result_json AS resultJson
-         FROM json_each(?2) o
-         JOIN job_addresses a ON a.rowid = (
-           SELECT a2.rowid FROM job_addresses a2 JOIN jobs j2 ON j2.id = a2.job_id
-           WHERE a2.email = ${email} AND a2.state = 'done' AND a2.status IS NOT NULL AND j2.account_id = ?1
-             AND j2.created_at < ${at} AND j2.created_at >= ${at} - ?3 AND ${dataModeSql(lookup.mode)}
-           ORDER BY j2.created_at DESC LIMIT 1)
-         JOIN jobs j ON j.id = a.job_id`,
-      )
-      .bind(lookup.accountId, pairs, lookup.windowMs),
-  ]);
-  const rows = (result: D1Result | undefined, source: 'single' | 'batch') =>
-    ((result?.results ?? []) as Omit<VerdictCandidate, 'source'>[]).map((row) => ({
-      ...row,
-      index: Number(row.index),
-      source,
-    }));
-  return [...rows(singles, 'single'), ...rows(batches, 'batch')];
+  // verifications_address: (account_id, address, created_at).
+  const { results: singles } = await d1
+    .prepare(
+      `SELECT o.key AS "index", v.id AS ref, v.created_at AS at, v.status, v.sub_status AS subStatus,
+              v.result_json AS resultJson
+       FROM json_each(?2) o JOIN verifications v ON v.id = (
+         SELECT id FROM verifications
+         WHERE account_id = ?1 AND address = ${email} AND created_at < ${at} AND created_at >= ${at} - ?3
+           AND kind = 'single' AND status IS NOT NULL AND ${dataModeSql(lookup.mode)}
+         ORDER BY created_at DESC LIMIT 1)`,
+    )
+    .bind(lookup.accountId, pairs, lookup.windowMs)
+    .all<Omit<VerdictCandidate, 'source'>>();
+  const batches = await latestBatchVerdicts(db, lookup);
+  return [
+    ...singles.map((row) => ({ ...row, index: Number(row.index), source: 'single' as const })),
+    ...batches.map((row) => ({ ...row, source: 'batch' as const })),
+  ];
 }
 
 /**

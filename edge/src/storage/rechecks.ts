@@ -1,15 +1,17 @@
-// Greylist follow-up in D1 (docs/architecture.md, "Greylist follow-up"): rounds that ask a
-// completed job's recheckable answers again. A round is claimed once (conditional on the round
-// number), its addresses move from 'due' to 'asking', each answer is recorded once (only while
-// its address is 'asking'), and the round closes in the transaction that records its last
-// answer — or at its end time by the recovery sweep — writing one `job.updated` event when it
-// changed a verdict. An address refunded at completion that a round answers with a known verdict
-// is charged then, in the transaction that records it, as far as the balance covers
-// (docs/money.md, "Batch"); one the balance does not cover keeps its answer and is due again.
+// Greylist follow-up (docs/architecture.md, "Greylist follow-up"): rounds that ask a completed
+// job's recheckable answers again. A round is claimed once in D1 (conditional on the round
+// number), then its addresses move from 'due' to 'asking' in the job's lists; each answer is
+// recorded once (only while its address is 'asking'), and the round closes in the D1 transaction
+// that applies the lists' report of its last answer — or at its end time by the recovery sweep —
+// writing one `job.updated` event when it changed a verdict. An address refunded at completion
+// that a round answers with a known verdict is charged first in D1, as far as the balance covers
+// (docs/money.md, "Batch"), then recorded as paid in the lists; one the balance does not cover
+// keeps its answer and is due again.
 
 import { type Db, prepare } from './db.ts';
-import { type AddressResult, countersStatement } from './job-results.ts';
-import { chargeRecheckedAddresses, freeCreditsSql } from './ledger.ts';
+import { jobLists, type ListsReport, type RoundAnswerRow } from './job-lists/index.ts';
+import { type AddressResult, countersStatement, currentReportSql } from './job-results.ts';
+import { chargeRecheckedAddresses } from './ledger.ts';
 
 export interface RecheckAddress {
   idx: number;
@@ -33,34 +35,22 @@ export async function claimRecheckRound(
   db: Db,
   input: { jobId: string; round: number; now: number; endsAt: number; nextAfterMs: number | null },
 ): Promise<StartedRound | null> {
-  const d1 = db.$client;
-  // Rows of this claim only: the round number and end time it wrote.
-  const claimed =
-    'EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND recheck_round = ?2 + 1 AND recheck_round_ends_at = ?3)';
-  const [claim, , asking] = await d1.batch([
-    d1
-      .prepare(
-        `UPDATE jobs SET recheck_round = recheck_round + 1, recheck_round_ends_at = ?3,
-           recheck_due_at = CASE WHEN ?4 IS NULL THEN NULL ELSE completed_at + ?4 END
-         WHERE id = ?1 AND status = 'completed' AND recheck = 1 AND recheck_round = ?2
-           AND recheck_round_ends_at IS NULL AND recheck_due_at IS NOT NULL AND recheck_due_at <= ?5
-         RETURNING account_id AS accountId`,
-      )
-      .bind(input.jobId, input.round, input.endsAt, input.nextAfterMs, input.now),
-    d1
-      .prepare(
-        `UPDATE job_addresses SET recheck = 'asking' WHERE job_id = ?1 AND recheck = 'due' AND ${claimed}`,
-      )
-      .bind(input.jobId, input.round, input.endsAt),
-    d1
-      .prepare(
-        `SELECT idx, email, domain FROM job_addresses WHERE job_id = ?1 AND recheck = 'asking' AND ${claimed} ORDER BY idx`,
-      )
-      .bind(input.jobId, input.round, input.endsAt),
-  ]);
-  const accountId = (claim?.results[0] as { accountId: string } | undefined)?.accountId;
-  if (accountId === undefined) return null;
-  return { accountId, round: input.round + 1, addresses: (asking?.results ?? []) as RecheckAddress[] };
+  const claim = await db.$client
+    .prepare(
+      `UPDATE jobs SET recheck_round = recheck_round + 1, recheck_round_ends_at = ?3,
+         recheck_due_at = CASE WHEN ?4 IS NULL THEN NULL ELSE completed_at + ?4 END
+       WHERE id = ?1 AND status = 'completed' AND recheck = 1 AND recheck_round = ?2
+         AND recheck_round_ends_at IS NULL AND recheck_due_at IS NOT NULL AND recheck_due_at <= ?5
+       RETURNING account_id AS accountId`,
+    )
+    .bind(input.jobId, input.round, input.endsAt, input.nextAfterMs, input.now)
+    .first<{ accountId: string }>();
+  if (!claim) return null;
+  // Then the lists: the due addresses are asked. A crash before this leaves the round with
+  // nothing asked; it closes at its end time (closeExpiredRounds) with its addresses still due,
+  // and the next round asks them.
+  const addresses = await jobLists(db, input.jobId).claimDue();
+  return { accountId: claim.accountId, round: input.round + 1, addresses };
 }
 
 /** A recheck's answer about one address of the running round. */
@@ -80,11 +70,17 @@ export interface ClosedRound {
 /**
  * Records a round's answers (once each: only while the address is 'asking'). A new verdict
  * replaces the address's; one for an address the completion refunded is charged first, one
- * credit each, lowest index first, as many as the balance covers — those are marked
- * `charging`, charged (`chargeRecheckedAddresses`), added to the job's `credits_charged` and
- * recorded as paid (refundable 0). A known answer the balance did not
- * cover leaves the address as it was and due for the next round. The job's counters follow,
- * and the round closes with its last answer. Returns the round if this call closed it.
+ * credit each, lowest index first, as many as the balance covers: D1 charges them
+ * (`chargeRecheckedAddresses`: ledger row, balance, the job's `credits_charged`, and each
+ * charged address kept) and answers which are paid for, then the lists record those as paid
+ * (refundable 0). A known answer the balance did not cover leaves the address as it was and due
+ * for the next round. The lists' report then gives the job's counters, and the round closes
+ * with its last answer. Returns the round if this call closed it.
+ *
+ * A crash after D1's charge and before the lists' record is healed when the answer is recorded
+ * again — the queue's redelivery of the answers' message, or, if the round ended first (its close
+ * made the address due), the next round's answer: D1 finds the address charged, charges nothing,
+ * and answers it as paid, so the lists record it as paid. No credit is taken twice.
  */
 export async function recordRecheckAnswers(
   db: Db,
@@ -93,66 +89,31 @@ export async function recordRecheckAnswers(
   now: number,
 ): Promise<ClosedRound | null> {
   const d1 = db.$client;
-  const rows = JSON.stringify(
-    answers.map(({ idx, verdict, askAgain }) => [
+  const lists = jobLists(db, jobId);
+  const rows = answers.map(
+    ({ idx, verdict, askAgain }): RoundAnswerRow => [
       idx,
       verdict?.status ?? null,
       verdict?.subStatus ?? null,
       verdict?.catchAll == null ? null : verdict.catchAll ? 1 : 0,
       verdict?.resultJson ?? null,
       askAgain ? 'due' : null,
-    ]),
+    ],
   );
-  // SET expressions read the row as it was before the update (SQLite, "UPDATE"), so the
-  // change test compares the old verdict with the new one.
-  // A known answer replaces the verdict of an address that is paid for: never refunded, or
-  // charged in this batch.
-  const known = 'excluded.result_json IS NOT NULL';
-  const replaces = `${known} AND (job_addresses.refundable = 0 OR job_addresses.recheck = 'charging')`;
-  const changed = `${replaces} AND (excluded.status IS NOT job_addresses.status OR excluded.sub_status IS NOT job_addresses.sub_status)`;
-  const replaced = (column: string) =>
-    `${column} = CASE WHEN ${replaces} THEN excluded.${column} ELSE job_addresses.${column} END`;
-  const charge = chargeRecheckedAddresses(jobId, now);
-  const charging = "(SELECT COUNT(*) FROM job_addresses WHERE job_id = ?1 AND recheck = 'charging')";
+  const known = answers.filter((answer) => answer.verdict !== null).map((answer) => answer.idx);
+  const candidates = known.length > 0 ? await lists.chargeable(known) : [];
+  const charge =
+    candidates.length > 0
+      ? chargeRecheckedAddresses(jobId, candidates, now)
+      : [{ sql: "SELECT recheck_round AS round, '[]' AS paid FROM jobs WHERE id = ?1", params: [jobId] }];
+  const charged = (await d1.batch(charge.map((statement) => prepare(d1, statement)))).at(-1)?.results[0] as
+    | { round: number | null; paid: string }
+    | undefined;
+  if (charged?.round == null) return null;
+  const report = await lists.recordRound(rows, charged.round, JSON.parse(charged.paid) as number[]);
   const outcome = await d1.batch([
-    // Refunded addresses answered with a known verdict, lowest index first, as many as the
-    // balance covers (the balance is still the one before the charge).
-    d1
-      .prepare(
-        `UPDATE job_addresses SET recheck = 'charging'
-         WHERE job_id = ?1 AND idx IN (
-           SELECT a.idx FROM job_addresses a JOIN json_each(?2) j ON a.idx = j.value->>0
-           WHERE a.job_id = ?1 AND a.recheck = 'asking' AND a.refundable = 1 AND j.value->>4 IS NOT NULL
-           ORDER BY a.idx
-           LIMIT (SELECT ${freeCreditsSql('a')} FROM accounts a JOIN jobs j ON j.account_id = a.id WHERE j.id = ?1))`,
-      )
-      .bind(jobId, rows),
-    prepare(d1, charge.entry),
-    d1
-      .prepare(
-        `UPDATE jobs SET credits_charged = credits_charged + ${charging}
-         WHERE id = ?1 AND ${charging} > 0
-           AND (SELECT ${freeCreditsSql()} FROM accounts WHERE id = jobs.account_id) >= ${charging}`,
-      )
-      .bind(jobId),
-    prepare(d1, charge.balance),
-    d1
-      .prepare(
-        `INSERT INTO job_addresses (job_id, idx, email, domain, state, enqueued_at, status, sub_status, catch_all, result_json, recheck)
-         SELECT ?1, j.value->>0, '', '', 'done', 0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
-         FROM json_each(?2) j WHERE true
-         ON CONFLICT (job_id, idx) DO UPDATE SET ${replaced('status')}, ${replaced('sub_status')},
-           ${replaced('catch_all')}, ${replaced('result_json')},
-           changed_in_round = CASE WHEN ${changed} THEN (SELECT recheck_round FROM jobs WHERE id = ?1)
-             ELSE job_addresses.changed_in_round END,
-           refundable = CASE WHEN job_addresses.recheck = 'charging' THEN 0 ELSE job_addresses.refundable END,
-           -- a known answer the balance did not cover: asked again next round
-           recheck = CASE WHEN ${known} AND NOT (${replaces}) THEN 'due' ELSE excluded.recheck END
-         WHERE job_addresses.recheck IN ('asking', 'charging')`,
-      )
-      .bind(jobId, rows),
-    countersStatement(d1, jobId, "status = 'completed'"),
-    ...closeRoundStatements(d1, jobId, now),
+    countersStatement(d1, jobId, report, "status = 'completed'"),
+    ...closeRoundStatements(d1, jobId, report, now),
   ]);
   return closedRoundOf(outcome);
 }
@@ -165,20 +126,19 @@ export async function closeExpiredRounds(db: Db, now: number, limit: number): Pr
   const d1 = db.$client;
   const { results } = await d1
     .prepare(
-      `SELECT id FROM jobs WHERE status = 'completed' AND recheck_round_ends_at IS NOT NULL AND recheck_round_ends_at < ?1 LIMIT ?2`,
+      `SELECT id, recheck_round AS round FROM jobs
+       WHERE status = 'completed' AND recheck_round_ends_at IS NOT NULL AND recheck_round_ends_at < ?1 LIMIT ?2`,
     )
     .bind(now, limit)
-    .all<{ id: string }>();
+    .all<{ id: string; round: number }>();
   const withChanges: string[] = [];
-  for (const { id } of results) {
+  for (const { id, round } of results) {
+    // The lists first, then D1 applies their report; a crash between leaves the round running
+    // past its end, found again by the next sweep.
+    const report = await jobLists(db, id).closeRound(round);
     const outcome = await d1.batch([
-      d1
-        .prepare(
-          `UPDATE job_addresses SET recheck = 'due' WHERE job_id = ?1 AND recheck = 'asking'
-             AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND recheck_round_ends_at < ?2)`,
-        )
-        .bind(id, now),
-      ...closeRoundStatements(d1, id, now),
+      countersStatement(d1, id, report, "status = 'completed'"),
+      ...closeRoundStatements(d1, id, report, now),
     ]);
     if ((closedRoundOf(outcome)?.changes ?? 0) > 0) withChanges.push(id);
   }
@@ -231,11 +191,16 @@ export async function recheckingJobs(db: Db, jobIds: readonly string[]): Promise
  * completion event its payload is built at the first attempt), then the job's recheck fields.
  * The last statement returns the job only in the transaction that closed the round.
  */
-function closeRoundStatements(d1: D1Database, jobId: string, now: number): D1PreparedStatement[] {
-  const closable = (job: string) => `${job}.recheck_round_ends_at IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'asking')`;
-  const changes = (job: string) =>
-    `(SELECT COUNT(*) FROM job_addresses WHERE job_id = ?1 AND changed_in_round = ${job}.recheck_round)`;
+function closeRoundStatements(
+  d1: D1Database,
+  jobId: string,
+  report: ListsReport,
+  now: number,
+): D1PreparedStatement[] {
+  // Closable: a round runs, the lists ask nothing more, and the report is the job's current one.
+  const closable = (job: string) =>
+    `${job}.recheck_round_ends_at IS NOT NULL AND ${report.asking} = 0 AND ${currentReportSql(job, report.seq)}`;
+  const changes = String(report.changed);
   return [
     d1
       .prepare(
@@ -243,7 +208,7 @@ function closeRoundStatements(d1: D1Database, jobId: string, now: number): D1Pre
          SELECT 'msg_' || replace(j.id, '-', '') || '_updated_' || j.recheck_round, j.account_id, j.id, 'job.updated',
            COALESCE(j.webhook_url, a.webhook_url), '', 'pending', ?2, ?2
          FROM jobs j JOIN accounts a ON a.id = j.account_id
-         WHERE j.id = ?1 AND ${closable('j')} AND ${changes('j')} > 0
+         WHERE j.id = ?1 AND ${closable('j')} AND ${changes} > 0
            AND COALESCE(j.webhook_url, a.webhook_url) IS NOT NULL AND a.webhook_secret IS NOT NULL
          ON CONFLICT (id) DO NOTHING`,
       )
@@ -251,14 +216,13 @@ function closeRoundStatements(d1: D1Database, jobId: string, now: number): D1Pre
     d1
       .prepare(
         `UPDATE jobs SET recheck_round_ends_at = NULL,
-           recheck_changes = CASE WHEN ${changes('jobs')} > 0 THEN ${changes('jobs')} ELSE recheck_changes END,
-           rechecked_at = CASE WHEN ${changes('jobs')} > 0 THEN ?2 ELSE rechecked_at END,
-           recheck_due_at = CASE WHEN EXISTS (SELECT 1 FROM job_addresses WHERE job_id = ?1 AND recheck = 'due')
-             THEN recheck_due_at END
+           recheck_changes = CASE WHEN ${changes} > 0 THEN ${changes} ELSE recheck_changes END,
+           rechecked_at = CASE WHEN ${changes} > 0 THEN ?2 ELSE rechecked_at END,
+           recheck_due_at = CASE WHEN ?3 = 1 THEN recheck_due_at END
          WHERE id = ?1 AND ${closable('jobs')}
          RETURNING recheck_changes AS changes, rechecked_at = ?2 AS changedNow`,
       )
-      .bind(jobId, now),
+      .bind(jobId, now, report.due ? 1 : 0),
   ];
 }
 

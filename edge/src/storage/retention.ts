@@ -9,6 +9,7 @@ import { ACCEPTED_BOUNCES_WINDOW_MS } from '@rcpt/shared/verify/learnt';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
+import { jobLists } from './job-lists/index.ts';
 
 const JOBS_PER_CHUNK = 20;
 /** How long an outcome webhook's signature nonce is kept: a day, twice the oldest signature taken. */
@@ -77,8 +78,8 @@ export async function deleteExpired(
   const expiredSql = `(created_at < ?1 OR (${dataModeSql('test')} AND (created_at < ?2 OR (created_at < ?3
     AND account_id IN (SELECT id FROM accounts WHERE email_confirmed_at IS NULL)))))`;
   const expiry = [cutoffs.retention, cutoffs.sandbox, cutoffs.trial] as const;
-  report.jobs = await deleteExpiredJobs(d1, expiredSql, expiry);
-  const freeRows = await dropFreeRows(d1, cutoffs.freeRows, now);
+  report.jobs = await deleteExpiredJobs(db, expiredSql, expiry);
+  const freeRows = await dropFreeRows(db, cutoffs.freeRows, now);
   report.freeRowJobs = freeRows.jobs;
   report.freeRows = freeRows.rows;
   report.verifications = await deleteInChunks(d1, 'verifications', expiredSql, ...expiry);
@@ -129,10 +130,11 @@ export async function deleteExpired(
  * expired again by the next run.
  */
 async function deleteExpiredJobs(
-  d1: D1Database,
+  db: Db,
   expiredSql: string,
   expiry: readonly [number, number, number],
 ): Promise<number> {
+  const d1 = db.$client;
   let jobs = 0;
   let statements = 0;
   while (statements < MAX_JOB_STATEMENTS) {
@@ -142,7 +144,16 @@ async function deleteExpiredJobs(
       .all<{ id: string }>();
     if (results.length === 0) break;
     const ids = JSON.stringify(results.map((row) => row.id));
-    for (const table of ['job_rows', 'job_addresses', 'job_watch_domains'] as const) {
+    // Each job's lists, then what D1 keeps of the jobs beside their rows.
+    for (const { id } of results) {
+      const lists = jobLists(db, id);
+      let deleted = ROWS_PER_STATEMENT;
+      while (deleted > 0) {
+        if (statements++ >= MAX_JOB_STATEMENTS) return jobs;
+        deleted = await lists.deleteSome(ROWS_PER_STATEMENT);
+      }
+    }
+    for (const table of ['job_watch_domains', 'job_recheck_charges', 'job_address_filters'] as const) {
       let deleted = ROWS_PER_STATEMENT;
       while (deleted === ROWS_PER_STATEMENT) {
         if (statements++ >= MAX_JOB_STATEMENTS) return jobs;
@@ -164,27 +175,14 @@ async function deleteExpiredJobs(
   return jobs;
 }
 
-// A job's rows that cost nothing: those without an address (empty, invalid, unreadable) and every
-// row of an address but its first (a duplicate). The first rows come from one grouped pass over
-// the job's rows, not a lookup per row.
-const FREE_ROWS_SQL = `DELETE FROM job_rows WHERE rowid IN (
-  SELECT r.rowid FROM job_rows r
-  LEFT JOIN (SELECT address_idx, MIN(row) AS first_row FROM job_rows
-    WHERE job_id = ?1 AND address_idx IS NOT NULL GROUP BY address_idx) f ON f.address_idx = r.address_idx
-  WHERE r.job_id = ?1 AND (r.address_idx IS NULL OR r.row > f.first_row)
-  LIMIT ?2)`;
-
 /**
  * Drops the free rows of finished jobs created before `cutoff`, ROWS_PER_STATEMENT a statement
  * and at most MAX_JOB_STATEMENTS statements a run, and marks each job once its free rows are
  * gone (`free_rows_dropped_at`), so its downloads say what was dropped. A run that stops
  * half-way leaves the job unmarked, found again by the next run.
  */
-async function dropFreeRows(
-  d1: D1Database,
-  cutoff: number,
-  now: number,
-): Promise<{ jobs: number; rows: number }> {
+async function dropFreeRows(db: Db, cutoff: number, now: number): Promise<{ jobs: number; rows: number }> {
+  const d1 = db.$client;
   let jobs = 0;
   let rows = 0;
   let statements = 0;
@@ -201,7 +199,7 @@ async function dropFreeRows(
       let deleted = ROWS_PER_STATEMENT;
       while (deleted === ROWS_PER_STATEMENT) {
         if (statements++ >= MAX_JOB_STATEMENTS) return { jobs, rows };
-        deleted = (await d1.prepare(FREE_ROWS_SQL).bind(id, ROWS_PER_STATEMENT).run()).meta.changes;
+        deleted = await jobLists(db, id).dropFreeRows(ROWS_PER_STATEMENT);
         rows += deleted;
       }
       statements++;

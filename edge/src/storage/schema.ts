@@ -2,7 +2,7 @@
 // `npm run db:generate`; never edit a generated migration by hand.
 // Times are integer milliseconds since the epoch (UTC).
 import { sql } from 'drizzle-orm';
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 export const accounts = sqliteTable('accounts', {
   id: text('id').primaryKey(),
@@ -253,8 +253,10 @@ export const operatorTokens = sqliteTable('operator_tokens', {
 
 // ── Batch verification ─────────────────────────────────────────────────────────────────
 // A job's rows keep the upload's order and original columns; its addresses are the unique
-// normalised addresses to verify (a duplicate row points at the same address). Counters on
-// the job are recomputed from job_addresses after every write, so replays change nothing.
+// normalised addresses to verify (a duplicate row points at the same address). Both are the
+// job's lists (storage/job-lists/): each write of them reports the job's counters with a write
+// sequence number, which the job row applies when it is higher than `lists_seq`, so replays and
+// late reports change nothing (docs/architecture.md, "Where a job's lists live").
 
 export const jobs = sqliteTable(
   'jobs',
@@ -313,6 +315,8 @@ export const jobs = sqliteTable(
     // When the retention cron deleted the job's rows that cost nothing (no address, or a
     // duplicate), FREE_ROWS_RETENTION_DAYS after upload; null: they are kept (docs/money.md).
     freeRowsDroppedAt: integer('free_rows_dropped_at'),
+    // The write sequence number of the lists' report the counters above come from.
+    listsSeq: integer('lists_seq').notNull().default(0),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
@@ -376,6 +380,39 @@ export const jobAddresses = sqliteTable(
     // (every settled probe checks whether its job has any).
     index('job_addresses_recheck').on(table.jobId, table.recheck).where(sql`recheck IS NOT NULL`),
   ],
+);
+
+// A Bloom filter of a job's addresses (storage/address-filter.ts), written with the job: the jobs
+// whose lists an outcome's email may be in (docs/architecture.md, "Where a job's lists live").
+// Beside the job's row, not in it, so that reading a job does not read its filter; read with raw
+// SQL only.
+export const jobAddressFilters = sqliteTable('job_address_filters', {
+  jobId: text('job_id').primaryKey(),
+  filter: blob('filter').notNull(),
+});
+
+// The write sequence number of each job's lists (storage/job-lists/d1.ts): one step per write.
+export const jobListSeqs = sqliteTable('job_list_seqs', {
+  jobId: text('job_id').primaryKey(),
+  seq: integer('seq').notNull(),
+});
+
+/**
+ * The addresses of a job that a follow-up round's answer charged (docs/money.md, "Batch"), each
+ * once in the job's life, written in the transaction that moved its credit (`applied` is 0 only
+ * inside it): an address found here is paid for, so an answer recorded again after a crash
+ * between D1's charge and the lists' record is not charged twice (storage/ledger.ts,
+ * chargeRecheckedAddresses).
+ */
+export const jobRecheckCharges = sqliteTable(
+  'job_recheck_charges',
+  {
+    jobId: text('job_id').notNull(),
+    idx: integer('idx').notNull(),
+    round: integer('round').notNull(),
+    applied: integer('applied').notNull().default(0),
+  },
+  (table) => [primaryKey({ columns: [table.jobId, table.idx] })],
 );
 
 /**

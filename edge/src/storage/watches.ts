@@ -5,6 +5,8 @@
 // close them) for its addresses at the changed domains; the round's claim records the change.
 import { WATCH_DEFAULT_DAYS } from '@rcpt/shared/contract/api';
 import type { Db } from './db.ts';
+import { jobLists } from './job-lists/index.ts';
+import type { JsonChunk } from './json-chunks.ts';
 import { rowBytes } from './storage-budget.ts';
 
 const DAY_MS = 86_400_000;
@@ -38,25 +40,31 @@ export function watchRowsBytes(jobId: string, domains: Iterable<string>): number
 
 /**
  * The watch's start, in the transaction that completes the job (before it is finalized): until
- * when it watches, and its domains with the facts their verdicts were reached on. A domain
- * without facts (its DNS failed) starts with none: facts that appear later are a change. An IP
- * literal (`a@[192.0.2.1]`) has no DNS and never changes: it is not watched.
+ * when it watches, and its domains (`domains`: the lists' distinct domains, IP literals left
+ * out — `a@[192.0.2.1]` has no DNS and never changes) with the facts their verdicts were reached
+ * on. A domain without facts (its DNS failed) starts with none: facts that appear later are a change.
  */
-export function startWatchStatements(d1: D1Database, jobId: string): D1PreparedStatement[] {
+export function startWatchStatements(
+  d1: D1Database,
+  jobId: string,
+  domains: readonly JsonChunk[],
+): D1PreparedStatement[] {
   const starting = `j.watch_days IS NOT NULL AND j.status = 'completed' AND j.finalized = 0`;
   return [
-    d1
-      .prepare(
-        `INSERT INTO job_watch_domains (job_id, domain, account_id, facts_changed_at, facts_key, looked_at)
-         SELECT ?1, d.domain, j.account_id, COALESCE(f.changed_at, 0),
-           CASE WHEN f.domain IS NOT NULL THEN json_array(f.route_key, f.catch_all, f.tenant) END, j.completed_at
-         FROM (SELECT DISTINCT domain FROM job_addresses WHERE job_id = ?1 AND domain NOT LIKE '[%') d
-           JOIN jobs j ON j.id = ?1
-           LEFT JOIN domain_facts f ON f.domain = d.domain
-         WHERE ${starting}
-         ON CONFLICT (job_id, domain) DO NOTHING`,
-      )
-      .bind(jobId),
+    ...domains.map((chunk) =>
+      d1
+        .prepare(
+          `INSERT INTO job_watch_domains (job_id, domain, account_id, facts_changed_at, facts_key, looked_at)
+           SELECT ?1, d.value, j.account_id, COALESCE(f.changed_at, 0),
+             CASE WHEN f.domain IS NOT NULL THEN json_array(f.route_key, f.catch_all, f.tenant) END, j.completed_at
+           FROM json_each(?2) d
+             JOIN jobs j ON j.id = ?1
+             LEFT JOIN domain_facts f ON f.domain = d.value
+           WHERE ${starting}
+           ON CONFLICT (job_id, domain) DO NOTHING`,
+        )
+        .bind(jobId, chunk.json),
+    ),
     d1
       .prepare(
         `UPDATE jobs SET watch_until = completed_at + watch_days * ${DAY_MS}
@@ -183,8 +191,7 @@ export async function claimWatchRound(
   const d1 = db.$client;
   const claimed =
     'EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND recheck_round = ?2 + 1 AND recheck_round_ends_at = ?3)';
-  const domains = JSON.stringify(input.changed.map((each) => each.domain));
-  const [claim, , , asking] = await d1.batch([
+  const [claim] = await d1.batch([
     d1
       .prepare(
         `UPDATE jobs SET recheck_round = recheck_round + 1, watch_rounds = watch_rounds + 1, recheck_round_ends_at = ?3
@@ -193,12 +200,6 @@ export async function claimWatchRound(
          RETURNING recheck_round AS round`,
       )
       .bind(input.jobId, input.round, input.endsAt, input.now),
-    d1
-      .prepare(
-        `UPDATE job_addresses SET recheck = 'asking'
-         WHERE job_id = ?1 AND domain IN (SELECT value FROM json_each(?4)) AND ${claimed}`,
-      )
-      .bind(input.jobId, input.round, input.endsAt, domains),
     d1
       .prepare(
         `INSERT INTO job_watch_domains (job_id, domain, account_id, facts_changed_at, facts_key, looked_at, change, changed_at, round)
@@ -217,15 +218,14 @@ export async function claimWatchRound(
         ),
         input.now,
       ),
-    d1
-      .prepare(
-        `SELECT idx, email, domain FROM job_addresses WHERE job_id = ?1 AND recheck = 'asking' AND ${claimed} ORDER BY idx`,
-      )
-      .bind(input.jobId, input.round, input.endsAt),
   ]);
   const round = (claim?.results[0] as { round: number } | undefined)?.round;
   if (round === undefined) return null;
-  return { round, addresses: (asking?.results ?? []) as WatchRound['addresses'] };
+  // Then the lists: the round's addresses are asked. A crash before this leaves the round with
+  // nothing asked: it closes at its end time (storage/rechecks.ts, closeExpiredRounds), and as
+  // the domains' change is recorded, their addresses are asked at the domain's next change.
+  const addresses = await jobLists(db, input.jobId).claimDomains(input.changed.map((each) => each.domain));
+  return { round, addresses };
 }
 
 /** A domain change a watch saw, as stored, with the job's addresses there and how many it changed. */
@@ -247,15 +247,19 @@ export async function seenChangesOf(
 ): Promise<SeenChangeRow[]> {
   const { results } = await db.$client
     .prepare(
-      `SELECT w.domain, w.change, w.changed_at AS changedAt, w.round,
-         (SELECT COUNT(*) FROM job_addresses a WHERE a.job_id = w.job_id AND a.domain = w.domain) AS addresses,
-         (SELECT COUNT(*) FROM job_addresses a
-          WHERE a.job_id = w.job_id AND a.domain = w.domain AND a.changed_in_round = w.round) AS changedAddresses
-       FROM job_watch_domains w
+      `SELECT w.domain, w.change, w.changed_at AS changedAt, w.round FROM job_watch_domains w
        WHERE w.job_id = ?1 AND w.change IS NOT NULL AND (?2 IS NULL OR w.round = ?2)
        ORDER BY w.changed_at DESC, w.domain LIMIT ?3`,
     )
     .bind(jobId, options.round ?? null, options.limit)
-    .all<SeenChangeRow>();
-  return results;
+    .all<Omit<SeenChangeRow, 'addresses' | 'changedAddresses'>>();
+  if (results.length === 0) return [];
+  const counts = new Map(
+    (await jobLists(db, jobId).domainCounts(results)).map((row) => [row.domain, row] as const),
+  );
+  return results.map((row) => ({
+    ...row,
+    addresses: counts.get(row.domain)?.addresses ?? 0,
+    changedAddresses: counts.get(row.domain)?.changed ?? 0,
+  }));
 }
