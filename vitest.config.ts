@@ -1,5 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import { LongestFirstSequencer } from './test/longest-first.ts';
 
 // One run, seven projects: the pure core, the prober (against the fake mail world), the
 // repository's scripts, the API client, the edge inside workerd (two: edge/vitest.project.ts),
@@ -10,8 +9,6 @@ export default defineConfig({
     // own after the rest (their maxWorkers below), so no unit file shares the cores with three
     // stacks starting.
     maxWorkers: 2,
-    // Longest files first, from the table of the last measured run (test/longest-first.ts).
-    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {

@@ -3,8 +3,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import type { TestSpecification, Vitest } from 'vitest/node';
-import { DURATIONS_PATH, LongestFirstSequencer } from '../test/longest-first.ts';
 import { type FileTime, slowestFiles, summariseReport, type VitestJsonReport } from './test-report.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -72,28 +70,4 @@ it('lists the slowest files first, at most as many as asked, in seconds with the
   ]);
   expect(slowestFiles(times, root)).toHaveLength(4);
   expect(slowestFiles([], root)).toEqual([]);
-});
-
-it('starts the longest files of each group and project first, and files the table does not know before them', async () => {
-  const seconds = JSON.parse(readFileSync(DURATIONS_PATH, 'utf8')) as Record<string, number>;
-  const e2e = Object.keys(seconds).filter((file) => file.startsWith('test/e2e/'));
-  const unit = Object.keys(seconds).filter((file) => file.startsWith('shared/'));
-  const spec = (file: string, name: string, groupOrder: number) =>
-    ({
-      moduleId: join(root, file),
-      project: { name, config: { sequence: { groupOrder } } },
-    }) as unknown as TestSpecification;
-  const files = [
-    ...e2e.map((file) => spec(file, 'e2e', 1)),
-    spec('test/e2e/not-measured-yet.test.ts', 'e2e', 1),
-    ...unit.map((file) => spec(file, 'shared', 0)),
-  ];
-  const sequencer = new LongestFirstSequencer({ config: { root } } as unknown as Vitest);
-  const order = (await sequencer.sort(files)).map((file) => file.moduleId.slice(root.length + 1));
-
-  expect(order.slice(0, unit.length).every((file) => file.startsWith('shared/'))).toBe(true);
-  expect(order[unit.length]).toBe('test/e2e/not-measured-yet.test.ts');
-  const measured = order.slice(unit.length + 1).map((file) => seconds[file] ?? Number.NaN);
-  expect(measured).toHaveLength(e2e.length);
-  expect(measured).toEqual([...measured].sort((a, b) => b - a));
 });
