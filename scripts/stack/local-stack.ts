@@ -300,6 +300,13 @@ async function startEdge(
 }
 
 /**
+ * How long a prober may take to link to an answering edge: a start takes a second or two, and
+ * tens on a loaded two-core runner; past this it is taken for hung, and the start fails saying so
+ * rather than waiting for the caller's own limit.
+ */
+const PROBER_LINK_MS = 120_000;
+
+/**
  * Starts a prober process and resolves once its link to `edge` is up; null if its ops port was
  * in use (it exits then).
  */
@@ -338,9 +345,12 @@ export async function startProber(
   });
   try {
     // The prober's /healthz turns 200 once its link to the edge is up.
+    const giveUpAt = Date.now() + PROBER_LINK_MS;
     await waitUntil('the prober to link', { 'the prober': child, 'the edge': edge.edge }, async () => {
       if (refusal) throw new StackStartError(`the edge refused the prober's link: ${refusal}`);
-      return (await fetch(`${opsUrl}/healthz`)).ok;
+      if (Date.now() > giveUpAt)
+        throw new StackStartError(`it had not linked ${PROBER_LINK_MS / 1000} s after it started`);
+      return (await fetch(`${opsUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
     });
   } catch (error) {
     await lastLinesOf(child, closed);

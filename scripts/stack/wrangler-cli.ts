@@ -13,15 +13,30 @@ export const QUIET_WRANGLER_ENV = {
   WRANGLER_SEND_ERROR_REPORTS: 'false',
 } as const;
 
+/**
+ * A wrangler command (a migration, a few statements) takes seconds, tens on a loaded runner; one
+ * still running after this has hung and is killed, so its caller fails saying so instead of
+ * waiting without end.
+ */
+const RUN_LIMIT_MS = 180_000;
+
 const RUN_OPTIONS = {
   cwd: REPO_ROOT,
   env: { ...process.env, ...QUIET_WRANGLER_ENV, CI: 'true' },
   encoding: 'utf8',
   maxBuffer: 64 * 1024 * 1024,
+  timeout: RUN_LIMIT_MS,
+  killSignal: 'SIGKILL',
 } as const;
 
-function failure(args: string[], output: { stdout: string; stderr: string }): Error {
-  return new Error(`wrangler ${args.slice(0, 3).join(' ')} failed:\n${output.stderr || output.stdout}`);
+function failure(
+  args: string[],
+  output: { stdout: string; stderr: string; signal?: NodeJS.Signals | null },
+): Error {
+  const command = `wrangler ${args.slice(0, 3).join(' ')}`;
+  if (output.signal === 'SIGKILL')
+    return new Error(`${command} was still running after ${RUN_LIMIT_MS / 1000} s and was stopped`);
+  return new Error(`${command} failed:\n${output.stderr || output.stdout}`);
 }
 
 /** Runs a wrangler command to completion; throws with its output when it fails. */
@@ -40,7 +55,7 @@ export async function runWranglerAsync(args: string[]): Promise<string> {
   try {
     return (await promisify(execFile)(WRANGLER, args, RUN_OPTIONS)).stdout;
   } catch (error) {
-    throw failure(args, error as { stdout: string; stderr: string });
+    throw failure(args, error as { stdout: string; stderr: string; signal: NodeJS.Signals | null });
   }
 }
 

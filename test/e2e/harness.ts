@@ -12,7 +12,7 @@ import {
   stopStartedProcessesOnSigterm,
 } from '../../scripts/stack/local-stack.ts';
 import { accountCreation, createApiKey } from '../../scripts/stack/operator.ts';
-import { untilValue } from '../eventually.ts';
+import { until, untilValue } from '../eventually.ts';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../openapi/response-check.ts';
 import { type FakeStripe, startFakeStripe, stripeEdgeVars } from '../world/fake-stripe.ts';
 import { type MailWorld, startWorld, type WorldOptions } from '../world/index.ts';
@@ -83,7 +83,8 @@ export async function startSystem(
   // while the system is still starting, this file is what says why.
   mkdirSync(LOG_DIR, { recursive: true });
   const logFile = join(LOG_DIR, `system-${Date.now()}-${process.pid}.log`);
-  appendFileSync(logFile, `[harness] starting ${new Date().toISOString()}\n`);
+  const startedAt = Date.now();
+  appendFileSync(logFile, `[harness] starting ${new Date(startedAt).toISOString()}\n`);
   const common = { ALLOW_PRIVATE_TARGETS: 'true' };
   let stack: LocalStack;
   try {
@@ -108,7 +109,8 @@ export async function startSystem(
       },
       onLog: (source, line) => {
         logs.push(`[${source}] ${line}`);
-        appendFileSync(logFile, `[${source}] ${line}\n`);
+        // Seconds since the start: where a start that timed out spent its time.
+        appendFileSync(logFile, `+${((Date.now() - startedAt) / 1000).toFixed(1)} [${source}] ${line}\n`);
       },
       devCredits: options.credits ?? 100,
       startProber: options.startProber ?? true,
@@ -160,11 +162,14 @@ export async function startSystem(
     },
     async confirmationLink(email, after = 0) {
       const prefix = `[edge] ${CONSOLE_LINK_LINE} ${email.toLowerCase()}: `;
-      for (;;) {
-        const links = logs.filter((line) => line.startsWith(prefix));
-        if (links.length > after) return (links.at(-1) as string).slice(prefix.length);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      const links = () => logs.filter((line) => line.startsWith(prefix));
+      try {
+        await until(() => links().length > after, `the confirmation link to ${email} is printed`);
+      } catch (error) {
+        // The edge's last words say why (a failed send logs 'confirmation email not sent').
+        throw new Error(`${(error as Error).message}; the edge's last lines:\n${logs.slice(-20).join('\n')}`);
       }
+      return (links().at(-1) as string).slice(prefix.length);
     },
     async close() {
       await stack.close();

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, errors, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -32,8 +32,27 @@ export interface LaunchOptions {
   javaScriptEnabled?: boolean;
 }
 
+/**
+ * How long one launch may take: the first after Chromium is installed builds its caches, and a
+ * loaded two-core runner slows it to tens of seconds. A launch still not up after this is taken
+ * for hung (Playwright then kills it) and tried again on a fresh profile, up to LAUNCH_ATTEMPTS.
+ */
+const LAUNCH_LIMIT_MS = 90_000;
+const LAUNCH_ATTEMPTS = 3;
+
 export async function launchChromium(options: LaunchOptions): Promise<TestBrowser> {
-  const profile = mkdtempSync(join(tmpdir(), 'rcpt-chromium-'));
+  for (let attempt = 1; ; attempt++) {
+    const profile = mkdtempSync(join(tmpdir(), 'rcpt-chromium-'));
+    try {
+      return await launchOn(profile, options);
+    } catch (error) {
+      rmSync(profile, { recursive: true, force: true });
+      if (attempt === LAUNCH_ATTEMPTS || !(error instanceof errors.TimeoutError)) throw error;
+    }
+  }
+}
+
+async function launchOn(profile: string, options: LaunchOptions): Promise<TestBrowser> {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM_PATH,
     headless: true,
@@ -42,9 +61,7 @@ export async function launchChromium(options: LaunchOptions): Promise<TestBrowse
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
     javaScriptEnabled: options.javaScriptEnabled ?? true,
-    // The first launch after Chromium is installed builds its caches; the test hook's
-    // limit decides how long is too long.
-    timeout: 0,
+    timeout: LAUNCH_LIMIT_MS,
   });
   // Actions and navigations wait for their condition up to a minute (Playwright's default of
   // 30 s is too short on a loaded runner); the test's own timeout is the outer limit.
