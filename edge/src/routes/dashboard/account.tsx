@@ -11,7 +11,7 @@ import { changeAccountSettings } from '../../services/accounts/settings.ts';
 import { changePassword } from '../../services/accounts/sign-in.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { admit, tooManyAttempts } from './auth.tsx';
-import { CsrfField, formText, Notice, SettingForm, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SettingForm, SubmitButton, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
@@ -84,17 +84,13 @@ async function renderAccount(
             minlength={MIN_PASSWORD_LENGTH}
             hint={`At least ${MIN_PASSWORD_LENGTH} characters. Other devices are signed out.`}
           />
-          <button type="submit" class="button">
-            Change password
-          </button>
+          <SubmitButton>Change password</SubmitButton>
         </form>
       </Card>
       <Card id="logout-heading" title="Sign out">
         <form method="post" action="/logout">
           <CsrfField token={csrfToken} />
-          <button type="submit" class="button button-secondary">
-            Log out
-          </button>
+          <SubmitButton kind="secondary">Log out</SubmitButton>
         </form>
       </Card>
     </Layout>,

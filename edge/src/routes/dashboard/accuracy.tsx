@@ -192,18 +192,18 @@ export function registerAccuracyPage(dashboard: Hono<DashboardEnv>): void {
           What happened to your sends in the last 30 days, against what rcpt said of each address before it. A
           policy bounce (blocked, spam) says nothing of the mailbox and is never counted wrong.
         </p>
-        <Card id="accuracy-status" title="By the status rcpt gave">
-          <StatusTable report={report} />
-        </Card>
-        <Card id="accuracy-weeks" title="Wrong deliverable verdicts over time">
-          <WeeklyRate report={report} />
-        </Card>
-        <Card id="accuracy-providers" title="By provider">
-          <ProviderTable report={report} />
-        </Card>
-        <Card id="accuracy-wrong" title="Each wrong verdict">
-          <WrongList wrong={wrong} />
-        </Card>
+        {(
+          [
+            ['accuracy-status', 'By the status rcpt gave', <StatusTable report={report} />],
+            ['accuracy-weeks', 'Wrong deliverable verdicts over time', <WeeklyRate report={report} />],
+            ['accuracy-providers', 'By provider', <ProviderTable report={report} />],
+            ['accuracy-wrong', 'Each wrong verdict', <WrongList wrong={wrong} />],
+          ] as const
+        ).map(([id, title, body]) => (
+          <Card id={id} title={title}>
+            {body}
+          </Card>
+        ))}
       </Layout>,
     );
   });

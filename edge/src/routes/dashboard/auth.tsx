@@ -34,7 +34,7 @@ import {
   turnstilePasses,
   turnstileSiteKey,
 } from '../../services/accounts/turnstile.ts';
-import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { AccountEmailField, CsrfField, formText, Notice, SubmitButton, TextField } from './forms.tsx';
 import { signedInPage, signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
 
@@ -66,9 +66,7 @@ function LoginPage(props: AuthFormState & { csrfToken: string; notice?: string |
             autocomplete="current-password"
             required
           />
-          <button type="submit" class="button">
-            Sign in
-          </button>
+          <SubmitButton>Sign in</SubmitButton>
         </form>
         <p>
           <a href="/forgot-password">Forgot password?</a>
@@ -114,9 +112,7 @@ function SignupPage(props: AuthFormState & { csrfToken: string; turnstileSiteKey
               <script src={TURNSTILE_SCRIPT} async defer />
             </>
           ) : null}
-          <button type="submit" class="button">
-            Create account
-          </button>
+          <SubmitButton>Create account</SubmitButton>
         </form>
         <p>
           Already have an account? <a href="/login">Sign in</a>.

@@ -16,7 +16,7 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import { listJobs } from '../../storage/jobs.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, FileField, formText, Notice, SubmitButton, TextField, Timestamp } from './forms.tsx';
 import { signedInPage, spendingJson, spendingPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { StatusBadge } from './verification-result.tsx';
@@ -92,24 +92,23 @@ function BulkPage(props: {
         data-bulk-preview="/bulk/preview"
       >
         <CsrfField token={props.csrfToken} />
-        <div class="dropzone" data-dropzone>
-          <label for="bulk-file">CSV file</label>
-          <input
-            id="bulk-file"
-            name="file"
-            type="file"
-            accept=".csv,.tsv,.txt,text/csv,text/plain"
-            required
-            aria-describedby="bulk-file-hint"
-          />
-          <p class="hint" id="bulk-file-hint">
-            Choose a file
-            <span class="js-only" hidden>
-              , or drop it here
-            </span>
-            . Comma, semicolon or tab separated, UTF-8, with or without a header row.
-          </p>
-        </div>
+        <FileField
+          id="bulk-file"
+          name="file"
+          label="CSV file"
+          accept=".csv,.tsv,.txt,text/csv,text/plain"
+          required
+          dropzone
+          hint={
+            <>
+              Choose a file
+              <span class="js-only" hidden>
+                , or drop it here
+              </span>
+              . Comma, semicolon or tab separated, UTF-8, with or without a header row.
+            </>
+          }
+        />
         <TextField
           id="bulk-email-column"
           name="emailColumn"
@@ -131,9 +130,7 @@ function BulkPage(props: {
         </label>
         <section class="preview" data-preview hidden aria-live="polite" aria-label="Preview of the upload" />
         <div class="button-row">
-          <button type="submit" class="button" data-submit-label="Verify list">
-            Verify list
-          </button>
+          <SubmitButton>Verify list</SubmitButton>
         </div>
       </form>
       <RecentJobs jobs={props.jobs} />
@@ -169,7 +166,8 @@ export function registerBulkPages(dashboard: Hono<DashboardEnv>): void {
       status: 400 | 402 | 403 | 413 | 429 | 503;
     },
   ) => {
-    const creditsAvailable = (await readBalance(c.get('db'), c.get('caller').accountId)) ?? 0;
+    // The balance the session middleware read for this request: a refused upload charged nothing.
+    const creditsAvailable = c.get('caller').creditBalance;
     return renderPage(
       c,
       <Layout title="Bulk verification" section="bulk" {...layoutContext(c)}>

@@ -19,7 +19,7 @@ import { findAccount } from '../../storage/accounts.ts';
 import { creditDebtOf, type Dispute, openDisputesOf } from '../../storage/disputes.ts';
 import { type BillingSettings, findBilling, listReceipts, type Purchase } from '../../storage/purchases.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SubmitButton, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
@@ -96,9 +96,7 @@ async function renderCredits(
             <label class="checkbox">
               <input type="checkbox" name="saveCard" value="true" /> Save my card for automatic top-ups
             </label>
-            <button type="submit" class="button">
-              Continue to payment
-            </button>
+            <SubmitButton>Continue to payment</SubmitButton>
             <p class="hint">You pay on Stripe's secure page; rcpt never sees your card number.</p>
           </form>
         ) : (
@@ -285,16 +283,12 @@ function BalanceAlerts(props: {
             To top up automatically so that a job never stops, buy a pack with "Save my card" ticked.
           </p>
         ) : null}
-        <button type="submit" class="button button-secondary">
-          Save
-        </button>
+        <SubmitButton kind="secondary">Save</SubmitButton>
       </form>
       {card ? (
         <form method="post" action="/credits/card/forget">
           <CsrfField token={props.csrfToken} />
-          <button type="submit" class="button-link">
-            Forget {card}
-          </button>
+          <SubmitButton kind="link">Forget {card}</SubmitButton>
         </form>
       ) : null}
     </Card>

@@ -102,6 +102,66 @@ function FieldNotes(props: { id: string; hint?: Child; error?: string | null | u
   );
 }
 
+/**
+ * A labelled file input, with TextField's hint. `dropzone` makes the field the area a file may be
+ * dropped on (app.js enhances it); without script it is a plain file input.
+ */
+export function FileField(props: {
+  id: string;
+  name: string;
+  label: string;
+  accept: string;
+  required?: boolean;
+  dropzone?: boolean;
+  hint: Child;
+}) {
+  return (
+    <div class={props.dropzone ? 'dropzone' : 'field'} data-dropzone={props.dropzone}>
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        name={props.name}
+        type="file"
+        accept={props.accept}
+        required={props.required}
+        {...describedBy(props)}
+      />
+      <FieldNotes id={props.id} hint={props.hint} />
+    </div>
+  );
+}
+
+/** The look of a form's button: the main action, a lesser one, a destructive one, or a link. */
+const BUTTON_CLASSES = {
+  primary: 'button',
+  secondary: 'button button-secondary',
+  danger: 'button button-danger',
+  link: 'button-link',
+} as const;
+
+/** A form's submit button. */
+export function SubmitButton(props: {
+  kind?: keyof typeof BUTTON_CLASSES;
+  disabled?: boolean;
+  /** The accessible name, when the visible text alone does not say what it acts on. */
+  label?: string;
+  /** The id of a note that says why the button is disabled. */
+  describedBy?: string | undefined;
+  children: Child;
+}) {
+  return (
+    <button
+      type="submit"
+      class={BUTTON_CLASSES[props.kind ?? 'primary']}
+      disabled={props.disabled}
+      aria-label={props.label}
+      aria-describedby={props.describedBy}
+    >
+      {props.children}
+    </button>
+  );
+}
+
 /** A labelled multi-line field (lists typed one per line), with TextField's hint and error. */
 export function TextAreaField(props: {
   id: string;
@@ -160,9 +220,7 @@ export function SettingForm(props: {
       <label class="checkbox">
         <input type="checkbox" name={props.name} value="true" checked={props.checked} /> {props.label}
       </label>
-      <button type="submit" class="button button-secondary">
-        Save
-      </button>
+      <SubmitButton kind="secondary">Save</SubmitButton>
     </form>
   );
 }

@@ -7,7 +7,7 @@ import type { DashboardEnv } from '../../middleware/session.ts';
 import { type HistoryEntry, historyPage } from '../../services/history.ts';
 import type { HistoryFilters } from '../../storage/verifications.ts';
 import { DataTable } from './data-table.tsx';
-import { Timestamp } from './forms.tsx';
+import { SubmitButton, Timestamp } from './forms.tsx';
 import { signedInPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { readableSubStatus, StatusBadge } from './verification-result.tsx';
@@ -101,9 +101,7 @@ function Filters(props: { query: HistoryQuery }) {
         <input id="history-to" name="to" type="date" value={query.to} />
       </div>
       <div class="button-row">
-        <button type="submit" class="button">
-          Filter
-        </button>
+        <SubmitButton>Filter</SubmitButton>
         <a href="/history" class="button button-secondary">
           Clear
         </a>
@@ -117,36 +115,46 @@ function Filters(props: { query: HistoryQuery }) {
 
 function HistoryEntryRow(props: { row: HistoryEntry }) {
   const { row } = props;
-  const { job } = row;
-  if (row.kind === 'batch') {
-    return (
-      <tr data-kind="batch">
-        <td data-label="When">
-          <Timestamp at={row.createdAt} />
-        </td>
-        <td data-label="Type">Batch</td>
-        <td data-label="List">
-          {row.jobId ? <a href={`/jobs/${row.jobId}`}>{job?.name ?? `Job ${row.jobId.slice(0, 8)}`}</a> : '—'}
-          {job ? <span class="muted"> · {job.totalEmails} addresses</span> : null}
-        </td>
-        <td data-label="Result">
-          {job ? (
-            <>
-              <StatusBadge status={job.status} /> <span class="muted">{job.progress}%</span>
-            </>
-          ) : (
-            <span class="muted">deleted</span>
-          )}
-        </td>
-        <td data-label="Score">—</td>
-      </tr>
-    );
-  }
   return (
-    <tr data-kind="single">
+    <tr data-kind={row.kind}>
       <td data-label="When">
         <Timestamp at={row.createdAt} />
       </td>
+      {row.kind === 'batch' ? <BatchCells row={row} /> : <SingleCells row={row} />}
+    </tr>
+  );
+}
+
+/** A list's cells: its name and size, and how far it got. */
+function BatchCells(props: { row: HistoryEntry }) {
+  const { row } = props;
+  const { job } = row;
+  return (
+    <>
+      <td data-label="Type">Batch</td>
+      <td data-label="List">
+        {row.jobId ? <a href={`/jobs/${row.jobId}`}>{job?.name ?? `Job ${row.jobId.slice(0, 8)}`}</a> : '—'}
+        {job ? <span class="muted"> · {job.totalEmails} addresses</span> : null}
+      </td>
+      <td data-label="Result">
+        {job ? (
+          <>
+            <StatusBadge status={job.status} /> <span class="muted">{job.progress}%</span>
+          </>
+        ) : (
+          <span class="muted">deleted</span>
+        )}
+      </td>
+      <td data-label="Score">—</td>
+    </>
+  );
+}
+
+/** A single verification's cells: the address and its verdict. */
+function SingleCells(props: { row: HistoryEntry }) {
+  const { row } = props;
+  return (
+    <>
       <td data-label="Type">Single</td>
       <td data-label="Address" class="email-cell">
         {row.email}
@@ -156,7 +164,7 @@ function HistoryEntryRow(props: { row: HistoryEntry }) {
         {row.subStatus ? <span class="muted">{readableSubStatus(row.subStatus)}</span> : null}
       </td>
       <td data-label="Score">{row.score ?? '—'}</td>
-    </tr>
+    </>
   );
 }
 

@@ -44,7 +44,7 @@ import {
 } from '../../storage/jobs.ts';
 import { DataTable } from './data-table.tsx';
 import { EvidenceView } from './evidence.tsx';
-import { Timestamp } from './forms.tsx';
+import { SubmitButton, TextField, Timestamp } from './forms.tsx';
 import { signedInJson, signedInPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerdictMix } from './verdict-mix.tsx';
@@ -384,21 +384,17 @@ function ResultsTable(props: {
             ) : null}
           </select>
         </div>
-        <div class="field">
-          <label for="results-search">Address contains</label>
-          <input
-            id="results-search"
-            name="q"
-            type="search"
-            value={filter.search}
-            maxlength={MAX_SEARCH_LENGTH}
-            autocomplete="off"
-          />
-        </div>
+        <TextField
+          id="results-search"
+          name="q"
+          label="Address contains"
+          type="search"
+          value={filter.search}
+          maxlength={MAX_SEARCH_LENGTH}
+          autocomplete="off"
+        />
         <div class="button-row">
-          <button type="submit" class="button">
-            Filter
-          </button>
+          <SubmitButton>Filter</SubmitButton>
           <a href={`${base}#results`} class="button button-secondary">
             Clear
           </a>

@@ -3,7 +3,7 @@
 // or since when revoked, and the link to revoke it) and the page that confirms it.
 import type { Child } from 'hono/jsx';
 import type { ApiKeyRow } from '../../storage/api-keys.ts';
-import { CsrfField, Timestamp } from './forms.tsx';
+import { CsrfField, SubmitButton, Timestamp } from './forms.tsx';
 
 export function KeyStatusCells(props: {
   apiKey: Pick<ApiKeyRow, 'id' | 'name' | 'prefix' | 'revokedAt'>;
@@ -56,9 +56,7 @@ export function RevokeConfirmation(props: {
       <p>{props.children}</p>
       <form method="post" action={props.action} class="button-row">
         <CsrfField token={props.csrfToken} />
-        <button type="submit" class="button button-danger">
-          {props.button}
-        </button>
+        <SubmitButton kind="danger">{props.button}</SubmitButton>
         <a href={props.cancelHref} class="button button-secondary">
           Cancel
         </a>

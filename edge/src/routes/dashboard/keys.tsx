@@ -20,7 +20,15 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SecretField, TextAreaField, Timestamp } from './forms.tsx';
+import {
+  CsrfField,
+  formText,
+  Notice,
+  SecretField,
+  SubmitButton,
+  TextAreaField,
+  Timestamp,
+} from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
@@ -137,9 +145,7 @@ function KeysPage(props: {
             }
             error={props.cidrsError}
           />
-          <button type="submit" class="button">
-            Create key
-          </button>
+          <SubmitButton>Create key</SubmitButton>
         </form>
       </Card>
       <Card id="key-list-heading" title="Your keys">
@@ -270,9 +276,7 @@ function KeysToReview(props: { keys: ApiKeyRow[]; before: number | null; csrfTok
       <form method="post" action="/keys/reviewed">
         <CsrfField token={props.csrfToken} />
         <input type="hidden" name="before" value={String(before)} />
-        <button type="submit" class="button button-secondary">
-          I know these keys
-        </button>
+        <SubmitButton kind="secondary">I know these keys</SubmitButton>
       </form>
     </section>
   );

@@ -8,7 +8,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { DashboardEnv } from '../../middleware/session.ts';
 import { CONFIRMATION_PATH } from '../../services/accounts/email-confirmation.ts';
 import { SIGNUP_CREDITS } from '../../services/accounts/sign-in.ts';
-import { CsrfField } from './forms.tsx';
+import { CsrfField, SubmitButton } from './forms.tsx';
 
 export type NavSection =
   | 'overview'
@@ -83,9 +83,7 @@ export function Layout(props: LayoutProps) {
                 ) : null}
                 <form method="post" action="/logout" class="logout-form">
                   <CsrfField token={props.csrfToken} />
-                  <button type="submit" class="button-link">
-                    Log out
-                  </button>
+                  <SubmitButton kind="link">Log out</SubmitButton>
                 </form>
               </div>
             ) : null}
@@ -147,9 +145,7 @@ function ConfirmationBanner(props: { email: string; csrfToken: string }) {
       </p>
       <form method="post" action={`${CONFIRMATION_PATH}/resend`}>
         <CsrfField token={props.csrfToken} />
-        <button type="submit" class="button-secondary">
-          Send the link again
-        </button>
+        <SubmitButton kind="secondary">Send the link again</SubmitButton>
       </form>
     </div>
   );

@@ -19,7 +19,16 @@ import {
 } from '../../services/outcomes/endpoints.ts';
 import { recordOutcomes, reportedOutcomes } from '../../services/outcomes/record.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SelectField, TextAreaField, TextField } from './forms.tsx';
+import {
+  CsrfField,
+  FileField,
+  formText,
+  Notice,
+  SelectField,
+  SubmitButton,
+  TextAreaField,
+  TextField,
+} from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
@@ -80,21 +89,19 @@ async function renderOutcomes(
       <Card id="outcomes-upload" title="Upload outcomes">
         <form method="post" action="/outcomes/upload" enctype="multipart/form-data" class="stack">
           <CsrfField token={csrfToken} />
-          <div class="field">
-            <label for="outcomes-file">CSV file</label>
-            <input
-              id="outcomes-file"
-              type="file"
-              name="file"
-              accept=".csv,text/csv"
-              aria-describedby="outcomes-file-hint"
-            />
-            <p class="hint" id="outcomes-file-hint">
-              Columns <code>email,outcome,at,diagnostic</code> (a header row is optional); outcome is one of
-              delivered, hard_bounce, soft_bounce, complaint; at is RFC 3339 (2026-03-01T08:00:00Z); up to
-              1,000 rows.
-            </p>
-          </div>
+          <FileField
+            id="outcomes-file"
+            name="file"
+            label="CSV file"
+            accept=".csv,text/csv"
+            hint={
+              <>
+                Columns <code>email,outcome,at,diagnostic</code> (a header row is optional); outcome is one of
+                delivered, hard_bounce, soft_bounce, complaint; at is RFC 3339 (2026-03-01T08:00:00Z); up to
+                1,000 rows.
+              </>
+            }
+          />
           <TextAreaField
             id="outcomes-csv"
             name="csv"
@@ -102,9 +109,7 @@ async function renderOutcomes(
             value={state.csvInput ?? ''}
             hint="Used when no file is chosen."
           />
-          <button type="submit" class="button">
-            Record outcomes
-          </button>
+          <SubmitButton>Record outcomes</SubmitButton>
         </form>
       </Card>
       <Card id="outcomes-endpoints" title="Sending service webhooks">
@@ -139,9 +144,9 @@ async function renderOutcomes(
                     action={`/outcomes/endpoints/${encodeURIComponent(endpoint.id)}/revoke`}
                   >
                     <CsrfField token={csrfToken} />
-                    <button type="submit" class="button button-danger" aria-label={`Revoke ${endpoint.url}`}>
+                    <SubmitButton kind="danger" label={`Revoke ${endpoint.url}`}>
                       Revoke
-                    </button>
+                    </SubmitButton>
                   </form>
                 </td>
               </tr>
@@ -168,9 +173,7 @@ async function renderOutcomes(
             hint="SES: the SNS topic ARN. SendGrid: the verification key. Mailgun: the webhook signing key. Postmark: leave empty (rcpt makes the credentials)."
             error={state.endpointError}
           />
-          <button type="submit" class="button">
-            Make endpoint
-          </button>
+          <SubmitButton>Make endpoint</SubmitButton>
         </form>
       </Card>
     </Layout>,

@@ -13,7 +13,7 @@ import {
 } from '../../services/accounts/password-reset.ts';
 import { MIN_PASSWORD_LENGTH } from '../../services/accounts/passwords.ts';
 import { clientIp, tooManyAttempts } from './auth.tsx';
-import { AccountEmailField, CsrfField, formText, Notice, TextField } from './forms.tsx';
+import { AccountEmailField, CsrfField, formText, Notice, SubmitButton, TextField } from './forms.tsx';
 import { signedOutPage } from './guards.ts';
 import { Layout, renderPage } from './layout.tsx';
 
@@ -35,9 +35,7 @@ function ForgotPasswordPage(props: { csrfToken: string; email?: string; notice?:
         <form method="post" action="/forgot-password" class="stack">
           <CsrfField token={props.csrfToken} />
           <AccountEmailField id="forgot-email" value={props.email} />
-          <button type="submit" class="button">
-            Send the link
-          </button>
+          <SubmitButton>Send the link</SubmitButton>
         </form>
         <p>
           Remembered it? <a href="/login">Sign in</a>.
@@ -66,9 +64,7 @@ function ResetPasswordPage(props: { csrfToken: string; token: string; error?: st
             minlength={MIN_PASSWORD_LENGTH}
             hint={`At least ${MIN_PASSWORD_LENGTH} characters. Every session of the account is signed out.`}
           />
-          <button type="submit" class="button">
-            Set the new password
-          </button>
+          <SubmitButton>Set the new password</SubmitButton>
         </form>
       </section>
     </Layout>

@@ -17,7 +17,16 @@ import { quotasOf } from '../../services/money/quotas.ts';
 import { findAccount } from '../../storage/accounts.ts';
 import { listAccountProberTokens, type ProberTokenRow } from '../../storage/prober-tokens.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SecretField, SelectField, SettingForm, Timestamp } from './forms.tsx';
+import {
+  CsrfField,
+  formText,
+  Notice,
+  SecretField,
+  SelectField,
+  SettingForm,
+  SubmitButton,
+  Timestamp,
+} from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells, RevokeConfirmation } from './key-status.tsx';
@@ -80,9 +89,7 @@ async function renderProbers(c: Context<DashboardEnv>, state: PageState, status:
             hint="The region of rcpt the prober joins; pick the one nearest the machine."
             error={state.regionError}
           />
-          <button type="submit" class="button">
-            Make token
-          </button>
+          <SubmitButton>Make token</SubmitButton>
         </form>
       </Card>
       <Card id="token-list-heading" title="Your prober tokens">

@@ -18,7 +18,7 @@ import {
 import { megabytes, quotasOf } from '../../services/money/quotas.ts';
 import { type ApiKeyRow, listApiKeys } from '../../storage/api-keys.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, TextAreaField, TextField } from './forms.tsx';
+import { CsrfField, formText, Notice, SubmitButton, TextAreaField, TextField } from './forms.tsx';
 import { changingPage, signedInPage } from './guards.ts';
 import { KeyNameField, keyNameProblem } from './key-name.tsx';
 import { KeyStatusCells } from './key-status.tsx';
@@ -109,9 +109,7 @@ function PublishableKeyForm(props: { csrfToken: string; state?: FormState }) {
             error={state?.errors.turnstile}
           />
           <div class="button-row">
-            <button type="submit" class="button">
-              Create publishable key
-            </button>
+            <SubmitButton>Create publishable key</SubmitButton>
             <a href="/keys" class="button button-secondary">
               Cancel
             </a>

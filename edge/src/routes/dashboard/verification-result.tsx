@@ -4,7 +4,7 @@
 import type { Checks, LearntFact, VerificationResult, VerificationStatus } from '@rcpt/shared/contract/api';
 import { RISK_FACTORS } from '@rcpt/shared/verify/verdict';
 import { EvidenceView } from './evidence.tsx';
-import { CsrfField } from './forms.tsx';
+import { CsrfField, SubmitButton } from './forms.tsx';
 
 export function StatusBadge(props: {
   status: VerificationStatus | 'processing' | 'completed' | 'failed' | 'pending';
@@ -128,9 +128,9 @@ export function VerificationResultView(props: { result: VerificationResult; csrf
             <form method="post" action="/verify" data-busy-label="Checking…">
               <CsrfField token={props.csrfToken} />
               <input type="hidden" name="email" value={`${result.meta.localPart}@${typo.suggested}`} />
-              <button type="submit" class="button-secondary">
+              <SubmitButton kind="secondary">
                 Verify {result.meta.localPart}@{typo.suggested} (1 credit)
-              </button>
+              </SubmitButton>
             </form>
           ) : null}
         </div>

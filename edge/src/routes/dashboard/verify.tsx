@@ -13,7 +13,7 @@ import type { Hono } from 'hono';
 import { type DashboardEnv, setPageBalance } from '../../middleware/session.ts';
 import { readBalance } from '../../storage/accounts.ts';
 import { verifyAsAsked } from '../single-call.ts';
-import { CsrfField, formText, Notice, SelectField, TextField } from './forms.tsx';
+import { CsrfField, formText, Notice, SelectField, SubmitButton, TextField } from './forms.tsx';
 import { signedInPage, spendingPage } from './guards.ts';
 import { Layout, layoutContext, renderPage } from './layout.tsx';
 import { VerificationResultView } from './verification-result.tsx';
@@ -80,9 +80,7 @@ function VerifyForm(props: {
           <input type="checkbox" name="evidence" value="true" checked={props.evidence} /> Keep the SMTP
           evidence (the session behind the answer)
         </label>
-        <button type="submit" class="button">
-          Verify
-        </button>
+        <SubmitButton>Verify</SubmitButton>
       </form>
     </section>
   );
@@ -90,7 +88,8 @@ function VerifyForm(props: {
 
 export function registerVerifyPage(dashboard: Hono<DashboardEnv>): void {
   dashboard.get('/verify', ...signedInPage, async (c) => {
-    const creditsRemaining = (await readBalance(c.get('db'), c.get('caller').accountId)) ?? 0;
+    // The balance the session middleware read (after settling the desk) for this request.
+    const creditsRemaining = c.get('caller').creditBalance;
     return renderPage(
       c,
       <Layout title="Verify" section="verify" {...layoutContext(c)}>

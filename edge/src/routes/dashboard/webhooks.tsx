@@ -10,7 +10,7 @@ import { rotateWebhookSecret, setDefaultWebhookUrl } from '../../services/webhoo
 import { findAccount } from '../../storage/accounts.ts';
 import { listDeliveries, type WebhookDeliveryRow } from '../../storage/webhooks.ts';
 import { DataTable } from './data-table.tsx';
-import { CsrfField, formText, Notice, SecretField, TextField, Timestamp } from './forms.tsx';
+import { CsrfField, formText, Notice, SecretField, SubmitButton, TextField, Timestamp } from './forms.tsx';
 import { changingPage, signedInPage, spendingPage } from './guards.ts';
 import { Card, Layout, layoutContext, renderPage } from './layout.tsx';
 
@@ -110,9 +110,7 @@ async function renderWebhooks(
             hint="https only. Leave empty to remove it; a job's own webhookUrl still applies."
             error={state.urlError}
           />
-          <button type="submit" class="button" disabled={Boolean(unconfirmedEmail)}>
-            Save URL
-          </button>
+          <SubmitButton disabled={Boolean(unconfirmedEmail)}>Save URL</SubmitButton>
         </form>
       </Card>
       <Card id="webhook-secret-heading" title="Signing secret">
@@ -136,13 +134,9 @@ async function renderWebhooks(
               secret stops working at once
             </label>
           ) : null}
-          <button
-            type="submit"
-            class={hasSecret ? 'button button-danger' : 'button'}
-            disabled={Boolean(unconfirmedEmail)}
-          >
+          <SubmitButton kind={hasSecret ? 'danger' : 'primary'} disabled={Boolean(unconfirmedEmail)}>
             {hasSecret ? 'Rotate secret' : 'Create secret'}
-          </button>
+          </SubmitButton>
         </form>
       </Card>
       <Card id="webhook-test-heading" title="Test">
@@ -156,14 +150,13 @@ async function renderWebhooks(
               {testBlocker}
             </p>
           ) : null}
-          <button
-            type="submit"
-            class="button button-secondary"
+          <SubmitButton
+            kind="secondary"
             disabled={testBlocker !== null}
-            aria-describedby={testBlocker ? 'webhook-test-needs' : undefined}
+            describedBy={testBlocker ? 'webhook-test-needs' : undefined}
           >
             Send test event
-          </button>
+          </SubmitButton>
         </form>
       </Card>
       <Card id="webhook-deliveries-heading" title="Recent deliveries">
