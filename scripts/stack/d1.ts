@@ -1,6 +1,15 @@
-// Operator access to the D1 database through wrangler: the local one of `wrangler dev`
-// (optionally under another persistence folder), or the deployed one with `remote`.
-import { runWrangler, runWranglerAsync } from './wrangler-cli.ts';
+// Operator access to the D1 database: the local one of `wrangler dev` (optionally under another
+// persistence folder), or the deployed one through wrangler with `remote`.
+//
+// The local database is one SQLite file that wrangler dev's workerd keeps in WAL mode (its -wal
+// and -shm files beside it), and SQLite lets other processes share such a file under its own
+// locks (https://sqlite.org/wal.html#concurrency), as `wrangler d1 execute --local` does. This
+// module opens the file itself: milliseconds where a wrangler process takes seconds of CPU. A
+// folder whose database it cannot name alone (none yet, or several) is left to wrangler.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
+import { REPO_ROOT, runWrangler, runWranglerAsync } from './wrangler-cli.ts';
 
 export const DATABASE_NAME = 'rcpt';
 
@@ -63,8 +72,10 @@ function mayRetry(target: D1Target, error: unknown, attempt: number): boolean {
   return !target.remote && attempt < BUSY_ATTEMPTS && String(error).includes('SQLITE_BUSY');
 }
 
-/** Runs statements in order as one transaction (one wrangler call) and returns the rows of each. */
+/** Runs statements in order as one transaction and returns the rows of each. */
 export function executeSql(target: D1Target, sql: string): Record<string, unknown>[][] {
+  const file = localDatabaseFile(target);
+  if (file) return executeOnFile(file, sql);
   for (let attempt = 1; ; attempt++) {
     try {
       return rowsOf(runWrangler(executeArgs(target, sql)));
@@ -77,6 +88,8 @@ export function executeSql(target: D1Target, sql: string): Record<string, unknow
 
 /** executeSql without blocking the event loop: for a process talking to the running edge meanwhile. */
 export async function executeSqlAsync(target: D1Target, sql: string): Promise<Record<string, unknown>[][]> {
+  const file = localDatabaseFile(target);
+  if (file) return executeOnFile(file, sql);
   for (let attempt = 1; ; attempt++) {
     try {
       return rowsOf(await runWranglerAsync(executeArgs(target, sql)));
@@ -85,6 +98,124 @@ export async function executeSqlAsync(target: D1Target, sql: string): Promise<Re
       await new Promise((resolve) => setTimeout(resolve, busyWait(attempt)));
     }
   }
+}
+
+/** Where miniflare keeps the local D1 databases of a persistence folder, one SQLite file each. */
+function localDatabaseFile(target: D1Target): string | null {
+  if (target.remote) return null;
+  const folder = join(
+    target.persistTo ?? join(REPO_ROOT, '.wrangler', 'state'),
+    'v3',
+    'd1',
+    'miniflare-D1DatabaseObject',
+  );
+  if (!existsSync(folder)) return null;
+  const databases = readdirSync(folder).filter(
+    (name) => name.endsWith('.sqlite') && name !== 'metadata.sqlite',
+  );
+  return databases.length === 1 ? join(folder, databases[0] as string) : null;
+}
+
+/**
+ * Node's SQLite module, loaded without the line it prints on first use ("SQLite is an experimental
+ * feature"): `npm start` shows its reader what matters. Only this warning is held back; the few
+ * calls used here (DatabaseSync, prepare, all, exec) are those of its documented API
+ * (https://nodejs.org/docs/latest-v22.x/api/sqlite.html).
+ */
+function sqlite(): typeof import('node:sqlite') {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: never[]) => {
+    if (!String(warning).startsWith('SQLite is an experimental feature'))
+      emitWarning.call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}
+
+/**
+ * How long a statement waits for the running edge's write to end (SQLite's busy timeout,
+ * https://sqlite.org/c3ref/busy_timeout.html): the edge's transactions take milliseconds.
+ */
+const BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * Runs `sql` on the database file as one transaction, as a D1 batch runs
+ * (https://developers.cloudflare.com/d1/worker-api/d1-database/#batch): all its statements or none.
+ * Foreign keys are enforced, as D1 does (https://developers.cloudflare.com/d1/sql-api/foreign-keys/).
+ */
+function executeOnFile(file: string, sql: string): Record<string, unknown>[][] {
+  const db: DatabaseSync = new (sqlite().DatabaseSync)(file);
+  try {
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON`);
+    const statements = splitStatements(sql);
+    // A write takes the write lock at once: a transaction that read first could not take it later
+    // without starting again (https://sqlite.org/lang_transaction.html#deferred_immediate_and_exclusive_transactions).
+    const writes = statements.some((statement) => !/^(SELECT|WITH|PRAGMA)\b/i.test(statement));
+    db.exec(writes ? 'BEGIN IMMEDIATE' : 'BEGIN');
+    try {
+      const rows = statements.map((statement) =>
+        db
+          .prepare(statement)
+          .all()
+          .map((row) => ({ ...row })),
+      );
+      db.exec('COMMIT');
+      return rows;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The statements of a script, split at the semicolons that end them: not those inside a quoted
+ * string or name, or a comment (https://sqlite.org/lang_expr.html#literal_values_constants_,
+ * https://sqlite.org/lang_comment.html). Empty statements are dropped.
+ */
+export function splitStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let start = 0;
+  let index = 0;
+  while (index < sql.length) {
+    const char = sql[index] as string;
+    if (char === "'" || char === '"' || char === '`') {
+      // A quote inside is written twice, so the literal simply ends at the next quote.
+      const end = sql.indexOf(char, index + 1);
+      index = end === -1 ? sql.length : end + 1;
+    } else if (char === '[') {
+      const end = sql.indexOf(']', index + 1);
+      index = end === -1 ? sql.length : end + 1;
+    } else if (sql.startsWith('--', index)) {
+      const end = sql.indexOf('\n', index);
+      index = end === -1 ? sql.length : end + 1;
+    } else if (sql.startsWith('/*', index)) {
+      const end = sql.indexOf('*/', index + 2);
+      index = end === -1 ? sql.length : end + 2;
+    } else if (char === ';') {
+      statements.push(sql.slice(start, index));
+      index += 1;
+      start = index;
+    } else {
+      index += 1;
+    }
+  }
+  statements.push(sql.slice(start));
+  return statements.map((statement) => statement.trim()).filter((statement) => !isOnlyComments(statement));
+}
+
+function isOnlyComments(statement: string): boolean {
+  return (
+    statement
+      .replace(/--[^\n]*(\n|$)/g, '')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .trim() === ''
+  );
 }
 
 /** One read-only query (a SELECT) of the running system's database: the rows it found. */
