@@ -1,5 +1,5 @@
-// Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL
-// through wrangler so they work on the local D1 and, with `remote`, on a deployed one. Every
+// Operator actions on the database (accounts, credits, API keys, prober tokens), as SQL that
+// works on the local D1 and, through wrangler with `remote`, on a deployed one. Every
 // write is the statement the edge's storage module writes it with, inlined.
 import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
 import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';

@@ -181,16 +181,17 @@ export async function startSystem(
 }
 
 /**
- * The rows of one query of the system's local D1, through wrangler's CLI. Never the blocking
- * executeSql: blocked for the seconds wrangler takes, this process would not see the edge close
- * an idle keep-alive connection, and its next request would go out on it and fail.
+ * The rows of one query of the system's local D1 (scripts/stack/d1.ts). The async form: where the
+ * database must be left to wrangler, the blocking one would stop this process for the seconds
+ * wrangler takes, it would not see the edge close an idle keep-alive connection, and its next
+ * request would go out on it and fail.
  */
 export async function sqlRows<T>(system: System, query: string): Promise<T[]> {
   return (await queryRowsAsync(system.stack.d1, query)) as T[];
 }
 
-/** Spacing of polls of the database: each look is a wrangler process, a second or two of CPU. */
-export const SQL_POLL_MS = 1_000;
+/** Spacing of polls of the database: each look opens its file, a millisecond or two. */
+export const SQL_POLL_MS = 100;
 
 /** An account's credit balance as the database holds it (the development account's by default). */
 export async function balanceOf(system: System, accountId = system.stack.accountId): Promise<number> {
