@@ -17,6 +17,9 @@ export default defineConfig({
           environment: 'node',
           // Pure functions and their tables: one process serves every file.
           isolate: false,
+          // A fuzzed property runs a few hundred cases: a second on a quiet runner, over five
+          // when the e2e stacks share its two cores. The limit only stops a hang.
+          testTimeout: 30_000,
         },
       },
       {
