@@ -44,6 +44,8 @@ export default defineConfig({
           include: ['client/src/**/*.test.ts'],
           environment: 'node',
           isolate: false,
+          // The MCP server's tests start it as a process: a hang guard, as for `shared`.
+          testTimeout: 30_000,
         },
       },
       './edge/vitest.config.ts',
