@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { LimitDecision } from './objects/key-limiter.ts';
 import type { Caller, KeyLimits } from './services/keys/api-keys.ts';
 import type { RequestServices } from './services/request-services.ts';
+import type { EarlyDeskCall } from './services/verify/desk-call.ts';
 import type { Db } from './storage/db.ts';
 
 export interface AppEnv {
@@ -25,6 +26,15 @@ export interface AppEnv {
     keyRate: LimitDecision;
     /** SHA-256 of a JSON body read by `jsonBody`, when the request carries an Idempotency-Key. */
     bodyDigest: string;
+    /** The one read of the request's JSON body (middleware/json-body.ts, `readJsonBody`). */
+    jsonBodyRead: Promise<void>;
+    /** SHA-256 of the request's API key, hashed once (middleware/auth.ts, `presentedKeyHash`). */
+    keyHash: Promise<string>;
+    /**
+     * A single call's desk lookup begun beside its key's admission (middleware/early-desk.ts):
+     * the call takes it over, or it is given back when the request ends without it.
+     */
+    earlyDesk: EarlyDeskCall;
     /**
      * Set by a single call its account's desk answered without D1: the balance D1 holds did not
      * move, so the balance watch has nothing new to look at (middleware/balance-watch.ts).

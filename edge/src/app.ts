@@ -5,6 +5,7 @@ import type { AppEnv } from './app-env.ts';
 import { apiKeyAuth } from './middleware/auth.ts';
 import { balanceWatch } from './middleware/balance-watch.ts';
 import { settleAccountDesk } from './middleware/desk-settle.ts';
+import { earlyDesk } from './middleware/early-desk.ts';
 import { handleError, notFoundHandler } from './middleware/error-handler.ts';
 import { publishableCorsPreflight } from './middleware/publishable-keys.ts';
 import { apiKeyRateLimit } from './middleware/rate-limit.ts';
@@ -76,7 +77,11 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
 
   // Before authentication: a browser's preflight carries no key (publishable-keys.ts).
-  for (const path of ['/api/v1/verify', '/v1/verify']) app.use(path, publishableCorsPreflight);
+  for (const path of ['/api/v1/verify', '/v1/verify']) {
+    app.use(path, publishableCorsPreflight);
+    // Before authentication too: the desk's lookup goes beside the key's admission.
+    app.use(path, earlyDesk);
+  }
   for (const prefix of ['/api/v1/*', '/v1/*']) {
     app.use(prefix, apiKeyAuth);
     app.use(prefix, apiKeyRateLimit);

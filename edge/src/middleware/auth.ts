@@ -5,10 +5,12 @@
 
 import { ApiError } from '@rcpt/shared/errors';
 import { hashSecret, isWellFormedSecret } from '@rcpt/shared/secret-tokens';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { authenticateApiKey, type KeyScope, keyHoldsScope } from '../services/keys/api-keys.ts';
 import { addressAdmitted } from '../services/keys/key-limits.ts';
+import { learnKey, unlearnKey } from '../services/keys/known-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 import { allowPublishableOrigin } from './publishable-keys.ts';
 
@@ -18,14 +20,22 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   // A key with surrounding whitespace, or two X-API-Key headers (joined with ", "), is not a key.
   if (!isWellFormedSecret(presented)) throw new ApiError('INVALID_API_KEY');
   const address = clientAddressOf(c);
+  const keyHash = await presentedKeyHash(c, presented);
   const key = await authenticateApiKey(
     { db: c.get('db'), limiters: c.get('services').limiters },
-    await hashSecret(presented),
+    keyHash,
     Date.now(),
     c.get('services').inBackground,
     { clientAddress: address },
   );
-  if (!key) throw new ApiError('INVALID_API_KEY');
+  if (!key) {
+    unlearnKey(keyHash);
+    throw new ApiError('INVALID_API_KEY');
+  }
+  learnKey(keyHash, {
+    caller: { accountId: key.caller.accountId, apiKeyId: key.caller.apiKeyId, mode: key.caller.mode },
+    limits: { kind: key.limits.kind, scopes: key.limits.scopes, allowedCidrs: key.limits.allowedCidrs },
+  });
   const { allowedOrigins } = key.limits;
   if (!addressAdmitted(key.limits, address)) {
     throw new ApiError('KEY_ADDRESS_DENIED', { details: { clientAddress: address } });
@@ -44,6 +54,16 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (key.rate) c.set('keyRate', key.rate);
   await next();
 });
+
+/** The SHA-256 of the request's API key, hashed once for every reader of the request. */
+export function presentedKeyHash(c: Context<AppEnv>, presented: string): Promise<string> {
+  let hash = c.get('keyHash');
+  if (!hash) {
+    hash = hashSecret(presented);
+    c.set('keyHash', hash);
+  }
+  return hash;
+}
 
 /**
  * The scopes that open an operation (any one of them), declared at its route. A publishable

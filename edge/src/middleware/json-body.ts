@@ -1,6 +1,7 @@
 // Request bodies are read here once, before validation, so that each way a body can be
 // wrong has its own answer: 415 wrong type, 413 too large, 400 not UTF-8 or not JSON.
 import { ApiError } from '@rcpt/shared/errors';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { MAX_CSV_BYTES } from '../services/batch/input.ts';
@@ -18,6 +19,24 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 }
 
 export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
+  await readJsonBody(c);
+  await next();
+});
+
+/**
+ * Reads the request's JSON body once: a second reader (the route's `jsonBody` after an earlier
+ * one, middleware/early-desk.ts) gets the first read's outcome, its refusal included.
+ */
+export function readJsonBody(c: Context<AppEnv>): Promise<void> {
+  let read = c.get('jsonBodyRead');
+  if (!read) {
+    read = readOnce(c);
+    c.set('jsonBodyRead', read);
+  }
+  return read;
+}
+
+async function readOnce(c: Context<AppEnv>): Promise<void> {
   if (!isJsonContentType(c.req.header('content-type'))) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', { message: 'Send the body as application/json.' });
   }
@@ -44,8 +63,7 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     return c.req.header('idempotency-key') === undefined ? null : digestOf(bytes);
   });
   if (digest !== null) c.set('bodyDigest', await digest);
-  await next();
-});
+}
 
 /**
  * Reads at most `limit` bytes of the body, failing with 413 as soon as it is exceeded

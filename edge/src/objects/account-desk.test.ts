@@ -1,21 +1,31 @@
 // The account's desk (docs/money.md, "Where the balance lives"): a single call charged and
 // answered there makes no round trip to D1 — counted on D1's own classes, so the Durable Objects'
-// reads and writes count too — and a cached one two object calls (its key's object, its desk),
-// counted on the namespaces' own class; no concurrency overdraws the balance, a flush retried is
-// applied once, history appears once flushed, and a revoked key fails on its next request.
+// reads and writes count too — and a cached one of a key the isolate knows asks its desk beside
+// its key's object, counted on the namespaces' own class; what the desk held for a call its key's
+// object then refuses is given back, as is a held charge nobody closed; no concurrency overdraws
+// the balance, a flush retried is applied once, history appears once flushed, and a revoked key
+// fails on its next request.
+import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
+import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { keyRecordKeeper } from '../services/keys/api-keys.ts';
 import { settleDesk } from '../services/money/account-desk.ts';
 import { utcDayStart } from '../services/money/quotas.ts';
+import { deskKeptCall } from '../services/verify/desk-call.ts';
+import { verdictCacheKey } from '../services/verify/kept-verdicts.ts';
 import { verifyForCaller } from '../services/verify/single-verification.ts';
+import { keptVerdictTerms } from '../services/verify/verdict-cache.ts';
 import { applyDeskFlush, type DeskHistoryRow, reserveCredits } from '../storage/desk-books.ts';
 import { operatorTokens } from '../storage/schema.ts';
 import { listHistory } from '../storage/verifications.ts';
+import { DESK_OPEN_CHARGE_MS } from './account-desk.ts';
+import { RATE_LIMIT, RATE_WINDOW_MS } from './key-limiter.ts';
 
 type Counted = Record<string, (...args: unknown[]) => unknown>;
 
@@ -161,7 +171,7 @@ describe('a single call at its account’s desk', () => {
     });
   });
 
-  it('makes two object calls when answered from the verdict cache (the key’s object, then the desk), and two besides the probe otherwise', async () => {
+  it('answers from the verdict cache after one round of object calls (the desk beside the key’s object), and makes two besides the probe otherwise', async () => {
     await withAcceptingProber(async () => {
       const caller = await newCaller({ credits: 20 });
       const email = `calls-${crypto.randomUUID().slice(0, 8)}@accept.test`;
@@ -193,7 +203,9 @@ describe('a single call at its account’s desk', () => {
         body = await response.json();
       });
       expect(body?.data.meta.cached).toBe(true);
-      expect(cached).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept']);
+      // The key is known now: its desk is asked first, beside its object, and the charge it held
+      // until the key was admitted is closed after the answer.
+      expect(cached).toEqual(['ACCOUNT_DESK.answerKept', 'KEY_LIMITER.admit', 'ACCOUNT_DESK.answer']);
       expect(body?.creditsRemaining).toBe(17);
       await settleDesk(env.ACCOUNT_DESK, caller.accountId);
       const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
@@ -217,7 +229,7 @@ describe('a single call at its account’s desk', () => {
         body = await response.json();
       });
       expect(body?.data).toMatchObject({ status: 'deliverable', meta: { cached: true } });
-      expect(calls).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept', 'ACCOUNT_DESK.answer']);
+      expect(calls).toEqual(['ACCOUNT_DESK.answerKept', 'KEY_LIMITER.admit', 'ACCOUNT_DESK.answer']);
       expect(body?.creditsRemaining).toBe(8);
       await settleDesk(env.ACCOUNT_DESK, caller.accountId);
       const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
@@ -360,6 +372,94 @@ describe('a single call at its account’s desk', () => {
       .bind(caller.accountId)
       .first<{ balance: number; ledger: number }>();
     expect(balances).toEqual({ balance: 8, ledger: 8 });
+  });
+});
+
+describe('a call begun at its desk before its key was admitted', () => {
+  /** A live caller whose key this isolate knows, with the verdict of `email` kept at its desk. */
+  async function knownCallerWithVerdict(email: string) {
+    const caller = await newCaller({ credits: 10 });
+    await withAcceptingProber(async () => {
+      expect((await verify(caller.apiKey, email)).status).toBe(200);
+    });
+    return caller;
+  }
+
+  it('gives back what the desk held when the key turns out revoked: 401, nothing charged', async () => {
+    const email = `revoked-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+    const caller = await knownCallerWithVerdict(email);
+    await env.DB.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?')
+      .bind(Date.now(), caller.keyId)
+      .run();
+    await keyRecordKeeper(env.KEY_LIMITER, await hashSecret(caller.apiKey)).forget();
+    const calls = await objectCallsDuring(async () => {
+      const refused = await verify(caller.apiKey, email);
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toMatchObject({ code: 'INVALID_API_KEY' });
+    });
+    expect(calls).toEqual(['ACCOUNT_DESK.answerKept', 'KEY_LIMITER.admit', 'ACCOUNT_DESK.refund']);
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(1);
+    // Forgotten as known: its next call waits for the key's object before anything else.
+    const next = await objectCallsDuring(async () => {
+      expect((await verify(caller.apiKey, email)).status).toBe(401);
+    });
+    expect(next).toEqual(['KEY_LIMITER.admit']);
+  });
+
+  it('gives back what the desk held when the key is over its request rate: 429, nothing charged', async () => {
+    const email = `limited-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+    const caller = await knownCallerWithVerdict(email);
+    const limiter = keyRecordKeeper(env.KEY_LIMITER, await hashSecret(caller.apiKey));
+    while ((await limiter.hit(RATE_LIMIT, RATE_WINDOW_MS)).allowed) {
+      // until the key's minute is used up
+    }
+    const refused = await verify(caller.apiKey, email);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
+    expect(history.total).toBe(1);
+  });
+
+  it('gives back a held charge that was never closed once it is older than an open charge may be', async () => {
+    const email = `held-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+    const caller = await knownCallerWithVerdict(email);
+    const desk = env.ACCOUNT_DESK.getByName(caller.accountId);
+    const key = verdictCacheKey(checkSyntax(email));
+    if (!key) throw new Error('no cache key');
+    // Asked as the early lookup asks, at a time past the open charges' limit, and never closed.
+    const now = Date.now() - DESK_OPEN_CHARGE_MS - 1_000;
+    const id = `req_${crypto.randomUUID()}`;
+    const input = {
+      caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live' as const },
+      requestId: id,
+      now,
+      email,
+    };
+    const terms = await keptVerdictTerms(null, key, { now, evidence: false, sandbox: false });
+    const held = await desk.answerKept({
+      ...deskKeptCall(input, key, { evidence: false, budget: { day: utcDayStart(now), limit: null }, terms }),
+      hold: true,
+    });
+    expect(held.result).toMatchObject({ email, meta: { cached: true } });
+    expect(held.admission).toMatchObject({ balance: 8 });
+    expect(await runDurableObjectAlarm(desk)).toBe(true);
+    // Given back: it can no longer be closed, and the balance is whole again.
+    expect(
+      await desk.answer(id, {
+        email,
+        address: key.address,
+        status: 'deliverable',
+        subStatus: 'accepted_email',
+        score: 90,
+        resultJson: '{}',
+      }),
+    ).toBe(false);
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(9);
   });
 });
 

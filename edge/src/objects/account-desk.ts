@@ -76,6 +76,12 @@ export interface DeskKeptCall extends Omit<DeskCall, 'answer' | 'bytes' | 'email
    * an answer: the call's email and its row's bytes bound.
    */
   orOpen?: { email: string; bytes: number };
+  /**
+   * The call's key is not admitted yet (it is being checked beside this call): a verdict that
+   * holds is answered, but its charge is left open, for `answer` to close once the key is
+   * admitted or `refund` to give back if it is not, as any open charge (DESK_OPEN_CHARGE_MS).
+   */
+  hold?: boolean;
 }
 
 /**
@@ -145,7 +151,8 @@ export class AccountDesk extends DurableObject<Env> {
     }
     const answer = historyAnswer(result, call.key);
     const bytes = historyRowBytes(call, answer, answer.email);
-    return { result, bytes, admission: await this.#open({ ...call, email: answer.email, answer, bytes }) };
+    const held = call.hold ? {} : { answer };
+    return { result, bytes, admission: await this.#open({ ...call, email: answer.email, ...held, bytes }) };
   }
 
   /**

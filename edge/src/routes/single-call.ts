@@ -42,6 +42,8 @@ export async function verifyAsAsked<E extends AppEnv>(
     caller: c.get('caller'),
     // Charged, recorded and answered from the cache at the account's desk (docs/money.md).
     desk: deskOf(desks, c.get('caller').accountId),
+    // Begun beside the key's admission, for a key this isolate knows (middleware/early-desk.ts).
+    early: c.get('earlyDesk'),
     email: request.email,
     fresh: request.fresh ?? false,
     evidence,

@@ -24,6 +24,15 @@ import {
 import type { Caller } from '../keys/api-keys.ts';
 import type { AccountDeskStub } from '../money/account-desk.ts';
 import { insufficientCredits, type Quotas, quotaExceeded, utcDayStart } from '../money/quotas.ts';
+import {
+  type DeskInput,
+  deskCall,
+  deskKeptCall,
+  deskRow,
+  type EarlyDeskCall,
+  SINGLE_VERIFICATION_CREDITS,
+  takeEarlyDeskCall,
+} from './desk-call.ts';
 import type { DomainFactsStore } from './domain-facts.ts';
 import {
   historyAnswer,
@@ -35,10 +44,7 @@ import {
 } from './kept-verdicts.ts';
 import { accountBounce, bounceAnswer, withLearntDomain } from './learnt-verdicts.ts';
 import { sandboxVerify } from './sandbox.ts';
-import { type KeptRead, keptSince, keptVerdictTerms, readKeptVerdict } from './verdict-cache.ts';
-
-/** docs/money.md: one credit whatever the answer, taken before any work is done. */
-const SINGLE_VERIFICATION_CREDITS = 1;
+import { type KeptRead, keptVerdictTerms, readKeptVerdict } from './verdict-cache.ts';
 
 export interface SingleVerification {
   result: VerificationResult;
@@ -81,6 +87,8 @@ export async function verifyForCaller(input: {
    * without it, in D1 directly.
    */
   desk?: AccountDeskStub;
+  /** The desk's lookup for this call, begun beside its key's admission (early-desk.ts). */
+  early?: EarlyDeskCall;
 }): Promise<SingleVerification> {
   const { db, caller, requestId, now } = input;
   const evidence = input.evidence ?? false;
@@ -158,8 +166,17 @@ export async function verifyForCaller(input: {
   }
   const creditsRemaining = opened.balance;
   const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
-  if (cached && !found?.open) return { result: cached, creditsRemaining, ...unmoved };
   const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
+  if (cached && found?.held) {
+    // The desk answered before the key was admitted and held the charge open: closed with the
+    // answer off the call's path. A close that never arrives is given back as any open charge is
+    // (objects/account-desk.ts, DESK_OPEN_CHARGE_MS): never charged without its answer.
+    const closing = books.answer(requestId, historyAnswer(cached, key));
+    if (input.background) input.background(closing);
+    else await closing;
+    return { result: cached, creditsRemaining, ...unmoved };
+  }
+  if (cached && !found?.open) return { result: cached, creditsRemaining, ...unmoved };
   try {
     let result: VerificationResult;
     // A verdict D1 held, for the charge the desk opened when it held none: closed with it.
@@ -249,7 +266,6 @@ function deskBooks(desk: AccountDeskStub, mode: Caller['mode'], db: Db): CallBoo
 }
 
 type VerifyInput = Parameters<typeof verifyForCaller>[0];
-type DeskInput = Pick<VerifyInput, 'caller' | 'requestId' | 'now'>;
 
 /** The account's kept verdict of `key` as this call answers it, and what answering it took. */
 interface CacheFound {
@@ -262,6 +278,8 @@ interface CacheFound {
    */
   opened?: { balance: number; synced: boolean } | HistoryRefusal;
   open?: boolean;
+  /** The cached answer's charge was held open until the key was admitted (early-desk.ts). */
+  held?: boolean;
 }
 
 /**
@@ -298,24 +316,15 @@ async function fromCache(
       sandbox: caller.mode === 'test',
     }));
   if (desk) {
-    const live = caller.mode === 'live';
-    // A live call the desk has no verdict for is charged in the same call, opened for its answer;
-    // a test key's answer is recorded answered, once known.
-    const orOpen = live
-      ? { email: input.email, bytes: historyRowBytes(deskRow(input), undefined, input.email, call.evidence) }
-      : undefined;
-    const kept = await desk.answerKept({
-      ...deskCall(input, live ? SINGLE_VERIFICATION_CREDITS : 0),
-      key,
-      since: keptSince(now),
-      terms: await terms(),
-      budget: call.budget,
-      ...(orOpen ? { orOpen } : {}),
-    });
+    // The lookup begun beside the key's admission, if it was this call's; else asked now.
+    const early = takeEarlyDeskCall(input.early, { caller, email: input.email, evidence: call.evidence });
+    const asked = early?.call ?? deskKeptCall(input, key, { ...call, terms: await terms() });
+    const { orOpen } = asked;
+    const kept = await (early?.answer ?? desk.answerKept(asked));
     if (kept.result) {
       const { admission } = kept;
       const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
-      return { cached: kept.result, bounce: null, opened };
+      return { cached: kept.result, bounce: null, opened, ...(asked.hold ? { held: true } : {}) };
     }
     const { admission } = kept;
     const charged =
@@ -339,23 +348,6 @@ async function fromCache(
 async function keptFrom(stored: KeptRead, terms: () => Promise<KeptVerdictTerms>): Promise<CacheFound> {
   const { resultJson, bounce } = stored;
   return { cached: resultJson === null || bounce ? null : keptAnswer(resultJson, await terms()), bounce };
-}
-
-function deskRow(input: DeskInput) {
-  return { id: input.requestId, accountId: input.caller.accountId, apiKeyId: input.caller.apiKeyId };
-}
-
-/** The call as the desk takes it, less its email and bytes (known with its answer). */
-function deskCall(input: DeskInput, amount: number) {
-  const { caller } = input;
-  return {
-    accountId: caller.accountId,
-    id: input.requestId,
-    apiKeyId: caller.apiKeyId,
-    mode: caller.mode,
-    amount,
-    now: input.now,
-  };
 }
 
 /** The charge at the account's desk, answered as `openChargedVerification` answers. */
