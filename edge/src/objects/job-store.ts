@@ -5,21 +5,54 @@
 // contract test runs the same cases against both). The `job_id` column is kept, constant here,
 // at a few bytes an address. A batch is one synchronous transaction (transactionSync), and the
 // object runs one call at a time, so a write and its report are one step, as in D1.
-// Not wired to uploads yet: `jobLists` still answers with D1's implementation.
+//
+// Its alarm is the job's clock, set by the upload's call (its time is the job's creation): while
+// addresses are unanswered, at each lease (BATCH_LEASE_SECONDS) it hands those whose lease ran out
+// to its sink to enqueue again and re-reports its counters (a report D1 did not apply heals);
+// at FREE_ROWS_RETENTION_DAYS it drops its free rows; a day past RETENTION_DAYS, once the cron
+// deleted the job's row, it deletes everything (deleteAll).
 import { DurableObject } from 'cloudflare:workers';
+import { configOf } from '../config.ts';
+import { errorFields, log } from '../logger.ts';
+import { type MeterVars, meter, meterFrom } from '../meter.ts';
 import { d1JobLists } from '../storage/job-lists/d1.ts';
-import type { JobLists } from '../storage/job-lists/index.ts';
 import { LISTS_SCHEMA } from '../storage/job-lists/object-schema.ts';
+import type { JobLists, ListsReport, StaleListAddress } from '../storage/job-lists/types.ts';
 
 type ListsMethod = keyof JobLists;
 
+const DAY_MS = 86_400_000;
+/** Most addresses one tick hands back to the queue; the next tick takes the rest. */
+const STALE_PER_TICK = 5000;
+/** Most free rows one statement drops. */
+const FREE_ROWS_PER_STATEMENT = 1000;
+
+/** What the object keeps of its job's times (learnt from the upload's call). */
+interface JobClock {
+  jobId: string;
+  createdAt: number;
+  freeRowsDropped: boolean;
+  /** The sequence number of the last report handed to the sink after every address was answered. */
+  finalSeq: number | null;
+}
+
+/** Where the clock's work goes: the batch lifecycle, wired in by the Worker's entry (index.ts). */
+export interface JobStoreSink {
+  /** Enqueues again the job's addresses whose lease ran out (already counted as requeued). */
+  requeue(jobId: string, addresses: readonly StaleListAddress[]): Promise<void>;
+  /** Applies a report of the lists to D1's job row (one it applied already changes nothing). */
+  report(jobId: string, report: ListsReport, lists: JobLists, now: number): Promise<void>;
+}
+
 export class JobStore extends DurableObject<Env> {
   readonly #db: D1Database;
+  readonly #sink: JobStoreSink | null;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: Env, sink: JobStoreSink | null = null) {
     super(ctx, env);
     for (const statement of LISTS_SCHEMA) ctx.storage.sql.exec(statement);
     this.#db = sqlStorageAsD1(ctx.storage);
+    this.#sink = sink;
   }
 
   /** Runs one method of the job's lists here (the job's id names the object). */
@@ -28,9 +61,82 @@ export class JobStore extends DurableObject<Env> {
     method: M,
     args: Parameters<JobLists[M]>,
   ): Promise<Awaited<ReturnType<JobLists[M]>>> {
+    meterFrom(this.env as MeterVars);
+    meter({ doRequests: 1 });
     const lists = d1JobLists(this.#db, jobId);
     const run = lists[method] as (...each: Parameters<JobLists[M]>) => ReturnType<JobLists[M]>;
-    return await run(...args);
+    const answer = await run(...args);
+    if (method === 'storeUpload') {
+      const [upload] = args as Parameters<JobLists['storeUpload']>;
+      await this.#startClock(jobId, upload.now);
+    }
+    return answer;
+  }
+
+  /** The bytes of this object's SQLite storage. */
+  databaseSize(): number {
+    return this.ctx.storage.sql.databaseSize;
+  }
+
+  async #startClock(jobId: string, createdAt: number): Promise<void> {
+    if (await this.ctx.storage.get<JobClock>('clock')) return;
+    const clock: JobClock = { jobId, createdAt, freeRowsDropped: false, finalSeq: null };
+    await this.ctx.storage.put('clock', clock);
+    await this.ctx.storage.setAlarm(createdAt + this.#leaseMs());
+  }
+
+  #leaseMs(): number {
+    return configOf(this.env).BATCH_LEASE_SECONDS * 1000;
+  }
+
+  override async alarm(): Promise<void> {
+    meterFrom(this.env as MeterVars);
+    const clock = await this.ctx.storage.get<JobClock>('clock');
+    if (!clock) return;
+    const config = configOf(this.env);
+    const now = Date.now();
+    const deleteAt = clock.createdAt + (config.RETENTION_DAYS + 1) * DAY_MS;
+    if (now >= deleteAt) {
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+      return;
+    }
+    const lists = d1JobLists(this.#db, clock.jobId);
+    const report = await lists.report();
+    if (report.pending > 0) await this.#tickRunning(clock.jobId, lists, report, now);
+    else if (clock.finalSeq !== report.seq) {
+      // Every address is answered: the report that completes the job, once more (D1 applies it
+      // at most once; this heals a completion lost between the two steps).
+      await this.#sink?.report(clock.jobId, report, lists, now);
+      clock.finalSeq = report.seq;
+    }
+    const freeRowsAt = clock.createdAt + config.FREE_ROWS_RETENTION_DAYS * DAY_MS;
+    if (!clock.freeRowsDropped && now >= freeRowsAt) {
+      while ((await lists.dropFreeRows(FREE_ROWS_PER_STATEMENT)) === FREE_ROWS_PER_STATEMENT);
+      clock.freeRowsDropped = true;
+    }
+    await this.ctx.storage.put('clock', clock);
+    const next = report.pending > 0 ? now + this.#leaseMs() : clock.freeRowsDropped ? deleteAt : freeRowsAt;
+    await this.ctx.storage.setAlarm(next);
+  }
+
+  /** The stale-work sweep of this job, and its counters reported again. */
+  async #tickRunning(jobId: string, lists: JobLists, report: ListsReport, now: number): Promise<void> {
+    if (!this.#sink) return;
+    try {
+      const stale = await lists.stale(now - this.#leaseMs(), STALE_PER_TICK);
+      if (stale.length > 0) {
+        await lists.markRequeued(
+          stale.map((address) => address.idx),
+          now,
+        );
+        await this.#sink.requeue(jobId, stale);
+      }
+      await this.#sink.report(jobId, report, lists, now);
+    } catch (error) {
+      // The next tick tries again: the addresses stay queued, their lease runs out once more.
+      log.error('a job store tick failed', { jobId, ...errorFields(error) });
+    }
   }
 }
 
@@ -43,6 +149,14 @@ export function objectJobLists(namespace: DurableObjectNamespace<JobStore>, jobI
       (...args: unknown[]) =>
         stub.lists(jobId, method, args as never),
   });
+}
+
+/** The bytes of the job's lists in its object (SQLite's database size), for the capacity bench. */
+export async function objectListsBytes(
+  namespace: DurableObjectNamespace<JobStore>,
+  jobId: string,
+): Promise<number> {
+  return namespace.get(namespace.idFromName(jobId)).databaseSize();
 }
 
 interface Ran {
