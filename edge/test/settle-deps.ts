@@ -66,6 +66,8 @@ export async function liveJob(options: {
   webhook?: boolean;
   recheck?: boolean;
   watchDays?: number | 'off';
+  /** Where the job's lists live; absent: where new jobs' live. */
+  store?: JobStoreKind;
 }): Promise<{ jobId: string; accountId: string }> {
   const caller = await newCaller({ credits: 10 });
   if (options.webhook) {
@@ -83,6 +85,7 @@ export async function liveJob(options: {
     maxWaitSeconds: null,
     ...(options.recheck === undefined ? {} : { recheck: options.recheck }),
     ...(options.watchDays === undefined ? {} : { watchDays: options.watchDays }),
+    ...(options.store === undefined ? {} : { store: options.store }),
     quotas: quotas(),
     now: options.now,
   });

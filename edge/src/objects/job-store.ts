@@ -91,10 +91,14 @@ export class JobStore extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     meterFrom(this.env as MeterVars);
+    await this.tick(Date.now());
+  }
+
+  /** One step of the job's clock at `now` (the alarm's; a test gives its own), setting the next. */
+  async tick(now: number): Promise<void> {
     const clock = await this.ctx.storage.get<JobClock>('clock');
     if (!clock) return;
     const config = configOf(this.env);
-    const now = Date.now();
     const deleteAt = clock.createdAt + (config.RETENTION_DAYS + 1) * DAY_MS;
     if (now >= deleteAt) {
       await this.ctx.storage.deleteAlarm();
