@@ -168,6 +168,17 @@ export async function listsCountOf(sql: string, jobId: string, ...params: unknow
   return rows.reduce((sum, row) => sum + (row.n ?? 0), 0);
 }
 
+/** The rows the account's jobs keep in their lists, wherever they live. */
+export async function storedRowsOf(accountId: string): Promise<number> {
+  const { results } = await env.DB.prepare('SELECT id FROM jobs WHERE account_id = ?')
+    .bind(accountId)
+    .all<{ id: string }>();
+  let rows = 0;
+  for (const { id } of results)
+    rows += await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', id);
+  return rows;
+}
+
 /** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */
 export const silentQueue = {
   send: async () => {},
