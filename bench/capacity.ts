@@ -19,14 +19,14 @@
 // What it leaves in its JobStore object is that object's SQLite file, read the same way: its
 // pages times the page size, which is what `ctx.storage.sql.databaseSize` answers inside the
 // object (and what counts against an object's 10 GB).
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DATABASE_NAME } from '../scripts/stack/d1.ts';
 import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
+import { databaseSize, jobStoreFiles, readSqliteCopy } from '../scripts/stack/job-store-files.ts';
 import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
@@ -74,45 +74,12 @@ function databaseFile(folder: string): string {
   throw new Error(`no local D1 database under ${folder}`);
 }
 
-/** The SQLite files of the JobStore objects under `folder` (wrangler's persisted state). */
-function jobStoreFiles(folder: string): string[] {
-  return readdirSync(folder, { recursive: true, withFileTypes: true })
-    .map((entry) => ({ entry, path: join(entry.parentPath, entry.name) }))
-    .filter(({ entry, path }) => entry.isFile() && entry.name.endsWith('.sqlite') && path.includes('JobStore'))
-    .map(({ path }) => path);
-}
-
-/** A SQLite file's size as its pages say (`databaseSize` inside an object), read from a copy. */
-function databaseSize(source: string): number {
-  const copy = mkdtempSync(join(tmpdir(), 'rcpt-bench-object-copy-'));
-  try {
-    for (const suffix of ['', '-wal'])
-      if (existsSync(`${source}${suffix}`))
-        copyFileSync(`${source}${suffix}`, join(copy, `object.sqlite${suffix}`));
-    const database = new DatabaseSync(join(copy, 'object.sqlite'));
-    const { bytes } = database
-      .prepare('SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()')
-      .get() as { bytes: number };
-    database.close();
-    return bytes;
-  } finally {
-    rmSync(copy, { recursive: true, force: true });
-  }
-}
-
 /**
  * Pages and record bytes of each table, its indexes included, in a copy of the database file now,
  * and the bytes the storage budget has counted (`storage_days`, every account and day).
  */
 function tableSizes(): { tables: Map<string, { pageBytes: number; payloadBytes: number }>; counted: number } {
-  const source = databaseFile(persistTo);
-  const copy = mkdtempSync(join(tmpdir(), 'rcpt-bench-d1-copy-'));
-  try {
-    // The write-ahead log holds the newest pages until a checkpoint: copied with the file.
-    for (const suffix of ['', '-wal'])
-      if (existsSync(`${source}${suffix}`))
-        copyFileSync(`${source}${suffix}`, join(copy, `d1.sqlite${suffix}`));
-    const database = new DatabaseSync(join(copy, 'd1.sqlite'));
+  return readSqliteCopy(databaseFile(persistTo), (database) => {
     const rows = database
       .prepare(
         `SELECT COALESCE(s.tbl_name, d.name) AS tableName, SUM(d.pgsize) AS pageBytes, SUM(d.payload) AS payloadBytes
@@ -122,11 +89,8 @@ function tableSizes(): { tables: Map<string, { pageBytes: number; payloadBytes: 
     const counted = database.prepare('SELECT COALESCE(SUM(bytes), 0) AS bytes FROM storage_days').get() as {
       bytes: number;
     };
-    database.close();
     return { tables: new Map(rows.map((row) => [row.tableName, row])), counted: counted.bytes };
-  } finally {
-    rmSync(copy, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The counts of `calls` runs of `run`, one after another, divided by `per`. */

@@ -73,11 +73,6 @@ export class JobStore extends DurableObject<Env> {
     return answer;
   }
 
-  /** The bytes of this object's SQLite storage. */
-  databaseSize(): number {
-    return this.ctx.storage.sql.databaseSize;
-  }
-
   async #startClock(jobId: string, createdAt: number): Promise<void> {
     if (await this.ctx.storage.get<JobClock>('clock')) return;
     const clock: JobClock = { jobId, createdAt, freeRowsDropped: false, finalSeq: null };
@@ -153,14 +148,6 @@ export function objectJobLists(namespace: DurableObjectNamespace<JobStore>, jobI
       (...args: unknown[]) =>
         stub.lists(jobId, method, args as never),
   });
-}
-
-/** The bytes of the job's lists in its object (SQLite's database size), for the capacity bench. */
-export async function objectListsBytes(
-  namespace: DurableObjectNamespace<JobStore>,
-  jobId: string,
-): Promise<number> {
-  return namespace.get(namespace.idFromName(jobId)).databaseSize();
 }
 
 interface Ran {
