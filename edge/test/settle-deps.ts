@@ -9,6 +9,7 @@ import { createBatchJob, jobView } from '../src/services/batch/jobs.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
 import { settleDepsOf } from '../src/services/batch-lifecycle.ts';
 import { rotateWebhookSecret } from '../src/services/webhooks/settings.ts';
+import type { JobStoreKind } from '../src/storage/job-lists/index.ts';
 import { findJobById } from '../src/storage/jobs.ts';
 import { setAccountWebhook } from '../src/storage/webhooks.ts';
 import { db, newCaller, quotas } from './fixtures.ts';

@@ -142,7 +142,7 @@ describe('storing a list needs a confirmed email', () => {
     const now = Date.now();
     await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.trial)).toBe(0);
-    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial)).toBe(0);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial!)).toBe(0);
     expect(
       await countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId),
     ).toBe(0);
