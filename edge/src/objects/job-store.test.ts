@@ -14,6 +14,7 @@ import { addressResult } from '../services/batch/jobs.ts';
 import { reapplyReport } from '../services/batch/results.ts';
 import { sandboxVerify } from '../services/verify/sandbox.ts';
 import { jobLists, type StaleListAddress } from '../storage/job-lists/index.ts';
+import { failJob } from '../storage/job-results.ts';
 import { JobStore } from './job-store.ts';
 
 const DAY = 86_400_000;
@@ -77,6 +78,15 @@ describe("a job's object as its clock", () => {
       expect.objectContaining({ idx: 1, attempts: 1 }),
     ]);
     expect((await tickAt(jobId, now + LEASE_MS + 2)).requeued).toEqual([]);
+  });
+
+  it('stops asking once D1 no longer runs the job: a failed job waits for its retention only', async () => {
+    const now = Date.now();
+    const { jobId } = await liveJob({ emails: EMAILS, now });
+    expect(await failJob(db(), jobId, 'The job did not finish.', now)).toBe(true);
+    const tick = await tickAt(jobId, now + LEASE_MS + 1);
+    expect(tick.requeued).toEqual([]);
+    expect(tick.alarm).toBe(now + config.FREE_ROWS_RETENTION_DAYS * DAY);
   });
 
   it('completes a job whose last report D1 missed, once', async () => {

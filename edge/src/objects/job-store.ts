@@ -40,8 +40,12 @@ interface JobClock {
 export interface JobStoreSink {
   /** Enqueues again the job's addresses whose lease ran out (already counted as requeued). */
   requeue(jobId: string, addresses: readonly StaleListAddress[]): Promise<void>;
-  /** Applies a report of the lists to D1's job row (one it applied already changes nothing). */
-  report(jobId: string, report: ListsReport, lists: JobLists, now: number): Promise<void>;
+  /**
+   * Applies a report of the lists to D1's job row (one it applied already changes nothing);
+   * answers whether the job still runs (a failed or deleted job's unanswered addresses wait for
+   * nothing).
+   */
+  report(jobId: string, report: ListsReport, lists: JobLists, now: number): Promise<boolean>;
 }
 
 export class JobStore extends DurableObject<Env> {
@@ -102,8 +106,8 @@ export class JobStore extends DurableObject<Env> {
     }
     const lists = d1JobLists(this.#db, clock.jobId);
     const report = await lists.report();
-    if (report.pending > 0) await this.#tickRunning(clock.jobId, lists, report, now);
-    else if (clock.finalSeq !== report.seq) {
+    const running = report.pending > 0 && (await this.#tickRunning(clock.jobId, lists, report, now));
+    if (report.pending === 0 && clock.finalSeq !== report.seq) {
       // Every address is answered: the report that completes the job, once more (D1 applies it
       // at most once; this heals a completion lost between the two steps).
       await this.#sink?.report(clock.jobId, report, lists, now);
@@ -115,14 +119,19 @@ export class JobStore extends DurableObject<Env> {
       clock.freeRowsDropped = true;
     }
     await this.ctx.storage.put('clock', clock);
-    const next = report.pending > 0 ? now + this.#leaseMs() : clock.freeRowsDropped ? deleteAt : freeRowsAt;
+    const next = running ? now + this.#leaseMs() : clock.freeRowsDropped ? deleteAt : freeRowsAt;
     await this.ctx.storage.setAlarm(next);
   }
 
-  /** The stale-work sweep of this job, and its counters reported again. */
-  async #tickRunning(jobId: string, lists: JobLists, report: ListsReport, now: number): Promise<void> {
-    if (!this.#sink) return;
+  /**
+   * The job's counters reported again, and — while D1 says it runs — the stale-work sweep of this
+   * job. Returns whether the job still runs (a tick that failed counts as running: the next one
+   * tries again).
+   */
+  async #tickRunning(jobId: string, lists: JobLists, report: ListsReport, now: number): Promise<boolean> {
+    if (!this.#sink) return false;
     try {
+      if (!(await this.#sink.report(jobId, report, lists, now))) return false;
       const stale = await lists.stale(now - this.#leaseMs(), STALE_PER_TICK);
       if (stale.length > 0) {
         await lists.markRequeued(
@@ -131,11 +140,11 @@ export class JobStore extends DurableObject<Env> {
         );
         await this.#sink.requeue(jobId, stale);
       }
-      await this.#sink.report(jobId, report, lists, now);
     } catch (error) {
-      // The next tick tries again: the addresses stay queued, their lease runs out once more.
+      // The addresses stay queued, their lease runs out once more.
       log.error('a job store tick failed', { jobId, ...errorFields(error) });
     }
+    return true;
   }
 }
 
@@ -143,10 +152,9 @@ export class JobStore extends DurableObject<Env> {
 export function objectJobLists(namespace: DurableObjectNamespace<JobStore>, jobId: string): JobLists {
   const stub = namespace.get(namespace.idFromName(jobId));
   return new Proxy({} as JobLists, {
-    get:
-      (_target, method: ListsMethod) =>
-      (...args: unknown[]) =>
-        stub.lists(jobId, method, args as never),
+    get: (_target, method: ListsMethod | 'then') =>
+      // Not a promise: awaiting the lists themselves must not call the object.
+      method === 'then' ? undefined : (...args: unknown[]) => stub.lists(jobId, method, args as never),
   });
 }
 

@@ -8,6 +8,7 @@ import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
 import type { Config } from '../../config.ts';
 import type { JobLists, ListsReport } from '../../storage/job-lists/index.ts';
 import { type AddressResult, applyReport, recordResults } from '../../storage/job-results.ts';
+import { processingJobs } from '../../storage/jobs.ts';
 import { type RecheckAnswer, recordRecheckAnswers } from '../../storage/rechecks.ts';
 import { addressResult } from './jobs.ts';
 import { enqueueBatchWork, sendRecheckMessage, workMessages } from './queue.ts';
@@ -41,6 +42,7 @@ export async function recordFinals(
 /**
  * Applies a report of the job's lists again (the job's object, on its clock): one D1 missed
  * heals, and the one that completes the job does what the last final answer would have.
+ * Returns whether the job still runs.
  */
 export async function reapplyReport(
   deps: SettleDeps,
@@ -48,9 +50,10 @@ export async function reapplyReport(
   report: ListsReport,
   lists: JobLists,
   now: number,
-): Promise<void> {
+): Promise<boolean> {
   const applied = await applyReport(deps.db, jobId, report, now, recheckOffsetMs(deps.config, 0), lists);
   await afterApplied(deps, jobId, applied, now);
+  return (await processingJobs(deps.db, [jobId])).has(jobId);
 }
 
 /** A job completed by a report announces its events and sends its first follow-up round. */

@@ -56,12 +56,14 @@ export function jobLists(db: Db, jobId: string): JobLists {
   const known = knownStores.get(jobId);
   if (known) return listsIn(db, jobId, known);
   return new Proxy({} as JobLists, {
-    get:
-      (_target, method: keyof JobLists) =>
-      async (...args: unknown[]) => {
-        const lists = listsIn(db, jobId, await storeOf(db, jobId));
-        return (lists[method] as (...each: unknown[]) => Promise<unknown>)(...args);
-      },
+    get: (_target, method: keyof JobLists | 'then') =>
+      // Not a promise: awaiting the lists themselves must not read the store.
+      method === 'then'
+        ? undefined
+        : async (...args: unknown[]) => {
+            const lists = listsIn(db, jobId, await storeOf(db, jobId));
+            return (lists[method] as (...each: unknown[]) => Promise<unknown>)(...args);
+          },
   });
 }
 
