@@ -24,9 +24,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
 import { DATABASE_NAME } from '../scripts/stack/d1.ts';
+import { databaseSize, jobStoreFiles, readSqliteCopy } from '../scripts/stack/job-store-files.ts';
 import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
-import { databaseSize, jobStoreFiles, readSqliteCopy } from '../scripts/stack/job-store-files.ts';
 import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
@@ -242,7 +242,12 @@ try {
       value: kept.payloadBytes,
       unit: 'bytes',
     },
-    { name: 'D1 kept per batch address: pages', value: kept.pageBytes / 1000, unit: 'bytes', target: '≤ 100' },
+    {
+      name: 'D1 kept per batch address: pages',
+      value: kept.pageBytes / 1000,
+      unit: 'bytes',
+      target: '≤ 100',
+    },
     {
       name: 'storage budget counted per 1,000 batch addresses',
       value: (sizesAfter.counted - sizesBefore.counted) / (BATCH_ADDRESSES / 1000),
@@ -256,9 +261,21 @@ try {
       .reduce((sum, file) => sum + databaseSize(file), 0) /
     (BATCH_ADDRESSES / 1000);
   figures.push(
-    { name: 'JobStore object kept per 1,000 batch addresses: databaseSize', value: objectBytes, unit: 'bytes' },
-    { name: 'D1 and object kept per 1,000 batch addresses', value: kept.pageBytes + objectBytes, unit: 'bytes' },
-    { name: 'D1 and object kept per batch address', value: (kept.pageBytes + objectBytes) / 1000, unit: 'bytes' },
+    {
+      name: 'JobStore object kept per 1,000 batch addresses: databaseSize',
+      value: objectBytes,
+      unit: 'bytes',
+    },
+    {
+      name: 'D1 and object kept per 1,000 batch addresses',
+      value: kept.pageBytes + objectBytes,
+      unit: 'bytes',
+    },
+    {
+      name: 'D1 and object kept per batch address',
+      value: (kept.pageBytes + objectBytes) / 1000,
+      unit: 'bytes',
+    },
   );
   // What the defended servers did: their refusals and deferrals are what the batch retries.
   const stats = world.companyMx.map((mx) => mx.stats());

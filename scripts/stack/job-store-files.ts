@@ -12,7 +12,9 @@ export function jobStoreFiles(persistTo: string): string[] {
   if (!existsSync(persistTo)) return [];
   return readdirSync(persistTo, { recursive: true, withFileTypes: true })
     .map((entry) => ({ entry, path: join(entry.parentPath, entry.name) }))
-    .filter(({ entry, path }) => entry.isFile() && entry.name.endsWith('.sqlite') && path.includes('JobStore'))
+    .filter(
+      ({ entry, path }) => entry.isFile() && entry.name.endsWith('.sqlite') && path.includes('JobStore'),
+    )
     .map(({ path }) => path);
 }
 
@@ -21,7 +23,8 @@ export function readSqliteCopy<T>(source: string, read: (database: DatabaseSync)
   const copy = mkdtempSync(join(tmpdir(), 'rcpt-sqlite-copy-'));
   try {
     for (const suffix of ['', '-wal'])
-      if (existsSync(`${source}${suffix}`)) copyFileSync(`${source}${suffix}`, join(copy, `copy.sqlite${suffix}`));
+      if (existsSync(`${source}${suffix}`))
+        copyFileSync(`${source}${suffix}`, join(copy, `copy.sqlite${suffix}`));
     const database = new DatabaseSync(join(copy, 'copy.sqlite'));
     try {
       return read(database);

@@ -8,9 +8,9 @@
 // fallback on again the shared fleet completes them.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobListsRows } from '../../scripts/stack/job-store-files.ts';
 import { stopProcess } from '../../scripts/stack/local-stack.ts';
 import { createOperatorToken, createProberToken } from '../../scripts/stack/operator.ts';
-import { jobListsRows } from '../../scripts/stack/job-store-files.ts';
 import { untilValue } from '../eventually.ts';
 import { bulkDomainNames, EGRESS_PTR } from '../world/index.ts';
 import { jobWhen, newAccount, okJson, SQL_POLL_MS, type System, startSystem } from './harness.ts';
