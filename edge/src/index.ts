@@ -3,14 +3,14 @@
 import { createApp } from './app.ts';
 import { runScheduled } from './cron/scheduled.ts';
 import { type MeterVars, meter, meteredBatch, meteredEnv, meterFrom } from './meter.ts';
+import { JobStore as JobStoreObject } from './objects/job-store.ts';
 import { ProberHub as HubObject } from './objects/prober-hub.ts';
 import { consumeVerifyBatch } from './queues/verify-batch.ts';
 import type { BatchMessage } from './services/batch/queue.ts';
 import type { BatchTask } from './services/batch/types.ts';
-import { batchSinkOf } from './services/batch-lifecycle.ts';
+import { batchSinkOf, jobStoreSinkOf } from './services/batch-lifecycle.ts';
 
 export { AccountDesk } from './objects/account-desk.ts';
-export { JobStore } from './objects/job-store.ts';
 export { KeyLimiter } from './objects/key-limiter.ts';
 
 /** A region's hub as deployed: its batch answers settle into their jobs and the domain facts. */
@@ -20,6 +20,17 @@ export class ProberHub extends HubObject<BatchTask> {
       ctx,
       env,
       batchSinkOf(env, (work) => ctx.waitUntil(work)),
+    );
+  }
+}
+
+/** A job's lists as deployed: its clock's work goes to the batch lifecycle. */
+export class JobStore extends JobStoreObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(
+      ctx,
+      env,
+      jobStoreSinkOf(env, (work) => ctx.waitUntil(work)),
     );
   }
 }

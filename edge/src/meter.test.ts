@@ -3,6 +3,8 @@ import { env } from 'cloudflare:workers';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { meteredBatch, meteredD1, meteredEnv, meteredQueue, meterFrom } from './meter.ts';
 import { type MeterCounts, sumMeterLines } from './meter-line.ts';
+import { createDb } from './storage/db.ts';
+import { jobLists, knowStore } from './storage/job-lists/index.ts';
 
 let lines: string[] = [];
 
@@ -155,6 +157,14 @@ describe('meteredEnv', () => {
     const limiter = metered.KEY_LIMITER.get(metered.KEY_LIMITER.idFromName(`meter-${crypto.randomUUID()}`));
     const decision = await limiter.hit(5, 60_000);
     expect(decision).toMatchObject({ allowed: true, remaining: 4 });
+    expect(sumMeterLines(lines).doCalls).toBe(1);
+  });
+
+  it("counts each call to a job's lists in its object, at the caller", async () => {
+    const jobId = crypto.randomUUID();
+    knowStore(jobId, 'object');
+    const report = await jobLists(createDb(env.DB), jobId).report();
+    expect(report).toMatchObject({ seq: 0, pending: 0 });
     expect(sumMeterLines(lines).doCalls).toBe(1);
   });
 

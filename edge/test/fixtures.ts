@@ -1,6 +1,6 @@
 // Test fixtures for edge tests: accounts and keys made through the real services, and a
 // client that calls the Worker's fetch handler like an HTTP client would.
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { ApiError } from '@rcpt/shared/errors';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
@@ -134,6 +134,49 @@ export async function countOf(sql: string, ...params: unknown[]): Promise<number
         .first<{ n: number }>()
     )?.n ?? Number.NaN
   );
+}
+
+/**
+ * Runs `sql` on a job's lists wherever they live — D1's tables and the job's JobStore object
+ * (docs/architecture.md, "Where a job's lists live") — and returns the rows of both: a job's
+ * lists are in one of them, the other answers nothing. `sql` takes the job id as ?1.
+ */
+export async function listsRows<Row = Record<string, unknown>>(
+  sql: string,
+  jobId: string,
+  ...params: unknown[]
+): Promise<Row[]> {
+  const inD1 = (
+    await env.DB.prepare(sql)
+      .bind(jobId, ...params)
+      .all<Row>()
+  ).results;
+  const stub = env.JOB_STORE.get(env.JOB_STORE.idFromName(jobId));
+  const inObject = await runInDurableObject(stub, (_instance, state) => {
+    // An object whose storage was deleted (deleteAll) has no tables left until it runs again.
+    const tables = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'job_rows'").toArray();
+    return tables.length === 0
+      ? []
+      : state.storage.sql.exec(sql, jobId, ...(params as SqlStorageValue[])).toArray();
+  });
+  return [...inD1, ...(inObject as Row[])];
+}
+
+/** `countOf` over a job's lists wherever they live (listsRows): the sum of both stores' `n`. */
+export async function listsCountOf(sql: string, jobId: string, ...params: unknown[]): Promise<number> {
+  const rows = await listsRows<{ n: number | null }>(sql, jobId, ...params);
+  return rows.reduce((sum, row) => sum + (row.n ?? 0), 0);
+}
+
+/** The rows the account's jobs keep in their lists, wherever they live. */
+export async function storedRowsOf(accountId: string): Promise<number> {
+  const { results } = await env.DB.prepare('SELECT id FROM jobs WHERE account_id = ?')
+    .bind(accountId)
+    .all<{ id: string }>();
+  let rows = 0;
+  for (const { id } of results)
+    rows += await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', id);
+  return rows;
 }
 
 /** A queue that drops the work: the job stays processing (in flight) for as long as the test needs. */

@@ -9,6 +9,7 @@ import { createBatchJob, jobView } from '../src/services/batch/jobs.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
 import { settleDepsOf } from '../src/services/batch-lifecycle.ts';
 import { rotateWebhookSecret } from '../src/services/webhooks/settings.ts';
+import type { JobStoreKind } from '../src/storage/job-lists/index.ts';
 import { findJobById } from '../src/storage/jobs.ts';
 import { setAccountWebhook } from '../src/storage/webhooks.ts';
 import { db, newCaller, quotas } from './fixtures.ts';
@@ -66,6 +67,8 @@ export async function liveJob(options: {
   webhook?: boolean;
   recheck?: boolean;
   watchDays?: number | 'off';
+  /** Where the job's lists live; absent: where new jobs' live. */
+  store?: JobStoreKind;
 }): Promise<{ jobId: string; accountId: string }> {
   const caller = await newCaller({ credits: 10 });
   if (options.webhook) {
@@ -83,6 +86,7 @@ export async function liveJob(options: {
     maxWaitSeconds: null,
     ...(options.recheck === undefined ? {} : { recheck: options.recheck }),
     ...(options.watchDays === undefined ? {} : { watchDays: options.watchDays }),
+    ...(options.store === undefined ? {} : { store: options.store }),
     quotas: quotas(),
     now: options.now,
   });

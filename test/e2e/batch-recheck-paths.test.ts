@@ -7,6 +7,7 @@
 // - a list uploaded with the shortest deadline while no prober is linked: everything ends
 //   `smtp_unavailable`, refunded; the round that answers it charges it — no free verification.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobListsRows } from '../../scripts/stack/job-store-files.ts';
 import { untilValue } from '../eventually.ts';
 import { balanceOf, okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
 
@@ -161,9 +162,10 @@ describe("greylist follow-up: planned and charged when rcpt's prober is held or 
     // The first answer is greylisting, kept while its retry (30 s later) is due before the deadline.
     await untilValue(
       async () => {
-        const [row] = await sqlRows<{ sub_status: string }>(
-          system,
-          `SELECT sub_status FROM job_addresses WHERE job_id = '${jobId}' AND state != 'done' AND sub_status IS NOT NULL`,
+        const [row] = jobListsRows<{ sub_status: string }>(
+          system.stack.d1.persistTo ?? '',
+          jobId,
+          "SELECT sub_status FROM job_addresses WHERE job_id = ?1 AND state != 'done' AND sub_status IS NOT NULL",
         );
         return row?.sub_status === 'greylisted' ? true : undefined;
       },

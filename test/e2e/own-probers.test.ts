@@ -8,11 +8,12 @@
 // fallback on again the shared fleet completes them.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobListsRows } from '../../scripts/stack/job-store-files.ts';
 import { stopProcess } from '../../scripts/stack/local-stack.ts';
 import { createOperatorToken, createProberToken } from '../../scripts/stack/operator.ts';
 import { untilValue } from '../eventually.ts';
 import { bulkDomainNames, EGRESS_PTR } from '../world/index.ts';
-import { jobWhen, newAccount, okJson, SQL_POLL_MS, type System, sqlRows, startSystem } from './harness.ts';
+import { jobWhen, newAccount, okJson, SQL_POLL_MS, type System, startSystem } from './harness.ts';
 
 const [SHARED, OWN] = EGRESS_PTR;
 let system: System;
@@ -156,9 +157,10 @@ describe("an account's own probers", () => {
     // Every address was offered to the probers once and came back unprobed, to be asked again.
     await untilValue(
       async () => {
-        const [row] = await sqlRows<{ n: number }>(
-          system,
-          `SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = '${jobId}' AND sub_status = 'smtp_unavailable' AND state = 'queued'`,
+        const [row] = jobListsRows<{ n: number }>(
+          system.stack.d1.persistTo ?? '',
+          jobId,
+          "SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = ?1 AND sub_status = 'smtp_unavailable' AND state = 'queued'",
         );
         return Number(row?.n) === emails.length ? true : undefined;
       },

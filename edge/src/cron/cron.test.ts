@@ -1,13 +1,23 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { call, countOf, db, newCaller } from '../../test/fixtures.ts';
+import {
+  balanceOf,
+  call,
+  countOf,
+  db,
+  listsCountOf,
+  listsRows,
+  newCaller,
+  silentQueue,
+} from '../../test/fixtures.ts';
+import { jobViewOf, liveJob } from '../../test/settle-deps.ts';
 import { configOf } from '../config.ts';
 import { settleDepsOf } from '../services/batch-lifecycle.ts';
 import { retentionCutoffsOf } from '../services/money/storage-policy.ts';
 import { createDb } from '../storage/db.ts';
 import { recordCatchAll } from '../storage/domain-facts.ts';
 import { deleteExpired, ROWS_PER_STATEMENT } from '../storage/retention.ts';
-import { recoverStuckJobs } from './recovery.ts';
+import { ROWS_STORE_GRACE_MS, recoverStuckJobs } from './recovery.ts';
 
 const DAY = 86_400_000;
 
@@ -47,7 +57,7 @@ describe('retention', () => {
     expect(await countOf('SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ?', 'live')).toBe(1);
     expect(report.jobs).toBeGreaterThanOrEqual(1);
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', oldJob)).toBe(0);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldJob)).toBe(0);
     expect(
       await countOf(
         'SELECT COUNT(*) AS n FROM verifications WHERE account_id = ? AND kind = ?',
@@ -56,7 +66,7 @@ describe('retention', () => {
       ),
     ).toBe(0);
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', youngJob)).toBe(1);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', youngJob)).toBe(2);
     expect((await call(`/api/v1/bulk/status/${oldJob}`, { key: caller.apiKey })).status).toBe(404);
   });
 });
@@ -95,9 +105,9 @@ function recordingD1(d1: D1Database, runs: { sql: string; changes: number }[]): 
 }
 
 describe('retention of a large job', () => {
-  it(`deletes a job of thousands of rows with statements of ${ROWS_PER_STATEMENT} rows at most, the job last`, async () => {
-    const caller = await newCaller({ mode: 'test' });
-    const jobId = await uploadSandboxJob(caller.apiKey);
+  it(`deletes a job of thousands of rows in D1 with statements of ${ROWS_PER_STATEMENT} rows at most, the job last`, async () => {
+    // A job from before the objects: its lists are in D1, which holds every job's.
+    const { jobId } = await liveJob({ emails: ['deliverable@x.test', 'oops'], now: Date.now(), store: 'd1' });
     // 2,500 more rows and addresses, as a large upload leaves them.
     for (const insert of [
       "INSERT INTO job_rows (job_id, row, input) SELECT ?1, 100 + value, 'x' FROM json_each(?2)",
@@ -151,13 +161,13 @@ describe('domain facts retention', () => {
 });
 
 describe('recovery', () => {
-  it('re-enqueues work whose lease ran out and fails a job past its deadline with a refund', async () => {
-    const caller = await newCaller({ credits: 10 });
-    const response = await call('/api/v1/bulk/upload', {
-      key: caller.apiKey,
-      json: { emails: ['a@nonexistent.test', 'b@nonexistent.test'] },
+  it('re-enqueues work of a D1 job whose lease ran out and fails a job past its deadline with a refund', async () => {
+    // A job in its object sweeps its own stale work (objects/job-store.test.ts): this one is from before.
+    const { jobId, accountId } = await liveJob({
+      emails: ['a@nonexistent.test', 'b@nonexistent.test'],
+      now: Date.now(),
+      store: 'd1',
     });
-    const { jobId } = await response.json<{ jobId: string }>();
     const config = configOf(env);
     // Lease expired: the addresses were handed out long ago and never finished.
     await env.DB.prepare("UPDATE job_addresses SET enqueued_at = 0, state = 'queued' WHERE job_id = ?")
@@ -190,16 +200,38 @@ describe('recovery', () => {
     );
     await Promise.all(background);
     expect(second.failedJobs).toBe(1);
-    const status = await (await call(`/api/v1/bulk/status/${jobId}`, { key: caller.apiKey })).json<{
-      job: Record<string, unknown>;
-    }>();
-    expect(status.job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
-    expect(String(status.job.failureReason)).toMatch(/did not finish/);
+    const job = await jobViewOf(jobId);
+    expect(job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
+    expect(String(job.failureReason)).toMatch(/did not finish/);
     expect(
       (await recoverStuckJobs(settleDepsOf({ db: db(), queue, config, inBackground: () => {} }), later))
         .failedJobs,
     ).toBe(0);
-    expect(await countOf('SELECT credit_balance AS n FROM accounts WHERE id = ?', caller.accountId)).toBe(10);
+    expect(await balanceOf(accountId)).toBe(10);
+  });
+
+  it('fails and refunds in full a job whose rows never reached its lists, past a minute', async () => {
+    const now = Date.now();
+    const jobs = [
+      await liveJob({ emails: ['a@x.test', 'b@x.test'], now }),
+      await liveJob({ emails: ['c@x.test'], now }),
+    ];
+    // The upload stopped between the charge and the rows: rows_stored_at was never set.
+    for (const { jobId } of jobs)
+      await env.DB.prepare('UPDATE jobs SET rows_stored_at = NULL WHERE id = ?').bind(jobId).run();
+    const [lost, young] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
+    await env.DB.prepare('UPDATE jobs SET created_at = ? WHERE id = ?')
+      .bind(now - ROWS_STORE_GRACE_MS - 1, lost.jobId)
+      .run();
+    const deps = () =>
+      settleDepsOf({ db: db(), queue: silentQueue, config: configOf(env), inBackground: () => {} });
+    expect((await recoverStuckJobs(deps(), now)).failedJobs).toBe(1);
+    const job = await jobViewOf(lost.jobId);
+    expect(job).toMatchObject({ status: 'failed', creditsCharged: 2, creditsRefunded: 2 });
+    expect(String(job.failureReason)).toMatch(/rows could not be stored/);
+    expect(await balanceOf(lost.accountId)).toBe(10);
+    expect(await jobViewOf(young.jobId)).toMatchObject({ status: 'processing', creditsRefunded: 0 });
+    expect((await recoverStuckJobs(deps(), now)).failedJobs).toBe(0);
   });
 
   it('finishes a job whose deadline passed without its deadline message: unprobed addresses refunded', async () => {
@@ -211,11 +243,10 @@ describe('recovery', () => {
     const { jobId } = await response.json<{ jobId: string }>();
     const config = configOf(env);
     // Never probed (no prober in this test): still queued when the deadline passes.
-    await env.DB.prepare(
+    await listsRows(
       "UPDATE job_addresses SET state = 'queued', result_json = NULL, sub_status = NULL WHERE job_id = ?",
-    )
-      .bind(jobId)
-      .run();
+      jobId,
+    );
     await env.DB.prepare(
       "UPDATE jobs SET status = 'processing', finalized = 0, processed_emails = 0, credits_refunded = 0 WHERE id = ?",
     )

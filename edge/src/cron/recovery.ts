@@ -10,12 +10,16 @@ import type { SettleDeps } from '../services/batch/types.ts';
 import type { DomainFactsStore } from '../services/verify/domain-facts.ts';
 import {
   findJobsPastDeadline,
+  findJobsWithoutRows,
   findOverdueJobs,
   findStaleAddresses,
   markRequeued,
 } from '../storage/job-recovery.ts';
-import { failJob } from '../storage/job-results.ts';
+import { failJob, failJobWithoutRows } from '../storage/job-results.ts';
 import { findUnansweredVerifications, refundVerification } from '../storage/verifications.ts';
+
+/** How long an upload has to store a job's rows before the sweep fails the job and refunds it. */
+export const ROWS_STORE_GRACE_MS = 60_000;
 
 /** How long after its deadline a job is finished by the sweep rather than its own message. */
 const DEADLINE_SWEEP_GRACE_MS = 60_000;
@@ -53,8 +57,15 @@ export async function recoverStuckJobs(
     if (await refundVerification(db, id, now)) refundedVerifications++;
   }
 
-  const overdue = await findOverdueJobs(db, now - config.BATCH_MAX_HOURS * 3600_000, 100);
   let failedJobs = 0;
+  for (const jobId of await findJobsWithoutRows(db, now - ROWS_STORE_GRACE_MS, 100)) {
+    if (await failJobWithoutRows(db, jobId, now)) {
+      failedJobs++;
+      deps.announce(jobId, now);
+    }
+  }
+
+  const overdue = await findOverdueJobs(db, now - config.BATCH_MAX_HOURS * 3600_000, 100);
   for (const jobId of overdue) {
     if (await failJob(db, jobId, `The job did not finish within ${config.BATCH_MAX_HOURS} hours.`, now)) {
       failedJobs++;

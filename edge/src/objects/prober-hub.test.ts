@@ -14,7 +14,7 @@ import {
   reportFor,
   startFakeProber,
 } from '../../test/fake-prober.ts';
-import { db, revokeCredentialForTest } from '../../test/fixtures.ts';
+import { db, listsRows, revokeCredentialForTest } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import type { BatchTask } from '../services/batch/types.ts';
@@ -400,12 +400,10 @@ function answer(prober: FakeProber, probe: ProbeMessage): void {
 }
 
 async function doneAddresses(jobId: string): Promise<{ idx: number; subStatus: string }[]> {
-  const { results } = await env.DB.prepare(
+  return listsRows<{ idx: number; subStatus: string }>(
     "SELECT idx, sub_status AS subStatus FROM job_addresses WHERE job_id = ? AND state = 'done' ORDER BY idx",
-  )
-    .bind(jobId)
-    .all<{ idx: number; subStatus: string }>();
-  return results;
+    jobId,
+  );
 }
 
 describe('ProberHub scheduling', () => {
@@ -759,11 +757,12 @@ describe('ProberHub regions', () => {
       prober.close(1001);
       return untilValue(
         async () =>
-          (await env.DB.prepare(
-            'SELECT sub_status AS subStatus, retry_at - enqueued_at AS waitMs FROM job_addresses WHERE job_id = ? AND retry_at IS NOT NULL',
-          )
-            .bind(jobId)
-            .first<{ subStatus: string; waitMs: number }>()) ?? undefined,
+          (
+            await listsRows<{ subStatus: string; waitMs: number }>(
+              'SELECT sub_status AS subStatus, retry_at - enqueued_at AS waitMs FROM job_addresses WHERE job_id = ? AND retry_at IS NOT NULL',
+              jobId,
+            )
+          )[0],
         'the address is asked again',
       );
     };

@@ -11,7 +11,16 @@ import { until, untilValue } from '../../../test/eventually.ts';
 import { answerQuery } from '../../../test/world/dns-answer.ts';
 import { ZONE } from '../../../test/world/zone.ts';
 import { reportFor, startFakeProber, withEvidence } from '../../test/fake-prober.ts';
-import { balanceOf, call, createJobAs, db, ledgerOf, newCaller } from '../../test/fixtures.ts';
+import {
+  balanceOf,
+  call,
+  createJobAs,
+  db,
+  ledgerOf,
+  listsCountOf,
+  listsRows,
+  newCaller,
+} from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { SAMPLE_WAIT_MS } from '../services/batch/pace-sample.ts';
 import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
@@ -21,11 +30,10 @@ import { consumeVerifyBatch, dohBudgetOf } from './verify-batch.ts';
 
 /** The messages upload would have sent, rebuilt from the job's addresses (one per domain). */
 async function messagesOf(jobId: string): Promise<WorkMessage[]> {
-  const { results } = await env.DB.prepare(
+  const results = await listsRows<{ idx: number; email: string; domain: string }>(
     'SELECT idx, email, domain FROM job_addresses WHERE job_id = ? ORDER BY idx',
-  )
-    .bind(jobId)
-    .all<{ idx: number; email: string; domain: string }>();
+    jobId,
+  );
   const byDomain = new Map<string, WorkMessage>();
   for (const row of results) {
     const message = byDomain.get(row.domain) ?? { jobId, domain: row.domain, attempt: 0, addresses: [] };
@@ -75,12 +83,11 @@ async function subStatusesOf(jobId: string, apiKey: string): Promise<[string, st
 /** Waits until `count` addresses of the job have an answer, final or provisional. */
 async function untilAnswered(jobId: string, count: number): Promise<void> {
   await until(async () => {
-    const row = await env.DB.prepare(
+    const answered = await listsCountOf(
       'SELECT COUNT(*) AS n FROM job_addresses WHERE job_id = ? AND sub_status IS NOT NULL',
-    )
-      .bind(jobId)
-      .first<{ n: number }>();
-    return (row?.n ?? 0) >= count;
+      jobId,
+    );
+    return answered >= count;
   }, `job ${jobId} has ${count} answers`);
 }
 
@@ -335,15 +342,13 @@ describe('verify-batch consumer', () => {
       json: { emails: ['deliverable@x.test'] },
     });
     const { jobId } = await upload.json<{ jobId: string }>();
-    const before = await env.DB.prepare('SELECT result_json FROM job_addresses WHERE job_id = ?')
-      .bind(jobId)
-      .first();
+    const resultsOf = () => listsRows('SELECT result_json FROM job_addresses WHERE job_id = ?', jobId);
+    const before = await resultsOf();
+    expect(before).toHaveLength(1);
     await consume([
       { jobId, domain: 'x.test', attempt: 0, addresses: [{ idx: 0, email: 'deliverable@x.test' }] },
     ]);
-    expect(
-      await env.DB.prepare('SELECT result_json FROM job_addresses WHERE job_id = ?').bind(jobId).first(),
-    ).toEqual(before);
+    expect(await resultsOf()).toEqual(before);
   });
 
   it('asks a greylisted address again, and at the deadline makes its last answer final, refunds it and plans its follow-up', async () => {
@@ -365,15 +370,16 @@ describe('verify-batch consumer', () => {
     const { jobId } = await upload.json<{ jobId: string }>();
     await consume(await messagesOf(jobId));
     // The accepted address is final; the greylisted one waits for its retry with its answer so far.
-    const provisional = async () =>
-      env.DB.prepare('SELECT state, sub_status AS subStatus FROM job_addresses WHERE job_id = ? ORDER BY idx')
-        .bind(jobId)
-        .all<{ state: string; subStatus: string }>();
+    const provisional = () =>
+      listsRows<{ state: string; subStatus: string }>(
+        'SELECT state, sub_status AS subStatus FROM job_addresses WHERE job_id = ? ORDER BY idx',
+        jobId,
+      );
     await until(
-      async () => (await provisional()).results[1]?.subStatus === 'greylisted',
+      async () => (await provisional())[1]?.subStatus === 'greylisted',
       'the greylisted answer is recorded',
     );
-    expect((await provisional()).results).toEqual([
+    expect(await provisional()).toEqual([
       { state: 'done', subStatus: 'accepted_email' },
       { state: 'queued', subStatus: 'greylisted' },
     ]);
@@ -391,9 +397,10 @@ describe('verify-batch consumer', () => {
     expect(typeof job.deadlineAt).toBe('string');
     // The deadline's final answer is recheckable: the follow-up is planned in the same transaction.
     expect(typeof job.nextRecheckAt).toBe('string');
-    const bob = await env.DB.prepare('SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = 1')
-      .bind(jobId)
-      .first<{ recheck: string | null }>();
+    const [bob] = await listsRows<{ recheck: string | null }>(
+      'SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = 1',
+      jobId,
+    );
     expect(bob?.recheck).toBe('due');
     const results = await (await call(`/api/v1/bulk/results/${jobId}`, { key: caller.apiKey })).json<{
       results: { subStatus: string }[];
@@ -641,11 +648,10 @@ describe('verify-batch consumer within the subrequest limit', () => {
     ]);
     for (const { fetches } of invocations) expect(fetches).toBeLessThanOrEqual(budget);
     await untilAnswered(jobId, 100);
-    const { results } = await env.DB.prepare(
+    const results = await listsRows<{ subStatus: string }>(
       'SELECT DISTINCT sub_status AS subStatus FROM job_addresses WHERE job_id = ?',
-    )
-      .bind(jobId)
-      .all<{ subStatus: string }>();
+      jobId,
+    );
     expect(results).toEqual([{ subStatus: 'invalid_domain' }]);
   });
 });

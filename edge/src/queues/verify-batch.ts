@@ -20,6 +20,7 @@ import type { BatchTask, SettledTask } from '../services/batch/types.ts';
 import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { domainFactsOf } from '../services/verify/deps.ts';
 import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
+import type { JobStoreKind } from '../storage/job-lists/index.ts';
 import { processingJobs } from '../storage/jobs.ts';
 import { ownProbersOnlyAccounts } from '../storage/prober-tokens.ts';
 import { recheckingJobs } from '../storage/rechecks.ts';
@@ -43,7 +44,13 @@ export async function consumeVerifyBatch(
   const budget = new SubrequestBudget(dohBudgetOf(config));
   const facts = domainFactsOf(db, config, budget);
 
-  const work: { body: WorkMessage; accountId: string; deadlineAt: number; evidence: boolean }[] = [];
+  const work: {
+    body: WorkMessage;
+    accountId: string;
+    deadlineAt: number;
+    evidence: boolean;
+    store: JobStoreKind;
+  }[] = [];
   for (const { body } of batch.messages) {
     if (body.kind === 'recheck') {
       await startRecheckRound(deps, body, Date.now());
@@ -58,6 +65,7 @@ export async function consumeVerifyBatch(
           accountId: round.accountId,
           deadlineAt: round.roundEndsAt,
           evidence: round.evidence === 1,
+          store: round.store,
         });
       continue;
     }
@@ -72,6 +80,7 @@ export async function consumeVerifyBatch(
       accountId: job.accountId,
       deadlineAt: job.deadlineAt ?? defaultDeadlineAt(body.addresses.length, Date.now()),
       evidence: job.evidence === 1,
+      store: job.store,
     });
   }
 
@@ -85,13 +94,14 @@ export async function consumeVerifyBatch(
   // Work whose route did not fit in this invocation goes back on the queue, as it was.
   const postponed = work.filter(({ body }) => !routes.has(body.domain));
   if (postponed.length > 0) await deps.queue.sendBatch(postponed.map(({ body }) => ({ body })));
-  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence }) => {
+  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence, store }) => {
     const dns = routes.get(body.domain);
     if (!dns) return [];
     return [
       {
         jobId: body.jobId,
         accountId,
+        store,
         domain: body.domain,
         deadlineAt,
         attempt: body.attempt,

@@ -9,9 +9,11 @@
 // settled. The hub knows the sink only as its `HubSink`.
 import { type Config, configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
+import type { JobStoreSink } from '../objects/job-store.ts';
 import type { HubSink } from '../objects/prober-hub.ts';
 import { createDb, type Db } from '../storage/db.ts';
-import { type BatchMessage, verifyQueueOf } from './batch/queue.ts';
+import { type BatchMessage, enqueueBatchWork, verifyQueueOf, workMessages } from './batch/queue.ts';
+import { reapplyReport } from './batch/results.ts';
 import { settleBatchWork } from './batch/settlement.ts';
 import type { BatchTask, SettleDeps, SettledTask } from './batch/types.ts';
 import { domainFactsOf } from './verify/deps.ts';
@@ -63,5 +65,14 @@ export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => voi
         waitUntil(written);
       }, SETTLE_GATHER_MS);
     },
+  };
+}
+
+/** A job's object's clock: its stale work enqueued again, its reports applied again (objects/job-store.ts). */
+export function jobStoreSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => void): JobStoreSink {
+  return {
+    requeue: (jobId, addresses) => enqueueBatchWork(verifyQueueOf(env), workMessages(jobId, addresses)),
+    report: (jobId, report, lists, now) =>
+      reapplyReport(batchDepsOf(env, waitUntil), jobId, report, lists, now),
   };
 }

@@ -6,7 +6,7 @@
 import { filterMayHold } from './address-filter.ts';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
-import { jobLists, type ListVerdict } from './job-lists/index.ts';
+import { type JobStoreKind, jobLists, knowStore, type ListVerdict } from './job-lists/index.ts';
 
 export interface BatchVerdict extends ListVerdict {
   /** Index of the outcome it is a candidate for. */
@@ -35,12 +35,13 @@ export async function latestBatchVerdicts(db: Db, lookup: VerdictLookup): Promis
   const ats = lookup.outcomes.map((outcome) => outcome.at);
   const { results } = await db.$client
     .prepare(
-      `SELECT j.id, j.created_at AS createdAt, f.filter FROM jobs j LEFT JOIN job_address_filters f ON f.job_id = j.id
+      `SELECT j.id, j.created_at AS createdAt, j.store, f.filter FROM jobs j LEFT JOIN job_address_filters f ON f.job_id = j.id
        WHERE j.account_id = ?1 AND j.created_at < ?2 AND j.created_at >= ?3 AND ${dataModeSql(lookup.mode)}
        ORDER BY j.created_at DESC`,
     )
     .bind(lookup.accountId, Math.max(...ats), Math.min(...ats) - lookup.windowMs)
-    .all<{ id: string; createdAt: number; filter: ArrayBuffer | number[] | null }>();
+    .all<{ id: string; createdAt: number; store: JobStoreKind; filter: ArrayBuffer | number[] | null }>();
+  for (const row of results) knowStore(row.id, row.store);
   const jobs: WindowJob[] = results.map((row) => ({
     id: row.id,
     createdAt: row.createdAt,

@@ -4,8 +4,14 @@
 
 import { addressFilterOf } from './address-filter.ts';
 import { type Db, prepare } from './db.ts';
-import { answerColumns, jobLists, type UploadRowChunk } from './job-lists/index.ts';
-import { type AddressResult, applyReport, failJob } from './job-results.ts';
+import {
+  answerColumns,
+  type JobStoreKind,
+  jobLists,
+  knowStore,
+  type UploadRowChunk,
+} from './job-lists/index.ts';
+import { type AddressResult, applyReport, failJobWithoutRows } from './job-results.ts';
 import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, freeCreditsSql, spendableCreditsSql } from './ledger.ts';
 import {
@@ -53,6 +59,8 @@ export interface NewJob extends JobCounts {
   evidence: boolean;
   /** Days a watched job watches its domains after completion; 'off': not watched. */
   watchDays: number | 'off';
+  /** Where the job's lists live (docs/architecture.md, "Where a job's lists live"). */
+  store: JobStoreKind;
   now: number;
 }
 
@@ -225,8 +233,8 @@ export async function createJobWithCharge(
     d1
       .prepare(
         `INSERT INTO jobs (id, account_id, api_key_id, name, status, source, total_rows, total_emails, duplicate_count,
-           empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19
+           empty_rows, invalid_rows, skipped_rows, credits_charged, csv_headers, webhook_url, created_at, completed_at, finalized, deadline_at, store)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?18, ?13, ?14, ?15, ?16, ?17, ?19, ${storeSql(job.store)}
          WHERE ${Object.values(conditions).join(' AND ')}`,
       )
       .bind(...jobParams),
@@ -301,13 +309,21 @@ async function storeLists(
   rows: readonly UploadRowChunk[],
   addresses: readonly JsonChunk[],
 ): Promise<void> {
+  knowStore(job.id, job.store);
   try {
     const report = await jobLists(db, job.id).storeUpload({ rows, addresses, now: job.now });
+    // Until this is set the recovery sweep takes the job for one whose rows never arrived.
+    await db.$client.prepare('UPDATE jobs SET rows_stored_at = ?2 WHERE id = ?1').bind(job.id, job.now).run();
     if (report.processed > 0) await applyReport(db, job.id, report, job.now, null);
   } catch (error) {
-    await failJob(db, job.id, "The job's rows could not be stored.", job.now, 'unread');
+    await failJobWithoutRows(db, job.id, job.now);
     throw error;
   }
+}
+
+/** SQL: a store's name as a literal (one of two constants: the statement's parameters are all taken). */
+function storeSql(store: JobStoreKind): string {
+  return store === 'object' ? "'object'" : "'d1'";
 }
 
 /** One statement's rows and the chunk of the file's cells they take theirs from. */

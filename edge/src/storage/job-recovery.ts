@@ -34,7 +34,8 @@ export interface StaleAddress {
 
 /**
  * Queued addresses of processing jobs whose lease ran out (a consumer or prober died), at most
- * `limit`: the processing jobs from D1, oldest first, then each job's lists asked for its own.
+ * `limit`: the processing jobs whose lists are in D1, oldest first, then each job's lists asked
+ * for its own.
  */
 export async function findStaleAddresses(
   db: Db,
@@ -42,7 +43,8 @@ export async function findStaleAddresses(
   limit: number,
 ): Promise<StaleAddress[]> {
   const { results: jobs } = await db.$client
-    .prepare(`SELECT id FROM jobs WHERE status = 'processing' ORDER BY created_at`)
+    // A job in its object sweeps its own stale work on its clock (objects/job-store.ts).
+    .prepare(`SELECT id FROM jobs WHERE status = 'processing' AND store = 'd1' ORDER BY created_at`)
     .all<{ id: string }>();
   const stale: StaleAddress[] = [];
   for (const { id } of jobs) {
@@ -52,6 +54,21 @@ export async function findStaleAddresses(
     }
   }
   return stale;
+}
+
+/**
+ * Processing jobs created before `createdBefore` whose rows never reached their lists (the
+ * upload stopped between the charge and the rows): they cannot run, the rows were only in the
+ * upload's memory.
+ */
+export async function findJobsWithoutRows(db: Db, createdBefore: number, limit: number): Promise<string[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT id FROM jobs WHERE rows_stored_at IS NULL AND created_at < ?1 AND status = 'processing' LIMIT ?2`,
+    )
+    .bind(createdBefore, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
 }
 
 export async function findOverdueJobs(db: Db, createdBefore: number, limit: number): Promise<string[]> {

@@ -6,7 +6,7 @@
 // the next report: a replayed write changes nothing in the lists and reports again.
 import { dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
-import { jobLists, type ListAnswer, type ListsReport } from './job-lists/index.ts';
+import { type JobLists, jobLists, type ListAnswer, type ListsReport } from './job-lists/index.ts';
 import { jsonChunks } from './json-chunks.ts';
 import { refundFinishedJob } from './ledger.ts';
 import { startWatchStatements } from './watches.ts';
@@ -42,7 +42,8 @@ export async function recordResults(
 
 /**
  * The D1 step of a lists write: the report's counters if its sequence number is higher than the
- * job's, then the once-only completion. Returns whether this call completed the job.
+ * job's, then the once-only completion. Returns whether this call completed the job. `lists`:
+ * the job's lists where the caller has them (the job's own object, on its clock).
  */
 export async function applyReport(
   db: Db,
@@ -50,10 +51,11 @@ export async function applyReport(
   report: ListsReport,
   now: number,
   firstRecheckAfterMs: number | null,
+  lists: JobLists = jobLists(db, jobId),
 ): Promise<{ completed: boolean; recheckDueAt: number | null }> {
   const d1 = db.$client;
   // The watch's domains, read from the lists only when the job may complete now.
-  const domains = report.pending === 0 ? await jobLists(db, jobId).domains() : [];
+  const domains = report.pending === 0 ? await lists.domains() : [];
   const outcome = await d1.batch<{ id: string; recheckDueAt: number | null }>(
     completionStatements(d1, jobId, report, now, firstRecheckAfterMs, domains),
   );
@@ -198,6 +200,11 @@ export async function failJob(
     ...finalizeStatements(d1, jobId, now),
   ]);
   return (outcome.at(-1)?.results.length ?? 0) > 0;
+}
+
+/** Fails, with everything it was charged refunded, a job whose rows never reached its lists. */
+export function failJobWithoutRows(db: Db, jobId: string, now: number): Promise<boolean> {
+  return failJob(db, jobId, "The job's rows could not be stored.", now, 'unread');
 }
 
 /**

@@ -7,7 +7,7 @@ import type { SubStatus } from '@rcpt/shared/contract/sub-statuses';
 import { sql } from 'drizzle-orm';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
-import { jobLists, type ResultRow } from './job-lists/index.ts';
+import { type JobStoreKind, jobLists, knowStore, type ResultRow } from './job-lists/index.ts';
 import type { jobs } from './schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
@@ -23,12 +23,14 @@ export async function findJob(
     where: (table, { and, eq }) =>
       and(eq(table.id, jobId), eq(table.accountId, accountId), mode ? sql.raw(dataModeSql(mode)) : undefined),
   });
+  knowStore(jobId, row?.store);
   return row ?? null;
 }
 
 /** A job whatever its account (for work the system does on its own, such as webhooks). */
 export async function findJobById(db: Db, jobId: string): Promise<JobRow | null> {
   const row = await db.query.jobs.findFirst({ where: (table, { eq }) => eq(table.id, jobId) });
+  knowStore(jobId, row?.store);
   return row ?? null;
 }
 
@@ -63,17 +65,19 @@ export interface LiveJob {
   deadlineAt: number | null;
   /** 1: its probes ask for the evidence behind each answer. */
   evidence: number;
+  store: JobStoreKind;
 }
 
 /** The jobs among `jobIds` that are still processing. */
 export async function processingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, LiveJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence FROM jobs
+      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence, store FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`,
     )
     .bind(JSON.stringify(jobIds))
     .all<LiveJob>();
+  for (const row of results) knowStore(row.id, row.store);
   return new Map(results.map((row) => [row.id, row]));
 }
 

@@ -9,7 +9,13 @@
 // keeps its answer and is due again.
 
 import { type Db, prepare } from './db.ts';
-import { jobLists, type ListsReport, type RoundAnswerRow } from './job-lists/index.ts';
+import {
+  type JobStoreKind,
+  jobLists,
+  knowStore,
+  type ListsReport,
+  type RoundAnswerRow,
+} from './job-lists/index.ts';
 import { type AddressResult, countersStatement, currentReportSql } from './job-results.ts';
 import { chargeRecheckedAddresses } from './ledger.ts';
 
@@ -171,17 +177,19 @@ export interface RecheckingJob {
   roundEndsAt: number;
   /** 1: the job keeps the evidence behind each answer. */
   evidence: number;
+  store: JobStoreKind;
 }
 
 /** The jobs among `jobIds` with a recheck round running. */
 export async function recheckingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, RecheckingJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, recheck_round AS round, recheck_round_ends_at AS roundEndsAt, evidence FROM jobs
+      `SELECT id, account_id AS accountId, recheck_round AS round, recheck_round_ends_at AS roundEndsAt, evidence, store FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'completed' AND recheck_round_ends_at IS NOT NULL`,
     )
     .bind(JSON.stringify(jobIds))
     .all<RecheckingJob>();
+  for (const row of results) knowStore(row.id, row.store);
   return new Map(results.map((row) => [row.id, row]));
 }
 

@@ -9,7 +9,7 @@ import { ACCEPTED_BOUNCES_WINDOW_MS } from '@rcpt/shared/verify/learnt';
 import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
-import { jobLists } from './job-lists/index.ts';
+import { type JobStoreKind, jobLists, knowStore } from './job-lists/index.ts';
 
 const JOBS_PER_CHUNK = 20;
 /** How long an outcome webhook's signature nonce is kept: a day, twice the oldest signature taken. */
@@ -139,10 +139,11 @@ async function deleteExpiredJobs(
   let statements = 0;
   while (statements < MAX_JOB_STATEMENTS) {
     const { results } = await d1
-      .prepare(`SELECT id FROM jobs WHERE ${expiredSql} LIMIT ?4`)
+      .prepare(`SELECT id, store FROM jobs WHERE ${expiredSql} LIMIT ?4`)
       .bind(...expiry, JOBS_PER_CHUNK)
-      .all<{ id: string }>();
+      .all<{ id: string; store: JobStoreKind }>();
     if (results.length === 0) break;
+    for (const row of results) knowStore(row.id, row.store);
     const ids = JSON.stringify(results.map((row) => row.id));
     // Each job's lists, then what D1 keeps of the jobs beside their rows.
     for (const { id } of results) {
@@ -189,12 +190,13 @@ async function dropFreeRows(db: Db, cutoff: number, now: number): Promise<{ jobs
   while (statements < MAX_JOB_STATEMENTS) {
     const { results } = await d1
       .prepare(
-        `SELECT id FROM jobs WHERE free_rows_dropped_at IS NULL AND created_at < ?1
+        `SELECT id, store FROM jobs WHERE free_rows_dropped_at IS NULL AND created_at < ?1
            AND status IN ('completed', 'failed') LIMIT ?2`,
       )
       .bind(cutoff, JOBS_PER_CHUNK)
-      .all<{ id: string }>();
+      .all<{ id: string; store: JobStoreKind }>();
     if (results.length === 0) break;
+    for (const row of results) knowStore(row.id, row.store);
     for (const { id } of results) {
       let deleted = ROWS_PER_STATEMENT;
       while (deleted === ROWS_PER_STATEMENT) {

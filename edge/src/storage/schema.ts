@@ -317,6 +317,14 @@ export const jobs = sqliteTable(
     freeRowsDroppedAt: integer('free_rows_dropped_at'),
     // The write sequence number of the lists' report the counters above come from.
     listsSeq: integer('lists_seq').notNull().default(0),
+    // Where the job's lists live, chosen at upload and never changed: 'object' (its JobStore
+    // Durable Object) for new jobs, 'd1' for those from before (docs/architecture.md, "Where a
+    // job's lists live"). `rows_stored_at`: when the upload's rows reached the lists; null past a
+    // minute, the recovery sweep fails and refunds the job.
+    store: text('store', { enum: ['d1', 'object'] })
+      .notNull()
+      .default('d1'),
+    rowsStoredAt: integer('rows_stored_at'),
   },
   (table) => [
     index('jobs_account').on(table.accountId, table.createdAt),
@@ -327,6 +335,8 @@ export const jobs = sqliteTable(
     index('jobs_in_flight').on(table.accountId).where(sql`status IN ('pending', 'processing')`),
     // Jobs whose free rows the retention cron has still to drop, oldest first.
     index('jobs_free_rows_kept').on(table.createdAt).where(sql`free_rows_dropped_at IS NULL`),
+    // Jobs whose rows have not reached their lists yet, for the recovery sweep.
+    index('jobs_rows_unstored').on(table.createdAt).where(sql`rows_stored_at IS NULL`),
   ],
 );
 

@@ -11,6 +11,7 @@ import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import { createJobWithCharge } from '../../storage/job-creation.ts';
+import { type JobStoreKind, NEW_JOB_STORE } from '../../storage/job-lists/index.ts';
 import type { AddressResult } from '../../storage/job-results.ts';
 import { addressesAhead, type JobRow } from '../../storage/jobs.ts';
 import { defaultWatchDays } from '../../storage/watches.ts';
@@ -83,6 +84,8 @@ export interface UploadInput {
    * (`samplePaces`); absent: they count as ordinary.
    */
   samplePaces?: (unknown: readonly UnknownDomain[]) => Promise<DomainPace[]>;
+  /** Where the job's lists live; absent: where new jobs' live (`NEW_JOB_STORE`). */
+  store?: JobStoreKind;
   now: number;
 }
 
@@ -144,6 +147,7 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
       evidence: !sandbox && (input.evidence ?? false),
       // Sandbox answers never change, and its jobs send no events: nothing to watch.
       watchDays: sandbox ? 'off' : (input.watchDays ?? (await defaultWatchDays(db, caller.accountId))),
+      store: input.store ?? NEW_JOB_STORE,
       now,
     },
     rows,

@@ -6,7 +6,7 @@ import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
+import { balanceOf, db, ledgerOf, listsRows, newCaller, quotas } from '../../../test/fixtures.ts';
 import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../../test/settle-deps.ts';
 import { configOf } from '../../config.ts';
 import { recordResults } from '../../storage/job-results.ts';
@@ -59,9 +59,11 @@ async function eventsOf(jobId: string) {
 }
 
 async function recheckStateOf(jobId: string, idx: number): Promise<string | null> {
-  const row = await env.DB.prepare('SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = ?')
-    .bind(jobId, idx)
-    .first<{ recheck: string | null }>();
+  const [row] = await listsRows<{ recheck: string | null }>(
+    'SELECT recheck FROM job_addresses WHERE job_id = ? AND idx = ?',
+    jobId,
+    idx,
+  );
   return row?.recheck ?? null;
 }
 

@@ -6,7 +6,9 @@
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import type { OutcomePolicy } from '@rcpt/shared/contract/sub-statuses';
 import type { Config } from '../../config.ts';
-import { type AddressResult, recordResults } from '../../storage/job-results.ts';
+import type { JobLists, ListsReport } from '../../storage/job-lists/index.ts';
+import { type AddressResult, applyReport, recordResults } from '../../storage/job-results.ts';
+import { processingJobs } from '../../storage/jobs.ts';
 import { type RecheckAnswer, recordRecheckAnswers } from '../../storage/rechecks.ts';
 import { addressResult } from './jobs.ts';
 import { enqueueBatchWork, sendRecheckMessage, workMessages } from './queue.ts';
@@ -33,13 +35,34 @@ export async function recordFinals(
   finals: readonly AddressResult[],
   now: number,
 ): Promise<void> {
-  const { completed, recheckDueAt } = await recordResults(
-    deps.db,
-    jobId,
-    finals,
-    now,
-    recheckOffsetMs(deps.config, 0),
-  );
+  const applied = await recordResults(deps.db, jobId, finals, now, recheckOffsetMs(deps.config, 0));
+  await afterApplied(deps, jobId, applied, now);
+}
+
+/**
+ * Applies a report of the job's lists again (the job's object, on its clock): one D1 missed
+ * heals, and the one that completes the job does what the last final answer would have.
+ * Returns whether the job still runs.
+ */
+export async function reapplyReport(
+  deps: SettleDeps,
+  jobId: string,
+  report: ListsReport,
+  lists: JobLists,
+  now: number,
+): Promise<boolean> {
+  const applied = await applyReport(deps.db, jobId, report, now, recheckOffsetMs(deps.config, 0), lists);
+  await afterApplied(deps, jobId, applied, now);
+  return (await processingJobs(deps.db, [jobId])).has(jobId);
+}
+
+/** A job completed by a report announces its events and sends its first follow-up round. */
+async function afterApplied(
+  deps: SettleDeps,
+  jobId: string,
+  { completed, recheckDueAt }: { completed: boolean; recheckDueAt: number | null },
+  now: number,
+): Promise<void> {
   if (!completed) return;
   deps.announce(jobId, now);
   if (recheckDueAt !== null)

@@ -8,6 +8,7 @@ import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import { answerFromBounce } from '@rcpt/shared/verify/learnt';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { verdictFromFacts } from '@rcpt/shared/verify/verdict';
+import { knowStore } from '../../storage/job-lists/index.ts';
 import { unfinishedAddresses } from '../../storage/job-recovery.ts';
 import { type AddressResult, recordProvisional } from '../../storage/job-results.ts';
 import type { RecheckAnswer } from '../../storage/rechecks.ts';
@@ -42,6 +43,7 @@ export async function settleBatchWork(
   const facts = domainFactsOf(deps.db, deps.config);
   await facts.prefetch(settled.map(({ task }) => task.domain));
   for (const { task, probe: answered, tenant, final, bounces } of settled) {
+    knowStore(task.jobId, task.store);
     const probe = await facts.observeProbe(task.domain, answered);
     await facts.observeProbeTime(task.domain, answered);
     const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };

@@ -6,6 +6,7 @@ import type { DnsOutcome, ProbeOutcome, TenantProbe } from '@rcpt/shared/verify/
 import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../storage/db.ts';
+import type { JobStoreKind } from '../../storage/job-lists/index.ts';
 import type { BatchMessage } from './queue.ts';
 import type { RetryState } from './retry.ts';
 
@@ -23,6 +24,8 @@ export interface BatchTask {
   dns: DnsOutcome;
   /** The job keeps the evidence behind each answer: its probes ask for it. */
   evidence?: boolean;
+  /** Where the job's lists live: the hub's isolate learns it with the ticket. */
+  store?: JobStoreKind;
 }
 
 export interface SettledTask {

@@ -14,9 +14,11 @@ import {
   createJobAs,
   db,
   ledgerOf,
+  listsCountOf,
   newCaller,
   quotas,
   refusalOf,
+  storedRowsOf,
   type TestCaller,
 } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
@@ -35,11 +37,6 @@ interface QuotaBody {
 
 const jobsOf = (accountId: string) =>
   countOf('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
-const storedRowsOf = (accountId: string) =>
-  countOf(
-    'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
-    accountId,
-  );
 const historyOf = (accountId: string) =>
   countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
 
@@ -415,7 +412,9 @@ describe('sandbox jobs are kept 7 days, not 60', () => {
     await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
     const exists = (jobId: string) => countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobId);
     expect(await exists(oldSandbox.jobId)).toBe(0);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(0);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', oldSandbox.jobId)).toBe(
+      0,
+    );
     expect(await countOf('SELECT COUNT(*) AS n FROM verifications WHERE job_id = ?', oldSandbox.jobId)).toBe(
       0,
     );

@@ -13,9 +13,11 @@ import {
   createJobAs,
   db,
   ledgerOf,
+  listsCountOf,
   newCaller,
   refusalOf,
   settledDesk,
+  storedRowsOf,
   type TestCaller,
 } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
@@ -35,10 +37,7 @@ const storageUsedBy = (accountId: string) =>
 async function footprint(accountId: string) {
   return {
     jobs: await jobsOf(accountId),
-    rows: await countOf(
-      'SELECT COUNT(*) AS n FROM job_rows WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ?)',
-      accountId,
-    ),
+    rows: await storedRowsOf(accountId),
     history: await countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId),
     balance: await balanceOf(accountId),
     ledger: (await ledgerOf(accountId)).length,
@@ -143,7 +142,7 @@ describe('storing a list needs a confirmed email', () => {
     const now = Date.now();
     await deleteExpired(db(), retentionCutoffsOf(configOf(env), now), now);
     expect(await countOf('SELECT COUNT(*) AS n FROM jobs WHERE id = ?', jobIds.trial)).toBe(0);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial)).toBe(0);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobIds.trial!)).toBe(0);
     expect(
       await countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', trial.accountId),
     ).toBe(0);
@@ -317,10 +316,10 @@ describe('rows that cost nothing are kept days, not the retention period', () =>
     );
     expect(report.freeRows).toBeGreaterThanOrEqual(4);
     expect(
-      await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId),
+      await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId),
       'the first row of each address stays',
     ).toBe(2);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', young.jobId)).toBe(6);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', young.jobId)).toBe(6);
 
     const dropped = await (await results()).json<ResultsBody>();
     expect(dropped.droppedRows).toEqual({
@@ -352,6 +351,6 @@ describe('rows that cost nothing are kept days, not the retention period', () =>
     }>();
     expect(status.job).toMatchObject({ deliverableCount: 1, undeliverableCount: 1 });
     await deleteExpired(db(), { ...retentionCutoffsOf(configOf(env), now), sandbox: now - 60 * DAY }, now);
-    expect(await countOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId)).toBe(2);
+    expect(await listsCountOf('SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?', jobId)).toBe(2);
   });
 });
