@@ -122,7 +122,7 @@ function localDatabaseFile(target: D1Target): string | null {
  * calls used here (DatabaseSync, prepare, all, exec) are those of its documented API
  * (https://nodejs.org/docs/latest-v22.x/api/sqlite.html).
  */
-function sqlite(): typeof import('node:sqlite') {
+export function sqlite(): typeof import('node:sqlite') {
   const emitWarning = process.emitWarning;
   process.emitWarning = ((warning: string | Error, ...rest: never[]) => {
     if (!String(warning).startsWith('SQLite is an experimental feature'))

@@ -5,7 +5,8 @@
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
+import { sqlite } from './d1.ts';
 
 /** The SQLite files of the JobStore objects under `persistTo`. */
 export function jobStoreFiles(persistTo: string): string[] {
@@ -25,7 +26,7 @@ export function readSqliteCopy<T>(source: string, read: (database: DatabaseSync)
     for (const suffix of ['', '-wal'])
       if (existsSync(`${source}${suffix}`))
         copyFileSync(`${source}${suffix}`, join(copy, `copy.sqlite${suffix}`));
-    const database = new DatabaseSync(join(copy, 'copy.sqlite'));
+    const database = new (sqlite().DatabaseSync)(join(copy, 'copy.sqlite'));
     try {
       return read(database);
     } finally {
