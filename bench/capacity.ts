@@ -19,15 +19,14 @@
 // What it leaves in its JobStore object is that object's SQLite file, read the same way: its
 // pages times the page size, which is what `ctx.storage.sql.databaseSize` answers inside the
 // object (and what counts against an object's 10 GB).
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METER_KEYS, type MeterCounts, subrequestsOf, sumMeterLines } from '../edge/src/meter-line.ts';
-import { DATABASE_NAME } from '../scripts/stack/d1.ts';
+import { localDatabaseFile, queryRowsAsync, sqlLiteral } from '../scripts/stack/d1.ts';
 import { databaseSize, jobStoreFiles, readSqliteCopy } from '../scripts/stack/job-store-files.ts';
 import { DEV_ACCOUNT_ID } from '../scripts/stack/local-stack.ts';
 import { createApiKeys, grantCredits } from '../scripts/stack/operator.ts';
-import { spawnWrangler } from '../scripts/stack/wrangler-cli.ts';
 import { companyList } from '../test/world/expected-verdicts.ts';
 import { DOMAINS, startWorld } from '../test/world/index.ts';
 import { startBenchStack } from './bench-stack.ts';
@@ -67,11 +66,9 @@ async function settled(): Promise<void> {
 
 /** The local D1 database file under `folder` (wrangler's persisted state). */
 function databaseFile(folder: string): string {
-  for (const entry of readdirSync(folder, { recursive: true, withFileTypes: true })) {
-    const path = join(entry.parentPath, entry.name);
-    if (entry.isFile() && entry.name.endsWith('.sqlite') && path.includes('D1DatabaseObject')) return path;
-  }
-  throw new Error(`no local D1 database under ${folder}`);
+  const file = localDatabaseFile({ persistTo: folder });
+  if (!file) throw new Error(`no local D1 database under ${folder}`);
+  return file;
 }
 
 /**
@@ -115,37 +112,13 @@ function report(label: string, total: Required<MeterCounts>, per: number): void 
   figures.push({ name: `${label}: subrequests`, value: subrequestsOf(total) / per, unit: '' });
 }
 
-/**
- * The job's status read from the local database file, or null while the edge holds its lock.
- * Asynchronously: the mail world answers DNS and SMTP from this process's event loop, which a
- * synchronous wrangler call would stop for a second and a half at a time.
- */
+/** The job's status, read from the local database file (scripts/stack/d1.ts). */
 async function jobStatus(jobId: string): Promise<unknown> {
-  const query = spawnWrangler([
-    'd1',
-    'execute',
-    DATABASE_NAME,
-    '--local',
-    '--persist-to',
-    persistTo,
-    '--json',
-    '--command',
-    `SELECT status FROM jobs WHERE id = '${jobId}'`,
-  ]);
-  let output = '';
-  query.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  query.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const code = await new Promise<number | null>((resolve) => query.on('close', resolve));
-  if (code !== 0) {
-    if (output.includes('database is locked')) return null;
-    throw new Error(`reading the job's status failed: ${output}`);
-  }
-  const [statement] = JSON.parse(output) as { results: { status: string }[] }[];
-  return statement?.results[0]?.status;
+  const [row] = await queryRowsAsync(
+    { persistTo },
+    `SELECT status FROM jobs WHERE id = ${sqlLiteral(jobId)}`,
+  );
+  return row?.status;
 }
 
 async function expectOk(response: Response, what: string): Promise<unknown> {
@@ -206,7 +179,6 @@ try {
       const started = Date.now();
       for (;;) {
         const status = await jobStatus(jobId);
-        if (status === null) continue; // the edge was writing
         if (status === 'completed') return;
         if (status !== 'processing') throw new Error(`job ${jobId} is ${String(status)}`);
         if (Date.now() - started > 600_000) throw new Error('job still processing after 10 minutes');

@@ -72,6 +72,11 @@ const ConfigSchema = z
     /** Most probes of one address in a batch, whatever its retry pace (1: every first answer is final). */
     BATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(30),
     BATCH_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+    /**
+     * How long an upload waits for the sample of its unknown domains, DNS and SMTP together;
+     * unset: SAMPLE_WAIT_MS (services/batch/pace-sample.ts, docs/capacity.md).
+     */
+    BATCH_SAMPLE_WAIT_MS: z.coerce.number().int().min(500).max(30_000).optional(),
     /** Lease after which queued batch work is enqueued again by the recovery sweep. */
     BATCH_LEASE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(900),
     /** A job still processing after this long fails (with a reason) and is refunded. */

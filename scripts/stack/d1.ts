@@ -100,8 +100,11 @@ export async function executeSqlAsync(target: D1Target, sql: string): Promise<Re
   }
 }
 
-/** Where miniflare keeps the local D1 databases of a persistence folder, one SQLite file each. */
-function localDatabaseFile(target: D1Target): string | null {
+/**
+ * The SQLite file of a local target's D1 database (miniflare keeps one per database under the
+ * persistence folder), or null when there is none yet, or several.
+ */
+export function localDatabaseFile(target: D1Target): string | null {
   if (target.remote) return null;
   const folder = join(
     target.persistTo ?? join(REPO_ROOT, '.wrangler', 'state'),

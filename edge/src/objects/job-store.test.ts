@@ -2,20 +2,18 @@
 // its stale work handed back to the queue and its counters re-reported while the job runs, its
 // free rows dropped at FREE_ROWS_RETENTION_DAYS, everything deleted past RETENTION_DAYS. The
 // clock steps run on the job's own object storage, with a sink that records what it enqueues.
-import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { describe, expect, it } from 'vitest';
 import { countOf, db, ledgerOf, listsCountOf } from '../../test/fixtures.ts';
-import { jobViewOf, liveJob, recordingDeps } from '../../test/settle-deps.ts';
+import { tickAt } from '../../test/job-store-clock.ts';
+import { jobViewOf, liveJob } from '../../test/settle-deps.ts';
 import { configOf } from '../config.ts';
 import { addressResult } from '../services/batch/jobs.ts';
-import { reapplyReport } from '../services/batch/results.ts';
 import { sandboxVerify } from '../services/verify/sandbox.ts';
-import { jobLists, type StaleListAddress } from '../storage/job-lists/index.ts';
+import { jobLists } from '../storage/job-lists/index.ts';
 import { failJob } from '../storage/job-results.ts';
-import { JobStore } from './job-store.ts';
 
 const DAY = 86_400_000;
 const config = configOf(env);
@@ -25,24 +23,6 @@ const EMAILS = ['alice@clock.test', 'bob@clock.test', 'alice@clock.test', 'nope'
 
 function answered(email: string, as: string, now: number): VerificationResult {
   return { ...sandboxVerify(checkSyntax(`${as}@clock.test`), now), email };
-}
-
-/** Runs a step of job `jobId`'s clock at `now` on its object's storage; returns what it enqueued. */
-async function tickAt(jobId: string, now: number) {
-  const { deps } = recordingDeps();
-  const requeued: { jobId: string; addresses: readonly StaleListAddress[] }[] = [];
-  const stub = env.JOB_STORE.get(env.JOB_STORE.idFromName(jobId));
-  const alarm = await runInDurableObject(stub, async (_instance, state) => {
-    const store = new JobStore(state, env, {
-      requeue: async (job, addresses) => {
-        requeued.push({ jobId: job, addresses });
-      },
-      report: (job, report, lists, at) => reapplyReport(deps, job, report, lists, at),
-    });
-    await store.tick(now);
-    return state.storage.getAlarm();
-  });
-  return { requeued, alarm };
 }
 
 describe("a job's object as its clock", () => {

@@ -24,7 +24,7 @@ import type { DomainPace, UnknownDomain } from './estimate.ts';
 /** Unknown domains asked at most, those with the most addresses first. */
 export const SAMPLE_DOMAINS = 8;
 
-/** How long an upload waits for the sample's answers at most, DNS and SMTP together. */
+/** How long an upload waits for the sample's answers at most, DNS and SMTP together (BATCH_SAMPLE_WAIT_MS). */
 export const SAMPLE_WAIT_MS = 2_000;
 
 /** Kept from the prober's timeout for its answer to reach the upload within the wait (the hub keeps 250 ms twice, probe-scheduler.ts). */
@@ -71,6 +71,7 @@ export function paceSamplerOf(
         verify: services.verifyDeps(caller),
         greylistDelays: () => recentGreylistDelays(db, Date.now(), GREYLIST_DELAYS_READ),
         probeTimeoutSeconds: config.BATCH_PROBE_TIMEOUT_MS / 1000,
+        ...(config.BATCH_SAMPLE_WAIT_MS === undefined ? {} : { waitMs: config.BATCH_SAMPLE_WAIT_MS }),
       },
       unknown,
     );

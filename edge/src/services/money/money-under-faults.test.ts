@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../../test/domain-facts.ts';
 import { failingD1 } from '../../../test/failing-d1.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
+import { tickAt } from '../../../test/job-store-clock.ts';
 import { configOf } from '../../config.ts';
 import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../../cron/recovery.ts';
 import { createDb, type Db } from '../../storage/db.ts';
@@ -141,7 +142,10 @@ describe('single verification under faults', () => {
 });
 
 describe('bulk upload under faults', () => {
-  it('answers the job id when the queue send fails, and the recovery sweep enqueues the work', async () => {
+  it.each([
+    ['d1', "the recovery sweep enqueues the work of a job in D1's store (jobs from before)"],
+    ['object', "the job's object enqueues its work once the lease has passed"],
+  ] as const)('answers the job id when the queue send fails, and %s: %s', async (store, _what) => {
     const caller = await liveCaller(10);
     const now = Date.now();
     const failingQueue = {
@@ -164,20 +168,28 @@ describe('bulk upload under faults', () => {
       maxWaitSeconds: 3600,
       quotas: quotas(),
       now,
+      store,
     });
     expect(response).toMatchObject({ success: true, totalEmails: 2, creditsCharged: 2 });
     expect(await balanceOf(caller.accountId)).toBe(8);
     const history = await listHistory(db(), caller.accountId, {}, { offset: 0, limit: 10 });
     expect(history.rows.map((row) => row.jobId)).toEqual([response.jobId]);
 
-    const sent: BatchMessage[] = [];
-    await recover(now + configOf(env).BATCH_LEASE_SECONDS * 1000 + 1000, recordingQueue(sent));
-    const requeued = sent.filter(
-      (message): message is WorkMessage => message.jobId === response.jobId && message.kind !== 'deadline',
-    );
-    expect(requeued.flatMap((message) => message.addresses.map((address) => address.email)).sort()).toEqual([
-      'a@faults.test',
-      'b@faults.test',
-    ]);
+    const pastLease = now + configOf(env).BATCH_LEASE_SECONDS * 1000 + 1000;
+    let requeued: string[];
+    if (store === 'd1') {
+      const sent: BatchMessage[] = [];
+      await recover(pastLease, recordingQueue(sent));
+      requeued = sent
+        .filter(
+          (message): message is WorkMessage =>
+            message.jobId === response.jobId && message.kind !== 'deadline',
+        )
+        .flatMap((message) => message.addresses.map((address) => address.email));
+    } else {
+      const tick = await tickAt(response.jobId, pastLease);
+      requeued = tick.requeued.flatMap((batch) => batch.addresses.map((address) => address.email));
+    }
+    expect(requeued.sort()).toEqual(['a@faults.test', 'b@faults.test']);
   });
 });
