@@ -214,9 +214,10 @@ const PORT_ATTEMPTS = 5;
 /**
  * A wrangler dev that has said nothing for this long and still does not answer has hung: seen
  * on a loaded two-core runner, once in some tens of starts, after it printed its bindings (its
- * workerd bound the port and never served). Starts that are merely slow keep printing.
+ * workerd bound the port and never served; once silent 84 s, then printing them again and still
+ * not serving). A start that printed its bindings serves within seconds, tens when loaded.
  */
-const EDGE_STALL_MS = 150_000;
+const EDGE_STALL_MS = 60_000;
 
 const RETRY_REASONS = {
   port: (port: number) => `port ${port} or its inspector's was in use`,

@@ -21,7 +21,7 @@ beforeAll(async () => {
   testKey = (
     await createApiKey(system.stack.d1, { accountId: system.stack.accountId, name: 'sandbox', mode: 'test' })
   ).secret;
-}, 120_000);
+});
 
 afterAll(async () => {
   await system?.close();

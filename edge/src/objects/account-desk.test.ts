@@ -152,10 +152,14 @@ describe('a single call at its account’s desk', () => {
         expect((await verify(caller.apiKey, email, true)).status).toBe(200);
       });
       expect(first).toBeGreaterThan(0);
+      // The first call's answer is written to D1 by the desk's alarm a second later: written now,
+      // so that a slow runner does not count that write in the next call's window.
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
       const probed = await d1TripsDuring(async () => {
         expect((await verify(caller.apiKey, email, true)).status).toBe(200);
       });
       expect(probed).toBeLessThanOrEqual(1);
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId);
       let body: { data: { meta: { cached: boolean } }; creditsRemaining: number } | undefined;
       const cached = await d1TripsDuring(async () => {
         const response = await verify(caller.apiKey, email);
