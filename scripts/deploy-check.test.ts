@@ -43,6 +43,16 @@ describe('checkProductionSettings', () => {
     expect(missingOf({ ...COMPLETE, d1Databases })).toEqual(['DB']);
   });
 
+  it("fails a shard's database that was never created, as the directory's", () => {
+    const d1Databases = [
+      { binding: 'DB', databaseId: DATABASE_ID },
+      { binding: 'DB_SHARD_1', databaseId: '00000000-0000-0000-0000-000000000001' },
+    ];
+    expect(missingOf({ ...COMPLETE, d1Databases })).toEqual(['DB_SHARD_1']);
+    const created = [d1Databases[0], { binding: 'DB_SHARD_1', databaseId: DATABASE_ID.replace(/^./, 'b') }];
+    expect(missingOf({ ...COMPLETE, d1Databases: created as DeploymentSettings['d1Databases'] })).toEqual([]);
+  });
+
   it.each<[Record<string, string | undefined>, string[]]>([
     [{ HELO_NAME: 'verify.rcpt.dev', MAIL_FROM: 'probe@verify.rcpt.dev' }, ['HELO_NAME', 'MAIL_FROM']],
     [{ HELO_NAME: 'probe.example.com' }, ['HELO_NAME']],
@@ -212,6 +222,9 @@ describe('npm run admin -- check', () => {
     });
     expect(result.stdout).toMatch(
       /^MISSING\s+DB: the D1 binding DB names database_id "00000000-0000-0000-0000-000000000000", a placeholder/m,
+    );
+    expect(result.stdout).toMatch(
+      /^MISSING\s+DB_SHARD_1: the D1 binding DB_SHARD_1 names database_id "00000000-0000-0000-0000-000000000001", a placeholder: run npx wrangler d1 create rcpt-shard-1/m,
     );
     expect(result.stdout).toMatch(/^MISSING\s+HELO_NAME: HELO_NAME is "verify.rcpt.dev", an example name/m);
     expect(result.stdout).toMatch(/^MISSING\s+MAIL_FROM: MAIL_FROM is "probe@verify.rcpt.dev"/m);

@@ -7,7 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyMigrations, DATABASE_NAME, executeSql, splitStatements } from './stack/d1.ts';
+import {
+  applyMigrations,
+  DATABASE_NAME,
+  declaredDatabases,
+  executeSql,
+  localDatabaseFile,
+  splitStatements,
+} from './stack/d1.ts';
 import { DEV_ACCOUNT_ID, seedDevelopmentAccount } from './stack/local-stack.ts';
 import { isLiveCredential } from './stack/operator.ts';
 import { runWrangler } from './stack/wrangler-cli.ts';
@@ -46,11 +53,11 @@ describe('seeding the development account', () => {
 });
 
 /** The rows of one statement as wrangler's own `d1 execute --local` sees them. */
-function wranglerRows(sql: string): unknown[] {
+function wranglerRows(sql: string, database = DATABASE_NAME): unknown[] {
   const output = runWrangler([
     'd1',
     'execute',
-    DATABASE_NAME,
+    database,
     '--local',
     '--persist-to',
     persistTo,
@@ -69,6 +76,24 @@ describe('the local database, opened as a file', () => {
     ]);
     wranglerRows(`UPDATE accounts SET credit_balance = 100 WHERE id = '${DEV_ACCOUNT_ID}'`);
     expect(accountRows()).toEqual([{ balance: 100, accounts: 1, movements: 1 }]);
+  }, 60_000);
+
+  it("names each shard's own file: a write to one is seen by wrangler in that one only", () => {
+    const names = declaredDatabases().map((database) => database.name);
+    expect(names.length).toBeGreaterThanOrEqual(2);
+    const files = names.map((database) => localDatabaseFile({ persistTo, database }));
+    expect(new Set(files).size).toBe(names.length);
+    for (const file of files) expect(file).not.toBeNull();
+    const shard = names[1] as string;
+    executeSql(
+      { persistTo, database: shard },
+      "INSERT INTO account_shards (account_id, shard) VALUES ('marker', 1)",
+    );
+    expect(wranglerRows("SELECT shard FROM account_shards WHERE account_id = 'marker'", shard)).toEqual([
+      { shard: 1 },
+    ]);
+    expect(wranglerRows("SELECT shard FROM account_shards WHERE account_id = 'marker'")).toEqual([]);
+    executeSql({ persistTo, database: shard }, "DELETE FROM account_shards WHERE account_id = 'marker'");
   }, 60_000);
 
   it('runs a script as one transaction: a failing statement leaves nothing of those before it', () => {

@@ -5,6 +5,7 @@ import type { Caller, KeyLimits } from './services/keys/api-keys.ts';
 import type { RequestServices } from './services/request-services.ts';
 import type { EarlyDeskCall } from './services/verify/desk-call.ts';
 import type { Db } from './storage/db.ts';
+import type { Shards } from './storage/shards.ts';
 
 export interface AppEnv {
   Bindings: Env;
@@ -13,6 +14,9 @@ export interface AppEnv {
     /** When the request arrived (Date.now), for budgets counted from then. */
     receivedAt: number;
     config: Config;
+    /** The deployment's databases, each read through this request's own D1 session. */
+    shards: Shards;
+    /** The database of the caller's account once it is known (the directory's until then). */
     db: Db;
     /** The request's services, assembled once (middleware/services.ts). */
     services: RequestServices;

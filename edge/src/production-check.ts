@@ -57,7 +57,7 @@ export function checkProductionSettings(
         };
   };
   const findings: DeploymentFinding[] = [
-    checkDatabase(settings),
+    ...checkDatabases(settings),
     secret(
       'SECRETS_KEY',
       'it seals webhook secrets and signs confirmation links; sign-up answers 503 without it',
@@ -133,23 +133,41 @@ export function checkProductionSettings(
   return findings;
 }
 
-/** The id `npx wrangler d1 create` gives is a UUID; wrangler.toml ships all zeros in its place. */
+/**
+ * The id `npx wrangler d1 create` gives is a UUID; wrangler.toml ships zeros in its place, the last
+ * digit the shard's number.
+ */
 const DATABASE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const PLACEHOLDER_DATABASE_ID = /^[0-]+$/;
+const PLACEHOLDER_DATABASE_ID = /^[0-]+[0-9]?$/;
 
-/** The `DB` binding names a database `npx wrangler d1 create rcpt` made, not the placeholder. */
-function checkDatabase(settings: DeploymentSettings): DeploymentFinding {
-  const databaseId = settings.d1Databases.find((database) => database.binding === 'DB')?.databaseId;
-  const fix = 'run npx wrangler d1 create rcpt and put the id it prints in wrangler.toml (database_id)';
+/**
+ * The `DB` binding, and each shard's (`DB_SHARD_n`, docs/architecture.md "Sharding what still
+ * grows"), names a database `npx wrangler d1 create` made, not the placeholder.
+ */
+function checkDatabases(settings: DeploymentSettings): DeploymentFinding[] {
+  const shards = settings.d1Databases.filter((database) => /^DB_SHARD_\d+$/.test(database.binding));
+  return ['DB', ...shards.map((database) => database.binding)].map((binding) =>
+    checkDatabase(settings, binding),
+  );
+}
+
+function checkDatabase(settings: DeploymentSettings, binding: string): DeploymentFinding {
+  const databaseId = settings.d1Databases.find((database) => database.binding === binding)?.databaseId;
+  const name = binding === 'DB' ? 'rcpt' : `rcpt-shard-${binding.slice('DB_SHARD_'.length)}`;
+  const fix = `run npx wrangler d1 create ${name} and put the id it prints in wrangler.toml (database_id)`;
   if (!databaseId)
-    return { setting: 'DB', state: 'missing', message: `the D1 binding DB has no database_id: ${fix}` };
+    return {
+      setting: binding,
+      state: 'missing',
+      message: `the D1 binding ${binding} has no database_id: ${fix}`,
+    };
   if (PLACEHOLDER_DATABASE_ID.test(databaseId) || !DATABASE_ID.test(databaseId))
     return {
-      setting: 'DB',
+      setting: binding,
       state: 'missing',
-      message: `the D1 binding DB names database_id "${databaseId}", a placeholder: ${fix}`,
+      message: `the D1 binding ${binding} names database_id "${databaseId}", a placeholder: ${fix}`,
     };
-  return { setting: 'DB', state: 'ok', message: `the D1 binding DB names database ${databaseId}` };
+  return { setting: binding, state: 'ok', message: `the D1 binding ${binding} names database ${databaseId}` };
 }
 
 /** The probing identity wrangler.toml ships with, to be replaced by the deployment's own. */

@@ -15,9 +15,9 @@ export async function tickAt(jobId: string, now: number) {
   const alarm = await runInDurableObject(stub, async (_instance, state) => {
     const store = new JobStore(state, env, {
       requeue: async (job, addresses) => {
-        requeued.push({ jobId: job, addresses });
+        requeued.push({ jobId: job.id, addresses });
       },
-      report: (job, report, lists, at) => reapplyReport(deps, job, report, lists, at),
+      report: (job, report, lists, at) => reapplyReport(deps, job.id, report, lists, at),
     });
     await store.tick(now);
     return state.storage.getAlarm();

@@ -1,21 +1,61 @@
-// Operator access to the D1 database: the local one of `wrangler dev` (optionally under another
-// persistence folder), or the deployed one through wrangler with `remote`.
+// Operator access to the D1 databases: the local ones of `wrangler dev` (optionally under another
+// persistence folder), or the deployed ones through wrangler with `remote`. The databases are those
+// wrangler.toml declares: `rcpt`, the directory and shard 0, and one more per shard
+// (docs/architecture.md, "Sharding what still grows").
 //
-// The local database is one SQLite file that wrangler dev's workerd keeps in WAL mode (its -wal
+// A local database is one SQLite file that wrangler dev's workerd keeps in WAL mode (its -wal
 // and -shm files beside it), and SQLite lets other processes share such a file under its own
 // locks (https://sqlite.org/wal.html#concurrency), as `wrangler d1 execute --local` does. This
 // module opens the file itself: milliseconds where a wrangler process takes seconds of CPU. A
-// folder whose database it cannot name alone (none yet, or several) is left to wrangler.
-import { existsSync, readdirSync } from 'node:fs';
+// database whose file does not exist yet is left to wrangler.
+import { createHash, createHmac } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
+import { parse } from 'smol-toml';
 import { REPO_ROOT, runWrangler, runWranglerAsync } from './wrangler-cli.ts';
 
+/** The directory's database (and shard 0): the one a target names when it names none. */
 export const DATABASE_NAME = 'rcpt';
 
 export interface D1Target {
   remote?: boolean;
   persistTo?: string;
+  /** The database's `database_name` in wrangler.toml; default the directory's, DATABASE_NAME. */
+  database?: string;
+}
+
+/** A database wrangler.toml declares (`[[d1_databases]]`). */
+export interface DeclaredDatabase {
+  binding: string;
+  name: string;
+  id: string | undefined;
+}
+
+let declared: DeclaredDatabase[] | undefined;
+
+/** The D1 databases of the repository's wrangler.toml, in its order: the directory's first. */
+export function declaredDatabases(): DeclaredDatabase[] {
+  declared ??= (
+    (parse(readFileSync(join(REPO_ROOT, 'wrangler.toml'), 'utf8')).d1_databases ?? []) as {
+      binding: string;
+      database_name: string;
+      database_id?: string;
+    }[]
+  ).map((database) => ({
+    binding: database.binding,
+    name: database.database_name,
+    id: database.database_id,
+  }));
+  return declared;
+}
+
+/** The target's database as wrangler.toml declares it. */
+function databaseOf(target: D1Target): DeclaredDatabase {
+  const name = target.database ?? DATABASE_NAME;
+  const database = declaredDatabases().find((candidate) => candidate.name === name);
+  if (!database) throw new Error(`wrangler.toml declares no D1 database named ${name}`);
+  return database;
 }
 
 function targetArgs(target: D1Target): string[] {
@@ -44,7 +84,7 @@ export function inlineStatement(statement: { sql: string; params: (string | numb
 }
 
 function executeArgs(target: D1Target, sql: string): string[] {
-  return ['d1', 'execute', DATABASE_NAME, ...targetArgs(target), '--json', '--command', sql];
+  return ['d1', 'execute', databaseOf(target).name, ...targetArgs(target), '--json', '--command', sql];
 }
 
 function rowsOf(output: string): Record<string, unknown>[][] {
@@ -101,22 +141,37 @@ export async function executeSqlAsync(target: D1Target, sql: string): Promise<Re
 }
 
 /**
- * The SQLite file of a local target's D1 database (miniflare keeps one per database under the
- * persistence folder), or null when there is none yet, or several.
+ * The SQLite file of a local target's D1 database, or null when it has none yet. Miniflare keeps
+ * each database in a Durable Object of its own, named by the database's id, in a file named by the
+ * object's id; workerd derives that id from the name as `localDurableObjectId` does.
  */
 export function localDatabaseFile(target: D1Target): string | null {
   if (target.remote) return null;
-  const folder = join(
+  const database = databaseOf(target);
+  const file = join(
     target.persistTo ?? join(REPO_ROOT, '.wrangler', 'state'),
     'v3',
     'd1',
-    'miniflare-D1DatabaseObject',
+    D1_OBJECT_NAMESPACE,
+    `${localDurableObjectId(D1_OBJECT_NAMESPACE, database.id ?? database.name)}.sqlite`,
   );
-  if (!existsSync(folder)) return null;
-  const databases = readdirSync(folder).filter(
-    (name) => name.endsWith('.sqlite') && name !== 'metadata.sqlite',
-  );
-  return databases.length === 1 ? join(folder, databases[0] as string) : null;
+  return existsSync(file) ? file : null;
+}
+
+/** The unique key of the Durable Object namespace miniflare keeps local D1 databases in. */
+const D1_OBJECT_NAMESPACE = 'miniflare-D1DatabaseObject';
+
+/**
+ * The id workerd gives the object named `name` of a local namespace (its `idFromName`): the first
+ * 16 bytes of an HMAC-SHA-256 of the name, keyed by the SHA-256 of the namespace's unique key, then
+ * the first 16 bytes of an HMAC of those, in hex. scripts/seed.test.ts checks it against the files
+ * a local wrangler makes.
+ */
+export function localDurableObjectId(uniqueKey: string, name: string): string {
+  const key = createHash('sha256').update(uniqueKey).digest();
+  const named = createHmac('sha256', key).update(name).digest().subarray(0, 16);
+  const check = createHmac('sha256', key).update(named).digest().subarray(0, 16);
+  return Buffer.concat([named, check]).toString('hex');
 }
 
 /**
@@ -227,6 +282,8 @@ export async function queryRowsAsync(target: D1Target, query: string): Promise<R
   return rows ?? [];
 }
 
+/** Applies the migrations to every database wrangler.toml declares (each gets them all). */
 export function applyMigrations(target: D1Target): void {
-  runWrangler(['d1', 'migrations', 'apply', DATABASE_NAME, ...targetArgs(target)]);
+  for (const database of declaredDatabases())
+    runWrangler(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]);
 }

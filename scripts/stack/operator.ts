@@ -5,6 +5,7 @@ import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-token
 import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';
 import { accountSettingsUpdate, liveKeyHashesSelect } from '../../edge/src/storage/account-settings.ts';
 import {
+  accountShardInsert,
   accountCreation as accountStatements,
   apiKeyInsert,
   apiKeyRegistration as apiKeyUpsert,
@@ -32,13 +33,17 @@ export function accountCreation(input: { id?: string; email?: string | null; cre
 } {
   const id = input.id ?? crypto.randomUUID();
   // An operator's account needs no email confirmation, nor a password: it signs in with keys.
-  const statements = accountStatements({
-    id,
-    email: input.email ?? null,
-    passwordHash: null,
-    initialCredits: input.credits,
-    now: Date.now(),
-  });
+  // It lives in shard 0, the directory's database (docs/architecture.md, "Sharding what still grows").
+  const statements = [
+    accountShardInsert(id, 0),
+    ...accountStatements({
+      id,
+      email: input.email ?? null,
+      passwordHash: null,
+      initialCredits: input.credits,
+      now: Date.now(),
+    }),
+  ];
   return { id, sql: script(statements) };
 }
 
@@ -125,7 +130,7 @@ export async function apiKeyCreation(input: {
   const key = { id, ...input, keyHash: issued.hash, prefix: issued.prefix, createdAt: Date.now() };
   return {
     credential: { id, secret: issued.secret, prefix: issued.prefix },
-    sql: script([apiKeyInsert(key)]),
+    sql: script(apiKeyInsert(key)),
   };
 }
 
@@ -147,7 +152,7 @@ export function apiKeyRegistration(input: {
   prefix: string;
 }): string {
   const { hash, ...key } = input;
-  return script([apiKeyUpsert({ id: crypto.randomUUID(), ...key, keyHash: hash, createdAt: Date.now() })]);
+  return script(apiKeyUpsert({ id: crypto.randomUUID(), ...key, keyHash: hash, createdAt: Date.now() }));
 }
 
 export function isLiveCredential(
@@ -255,7 +260,7 @@ export async function createApiKeys(
     Array.from({ length: input.count }, () => issueSecret(input.mode === 'live' ? 'liveKey' : 'testKey')),
   );
   const now = Date.now();
-  const inserts = issued.map((key) =>
+  const inserts = issued.flatMap((key) =>
     apiKeyInsert({
       id: crypto.randomUUID(),
       accountId: input.accountId,

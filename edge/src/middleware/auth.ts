@@ -13,6 +13,7 @@ import { addressAdmitted } from '../services/keys/key-limits.ts';
 import { learnKey, unlearnKey } from '../services/keys/known-keys.ts';
 import { clientAddressOf } from './client-address.ts';
 import { allowPublishableOrigin } from './publishable-keys.ts';
+import { enterAccountShard } from './services.ts';
 
 export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const presented = c.req.header('x-api-key');
@@ -22,7 +23,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const address = clientAddressOf(c);
   const keyHash = await presentedKeyHash(c, presented);
   const key = await authenticateApiKey(
-    { db: c.get('db'), limiters: c.get('services').limiters },
+    { shards: c.get('shards'), limiters: c.get('services').limiters },
     keyHash,
     Date.now(),
     c.get('services').inBackground,
@@ -48,6 +49,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
     }
     allowPublishableOrigin(c, origin);
   }
+  enterAccountShard(c, key.shard);
   c.set('caller', key.caller);
   c.set('keyLimits', key.limits);
   // Taken with the key's record, in the same call to its object: apiKeyRateLimit enforces it.

@@ -1,21 +1,35 @@
-// Puts the request's config, database and services (services/request-services.ts) on the
-// context, once, before anything else reads them.
+// Puts the request's config, databases and services (services/request-services.ts) on the
+// context, once, before anything else reads them; once the caller is known, `enterAccountShard`
+// points them at the shard holding the caller's account (storage/shards.ts).
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { configOf } from '../config.ts';
 import { requestServicesOf } from '../services/request-services.ts';
-import { createRequestDb } from '../storage/db.ts';
+import type { Db } from '../storage/db.ts';
+import { shardNumberOf, shardsOf } from '../storage/shards.ts';
 
 export const requestServices = createMiddleware<AppEnv>(async (c, next) => {
   const config = configOf(c.env);
-  const db = createRequestDb(c.env.DB);
+  const shards = shardsOf(c.env, { request: true });
   c.set('config', config);
+  c.set('shards', shards);
+  useDb(c, shards.directory);
+  await next();
+});
+
+/** The request's account lives in `shard`: its reads and writes go to that shard's database. */
+export function enterAccountShard(c: Context<AppEnv>, shard: number): void {
+  if (shardNumberOf(c.get('db')) !== shard) useDb(c, c.get('shards').db(shard));
+}
+
+function useDb(c: Context<AppEnv>, db: Db): void {
   c.set('db', db);
   c.set(
     'services',
     requestServicesOf({
       env: c.env,
-      config,
+      config: c.get('config'),
       db,
       inBackground: (work) => {
         try {
@@ -26,5 +40,4 @@ export const requestServices = createMiddleware<AppEnv>(async (c, next) => {
       },
     }),
   );
-  await next();
-});
+}

@@ -15,7 +15,6 @@ import {
   keptAnswer,
   type VerdictCacheKey,
 } from '../services/verify/kept-verdicts.ts';
-import { createDb } from '../storage/db.ts';
 import {
   applyDeskFlush,
   type DeskBudget,
@@ -24,6 +23,7 @@ import {
   releaseCredits,
   reserveCredits,
 } from '../storage/desk-books.ts';
+import { accountDb, shardsOf } from '../storage/shards.ts';
 import type { StorageLimit } from '../storage/storage-budget.ts';
 import { type HistoryAnswer, historyRowBytes } from '../storage/verifications.ts';
 
@@ -385,13 +385,21 @@ export class AccountDesk extends DurableObject<Env> {
     return run;
   }
 
+  /** The database of the desk's account (storage/shards.ts): read once an isolate. */
+  #db(accountId: string) {
+    return accountDb(shardsOf(this.env), accountId);
+  }
+
   /** Asks D1 for `block` more credits and the day's storage, joining a request already under way. */
   #sync(budget: DeskBudget | null, block: number): Promise<void> {
     this.#syncing ??= this.#serially(async () => {
       const state = this.#state();
       const day = budget?.day ?? state.storage?.day ?? 0;
       const limit = budget?.limit ?? null;
-      const standing = await reserveCredits(createDb(this.env.DB), state.accountId, block, { day, limit });
+      const standing = await reserveCredits(await this.#db(state.accountId), state.accountId, block, {
+        day,
+        limit,
+      });
       this.#take(standing, day, limit);
     }).finally(() => {
       this.#syncing = null;
@@ -454,7 +462,7 @@ export class AccountDesk extends DurableObject<Env> {
           };
         });
       const day = state.storage?.day ?? 0;
-      const { standing } = await applyDeskFlush(createDb(this.env.DB), {
+      const { standing } = await applyDeskFlush(await this.#db(state.accountId), {
         batchId: batch,
         accountId: state.accountId,
         rows,
@@ -474,7 +482,7 @@ export class AccountDesk extends DurableObject<Env> {
       const unspent = this.#unspent();
       if (unspent <= 0) return;
       const day = state.storage?.day ?? 0;
-      const standing = await releaseCredits(createDb(this.env.DB), state.accountId, unspent, {
+      const standing = await releaseCredits(await this.#db(state.accountId), state.accountId, unspent, {
         day,
         limit: null,
       });

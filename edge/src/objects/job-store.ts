@@ -34,18 +34,26 @@ interface JobClock {
   freeRowsDropped: boolean;
   /** The sequence number of the last report handed to the sink after every address was answered. */
   finalSeq: number | null;
+  /** The shard whose database holds the job (storage/shards.ts); absent: shard 0. */
+  shard?: number;
+}
+
+/** The job a clock's work is about, for its sink. */
+export interface ClockedJob {
+  id: string;
+  shard: number;
 }
 
 /** Where the clock's work goes: the batch lifecycle, wired in by the Worker's entry (index.ts). */
 export interface JobStoreSink {
   /** Enqueues again the job's addresses whose lease ran out (already counted as requeued). */
-  requeue(jobId: string, addresses: readonly StaleListAddress[]): Promise<void>;
+  requeue(job: ClockedJob, addresses: readonly StaleListAddress[]): Promise<void>;
   /**
    * Applies a report of the lists to D1's job row (one it applied already changes nothing);
    * answers whether the job still runs (a failed or deleted job's unanswered addresses wait for
    * nothing).
    */
-  report(jobId: string, report: ListsReport, lists: JobLists, now: number): Promise<boolean>;
+  report(job: ClockedJob, report: ListsReport, lists: JobLists, now: number): Promise<boolean>;
 }
 
 export class JobStore extends DurableObject<Env> {
@@ -59,11 +67,15 @@ export class JobStore extends DurableObject<Env> {
     this.#sink = sink;
   }
 
-  /** Runs one method of the job's lists here (the job's id names the object). */
+  /**
+   * Runs one method of the job's lists here (the job's id names the object); `shard`: the shard
+   * holding the job, which the upload's call tells the clock.
+   */
   async lists<M extends ListsMethod>(
     jobId: string,
     method: M,
     args: Parameters<JobLists[M]>,
+    shard = 0,
   ): Promise<Awaited<ReturnType<JobLists[M]>>> {
     meterFrom(this.env as MeterVars);
     meter({ doRequests: 1 });
@@ -72,14 +84,14 @@ export class JobStore extends DurableObject<Env> {
     const answer = await run(...args);
     if (method === 'storeUpload') {
       const [upload] = args as Parameters<JobLists['storeUpload']>;
-      await this.#startClock(jobId, upload.now);
+      await this.#startClock(jobId, upload.now, shard);
     }
     return answer;
   }
 
-  async #startClock(jobId: string, createdAt: number): Promise<void> {
+  async #startClock(jobId: string, createdAt: number, shard: number): Promise<void> {
     if (await this.ctx.storage.get<JobClock>('clock')) return;
-    const clock: JobClock = { jobId, createdAt, freeRowsDropped: false, finalSeq: null };
+    const clock: JobClock = { jobId, createdAt, freeRowsDropped: false, finalSeq: null, shard };
     await this.ctx.storage.put('clock', clock);
     await this.ctx.storage.setAlarm(createdAt + this.#leaseMs());
   }
@@ -106,11 +118,12 @@ export class JobStore extends DurableObject<Env> {
     }
     const lists = d1JobLists(this.#db, clock.jobId);
     const report = await lists.report();
-    const running = report.pending > 0 && (await this.#tickRunning(clock.jobId, lists, report, now));
+    const job: ClockedJob = { id: clock.jobId, shard: clock.shard ?? 0 };
+    const running = report.pending > 0 && (await this.#tickRunning(job, lists, report, now));
     if (report.pending === 0 && clock.finalSeq !== report.seq) {
       // Every address is answered: the report that completes the job, once more (D1 applies it
       // at most once; this heals a completion lost between the two steps).
-      await this.#sink?.report(clock.jobId, report, lists, now);
+      await this.#sink?.report(job, report, lists, now);
       clock.finalSeq = report.seq;
     }
     const freeRowsAt = clock.createdAt + config.FREE_ROWS_RETENTION_DAYS * DAY_MS;
@@ -128,33 +141,37 @@ export class JobStore extends DurableObject<Env> {
    * job. Returns whether the job still runs (a tick that failed counts as running: the next one
    * tries again).
    */
-  async #tickRunning(jobId: string, lists: JobLists, report: ListsReport, now: number): Promise<boolean> {
+  async #tickRunning(job: ClockedJob, lists: JobLists, report: ListsReport, now: number): Promise<boolean> {
     if (!this.#sink) return false;
     try {
-      if (!(await this.#sink.report(jobId, report, lists, now))) return false;
+      if (!(await this.#sink.report(job, report, lists, now))) return false;
       const stale = await lists.stale(now - this.#leaseMs(), STALE_PER_TICK);
       if (stale.length > 0) {
         await lists.markRequeued(
           stale.map((address) => address.idx),
           now,
         );
-        await this.#sink.requeue(jobId, stale);
+        await this.#sink.requeue(job, stale);
       }
     } catch (error) {
       // The addresses stay queued, their lease runs out once more.
-      log.error('a job store tick failed', { jobId, ...errorFields(error) });
+      log.error('a job store tick failed', { jobId: job.id, ...errorFields(error) });
     }
     return true;
   }
 }
 
-/** The lists of job `jobId` in its JobStore object, through the same interface. */
-export function objectJobLists(namespace: DurableObjectNamespace<JobStore>, jobId: string): JobLists {
+/** The lists of job `jobId` of shard `shard` in its JobStore object, through the same interface. */
+export function objectJobLists(
+  namespace: DurableObjectNamespace<JobStore>,
+  jobId: string,
+  shard = 0,
+): JobLists {
   const stub = namespace.get(namespace.idFromName(jobId));
   return new Proxy({} as JobLists, {
     get: (_target, method: ListsMethod | 'then') =>
       // Not a promise: awaiting the lists themselves must not call the object.
-      method === 'then' ? undefined : (...args: unknown[]) => stub.lists(jobId, method, args as never),
+      method === 'then' ? undefined : (...args: unknown[]) => stub.lists(jobId, method, args as never, shard),
   });
 }
 

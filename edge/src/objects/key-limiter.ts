@@ -15,7 +15,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { type MeterVars, meter, meterFrom } from '../meter.ts';
 import { addressAdmitted, keyLimitsOf } from '../services/keys/key-limits.ts';
 import { type ApiKeyRecord, findApiKeyByHash, LAST_USED_RESOLUTION_MS } from '../storage/api-keys.ts';
-import { createDb } from '../storage/db.ts';
+import { shardsOf } from '../storage/shards.ts';
 
 export const RATE_LIMIT = 100;
 export const RATE_WINDOW_MS = 60_000;
@@ -115,7 +115,7 @@ export class KeyLimiter extends DurableObject<Env> {
     if (!stored || stored.keyHash !== keyHash || now - stored.readAt >= KEY_RECORD_TTL_MS) {
       changed = true;
       const generation = this.#generation;
-      const record = await findApiKeyByHash(createDb(this.env.DB), keyHash);
+      const record = await findApiKeyByHash(shardsOf(this.env), keyHash);
       if (!record) return { record: null, touch: false };
       stored = { keyHash, record, readAt: now };
       // A revocation's `forget` that arrived during the read: its record is not kept.

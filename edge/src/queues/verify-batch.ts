@@ -8,41 +8,62 @@
 // DNS stays within the plan's subrequest limit (docs/operations.md, "Subrequests"): work whose
 // route does not fit in this invocation goes back on the queue for the next.
 // A replayed message changes nothing: writes are once-only upserts.
-import { type Config, proberRegionsOf } from '../config.ts';
+import { type Config, configOf, proberRegionsOf } from '../config.ts';
 import { SubrequestBudget } from '../dns/subrequest-budget.ts';
 import { answerBounced } from '../services/batch/bounced.ts';
 import { batchHubWork, dispatchToRegions } from '../services/batch/hub-work.ts';
 import { defaultDeadlineAt } from '../services/batch/jobs.ts';
-import type { BatchMessage, WorkMessage } from '../services/batch/queue.ts';
+import { type BatchMessage, shardOfMessage, type WorkMessage } from '../services/batch/queue.ts';
 import { startRecheckRound } from '../services/batch/recheck.ts';
 import { finishAtDeadline, settleBatchWork } from '../services/batch/settlement.ts';
-import type { BatchTask, SettledTask } from '../services/batch/types.ts';
+import type { BatchTask, SettleDeps, SettledTask } from '../services/batch/types.ts';
 import { batchDepsOf } from '../services/batch-lifecycle.ts';
 import { domainFactsOf } from '../services/verify/deps.ts';
-import { routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
+import { type DomainFactsStore, routeFetchesAtMost, routesWithin } from '../services/verify/domain-facts.ts';
 import type { JobStoreKind } from '../storage/job-lists/index.ts';
 import { processingJobs } from '../storage/jobs.ts';
 import { ownProbersOnlyAccounts } from '../storage/prober-tokens.ts';
 import { recheckingJobs } from '../storage/rechecks.ts';
+import { shardsOf } from '../storage/shards.ts';
 
 export async function consumeVerifyBatch(
   batch: MessageBatch<BatchMessage>,
   env: Env,
   ctx: ExecutionContext,
 ): Promise<void> {
-  const deps = batchDepsOf(env, (task) => ctx.waitUntil(task));
-  const { db, config } = deps;
-  const jobIds = [...new Set(batch.messages.map((message) => message.body.jobId))];
+  const inBackground = (task: Promise<unknown>) => ctx.waitUntil(task);
+  const config = configOf(env);
+  // Routes from the domain facts every account shares (in the directory's database), resolved
+  // over DNS when they expired, every DoH fetch counted against this invocation's share of the
+  // plan's subrequest limit.
+  const budget = new SubrequestBudget(dohBudgetOf(config));
+  const facts = domainFactsOf(shardsOf(env).directory, config, budget);
+  // Each job's rows are in its shard's database (storage/shards.ts): the messages are read and
+  // settled shard by shard.
+  const byShard = new Map<number, BatchMessage[]>();
+  for (const { body } of batch.messages) {
+    const shard = shardOfMessage(body);
+    byShard.set(shard, [...(byShard.get(shard) ?? []), body]);
+  }
+  for (const [shard, messages] of byShard)
+    await consumeShardMessages(messages, env, { ...batchDepsOf(env, inBackground, shard), facts, budget });
+  batch.ackAll();
+}
+
+/** The messages of one shard's jobs, with that shard's deps and the invocation's facts and budget. */
+async function consumeShardMessages(
+  messages: readonly BatchMessage[],
+  env: Env,
+  deps: SettleDeps & { facts: DomainFactsStore; budget: SubrequestBudget },
+): Promise<void> {
+  const { db, config, facts, budget } = deps;
+  const jobIds = [...new Set(messages.map((body) => body.jobId))];
   const live = await processingJobs(db, jobIds);
-  const rechecking = batch.messages.some(
-    ({ body }) => body.kind !== 'deadline' && body.kind !== 'recheck' && body.recheckRound !== undefined,
+  const rechecking = messages.some(
+    (body) => body.kind !== 'deadline' && body.kind !== 'recheck' && body.recheckRound !== undefined,
   )
     ? await recheckingJobs(db, jobIds)
     : new Map();
-  // Routes from the domain facts every account shares, resolved over DNS when they expired,
-  // every DoH fetch counted against this invocation's share of the plan's subrequest limit.
-  const budget = new SubrequestBudget(dohBudgetOf(config));
-  const facts = domainFactsOf(db, config, budget);
 
   const work: {
     body: WorkMessage;
@@ -51,7 +72,7 @@ export async function consumeVerifyBatch(
     evidence: boolean;
     store: JobStoreKind;
   }[] = [];
-  for (const { body } of batch.messages) {
+  for (const body of messages) {
     if (body.kind === 'recheck') {
       await startRecheckRound(deps, body, Date.now());
       continue;
@@ -72,7 +93,7 @@ export async function consumeVerifyBatch(
     const job = live.get(body.jobId);
     if (!job) continue; // completed, failed or deleted: nothing left to do
     if (body.kind === 'deadline') {
-      await finishAtDeadline({ ...deps, facts }, body.jobId, Date.now());
+      await finishAtDeadline(deps, body.jobId, Date.now());
       continue;
     }
     work.push({
@@ -102,6 +123,7 @@ export async function consumeVerifyBatch(
         jobId: body.jobId,
         accountId,
         store,
+        ...(body.shard ? { shard: body.shard } : {}),
         domain: body.domain,
         deadlineAt,
         attempt: body.attempt,
@@ -142,7 +164,6 @@ export async function consumeVerifyBatch(
       decided.push({ task: ticket, probe: { kind: 'unavailable', message: 'no prober connected' } });
   }
   await settleBatchWork(deps, decided, Date.now());
-  batch.ackAll();
 }
 
 /**

@@ -11,7 +11,8 @@ import { type Config, configOf } from '../config.ts';
 import { errorFields, log } from '../logger.ts';
 import type { JobStoreSink } from '../objects/job-store.ts';
 import type { HubSink } from '../objects/prober-hub.ts';
-import { createDb, type Db } from '../storage/db.ts';
+import type { Db } from '../storage/db.ts';
+import { shardsOf } from '../storage/shards.ts';
 import { type BatchMessage, enqueueBatchWork, verifyQueueOf, workMessages } from './batch/queue.ts';
 import { reapplyReport } from './batch/results.ts';
 import { settleBatchWork } from './batch/settlement.ts';
@@ -35,11 +36,14 @@ export function settleDepsOf(parts: {
   };
 }
 
-/** The deps of the steps after the hub for one invocation of the Worker (consumer, cron, hub). */
-export function batchDepsOf(env: Env, inBackground: (task: Promise<unknown>) => void): SettleDeps {
+/**
+ * The deps of the steps after the hub for one invocation of the Worker (consumer, cron, hub), for
+ * the jobs of one shard (storage/shards.ts): its database, and the queue that stamps it.
+ */
+export function batchDepsOf(env: Env, inBackground: (task: Promise<unknown>) => void, shard = 0): SettleDeps {
   return settleDepsOf({
-    db: createDb(env.DB),
-    queue: verifyQueueOf(env),
+    db: shardsOf(env).db(shard),
+    queue: verifyQueueOf(env, shard),
     config: configOf(env),
     inBackground,
   });
@@ -49,7 +53,8 @@ export function batchDepsOf(env: Env, inBackground: (task: Promise<unknown>) => 
 export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => void): HubSink<BatchTask> {
   let settling: SettledTask[] = [];
   return {
-    detectTenant: (domain, mxHosts) => domainFactsOf(createDb(env.DB), configOf(env)).tenant(domain, mxHosts),
+    detectTenant: (domain, mxHosts) =>
+      domainFactsOf(shardsOf(env).directory, configOf(env)).tenant(domain, mxHosts),
     settle(task, answer) {
       settling.push({ task, probe: answer.probe, ...(answer.tenant ? { tenant: answer.tenant } : {}) });
       // The first answer of a gathering starts its clock.
@@ -57,22 +62,35 @@ export function batchSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => voi
       setTimeout(() => {
         const batch = settling;
         settling = [];
-        const written = settleBatchWork(batchDepsOf(env, waitUntil), batch, Date.now()).catch(
-          (error: unknown) =>
-            // The addresses stay queued in D1: the job's deadline or lease recovers them.
-            log.error('batch results not recorded', errorFields(error)),
-        );
-        waitUntil(written);
+        for (const [shard, tasks] of byShard(batch)) {
+          const written = settleBatchWork(batchDepsOf(env, waitUntil, shard), tasks, Date.now()).catch(
+            (error: unknown) =>
+              // The addresses stay queued in D1: the job's deadline or lease recovers them.
+              log.error('batch results not recorded', errorFields(error)),
+          );
+          waitUntil(written);
+        }
       }, SETTLE_GATHER_MS);
     },
   };
 }
 
+/** Settled tasks by the shard of their job. */
+function byShard(settled: readonly SettledTask[]): Map<number, SettledTask[]> {
+  const groups = new Map<number, SettledTask[]>();
+  for (const each of settled) {
+    const shard = each.task.shard ?? 0;
+    groups.set(shard, [...(groups.get(shard) ?? []), each]);
+  }
+  return groups;
+}
+
 /** A job's object's clock: its stale work enqueued again, its reports applied again (objects/job-store.ts). */
 export function jobStoreSinkOf(env: Env, waitUntil: (work: Promise<unknown>) => void): JobStoreSink {
   return {
-    requeue: (jobId, addresses) => enqueueBatchWork(verifyQueueOf(env), workMessages(jobId, addresses)),
-    report: (jobId, report, lists, now) =>
-      reapplyReport(batchDepsOf(env, waitUntil), jobId, report, lists, now),
+    requeue: (job, addresses) =>
+      enqueueBatchWork(verifyQueueOf(env, job.shard), workMessages(job.id, addresses)),
+    report: (job, report, lists, now) =>
+      reapplyReport(batchDepsOf(env, waitUntil, job.shard), job.id, report, lists, now),
   };
 }

@@ -4,6 +4,7 @@
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
+import { directoryOf, shardNumberOf } from '../storage/shards.ts';
 import { type AccountMailDeps, accountMailDepsOf } from './accounts/email-confirmation.ts';
 import { type BatchMessage, verifyQueueOf } from './batch/queue.ts';
 import { watchBalance, watchDepsOf } from './money/balance-watch.ts';
@@ -11,6 +12,7 @@ import { domainFactsOf, type ProbingCaller, verifyDepsOf } from './verify/deps.t
 import type { DomainFactsStore } from './verify/domain-facts.ts';
 
 export interface RequestServices {
+  /** The database of the request's account (the directory's until the caller is known). */
   db: Db;
   config: Config;
   /** Work that goes on after the answer (the Worker's `waitUntil`). */
@@ -52,10 +54,12 @@ export function requestServicesOf(parts: {
     // Built when first asked for: most requests never look at a domain.
     get facts() {
       // A request's reads may come from the isolate's snapshot of the facts (docs/architecture.md).
-      facts ??= domainFactsOf(db, config, undefined, { snapshot: true });
+      // Facts are shared by every account: they live in the directory's database.
+      facts ??= domainFactsOf(directoryOf(db), config, undefined, { snapshot: true });
       return facts;
     },
-    queue: verifyQueueOf(env),
+    // Stamps each message with the shard of the request's account (storage/shards.ts).
+    queue: verifyQueueOf(env, shardNumberOf(db)),
     hubs: env.PROBER_HUB,
     limiters: env.KEY_LIMITER,
     desks: env.ACCOUNT_DESK,

@@ -7,14 +7,24 @@ import {
   type StoredAccountSettings,
 } from './account-settings.ts';
 import { type Db, prepare } from './db.ts';
-import { accountCreation, type NewAccount } from './inserts.ts';
+import { accountCreation, accountShardInsert, type NewAccount } from './inserts.ts';
 import { signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
+import { directoryOf, placeAccount } from './shards.ts';
 
-/** Runs `accountCreation` in one batch. */
+/**
+ * Runs `accountCreation` in one batch, in `db`'s shard (storage/shards.ts): the directory's row
+ * for the account is in the same batch when `db` is the directory's, else written first.
+ */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
-  await d1.batch(accountCreation(account).map((statement) => prepare(d1, statement)));
+  const inDirectory = directoryOf(db) === db;
+  if (!inDirectory) await placeAccount(db, account.id);
+  const statements = [
+    ...(inDirectory ? [accountShardInsert(account.id, 0)] : []),
+    ...accountCreation(account),
+  ];
+  await d1.batch(statements.map((statement) => prepare(d1, statement)));
 }
 
 /** A dashboard sign-up: no credits and no confirmation until the owner follows the emailed link. */
@@ -22,12 +32,17 @@ export async function insertUnconfirmedAccount(
   db: Db,
   account: { id: string; email: string; passwordHash: string; now: number },
 ): Promise<void> {
-  await db.$client
-    .prepare(
-      'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
-    )
-    .bind(account.id, account.email, account.passwordHash, account.now)
-    .run();
+  // Sign-ups stay in shard 0 (the directory's database) until the sign-up's cross-account rules
+  // (one email, one sign-up grant a mailbox) are kept across shards (docs/architecture.md).
+  const d1 = db.$client;
+  await d1.batch([
+    prepare(d1, accountShardInsert(account.id, 0)),
+    d1
+      .prepare(
+        'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
+      )
+      .bind(account.id, account.email, account.passwordHash, account.now),
+  ]);
 }
 
 /**

@@ -1,7 +1,8 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
-import type { Db } from './db.ts';
-import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, type NewApiKey } from './inserts.ts';
-import { accounts, apiKeys } from './schema.ts';
+import { type Db, prepare } from './db.ts';
+import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, keyLookupInsert, type NewApiKey } from './inserts.ts';
+import { accountLookups, accountShards, accounts, apiKeys } from './schema.ts';
+import { addKeyLookup, directoryOf, type Shards } from './shards.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -31,11 +32,17 @@ export async function insertApiKeyWithin(
   const d1 = db.$client;
   const activeKeys = (account: string) =>
     `SELECT COUNT(*) FROM api_keys WHERE account_id = ${account} AND revoked_at IS NULL`;
+  // The directory finds the key's account before the key exists (storage/shards.ts); a lookup left
+  // by a refused insert names an account that has no such key, and that key is refused there.
+  const inDirectory = directoryOf(db) === db;
+  if (!inDirectory) await addKeyLookup(db, key.keyHash, key.accountId);
+  const lookup = inDirectory ? [prepare(d1, keyLookupInsert(key.keyHash, key.accountId))] : [];
   const [count, insert] = await d1.batch([
     d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
     d1
       .prepare(`${API_KEY_INSERT} SELECT ${API_KEY_VALUES} WHERE (${activeKeys('?2')}) < ?15 RETURNING id`)
       .bind(...apiKeyParams(key), maxActive),
+    ...lookup,
   ]);
   return {
     inserted: (insert?.results.length ?? 0) > 0,
@@ -43,14 +50,45 @@ export async function insertApiKeyWithin(
   };
 }
 
-/** A key's row, its account's balance at lookup time and whether the shared fleet may probe for it. */
-export type ApiKeyRecord = ApiKeyRow & { creditBalance: number; sharedFleetFallback: number };
+/**
+ * A key's row, its account's balance at lookup time, whether the shared fleet may probe for it,
+ * and the shard holding the account (storage/shards.ts).
+ */
+export type ApiKeyRecord = ApiKeyRow & { creditBalance: number; sharedFleetFallback: number; shard: number };
 
 /**
- * The key with this hash, its account's balance at lookup time and whether the shared fleet may
- * take the account's probes, in one query.
+ * The key with this hash wherever its account lives, its account's balance at lookup time and
+ * whether the shared fleet may take the account's probes: one query to the directory, which
+ * answers the whole record for an account of its own shard (0), and one more to the account's
+ * shard for any other.
  */
-export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRecord | undefined> {
+export async function findApiKeyByHash(shards: Shards, keyHash: string): Promise<ApiKeyRecord | undefined> {
+  const [found] = await shards.directory
+    .select({
+      shard: accountShards.shard,
+      key: apiKeys,
+      creditBalance: accounts.creditBalance,
+      sharedFleetFallback: accounts.sharedFleetFallback,
+    })
+    .from(accountLookups)
+    .leftJoin(accountShards, eq(accountShards.accountId, accountLookups.accountId))
+    .leftJoin(apiKeys, eq(apiKeys.keyHash, accountLookups.value))
+    .leftJoin(accounts, eq(accounts.id, apiKeys.accountId))
+    .where(and(eq(accountLookups.kind, 'key'), eq(accountLookups.value, keyHash)))
+    .limit(1);
+  if (!found) return undefined;
+  const shard = found.shard ?? 0;
+  const row = shard === 0 ? found : await keyInShard(shards.db(shard), keyHash);
+  if (!row?.key || row.creditBalance === null || row.sharedFleetFallback === null) return undefined;
+  return {
+    ...row.key,
+    creditBalance: row.creditBalance,
+    sharedFleetFallback: row.sharedFleetFallback,
+    shard,
+  };
+}
+
+async function keyInShard(db: Db, keyHash: string) {
   const [row] = await db
     .select({
       key: apiKeys,
@@ -61,9 +99,7 @@ export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyR
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
     .where(eq(apiKeys.keyHash, keyHash))
     .limit(1);
-  return row
-    ? { ...row.key, creditBalance: row.creditBalance, sharedFleetFallback: row.sharedFleetFallback }
-    : undefined;
+  return row;
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {

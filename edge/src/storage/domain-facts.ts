@@ -2,6 +2,7 @@
 // `changed_at` only when it replaces a different answer of the same fact, in the same
 // statement, so concurrent writers cannot lose a change.
 import type { Db } from './db.ts';
+import { directoryOf } from './shards.ts';
 
 export interface DomainFactsRow {
   domain: string;
@@ -34,19 +35,27 @@ const FACTS_COLUMNS = `domain, route, route_key AS routeKey, route_expires_at AS
   accepted_bounces AS acceptedBounces, accepted_bounce_accounts AS acceptedBounceAccounts,
   accepted_bounces_at AS acceptedBouncesAt, changed_at AS changedAt, updated_at AS updatedAt`;
 
+/**
+ * The database of the domain facts: every account shares them, so they live in the directory's
+ * database whichever shard's database the caller holds (storage/shards.ts).
+ */
+function factsD1(db: Db): D1Database {
+  return directoryOf(db).$client;
+}
+
 export async function readDomainFacts(db: Db, domain: string): Promise<DomainFactsRow | null> {
   return readDomainFactsStatement(db, domain).first<DomainFactsRow>();
 }
 
 /** The statement `readDomainFacts` runs, for a batch that needs the facts beside another read. */
 export function readDomainFactsStatement(db: Db, domain: string): D1PreparedStatement {
-  return db.$client.prepare(`SELECT ${FACTS_COLUMNS} FROM domain_facts WHERE domain = ?1`).bind(domain);
+  return factsD1(db).prepare(`SELECT ${FACTS_COLUMNS} FROM domain_facts WHERE domain = ?1`).bind(domain);
 }
 
 /** The rows of those of `domains` that have one, in one statement. */
 export async function readManyDomainFacts(db: Db, domains: readonly string[]): Promise<DomainFactsRow[]> {
   if (domains.length === 0) return [];
-  const { results } = await db.$client
+  const { results } = await factsD1(db)
     .prepare(`SELECT ${FACTS_COLUMNS} FROM domain_facts WHERE domain IN (SELECT value FROM json_each(?1))`)
     .bind(JSON.stringify(domains))
     .all<DomainFactsRow>();
@@ -65,7 +74,7 @@ export async function recordMailRoute(
     now: number;
   },
 ): Promise<number> {
-  const row = await db.$client
+  const row = await factsD1(db)
     .prepare(
       `INSERT INTO domain_facts (domain, route, route_key, route_expires_at, provider, changed_at, updated_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
@@ -85,7 +94,7 @@ export async function recordCatchAll(
   db: Db,
   fact: { domain: string; reply: string; catchAll: boolean; expiresAt: number; now: number },
 ): Promise<number> {
-  const row = await db.$client
+  const row = await factsD1(db)
     .prepare(
       `INSERT INTO domain_facts (domain, catch_all_reply, catch_all, catch_all_expires_at, changed_at, updated_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?5)
@@ -108,7 +117,7 @@ export async function recordTenant(
   db: Db,
   fact: { domain: string; tenant: string; expiresAt: number; now: number },
 ): Promise<number> {
-  const row = await db.$client
+  const row = await factsD1(db)
     .prepare(
       `INSERT INTO domain_facts (domain, tenant, tenant_expires_at, changed_at, updated_at)
        VALUES (?1, ?2, ?3, ?4, ?4)
@@ -131,7 +140,7 @@ export async function recordGreylistDelay(
   db: Db,
   fact: { domain: string; seconds: number; expiresAt: number; now: number },
 ): Promise<void> {
-  await db.$client
+  await factsD1(db)
     .prepare(
       `INSERT INTO domain_facts (domain, greylist_delay_s, greylist_delay_expires_at, changed_at, updated_at)
        VALUES (?1, ?2, ?3, ?4, ?4)
@@ -150,7 +159,7 @@ export async function recordSlowProbe(
   db: Db,
   fact: { domain: string; seconds: number; timedOut: boolean; expiresAt: number; now: number },
 ): Promise<void> {
-  await db.$client
+  await factsD1(db)
     .prepare(
       `INSERT INTO domain_facts (domain, slow_probe_s, slow_probe_timed_out, slow_probe_expires_at, changed_at, updated_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?5)
@@ -183,7 +192,7 @@ export async function recordAcceptedBounces(
   window: { start: number; minAccounts: number; minBounces: number; now: number },
 ): Promise<void> {
   if (seen.length === 0) return;
-  const d1 = db.$client;
+  const d1 = factsD1(db);
   const learntSql = (table: string) =>
     `(COALESCE(${table}.accepted_bounce_accounts, 0) >= ?4 AND COALESCE(${table}.accepted_bounces, 0) >= ?5)`;
   const rows = JSON.stringify(seen);
@@ -237,7 +246,7 @@ export async function readDomainPaces(
   now: number,
 ): Promise<DomainPaceRow[]> {
   if (domains.length === 0) return [];
-  const { results } = await db.$client
+  const { results } = await factsD1(db)
     .prepare(
       `SELECT domain,
          CASE WHEN greylist_delay_expires_at > ?2 THEN greylist_delay_s END AS greylistDelaySeconds,
@@ -257,7 +266,7 @@ export async function readDomainPaces(
  * first (the `domain_facts_greylist_delay` index): what greylisters hold addresses back for.
  */
 export async function recentGreylistDelays(db: Db, now: number, limit: number): Promise<number[]> {
-  const { results } = await db.$client
+  const { results } = await factsD1(db)
     .prepare(
       `SELECT greylist_delay_s AS seconds FROM domain_facts
        WHERE greylist_delay_s IS NOT NULL AND greylist_delay_expires_at > ?1

@@ -44,6 +44,25 @@ export function accountCreation(account: NewAccount): SqlStatement[] {
   ];
 }
 
+/**
+ * The directory's row that says which shard holds a new account (docs/architecture.md, "Sharding
+ * what still grows"), written to the directory's database before the account's own rows.
+ */
+export function accountShardInsert(accountId: string, shard: number): SqlStatement {
+  return {
+    sql: 'INSERT INTO account_shards (account_id, shard) VALUES (?1, ?2)',
+    params: [accountId, shard],
+  };
+}
+
+/** The directory's row that lets an API key's hash find its account, written before the key. */
+export function keyLookupInsert(keyHash: string, accountId: string): SqlStatement {
+  return {
+    sql: "INSERT INTO account_lookups (kind, value, account_id) VALUES ('key', ?1, ?2) ON CONFLICT DO NOTHING",
+    params: [keyHash, accountId],
+  };
+}
+
 export type NewApiKey = Pick<
   typeof apiKeys.$inferInsert,
   | 'id'
@@ -85,21 +104,31 @@ export function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
   ];
 }
 
-/** The statement that stores a key as it is (the operator's scripts run it through wrangler). */
-export function apiKeyInsert(key: NewApiKey): SqlStatement {
-  return { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) };
+/**
+ * The statements that store a key as it is, in the directory's database (an operator's account is
+ * in shard 0), its lookup first (the operator's scripts run them through wrangler).
+ */
+export function apiKeyInsert(key: NewApiKey): SqlStatement[] {
+  return [
+    keyLookupInsert(key.keyHash, key.accountId),
+    { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) },
+  ];
 }
 
 /**
- * The statement that stores a key whose secret the operator chose (its hash is given), or
- * makes it live again if the account already had it and revoked it.
+ * The statements that store a key whose secret the operator chose (its hash is given), or
+ * make it live again if the account already had it and revoked it; its lookup first, as
+ * `apiKeyInsert`.
  */
-export function apiKeyRegistration(key: NewApiKey): SqlStatement {
-  return {
-    sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
-          ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
-    params: apiKeyParams(key),
-  };
+export function apiKeyRegistration(key: NewApiKey): SqlStatement[] {
+  return [
+    keyLookupInsert(key.keyHash, key.accountId),
+    {
+      sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
+            ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
+      params: apiKeyParams(key),
+    },
+  ];
 }
 
 export type NewProberToken = Pick<

@@ -769,3 +769,29 @@ export const outcomeHookNonces = sqliteTable(
     index('outcome_hook_nonces_created').on(table.createdAt),
   ],
 );
+
+// ── The directory ──────────────────────────────────────────────────────────────────────
+// Which database holds each account, and what finds an account from outside it
+// (docs/architecture.md, "Sharding what still grows"). Kept in the directory's database (`DB`);
+// every database has the tables, the shards leave them empty.
+
+/** The shard whose database holds the account's rows (0: `DB` itself). An account never moves. */
+export const accountShards = sqliteTable('account_shards', {
+  accountId: text('account_id').primaryKey(),
+  shard: integer('shard').notNull(),
+});
+
+/**
+ * What names an account before its shard is known: `key`, the SHA-256 of an API key (the same
+ * `key_hash` its shard's `api_keys` row holds). A row is written before the row it finds and
+ * stays when that row goes (a revoked key still finds its account, to be refused there).
+ */
+export const accountLookups = sqliteTable(
+  'account_lookups',
+  {
+    kind: text('kind', { enum: ['key'] }).notNull(),
+    value: text('value').notNull(),
+    accountId: text('account_id').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.kind, table.value] })],
+);

@@ -9,6 +9,7 @@ import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts
 import { debit, refundUnansweredVerification, spendableCreditsSql } from './ledger.ts';
 import { type MailboxBounceRow, mailboxBouncesStatement } from './outcomes.ts';
 import { verifications } from './schema.ts';
+import { directoryOf } from './shards.ts';
 import {
   countStorage,
   insertWithinBudget,
@@ -247,7 +248,10 @@ export async function latestVerdict(db: Db, lookup: VerdictLookup): Promise<stri
   return row?.resultJson ?? null;
 }
 
-/** `latestVerdict` and the domain's facts, in one round trip to D1. */
+/**
+ * `latestVerdict` and the domain's facts, in one round trip to D1 when the account's database is
+ * the directory's (where the facts are), else in two at once (storage/shards.ts).
+ */
 export async function latestVerdictAndFacts(
   db: Db,
   lookup: VerdictLookup,
@@ -256,11 +260,21 @@ export async function latestVerdictAndFacts(
   withBounce = false,
 ): Promise<{ resultJson: string | null; facts: DomainFactsRow | null; bounce: MailboxBounceRow | null }> {
   const bounceLookup = { accountId: lookup.accountId, mode: lookup.mode, emails: [lookup.address] };
-  const [verdict, facts, bounce] = await db.$client.batch([
+  const account = [
     latestVerdictStatement(db, lookup),
-    readDomainFactsStatement(db, domain),
     ...(withBounce ? [mailboxBouncesStatement(db, bounceLookup)] : []),
-  ]);
+  ];
+  const factsRead = readDomainFactsStatement(db, domain);
+  const [verdict, bounce, facts] =
+    directoryOf(db) === db
+      ? await db.$client
+          .batch([...account, factsRead])
+          .then((read) => [read[0], withBounce ? read[1] : undefined, read.at(-1)])
+      : await Promise.all([db.$client.batch(account), factsRead.all()]).then(([read, factsResult]) => [
+          read[0],
+          read[1],
+          factsResult,
+        ]);
   return {
     resultJson: (verdict?.results[0] as { resultJson: string | null } | undefined)?.resultJson ?? null,
     facts: (facts?.results[0] as DomainFactsRow | undefined) ?? null,

@@ -4,8 +4,16 @@ import { meteredQueue } from '../../meter.ts';
 import { groupByDomain } from './plan.ts';
 import type { RetryState } from './retry.ts';
 
+/**
+ * Every message names the shard whose database holds its job (storage/shards.ts), stamped by the
+ * queue it was sent through (`verifyQueueOf`); absent: shard 0.
+ */
+interface ShardMessage {
+  shard?: number;
+}
+
 /** Addresses of one domain of one job to verify (one SMTP session's worth). */
-export interface WorkMessage {
+export interface WorkMessage extends ShardMessage {
   kind?: 'work';
   jobId: string;
   domain: string;
@@ -19,7 +27,7 @@ export interface WorkMessage {
 }
 
 /** Sent at upload, delayed to the job's deadline: whatever is not final then becomes so. */
-export interface DeadlineMessage {
+export interface DeadlineMessage extends ShardMessage {
   kind: 'deadline';
   jobId: string;
 }
@@ -28,7 +36,7 @@ export interface DeadlineMessage {
  * Starts a completed job's recheck round `round + 1` at `dueAt` (greylist follow-up). Sent
  * delayed; a delay longer than Queues allows arrives early and is sent on again.
  */
-export interface RecheckMessage {
+export interface RecheckMessage extends ShardMessage {
   kind: 'recheck';
   jobId: string;
   /** Rounds the job had started when this one was planned. */
@@ -75,8 +83,26 @@ export const MAX_QUEUE_DELAY_SECONDS = 43_200;
  * bindings as `Queue` of unknown messages, so the type is given here, once. With the meter on,
  * it counts what it sends.
  */
-export function verifyQueueOf(env: Env): Queue<BatchMessage> {
-  return meteredQueue(env.VERIFY_QUEUE as Queue<BatchMessage>);
+export function verifyQueueOf(env: Env, shard = 0): Queue<BatchMessage> {
+  const queue = meteredQueue(env.VERIFY_QUEUE as Queue<BatchMessage>);
+  return shard === 0 ? queue : shardStamped(queue, shard);
+}
+
+/** The queue with each message it sends stamped with the shard of the job it is about. */
+function shardStamped(queue: Queue<BatchMessage>, shard: number): Queue<BatchMessage> {
+  return {
+    send: (body, options) => queue.send({ ...body, shard }, options),
+    sendBatch: (messages, options) =>
+      queue.sendBatch(
+        [...messages].map((message) => ({ ...message, body: { ...message.body, shard } })),
+        options,
+      ),
+  } as Queue<BatchMessage>;
+}
+
+/** The shard of the job a message is about. */
+export function shardOfMessage(message: BatchMessage): number {
+  return message.shard ?? 0;
 }
 
 /** Queues limits: 100 messages and 256 KB per sendBatch, 128 KB per message. */

@@ -26,6 +26,8 @@ export interface BatchTask {
   evidence?: boolean;
   /** Where the job's lists live: the hub's isolate learns it with the ticket. */
   store?: JobStoreKind;
+  /** The shard whose database holds the job (storage/shards.ts); absent: shard 0. */
+  shard?: number;
 }
 
 export interface SettledTask {

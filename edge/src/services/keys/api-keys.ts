@@ -10,6 +10,7 @@ import {
 } from '../../storage/api-keys.ts';
 import type { Db } from '../../storage/db.ts';
 import type { NewApiKey } from '../../storage/inserts.ts';
+import type { Shards } from '../../storage/shards.ts';
 import { requireConfirmedEmail } from '../accounts/email-confirmation.ts';
 import { type SealedPlace, seal } from '../accounts/secret-box.ts';
 import { assertStoredWithin } from '../money/quotas.ts';
@@ -35,6 +36,8 @@ export interface Caller {
 
 export interface AuthenticatedKey {
   caller: Caller;
+  /** The shard whose database holds the caller's account (storage/shards.ts). */
+  shard: number;
   limits: KeyLimits;
   /** The request counted against the key's request rate, or null when it was not (see `admit`). */
   rate: LimitDecision | null;
@@ -125,7 +128,7 @@ type KeyLimiters = DurableObjectNamespace<KeyLimiter>;
  * from `request.clientAddress` (objects/key-limiter.ts, `admit`).
  */
 export async function authenticateApiKey(
-  deps: { db: Db; limiters: KeyLimiters },
+  deps: { shards: Shards; limiters: KeyLimiters },
   keyHash: string,
   now: number,
   inBackground: (task: Promise<unknown>) => void,
@@ -138,8 +141,12 @@ export async function authenticateApiKey(
   } = await keyRecordKeeper(deps.limiters, keyHash).admit(keyHash, now, request);
   if (!key || key.revokedAt !== null || !constantTimeEqual(key.keyHash, keyHash)) return null;
   // "Last used" is kept to the minute: a busy key costs no write per request.
-  if (touch) inBackground(touchApiKey(deps.db, key.id, now));
+  // A record kept by the key's object from before the directory has no shard: its account is in
+  // shard 0, as every account then was.
+  const shard = key.shard ?? 0;
+  if (touch) inBackground(touchApiKey(deps.shards.db(shard), key.id, now));
   return {
+    shard,
     caller: {
       accountId: key.accountId,
       apiKeyId: key.id,

@@ -13,6 +13,7 @@ import { env } from 'cloudflare:workers';
 import { meteredEnv } from '../../meter.ts';
 import { objectJobLists } from '../../objects/job-store.ts';
 import type { Db } from '../db.ts';
+import { shardNumberOf } from '../shards.ts';
 import { d1JobLists } from './d1.ts';
 import type { JobLists } from './types.ts';
 
@@ -70,6 +71,6 @@ export function jobLists(db: Db, jobId: string): JobLists {
 function listsIn(db: Db, jobId: string, store: JobStoreKind): JobLists {
   // The Worker's own binding, counted as each entry point's bindings are (meter.ts).
   return store === 'object'
-    ? objectJobLists(meteredEnv(env).JOB_STORE, jobId)
+    ? objectJobLists(meteredEnv(env).JOB_STORE, jobId, shardNumberOf(db))
     : d1JobLists(db.$client, jobId);
 }
