@@ -1,18 +1,23 @@
+// Prober tokens: the shared fleet's and customers' own (docs/operations.md, "Customer-run probers").
+// The hub finds them across accounts, so they live in the directory's database whatever database
+// the caller holds (storage/shards.ts); the account's own setting of the shared fleet's fallback
+// is read where its account lives.
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
 import { type NewProberToken, proberTokenInsert } from './inserts.ts';
 import { proberTokens } from './schema.ts';
+import { directoryOf } from './shards.ts';
 
 export type ProberTokenRow = typeof proberTokens.$inferSelect;
 
 export async function findLiveProberToken(db: Db, tokenHash: string): Promise<ProberTokenRow | undefined> {
-  return db.query.proberTokens.findFirst({
+  return directoryOf(db).query.proberTokens.findFirst({
     where: and(eq(proberTokens.tokenHash, tokenHash), isNull(proberTokens.revokedAt)),
   });
 }
 
 export async function insertProberToken(db: Db, token: NewProberToken): Promise<void> {
-  await prepare(db.$client, proberTokenInsert(token)).run();
+  await prepare(directoryOf(db).$client, proberTokenInsert(token)).run();
 }
 
 /**
@@ -25,7 +30,7 @@ export async function insertProberTokenWithin(
   token: NewProberToken & { accountId: string },
   maxActive: number,
 ): Promise<{ inserted: boolean; active: number }> {
-  const d1 = db.$client;
+  const d1 = directoryOf(db).$client;
   const [count, insert] = await d1.batch([
     d1
       .prepare('SELECT COUNT(*) AS active FROM prober_tokens WHERE account_id = ?1 AND revoked_at IS NULL')
@@ -40,7 +45,7 @@ export async function insertProberTokenWithin(
 
 /** The account's prober tokens, revoked ones too, the newest first. */
 export async function listAccountProberTokens(db: Db, accountId: string): Promise<ProberTokenRow[]> {
-  return db.query.proberTokens.findMany({
+  return directoryOf(db).query.proberTokens.findMany({
     where: eq(proberTokens.accountId, accountId),
     orderBy: [desc(proberTokens.createdAt)],
   });
@@ -48,7 +53,7 @@ export async function listAccountProberTokens(db: Db, accountId: string): Promis
 
 /** The regions the account's live tokens are for: where its own probers link. */
 export async function accountProberRegions(db: Db, accountId: string): Promise<string[]> {
-  const rows = await db
+  const rows = await directoryOf(db)
     .selectDistinct({ region: proberTokens.region })
     .from(proberTokens)
     .where(and(eq(proberTokens.accountId, accountId), isNull(proberTokens.revokedAt)));
@@ -62,7 +67,7 @@ export async function revokeAccountProberToken(
   tokenId: string,
   now: number,
 ): Promise<boolean> {
-  const revoked = await db
+  const revoked = await directoryOf(db)
     .update(proberTokens)
     .set({ revokedAt: now })
     .where(
@@ -77,12 +82,12 @@ export async function revokeAccountProberToken(
 }
 
 export async function touchProberToken(db: Db, tokenId: string, now: number): Promise<void> {
-  await db.update(proberTokens).set({ lastSeenAt: now }).where(eq(proberTokens.id, tokenId));
+  await directoryOf(db).update(proberTokens).set({ lastSeenAt: now }).where(eq(proberTokens.id, tokenId));
 }
 
 /** Which of `tokenIds` are still live (not revoked, not deleted). */
 export async function liveProberTokenIds(db: Db, tokenIds: readonly string[]): Promise<Set<string>> {
-  const { results } = await db.$client
+  const { results } = await directoryOf(db).$client
     .prepare(
       'SELECT id FROM prober_tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL',
     )
