@@ -5,7 +5,7 @@ import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-token
 import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';
 import { accountSettingsUpdate, liveKeyHashesSelect } from '../../edge/src/storage/account-settings.ts';
 import {
-  accountShardInsert,
+  accountDirectoryEntries,
   accountCreation as accountStatements,
   apiKeyInsert,
   apiKeyRegistration as apiKeyUpsert,
@@ -34,16 +34,14 @@ export function accountCreation(input: { id?: string; email?: string | null; cre
   const id = input.id ?? crypto.randomUUID();
   // An operator's account needs no email confirmation, nor a password: it signs in with keys.
   // It lives in shard 0, the directory's database (docs/architecture.md, "Sharding what still grows").
-  const statements = [
-    accountShardInsert(id, 0),
-    ...accountStatements({
-      id,
-      email: input.email ?? null,
-      passwordHash: null,
-      initialCredits: input.credits,
-      now: Date.now(),
-    }),
-  ];
+  const account = {
+    id,
+    email: input.email ?? null,
+    passwordHash: null,
+    initialCredits: input.credits,
+    now: Date.now(),
+  };
+  const statements = [...accountDirectoryEntries(account, 0), ...accountStatements(account)];
   return { id, sql: script(statements) };
 }
 

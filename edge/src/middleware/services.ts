@@ -19,7 +19,8 @@ export const requestServices = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /** The request's account lives in `shard`: its reads and writes go to that shard's database. */
-export function enterAccountShard(c: Context<AppEnv>, shard: number): void {
+export function enterAccountShard<E extends AppEnv>(context: Context<E>, shard: number): void {
+  const c = context as unknown as Context<AppEnv>;
   if (shardNumberOf(c.get('db')) !== shard) useDb(c, c.get('shards').db(shard));
 }
 

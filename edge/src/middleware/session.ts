@@ -13,6 +13,7 @@ import {
 } from '../services/accounts/sessions.ts';
 import { settleDesk } from '../services/money/account-desk.ts';
 import { readBalance } from '../storage/accounts.ts';
+import { enterAccountShard } from './services.ts';
 
 export interface DashboardEnv {
   Bindings: AppEnv['Bindings'];
@@ -36,8 +37,9 @@ export function clearSessionCookie(c: Context): void {
 /** Resumes the session of the cookie, if any; a dead cookie is cleared. */
 export const loadSession = createMiddleware<DashboardEnv>(async (c, next) => {
   const token = getCookie(c, SESSION_COOKIE);
-  let session = token ? await resumeSession(c.get('db'), token, Date.now()) : null;
+  let session = token ? await resumeSession(c.get('shards'), token, Date.now()) : null;
   if (session) {
+    enterAccountShard(c, session.shard);
     // The page shows the balance and history D1 holds once the account's desk wrote what it
     // answered; a form that may charge in D1 has the desk's unspent credits back first
     // (docs/money.md, "Where the balance lives").

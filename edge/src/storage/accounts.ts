@@ -7,60 +7,106 @@ import {
   type StoredAccountSettings,
 } from './account-settings.ts';
 import { type Db, prepare } from './db.ts';
-import { accountCreation, accountShardInsert, type NewAccount } from './inserts.ts';
-import { signupGrantOnConfirmation } from './ledger.ts';
+import { accountCreation, accountDirectoryEntries, accountShardInsert, type NewAccount } from './inserts.ts';
+import { claimSignupMailbox, signupGrantOnConfirmation } from './ledger.ts';
 import { accounts } from './schema.ts';
-import { directoryOf, placeAccount } from './shards.ts';
+import {
+  addLookup,
+  directoryOf,
+  findLookup,
+  knowShard,
+  placeAccount,
+  removeLookup,
+  type Shards,
+  shardNumberOf,
+} from './shards.ts';
 
 /**
- * Runs `accountCreation` in one batch, in `db`'s shard (storage/shards.ts): the directory's row
- * for the account is in the same batch when `db` is the directory's, else written first.
+ * Runs `accountCreation` in one batch, in `db`'s shard (storage/shards.ts), after its
+ * `accountDirectoryEntries` (in the same batch when `db` is the directory's). Throws when the
+ * email belongs to another account.
  */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
-  const inDirectory = directoryOf(db) === db;
-  if (!inDirectory) await placeAccount(db, account.id);
-  const statements = [
-    ...(inDirectory ? [accountShardInsert(account.id, 0)] : []),
-    ...accountCreation(account),
-  ];
-  await d1.batch(statements.map((statement) => prepare(d1, statement)));
-}
-
-/** A dashboard sign-up: no credits and no confirmation until the owner follows the emailed link. */
-export async function insertUnconfirmedAccount(
-  db: Db,
-  account: { id: string; email: string; passwordHash: string; now: number },
-): Promise<void> {
-  // Sign-ups stay in shard 0 (the directory's database) until the sign-up's cross-account rules
-  // (one email, one sign-up grant a mailbox) are kept across shards (docs/architecture.md).
-  const d1 = db.$client;
-  await d1.batch([
-    prepare(d1, accountShardInsert(account.id, 0)),
-    d1
-      .prepare(
-        'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
-      )
-      .bind(account.id, account.email, account.passwordHash, account.now),
-  ]);
+  const directory = directoryOf(db);
+  const entries = accountDirectoryEntries(account, shardNumberOf(db));
+  if (directory === db) {
+    const statements = [...entries, ...accountCreation(account)];
+    await d1.batch(statements.map((statement) => prepare(d1, statement)));
+    return;
+  }
+  const directoryD1 = directory.$client;
+  // The email's lookup comes first: when another account holds the email, nothing is written.
+  const [first, ...others] = entries;
+  if (account.email && first) {
+    if ((await prepare(directoryD1, first).run()).meta.changes !== 1)
+      throw new Error('the email belongs to another account');
+  }
+  const rest = account.email ? others : entries;
+  await directoryD1.batch(rest.map((statement) => prepare(directoryD1, statement)));
+  knowShard(account.id, shardNumberOf(db));
+  await d1.batch(accountCreation(account).map((statement) => prepare(d1, statement)));
 }
 
 /**
- * Confirms the account's email and grants its sign-up credits in one transaction, if the
- * account still has this email and is not confirmed yet, and no other account has had the
- * grant of the same mailbox (ledger.ts `signupGrantOnConfirmation`). Null when it was already
- * confirmed (or is gone): nothing moved.
+ * A dashboard sign-up in `db`'s shard: no credits and no confirmation until the owner follows the
+ * emailed link. The email is claimed in the directory first (docs/architecture.md, "Sharding what
+ * still grows"); false when another account holds it, and nothing is written.
+ */
+export async function insertUnconfirmedAccount(
+  db: Db,
+  account: { id: string; email: string; passwordHash: string; now: number },
+): Promise<boolean> {
+  const claim = {
+    kind: 'email' as const,
+    value: account.email,
+    accountId: account.id,
+    createdAt: account.now,
+  };
+  if (!(await addLookup(db, claim))) return false;
+  const d1 = db.$client;
+  const row = d1
+    .prepare(
+      'INSERT INTO accounts (id, email, password_hash, credit_balance, created_at) VALUES (?1, ?2, ?3, 0, ?4)',
+    )
+    .bind(account.id, account.email, account.passwordHash, account.now);
+  try {
+    if (directoryOf(db) === db) await d1.batch([prepare(d1, accountShardInsert(account.id, 0)), row]);
+    else {
+      await placeAccount(db, account.id);
+      await row.run();
+    }
+  } catch (error) {
+    // The email stays free for another try: the claim goes with the account that did not come.
+    await removeLookup(db, claim);
+    throw error;
+  }
+  return true;
+}
+
+/**
+ * Confirms the account's email and grants its sign-up credits, if the account still has this
+ * email and is not confirmed yet, and no other account has had the grant of the same mailbox
+ * (ledger.ts `signupGrantOnConfirmation`): one transaction when `db` is the directory's; for
+ * another shard the mailbox is claimed in the directory first, and the shard's transaction
+ * grants only if the claim is this account's (a retry after a failure in between finds it so).
+ * Null when it was already confirmed (or is gone): nothing moved.
  */
 export async function confirmAccountEmail(
   db: Db,
   confirmation: { accountId: string; email: string; mailbox: string; credits: number; now: number },
 ): Promise<{ creditBalance: number; granted: boolean } | null> {
   const d1 = db.$client;
+  let amount = confirmation.credits;
+  if (directoryOf(db) !== db && amount > 0) {
+    const holder = await claimMailboxInDirectory(directoryOf(db), confirmation);
+    if (holder !== confirmation.accountId) amount = 0;
+  }
   const grant = signupGrantOnConfirmation({
     accountId: confirmation.accountId,
     email: confirmation.email,
     mailbox: confirmation.mailbox,
-    amount: confirmation.credits,
+    amount,
     now: confirmation.now,
   });
   const [, , balance] = await d1.batch<{ credit_balance: number; granted: number }>([
@@ -72,12 +118,30 @@ export async function confirmAccountEmail(
   return row ? { creditBalance: row.credit_balance, granted: row.granted === 1 } : null;
 }
 
+/** Claims the mailbox's sign-up grant in the directory for the account unless another holds it; the holder. */
+async function claimMailboxInDirectory(
+  directory: Db,
+  claim: { accountId: string; email: string; mailbox: string; credits: number; now: number },
+): Promise<string | undefined> {
+  const d1 = directory.$client;
+  const statements = claimSignupMailbox({ ...claim, amount: claim.credits });
+  const [, holder] = await d1.batch<{ account_id: string }>([
+    ...statements.map((statement) => prepare(d1, statement)),
+    d1.prepare('SELECT account_id FROM signup_grant_mailboxes WHERE mailbox = ?1').bind(claim.mailbox),
+  ]);
+  return holder?.results[0]?.account_id;
+}
+
 export async function findAccount(db: Db, accountId: string) {
   return db.query.accounts.findFirst({ where: eq(accounts.id, accountId) });
 }
 
-export async function findAccountByEmail(db: Db, email: string) {
-  return db.query.accounts.findFirst({ where: eq(accounts.email, email) });
+/** The account whose stored email is `email`, in whichever shard it lives (its lookup first), and that shard. */
+export async function findAccountByEmail(shards: Shards, email: string) {
+  const found = await findLookup(shards, 'email', email);
+  const db = found && shards.db(found.shard);
+  const account = found && db ? await findAccount(db, found.accountId) : undefined;
+  return account?.email === email && db ? { account, db } : null;
 }
 
 export interface AccountUsage {

@@ -1,8 +1,8 @@
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import { type Db, prepare } from './db.ts';
-import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, keyLookupInsert, type NewApiKey } from './inserts.ts';
+import { API_KEY_INSERT, API_KEY_VALUES, apiKeyParams, lookupInsert, type NewApiKey } from './inserts.ts';
 import { accountLookups, accountShards, accounts, apiKeys } from './schema.ts';
-import { addKeyLookup, directoryOf, type Shards } from './shards.ts';
+import { addLookup, directoryOf, type Shards } from './shards.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -35,8 +35,8 @@ export async function insertApiKeyWithin(
   // The directory finds the key's account before the key exists (storage/shards.ts); a lookup left
   // by a refused insert names an account that has no such key, and that key is refused there.
   const inDirectory = directoryOf(db) === db;
-  if (!inDirectory) await addKeyLookup(db, key.keyHash, key.accountId);
-  const lookup = inDirectory ? [prepare(d1, keyLookupInsert(key.keyHash, key.accountId))] : [];
+  if (!inDirectory) await addLookup(db, { kind: 'key', value: key.keyHash, accountId: key.accountId });
+  const lookup = inDirectory ? [prepare(d1, lookupInsert('key', key.keyHash, key.accountId))] : [];
   const [count, insert] = await d1.batch([
     d1.prepare(`SELECT (${activeKeys('?1')}) AS active`).bind(key.accountId),
     d1

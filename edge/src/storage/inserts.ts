@@ -3,7 +3,7 @@
 // (scripts/stack/operator.ts), which inline them for wrangler. Like ledger.ts, this file uses no
 // Workers types, so Node scripts can import it.
 import { claimSignupMailbox, credit, type SqlStatement } from './ledger.ts';
-import type { apiKeys, operatorTokens, proberTokens } from './schema.ts';
+import type { accountLookups, apiKeys, operatorTokens, proberTokens } from './schema.ts';
 
 export interface NewAccount {
   id: string;
@@ -15,9 +15,9 @@ export interface NewAccount {
 
 /**
  * The statements that create a confirmed account (no confirmation to wait for: made by an
- * operator or a test) with an empty balance and grant its opening credits, to run as one
- * transaction; with an email and credits, it claims the email's mailbox as ledger.ts
- * `claimSignupMailbox` says. The operator's scripts run the same statements through wrangler.
+ * operator or a test) with an empty balance and grant its opening credits, in the account's
+ * shard, as one transaction, after its `accountDirectoryEntries` (in the same batch when the
+ * shard is the directory's). The operator's scripts run the same statements through wrangler.
  */
 export function accountCreation(account: NewAccount): SqlStatement[] {
   const grant = credit({
@@ -33,14 +33,28 @@ export function accountCreation(account: NewAccount): SqlStatement[] {
             VALUES (?1, ?2, ?3, 0, ?4, ?4)`,
       params: [account.id, account.email, account.passwordHash, account.now],
     },
+    grant.entry,
+    grant.balance,
+  ];
+}
+
+/**
+ * The directory's rows of a new confirmed account in `shard` (docs/architecture.md, "Sharding
+ * what still grows"), written before its own: its email's lookup (first), its shard and, with an
+ * email and credits, its mailbox's claim as ledger.ts `claimSignupMailbox` says. The email's lookup
+ * does nothing when another account holds the email (the caller tells by the changes, or the
+ * shard's unique index refuses the account when it shares the batch).
+ */
+export function accountDirectoryEntries(account: NewAccount, shard: number): SqlStatement[] {
+  return [
+    ...(account.email ? [lookupInsert('email', account.email, account.id, account.now)] : []),
+    accountShardInsert(account.id, shard),
     ...claimSignupMailbox({
       accountId: account.id,
       email: account.email,
       amount: account.initialCredits,
       now: account.now,
     }),
-    grant.entry,
-    grant.balance,
   ];
 }
 
@@ -55,11 +69,22 @@ export function accountShardInsert(accountId: string, shard: number): SqlStateme
   };
 }
 
-/** The directory's row that lets an API key's hash find its account, written before the key. */
-export function keyLookupInsert(keyHash: string, accountId: string): SqlStatement {
+/** What finds an account in the directory (schema.ts `accountLookups`). */
+export type LookupKind = (typeof accountLookups.$inferInsert)['kind'];
+
+/**
+ * The directory's row that lets `value` of `kind` find its account, written before the row it
+ * finds; nothing when `value` already finds an account (its changes say whether it was written).
+ */
+export function lookupInsert(
+  kind: LookupKind,
+  value: string,
+  accountId: string,
+  createdAt: number | null = null,
+): SqlStatement {
   return {
-    sql: "INSERT INTO account_lookups (kind, value, account_id) VALUES ('key', ?1, ?2) ON CONFLICT DO NOTHING",
-    params: [keyHash, accountId],
+    sql: 'INSERT INTO account_lookups (kind, value, account_id, created_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING',
+    params: [kind, value, accountId, createdAt],
   };
 }
 
@@ -110,7 +135,7 @@ export function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
  */
 export function apiKeyInsert(key: NewApiKey): SqlStatement[] {
   return [
-    keyLookupInsert(key.keyHash, key.accountId),
+    lookupInsert('key', key.keyHash, key.accountId),
     { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) },
   ];
 }
@@ -122,7 +147,7 @@ export function apiKeyInsert(key: NewApiKey): SqlStatement[] {
  */
 export function apiKeyRegistration(key: NewApiKey): SqlStatement[] {
   return [
-    keyLookupInsert(key.keyHash, key.accountId),
+    lookupInsert('key', key.keyHash, key.accountId),
     {
       sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
             ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,

@@ -10,6 +10,8 @@ import { dataModeSql } from './api-keys.ts';
 import type { Db } from './db.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.ts';
 import { type JobStoreKind, jobLists, knowStore } from './job-lists/index.ts';
+import { SESSION_ABSOLUTE_MS } from './sessions.ts';
+import { directoryOf } from './shards.ts';
 
 const JOBS_PER_CHUNK = 20;
 /** How long an outcome webhook's signature nonce is kept: a day, twice the oldest signature taken. */
@@ -32,6 +34,8 @@ export interface RetentionReport {
   deliveries: number;
   operatorAlerts: number;
   sessions: number;
+  /** The directory's lookups of sessions older than any session lives (SESSION_ABSOLUTE_MS). */
+  sessionLookups: number;
   idempotencyKeys: number;
   domainFacts: number;
   acceptedBounces: number;
@@ -68,6 +72,7 @@ export async function deleteExpired(
     deliveries: 0,
     operatorAlerts: 0,
     sessions: 0,
+    sessionLookups: 0,
     idempotencyKeys: 0,
     domainFacts: 0,
     acceptedBounces: 0,
@@ -96,6 +101,14 @@ export async function deleteExpired(
   report.operatorAlerts = await deleteInChunks(d1, 'operator_alerts', 'created_at < ?1', cutoffs.retention);
   // Dashboard sessions go when they expire, not after the retention period.
   report.sessions = await deleteInChunks(d1, 'sessions', 'expires_at < ?1', now);
+  if (directoryOf(db) === db) {
+    report.sessionLookups = await deleteInChunks(
+      d1,
+      'account_lookups',
+      "kind = 'session' AND created_at < ?1",
+      now - SESSION_ABSOLUTE_MS,
+    );
+  }
   // Domain facts nobody touched for a verdict's lifetime: every fact in them expired long ago
   // (an hour at most), and a cached verdict whose facts are gone is simply verified again.
   // What outcomes taught of a domain lasts its window (docs/verdicts.md, "Learning from outcomes").
@@ -225,6 +238,7 @@ async function deleteInChunks(
     | 'webhook_deliveries'
     | 'operator_alerts'
     | 'sessions'
+    | 'account_lookups'
     | 'domain_facts'
     | 'domain_accepted_bounces'
     | 'idempotency_keys'

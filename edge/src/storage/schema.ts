@@ -62,9 +62,9 @@ export const deskBatches = sqliteTable('desk_batches', {
  */
 export const signupGrantMailboxes = sqliteTable('signup_grant_mailboxes', {
   mailbox: text('mailbox').primaryKey(),
-  accountId: text('account_id')
-    .notNull()
-    .references(() => accounts.id),
+  // No reference to `accounts`: the claims are decided in the directory for the accounts of every
+  // shard (docs/architecture.md, "Sharding what still grows").
+  accountId: text('account_id').notNull(),
   grantedAt: integer('granted_at').notNull(),
 });
 
@@ -783,15 +783,20 @@ export const accountShards = sqliteTable('account_shards', {
 
 /**
  * What names an account before its shard is known: `key`, the SHA-256 of an API key (the same
- * `key_hash` its shard's `api_keys` row holds). A row is written before the row it finds and
- * stays when that row goes (a revoked key still finds its account, to be refused there).
+ * `key_hash` its shard's `api_keys` row holds); `email`, an account's stored (normalised) email,
+ * claimed by its sign-up; `session`, a dashboard session's token hash; `endpoint`, an outcome
+ * endpoint's id; `payment_intent`, a Stripe PaymentIntent's id that paid a purchase. A row is
+ * written before the row it finds and stays when that row goes (a revoked key still finds its
+ * account, to be refused there); a session's goes with the cron's retention once every session
+ * of its `created_at` has ended.
  */
 export const accountLookups = sqliteTable(
   'account_lookups',
   {
-    kind: text('kind', { enum: ['key'] }).notNull(),
+    kind: text('kind', { enum: ['key', 'email', 'session', 'endpoint', 'payment_intent'] }).notNull(),
     value: text('value').notNull(),
     accountId: text('account_id').notNull(),
+    createdAt: integer('created_at'),
   },
   (table) => [primaryKey({ columns: [table.kind, table.value] })],
 );

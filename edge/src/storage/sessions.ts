@@ -1,4 +1,9 @@
-import type { Db } from './db.ts';
+import { type Db, prepare } from './db.ts';
+import { lookupInsert } from './inserts.ts';
+import { directoryOf, type Shards } from './shards.ts';
+
+/** The longest a session lives, however busy (30 days): retention drops the lookups of older ones. */
+export const SESSION_ABSOLUTE_MS = 30 * 86_400_000;
 
 export interface SessionRow {
   tokenHash: string;
@@ -8,13 +13,28 @@ export interface SessionRow {
   lastSeenAt: number;
 }
 
+/**
+ * Stores a session in its account's shard, `db`, after the directory's lookup that finds it by its
+ * token hash (one batch when `db` is the directory's).
+ */
 export async function insertSession(db: Db, session: SessionRow): Promise<void> {
-  await db.$client
+  const d1 = db.$client;
+  const directory = directoryOf(db).$client;
+  const lookup = prepare(
+    directory,
+    lookupInsert('session', session.tokenHash, session.accountId, session.createdAt),
+  );
+  const row = d1
     .prepare(
       'INSERT INTO sessions (token_hash, account_id, created_at, expires_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?5)',
     )
-    .bind(session.tokenHash, session.accountId, session.createdAt, session.expiresAt, session.lastSeenAt)
-    .run();
+    .bind(session.tokenHash, session.accountId, session.createdAt, session.expiresAt, session.lastSeenAt);
+  if (directory === d1) {
+    await d1.batch([lookup, row]);
+    return;
+  }
+  await lookup.run();
+  await row.run();
 }
 
 /** The account facts every dashboard page needs, read with the session. */
@@ -25,25 +45,52 @@ export interface SessionAccount {
   sharedFleetFallback: number;
 }
 
-/** The live session with this hash and its account's balance and confirmation, in one query. */
+const SESSION_COLUMNS = `s.token_hash AS tokenHash, s.account_id AS accountId, s.created_at AS createdAt,
+  s.expires_at AS expiresAt, s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance, a.email AS email,
+  a.email_confirmed_at AS emailConfirmedAt, a.shared_fleet_fallback AS sharedFleetFallback`;
+
+/**
+ * The live session with this hash, its account's balance and confirmation, and the shard that
+ * holds them: one query to the directory (its lookup, joined to the session and the account there
+ * for an account of shard 0), one more to the account's shard for any other.
+ */
 export async function findLiveSession(
-  db: Db,
+  shards: Shards,
   tokenHash: string,
   now: number,
-): Promise<(SessionRow & SessionAccount) | null> {
-  return db.$client
+): Promise<(SessionRow & SessionAccount & { shard: number }) | null> {
+  const found = await shards.directory.$client
     .prepare(
-      `SELECT s.token_hash AS tokenHash, s.account_id AS accountId, s.created_at AS createdAt, s.expires_at AS expiresAt,
-         s.last_seen_at AS lastSeenAt, a.credit_balance AS creditBalance, a.email AS email,
-         a.email_confirmed_at AS emailConfirmedAt, a.shared_fleet_fallback AS sharedFleetFallback
-       FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?1 AND s.expires_at > ?2`,
+      `SELECT COALESCE(sh.shard, 0) AS shard, ${SESSION_COLUMNS}
+       FROM account_lookups l LEFT JOIN account_shards sh ON sh.account_id = l.account_id
+         LEFT JOIN sessions s ON s.token_hash = l.value AND s.expires_at > ?2
+         LEFT JOIN accounts a ON a.id = s.account_id
+       WHERE l.kind = 'session' AND l.value = ?1`,
     )
     .bind(tokenHash, now)
-    .first<SessionRow & SessionAccount>();
+    .first<SessionRow & SessionAccount & { shard: number }>();
+  if (!found || found.shard >= shards.count) return null;
+  const row =
+    found.shard === 0
+      ? found
+      : await shards
+          .db(found.shard)
+          .$client.prepare(
+            `SELECT ${SESSION_COLUMNS} FROM sessions s JOIN accounts a ON a.id = s.account_id
+             WHERE s.token_hash = ?1 AND s.expires_at > ?2`,
+          )
+          .bind(tokenHash, now)
+          .first<SessionRow & SessionAccount>();
+  return row?.tokenHash && row.creditBalance !== null ? { ...row, shard: found.shard } : null;
 }
 
+/** Ends a session: its row in its account's shard, `db`, and its lookup in the directory. */
 export async function deleteSession(db: Db, tokenHash: string): Promise<void> {
   await db.$client.prepare('DELETE FROM sessions WHERE token_hash = ?1').bind(tokenHash).run();
+  await directoryOf(db)
+    .$client.prepare("DELETE FROM account_lookups WHERE kind = 'session' AND value = ?1")
+    .bind(tokenHash)
+    .run();
 }
 
 /** Ends every session of an account except, optionally, one (after a password change). */

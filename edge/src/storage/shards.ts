@@ -6,10 +6,10 @@
 // Every database gets every migration, so the storage modules run unchanged on any shard: a
 // caller picks the account's database, and a module that writes to the directory as well asks
 // `directoryOf` for it.
-import { eq } from 'drizzle-orm';
+import { and, count, eq } from 'drizzle-orm';
 import { createDb, createRequestDb, type Db, prepare } from './db.ts';
-import { accountShardInsert, keyLookupInsert } from './inserts.ts';
-import { accountShards } from './schema.ts';
+import { accountShardInsert, type LookupKind, lookupInsert } from './inserts.ts';
+import { accountLookups, accountShards } from './schema.ts';
 
 /** The databases of one deployment: the directory, and a database per shard. */
 export interface Shards {
@@ -76,7 +76,7 @@ export function shardNumberOf(db: Db): number {
 const knownShards = new Map<string, number>();
 const KNOWN_SHARDS_LIMIT = 10_000;
 
-function knowShard(accountId: string, shard: number): void {
+export function knowShard(accountId: string, shard: number): void {
   knownShards.set(accountId, shard);
   if (knownShards.size > KNOWN_SHARDS_LIMIT) knownShards.delete(knownShards.keys().next().value as string);
 }
@@ -116,8 +116,63 @@ export async function placeAccount(db: Db, accountId: string): Promise<void> {
   knowShard(accountId, shard);
 }
 
-/** Lets an API key's hash find its account in the directory, before the key is written to `db`. */
-export async function addKeyLookup(db: Db, keyHash: string, accountId: string): Promise<void> {
+/**
+ * Lets `value` of `kind` find its account in the directory, before the row it finds is written to
+ * `db`; whether it was written (false: `value` already finds an account, maybe another).
+ */
+export async function addLookup(
+  db: Db,
+  lookup: { kind: LookupKind; value: string; accountId: string; createdAt?: number },
+): Promise<boolean> {
   const directory = directoryOf(db);
-  await prepare(directory.$client, keyLookupInsert(keyHash, accountId)).run();
+  const statement = lookupInsert(lookup.kind, lookup.value, lookup.accountId, lookup.createdAt ?? null);
+  const result = await prepare(directory.$client, statement).run();
+  return result.meta.changes === 1;
+}
+
+/** Removes the lookup of `value` of `kind`, if it still finds `accountId`. */
+export async function removeLookup(
+  db: Db,
+  lookup: { kind: LookupKind; value: string; accountId: string },
+): Promise<void> {
+  await directoryOf(db)
+    .$client.prepare('DELETE FROM account_lookups WHERE kind = ?1 AND value = ?2 AND account_id = ?3')
+    .bind(lookup.kind, lookup.value, lookup.accountId)
+    .run();
+}
+
+/** The account `value` of `kind` names and its shard (read with it), or null. */
+export async function findLookup(
+  shards: Shards,
+  kind: LookupKind,
+  value: string,
+): Promise<{ accountId: string; shard: number } | null> {
+  const [row] = await shards.directory
+    .select({ accountId: accountLookups.accountId, shard: accountShards.shard })
+    .from(accountLookups)
+    .leftJoin(accountShards, eq(accountShards.accountId, accountLookups.accountId))
+    .where(and(eq(accountLookups.kind, kind), eq(accountLookups.value, value)))
+    .limit(1);
+  if (!row) return null;
+  const shard = row.shard ?? 0;
+  if (shard >= shards.count)
+    throw new Error(`account ${row.accountId} is in shard ${shard}, which is not bound`);
+  knowShard(row.accountId, shard);
+  return { accountId: row.accountId, shard };
+}
+
+/**
+ * The shard a new account goes to: the one with the fewest accounts in the directory (one
+ * grouped read), the lowest number on a tie.
+ */
+export async function shardForNewAccount(shards: Shards): Promise<number> {
+  const rows = await shards.directory
+    .select({ shard: accountShards.shard, accounts: count() })
+    .from(accountShards)
+    .groupBy(accountShards.shard);
+  const counts = new Map(rows.map((row) => [row.shard, row.accounts]));
+  let chosen = 0;
+  for (let shard = 1; shard < shards.count; shard++)
+    if ((counts.get(shard) ?? 0) < (counts.get(chosen) ?? 0)) chosen = shard;
+  return chosen;
 }

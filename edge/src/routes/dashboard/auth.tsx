@@ -10,6 +10,7 @@ import { deleteCookie } from 'hono/cookie';
 import { errorFields, log } from '../../logger.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { dashboardCsp } from '../../middleware/security-headers.ts';
+import { enterAccountShard } from '../../middleware/services.ts';
 import { clearSessionCookie, type DashboardEnv, setSessionCookie } from '../../middleware/session.ts';
 import {
   admitAccountMail,
@@ -24,6 +25,7 @@ import {
   signIn,
   signUp,
   signUpProblem,
+  signUpShard,
 } from '../../services/accounts/sign-in.ts';
 import { admitSignInAttempt, type SignInAction } from '../../services/accounts/sign-in-limits.ts';
 import {
@@ -200,12 +202,16 @@ export function tooManyAttempts(seconds: number): string {
   return `Too many attempts. Wait ${seconds} second${seconds === 1 ? '' : 's'} and try again.`;
 }
 
-async function beginSession(c: Context<DashboardEnv>, accountId: string): Promise<void> {
-  const db = c.get('db');
+/** Signs the account in: a new session in its shard, where the rest of the request reads and writes. */
+async function beginSession(
+  c: Context<DashboardEnv>,
+  account: { accountId: string; shard: number },
+): Promise<void> {
   // A sign-in always gets a fresh token; whatever session the browser had ends here.
   const previous = c.get('session');
-  if (previous) await endSession(db, previous);
-  setSessionCookie(c, await startSession(db, accountId, Date.now()));
+  if (previous) await endSession(c.get('db'), previous);
+  enterAccountShard(c, account.shard);
+  setSessionCookie(c, await startSession(c.get('db'), account.accountId, Date.now()));
   deleteCookie(c, PRE_SESSION_CSRF_COOKIE, { path: '/', secure: true });
 }
 
@@ -239,9 +245,9 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     );
     const wait = await admit(c, 'login', email);
     if (wait !== null) return renderPage(c, page(tooManyAttempts(wait)), 429);
-    const accountId = email && password ? await signIn(c.get('db'), { email, password }) : null;
-    if (!accountId) return renderPage(c, page(INVALID_CREDENTIALS), 401);
-    await beginSession(c, accountId);
+    const account = email && password ? await signIn(c.get('shards'), { email, password }) : null;
+    if (!account) return renderPage(c, page(INVALID_CREDENTIALS), 401);
+    await beginSession(c, account);
     return c.redirect(next, 303);
   });
 
@@ -279,14 +285,15 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
       c.header('Retry-After', String(mail.retryAfterSeconds));
       return renderPage(c, page(confirmationMailLimited(mail.retryAfterSeconds)), 429);
     }
-    const db = c.get('db');
-    const created = await signUp(db, { email, password, now: Date.now() });
+    const shards = c.get('shards');
+    const shard = await signUpShard(shards);
+    const created = await signUp(shards.db(shard), { email, password, now: Date.now() });
     if (!created) {
       // The address has an account: its owner retyping the sign-up form is signed in; anyone
       // else is told to sign in or reset the password.
-      const accountId = await signIn(db, { email, password });
-      if (!accountId) return c.redirect('/login?account-exists=1', 303);
-      await beginSession(c, accountId);
+      const account = await signIn(shards, { email, password });
+      if (!account) return c.redirect('/login?account-exists=1', 303);
+      await beginSession(c, account);
       return c.redirect('/', 303);
     }
     const { accountId, email: to } = created;
@@ -300,7 +307,7 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
       ),
     );
     // Signed in at once; the free credits wait for the confirmation link.
-    await beginSession(c, accountId);
+    await beginSession(c, { accountId, shard });
     return c.redirect('/?welcome=1', 303);
   });
 

@@ -22,7 +22,7 @@ export function registerConfirmEmailPages(dashboard: Hono<DashboardEnv>): void {
   dashboard.get(CONFIRMATION_PATH, securityHeaders, loadSession, async (c) => {
     const config = c.get('config');
     const outcome = await confirmEmail(
-      { db: c.get('db'), secretsKey: config.SECRETS_KEY },
+      { shards: c.get('shards'), secretsKey: config.SECRETS_KEY },
       c.req.query('token') ?? '',
       Date.now(),
     );

@@ -79,7 +79,7 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
   dashboard.post('/forgot-password', ...signedOutPage, async (c) => {
     const email = (await formText(c, 'email')).trim();
     const outcome = await requestPasswordReset(
-      c.get('services').accountMail,
+      { ...c.get('services').accountMail, shards: c.get('shards') },
       { email, clientIp: clientIp(c), origin: new URL(c.req.url).origin, now: Date.now() },
       (work) => c.executionCtx.waitUntil(work),
     );
@@ -101,7 +101,11 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
   dashboard.get('/reset-password', ...signedOutPage, async (c) => {
     const token = c.req.query('token') ?? '';
     const config = c.get('config');
-    const link = await checkResetLink({ db: c.get('db'), secretsKey: config.SECRETS_KEY }, token, Date.now());
+    const link = await checkResetLink(
+      { shards: c.get('shards'), secretsKey: config.SECRETS_KEY },
+      token,
+      Date.now(),
+    );
     if (link.kind !== 'valid') {
       return renderPage(
         c,
@@ -115,7 +119,7 @@ export function registerPasswordResetPages(dashboard: Hono<DashboardEnv>): void 
   dashboard.post('/reset-password', ...signedOutPage, async (c) => {
     const token = await formText(c, 'token');
     const outcome = await resetPassword(
-      { db: c.get('db'), secretsKey: c.get('config').SECRETS_KEY },
+      { shards: c.get('shards'), secretsKey: c.get('config').SECRETS_KEY },
       { token, newPassword: await formText(c, 'password'), now: Date.now() },
     );
     if (outcome.kind === 'reset') return c.redirect('/login?password-reset=1', 303);

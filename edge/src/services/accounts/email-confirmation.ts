@@ -13,6 +13,7 @@ import type { Config } from '../../config.ts';
 import type { KeyLimiter } from '../../objects/key-limiter.ts';
 import { confirmAccountEmail, findAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
+import { accountDb, type Shards } from '../../storage/shards.ts';
 import { type AccountMailSender, confirmationSenderFor } from './confirmation-sender.ts';
 import { SIGNUP_CREDITS } from './sign-in.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
@@ -96,19 +97,21 @@ export async function sendConfirmation(
  * email, then its expiry, then confirms and grants the free credits once.
  */
 export async function confirmEmail(
-  deps: { db: Db; secretsKey: string | undefined },
+  deps: { shards: Shards; secretsKey: string | undefined },
   token: string,
   now: number,
 ): Promise<ConfirmationOutcome> {
   const link = parseLinkToken(token);
   if (!link) return { kind: 'invalid' };
   const { accountId } = link;
-  const account = await findAccount(deps.db, accountId);
+  // The link names its account: its shard holds it (a bad id is in none, and matches no MAC).
+  const db = await accountDb(deps.shards, accountId);
+  const account = await findAccount(db, accountId);
   const valid = await linkMatches(deps.secretsKey, 'email confirmation', link, account?.email ?? '');
   if (!valid || !account?.email) return { kind: 'invalid' };
   if (account.emailConfirmedAt !== null) return { kind: 'already-confirmed' };
   if (link.expiresAt <= now) return { kind: 'expired' };
-  const confirmed = await confirmAccountEmail(deps.db, {
+  const confirmed = await confirmAccountEmail(db, {
     accountId,
     email: account.email,
     mailbox: normaliseMailbox(account.email),

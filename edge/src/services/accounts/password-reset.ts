@@ -19,6 +19,7 @@ import { errorFields, log } from '../../logger.ts';
 import { findAccount, findAccountByEmail } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { deleteAccountSessions, replacePasswordHash } from '../../storage/sessions.ts';
+import { accountDb, type Shards } from '../../storage/shards.ts';
 import type { AccountMailDeps } from './email-confirmation.ts';
 import { hashPassword } from './passwords.ts';
 import { normaliseAccountEmail, passwordProblem } from './sign-in.ts';
@@ -39,7 +40,7 @@ export type ResetRequestOutcome = { kind: 'sent' } | { kind: 'limited'; retryAft
  * an account, and whether or not its email could be sent.
  */
 export async function requestPasswordReset(
-  deps: AccountMailDeps,
+  deps: AccountMailDeps & { shards: Shards },
   input: { email: string; clientIp: string; origin: string; now: number },
   inBackground: (work: Promise<unknown>) => void,
 ): Promise<ResetRequestOutcome> {
@@ -60,10 +61,10 @@ export async function requestPasswordReset(
 
 /** Sends a reset link to the account of `email`, if there is one and its mailbox may get one now. */
 async function sendResetLink(
-  deps: AccountMailDeps,
+  deps: AccountMailDeps & { shards: Shards },
   input: { email: string; origin: string; now: number },
 ): Promise<void> {
-  const account = await findAccountByEmail(deps.db, input.email);
+  const account = (await findAccountByEmail(deps.shards, input.email))?.account;
   if (!account?.email || !account.passwordHash || !(await admitResetMail(deps.limiters, account.email)))
     return;
   const expiresAt = input.now + PASSWORD_RESET_TTL_MS;
@@ -87,23 +88,25 @@ async function admitResetMail(limiters: AccountMailDeps['limiters'], email: stri
 }
 
 export type ResetLink =
-  | { kind: 'valid'; accountId: string; passwordHash: string }
+  | { kind: 'valid'; accountId: string; passwordHash: string; db: Db }
   | { kind: 'invalid' | 'expired' };
 
 /** Whether a reset link may still be used: its MAC (in constant time), then its expiry. */
 export async function checkResetLink(
-  deps: { db: Db; secretsKey: string | undefined },
+  deps: { shards: Shards; secretsKey: string | undefined },
   token: string,
   now: number,
 ): Promise<ResetLink> {
   const link = parseLinkToken(token);
   if (!link) return { kind: 'invalid' };
-  const account = await findAccount(deps.db, link.accountId);
+  // The link names its account: its shard holds it (a bad id is in none, and matches no MAC).
+  const db = await accountDb(deps.shards, link.accountId);
+  const account = await findAccount(db, link.accountId);
   const boundTo = account?.passwordHash ?? '';
   if (!(await linkMatches(deps.secretsKey, 'password reset', link, boundTo)) || !account?.passwordHash)
     return { kind: 'invalid' };
   if (link.expiresAt <= now) return { kind: 'expired' };
-  return { kind: 'valid', accountId: account.id, passwordHash: account.passwordHash };
+  return { kind: 'valid', accountId: account.id, passwordHash: account.passwordHash, db };
 }
 
 export type ResetOutcome =
@@ -116,14 +119,14 @@ export type ResetOutcome =
  * keys page list the API keys made before it for review (docs/operations.md, "Account emails: sign-up confirmation and password reset").
  */
 export async function resetPassword(
-  deps: { db: Db; secretsKey: string | undefined },
+  deps: { shards: Shards; secretsKey: string | undefined },
   input: { token: string; newPassword: string; now: number },
 ): Promise<ResetOutcome> {
   const link = await checkResetLink(deps, input.token, input.now);
   if (link.kind !== 'valid') return link;
   const problem = passwordProblem(input.newPassword);
   if (problem) return { kind: 'problem', message: problem };
-  const replaced = await replacePasswordHash(deps.db, {
+  const replaced = await replacePasswordHash(link.db, {
     accountId: link.accountId,
     current: link.passwordHash,
     next: await hashPassword(input.newPassword),
@@ -132,6 +135,6 @@ export async function resetPassword(
   });
   // Another use of the same link came first: this one is spent.
   if (!replaced) return { kind: 'invalid' };
-  await deleteAccountSessions(deps.db, link.accountId, null);
+  await deleteAccountSessions(link.db, link.accountId, null);
   return { kind: 'reset' };
 }

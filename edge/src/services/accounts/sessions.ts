@@ -3,7 +3,14 @@
 // The CSRF token of a session is an HMAC of its token, so forms need no stored state.
 import { hashSecret, issueSecret } from '@rcpt/shared/secret-tokens';
 import type { Db } from '../../storage/db.ts';
-import { deleteSession, findLiveSession, insertSession, touchSession } from '../../storage/sessions.ts';
+import {
+  deleteSession,
+  findLiveSession,
+  insertSession,
+  SESSION_ABSOLUTE_MS,
+  touchSession,
+} from '../../storage/sessions.ts';
+import type { Shards } from '../../storage/shards.ts';
 
 /**
  * `__Host-`: browsers accept it only Secure, with Path=/ and no Domain (RFC 6265bis §4.1.3.2),
@@ -11,7 +18,6 @@ import { deleteSession, findLiveSession, insertSession, touchSession } from '../
  */
 export const SESSION_COOKIE = '__Host-rcpt_session';
 const IDLE_MS = 7 * 86_400_000;
-const ABSOLUTE_MS = 30 * 86_400_000;
 /** Seen-at is written at most this often, so a busy session costs no write per page. */
 const TOUCH_EVERY_MS = 5 * 60_000;
 
@@ -29,6 +35,8 @@ export interface ResumedSession extends ActiveSession {
   unconfirmedEmail: string | null;
   /** The account turned the shared fleet's fallback off: only its own probers probe for it. */
   ownProbersOnly: boolean;
+  /** The shard that holds the account (storage/shards.ts). */
+  shard: number;
 }
 
 export async function startSession(db: Db, accountId: string, now: number): Promise<ActiveSession> {
@@ -40,20 +48,21 @@ export async function startSession(db: Db, accountId: string, now: number): Prom
 
 /** The live session behind a cookie value, its idle expiry slid forward; null if none. */
 export async function resumeSession(
-  db: Db,
+  shards: Shards,
   token: string | undefined,
   now: number,
 ): Promise<ResumedSession | null> {
   if (!token?.startsWith('rks_') || token.length > 100) return null;
   const tokenHash = await hashSecret(token);
-  const row = await findLiveSession(db, tokenHash, now);
+  const row = await findLiveSession(shards, tokenHash, now);
   if (!row) return null;
   let expiresAt = row.expiresAt;
   if (now - row.lastSeenAt > TOUCH_EVERY_MS) {
-    expiresAt = Math.min(row.createdAt + ABSOLUTE_MS, now + IDLE_MS);
-    await touchSession(db, tokenHash, now, expiresAt);
+    expiresAt = Math.min(row.createdAt + SESSION_ABSOLUTE_MS, now + IDLE_MS);
+    await touchSession(shards.db(row.shard), tokenHash, now, expiresAt);
   }
   return {
+    shard: row.shard,
     token,
     tokenHash,
     accountId: row.accountId,

@@ -4,6 +4,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { findAccount, findAccountByEmail, insertUnconfirmedAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { deleteAccountSessions, setPasswordHash } from '../../storage/sessions.ts';
+import { type Shards, shardNumberOf } from '../../storage/shards.ts';
 import {
   DECOY_HASH,
   hashPassword,
@@ -35,9 +36,19 @@ export function signUpProblem(input: { email: string; password: string }): strin
 }
 
 /**
- * Creates the account, unconfirmed and without credits (email-confirmation.ts grants them);
- * null when the email is taken. The caller must answer both the same way (no account
- * enumeration), so a taken email costs the same password hashing too.
+ * The shard a dashboard sign-up goes to. Shard 0 (the directory's database) for now: placement by
+ * `shardForNewAccount` waits until every path that reads a signed-up account in its tests reads it
+ * in its shard (docs/architecture.md, "Sharding what still grows").
+ */
+export async function signUpShard(_shards: Shards): Promise<number> {
+  return 0;
+}
+
+/**
+ * Creates the account in `db`'s shard, unconfirmed and without credits (email-confirmation.ts
+ * grants them); null when the email is taken (its claim in the directory decides, whichever shard
+ * holds the other account). The caller must answer both the same way (no account enumeration), so
+ * a taken email costs the same password hashing too.
  */
 export async function signUp(
   db: Db,
@@ -47,26 +58,25 @@ export async function signUp(
   const problem = signUpProblem(input);
   if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
   const passwordHash = await hashPassword(input.password);
-  if (await findAccountByEmail(db, email)) return null;
   const id = crypto.randomUUID();
-  try {
-    await insertUnconfirmedAccount(db, { id, email, passwordHash, now: input.now });
-  } catch (error) {
-    // Two sign-ups of one email at once: the unique index lets one through.
-    if (await findAccountByEmail(db, email)) return null;
-    throw error;
-  }
+  if (!(await insertUnconfirmedAccount(db, { id, email, passwordHash, now: input.now }))) return null;
   return { accountId: id, email };
 }
 
-/** The account id for these credentials, or null — after a full hash check either way. */
-export async function signIn(db: Db, input: { email: string; password: string }): Promise<string | null> {
-  const account = await findAccountByEmail(db, normaliseAccountEmail(input.email));
+/**
+ * The account for these credentials and the shard that holds it, or null — after a full hash
+ * check either way.
+ */
+export async function signIn(
+  shards: Shards,
+  input: { email: string; password: string },
+): Promise<{ accountId: string; shard: number } | null> {
+  const found = await findAccountByEmail(shards, normaliseAccountEmail(input.email));
   const valid = await verifyPassword(
     input.password.slice(0, MAX_PASSWORD_LENGTH),
-    account?.passwordHash ?? DECOY_HASH,
+    found?.account.passwordHash ?? DECOY_HASH,
   );
-  return valid && account ? account.id : null;
+  return valid && found ? { accountId: found.account.id, shard: shardNumberOf(found.db) } : null;
 }
 
 /** Changes the password and ends every other session of the account. */
