@@ -8,9 +8,11 @@ import { ApiError } from '@rcpt/shared/errors';
 import type { AppEnv } from '../app-env.ts';
 import { log } from '../logger.ts';
 import { readBoundedBody } from '../middleware/json-body.ts';
+import { enterAccountShard } from '../middleware/services.ts';
 import { quotasOf } from '../services/money/quotas.ts';
 import { OUTCOME_HOOK_PATH } from '../services/outcomes/endpoints.ts';
 import { MAX_HOOK_BYTES, receiveOutcomeHook } from '../services/outcomes/hooks.ts';
+import { findLookup } from '../storage/shards.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -24,6 +26,9 @@ export function registerOutcomeHooks(app: OpenAPIHono<AppEnv>): void {
       }
     });
     const config = c.get('config');
+    // The endpoint lives in its account's shard; an id the directory does not know is in none.
+    const endpoint = await findLookup(c.get('shards'), 'endpoint', c.req.param('endpointId'));
+    if (endpoint) enterAccountShard(c, endpoint.shard);
     const answer = await receiveOutcomeHook(
       {
         db: c.get('db'),

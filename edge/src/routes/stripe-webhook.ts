@@ -9,7 +9,8 @@ import Stripe from 'stripe';
 import type { AppEnv } from '../app-env.ts';
 import { log } from '../logger.ts';
 import { readBoundedBody } from '../middleware/json-body.ts';
-import { applyStripeEvent } from '../services/money/purchases.ts';
+import { enterAccountShard } from '../middleware/services.ts';
+import { applyStripeEvent, stripeEventShard } from '../services/money/purchases.ts';
 import { stripeClientOf, webhookCryptoProvider } from '../services/money/stripe-client.ts';
 
 export const STRIPE_WEBHOOK_PATH = '/stripe/webhook';
@@ -45,6 +46,7 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
         throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
       throw error;
     }
+    enterAccountShard(c, await stripeEventShard(c.get('shards'), event));
     const outcome = await applyStripeEvent(
       { db: c.get('db'), config, stripe, now: Date.now(), desks: c.get('services').desks },
       event,

@@ -2,10 +2,12 @@
 // endpoints for the sending services' webhooks. A request's outcomes are written in one D1
 // transaction that is conditional on the account's storage budget (storage-budget.ts): all of
 // them, or none.
+
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { latestBatchVerdicts, type VerdictLookup } from './batch-verdicts.ts';
 import { type Db, prepare } from './db.ts';
 import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
+import { addLookup } from './shards.ts';
 import {
   limitOrZeroSql,
   type StorageLimit,
@@ -267,12 +269,22 @@ export interface OutcomeEndpointRow {
 const ENDPOINT_COLUMNS =
   'id, account_id AS accountId, provider, credential, created_at AS createdAt, revoked_at AS revokedAt';
 
-/** Inserts the endpoint while the account has fewer than `maxActive`; false when it had as many. */
+/**
+ * Inserts the endpoint in its account's shard, `db`, while the account has fewer than
+ * `maxActive`; false when it had as many. Its id's lookup goes to the directory first, so the
+ * hook finds the shard (a lookup whose endpoint was refused finds no endpoint there).
+ */
 export async function insertOutcomeEndpoint(
   db: Db,
   endpoint: Omit<OutcomeEndpointRow, 'revokedAt'>,
   maxActive: number,
 ): Promise<boolean> {
+  await addLookup(db, {
+    kind: 'endpoint',
+    value: endpoint.id,
+    accountId: endpoint.accountId,
+    createdAt: endpoint.createdAt,
+  });
   const { meta } = await db.$client
     .prepare(
       `INSERT INTO outcome_endpoints (id, account_id, provider, credential, created_at)

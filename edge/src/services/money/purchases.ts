@@ -19,6 +19,7 @@ import {
   savePaymentMethod,
   setCheckoutSession,
 } from '../../storage/purchases.ts';
+import { addLookup, findLookup, type Shards, shardOfAccount } from '../../storage/shards.ts';
 import { type AccountDesks, settleDesk } from './account-desk.ts';
 import { applyDisputeEvent, type DisputeOutcome, refuseWhileDisputed } from './disputes.ts';
 import type { PaymentsConfig } from './stripe-client.ts';
@@ -139,6 +140,38 @@ export type EventOutcome =
   | 'ignored'
   | DisputeOutcome;
 
+/**
+ * The shard of the account a verified Stripe event is about (docs/architecture.md, "Sharding what
+ * still grows"): its Checkout Session and PaymentIntents name the account in their metadata
+ * (`startCheckout`, the balance watch's top-ups); a charge or a dispute names only its
+ * PaymentIntent, which the directory finds once it paid (`addPaymentLookup`). Shard 0 otherwise.
+ */
+export async function stripeEventShard(shards: Shards, event: Stripe.Event): Promise<number> {
+  const object = event.data.object as {
+    metadata?: Record<string, string> | null;
+    payment_intent?: string | { id: string } | null;
+  };
+  const accountId = object.metadata?.account_id;
+  if (accountId) return shardOfAccount(shards, accountId);
+  const intent =
+    typeof object.payment_intent === 'string' ? object.payment_intent : object.payment_intent?.id;
+  return intent ? ((await findLookup(shards, 'payment_intent', intent))?.shard ?? 0) : 0;
+}
+
+/** Lets the PaymentIntent that paid a purchase find its account, before the purchase is granted. */
+async function addPaymentLookup(
+  deps: PaymentDeps,
+  accountId: string,
+  paymentIntentId: string,
+): Promise<void> {
+  await addLookup(deps.db, {
+    kind: 'payment_intent',
+    value: paymentIntentId,
+    accountId,
+    createdAt: deps.now,
+  });
+}
+
 /** Applies one verified Stripe event. Safe to call any number of times with the same event. */
 export async function applyStripeEvent(deps: PaymentDeps, event: Stripe.Event): Promise<EventOutcome> {
   switch (event.type) {
@@ -190,6 +223,7 @@ async function checkoutPaid(deps: PaymentDeps, session: Stripe.Checkout.Session)
     typeof session.payment_intent === 'string'
       ? session.payment_intent
       : (session.payment_intent?.id ?? null);
+  if (paymentIntentId) await addPaymentLookup(deps, purchase.accountId, paymentIntentId);
   const outcome = await grantPaidPurchase(deps.db, {
     purchaseId: purchase.id,
     reference: session.id,
@@ -234,6 +268,7 @@ export async function topUpSettled(
       });
       return 'ignored';
     }
+    await addPaymentLookup(deps, purchase.accountId, intent.id);
     const outcome = await grantPaidPurchase(deps.db, {
       purchaseId: purchase.id,
       reference: intent.id,
