@@ -2,7 +2,12 @@
 // calls the Worker's fetch handler, never following redirects (the tests look at them), and
 // an inbox that reads the confirmation links the console sender writes.
 import { env, exports } from 'cloudflare:workers';
+import { configOf } from '../src/config.ts';
 import { CONSOLE_LINK_LINE, CONSOLE_RESET_LINE } from '../src/services/accounts/confirmation-sender.ts';
+import { confirmationLink } from '../src/services/accounts/email-confirmation.ts';
+import { hashPassword } from '../src/services/accounts/passwords.ts';
+import { insertUnconfirmedAccount } from '../src/storage/accounts.ts';
+import { shardsOf } from '../src/storage/shards.ts';
 import { fetchWithVars } from './fixtures.ts';
 
 /** Every link the console sender wrote in this isolate, by kind and address, oldest first. */
@@ -89,6 +94,9 @@ export function csrfFieldOf(html: string): string {
 /** A loopback origin, as in development: the console sender writes links for no other host. */
 export const DASHBOARD_ORIGIN = 'https://localhost';
 
+/** The password the helpers sign up and sign in with. */
+export const DEFAULT_PASSWORD = 'correct horse battery';
+
 export class CookieClient {
   readonly cookies = new Map<string, string>();
 
@@ -166,7 +174,7 @@ export class CookieClient {
   }
 
   /** The sign-up form alone: a new and a taken email both answer 303 to /login?welcome=1. */
-  async register(email: string, password = 'correct horse battery'): Promise<Response> {
+  async register(email: string, password = DEFAULT_PASSWORD): Promise<Response> {
     return this.submit('/signup', '/signup', { email, password });
   }
 
@@ -174,7 +182,7 @@ export class CookieClient {
    * Sign-up as a person does it: the form, which signs the new account in, then the emailed
    * confirmation link (the account gets its free credits). The answer is the sign-up's.
    */
-  async signUp(email: string, password = 'correct horse battery'): Promise<Response> {
+  async signUp(email: string, password = DEFAULT_PASSWORD): Promise<Response> {
     const sentBefore = confirmationLinkCount(email);
     const registered = await this.register(email, password);
     if (registered.status !== 303) return registered;
@@ -208,4 +216,37 @@ export async function signedInAccount(label: string): Promise<{ client: CookieCl
     .first<{ id: string }>();
   if (!row) throw new Error(`no account for ${email}`);
   return { client, accountId: row.id };
+}
+
+/**
+ * A new account made unconfirmed in `shard`, as a sign-up placed there makes it (the dashboard's
+ * sign-ups go to shard 0 while placement is off), its email confirmed through its signed link by
+ * `client` and signed in through the login form.
+ */
+export async function signedInAccountIn(
+  shard: number,
+  label: string,
+  options: { email?: string; client?: CookieClient } = {},
+): Promise<{ client: CookieClient; accountId: string; email: string; confirmed: Response }> {
+  const email = options.email ?? uniqueEmail(label);
+  const client = options.client ?? new CookieClient();
+  const accountId = crypto.randomUUID();
+  const account = {
+    id: accountId,
+    email,
+    passwordHash: await hashPassword(DEFAULT_PASSWORD),
+    now: Date.now(),
+  };
+  if (!(await insertUnconfirmedAccount(shardsOf(env).db(shard), account)))
+    throw new Error(`${email} is taken`);
+  const loggedIn = await client.logIn(email, DEFAULT_PASSWORD);
+  if (loggedIn.status !== 303) throw new Error(`sign-in answered ${loggedIn.status}`);
+  const { link } = await confirmationLink(configOf(env).SECRETS_KEY, {
+    accountId,
+    email,
+    origin: client.origin,
+    now: Date.now(),
+  });
+  const confirmed = await client.get(new URL(link).pathname + new URL(link).search);
+  return { client, accountId, email, confirmed };
 }

@@ -4,7 +4,12 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { until, untilValue } from '../../../../test/eventually.ts';
-import { CookieClient, signedInAccount, uniqueEmail } from '../../../test/cookie-client.ts';
+import {
+  CookieClient,
+  signedInAccount,
+  signedInAccountIn,
+  uniqueEmail,
+} from '../../../test/cookie-client.ts';
 import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/keys/api-keys.ts';
@@ -134,6 +139,37 @@ async function topUpStarted(label: string, settings: Record<string, string> = {}
 }
 
 describe('buying credits', () => {
+  it('credits an account of shard 1 in its shard, and the PaymentIntent that paid finds it in the directory', async () => {
+    const { client, accountId } = await signedInAccountIn(1, 'shard-buy');
+    const balanceIn = async (database: D1Database) =>
+      (
+        await database
+          .prepare('SELECT credit_balance AS balance FROM accounts WHERE id = ?1')
+          .bind(accountId)
+          .first<{ balance: number }>()
+      )?.balance;
+    const before = await balanceIn(env.DB_SHARD_1);
+    const sessionId = await buy(client);
+    expect(await deliverEvent(await eventOf(sessionId, 'checkout.session.completed'))).toMatchObject({
+      status: 200,
+      outcome: 'granted',
+    });
+    expect(await balanceIn(env.DB_SHARD_1)).toBe((before ?? Number.NaN) + PACK.credits);
+    expect(await balanceIn(env.DB)).toBeUndefined();
+    const intent = await env.DB_SHARD_1.prepare(
+      'SELECT payment_intent_id AS id FROM purchases WHERE account_id = ?1',
+    )
+      .bind(accountId)
+      .first<{ id: string }>();
+    expect(intent?.id).toMatch(/^pi_/);
+    const lookup = await env.DB.prepare(
+      "SELECT account_id AS accountId FROM account_lookups WHERE kind = 'payment_intent' AND value = ?1",
+    )
+      .bind(intent?.id)
+      .first<{ accountId: string }>();
+    expect(lookup?.accountId).toBe(accountId);
+  });
+
   it('without Stripe keys the Credits page says purchases are off, and the webhook answers 503', async () => {
     const off = { STRIPE_SECRET_KEY: '', STRIPE_WEBHOOK_SECRET: '' };
     const client = new CookieClient(undefined, off);
