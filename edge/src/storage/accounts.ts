@@ -23,8 +23,8 @@ import {
 
 /**
  * Runs `accountCreation` in one batch, in `db`'s shard (storage/shards.ts), after its
- * `accountDirectoryEntries` (in the same batch when `db` is the directory's). Throws when the
- * email belongs to another account.
+ * `accountDirectoryEntries` (in the same batch when `db` is the directory's). Throws, having written
+ * nothing, when the email belongs to another account of any shard.
  */
 export async function insertAccount(db: Db, account: NewAccount): Promise<void> {
   const d1 = db.$client;
@@ -36,14 +36,7 @@ export async function insertAccount(db: Db, account: NewAccount): Promise<void> 
     return;
   }
   const directoryD1 = directory.$client;
-  // The email's lookup comes first: when another account holds the email, nothing is written.
-  const [first, ...others] = entries;
-  if (account.email && first) {
-    if ((await prepare(directoryD1, first).run()).meta.changes !== 1)
-      throw new Error('the email belongs to another account');
-  }
-  const rest = account.email ? others : entries;
-  await directoryD1.batch(rest.map((statement) => prepare(directoryD1, statement)));
+  await directoryD1.batch(entries.map((statement) => prepare(directoryD1, statement)));
   knowShard(account.id, shardNumberOf(db));
   await d1.batch(accountCreation(account).map((statement) => prepare(d1, statement)));
 }

@@ -40,14 +40,13 @@ export function accountCreation(account: NewAccount): SqlStatement[] {
 
 /**
  * The directory's rows of a new confirmed account in `shard` (docs/architecture.md, "Sharding
- * what still grows"), written before its own: its email's lookup (first), its shard and, with an
+ * what still grows"), written before its own: its email's lookup, its shard and, with an
  * email and credits, its mailbox's claim as ledger.ts `claimSignupMailbox` says. The email's lookup
- * does nothing when another account holds the email (the caller tells by the changes, or the
- * shard's unique index refuses the account when it shares the batch).
+ * fails when another account, of any shard, holds the email: the batch then writes nothing.
  */
 export function accountDirectoryEntries(account: NewAccount, shard: number): SqlStatement[] {
   return [
-    ...(account.email ? [lookupInsert('email', account.email, account.id, account.now)] : []),
+    ...(account.email ? [lookupInsert('email', account.email, account.id, account.now, 'fail')] : []),
     accountShardInsert(account.id, shard),
     ...claimSignupMailbox({
       accountId: account.id,
@@ -74,16 +73,19 @@ export type LookupKind = (typeof accountLookups.$inferInsert)['kind'];
 
 /**
  * The directory's row that lets `value` of `kind` find its account, written before the row it
- * finds; nothing when `value` already finds an account (its changes say whether it was written).
+ * finds. When `value` already finds an account: nothing (its changes say whether it was
+ * written), or with `onConflict` `fail` the statement fails, and its batch with it.
  */
 export function lookupInsert(
   kind: LookupKind,
   value: string,
   accountId: string,
   createdAt: number | null = null,
+  onConflict: 'ignore' | 'fail' = 'ignore',
 ): SqlStatement {
+  const insert = 'INSERT INTO account_lookups (kind, value, account_id, created_at) VALUES (?1, ?2, ?3, ?4)';
   return {
-    sql: 'INSERT INTO account_lookups (kind, value, account_id, created_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING',
+    sql: onConflict === 'ignore' ? `${insert} ON CONFLICT DO NOTHING` : insert,
     params: [kind, value, accountId, createdAt],
   };
 }

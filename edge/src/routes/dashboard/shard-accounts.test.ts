@@ -10,6 +10,12 @@ import {
   signedInAccountIn,
   uniqueEmail,
 } from '../../../test/cookie-client.ts';
+import { configOf } from '../../config.ts';
+import { retentionCutoffsOf } from '../../services/money/storage-policy.ts';
+import { insertAccount } from '../../storage/accounts.ts';
+import { deleteExpired } from '../../storage/retention.ts';
+import { SESSION_ABSOLUTE_MS } from '../../storage/sessions.ts';
+import { shardsOf } from '../../storage/shards.ts';
 
 async function count(database: D1Database, sql: string, ...params: unknown[]): Promise<number> {
   const row = await database
@@ -192,5 +198,73 @@ describe('an account in shard 1', () => {
     expect(await count(env.DB, 'SELECT COUNT(*) AS n FROM outcomes WHERE account_id = ?1', accountId)).toBe(
       0,
     );
+  });
+});
+
+describe('the directory of accounts', () => {
+  it('an account made confirmed in shard 1 claims its email and its mailbox in the directory; a second one of the email is refused', async () => {
+    const shards = shardsOf(env);
+    const email = uniqueEmail('made');
+    const account = {
+      id: crypto.randomUUID(),
+      email,
+      passwordHash: null,
+      initialCredits: 100,
+      now: Date.now(),
+    };
+    await insertAccount(shards.db(1), account);
+    expect(await balanceIn(env.DB_SHARD_1, account.id)).toBe(100);
+    expect(
+      await count(
+        env.DB,
+        "SELECT COUNT(*) AS n FROM account_lookups WHERE kind = 'email' AND value = ?1 AND account_id = ?2",
+        email,
+        account.id,
+      ),
+    ).toBe(1);
+    expect(
+      await count(
+        env.DB,
+        'SELECT COUNT(*) AS n FROM signup_grant_mailboxes WHERE account_id = ?1',
+        account.id,
+      ),
+    ).toBe(1);
+    expect(
+      await count(
+        env.DB,
+        'SELECT COUNT(*) AS n FROM account_shards WHERE account_id = ?1 AND shard = 1',
+        account.id,
+      ),
+    ).toBe(1);
+    const again = { ...account, id: crypto.randomUUID() };
+    await expect(insertAccount(shards.db(1), again)).rejects.toThrow();
+    await expect(insertAccount(shards.db(0), again)).rejects.toThrow();
+    expect(await count(env.DB_SHARD_1, 'SELECT COUNT(*) AS n FROM accounts WHERE id = ?1', again.id)).toBe(0);
+    expect(await count(env.DB, 'SELECT COUNT(*) AS n FROM accounts WHERE id = ?1', again.id)).toBe(0);
+  });
+
+  it("retention drops the directory's session lookups once every session of their age has ended, and only there", async () => {
+    const shards = shardsOf(env);
+    const now = Date.now();
+    const insert = (createdAt: number, value: string) =>
+      env.DB.prepare(
+        "INSERT INTO account_lookups (kind, value, account_id, created_at) VALUES ('session', ?1, ?2, ?3)",
+      )
+        .bind(value, crypto.randomUUID(), createdAt)
+        .run();
+    const old = `old-${crypto.randomUUID()}`;
+    const young = `young-${crypto.randomUUID()}`;
+    await insert(now - SESSION_ABSOLUTE_MS - 1000, old);
+    await insert(now - SESSION_ABSOLUTE_MS + 60_000, young);
+    const cutoffs = retentionCutoffsOf(configOf(env), now);
+    expect((await deleteExpired(shards.db(1), cutoffs, now)).sessionLookups).toBe(0);
+    const report = await deleteExpired(shards.directory, cutoffs, now);
+    expect(report.sessionLookups).toBe(1);
+    const left = await env.DB.prepare(
+      "SELECT value FROM account_lookups WHERE kind = 'session' AND value IN (?1, ?2)",
+    )
+      .bind(old, young)
+      .all<{ value: string }>();
+    expect(left.results).toEqual([{ value: young }]);
   });
 });
