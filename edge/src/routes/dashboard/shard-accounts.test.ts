@@ -15,7 +15,7 @@ import { retentionCutoffsOf } from '../../services/money/storage-policy.ts';
 import { insertAccount } from '../../storage/accounts.ts';
 import { deleteExpired } from '../../storage/retention.ts';
 import { SESSION_ABSOLUTE_MS } from '../../storage/sessions.ts';
-import { shardsOf } from '../../storage/shards.ts';
+import { shardForNewAccount, shardsOf } from '../../storage/shards.ts';
 
 async function count(database: D1Database, sql: string, ...params: unknown[]): Promise<number> {
   const row = await database
@@ -266,5 +266,35 @@ describe('the directory of accounts', () => {
       .bind(old, young)
       .all<{ value: string }>();
     expect(left.results).toEqual([{ value: young }]);
+  });
+});
+
+describe('placement', () => {
+  it('a new account goes to the shard with the fewest accounts, the lowest on a tie', async () => {
+    const shards = shardsOf(env);
+    const counts = await env.DB.prepare(
+      'SELECT shard, COUNT(*) AS n FROM account_shards GROUP BY shard',
+    ).all<{
+      shard: number;
+      n: number;
+    }>();
+    const of = (shard: number) => counts.results.find((row) => row.shard === shard)?.n ?? 0;
+    const fewer = of(1) < of(0) ? 1 : 0;
+    expect(await shardForNewAccount(shards)).toBe(fewer);
+    // Fill the emptier shard up to the other: a tie goes to shard 0; one more, and shard 1 is chosen.
+    const gap = Math.abs(of(0) - of(1));
+    const place = (shard: number, n: number) =>
+      env.DB.batch(
+        Array.from({ length: n }, () =>
+          env.DB.prepare('INSERT INTO account_shards (account_id, shard) VALUES (?1, ?2)').bind(
+            crypto.randomUUID(),
+            shard,
+          ),
+        ),
+      );
+    if (gap > 0) await place(fewer, gap);
+    expect(await shardForNewAccount(shards)).toBe(0);
+    await place(0, 1);
+    expect(await shardForNewAccount(shards)).toBe(1);
   });
 });
