@@ -155,6 +155,24 @@ describe('an account in shard 1', () => {
     expect((await new CookieClient().logIn(email, newPassword)).status).toBe(303);
   });
 
+  it("changes its password: this session is rotated in shard 1, the others end, the new one's lookup finds it", async () => {
+    const { client, accountId, email } = await signedInAccountIn(1, 'shard-password');
+    const elsewhere = new CookieClient();
+    expect((await elsewhere.logIn(email, DEFAULT_PASSWORD)).status).toBe(303);
+    const changed = await client.submit('/account', '/account/password', {
+      currentPassword: DEFAULT_PASSWORD,
+      newPassword: 'a new long password',
+    });
+    expect(changed.status).toBe(303);
+    expect(changed.headers.get('location')).toBe('/account?password-changed=1');
+    expect((await client.get('/account')).status).toBe(200);
+    expect((await elsewhere.get('/account')).status).toBe(303);
+    expect(
+      await count(env.DB_SHARD_1, 'SELECT COUNT(*) AS n FROM sessions WHERE account_id = ?1', accountId),
+    ).toBe(1);
+    expect((await new CookieClient().logIn(email, 'a new long password')).status).toBe(303);
+  });
+
   it('receives outcome hooks at its endpoint, recorded in shard 1', async () => {
     const { client, accountId } = await signedInAccountIn(1, 'shard-hook');
     const made = await client.submit('/outcomes', '/outcomes/endpoints', {
