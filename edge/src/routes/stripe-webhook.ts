@@ -46,7 +46,7 @@ export function registerStripeWebhook(app: OpenAPIHono<AppEnv>): void {
         throw new ApiError('WEBHOOK_SIGNATURE_INVALID');
       throw error;
     }
-    enterAccountShard(c, await stripeEventShard(c.get('shards'), event));
+    enterAccountShard(c, await stripeEventShard(c.get('shards'), stripe, event));
     const outcome = await applyStripeEvent(
       { db: c.get('db'), config, stripe, now: Date.now(), desks: c.get('services').desks },
       event,

@@ -144,18 +144,23 @@ export type EventOutcome =
  * The shard of the account a verified Stripe event is about (docs/architecture.md, "Sharding what
  * still grows"): its Checkout Session and PaymentIntents name the account in their metadata
  * (`startCheckout`, the balance watch's top-ups); a charge or a dispute names only its
- * PaymentIntent, which the directory finds once it paid (`addPaymentLookup`). Shard 0 otherwise.
+ * PaymentIntent, which the directory finds once it paid (`addPaymentLookup`), or, for an event
+ * that came before the payment's, Stripe's PaymentIntent names. Shard 0 for anything else.
  */
-export async function stripeEventShard(shards: Shards, event: Stripe.Event): Promise<number> {
+export async function stripeEventShard(shards: Shards, stripe: Stripe, event: Stripe.Event): Promise<number> {
   const object = event.data.object as {
     metadata?: Record<string, string> | null;
     payment_intent?: string | { id: string } | null;
   };
-  const accountId = object.metadata?.account_id;
-  if (accountId) return shardOfAccount(shards, accountId);
+  const named = object.metadata?.account_id;
+  if (named) return shardOfAccount(shards, named);
   const intent =
     typeof object.payment_intent === 'string' ? object.payment_intent : object.payment_intent?.id;
-  return intent ? ((await findLookup(shards, 'payment_intent', intent))?.shard ?? 0) : 0;
+  if (!intent) return 0;
+  const found = await findLookup(shards, 'payment_intent', intent);
+  if (found) return found.shard;
+  const accountId = (await stripe.paymentIntents.retrieve(intent)).metadata?.account_id;
+  return accountId ? shardOfAccount(shards, accountId) : 0;
 }
 
 /** Lets the PaymentIntent that paid a purchase find its account, before the purchase is granted. */
