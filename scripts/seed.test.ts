@@ -35,7 +35,7 @@ function accountRows() {
 
 describe('seeding the development account', () => {
   it('seeds a new database, keeps saved credentials, and never grants twice', async () => {
-    applyMigrations(d1);
+    await applyMigrations(d1);
     const first = await seedDevelopmentAccount(d1, persistTo, { devCredits: 100 });
     expect(accountRows()).toEqual([{ balance: 100, accounts: 1, movements: 1 }]);
     expect(isLiveCredential(d1, 'api_keys', await hashSecret(first.apiKey))).toBe(true);

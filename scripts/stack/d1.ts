@@ -282,8 +282,14 @@ export async function queryRowsAsync(target: D1Target, query: string): Promise<R
   return rows ?? [];
 }
 
-/** Applies the migrations to every database wrangler.toml declares (each gets them all). */
-export function applyMigrations(target: D1Target): void {
-  for (const database of declaredDatabases())
-    runWrangler(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]);
+/**
+ * Applies the migrations to every database wrangler.toml declares (each gets them all), the
+ * databases at once: each is a wrangler process of its own, seconds of CPU.
+ */
+export async function applyMigrations(target: D1Target): Promise<void> {
+  await Promise.all(
+    declaredDatabases().map((database) =>
+      runWranglerAsync(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]),
+    ),
+  );
 }

@@ -87,8 +87,8 @@ export async function touchProberToken(db: Db, tokenId: string, now: number): Pr
 
 /** Which of `tokenIds` are still live (not revoked, not deleted). */
 export async function liveProberTokenIds(db: Db, tokenIds: readonly string[]): Promise<Set<string>> {
-  const { results } = await directoryOf(db).$client
-    .prepare(
+  const { results } = await directoryOf(db)
+    .$client.prepare(
       'SELECT id FROM prober_tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL',
     )
     .bind(JSON.stringify(tokenIds))
