@@ -62,14 +62,16 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** Worker vars for this call only, over wrangler.toml's (e.g. smaller quotas). */
   vars?: Record<string, string>;
+  /** Bindings for this call only, over the test env's (e.g. a D1 whose writes fail: failing-d1.ts). */
+  bindings?: Partial<Env>;
   /** Returns only once the work the request left running (its `waitUntil`s) has ended. */
   settled?: boolean;
 }
 
 let appWithVars: ReturnType<typeof createApp> | null = null;
 
-/** The Worker's app run with `vars` over the test env: the deployment a test needs, per call. */
-export async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
+/** The Worker's app run with `vars` (or bindings) over the test env: the deployment a test needs, per call. */
+export async function fetchWithVars(request: Request, vars: Record<string, unknown>): Promise<Response> {
   appWithVars ??= createApp();
   const ctx = createExecutionContext();
   const response = await appWithVars.fetch(request, { ...env, ...vars }, ctx);
@@ -88,8 +90,8 @@ export async function call(path: string, options: CallOptions = {}): Promise<Res
   const method = options.method ?? (body ? 'POST' : 'GET');
   const request = new Request(`http://edge.test${path}`, { method, headers, body });
   const response =
-    options.vars || options.settled
-      ? await fetchWithVars(request, options.vars ?? {})
+    options.vars || options.bindings || options.settled
+      ? await fetchWithVars(request, { ...options.vars, ...options.bindings })
       : await exports.default.fetch(request);
   await expectDocumented(method, path, response);
   return response;
