@@ -14,6 +14,7 @@ import { settleDesk } from '../src/services/money/account-desk.ts';
 import { type Quotas, quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
+import type { JobStoreKind } from '../src/storage/job-lists/index.ts';
 
 export interface TestCaller {
   accountId: string;
@@ -189,13 +190,14 @@ export const silentQueue = {
 
 /**
  * A job created as the upload route creates it, by `caller` (keyId null: the dashboard) with a
- * key of `mode`, the deployment's quotas over `options.quotas`, and the clock at `options.now`.
+ * key of `mode`, the deployment's quotas over `options.quotas`, the clock at `options.now`, and
+ * its lists in `options.store` (new jobs' store unless said).
  */
 export function createJobAs(
   caller: { accountId: string; keyId: string | null },
   mode: 'live' | 'test',
   emails: string[],
-  options: { quotas?: Partial<Quotas>; now?: number } = {},
+  options: { quotas?: Partial<Quotas>; now?: number; store?: JobStoreKind } = {},
 ) {
   return createBatchJob({
     db: db(),
@@ -208,6 +210,7 @@ export function createJobAs(
     maxWaitSeconds: null,
     quotas: { ...quotas(), ...options.quotas },
     now: options.now ?? Date.now(),
+    ...(options.store ? { store: options.store } : {}),
   });
 }
 
