@@ -13,6 +13,7 @@ import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
+import { failingCalls } from '../../test/failing-calls.ts';
 import { failingD1 } from '../../test/failing-d1.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
@@ -526,20 +527,9 @@ describe('a call begun at its desk before its key was admitted', () => {
       admission: { balance: 8 },
     });
     // The first refund is lost on its way, as a call whose connection dropped is.
-    let lost = 0;
-    const desks = () =>
-      new Proxy(deskOf(env.ACCOUNT_DESK, caller.accountId), {
-        get(target, property) {
-          const value = Reflect.get(target, property);
-          if (property !== 'refund' || typeof value !== 'function') return value;
-          return (...args: unknown[]) => {
-            if (lost++ === 0) return Promise.reject(new Error('Network connection lost.'));
-            return Reflect.apply(value, target, args);
-          };
-        },
-      });
-    await giveBackEarlyDeskCall(early, desks);
-    expect(lost).toBe(2);
+    const lost = failingCalls('refund', 1);
+    await giveBackEarlyDeskCall(early, () => lost.of(deskOf(env.ACCOUNT_DESK, caller.accountId)));
+    expect(lost.failed).toBe(1);
     // Given back now, not by the alarm: the balance is whole once the desk settles.
     await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
     expect(await balanceOf(caller.accountId)).toBe(9);
