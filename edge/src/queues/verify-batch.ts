@@ -50,6 +50,8 @@ export async function consumeVerifyBatch(
     deadlineAt: number;
     evidence: boolean;
     store: JobStoreKind;
+    /** The job's `recheck`, read with its row (a round's answers go to the round instead). */
+    recheck?: boolean;
   }[] = [];
   for (const { body } of batch.messages) {
     if (body.kind === 'recheck') {
@@ -72,7 +74,7 @@ export async function consumeVerifyBatch(
     const job = live.get(body.jobId);
     if (!job) continue; // completed, failed or deleted: nothing left to do
     if (body.kind === 'deadline') {
-      await finishAtDeadline({ ...deps, facts }, body.jobId, Date.now());
+      await finishAtDeadline({ ...deps, facts }, body.jobId, Date.now(), job.recheck === 1);
       continue;
     }
     work.push({
@@ -81,6 +83,7 @@ export async function consumeVerifyBatch(
       deadlineAt: job.deadlineAt ?? defaultDeadlineAt(body.addresses.length, Date.now()),
       evidence: job.evidence === 1,
       store: job.store,
+      recheck: job.recheck === 1,
     });
   }
 
@@ -94,7 +97,7 @@ export async function consumeVerifyBatch(
   // Work whose route did not fit in this invocation goes back on the queue, as it was.
   const postponed = work.filter(({ body }) => !routes.has(body.domain));
   if (postponed.length > 0) await deps.queue.sendBatch(postponed.map(({ body }) => ({ body })));
-  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence, store }) => {
+  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence, store, recheck }) => {
     const dns = routes.get(body.domain);
     if (!dns) return [];
     return [
@@ -110,6 +113,7 @@ export async function consumeVerifyBatch(
         addresses: body.addresses,
         dns,
         ...(evidence ? { evidence } : {}),
+        ...(recheck === undefined ? {} : { recheck }),
       },
     ];
   });

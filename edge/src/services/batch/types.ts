@@ -26,6 +26,11 @@ export interface BatchTask {
   evidence?: boolean;
   /** Where the job's lists live: the hub's isolate learns it with the ticket. */
   store?: JobStoreKind;
+  /**
+   * Whether the job asks its recheckable final answers again (`jobs.recheck`), read with its row:
+   * its results write then reads nothing of the job first. Absent (a ticket from before): read there.
+   */
+  recheck?: boolean;
 }
 
 export interface SettledTask {
