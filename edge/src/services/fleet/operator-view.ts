@@ -13,7 +13,7 @@ import type { ProberStatus } from '../../objects/prober-hub.ts';
 import type { Db } from '../../storage/db.ts';
 import { findLiveOperatorToken, proberRegions, touchOperatorToken } from '../../storage/operator-tokens.ts';
 import { accountProberRegions } from '../../storage/prober-tokens.ts';
-import { storageUsedByAll } from '../../storage/storage-budget.ts';
+import { bytesWrittenByAll } from '../../storage/storage-budget.ts';
 import { DAY_MS, globalDailyStorageBytesOf, utcDayStart } from '../money/quotas.ts';
 import { regionHub } from './prober-gateway.ts';
 
@@ -110,14 +110,17 @@ function isoOrNull(at: number | undefined): string | null {
 }
 
 /**
- * Today's (UTC) writes of every account against the budget past which new lists are refused
- * (docs/capacity.md, "The daily write budget").
+ * Today's (UTC) writes of every account to D1 (`usedBytes`) against the budget past which new
+ * lists are refused (docs/capacity.md, "The daily write budget"), and what they wrote anywhere,
+ * the jobs' objects included (`allStoresBytes`).
  */
 export async function storeWritesOf(deps: { db: Db; config: Config }, now: number) {
   const day = utcDayStart(now);
+  const written = await bytesWrittenByAll(deps.db, day);
   return {
     day: new Date(day).toISOString(),
-    usedBytes: await storageUsedByAll(deps.db, day),
+    usedBytes: written.d1Bytes,
+    allStoresBytes: written.allBytes,
     budgetBytes: globalDailyStorageBytesOf(deps.config),
     resetAt: new Date(day + DAY_MS).toISOString(),
   };
