@@ -283,13 +283,11 @@ export async function queryRowsAsync(target: D1Target, query: string): Promise<R
 }
 
 /**
- * Applies the migrations to every database wrangler.toml declares (each gets them all), the
- * databases at once: each is a wrangler process of its own, seconds of CPU.
+ * Applies the migrations to every database wrangler.toml declares (each gets them all), one
+ * wrangler process after the other: two at once in one folder meet on miniflare's own metadata
+ * database and one fails with SQLITE_BUSY.
  */
 export async function applyMigrations(target: D1Target): Promise<void> {
-  await Promise.all(
-    declaredDatabases().map((database) =>
-      runWranglerAsync(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]),
-    ),
-  );
+  for (const database of declaredDatabases())
+    await runWranglerAsync(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]);
 }

@@ -116,6 +116,7 @@ describe('GET /internal/fleet', () => {
             allStoresBytes: number;
             budgetBytes: number;
             resetAt: string;
+            shards: { shard: number; usedBytes: number; allStoresBytes: number }[];
           };
         }>()
       ).storage;
@@ -145,5 +146,9 @@ describe('GET /internal/fleet', () => {
     const after = await storage();
     expect(after.usedBytes).toBe(before.usedBytes + (written?.d1Bytes ?? 0));
     expect(after.allStoresBytes).toBe(before.allStoresBytes + (written?.bytes ?? 0));
+    // The budget is each database's: the account is in shard 0, so shard 1's count did not move.
+    expect(after.shards.map((each) => each.shard)).toEqual([0, 1]);
+    expect(after.shards[0]?.usedBytes).toBe(after.usedBytes);
+    expect(after.shards[1]).toEqual(before.shards[1]);
   });
 });
