@@ -73,9 +73,13 @@ function databaseFile(folder: string): string {
 
 /**
  * Pages and record bytes of each table, its indexes included, in a copy of the database file now,
- * and the bytes the storage budget has counted (`storage_days`, every account and day).
+ * and the bytes the storage budgets have counted (`storage_days`, every account and day): all of
+ * them (the accounts' budgets), and those written to D1 (the store's daily write budget).
  */
-function tableSizes(): { tables: Map<string, { pageBytes: number; payloadBytes: number }>; counted: number } {
+function tableSizes(): {
+  tables: Map<string, { pageBytes: number; payloadBytes: number }>;
+  counted: { all: number; d1: number };
+} {
   return readSqliteCopy(databaseFile(persistTo), (database) => {
     const rows = database
       .prepare(
@@ -83,10 +87,10 @@ function tableSizes(): { tables: Map<string, { pageBytes: number; payloadBytes: 
          FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1`,
       )
       .all() as { tableName: string; pageBytes: number; payloadBytes: number }[];
-    const counted = database.prepare('SELECT COALESCE(SUM(bytes), 0) AS bytes FROM storage_days').get() as {
-      bytes: number;
-    };
-    return { tables: new Map(rows.map((row) => [row.tableName, row])), counted: counted.bytes };
+    const counted = database
+      .prepare('SELECT COALESCE(SUM(bytes), 0) AS "all", COALESCE(SUM(d1_bytes), 0) AS d1 FROM storage_days')
+      .get() as { all: number; d1: number };
+    return { tables: new Map(rows.map((row) => [row.tableName, row])), counted };
   });
 }
 
@@ -222,7 +226,12 @@ try {
     },
     {
       name: 'storage budget counted per 1,000 batch addresses',
-      value: (sizesAfter.counted - sizesBefore.counted) / (BATCH_ADDRESSES / 1000),
+      value: (sizesAfter.counted.all - sizesBefore.counted.all) / (BATCH_ADDRESSES / 1000),
+      unit: 'bytes',
+    },
+    {
+      name: 'daily write budget (D1) counted per 1,000 batch addresses',
+      value: (sizesAfter.counted.d1 - sizesBefore.counted.d1) / (BATCH_ADDRESSES / 1000),
       unit: 'bytes',
     },
   );

@@ -23,7 +23,7 @@ const PROBES = 4_000;
 
 const persistTo = mkdtempSync(join(tmpdir(), 'rcpt-bench-hub-'));
 // The hub checks its probers' tokens in D1 every minute: one live token keeps them linked.
-applyMigrations({ persistTo });
+await applyMigrations({ persistTo });
 const token = await createProberToken({ persistTo }, { region: 'default', name: 'bench' });
 const port = await freePort(HOST);
 const worker = spawnWrangler([

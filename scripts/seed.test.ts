@@ -35,7 +35,7 @@ function accountRows() {
 
 describe('seeding the development account', () => {
   it('seeds a new database, keeps saved credentials, and never grants twice', async () => {
-    applyMigrations(d1);
+    await applyMigrations(d1);
     const first = await seedDevelopmentAccount(d1, persistTo, { devCredits: 100 });
     expect(accountRows()).toEqual([{ balance: 100, accounts: 1, movements: 1 }]);
     expect(isLiveCredential(d1, 'api_keys', await hashSecret(first.apiKey))).toBe(true);
@@ -49,7 +49,9 @@ describe('seeding the development account', () => {
     expect(afterLoss.apiKey).not.toBe(first.apiKey);
     expect(isLiveCredential(d1, 'api_keys', await hashSecret(afterLoss.apiKey))).toBe(true);
     expect(accountRows()).toEqual([{ balance: 100, accounts: 1, movements: 1 }]);
-  }, 120_000);
+    // A hang guard, not a speed target: two wrangler migration runs and three seedings, each
+    // wrangler process bounded by RUN_LIMIT_MS (scripts/stack/wrangler-cli.ts).
+  }, 600_000);
 });
 
 /** The rows of one statement as wrangler's own `d1 execute --local` sees them. */

@@ -51,7 +51,7 @@ const ConfigSchema = z
     /** What each credit bought in the last 30 days (or held) adds to the daily budget, up to the most. */
     QUOTA_STORAGE_BYTES_PER_CREDIT: z.coerce.number().int().min(0).default(10_000),
     /**
-     * Bytes all accounts together may write a UTC day before new lists are refused (503
+     * Bytes all accounts together may write to D1 a UTC day before new lists are refused (503
      * DAILY_STORAGE_FULL); unset: derived from D1's database size and RETENTION_DAYS
      * (docs/capacity.md, "The daily write budget").
      */

@@ -14,6 +14,7 @@ import { settleDesk } from '../src/services/money/account-desk.ts';
 import { type Quotas, quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
 import { createDb } from '../src/storage/db.ts';
+import type { JobStoreKind } from '../src/storage/job-lists/index.ts';
 
 export interface TestCaller {
   accountId: string;
@@ -62,14 +63,16 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** Worker vars for this call only, over wrangler.toml's (e.g. smaller quotas). */
   vars?: Record<string, string>;
+  /** Bindings for this call only, over the test env's (e.g. a D1 whose writes fail: failing-d1.ts). */
+  bindings?: Partial<Env>;
   /** Returns only once the work the request left running (its `waitUntil`s) has ended. */
   settled?: boolean;
 }
 
 let appWithVars: ReturnType<typeof createApp> | null = null;
 
-/** The Worker's app run with `vars` over the test env: the deployment a test needs, per call. */
-export async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
+/** The Worker's app run with `vars` (or bindings) over the test env: the deployment a test needs, per call. */
+export async function fetchWithVars(request: Request, vars: Record<string, unknown>): Promise<Response> {
   appWithVars ??= createApp();
   const ctx = createExecutionContext();
   const response = await appWithVars.fetch(request, { ...env, ...vars }, ctx);
@@ -88,8 +91,8 @@ export async function call(path: string, options: CallOptions = {}): Promise<Res
   const method = options.method ?? (body ? 'POST' : 'GET');
   const request = new Request(`http://edge.test${path}`, { method, headers, body });
   const response =
-    options.vars || options.settled
-      ? await fetchWithVars(request, options.vars ?? {})
+    options.vars || options.bindings || options.settled
+      ? await fetchWithVars(request, { ...options.vars, ...options.bindings })
       : await exports.default.fetch(request);
   await expectDocumented(method, path, response);
   return response;
@@ -187,13 +190,14 @@ export const silentQueue = {
 
 /**
  * A job created as the upload route creates it, by `caller` (keyId null: the dashboard) with a
- * key of `mode`, the deployment's quotas over `options.quotas`, and the clock at `options.now`.
+ * key of `mode`, the deployment's quotas over `options.quotas`, the clock at `options.now`, and
+ * its lists in `options.store` (new jobs' store unless said).
  */
 export function createJobAs(
   caller: { accountId: string; keyId: string | null },
   mode: 'live' | 'test',
   emails: string[],
-  options: { quotas?: Partial<Quotas>; now?: number } = {},
+  options: { quotas?: Partial<Quotas>; now?: number; store?: JobStoreKind } = {},
 ) {
   return createBatchJob({
     db: db(),
@@ -206,6 +210,7 @@ export function createJobAs(
     maxWaitSeconds: null,
     quotas: { ...quotas(), ...options.quotas },
     now: options.now ?? Date.now(),
+    ...(options.store ? { store: options.store } : {}),
   });
 }
 

@@ -1,10 +1,13 @@
 // A single call's world for edge tests: DNS through the shared domain facts, a scripted prober,
-// a clock the test moves, and `verifyForCaller` as a route calls it.
+// a clock the test moves, and `verifyForCaller` as a route calls it, at the caller's desk.
+import { env } from 'cloudflare:workers';
 import type { ProbeRequest, SmtpReply } from '@rcpt/shared/contract/prober';
 import type { DnsOutcome, ProbeOutcome } from '@rcpt/shared/verify/inputs';
 import type { ProbeGateway, VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import type { Caller } from '../src/services/keys/api-keys.ts';
 import { createApiKey } from '../src/services/keys/api-keys.ts';
+import { deskOf, settleDesk } from '../src/services/money/account-desk.ts';
+import { utcDayStart } from '../src/services/money/quotas.ts';
 import type { DomainFactsStore } from '../src/services/verify/domain-facts.ts';
 import { verifyForCaller } from '../src/services/verify/single-verification.ts';
 import { type FactsWorld, factsWorld } from './domain-facts.ts';
@@ -71,9 +74,14 @@ export async function callerOf(mode: 'live' | 'test', accountId?: string): Promi
   return { accountId: created.accountId, apiKeyId: created.keyId, mode, creditBalance: 20 };
 }
 
-/** One scene: DNS, a prober and a clock shared by every call, a fresh facts store per call (as per request). */
+/**
+ * One scene: DNS, a prober and a clock shared by every call, a fresh facts store per call (as per
+ * request). The clock starts at 10:00 UTC of today: the desk's own alarm reads the real time (it
+ * gives back charges left open 5 minutes and forgets verdicts after 7 days), and a test moves it
+ * hours at most within one UTC month.
+ */
 export function scene(route: DnsOutcome) {
-  let clock = Date.parse('2026-11-23T10:00:00Z');
+  let clock = utcDayStart(Date.now()) + 10 * 3_600_000;
   const world: FactsWorld = factsWorld(route, () => clock);
   const prober = new ScriptedProber();
   const tenantProber = new ScriptedProber();
@@ -116,7 +124,11 @@ export function scene(route: DnsOutcome) {
         requestId,
         quotas: quotas(),
         now: clock,
+        desk: deskOf(env.ACCOUNT_DESK, caller.accountId),
       });
+      // What the desk answered is written to D1, where the tests read history and the ledger, and
+      // its credits given back: nothing of a scene is left to a desk's alarm after its test.
+      await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
       return { ...answer, requestId };
     },
   };

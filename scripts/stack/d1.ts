@@ -282,8 +282,12 @@ export async function queryRowsAsync(target: D1Target, query: string): Promise<R
   return rows ?? [];
 }
 
-/** Applies the migrations to every database wrangler.toml declares (each gets them all). */
-export function applyMigrations(target: D1Target): void {
+/**
+ * Applies the migrations to every database wrangler.toml declares (each gets them all), one
+ * wrangler process after the other: two at once in one folder meet on miniflare's own metadata
+ * database and one fails with SQLITE_BUSY.
+ */
+export async function applyMigrations(target: D1Target): Promise<void> {
   for (const database of declaredDatabases())
-    runWrangler(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]);
+    await runWranglerAsync(['d1', 'migrations', 'apply', database.name, ...targetArgs(target)]);
 }

@@ -96,7 +96,7 @@ export async function startLocalStack(options: StackOptions = {}): Promise<Local
     cpSync(options.migratedFrom, persistTo, { recursive: true });
     step(`database copied from ${options.migratedFrom}`);
   } else {
-    applyMigrations(d1);
+    await applyMigrations(d1);
     step('database migrated');
   }
   const seeded = await seedDevelopmentAccount(d1, persistTo, options);

@@ -1,6 +1,6 @@
 // The e2e project's global setup: the D1 migrations applied once per run, into a folder every
 // whole-system test copies as its stack's starting database (StackOptions.migratedFrom). A
-// migration run is a wrangler process of its own, many seconds of CPU; once is enough.
+// migration run is a wrangler process a database, many seconds of CPU; once is enough.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +14,9 @@ declare module 'vitest' {
   }
 }
 
-export default function setup(project: TestProject): () => void {
+export default async function setup(project: TestProject): Promise<() => void> {
   const folder = mkdtempSync(join(tmpdir(), 'rcpt-e2e-migrated-'));
-  applyMigrations({ persistTo: folder });
+  await applyMigrations({ persistTo: folder });
   project.provide('migratedDatabase', folder);
   return () => rmSync(folder, { recursive: true, force: true });
 }

@@ -46,8 +46,9 @@ export async function recoverStuckJobs(
   const pastDeadline = await findJobsPastDeadline(db, now - DEADLINE_SWEEP_GRACE_MS, 100);
   for (const jobId of pastDeadline) await finishAtDeadline(deps, jobId, now);
 
-  // A single verification charged and never answered (its request died between the charge
-  // and the answer, and its own refund failed too) is refunded here.
+  // A single verification charged in D1 and never answered (its request died between the charge
+  // and the answer, and its own refund failed too) is refunded here: only rows from before single
+  // calls were charged at their desk, whose alarm gives back its own (objects/account-desk.ts).
   let refundedVerifications = 0;
   for (const id of await findUnansweredVerifications(
     db,

@@ -5,12 +5,15 @@
 // it over, and this middleware gives it back when the request ends without that (a revoked key,
 // a rate limit, any refusal on the way). Only a live secret key's call whose key, scope and client
 // address this isolate already knows to pass, without an Idempotency-Key, on a JSON body that
-// is a valid request not asking `fresh`, begins early; every other request goes as before.
+// is a valid request not asking `fresh`, begins early; every other request goes as before. The
+// early start only saves a round trip: when it fails (a domain fact's write to D1, say), the
+// request goes the ordinary way, which charges it once, in its turn.
 import { VerifyRequest } from '@rcpt/shared/contract/api';
 import { isWellFormedSecret } from '@rcpt/shared/secret-tokens';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
+import { errorFields, log } from '../logger.ts';
 import { keyHoldsScope } from '../services/keys/api-keys.ts';
 import { addressAdmitted } from '../services/keys/key-limits.ts';
 import { knownKey } from '../services/keys/known-keys.ts';
@@ -26,14 +29,21 @@ import { clientAddressOf } from './client-address.ts';
 import { readJsonBody } from './json-body.ts';
 
 export const earlyDesk = createMiddleware<AppEnv>(async (c, next) => {
-  const early = await begin(c);
+  const early = await begin(c).catch((cause: unknown) => {
+    // Thrown before the desk was called (its answer's failure is the call's to see): nothing held.
+    log.warn('the early desk call was not begun; the request goes the ordinary way', {
+      requestId: c.get('requestId'),
+      error: errorFields(cause).error,
+    });
+    return null;
+  });
   if (!early) return next();
   c.set('earlyDesk', early);
   try {
     await next();
   } finally {
     const { desks, inBackground } = c.get('services');
-    inBackground(giveBackEarlyDeskCall(early, deskOf(desks, early.call.accountId)));
+    inBackground(giveBackEarlyDeskCall(early, () => deskOf(desks, early.call.accountId)));
   }
 });
 

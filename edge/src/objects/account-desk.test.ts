@@ -2,7 +2,8 @@
 // answered there makes no round trip to D1 — counted on D1's own classes, so the Durable Objects'
 // reads and writes count too — and a cached one of a key the isolate knows asks its desk beside
 // its key's object, counted on the namespaces' own class; what the desk held for a call its key's
-// object then refuses is given back, as is a held charge nobody closed; no concurrency overdraws
+// object then refuses is given back (tried again when the first give-back is lost), as is a held
+// charge nobody closed; an early start that fails leaves the call to the ordinary way; no concurrency overdraws
 // the balance, a flush retried is applied once, history appears once flushed, and a revoked key
 // fails on its next request.
 import { runDurableObjectAlarm } from 'cloudflare:test';
@@ -12,16 +13,21 @@ import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../test/domain-facts.ts';
+import { failingCalls } from '../../test/failing-calls.ts';
+import { failingD1 } from '../../test/failing-d1.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
 import { balanceOf, call, db, ledgerOf, newCaller, quotas } from '../../test/fixtures.ts';
+import { configOf } from '../config.ts';
 import { keyRecordKeeper } from '../services/keys/api-keys.ts';
-import { settleDesk } from '../services/money/account-desk.ts';
+import { deskOf, settleDesk } from '../services/money/account-desk.ts';
 import { utcDayStart } from '../services/money/quotas.ts';
-import { deskKeptCall } from '../services/verify/desk-call.ts';
+import { domainFactsOf } from '../services/verify/deps.ts';
+import { beginEarlyDeskCall, deskKeptCall, giveBackEarlyDeskCall } from '../services/verify/desk-call.ts';
 import { verdictCacheKey } from '../services/verify/kept-verdicts.ts';
 import { verifyForCaller } from '../services/verify/single-verification.ts';
 import { keptVerdictTerms } from '../services/verify/verdict-cache.ts';
 import { applyDeskFlush, type DeskHistoryRow, reserveCredits } from '../storage/desk-books.ts';
+import { readDomainFacts } from '../storage/domain-facts.ts';
 import { operatorTokens } from '../storage/schema.ts';
 import { listHistory } from '../storage/verifications.ts';
 import { DESK_OPEN_CHARGE_MS } from './account-desk.ts';
@@ -464,6 +470,70 @@ describe('a call begun at its desk before its key was admitted', () => {
     ).toBe(false);
     await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
     expect(await balanceOf(caller.accountId)).toBe(9);
+  });
+
+  it('answers the ordinary way, charged once, when its early start fails (a domain fact not written)', async () => {
+    const email = `early-fails-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+    const caller = await knownCallerWithVerdict(email);
+    const domain = 'accept.test';
+    // The isolate holds the domain's facts with a route whose TTL ran out: the early start asks
+    // DNS again and writes the route to D1, which fails once, as a passing outage does.
+    await env.DB.prepare('UPDATE domain_facts SET route_expires_at = ? WHERE domain = ?')
+      .bind(Date.now() - 1_000, domain)
+      .run();
+    domainFactsOf(db(), configOf(env), undefined, { snapshot: true }).know(
+      domain,
+      await readDomainFacts(db(), domain),
+    );
+    const broken = failingD1(env.DB, /^\s*INSERT INTO domain_facts/, { times: 1 });
+    let body: { data: { meta: { cached: boolean } }; creditsRemaining: number } | undefined;
+    const calls = await objectCallsDuring(async () => {
+      const response = await call('/api/v1/verify', {
+        key: caller.apiKey,
+        json: { email },
+        bindings: { DB: broken },
+        settled: true,
+      });
+      expect(response.status).toBe(200);
+      body = await response.json();
+    });
+    // Nothing was asked of the desk before the admission, so nothing is given back after it.
+    expect(calls).toEqual(['KEY_LIMITER.admit', 'ACCOUNT_DESK.answerKept']);
+    expect(body?.data.meta.cached).toBe(true);
+    expect(body?.creditsRemaining).toBe(8);
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(8);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(2);
+  });
+
+  it('gives back what the desk held when the first give-back fails, without waiting for the alarm', async () => {
+    const email = `give-back-${crypto.randomUUID().slice(0, 8)}@accept.test`;
+    const caller = await knownCallerWithVerdict(email);
+    const facts = domainFactsOf(db(), configOf(env), undefined, { snapshot: true });
+    await facts.facts('accept.test');
+    const early = await beginEarlyDeskCall({
+      desk: deskOf(env.ACCOUNT_DESK, caller.accountId),
+      facts,
+      caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode: 'live' },
+      email,
+      evidence: false,
+      requestId: `req_${crypto.randomUUID()}`,
+      now: Date.now(),
+      quotas: quotas(),
+    });
+    if (!early) throw new Error('the early lookup was not begun');
+    expect(await early.answer).toMatchObject({
+      result: { meta: { cached: true } },
+      admission: { balance: 8 },
+    });
+    // The first refund is lost on its way, as a call whose connection dropped is.
+    const lost = failingCalls('refund', 1);
+    await giveBackEarlyDeskCall(early, () => lost.of(deskOf(env.ACCOUNT_DESK, caller.accountId)));
+    expect(lost.failed).toBe(1);
+    // Given back now, not by the alarm: the balance is whole once the desk settles.
+    await settleDesk(env.ACCOUNT_DESK, caller.accountId, { release: true });
+    expect(await balanceOf(caller.accountId)).toBe(9);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify')).toHaveLength(1);
   });
 });
 

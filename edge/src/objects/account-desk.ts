@@ -271,7 +271,7 @@ export class AccountDesk extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.#meter();
     const now = Date.now();
-    // A charge whose request died is given back (the recovery sweep of the D1 path).
+    // A charge whose request died is given back (docs/money.md, "Where the balance lives").
     this.ctx.storage.sql.exec(
       'DELETE FROM outbox WHERE open = 1 AND created_at < ?',
       now - DESK_OPEN_CHARGE_MS,

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { until, untilValue } from '../../../test/eventually.ts';
 import { answerQuery } from '../../../test/world/dns-answer.ts';
 import { ZONE } from '../../../test/world/zone.ts';
+import { failingD1 } from '../../test/failing-d1.ts';
 import { reportFor, startFakeProber, withEvidence } from '../../test/fake-prober.ts';
 import {
   balanceOf,
@@ -43,13 +44,14 @@ async function messagesOf(jobId: string): Promise<WorkMessage[]> {
   return [...byDomain.values()];
 }
 
-async function consume(messages: BatchMessage[]): Promise<void> {
+/** Runs the consumer over `messages`, with `bindings` over the test env's (e.g. a failing D1). */
+async function consume(messages: BatchMessage[], bindings: Partial<Env> = {}): Promise<void> {
   const batch = createMessageBatch<BatchMessage>(
     'verify-batch',
     messages.map((body, index) => ({ id: `m${index}`, timestamp: new Date(), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  await consumeVerifyBatch(batch, env, ctx);
+  await consumeVerifyBatch(batch, { ...env, ...bindings }, ctx);
   await waitOnExecutionContext(ctx);
   const result = await getQueueResult(batch, ctx);
   expect(result.ackAll).toBe(true);
@@ -384,7 +386,8 @@ describe('verify-batch consumer', () => {
       { state: 'queued', subStatus: 'greylisted' },
     ]);
 
-    await consume([{ kind: 'deadline', jobId }]);
+    // The consumer read the job's recheck with its row: the results write asks D1 nothing of it.
+    await consume([{ kind: 'deadline', jobId }], { DB: failingD1(env.DB, /^\s*SELECT recheck FROM jobs/) });
     const job = await jobOnceSettled(caller.apiKey, jobId);
     expect(job).toMatchObject({
       status: 'completed',

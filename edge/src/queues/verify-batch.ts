@@ -71,6 +71,8 @@ async function consumeShardMessages(
     deadlineAt: number;
     evidence: boolean;
     store: JobStoreKind;
+    /** The job's `recheck`, read with its row (a round's answers go to the round instead). */
+    recheck?: boolean;
   }[] = [];
   for (const body of messages) {
     if (body.kind === 'recheck') {
@@ -93,7 +95,7 @@ async function consumeShardMessages(
     const job = live.get(body.jobId);
     if (!job) continue; // completed, failed or deleted: nothing left to do
     if (body.kind === 'deadline') {
-      await finishAtDeadline(deps, body.jobId, Date.now());
+      await finishAtDeadline(deps, body.jobId, Date.now(), job.recheck === 1);
       continue;
     }
     work.push({
@@ -102,6 +104,7 @@ async function consumeShardMessages(
       deadlineAt: job.deadlineAt ?? defaultDeadlineAt(body.addresses.length, Date.now()),
       evidence: job.evidence === 1,
       store: job.store,
+      recheck: job.recheck === 1,
     });
   }
 
@@ -115,7 +118,7 @@ async function consumeShardMessages(
   // Work whose route did not fit in this invocation goes back on the queue, as it was.
   const postponed = work.filter(({ body }) => !routes.has(body.domain));
   if (postponed.length > 0) await deps.queue.sendBatch(postponed.map(({ body }) => ({ body })));
-  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence, store }) => {
+  const tasks: BatchTask[] = work.flatMap(({ body, accountId, deadlineAt, evidence, store, recheck }) => {
     const dns = routes.get(body.domain);
     if (!dns) return [];
     return [
@@ -132,6 +135,7 @@ async function consumeShardMessages(
         addresses: body.addresses,
         dns,
         ...(evidence ? { evidence } : {}),
+        ...(recheck === undefined ? {} : { recheck }),
       },
     ];
   });

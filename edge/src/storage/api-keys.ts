@@ -56,6 +56,13 @@ export async function insertApiKeyWithin(
  */
 export type ApiKeyRecord = ApiKeyRow & { creditBalance: number; sharedFleetFallback: number; shard: number };
 
+/** What a key's record reads: the key, and of its account the balance and the shared fleet's fallback. */
+const KEY_RECORD_COLUMNS = {
+  key: apiKeys,
+  creditBalance: accounts.creditBalance,
+  sharedFleetFallback: accounts.sharedFleetFallback,
+};
+
 /**
  * The key with this hash wherever its account lives, its account's balance at lookup time and
  * whether the shared fleet may take the account's probes: one query to the directory, which
@@ -64,12 +71,7 @@ export type ApiKeyRecord = ApiKeyRow & { creditBalance: number; sharedFleetFallb
  */
 export async function findApiKeyByHash(shards: Shards, keyHash: string): Promise<ApiKeyRecord | undefined> {
   const [found] = await shards.directory
-    .select({
-      shard: accountShards.shard,
-      key: apiKeys,
-      creditBalance: accounts.creditBalance,
-      sharedFleetFallback: accounts.sharedFleetFallback,
-    })
+    .select({ shard: accountShards.shard, ...KEY_RECORD_COLUMNS })
     .from(accountLookups)
     .leftJoin(accountShards, eq(accountShards.accountId, accountLookups.accountId))
     .leftJoin(apiKeys, eq(apiKeys.keyHash, accountLookups.value))
@@ -90,11 +92,7 @@ export async function findApiKeyByHash(shards: Shards, keyHash: string): Promise
 
 async function keyInShard(db: Db, keyHash: string) {
   const [row] = await db
-    .select({
-      key: apiKeys,
-      creditBalance: accounts.creditBalance,
-      sharedFleetFallback: accounts.sharedFleetFallback,
-    })
+    .select(KEY_RECORD_COLUMNS)
     .from(apiKeys)
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
     .where(eq(apiKeys.keyHash, keyHash))

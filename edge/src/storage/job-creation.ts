@@ -16,12 +16,12 @@ import { type JsonChunk, jsonChunks } from './json-chunks.ts';
 import { debit, freeCreditsSql, spendableCreditsSql } from './ledger.ts';
 import {
   countStorage,
+  d1BytesWrittenByAllSql,
   limitOrZeroSql,
   ROW_OVERHEAD_BYTES,
   rowBytes,
   type StorageLimit,
   storageFitsSql,
-  storageUsedByAllSql,
   storageUsedSql,
   storedResultBytes,
   utf8Bytes,
@@ -86,7 +86,7 @@ export interface JobQuotaLimits {
   /** The account's budget of bytes written on the UTC day starting at `storageDay`, this job included. */
   storage: StorageLimit | null;
   storageDay: number;
-  /** Most bytes all accounts together may write on that day, this job included (docs/capacity.md). */
+  /** Most bytes all accounts together may write to D1 on that day, this job's included (docs/capacity.md). */
   globalStorageBytes: number | null;
   /** Whether the job may be stored for an account whose email is not confirmed: a small sandbox try. */
   unconfirmedMayStore: boolean;
@@ -99,10 +99,12 @@ export interface AccountUsage {
   storageBytes: number;
   /** The account's storage budget of the day. */
   storageLimit: number;
-  /** The bytes all accounts together had written on the day. */
+  /** The bytes all accounts together had written to D1 on the day. */
   globalStorageBytes: number;
   /** The bytes the job would have written. */
   jobBytes: number;
+  /** Of them, the bytes it would have written to D1 (its lists only when they live there). */
+  jobD1Bytes: number;
   confirmationAllows: boolean;
   creditsCover: boolean;
   inFlightFits: boolean;
@@ -122,13 +124,13 @@ const JOB_EXTRA_BYTES = 8 * 1024;
 // own batch (one transaction): ?2 account, ?18 its charge, ?20 the in-flight limit; the storage
 // budgets' numbers are inlined. The job insert requires all of them; the refused batch reports
 // each, so the caller answers with the one that failed.
-function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
+function jobConditions(limits: JobQuotaLimits, jobBytes: { all: number; d1: number }) {
   const usage = {
     creditBalance: `(SELECT ${freeCreditsSql()} FROM accounts WHERE id = ?2)`,
     jobsInFlight: `(SELECT COUNT(*) FROM jobs WHERE account_id = ?2 AND status IN ('pending', 'processing'))`,
     storageBytes: storageUsedSql('?2', limits.storageDay),
     storageLimit: limitOrZeroSql('?2', limits.storage, limits.storageDay),
-    globalStorageBytes: storageUsedByAllSql(limits.storageDay),
+    globalStorageBytes: d1BytesWrittenByAllSql(limits.storageDay),
   };
   // Confirmation is never undone, but reading it here costs no round trip and keeps every
   // condition of the job in one place.
@@ -137,11 +139,11 @@ function jobConditions(limits: JobQuotaLimits, jobBytes: number) {
     confirmationAllows: limits.unconfirmedMayStore ? '1' : confirmed,
     creditsCover: `${spendableCreditsSql('?2')} >= ?18`,
     inFlightFits: `(?20 IS NULL OR ${usage.jobsInFlight} < ?20)`,
-    storageFits: storageFitsSql('?2', { day: limits.storageDay, bytes: jobBytes, limit: limits.storage }),
+    storageFits: storageFitsSql('?2', { day: limits.storageDay, bytes: jobBytes.all, limit: limits.storage }),
     globalFits:
       limits.globalStorageBytes === null
         ? '1'
-        : `(${usage.globalStorageBytes} + ${jobBytes} <= ${limits.globalStorageBytes})`,
+        : `(${usage.globalStorageBytes} + ${jobBytes.d1} <= ${limits.globalStorageBytes})`,
   };
   return { usage, conditions };
 }
@@ -179,22 +181,25 @@ export async function createJobWithCharge(
     ]),
   );
   // The storage budget: the values written now (their JSON is a close upper bound), a row's
-  // overhead for each, and the results still to come.
-  let jobBytes =
-    rowBytes(job.id, job.name, csvHeaders, job.webhookUrl) +
-    JOB_EXTRA_BYTES +
-    (rows.length + addresses.length) * ROW_OVERHEAD_BYTES;
+  // overhead for each, and the results still to come. The lists' share goes to D1 only for a job
+  // whose lists live there; the job's row, events, history entry, filter and watch always do.
+  let listBytes = (rows.length + addresses.length) * ROW_OVERHEAD_BYTES;
   for (const chunk of rowChunks)
-    jobBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
-  for (const chunk of addressChunks) jobBytes += utf8Bytes(chunk.json);
-  for (const address of addresses) if (!address.result) jobBytes += storedResultBytes(job.evidence);
+    listBytes += utf8Bytes(chunk.rows) + (chunk.cellsFirst ? utf8Bytes(chunk.cells) : 0);
+  for (const chunk of addressChunks) listBytes += utf8Bytes(chunk.json);
+  for (const address of addresses) if (!address.result) listBytes += storedResultBytes(job.evidence);
   const filter = addressFilterOf(addresses.map((address) => address.email));
-  jobBytes += filter?.byteLength ?? 0;
+  let d1OnlyBytes =
+    rowBytes(job.id, job.name, csvHeaders, job.webhookUrl) + JOB_EXTRA_BYTES + (filter?.byteLength ?? 0);
   if (job.watchDays !== 'off')
-    jobBytes += watchRowsBytes(
+    d1OnlyBytes += watchRowsBytes(
       job.id,
       addresses.map((address) => address.domain),
     );
+  const jobBytes = {
+    all: d1OnlyBytes + listBytes,
+    d1: d1OnlyBytes + (job.store === 'd1' ? listBytes : 0),
+  };
   const { usage, conditions } = jobConditions(limits, jobBytes);
   const jobParams = [
     job.id,
@@ -257,7 +262,7 @@ export async function createJobWithCharge(
       : []),
     countStorage(
       d1,
-      { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes },
+      { accountId: job.accountId, day: limits.storageDay, bytes: jobBytes.all, d1Bytes: jobBytes.d1 },
       { sql: 'EXISTS (SELECT 1 FROM jobs WHERE id = ?4)', params: [job.id] },
     ),
   ];
@@ -287,7 +292,8 @@ export async function createJobWithCharge(
       storageBytes: read.storageBytes ?? 0,
       storageLimit: read.storageLimit ?? 0,
       globalStorageBytes: read.globalStorageBytes ?? 0,
-      jobBytes,
+      jobBytes: jobBytes.all,
+      jobD1Bytes: jobBytes.d1,
       confirmationAllows: read.confirmationAllows === 1,
       creditsCover: read.creditsCover === 1,
       inFlightFits: read.inFlightFits === 1,

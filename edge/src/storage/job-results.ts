@@ -28,14 +28,18 @@ export async function recordResults(
   results: readonly AddressResult[],
   now: number,
   firstRecheckAfterMs: number | null = null,
+  /** The job's `recheck`, when the caller read it with the job's row; else it is read here. */
+  jobRechecks?: boolean,
 ): Promise<{ completed: boolean; recheckDueAt: number | null }> {
-  // Whether recheckable answers are asked again is the job's: read only when there are some.
+  // Whether recheckable answers are asked again is the job's: read only when there are some and
+  // the caller does not know it (a round trip before the write).
   const recheck =
     results.some((result) => result.recheckable) &&
-    (await db.$client
-      .prepare('SELECT recheck FROM jobs WHERE id = ?1')
-      .bind(jobId)
-      .first<number>('recheck')) === 1;
+    (jobRechecks ??
+      (await db.$client
+        .prepare('SELECT recheck FROM jobs WHERE id = ?1')
+        .bind(jobId)
+        .first<number>('recheck')) === 1);
   const report = await jobLists(db, jobId).recordFinal(results, recheck);
   return applyReport(db, jobId, report, now, firstRecheckAfterMs);
 }

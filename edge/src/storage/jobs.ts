@@ -66,13 +66,15 @@ export interface LiveJob {
   /** 1: its probes ask for the evidence behind each answer. */
   evidence: number;
   store: JobStoreKind;
+  /** 1: its recheckable final answers are asked again after completion (greylist follow-up). */
+  recheck: number;
 }
 
 /** The jobs among `jobIds` that are still processing. */
 export async function processingJobs(db: Db, jobIds: readonly string[]): Promise<Map<string, LiveJob>> {
   const { results } = await db.$client
     .prepare(
-      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence, store FROM jobs
+      `SELECT id, account_id AS accountId, deadline_at AS deadlineAt, evidence, store, recheck FROM jobs
        WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`,
     )
     .bind(JSON.stringify(jobIds))

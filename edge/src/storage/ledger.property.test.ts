@@ -1,5 +1,6 @@
 // The ledger invariant under random interleavings of everything that moves money, on the real
-// local D1: single verifications (some failing after the charge), uploads, result writes
+// local D1: single verifications at the account's desk, several at once (some failing after the
+// charge), the desk's flushes to D1 (giving its unspent credits back or not), uploads, result writes
 // (partial, replayed, and abandoned halfway as by a consumer that throws after enqueueing its
 // retries), recovery sweeps, job failures and greylist follow-up rounds (which charge the
 // refunded addresses they answer, as far as the balance covers), purchases paid (their webhook
@@ -24,6 +25,7 @@ import { startRecheckRound } from '../services/batch/recheck.ts';
 import { recheckAnswerOf, recordRecheck } from '../services/batch/results.ts';
 import { settleDepsOf } from '../services/batch-lifecycle.ts';
 import type { Caller } from '../services/keys/api-keys.ts';
+import { deskOf, settleDesk } from '../services/money/account-desk.ts';
 import { sandboxVerify } from '../services/verify/sandbox.ts';
 import { verifyForCaller } from '../services/verify/single-verification.ts';
 import { confirmAccountEmail, insertUnconfirmedAccount } from './accounts.ts';
@@ -54,7 +56,8 @@ function deps(hubFails: boolean): VerifyDeps {
 }
 
 type Step =
-  | { kind: 'single'; hubFails: boolean }
+  | { kind: 'single'; hubFails: boolean; calls: number }
+  | { kind: 'flush'; release: boolean }
   | { kind: 'upload'; size: number }
   | { kind: 'record'; job: number; picks: number[]; refundable: boolean; replay: boolean }
   | { kind: 'fail'; job: number }
@@ -64,7 +67,12 @@ type Step =
   | { kind: 'refund'; purchase: number; thirds: number; replay: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('single' as const), hubFails: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('single' as const),
+    hubFails: fc.boolean(),
+    calls: fc.integer({ min: 1, max: 4 }),
+  }),
+  fc.record({ kind: fc.constant('flush' as const), release: fc.boolean() }),
   fc.record({ kind: fc.constant('upload' as const), size: fc.integer({ min: 1, max: 5 }) }),
   fc.record({
     kind: fc.constant('record' as const),
@@ -138,16 +146,27 @@ async function run(steps: Step[]): Promise<string> {
       await Promise.all(Array.from({ length: action.replay ? 2 : 1 }, () => applyRefund(db(), refund)));
       purchase.refunded = total;
     } else if (action.kind === 'single') {
-      await verifyForCaller({
-        db: db(),
-        deps: deps(action.hubFails),
-        facts: factsWorld(MX).store(),
-        caller,
-        email: 'someone@ledger.test',
-        requestId: `req_${crypto.randomUUID()}`,
-        quotas: quotas(),
-        now,
-      }).catch(() => undefined); // 402, or a failure after the charge (refunded)
+      // Calls at once, charged at the account's desk against the credits it took from D1.
+      await Promise.all(
+        Array.from(
+          { length: action.calls },
+          () =>
+            verifyForCaller({
+              db: db(),
+              deps: deps(action.hubFails),
+              facts: factsWorld(MX).store(),
+              caller,
+              email: 'someone@ledger.test',
+              fresh: true,
+              requestId: `req_${crypto.randomUUID()}`,
+              quotas: quotas(),
+              now,
+              desk: deskOf(env.ACCOUNT_DESK, account.accountId),
+            }).catch(() => undefined), // 402, or a failure after the charge (given back)
+        ),
+      );
+    } else if (action.kind === 'flush') {
+      await settleDesk(env.ACCOUNT_DESK, account.accountId, { release: action.release });
     } else if (action.kind === 'upload') {
       const emails = Array.from(
         { length: action.size },
@@ -245,13 +264,17 @@ async function rows<T>(sql: string, ...binds: unknown[]): Promise<T[]> {
 }
 
 async function checkInvariants(accountId: string): Promise<void> {
-  const [balance] = await rows<{ balance: number; ledger: number }>(
-    `SELECT credit_balance AS balance, (SELECT SUM(delta) FROM credit_ledger WHERE account_id = ?1) AS ledger
+  // What the desk holds, spent and unspent, written to D1 and given back, as its idle alarm does.
+  await settleDesk(env.ACCOUNT_DESK, accountId, { release: true });
+  const [balance] = await rows<{ balance: number; ledger: number; reserved: number }>(
+    `SELECT credit_balance AS balance, credits_reserved AS reserved,
+       (SELECT SUM(delta) FROM credit_ledger WHERE account_id = ?1) AS ledger
      FROM accounts WHERE id = ?1`,
     accountId,
   );
   expect(balance?.balance).toBe(balance?.ledger);
   expect(balance?.balance).toBeGreaterThanOrEqual(0);
+  expect(balance?.reserved).toBe(0);
 
   // No job charged, completed or refunded twice; a refund never exceeds its charge.
   const movements = await rows<{ reference: string; reason: string; n: number; total: number }>(
@@ -308,8 +331,9 @@ async function checkInvariants(accountId: string): Promise<void> {
     }
   }
 
-  // Every charged single verification ends in exactly one of its result or its refund,
-  // once the recovery sweep has run.
+  // Every charged single verification ends in exactly one of its result or its refund, once the
+  // desk has flushed: a call given back at the desk never reaches the ledger, so every `verify`
+  // row is an answered one, once.
   const singles = await rows<{ reference: string; answered: number; refunds: number }>(
     `SELECT l.reference,
        (SELECT COUNT(*) FROM verifications v WHERE v.id = l.reference AND v.status IS NOT NULL) AS answered,

@@ -10,6 +10,7 @@ import { type GuaranteeClaim, refundGuaranteedVerdict } from './ledger.ts';
 import { addLookup } from './shards.ts';
 import {
   limitOrZeroSql,
+  STORAGE_DAYS_ADD,
   type StorageLimit,
   type StorageUse,
   storageFitsSql,
@@ -237,12 +238,12 @@ export async function insertOutcomes(
   statements.push(
     d1
       .prepare(
-        `INSERT INTO storage_days (account_id, day, bytes)
-         SELECT ?1, ?2, total FROM (
+        `INSERT INTO storage_days (account_id, day, bytes, d1_bytes)
+         SELECT ?1, ?2, total, total FROM (
            SELECT SUM(json_extract(s.value, '$[1]')) AS total FROM json_each(?3) s
            WHERE EXISTS (SELECT 1 FROM outcomes WHERE id = json_extract(s.value, '$[0]')))
          WHERE total IS NOT NULL
-         ON CONFLICT (account_id, day) DO UPDATE SET bytes = bytes + excluded.bytes`,
+         ${STORAGE_DAYS_ADD}`,
       )
       .bind(accountId, fit.day, sizes),
   );

@@ -543,8 +543,9 @@ export const idempotencyKeys = sqliteTable(
 
 // ── Storage budget ─────────────────────────────────────────────────────────────────────
 // Bytes each account wrote on a UTC day, counted by every write path in the transaction of the
-// write it counts (docs/money.md, "Quotas and free work"). Rows older than yesterday are deleted
-// by the retention cron.
+// write it counts (docs/money.md, "Quotas and free work"), and the share of them written to D1
+// (a job's lists in its JobStore object are not: docs/capacity.md, "The daily write budget").
+// Rows older than yesterday are deleted by the retention cron.
 
 export const storageDays = sqliteTable(
   'storage_days',
@@ -555,6 +556,7 @@ export const storageDays = sqliteTable(
     // The UTC day's start, ms since the epoch.
     day: integer('day').notNull(),
     bytes: integer('bytes').notNull(),
+    d1Bytes: integer('d1_bytes').notNull().default(0),
   },
   (table) => [primaryKey({ columns: [table.accountId, table.day] }), index('storage_days_day').on(table.day)],
 );

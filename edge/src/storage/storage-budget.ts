@@ -1,7 +1,9 @@
 // The storage budget (docs/money.md, "Quotas and free work"): the bytes each account writes on a
 // UTC day, one counter row per account and day. Every write path counts its bytes in the D1
 // transaction of the write it counts, and a write that must fit is conditional on the counter in
-// that same transaction, so two concurrent requests cannot both take the last bytes.
+// that same transaction, so two concurrent requests cannot both take the last bytes. Beside its
+// bytes each count says how many of them went to D1: the store's daily write budget
+// (docs/capacity.md, "The daily write budget") is about D1 alone, while an account's counts all.
 //
 // A write's bytes are the UTF-8 bytes of the values it stores plus ROW_OVERHEAD_BYTES per row;
 // what a write will add later (a job's results, its webhook events) is counted when the write
@@ -60,6 +62,8 @@ export interface StorageCharge {
   accountId: string;
   day: number;
   bytes: number;
+  /** The share of `bytes` written to D1: all of them unless said (a job's lists may live elsewhere). */
+  d1Bytes?: number;
 }
 
 function integer(value: number, what: string): number {
@@ -117,9 +121,12 @@ export function storageFitsSql(
   return `(${storageUsedSql(account, fit.day)} + ${integer(fit.bytes, 'bytes')} <= ${storageLimitSql(account, fit.limit, fit.day)})`;
 }
 
-/** SQL: the bytes all accounts together have written on `day`. */
-export function storageUsedByAllSql(day: number): string {
-  return `COALESCE((SELECT SUM(bytes) FROM storage_days WHERE day = ${integer(day, 'day')}), 0)`;
+/**
+ * SQL: the bytes all accounts together have written to D1 on `day`, which the store's daily write
+ * budget bounds (docs/capacity.md, "The daily write budget").
+ */
+export function d1BytesWrittenByAllSql(day: number): string {
+  return `COALESCE((SELECT SUM(d1_bytes) FROM storage_days WHERE day = ${integer(day, 'day')}), 0)`;
 }
 
 /** What an account or the whole store had written on a day, against its budget of the day. */
@@ -137,13 +144,20 @@ export function countStorage(
   charge: StorageCharge,
   onlyIf?: { sql: string; params: unknown[] },
 ): D1PreparedStatement {
+  const bytes = integer(charge.bytes, 'bytes');
+  const d1Bytes = integer(charge.d1Bytes ?? bytes, 'd1Bytes');
+  if (d1Bytes > bytes) throw new Error('a write cannot put more bytes in D1 than it writes');
   return d1
     .prepare(
-      `INSERT INTO storage_days (account_id, day, bytes) SELECT ?1, ?2, ?3 WHERE ${onlyIf ? onlyIf.sql : 'true'}
-       ON CONFLICT (account_id, day) DO UPDATE SET bytes = bytes + excluded.bytes`,
+      `INSERT INTO storage_days (account_id, day, bytes, d1_bytes) SELECT ?1, ?2, ?3, ${d1Bytes}
+       WHERE ${onlyIf ? onlyIf.sql : 'true'} ${STORAGE_DAYS_ADD}`,
     )
-    .bind(charge.accountId, charge.day, integer(charge.bytes, 'bytes'), ...(onlyIf?.params ?? []));
+    .bind(charge.accountId, charge.day, bytes, ...(onlyIf?.params ?? []));
 }
+
+/** The upsert's tail: a day already counted adds both counts. */
+export const STORAGE_DAYS_ADD =
+  'ON CONFLICT (account_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, d1_bytes = d1_bytes + excluded.d1_bytes';
 
 /**
  * Inserts `row` into `table` only if `fit.bytes` more fit the account's budget of the day, and
@@ -214,10 +228,13 @@ export async function storageUseOf(
   return row ?? { usedBytes: 0, limitBytes: 0 };
 }
 
-/** The bytes all accounts together have written on `day`. */
-export async function storageUsedByAll(db: Db, day: number): Promise<number> {
+/** The bytes all accounts together have written on `day`: to D1, and anywhere (D1 and the jobs' objects). */
+export async function bytesWrittenByAll(db: Db, day: number): Promise<{ d1Bytes: number; allBytes: number }> {
   const row = await db.$client
-    .prepare(`SELECT ${storageUsedByAllSql(day)} AS used`)
-    .first<{ used: number }>();
-  return row?.used ?? 0;
+    .prepare(
+      `SELECT ${d1BytesWrittenByAllSql(day)} AS d1Bytes,
+         COALESCE((SELECT SUM(bytes) FROM storage_days WHERE day = ${integer(day, 'day')}), 0) AS allBytes`,
+    )
+    .first<{ d1Bytes: number; allBytes: number }>();
+  return row ?? { d1Bytes: 0, allBytes: 0 };
 }

@@ -1,25 +1,17 @@
 // Single verifications in D1 (the table \`verifications\`, which the dashboard shows as history):
-// the charge that opens a row and its answer or refund, a free (test key) answer under the
-// storage budget, the verdict cache's lookup, the recovery sweep's unanswered rows, and the
-// history list.
+// the account's desk writes them (storage/desk-books.ts, docs/money.md "Where the balance lives");
+// here are a row's size against the storage budget, a late verdict kept in a written row, the
+// verdict cache's lookup, the recovery sweep's unanswered rows (opened in D1 before the desk
+// charged single calls), and the history list.
 import type { SubStatus, VerificationStatus } from '@rcpt/shared/contract/api';
 import { type DataMode, dataModeSql } from './api-keys.ts';
 import { type Db, prepare } from './db.ts';
 import { type DomainFactsRow, readDomainFactsStatement } from './domain-facts.ts';
-import { debit, refundUnansweredVerification, spendableCreditsSql } from './ledger.ts';
+import { refundUnansweredVerification } from './ledger.ts';
 import { type MailboxBounceRow, mailboxBouncesStatement } from './outcomes.ts';
 import { verifications } from './schema.ts';
 import { directoryOf } from './shards.ts';
-import {
-  countStorage,
-  insertWithinBudget,
-  limitOrZeroSql,
-  rowBytes,
-  type StorageLimit,
-  storageFitsSql,
-  storageUsedSql,
-  storedResultBytes,
-} from './storage-budget.ts';
+import { rowBytes, type StorageLimit, storedResultBytes } from './storage-budget.ts';
 
 export type NewVerification = typeof verifications.$inferInsert;
 
@@ -55,41 +47,6 @@ export function historyRowBytes(
     : fixed + storedResultBytes(withEvidence);
 }
 
-/**
- * Records a single verification that was answered free of charge (a test key) with its answer,
- * if it fits the account's storage budget: the check, the insert and the count are one
- * transaction. Returns null when recorded.
- */
-export async function insertAnsweredVerification(
-  db: Db,
-  row: { id: string; accountId: string; apiKeyId: string | null; now: number; answer: HistoryAnswer },
-  budget: HistoryBudget,
-): Promise<HistoryRefusal | null> {
-  const { answer } = row;
-  const bytes = historyRowBytes(row, answer, answer.email);
-  const storageUsed = await insertWithinBudget(
-    db,
-    'verifications',
-    {
-      id: row.id,
-      account_id: row.accountId,
-      api_key_id: row.apiKeyId,
-      kind: 'single',
-      email: answer.email,
-      address: answer.address,
-      status: answer.status,
-      sub_status: answer.subStatus,
-      score: answer.score,
-      result_json: answer.resultJson,
-      created_at: row.now,
-    },
-    { day: budget.day, bytes, limit: budget.limit },
-  );
-  return storageUsed === null
-    ? null
-    : { refused: 'storage', storageUsed: storageUsed.usedBytes, storageLimit: storageUsed.limitBytes, bytes };
-}
-
 /** A single verification's answer as its history row keeps it. */
 export interface HistoryAnswer {
   email: string;
@@ -102,124 +59,18 @@ export interface HistoryAnswer {
 }
 
 /**
- * Charges a single verification and opens its history row, in one transaction: either both
- * happen or, when the balance does not cover `amount` or the row does not fit the storage
- * budget, neither. The row is open (no result yet) unless the answer is already known (a cached
- * verdict), in which case it is closed at once. A null `budget` leaves the account's storage
- * budget out: the row was booked elsewhere (a publishable key's own budget). Returns the new
- * balance, or why not.
- */
-export async function openChargedVerification(
-  db: Db,
-  opening: {
-    id: string;
-    accountId: string;
-    apiKeyId: string | null;
-    email: string;
-    amount: number;
-    now: number;
-    answer?: HistoryAnswer;
-    /** The answer to come carries its evidence: counted at its bound. */
-    evidence?: boolean;
-  },
-  budget: HistoryBudget | null,
-): Promise<{ balance: number } | HistoryRefusal> {
-  const d1 = db.$client;
-  const { answer } = opening;
-  const rowExists = 'EXISTS (SELECT 1 FROM verifications WHERE id = ?4)';
-  const charge = debit(
-    {
-      accountId: opening.accountId,
-      amount: opening.amount,
-      reason: 'verify',
-      reference: opening.id,
-      now: opening.now,
-    },
-    rowExists,
-  );
-  const bytes = historyRowBytes(opening, answer, opening.email, opening.evidence ?? false);
-  const creditsCover = `${spendableCreditsSql('?2')} >= ?5`;
-  const fits = budget ? storageFitsSql('?2', { day: budget.day, bytes, limit: budget.limit }) : '1';
-  const storageUsed = budget ? storageUsedSql('?2', budget.day) : '0';
-  const storageLimit = budget ? limitOrZeroSql('?2', budget.limit, budget.day) : '0';
-  const results = await d1.batch<Record<string, number>>([
-    d1
-      .prepare(
-        `SELECT ${creditsCover} AS creditsCover, ${storageUsed} AS storageUsed, ${storageLimit} AS storageLimit`,
-      )
-      .bind(opening.id, opening.accountId, null, null, opening.amount),
-    // The row first, under both conditions; the debit's two statements only if it was written.
-    d1
-      .prepare(
-        `INSERT INTO verifications (id, account_id, api_key_id, kind, created_at,
-           email, address, status, sub_status, score, result_json)
-         SELECT ?1, ?2, ?3, 'single', ?4, ?6, ?7, ?8, ?9, ?10, ?11
-         WHERE ${creditsCover} AND ${fits}`,
-      )
-      .bind(
-        opening.id,
-        opening.accountId,
-        opening.apiKeyId,
-        opening.now,
-        opening.amount,
-        answer?.email ?? null,
-        answer?.address ?? null,
-        answer?.status ?? null,
-        answer?.subStatus ?? null,
-        answer?.score ?? null,
-        answer?.resultJson ?? null,
-      ),
-    prepare(d1, charge.entry),
-    ...(budget
-      ? [
-          countStorage(
-            d1,
-            { accountId: opening.accountId, day: budget.day, bytes },
-            { sql: rowExists, params: [opening.id] },
-          ),
-        ]
-      : []),
-    prepare(d1, charge.balance),
-  ]);
-  const balance = results.at(-1)?.results[0]?.credit_balance;
-  if (balance !== undefined) return { balance };
-  const usage = results[0]?.results[0];
-  return {
-    refused: usage?.creditsCover === 1 ? 'storage' : 'credits',
-    storageUsed: usage?.storageUsed ?? 0,
-    storageLimit: usage?.storageLimit ?? 0,
-    bytes,
-  };
-}
-
-/** Closes an open single verification with its result. Returns false if it was not open. */
-export async function answerVerification(db: Db, id: string, answer: HistoryAnswer): Promise<boolean> {
-  const outcome = await answerStatement(db, id, answer).run();
-  return outcome.meta.changes > 0;
-}
-
-/** Writes `answer` into the single verification `id` while `condition` holds (default: still open). */
-function answerStatement(
-  db: Db,
-  id: string,
-  answer: HistoryAnswer,
-  condition = 'status IS NULL',
-): D1PreparedStatement {
-  return db.$client
-    .prepare(
-      `UPDATE verifications SET email = ?2, address = ?3, status = ?4, sub_status = ?5, score = ?6, result_json = ?7
-       WHERE id = ?1 AND kind = 'single' AND ${condition}`,
-    )
-    .bind(id, answer.email, answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson);
-}
-
-/**
  * Keeps the verdict a verification reached after its call was answered `timeout_exceeded`, in the
  * call's history row: the verdict cache finds it there for the next call. Returns false if the
  * row no longer holds that answer.
  */
 export async function keepLateVerdict(db: Db, id: string, answer: HistoryAnswer): Promise<boolean> {
-  const outcome = await answerStatement(db, id, answer, "sub_status = 'timeout_exceeded'").run();
+  const outcome = await db.$client
+    .prepare(
+      `UPDATE verifications SET email = ?2, address = ?3, status = ?4, sub_status = ?5, score = ?6, result_json = ?7
+       WHERE id = ?1 AND kind = 'single' AND sub_status = 'timeout_exceeded'`,
+    )
+    .bind(id, answer.email, answer.address, answer.status, answer.subStatus, answer.score, answer.resultJson)
+    .run();
   return outcome.meta.changes > 0;
 }
 

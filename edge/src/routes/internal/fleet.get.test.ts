@@ -103,14 +103,21 @@ describe('GET /internal/fleet', () => {
     prober.close();
   });
 
-  it("shows today's writes of every account against the store's daily write budget", async () => {
+  it("shows today's writes of every account to D1 against the store's daily write budget, and to every store", async () => {
     const token = await newOperatorToken();
     const storage = async () =>
       (
         await (
           await fleet(`Bearer ${token.secret}`)
         ).json<{
-          storage: { day: string; usedBytes: number; budgetBytes: number; resetAt: string };
+          storage: {
+            day: string;
+            usedBytes: number;
+            allStoresBytes: number;
+            budgetBytes: number;
+            resetAt: string;
+            shards: { shard: number; usedBytes: number; allStoresBytes: number }[];
+          };
         }>()
       ).storage;
     const now = Date.now();
@@ -128,10 +135,20 @@ describe('GET /internal/fleet', () => {
       json: { emails: ['deliverable@sandbox.test'] },
     });
     expect(upload.status).toBe(200);
-    const written = await env.DB.prepare('SELECT bytes FROM storage_days WHERE account_id = ?')
+    const written = await env.DB.prepare(
+      'SELECT bytes, d1_bytes AS d1Bytes FROM storage_days WHERE account_id = ?',
+    )
       .bind(caller.accountId)
-      .first<{ bytes: number }>();
-    expect(written?.bytes).toBeGreaterThan(0);
-    expect((await storage()).usedBytes).toBe(before.usedBytes + (written?.bytes ?? 0));
+      .first<{ bytes: number; d1Bytes: number }>();
+    // The list lives in its job's object: D1 keeps its row, history entry and filter.
+    expect(written?.d1Bytes).toBeGreaterThan(0);
+    expect(written?.d1Bytes).toBeLessThan(written?.bytes ?? 0);
+    const after = await storage();
+    expect(after.usedBytes).toBe(before.usedBytes + (written?.d1Bytes ?? 0));
+    expect(after.allStoresBytes).toBe(before.allStoresBytes + (written?.bytes ?? 0));
+    // The budget is each database's: the account is in shard 0, so shard 1's count did not move.
+    expect(after.shards.map((each) => each.shard)).toEqual([0, 1]);
+    expect(after.shards[0]?.usedBytes).toBe(after.usedBytes);
+    expect(after.shards[1]).toEqual(before.shards[1]);
   });
 });

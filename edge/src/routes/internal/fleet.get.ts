@@ -12,7 +12,7 @@ export function registerFleet(app: Hono<AppEnv>): void {
     const services = c.get('services');
     const [regions, storage, alerts] = await Promise.all([
       fleetView(services, c.req.query('region') || undefined),
-      storeWritesOf(services, Date.now()),
+      storeWritesOf({ shards: c.get('shards'), config: services.config }, Date.now()),
       alertsView(services),
     ]);
     return c.json({ regions, storage, alerts });

@@ -184,8 +184,8 @@ export async function createBatchJob(input: UploadInput): Promise<BulkUploadResp
     }
     if (!usage.globalFits) {
       log.warn('a list was refused: the daily write budget is used up', {
-        jobBytes: usage.jobBytes,
-        usedBytes: usage.globalStorageBytes,
+        jobD1Bytes: usage.jobD1Bytes,
+        d1UsedBytes: usage.globalStorageBytes,
         limitBytes: input.quotas.globalStorageBytesPerDay,
       });
       throw dailyStorageFull(now);

@@ -6,9 +6,11 @@ import { env } from 'cloudflare:workers';
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { failingD1 } from '../../../test/failing-d1.ts';
 import { balanceOf, db, ledgerOf, listsRows, newCaller, quotas } from '../../../test/fixtures.ts';
 import { jobViewOf, liveJob, receiveWebhooks, recordingDeps } from '../../../test/settle-deps.ts';
 import { configOf } from '../../config.ts';
+import { createDb } from '../../storage/db.ts';
 import { recordResults } from '../../storage/job-results.ts';
 import { findJobById } from '../../storage/jobs.ts';
 import { changeAccountSettings } from '../accounts/settings.ts';
@@ -227,6 +229,37 @@ describe('greylist follow-up', () => {
     expect((await ledgerOf(caller.accountId)).filter((entry) => entry.reason === 'recheck_charge')).toEqual([
       { delta: -1, reason: 'recheck_charge', reference: `${jobId}:round-1` },
     ]);
+  });
+
+  it('takes the job’s recheck from a caller that read it with the job’s row: its results write reads nothing first', async () => {
+    const now = Date.now();
+    // A read of the job's recheck would fail: the write must not need one.
+    const noRecheckRead = createDb(failingD1(env.DB, /^\s*SELECT recheck FROM jobs/));
+    const answers = (domain: string) => [
+      addressResult(0, answered(`alice@${domain}`, 'deliverable', now)),
+      { ...addressResult(1, answered(`bob@${domain}`, 'greylisted', now), true), recheckable: true },
+    ];
+    const on = await recheckJob({ recheck: true, now });
+    expect(
+      await recordResults(noRecheckRead, on.jobId, answers('recheck.test'), now, FIRST_ROUND_MS, true),
+    ).toEqual({
+      completed: true,
+      recheckDueAt: now + FIRST_ROUND_MS,
+    });
+    expect(await recheckStateOf(on.jobId, 1)).toBe('due');
+    const off = await recheckJob({ now });
+    expect(
+      await recordResults(noRecheckRead, off.jobId, answers('recheck.test'), now, FIRST_ROUND_MS, false),
+    ).toEqual({
+      completed: true,
+      recheckDueAt: null,
+    });
+    expect(await recheckStateOf(off.jobId, 1)).toBeNull();
+    // Not known: read, as before.
+    const unknown = await recheckJob({ recheck: true, now });
+    await expect(
+      recordResults(noRecheckRead, unknown.jobId, answers('recheck.test'), now, FIRST_ROUND_MS),
+    ).rejects.toThrow();
   });
 
   it('never plans a recheck for a job without it, nor for a permanent answer; the account default applies', async () => {

@@ -34,8 +34,17 @@ export async function recordFinals(
   jobId: string,
   finals: readonly AddressResult[],
   now: number,
+  /** The job's `recheck`, when known from its row (`recordResults`). */
+  jobRechecks?: boolean,
 ): Promise<void> {
-  const applied = await recordResults(deps.db, jobId, finals, now, recheckOffsetMs(deps.config, 0));
+  const applied = await recordResults(
+    deps.db,
+    jobId,
+    finals,
+    now,
+    recheckOffsetMs(deps.config, 0),
+    jobRechecks,
+  );
   await afterApplied(deps, jobId, applied, now);
 }
 

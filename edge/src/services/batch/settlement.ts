@@ -25,6 +25,8 @@ import type { SettleDeps, SettledTask } from './types.ts';
 const MIN_PROBE_MS = 3_000;
 
 interface JobWrites {
+  /** The job's `recheck`, carried by its tasks when read with its row. */
+  recheck: boolean | undefined;
   finals: AddressResult[];
   provisional: (AddressResult & { retryAt: number })[];
   retries: { message: WorkMessage; delaySeconds: number }[];
@@ -46,7 +48,13 @@ export async function settleBatchWork(
     knowStore(task.jobId, task.store);
     const probe = await facts.observeProbe(task.domain, answered);
     await facts.observeProbeTime(task.domain, answered);
-    const writes = byJob.get(task.jobId) ?? { finals: [], provisional: [], retries: [], rechecks: [] };
+    const writes = byJob.get(task.jobId) ?? {
+      recheck: task.recheck,
+      finals: [],
+      provisional: [],
+      retries: [],
+      rechecks: [],
+    };
     byJob.set(task.jobId, writes);
     const retryGroups = new Map<string, { message: WorkMessage; delaySeconds: number }>();
     let passedGreylisting = false;
@@ -124,7 +132,7 @@ export async function settleBatchWork(
     for (const { message, delaySeconds } of writes.retries) {
       await enqueueBatchWork(deps.queue, [message], delaySeconds);
     }
-    if (writes.finals.length > 0) await recordFinals(deps, jobId, writes.finals, now);
+    if (writes.finals.length > 0) await recordFinals(deps, jobId, writes.finals, now, writes.recheck);
     if (writes.rechecks.length > 0) await recordRecheck(deps, jobId, writes.rechecks, now);
   }
 }
@@ -139,6 +147,8 @@ export async function finishAtDeadline(
   deps: SettleDeps & { facts?: DomainFactsStore },
   jobId: string,
   now: number,
+  /** The job's `recheck`, when read with its row (`recordResults`). */
+  jobRechecks?: boolean,
 ): Promise<void> {
   const unfinished = await unfinishedAddresses(deps.db, jobId);
   const facts = deps.facts ?? domainFactsOf(deps.db, deps.config);
@@ -172,5 +182,5 @@ export async function finishAtDeadline(
       };
     }),
   );
-  await recordFinals(deps, jobId, finals, now);
+  await recordFinals(deps, jobId, finals, now, jobRechecks);
 }

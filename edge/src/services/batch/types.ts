@@ -28,6 +28,11 @@ export interface BatchTask {
   store?: JobStoreKind;
   /** The shard whose database holds the job (storage/shards.ts); absent: shard 0. */
   shard?: number;
+  /**
+   * Whether the job asks its recheckable final answers again (`jobs.recheck`), read with its row:
+   * its results write then reads nothing of the job first. Absent (a ticket from before): read there.
+   */
+  recheck?: boolean;
 }
 
 export interface SettledTask {

@@ -13,7 +13,8 @@ import type { ProberStatus } from '../../objects/prober-hub.ts';
 import type { Db } from '../../storage/db.ts';
 import { findLiveOperatorToken, proberRegions, touchOperatorToken } from '../../storage/operator-tokens.ts';
 import { accountProberRegions } from '../../storage/prober-tokens.ts';
-import { storageUsedByAll } from '../../storage/storage-budget.ts';
+import type { Shards } from '../../storage/shards.ts';
+import { bytesWrittenByAll } from '../../storage/storage-budget.ts';
 import { DAY_MS, globalDailyStorageBytesOf, utcDayStart } from '../money/quotas.ts';
 import { regionHub } from './prober-gateway.ts';
 
@@ -110,15 +111,22 @@ function isoOrNull(at: number | undefined): string | null {
 }
 
 /**
- * Today's (UTC) writes of every account against the budget past which new lists are refused
- * (docs/capacity.md, "The daily write budget").
+ * Today's (UTC) writes of every account to D1 against the budget past which new lists are refused
+ * (docs/capacity.md, "The daily write budget"), and what they wrote anywhere, the jobs' objects
+ * included (`allStoresBytes`). The budget is each database's (storage/shards.ts): `usedBytes` is the
+ * fullest shard's, `shards` each one's.
  */
-export async function storeWritesOf(deps: { db: Db; config: Config }, now: number) {
+export async function storeWritesOf(deps: { shards: Shards; config: Config }, now: number) {
   const day = utcDayStart(now);
+  const written = await Promise.all(
+    Array.from({ length: deps.shards.count }, (_, shard) => bytesWrittenByAll(deps.shards.db(shard), day)),
+  );
   return {
     day: new Date(day).toISOString(),
-    usedBytes: await storageUsedByAll(deps.db, day),
+    usedBytes: Math.max(...written.map((each) => each.d1Bytes)),
+    allStoresBytes: written.reduce((sum, each) => sum + each.allBytes, 0),
     budgetBytes: globalDailyStorageBytesOf(deps.config),
     resetAt: new Date(day + DAY_MS).toISOString(),
+    shards: written.map((each, shard) => ({ shard, usedBytes: each.d1Bytes, allStoresBytes: each.allBytes })),
   };
 }

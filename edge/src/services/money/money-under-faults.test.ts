@@ -1,16 +1,19 @@
-// Every charged request ends in exactly one of its result or its refund, whichever step fails.
+// Every charged request ends in exactly one of its result or its refund, whichever step fails: a
+// single call at its account's desk (docs/money.md, "Where the balance lives"), whose refund never
+// reaches the ledger and whose charge nobody closed the desk's alarm gives back, and an upload.
 
+import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { DnsOutcome } from '@rcpt/shared/verify/inputs';
 import type { VerifyDeps } from '@rcpt/shared/verify/verify-address';
 import { describe, expect, it } from 'vitest';
 import { factsWorld } from '../../../test/domain-facts.ts';
-import { failingD1 } from '../../../test/failing-d1.ts';
+import { failingCalls } from '../../../test/failing-calls.ts';
 import { balanceOf, db, ledgerOf, newCaller, quotas } from '../../../test/fixtures.ts';
 import { tickAt } from '../../../test/job-store-clock.ts';
 import { configOf } from '../../config.ts';
-import { recoverStuckJobs, UNANSWERED_VERIFICATION_MS } from '../../cron/recovery.ts';
-import { createDb, type Db } from '../../storage/db.ts';
+import { recoverStuckJobs } from '../../cron/recovery.ts';
+import { DESK_OPEN_CHARGE_MS } from '../../objects/account-desk.ts';
 import { listHistory } from '../../storage/verifications.ts';
 import { rowsFromJson } from '../batch/input.ts';
 import { createBatchJob } from '../batch/jobs.ts';
@@ -18,6 +21,7 @@ import type { BatchMessage, WorkMessage } from '../batch/queue.ts';
 import { settleDepsOf } from '../batch-lifecycle.ts';
 import type { Caller } from '../keys/api-keys.ts';
 import { verifyForCaller } from '../verify/single-verification.ts';
+import { type AccountDeskStub, deskOf, settleDesk } from './account-desk.ts';
 
 const MX: DnsOutcome = {
   kind: 'mx',
@@ -42,10 +46,19 @@ const hubThrows = depsWithProbe({
 });
 const hubAnswers = depsWithProbe({ probe: async () => ({ kind: 'unavailable', message: 'no prober' }) });
 
-/** A single verification of one address over `database` and `deps`, with domain facts of their own. */
-function verifyFaulty(database: Db, deps: VerifyDeps, caller: Caller, requestId: string, now: number) {
+/**
+ * A single verification of one address over `deps`, charged and answered at the caller's desk
+ * (`desk`, its stub as the route takes it unless a test breaks it), with domain facts of their own.
+ */
+function verifyFaulty(
+  deps: VerifyDeps,
+  caller: Caller,
+  requestId: string,
+  now: number,
+  desk: AccountDeskStub = deskOf(env.ACCOUNT_DESK, caller.accountId),
+) {
   return verifyForCaller({
-    db: database,
+    db: db(),
     deps,
     facts: factsWorld(MX).store(),
     caller,
@@ -53,6 +66,7 @@ function verifyFaulty(database: Db, deps: VerifyDeps, caller: Caller, requestId:
     requestId,
     quotas: quotas(),
     now,
+    desk,
   });
 }
 
@@ -80,66 +94,110 @@ function recordingQueue(sent: BatchMessage[]): Queue<BatchMessage> {
 }
 
 describe('single verification under faults', () => {
-  it('refunds the charge when the hub RPC throws, and records no history', async () => {
+  it('gives the charge back when the hub RPC throws: nothing reaches the ledger or the history', async () => {
     const caller = await liveCaller();
     const requestId = `req_${crypto.randomUUID()}`;
-    await expect(verifyFaulty(db(), hubThrows, caller, requestId, Date.now())).rejects.toMatchObject({
+    await expect(verifyFaulty(hubThrows, caller, requestId, Date.now())).rejects.toMatchObject({
       code: 'INTERNAL_ERROR',
     });
+    await settledAndReleased(caller.accountId);
     expect(await balanceOf(caller.accountId)).toBe(5);
     expect(await ledgerOf(caller.accountId)).toEqual([
       { delta: 5, reason: 'signup_grant', reference: caller.accountId },
-      { delta: -1, reason: 'verify', reference: requestId },
-      { delta: 1, reason: 'verify_refund', reference: requestId },
     ]);
     expect(await historyTotal(caller.accountId)).toBe(0);
   });
 
-  it('refunds the charge when recording the answer fails', async () => {
-    const caller = await liveCaller();
-    const broken = createDb(failingD1(env.DB, /^\s*UPDATE verifications SET email/));
-    await expect(
-      verifyFaulty(broken, hubAnswers, caller, `req_${crypto.randomUUID()}`, Date.now()),
-    ).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
-    expect(await balanceOf(caller.accountId)).toBe(5);
-    expect(await historyTotal(caller.accountId)).toBe(0);
-  });
-
-  it('when the refund fails too, the recovery sweep refunds it once, later', async () => {
+  it('gives the charge back when recording the answer fails, once: a second refund changes nothing', async () => {
     const caller = await liveCaller();
     const requestId = `req_${crypto.randomUUID()}`;
-    const now = Date.now();
-    // D1 accepts the charge, then every later write fails.
-    const broken = createDb(
-      failingD1(env.DB, /^\s*(UPDATE verifications|INSERT INTO credit_ledger.*verify_refund)/s),
-    );
-    await expect(verifyFaulty(broken, hubAnswers, caller, requestId, now)).rejects.toMatchObject({
+    const lost = failingCalls('answer');
+    const desk = deskOf(env.ACCOUNT_DESK, caller.accountId);
+    await expect(
+      verifyFaulty(hubAnswers, caller, requestId, Date.now(), lost.of(desk)),
+    ).rejects.toMatchObject({
       code: 'INTERNAL_ERROR',
     });
-    expect(await balanceOf(caller.accountId)).toBe(4);
-
-    expect((await recover(now + 1000)).refundedVerifications).toBe(0); // still within its request's time
-    expect(
-      (await recover(now + UNANSWERED_VERIFICATION_MS + 1000)).refundedVerifications,
-    ).toBeGreaterThanOrEqual(1);
+    expect(lost.failed).toBe(1);
+    expect(await desk.refund(requestId)).toBe(false);
+    await settledAndReleased(caller.accountId);
     expect(await balanceOf(caller.accountId)).toBe(5);
-    await recover(now + UNANSWERED_VERIFICATION_MS + 2000);
+    expect(await historyTotal(caller.accountId)).toBe(0);
+  });
+
+  it('when the refund fails too, the desk keeps the credit held and its alarm gives it back once, later', async () => {
+    const caller = await liveCaller();
+    const requestId = `req_${crypto.randomUUID()}`;
+    // A call older than an open charge may be, whose answer and refund never reach the desk.
+    const now = Date.now() - DESK_OPEN_CHARGE_MS - 1_000;
+    const desk = deskOf(env.ACCOUNT_DESK, caller.accountId);
+    const broken = failingCalls('refund').of(failingCalls('answer').of(desk));
+    await expect(verifyFaulty(hubAnswers, caller, requestId, now, broken)).rejects.toMatchObject({
+      code: 'INTERNAL_ERROR',
+    });
+    // Held, neither spent nor free: the desk keeps it reserved when it gives the rest back.
+    await settledAndReleased(caller.accountId);
+    expect(await reservedOf(caller.accountId)).toBe(1);
+    expect(await runDurableObjectAlarm(desk)).toBe(true);
+    await settledAndReleased(caller.accountId);
+    expect(await reservedOf(caller.accountId)).toBe(0);
+    expect(await balanceOf(caller.accountId)).toBe(5);
+    expect(await desk.refund(requestId)).toBe(false);
+    expect((await ledgerOf(caller.accountId)).filter((row) => row.reference === requestId)).toEqual([]);
+    expect(await historyTotal(caller.accountId)).toBe(0);
+  });
+
+  it('an answered verification is never given back by the desk’s alarm', async () => {
+    const caller = await liveCaller();
+    const requestId = `req_${crypto.randomUUID()}`;
+    const now = Date.now() - DESK_OPEN_CHARGE_MS - 1_000;
+    const { result } = await verifyFaulty(hubAnswers, caller, requestId, now);
+    expect(result.subStatus).toBe('smtp_unavailable');
+    await runDurableObjectAlarm(deskOf(env.ACCOUNT_DESK, caller.accountId));
+    await settledAndReleased(caller.accountId);
+    expect(await balanceOf(caller.accountId)).toBe(4);
+    expect(await historyTotal(caller.accountId)).toBe(1);
     expect((await ledgerOf(caller.accountId)).filter((row) => row.reference === requestId)).toEqual([
       { delta: -1, reason: 'verify', reference: requestId },
-      { delta: 1, reason: 'verify_refund', reference: requestId },
     ]);
   });
 
-  it('an answered verification is never refunded by the sweep', async () => {
-    const caller = await liveCaller();
-    const now = Date.now();
-    const { result } = await verifyFaulty(db(), hubAnswers, caller, `req_${crypto.randomUUID()}`, now);
-    expect(result.subStatus).toBe('smtp_unavailable');
-    await recover(now + UNANSWERED_VERIFICATION_MS + 1000);
-    expect(await balanceOf(caller.accountId)).toBe(4);
-    expect(await historyTotal(caller.accountId)).toBe(1);
+  it('never overdraws under concurrent calls, some failing after the charge: each ends in its result or its refund', async () => {
+    const caller = await liveCaller(5);
+    const calls = Array.from({ length: 24 }, (_, index) => ({
+      requestId: `req_${crypto.randomUUID()}`,
+      deps: index % 3 === 0 ? hubThrows : hubAnswers,
+    }));
+    const outcomes = await Promise.allSettled(
+      calls.map((call) => verifyFaulty(call.deps, caller, call.requestId, Date.now())),
+    );
+    const answered = calls.filter((_, index) => outcomes[index]?.status === 'fulfilled');
+    const refused = outcomes.filter(
+      (outcome) => outcome.status === 'rejected' && outcome.reason?.code === 'INSUFFICIENT_CREDITS',
+    );
+    // Five credits: no more than five answers, and the calls past them refused, not overdrawn.
+    expect(answered.length).toBeLessThanOrEqual(5);
+    expect(refused.length).toBeGreaterThan(0);
+    await settledAndReleased(caller.accountId);
+    expect(await balanceOf(caller.accountId)).toBe(5 - answered.length);
+    const charged = (await ledgerOf(caller.accountId)).filter((row) => row.reason === 'verify');
+    expect(charged.map((row) => row.reference).sort()).toEqual(answered.map((call) => call.requestId).sort());
+    expect(await historyTotal(caller.accountId)).toBe(answered.length);
   });
 });
+
+/** What the caller's desk answered, written to D1, and its unspent credits given back. */
+async function settledAndReleased(accountId: string): Promise<void> {
+  await settleDesk(env.ACCOUNT_DESK, accountId, { release: true });
+}
+
+/** The credits the account's desk holds in D1 (`credits_reserved`). */
+async function reservedOf(accountId: string): Promise<number> {
+  const row = await env.DB.prepare('SELECT credits_reserved AS reserved FROM accounts WHERE id = ?')
+    .bind(accountId)
+    .first<{ reserved: number }>();
+  return row?.reserved ?? Number.NaN;
+}
 
 describe('bulk upload under faults', () => {
   it.each([

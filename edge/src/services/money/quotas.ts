@@ -5,7 +5,8 @@
 // (storage/job-creation.ts, storage/verifications.ts, storage/api-keys.ts, storage/webhooks.ts), so
 // two concurrent requests cannot both take the last slot. Past a quota: 429 QUOTA_EXCEEDED, nothing
 // stored or charged; past the balance, 402 INSUFFICIENT_CREDITS. Beside them, the store's own
-// daily write budget: past it, a new list is 503 DAILY_STORAGE_FULL (docs/capacity.md).
+// daily write budget, of what reaches D1: past it, a new list is 503 DAILY_STORAGE_FULL
+// (docs/capacity.md).
 import { ApiError } from '@rcpt/shared/errors';
 import type { Config } from '../../config.ts';
 import { readBalance } from '../../storage/accounts.ts';
@@ -133,7 +134,8 @@ export const D1_DATABASE_BYTES = 10_000_000_000;
 const DATABASE_SHARE = 0.8;
 
 /**
- * The bytes all accounts' writes may add in a UTC day before new lists are refused:
+ * The bytes all accounts' writes may add to D1 in a UTC day before new lists are refused
+ * (a job's lists in its own object do not count here; its account's budget counts them):
  * GLOBAL_DAILY_STORAGE_BYTES, or 80 % of the database spread over the retention period (what a
  * day's writes stay for at most), 133 MB a day with the 60-day default.
  */

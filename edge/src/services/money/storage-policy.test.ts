@@ -1,7 +1,8 @@
 // Storage nobody fills for free (docs/money.md, "Quotas and free work"): a list needs a confirmed
 // email beyond a small sandbox try kept a day; an account that bought nothing has a small daily
 // budget that grows with the credits it buys; rows that cost nothing are dropped after days, and
-// the downloads say so; the store's daily write budget refuses new lists with a 503.
+// the downloads say so; the store's daily write budget refuses new lists with a 503 once what
+// reaches D1 fills it, a list kept in its job's object counting only its row there.
 import { env } from 'cloudflare:workers';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
@@ -264,14 +265,54 @@ describe('the store’s daily write budget', () => {
     });
     expect(single.status).toBe(200);
     // With room today, the same list is taken.
-    const used = await countOf(
-      'SELECT COALESCE(SUM(bytes), 0) AS n FROM storage_days WHERE day = ?',
-      now - (now % DAY),
-    );
-    const roomy = { GLOBAL_DAILY_STORAGE_BYTES: String(used + 1_000_000) };
+    const roomy = { GLOBAL_DAILY_STORAGE_BYTES: String((await d1BytesToday()) + 1_000_000) };
     expect((await upload(caller.apiKey, ['a@nonexistent.test'], roomy)).status).toBe(200);
   });
+
+  it('counts what reaches D1: a list in its job’s object counts its row, not its lists; a list in D1 counts both', async () => {
+    const caller = await newCaller({ credits: 1_000 });
+    const list = (name: string) =>
+      Array.from({ length: 200 }, (_, index) => `${name}-${index}@nonexistent.test`);
+    const counted = async () => ({
+      all: await storageUsedBy(caller.accountId),
+      d1: await countOfAccount(
+        'SELECT COALESCE(SUM(d1_bytes), 0) AS n FROM storage_days WHERE account_id = ?',
+        caller.accountId,
+      ),
+    });
+    const unlimited = { quotas: { globalStorageBytesPerDay: 1_000_000_000_000 } };
+    const growth = async (create: () => Promise<unknown>) => {
+      const before = await counted();
+      await create();
+      const after = await counted();
+      return { all: after.all - before.all, d1: after.d1 - before.d1 };
+    };
+    const inObject = await growth(() => createJobAs(caller, 'live', list('o1'), unlimited));
+    const inD1 = await growth(() => createJobAs(caller, 'live', list('d1'), { ...unlimited, store: 'd1' }));
+    // The account's budget counts every byte wherever it goes; D1's share of an object's list is
+    // its row, history entry, events and address filter.
+    expect(inObject.all).toBeGreaterThan(200 * 1_200);
+    expect(inObject.d1).toBeLessThan(inObject.all / 10);
+    expect(inD1).toEqual({ all: inD1.all, d1: inD1.all });
+    // Room in D1 today for an object's list but not for a D1 list: one is taken, the other refused.
+    const tight = async (room: number) => ({
+      quotas: { globalStorageBytesPerDay: (await d1BytesToday()) + room },
+    });
+    const between = await tight(inObject.d1 + Math.round((inD1.d1 - inObject.d1) / 2));
+    const refused = await refusalOf(createJobAs(caller, 'live', list('d2'), { ...between, store: 'd1' }));
+    expect(refused.code).toBe('DAILY_STORAGE_FULL');
+    expect((await createJobAs(caller, 'live', list('o2'), between)).jobId).toEqual(expect.any(String));
+    // D1's share is what reaches the budget: a byte short of it, the object's list is refused too.
+    const short = await refusalOf(createJobAs(caller, 'live', list('o3'), await tight(inObject.d1 - 1)));
+    expect(short.code).toBe('DAILY_STORAGE_FULL');
+  });
 });
+
+/** The bytes every account wrote to D1 today, as the store's daily write budget counts them. */
+async function d1BytesToday(): Promise<number> {
+  const now = Date.now();
+  return countOf('SELECT COALESCE(SUM(d1_bytes), 0) AS n FROM storage_days WHERE day = ?', now - (now % DAY));
+}
 
 interface ResultsBody {
   droppedRows?: Record<string, unknown>;

@@ -1,6 +1,7 @@
 // Learning from outcomes on the real local D1 (docs/verdicts.md, "Learning from outcomes"): an
 // account's own mailbox bounce answers its later verdicts of the address, and only its own; a
 // domain whose accepted addresses bounce for several accounts answers accepted mailboxes risky.
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { db, quotas } from '../../../test/fixtures.ts';
 import { ACCEPTED, callerOf, newDomain, routeVia, scene } from '../../../test/verify-scene.ts';
@@ -20,7 +21,7 @@ function report(
   outcomes: { email: string; outcome: OutcomeEvent['outcome']; at: number; diagnostic?: string }[],
 ) {
   return recordOutcomes(
-    { db: db(), quotas: quotas(), now },
+    { db: db(), quotas: quotas(), now, desks: env.ACCOUNT_DESK },
     { accountId: caller.accountId, apiKeyId: caller.apiKeyId, mode: 'live', source: 'api' },
     outcomes.map((outcome) => ({
       eventKey: apiEventKey(outcome.outcome, outcome.at),

@@ -3,6 +3,7 @@
 // isolate knows begins beside the key's admission instead of after it (middleware/early-desk.ts).
 
 import { checkSyntax } from '@rcpt/shared/verify/syntax';
+import { errorFields, log } from '../../logger.ts';
 import type { DeskKeptAnswer, DeskKeptCall } from '../../objects/account-desk.ts';
 import { type HistoryBudget, historyRowBytes } from '../../storage/verifications.ts';
 import type { Caller } from '../keys/api-keys.ts';
@@ -135,11 +136,39 @@ export function takeEarlyDeskCall(
   return early;
 }
 
-/** Gives back what an early lookup charged, unless its call took it over. */
-export async function giveBackEarlyDeskCall(early: EarlyDeskCall, desk: AccountDeskStub): Promise<void> {
+/**
+ * Attempts at giving back what an early lookup held before the desk's alarm is left to (its
+ * DESK_OPEN_CHARGE_MS). A refund names the call's id and gives back an open charge only, so a
+ * second attempt after a first whose answer was lost gives nothing back twice.
+ */
+const GIVE_BACK_ATTEMPTS = 2;
+
+/**
+ * Gives back what an early lookup charged, unless its call took it over. Each attempt asks a new
+ * stub of the desk, as Cloudflare's Durable Objects error handling advises after a failed call,
+ * and an object that says it is overloaded is not asked again.
+ */
+export async function giveBackEarlyDeskCall(
+  early: EarlyDeskCall,
+  desk: () => AccountDeskStub,
+): Promise<void> {
   if (early.taken) return;
   early.taken = true;
   const answer = await early.answer.catch(() => null);
   // Refused, or failed before charging: nothing to give back. Else the charge is still open.
-  if (answer?.admission && !('refused' in answer.admission)) await desk.refund(early.call.id);
+  if (!answer?.admission || 'refused' in answer.admission) return;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await desk().refund(early.call.id);
+      return;
+    } catch (cause) {
+      if (attempt < GIVE_BACK_ATTEMPTS && !(cause as { overloaded?: boolean }).overloaded) continue;
+      log.warn('an early desk call was not given back; the desk gives it back when it expires', {
+        requestId: early.call.id,
+        attempts: attempt,
+        error: errorFields(cause).error,
+      });
+      return;
+    }
+  }
 }

@@ -1,8 +1,9 @@
 // A single verification for an API caller: charge (live keys), verify — or answer the
-// account's live verdict again (docs/verdicts.md, "Cached answers") — and record in history.
-// Every charged request ends in exactly one of its result or its refund (docs/money.md):
-// the charge opens the history row in the same transaction, the answer closes it, and any
-// failure in between refunds it — here, or in the recovery sweep if the refund fails too.
+// account's live verdict again (docs/verdicts.md, "Cached answers") — and record in history, all
+// at the account's desk (docs/money.md, "Where the balance lives"). Every charged request ends in
+// exactly one of its result or its refund: the desk opens the charge with its history row, the
+// answer closes it, and any failure in between gives it back — here, or by the desk's alarm if
+// the refund fails too.
 import type { VerificationResult } from '@rcpt/shared/contract/api';
 import { ApiError } from '@rcpt/shared/errors';
 import type { MailboxBounce } from '@rcpt/shared/verify/learnt';
@@ -11,15 +12,11 @@ import { type VerifyDeps, verifyAddress } from '@rcpt/shared/verify/verify-addre
 import { errorFields, log } from '../../logger.ts';
 import type { Db } from '../../storage/db.ts';
 import {
-  answerVerification,
   type HistoryAnswer,
   type HistoryBudget,
   type HistoryRefusal,
   historyRowBytes,
-  insertAnsweredVerification,
   keepLateVerdict,
-  openChargedVerification,
-  refundVerification,
 } from '../../storage/verifications.ts';
 import type { Caller } from '../keys/api-keys.ts';
 import type { AccountDeskStub } from '../money/account-desk.ts';
@@ -82,11 +79,10 @@ export async function verifyForCaller(input: {
   /** Keeps work going after the answer (the Worker's `waitUntil`). */
   background?: (work: Promise<unknown>) => void;
   /**
-   * The account's desk (docs/money.md, "Where the balance lives"): when given, the call is
-   * charged, recorded and answered from the cache there, with no round trip to D1's primary;
-   * without it, in D1 directly.
+   * The account's desk (docs/money.md, "Where the balance lives"): the call is charged, recorded
+   * and answered from the cache there, with no round trip to D1's primary.
    */
-  desk?: AccountDeskStub;
+  desk: AccountDeskStub;
   /** The desk's lookup for this call, begun beside its key's admission (early-desk.ts). */
   early?: EarlyDeskCall;
 }): Promise<SingleVerification> {
@@ -113,32 +109,17 @@ export async function verifyForCaller(input: {
       return { result: cached, creditsRemaining: found.opened.balance };
     }
     const result = cached ?? sandboxVerify(address, now);
-    if (input.desk) {
-      const answer = historyAnswer(result, key);
-      const bytes = historyRowBytes(deskRow(input), answer, answer.email);
-      const admitted = await input.desk.open({
-        ...deskCall(input, 0),
-        email: answer.email,
-        bytes,
-        answer,
-        budget,
-      });
-      if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, bytes), now);
-      return { result, creditsRemaining: admitted.balance };
-    }
-    const refusal = await insertAnsweredVerification(
-      db,
-      {
-        id: requestId,
-        accountId: caller.accountId,
-        apiKeyId: caller.apiKeyId,
-        now,
-        answer: historyAnswer(result, key),
-      },
+    const answer = historyAnswer(result, key);
+    const bytes = historyRowBytes(deskRow(input), answer, answer.email);
+    const admitted = await input.desk.open({
+      ...deskCall(input, 0),
+      email: answer.email,
+      bytes,
+      answer,
       budget,
-    );
-    if (refusal) throw storageRefused(refusal, now);
-    return { result, creditsRemaining: caller.creditBalance };
+    });
+    if ('refused' in admitted) throw storageRefused(admittedRefusal(admitted, bytes), now);
+    return { result, creditsRemaining: admitted.balance };
   }
   // A cached answer is charged as any answer is, and recorded in the same transaction.
   const opening = {
@@ -152,21 +133,17 @@ export async function verifyForCaller(input: {
     ...(cached ? { answer: historyAnswer(cached, key) } : {}),
   };
   // The desk charged the call already: with the cached answer it gave, or opened for the answer to come.
-  const opened =
-    found?.opened ??
-    (input.desk
-      ? await openAtDesk(input.desk, input, opening, publishable ? null : budget)
-      : await openChargedVerification(db, opening, publishable ? null : budget));
+  const opened = found?.opened ?? (await openAtDesk(input.desk, input, opening, publishable ? null : budget));
   if ('refused' in opened) {
     if (opened.refused === 'storage') throw storageRefused(opened, now);
     if (publishable) throw new ApiError('INSUFFICIENT_CREDITS');
     // What the desk has not written yet is written first: D1 then tells the whole balance.
-    await input.desk?.settle();
+    await input.desk.settle();
     throw await insufficientCredits(db, caller.accountId, SINGLE_VERIFICATION_CREDITS);
   }
   const creditsRemaining = opened.balance;
   const unmoved = 'synced' in opened && opened.synced === false ? { balanceUnmoved: true } : {};
-  const books = input.desk ? deskBooks(input.desk, caller.mode, db) : d1Books(db);
+  const books = deskBooks(input.desk, caller.mode, db);
   if (cached && found?.held) {
     // The desk answered before the key was admitted and held the charge open: closed with the
     // answer off the call's path. A close that never arrives is given back as any open charge is
@@ -201,13 +178,13 @@ export async function verifyForCaller(input: {
       return { result, creditsRemaining, ...unmoved };
     throw new Error(`verification ${requestId} was closed before its answer was recorded`);
   } catch (cause) {
-    const refunded = await books.refund(requestId, Date.now()).catch(() => false);
+    const refunded = await books.refund(requestId).catch(() => false);
     log.error('single verification failed after the charge', {
       requestId,
       refunded,
       ...errorFields(cause),
     });
-    // If the refund failed as well, the recovery sweep refunds the open verification.
+    // If the refund failed as well, the desk's alarm gives the open charge back (DESK_OPEN_CHARGE_MS).
     throw new ApiError('INTERNAL_ERROR', { details: { creditRefunded: true } });
   }
 }
@@ -243,22 +220,14 @@ function storageRefused(refusal: HistoryRefusal, now: number): ApiError {
 /** Where an open charge is closed: with its answer, by its refund, or given a late verdict. */
 interface CallBooks {
   answer(id: string, answer: HistoryAnswer): Promise<boolean>;
-  refund(id: string, now: number): Promise<boolean>;
+  refund(id: string): Promise<boolean>;
   keepLate(id: string, answer: HistoryAnswer): Promise<boolean>;
-}
-
-function d1Books(db: Db): CallBooks {
-  return {
-    answer: (id, answer) => answerVerification(db, id, answer),
-    refund: (id, now) => refundVerification(db, id, now),
-    keepLate: (id, answer) => keepLateVerdict(db, id, answer),
-  };
 }
 
 function deskBooks(desk: AccountDeskStub, mode: Caller['mode'], db: Db): CallBooks {
   return {
     answer: (id, answer) => desk.answer(id, answer),
-    refund: async (id) => desk.refund(id),
+    refund: (id) => desk.refund(id),
     // A row the desk has written to D1 already keeps its late verdict there.
     keepLate: async (id, answer) =>
       (await desk.keepLate(id, mode, answer)) || keepLateVerdict(db, id, answer),
@@ -306,7 +275,7 @@ async function fromCache(
       now,
       withBounce: call.withBounce,
     });
-  let stored = !desk || (facts && !facts.known(key.domain)) ? await read() : null;
+  let stored = facts && !facts.known(key.domain) ? await read() : null;
   // Read once, and only when a verdict is to be answered against them.
   let termsRead: Promise<KeptVerdictTerms> | undefined;
   const terms = () =>
@@ -315,33 +284,30 @@ async function fromCache(
       evidence: call.evidence,
       sandbox: caller.mode === 'test',
     }));
-  if (desk) {
-    // The lookup begun beside the key's admission, if it was this call's; else asked now.
-    const early = takeEarlyDeskCall(input.early, { caller, email: input.email, evidence: call.evidence });
-    const asked = early?.call ?? deskKeptCall(input, key, { ...call, terms: await terms() });
-    const { orOpen } = asked;
-    const kept = await (early?.answer ?? desk.answerKept(asked));
-    if (kept.result) {
-      const { admission } = kept;
-      const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
-      return { cached: kept.result, bounce: null, opened, ...(asked.hold ? { held: true } : {}) };
-    }
+  // The lookup begun beside the key's admission, if it was this call's; else asked now.
+  const early = takeEarlyDeskCall(input.early, { caller, email: input.email, evidence: call.evidence });
+  const asked = early?.call ?? deskKeptCall(input, key, { ...call, terms: await terms() });
+  const { orOpen } = asked;
+  const kept = await (early?.answer ?? desk.answerKept(asked));
+  if (kept.result) {
     const { admission } = kept;
-    const charged =
-      admission && orOpen
-        ? {
-            opened: 'refused' in admission ? admittedRefusal(admission, orOpen.bytes) : admission,
-            open: true,
-          }
-        : {};
-    // The desk keeps an address's latest verdict, so D1's history holds none newer; and a verdict
-    // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts). A
-    // refused call reads nothing more.
-    if (kept.held || (admission && 'refused' in admission)) return { cached: null, bounce: null, ...charged };
-    stored ??= await read();
-    return { ...(await keptFrom(stored, terms)), ...charged };
+    const opened = 'refused' in admission ? admittedRefusal(admission, kept.bytes) : admission;
+    return { cached: kept.result, bounce: null, opened, ...(asked.hold ? { held: true } : {}) };
   }
-  return stored ? keptFrom(stored, terms) : { cached: null, bounce: null };
+  const { admission } = kept;
+  const charged =
+    admission && orOpen
+      ? {
+          opened: 'refused' in admission ? admittedRefusal(admission, orOpen.bytes) : admission,
+          open: true,
+        }
+      : {};
+  // The desk keeps an address's latest verdict, so D1's history holds none newer; and a verdict
+  // the desk holds has no bounce after it: a reported outcome has it forgotten (record.ts). A
+  // refused call reads nothing more.
+  if (kept.held || (admission && 'refused' in admission)) return { cached: null, bounce: null, ...charged };
+  stored ??= await read();
+  return { ...(await keptFrom(stored, terms)), ...charged };
 }
 
 /** D1's verdict as this call answers it: none while the account's bounce of the address stands. */
@@ -350,7 +316,7 @@ async function keptFrom(stored: KeptRead, terms: () => Promise<KeptVerdictTerms>
   return { cached: resultJson === null || bounce ? null : keptAnswer(resultJson, await terms()), bounce };
 }
 
-/** The charge at the account's desk, answered as `openChargedVerification` answers. */
+/** The charge at the account's desk, or why it was refused, with the bytes its row would take. */
 async function openAtDesk(
   desk: AccountDeskStub,
   input: DeskInput,
