@@ -139,7 +139,13 @@ describe('outcomes', () => {
     const sender = sendgridSender();
     const { endpoint } = await createEndpoint({ provider: 'sendgrid', publicKey: sender.publicKey });
     const body = JSON.stringify([
-      sendgridBounce(`nobody@${DOMAINS.accept}`, '550 5.1.1 The email account does not exist', new Date()),
+      // SendGrid stamps an event in whole seconds: one stamped now may fall in the very second the
+      // verdicts were made, and so before them (an outcome matches a verdict made before it).
+      sendgridBounce(
+        `nobody@${DOMAINS.accept}`,
+        '550 5.1.1 The email account does not exist',
+        new Date(Date.now() + 1000),
+      ),
     ]);
     const headers = sender.headers(body);
     expect(await (await post(endpoint.url, body, headers)).json()).toMatchObject({ recorded: 1 });
