@@ -386,8 +386,8 @@ export class AccountDesk extends DurableObject<Env> {
   }
 
   /** The database of the desk's account (storage/shards.ts): read once an isolate. */
-  #db(accountId: string) {
-    return accountDb(shardsOf(this.env), accountId);
+  #db() {
+    return accountDb(shardsOf(this.env), this.#state().accountId);
   }
 
   /** Asks D1 for `block` more credits and the day's storage, joining a request already under way. */
@@ -396,10 +396,7 @@ export class AccountDesk extends DurableObject<Env> {
       const state = this.#state();
       const day = budget?.day ?? state.storage?.day ?? 0;
       const limit = budget?.limit ?? null;
-      const standing = await reserveCredits(await this.#db(state.accountId), state.accountId, block, {
-        day,
-        limit,
-      });
+      const standing = await reserveCredits(await this.#db(), state.accountId, block, { day, limit });
       this.#take(standing, day, limit);
     }).finally(() => {
       this.#syncing = null;
@@ -462,7 +459,7 @@ export class AccountDesk extends DurableObject<Env> {
           };
         });
       const day = state.storage?.day ?? 0;
-      const { standing } = await applyDeskFlush(await this.#db(state.accountId), {
+      const { standing } = await applyDeskFlush(await this.#db(), {
         batchId: batch,
         accountId: state.accountId,
         rows,
@@ -482,10 +479,7 @@ export class AccountDesk extends DurableObject<Env> {
       const unspent = this.#unspent();
       if (unspent <= 0) return;
       const day = state.storage?.day ?? 0;
-      const standing = await releaseCredits(await this.#db(state.accountId), state.accountId, unspent, {
-        day,
-        limit: null,
-      });
+      const standing = await releaseCredits(await this.#db(), state.accountId, unspent, { day, limit: null });
       this.#take(standing, day, null);
     });
   }
