@@ -58,6 +58,17 @@ function databaseOf(target: D1Target): DeclaredDatabase {
   return database;
 }
 
+/**
+ * `target` pointed at shard `shard`'s database: the one wrangler.toml binds as `DB` for shard 0,
+ * `DB_SHARD_n` for shard n (docs/architecture.md, "Sharding what still grows").
+ */
+export function shardTarget(target: D1Target, shard: number): D1Target {
+  const binding = shard === 0 ? 'DB' : `DB_SHARD_${shard}`;
+  const database = declaredDatabases().find((candidate) => candidate.binding === binding);
+  if (!database) throw new Error(`wrangler.toml binds no database for shard ${shard} (${binding})`);
+  return { ...target, database: database.name };
+}
+
 function targetArgs(target: D1Target): string[] {
   if (target.remote) return ['--remote'];
   return ['--local', ...(target.persistTo ? ['--persist-to', target.persistTo] : [])];
