@@ -23,6 +23,16 @@ describe('TtlCache', () => {
     expect(cache.size).toBe(0);
   });
 
+  it('counts the seconds left down, never past the TTL', () => {
+    const { cache, advanceSeconds } = cacheWithClock();
+    cache.set('MX example.com', 'answer', 10);
+    expect(cache.entry('MX example.com')?.remainingSeconds).toBe(10);
+    advanceSeconds(0.5);
+    expect(cache.entry('MX example.com')?.remainingSeconds).toBe(9);
+    advanceSeconds(9.4);
+    expect(cache.entry('MX example.com')).toEqual({ value: 'answer', remainingSeconds: 0 });
+  });
+
   it('caps every lifetime at the maximum TTL', () => {
     const { cache, advanceSeconds } = cacheWithClock({ maxTtlSeconds: 3_600 });
     cache.set('A example.com', 'answer', 86_400);

@@ -33,7 +33,10 @@ export class TtlCache<Value> {
     return this.entry(key)?.value;
   }
 
-  /** The live value for `key` and the whole seconds it has left, or undefined. */
+  /**
+   * The live value for `key` and the whole seconds it has left, rounded down: whoever keeps the
+   * value for that long keeps it no longer than its TTL allows (0 in its last second).
+   */
   entry(key: string): { value: Value; remainingSeconds: number } | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
@@ -45,7 +48,7 @@ export class TtlCache<Value> {
     // A Map iterates in insertion order: re-inserting makes this the most recently used.
     this.#entries.delete(key);
     this.#entries.set(key, entry);
-    return { value: entry.value, remainingSeconds: Math.ceil(remainingMs / 1000) };
+    return { value: entry.value, remainingSeconds: Math.floor(remainingMs / 1000) };
   }
 
   /** Keeps `value` for `ttlSeconds`, capped at the cache's maximum; a TTL of 0 or less keeps nothing. */
