@@ -8,7 +8,7 @@ import { confirmationLink } from '../src/services/accounts/email-confirmation.ts
 import { hashPassword } from '../src/services/accounts/passwords.ts';
 import { insertUnconfirmedAccount } from '../src/storage/accounts.ts';
 import { shardsOf } from '../src/storage/shards.ts';
-import { fetchWithVars } from './fixtures.ts';
+import { accountIdOfEmail, fetchWithVars } from './fixtures.ts';
 
 /** Every link the console sender wrote in this isolate, by kind and address, oldest first. */
 const sentLinks = new Map<string, string[]>();
@@ -211,16 +211,14 @@ export async function signedInAccount(label: string): Promise<{ client: CookieCl
   const email = uniqueEmail(label);
   const signedUp = await client.signUp(email);
   if (signedUp.status !== 303) throw new Error(`sign-up answered ${signedUp.status}`);
-  const row = await env.DB.prepare('SELECT id FROM accounts WHERE email = ?1')
-    .bind(email)
-    .first<{ id: string }>();
-  if (!row) throw new Error(`no account for ${email}`);
-  return { client, accountId: row.id };
+  const accountId = await accountIdOfEmail(email);
+  if (!accountId) throw new Error(`no account for ${email}`);
+  return { client, accountId };
 }
 
 /**
- * A new account made unconfirmed in `shard`, as a sign-up placed there makes it (the dashboard's
- * sign-ups go to shard 0 while placement is off), its email confirmed through its signed link by
+ * A new account made unconfirmed in `shard`, as a sign-up placed there makes it (a sign-up goes
+ * where `shardForNewAccount` places it, which a test cannot choose), its email confirmed through its signed link by
  * `client` and signed in through the login form.
  */
 export async function signedInAccountIn(

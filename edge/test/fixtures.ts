@@ -6,6 +6,7 @@ import { ApiError } from '@rcpt/shared/errors';
 import { type OpenApiDocument, OpenApiResponseChecker } from '../../test/openapi/response-check.ts';
 import { createApp } from '../src/app.ts';
 import { configOf } from '../src/config.ts';
+import { normaliseAccountEmail } from '../src/services/accounts/account-email.ts';
 import { rowsFromJson } from '../src/services/batch/input.ts';
 import { createBatchJob } from '../src/services/batch/jobs.ts';
 import type { BatchMessage } from '../src/services/batch/queue.ts';
@@ -13,8 +14,10 @@ import { createApiKey, type KeyScope } from '../src/services/keys/api-keys.ts';
 import { settleDesk } from '../src/services/money/account-desk.ts';
 import { type Quotas, quotasOf } from '../src/services/money/quotas.ts';
 import { insertAccount } from '../src/storage/accounts.ts';
-import { createDb } from '../src/storage/db.ts';
+import { createDb, type Db } from '../src/storage/db.ts';
+import { recordMailRoute } from '../src/storage/domain-facts.ts';
 import type { JobStoreKind } from '../src/storage/job-lists/index.ts';
+import { shardBindings, shardsOf } from '../src/storage/shards.ts';
 
 export interface TestCaller {
   accountId: string;
@@ -126,13 +129,18 @@ async function expectDocumented(method: string, path: string, response: Response
  */
 export async function countOfAccount(sql: string, accountId: string): Promise<number> {
   await settledDesk(accountId);
-  return countOf(sql, accountId);
+  return countIn(await accountD1(accountId), sql, accountId);
 }
 
-export async function countOf(sql: string, ...params: unknown[]): Promise<number> {
+export function countOf(sql: string, ...params: unknown[]): Promise<number> {
+  return countIn(env.DB, sql, ...params);
+}
+
+async function countIn(database: D1Database, sql: string, ...params: unknown[]): Promise<number> {
   return (
     (
-      await env.DB.prepare(sql)
+      await database
+        .prepare(sql)
         .bind(...params)
         .first<{ n: number }>()
     )?.n ?? Number.NaN
@@ -140,20 +148,66 @@ export async function countOf(sql: string, ...params: unknown[]): Promise<number
 }
 
 /**
- * Runs `sql` on a job's lists wherever they live — D1's tables and the job's JobStore object
- * (docs/architecture.md, "Where a job's lists live") — and returns the rows of both: a job's
- * lists are in one of them, the other answers nothing. `sql` takes the job id as ?1.
+ * The shard holding the account's rows (docs/architecture.md, "Sharding what still grows"): a
+ * dashboard sign-up may be placed in any. Read from the directory each time, so an account asked
+ * for before it is placed is not remembered in the wrong shard, as the isolate's cache would.
+ */
+async function shardOfTestAccount(accountId: string): Promise<number> {
+  const row = await env.DB.prepare('SELECT shard FROM account_shards WHERE account_id = ?1')
+    .bind(accountId)
+    .first<{ shard: number }>();
+  return row?.shard ?? 0;
+}
+
+/** The D1 binding of the account's shard, for a test's own SQL. */
+export async function accountD1(accountId: string): Promise<D1Database> {
+  const shard = await shardOfTestAccount(accountId);
+  const binding = shardBindings(env)[shard];
+  if (!binding) throw new Error(`account ${accountId} is in shard ${shard}, which is not bound`);
+  return binding;
+}
+
+/** `accountD1` of the account `email` signed up; the directory's database when none did. */
+export async function accountD1OfEmail(email: string): Promise<D1Database> {
+  const accountId = await accountIdOfEmail(email);
+  return accountId === null ? env.DB : accountD1(accountId);
+}
+
+/** The account's shard's database as the services take it (its directory known). */
+export async function dbOfAccount(accountId: string): Promise<Db> {
+  return shardsOf(env).db(await shardOfTestAccount(accountId));
+}
+
+/** The account an email signed up (the directory's lookup), or null. */
+export async function accountIdOfEmail(email: string): Promise<string | null> {
+  const row = await env.DB.prepare(
+    "SELECT account_id FROM account_lookups WHERE kind = 'email' AND value = ?1",
+  )
+    .bind(normaliseAccountEmail(email))
+    .first<{ account_id: string }>();
+  return row?.account_id ?? null;
+}
+
+/**
+ * Runs `sql` on a job's lists wherever they live — D1's tables (of every shard) and the job's
+ * JobStore object (docs/architecture.md, "Where a job's lists live") — and returns the rows of
+ * all: a job's lists are in one of them, the others answer nothing. `sql` takes the job id as ?1.
  */
 export async function listsRows<Row = Record<string, unknown>>(
   sql: string,
   jobId: string,
   ...params: unknown[]
 ): Promise<Row[]> {
-  const inD1 = (
-    await env.DB.prepare(sql)
-      .bind(jobId, ...params)
-      .all<Row>()
-  ).results;
+  const inD1: Row[] = [];
+  for (const shard of shardBindings(env))
+    inD1.push(
+      ...(
+        await shard
+          .prepare(sql)
+          .bind(jobId, ...params)
+          .all<Row>()
+      ).results,
+    );
   const stub = env.JOB_STORE.get(env.JOB_STORE.idFromName(jobId));
   const inObject = await runInDurableObject(stub, (_instance, state) => {
     // An object whose storage was deleted (deleteAll) has no tables left until it runs again.
@@ -173,7 +227,8 @@ export async function listsCountOf(sql: string, jobId: string, ...params: unknow
 
 /** The rows the account's jobs keep in their lists, wherever they live. */
 export async function storedRowsOf(accountId: string): Promise<number> {
-  const { results } = await env.DB.prepare('SELECT id FROM jobs WHERE account_id = ?')
+  const { results } = await (await accountD1(accountId))
+    .prepare('SELECT id FROM jobs WHERE account_id = ?')
     .bind(accountId)
     .all<{ id: string }>();
   let rows = 0;
@@ -193,14 +248,14 @@ export const silentQueue = {
  * key of `mode`, the deployment's quotas over `options.quotas`, the clock at `options.now`, and
  * its lists in `options.store` (new jobs' store unless said).
  */
-export function createJobAs(
+export async function createJobAs(
   caller: { accountId: string; keyId: string | null },
   mode: 'live' | 'test',
   emails: string[],
   options: { quotas?: Partial<Quotas>; now?: number; store?: JobStoreKind } = {},
 ) {
   return createBatchJob({
-    db: db(),
+    db: await dbOfAccount(caller.accountId),
     queue: silentQueue,
     caller: { accountId: caller.accountId, apiKeyId: caller.keyId, mode, creditBalance: 0 },
     upload: rowsFromJson(emails),
@@ -234,7 +289,8 @@ export async function settledDesk(accountId: string): Promise<void> {
 
 export async function balanceOf(accountId: string): Promise<number> {
   await settledDesk(accountId);
-  const row = await env.DB.prepare('SELECT credit_balance FROM accounts WHERE id = ?')
+  const row = await (await accountD1(accountId))
+    .prepare('SELECT credit_balance FROM accounts WHERE id = ?')
     .bind(accountId)
     .first<{ credit_balance: number }>();
   return row?.credit_balance ?? Number.NaN;
@@ -244,9 +300,8 @@ export async function ledgerOf(
   accountId: string,
 ): Promise<{ delta: number; reason: string; reference: string }[]> {
   await settledDesk(accountId);
-  const { results } = await env.DB.prepare(
-    'SELECT delta, reason, reference FROM credit_ledger WHERE account_id = ? ORDER BY id',
-  )
+  const { results } = await (await accountD1(accountId))
+    .prepare('SELECT delta, reason, reference FROM credit_ledger WHERE account_id = ? ORDER BY id')
     .bind(accountId)
     .all<{ delta: number; reason: string; reference: string }>();
   return results;
@@ -257,4 +312,24 @@ export async function revokeCredentialForTest(
   id: string,
 ): Promise<void> {
   await env.DB.prepare(`UPDATE ${table} SET revoked_at = ? WHERE id = ?`).bind(Date.now(), id).run();
+}
+
+/**
+ * A mail route for `domain` in the shared domain facts (the directory's), an MX at 127.0.0.2 kept
+ * for an hour, so a verification needs no DNS for it.
+ */
+export async function recordAcceptRoute(domain: string): Promise<void> {
+  const now = Date.now();
+  await recordMailRoute(db(), {
+    domain,
+    route: JSON.stringify({
+      kind: 'mx',
+      dnsType: 'MX',
+      mx: [{ host: `mx.${domain}`, preference: 10, ips: ['127.0.0.2'] }],
+    }),
+    routeKey: `mx|MX|10 mx.${domain}`,
+    provider: null,
+    expiresAt: now + 3600_000,
+    now,
+  });
 }

@@ -4,8 +4,9 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, inject } from 'vitest';
+import { normaliseAccountEmail } from '../../edge/src/services/accounts/account-email.ts';
 import { CONSOLE_LINK_LINE } from '../../edge/src/services/accounts/confirmation-sender.ts';
-import { executeSqlAsync, queryRowsAsync } from '../../scripts/stack/d1.ts';
+import { executeSqlAsync, queryRowsAsync, shardTarget, sqlLiteral } from '../../scripts/stack/d1.ts';
 import {
   type LocalStack,
   startLocalStack,
@@ -188,6 +189,21 @@ export async function startSystem(
  */
 export async function sqlRows<T>(system: System, query: string): Promise<T[]> {
   return (await queryRowsAsync(system.stack.d1, query)) as T[];
+}
+
+/**
+ * The rows of `query` in the database of the shard holding the account `email` signed up (a
+ * sign-up may be placed in any: docs/architecture.md, "Sharding what still grows"), found through
+ * the directory's lookup of the email.
+ */
+export async function accountSqlRows<T>(system: System, email: string, query: string): Promise<T[]> {
+  const [placed] = await sqlRows<{ shard: number | null }>(
+    system,
+    `SELECT s.shard FROM account_lookups l LEFT JOIN account_shards s ON s.account_id = l.account_id
+     WHERE l.kind = 'email' AND l.value = ${sqlLiteral(normaliseAccountEmail(email))}`,
+  );
+  if (!placed) throw new Error(`no account signed up as ${email}`);
+  return (await queryRowsAsync(shardTarget(system.stack.d1, placed.shard ?? 0), query)) as T[];
 }
 
 /** Spacing of polls of the database: each look opens its file, a millisecond or two. */

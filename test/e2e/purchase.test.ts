@@ -12,7 +12,7 @@ import { TEST_CARDS } from '../world/fake-stripe.ts';
 import { expectAccessible as expectPageAccessible } from './browser/axe.ts';
 import { launchChromium, type TestBrowser } from './browser/debian-chromium.ts';
 import { signUpAndConfirm } from './browser/sign-up.ts';
-import { type System, sqlRows, startSystem } from './harness.ts';
+import { accountSqlRows, type System, startSystem } from './harness.ts';
 
 let system: System;
 let browser: TestBrowser;
@@ -49,8 +49,9 @@ async function headerBalance(path = '/credits'): Promise<number> {
 }
 
 function ledgerRows(reason: string): Promise<{ delta: number; reference: string }[]> {
-  return sqlRows(
+  return accountSqlRows(
     system,
+    email,
     `SELECT l.delta, l.reference FROM credit_ledger l JOIN accounts a ON a.id = l.account_id
      WHERE a.email = ${sqlLiteral(email)} AND l.reason = ${sqlLiteral(reason)} ORDER BY l.id`,
   );

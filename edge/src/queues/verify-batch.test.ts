@@ -21,6 +21,7 @@ import {
   listsCountOf,
   listsRows,
   newCaller,
+  recordAcceptRoute,
 } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { SAMPLE_WAIT_MS } from '../services/batch/pace-sample.ts';
@@ -55,23 +56,6 @@ async function consume(messages: BatchMessage[], bindings: Partial<Env> = {}): P
   await waitOnExecutionContext(ctx);
   const result = await getQueueResult(batch, ctx);
   expect(result.ackAll).toBe(true);
-}
-
-/** A mail route in the shared domain facts, so the consumer needs no DNS for `domain`. */
-async function recordAcceptRoute(domain: string): Promise<void> {
-  const now = Date.now();
-  await recordMailRoute(db(), {
-    domain,
-    route: JSON.stringify({
-      kind: 'mx',
-      dnsType: 'MX',
-      mx: [{ host: `mx.${domain}`, preference: 10, ips: ['127.0.0.2'] }],
-    }),
-    routeKey: `mx|MX|10 mx.${domain}`,
-    provider: null,
-    expiresAt: now + 3600_000,
-    now,
-  });
 }
 
 /** Each result of a completed job as [email, subStatus], in upload order. */

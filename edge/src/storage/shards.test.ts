@@ -5,13 +5,12 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { untilValue } from '../../../test/eventually.ts';
 import { reportFor, startFakeProber } from '../../test/fake-prober.ts';
-import { call, db } from '../../test/fixtures.ts';
+import { call, recordAcceptRoute } from '../../test/fixtures.ts';
 import { configOf } from '../config.ts';
 import { type BatchMessage, verifyQueueOf } from '../services/batch/queue.ts';
 import { createApiKey } from '../services/keys/api-keys.ts';
 import { settleDesk } from '../services/money/account-desk.ts';
 import { insertAccount } from './accounts.ts';
-import { recordMailRoute } from './domain-facts.ts';
 import { directoryOf, shardBindings, shardNumberOf, shardOfAccount, shardsOf } from './shards.ts';
 
 const DOMAIN = 'shard-one.test';
@@ -21,23 +20,6 @@ afterEach(() => {
   closeProber?.();
   closeProber = null;
 });
-
-/** A mail route in the shared domain facts (the directory's), so no DNS is asked for DOMAIN. */
-async function recordRoute(): Promise<void> {
-  const now = Date.now();
-  await recordMailRoute(db(), {
-    domain: DOMAIN,
-    route: JSON.stringify({
-      kind: 'mx',
-      dnsType: 'MX',
-      mx: [{ host: `mx.${DOMAIN}`, preference: 10, ips: ['127.0.0.2'] }],
-    }),
-    routeKey: `mx|MX|10 mx.${DOMAIN}`,
-    provider: null,
-    expiresAt: now + 3600_000,
-    now,
-  });
-}
 
 /** An account placed in `shard` with `credits` and a live key. */
 async function accountIn(shard: number, credits: number) {
@@ -114,7 +96,7 @@ describe('shards', () => {
       })),
     }));
     closeProber = () => prober.close();
-    await recordRoute();
+    await recordAcceptRoute(DOMAIN);
     const caller = await accountIn(1, 10);
     expect(await shardOfAccount(shardsOf(env), caller.accountId)).toBe(1);
     // The directory holds where it lives and what finds it; the account's rows are in shard 1 only.

@@ -1,8 +1,8 @@
 // The Accuracy page: the account's counts by status, the weekly rate with its figures, and each
 // wrong verdict with the server's reply and a link to its job.
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { signedInAccount } from '../../../test/cookie-client.ts';
+import { accountD1 } from '../../../test/fixtures.ts';
 
 describe('the Accuracy page', () => {
   it('shows the counts behind each rate and lists a wrong verdict with its reply and its job', async () => {
@@ -12,13 +12,16 @@ describe('the Accuracy page', () => {
 
     const now = Date.now();
     const jobId = crypto.randomUUID();
+    const d1 = await accountD1(accountId);
     const row = (email: string, outcome: string, bounceKind: string | null, diagnostic: string | null) =>
-      env.DB.prepare(
-        `INSERT INTO outcomes (id, account_id, source, event_key, email, outcome, at, diagnostic, bounce_kind,
+      d1
+        .prepare(
+          `INSERT INTO outcomes (id, account_id, source, event_key, email, outcome, at, diagnostic, bounce_kind,
            verdict_source, verdict_ref, verdict_at, verdict_status, verdict_sub_status, verdict_provider, created_at)
          VALUES (?1, ?2, 'api', ?3, ?3, ?4, ?5, ?6, ?7, 'batch', ?8, ?5 - 86400000, 'deliverable', 'accepted_email', 'google', ?5)`,
-      ).bind(crypto.randomUUID(), accountId, email, outcome, now - 3_600_000, diagnostic, bounceKind, jobId);
-    await env.DB.batch([
+        )
+        .bind(crypto.randomUUID(), accountId, email, outcome, now - 3_600_000, diagnostic, bounceKind, jobId);
+    await d1.batch([
       row('kept@example.test', 'delivered', null, null),
       row('gone@example.test', 'hard_bounce', 'mailbox', '550 5.1.1 <gone@example.test>: user unknown'),
       row('blocked@example.test', 'hard_bounce', 'policy', '550 5.7.1 blocked by policy'),

@@ -13,6 +13,7 @@ import {
   resetLinkFor,
   uniqueEmail,
 } from '../../../test/cookie-client.ts';
+import { accountD1OfEmail } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { PRE_SESSION_CSRF_COOKIE } from '../../middleware/csrf.ts';
 import { DASHBOARD_CSP } from '../../middleware/security-headers.ts';
@@ -26,9 +27,10 @@ import { safeNext } from './auth.tsx';
 const PASSWORD = 'correct horse battery';
 
 async function sessionRows(accountEmail: string): Promise<{ token_hash: string; expires_at: number }[]> {
-  const { results } = await env.DB.prepare(
-    'SELECT s.token_hash, s.expires_at FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE a.email = ?1',
-  )
+  const { results } = await (await accountD1OfEmail(accountEmail))
+    .prepare(
+      'SELECT s.token_hash, s.expires_at FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE a.email = ?1',
+    )
     .bind(accountEmail)
     .all<{ token_hash: string; expires_at: number }>();
   return results;
@@ -546,7 +548,8 @@ describe('password reset', () => {
 
   it('refuses an expired, a tampered and a foreign link', async () => {
     const { email } = await signedIn('reset-refused');
-    const account = await env.DB.prepare('SELECT id, password_hash AS hash FROM accounts WHERE email = ?1')
+    const account = await (await accountD1OfEmail(email))
+      .prepare('SELECT id, password_hash AS hash FROM accounts WHERE email = ?1')
       .bind(email)
       .first<{ id: string; hash: string }>();
     const secretsKey = configOf(env).SECRETS_KEY;

@@ -10,12 +10,11 @@ import {
   signedInAccountIn,
   uniqueEmail,
 } from '../../../test/cookie-client.ts';
-import { balanceOf, call, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
+import { accountD1, balanceOf, call, dbOfAccount, fetchWithVars, ledgerOf } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { createApiKey } from '../../services/keys/api-keys.ts';
 import { watchBalance, watchDepsOf } from '../../services/money/balance-watch.ts';
 import { formatPrice } from '../../services/money/purchases.ts';
-import { createDb } from '../../storage/db.ts';
 import { MAX_EVENT_BYTES } from '../stripe-webhook.ts';
 
 const FAKE_STRIPE = env.STRIPE_API_URL;
@@ -65,15 +64,17 @@ async function deliverEvent(
 
 /** Spends credits as verifications would, leaving `left` (ledger row and balance together). */
 async function spendDownTo(accountId: string, left: number): Promise<void> {
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+  const d1 = await accountD1(accountId);
+  await d1.batch([
+    d1
+      .prepare(
+        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
        SELECT id, -(credit_balance - ?2), ?2, 'verify', ?3, ?4 FROM accounts WHERE id = ?1 AND credit_balance > ?2`,
-    ).bind(accountId, left, `spent-${crypto.randomUUID()}`, Date.now()),
-    env.DB.prepare('UPDATE accounts SET credit_balance = ?2 WHERE id = ?1 AND credit_balance > ?2').bind(
-      accountId,
-      left,
-    ),
+      )
+      .bind(accountId, left, `spent-${crypto.randomUUID()}`, Date.now()),
+    d1
+      .prepare('UPDATE accounts SET credit_balance = ?2 WHERE id = ?1 AND credit_balance > ?2')
+      .bind(accountId, left),
   ]);
 }
 
@@ -108,9 +109,10 @@ async function buy(
 }
 
 async function purchaseRows(accountId: string) {
-  const { results } = await env.DB.prepare(
-    'SELECT id, kind, status, credits, credits_taken_back AS creditsTakenBack FROM purchases WHERE account_id = ?1 ORDER BY created_at',
-  )
+  const { results } = await (await accountD1(accountId))
+    .prepare(
+      'SELECT id, kind, status, credits, credits_taken_back AS creditsTakenBack FROM purchases WHERE account_id = ?1 ORDER BY created_at',
+    )
     .bind(accountId)
     .all<{ id: string; kind: string; status: string; credits: number; creditsTakenBack: number }>();
   return results;
@@ -240,7 +242,7 @@ describe('buying credits', () => {
 
     // The API lists the same receipt; a test key sees no payments (they are real money).
     for (const mode of ['live', 'test'] as const) {
-      const key = await createApiKey(createDb(env.DB), {
+      const key = await createApiKey(await dbOfAccount(accountId), {
         accountId,
         name: `${mode} key`,
         mode,
@@ -353,13 +355,17 @@ describe('buying credits', () => {
     expect(await balanceOf(accountId)).toBe(granted - third);
 
     // The customer spends most of the rest, then the remainder is refunded: what is left goes.
-    await env.DB.prepare(
-      `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
+    await (await accountD1(accountId))
+      .prepare(
+        `INSERT INTO credit_ledger (account_id, delta, balance_after, reason, reference, created_at)
        SELECT id, -(credit_balance - 10), 10, 'verify', 'spent-before-refund', ?2 FROM accounts WHERE id = ?1`,
-    )
+      )
       .bind(accountId, Date.now())
       .run();
-    await env.DB.prepare('UPDATE accounts SET credit_balance = 10 WHERE id = ?1').bind(accountId).run();
+    await (await accountD1(accountId))
+      .prepare('UPDATE accounts SET credit_balance = 10 WHERE id = ?1')
+      .bind(accountId)
+      .run();
     await fetch(`${FAKE_STRIPE}/v1/refunds`, {
       method: 'POST',
       headers: { authorization: `Bearer ${env.STRIPE_SECRET_KEY}` },
@@ -390,9 +396,10 @@ describe('buying credits', () => {
     const sessionId = await buy(client, { saveCard: true });
     const completed = await eventOf(sessionId, 'checkout.session.completed');
     await deliver(completed.payload, completed.signature);
-    const billing = await env.DB.prepare(
-      'SELECT payment_method_id AS pm, payment_method_label AS label FROM account_billing WHERE account_id = ?1',
-    )
+    const billing = await (await accountD1(accountId))
+      .prepare(
+        'SELECT payment_method_id AS pm, payment_method_label AS label FROM account_billing WHERE account_id = ?1',
+      )
       .bind(accountId)
       .first<{ pm: string | null; label: string | null }>();
     expect(billing?.pm).toMatch(/^pm_test_/);
@@ -408,7 +415,7 @@ describe('buying credits', () => {
     });
     expect(saved.status).toBe(303);
     // More watches at once (other requests spending credits) start no second top-up.
-    const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now());
+    const deps = watchDepsOf(await dbOfAccount(accountId), configOf(env), env, Date.now());
     await Promise.all(Array.from({ length: 4 }, () => watchBalance(deps, accountId)));
     const topUp = await untilValue(
       async () => (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup'),
@@ -454,7 +461,7 @@ describe('buying credits', () => {
         (await purchaseRows(accountId)).find((row) => row.kind === 'auto_topup' && row.status === 'failed'),
       'the declined top-up',
     );
-    const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now());
+    const deps = watchDepsOf(await dbOfAccount(accountId), configOf(env), env, Date.now());
     await watchBalance(deps, accountId);
     expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
     const declined = await eventOf(failed.id, 'payment_intent.payment_failed');
@@ -476,7 +483,7 @@ describe('buying credits', () => {
     try {
       const balance = await balanceOf(accountId);
       await client.submit('/credits', '/credits/settings', { lowBalanceThreshold: String(balance + 1) });
-      const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now());
+      const deps = watchDepsOf(await dbOfAccount(accountId), configOf(env), env, Date.now());
       await Promise.all(Array.from({ length: 3 }, () => watchBalance(deps, accountId)));
       await until(() => lines.some((line) => line.startsWith('rcpt: email to')), 'the low-balance email');
       await watchBalance(deps, accountId);
@@ -512,9 +519,8 @@ describe('buying credits', () => {
       });
       expect(badLimit.status, perDay).toBe(400);
     }
-    const billing = await env.DB.prepare(
-      'SELECT auto_top_up_threshold AS threshold FROM account_billing WHERE account_id = ?1',
-    )
+    const billing = await (await accountD1(accountId))
+      .prepare('SELECT auto_top_up_threshold AS threshold FROM account_billing WHERE account_id = ?1')
       .bind(accountId)
       .first<{ threshold: number | null }>();
     expect(billing?.threshold).toBeNull();
@@ -525,8 +531,8 @@ describe('buying credits', () => {
     // Stripe charged the card and sent its event, but the event has not reached rcpt.
     const succeeded = await eventOf(topUp.id, 'payment_intent.succeeded');
     const startedAt = Date.now();
-    const watch = (at: number) =>
-      watchBalance(watchDepsOf(createDb(env.DB), configOf(env), env, at), accountId);
+    const accountDb = await dbOfAccount(accountId);
+    const watch = (at: number) => watchBalance(watchDepsOf(accountDb, configOf(env), env, at), accountId);
     // While it is in flight, the watch starts nothing beside it, even much later…
     await watch(startedAt + 60_000);
     expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
@@ -551,8 +557,11 @@ describe('buying credits', () => {
     const { accountId, balance, topUp } = await topUpStarted('lostanswer');
     await eventOf(topUp.id, 'payment_intent.succeeded');
     // As if the answer to the PaymentIntent's creation never came back: rcpt does not know its id.
-    await env.DB.prepare('UPDATE purchases SET payment_intent_id = NULL WHERE id = ?1').bind(topUp.id).run();
-    const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now() + 11 * 60_000);
+    await (await accountD1(accountId))
+      .prepare('UPDATE purchases SET payment_intent_id = NULL WHERE id = ?1')
+      .bind(topUp.id)
+      .run();
+    const deps = watchDepsOf(await dbOfAccount(accountId), configOf(env), env, Date.now() + 11 * 60_000);
     await watchBalance(deps, accountId);
     expect(await balanceOf(accountId)).toBe(balance + TOP_UP_PACK.credits);
     expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toEqual([
@@ -572,7 +581,7 @@ describe('buying credits', () => {
       await deliverEvent(await eventOf(first.id, 'payment_intent.succeeded'));
       // Spent below the threshold again the same day: no second top-up, one email saying why.
       await spendDownTo(accountId, 5);
-      const deps = watchDepsOf(createDb(env.DB), configOf(env), env, Date.now());
+      const deps = watchDepsOf(await dbOfAccount(accountId), configOf(env), env, Date.now());
       await Promise.all(Array.from({ length: 3 }, () => watchBalance(deps, accountId)));
       await watchBalance({ ...deps, now: Date.now() }, accountId);
       expect((await purchaseRows(accountId)).filter((row) => row.kind === 'auto_topup')).toHaveLength(1);
@@ -608,8 +617,8 @@ describe('buying credits', () => {
     ]);
 
     // Paid work is refused before anything is charged; test keys still work.
-    const keyOf = (mode: 'live' | 'test') =>
-      createApiKey(createDb(env.DB), {
+    const keyOf = async (mode: 'live' | 'test') =>
+      createApiKey(await dbOfAccount(accountId), {
         accountId,
         name: mode,
         mode,

@@ -1,10 +1,9 @@
 // The API keys page: keys limited to scopes and client address blocks, made in the dashboard
 // and refused by the API outside their limits.
-import { env } from 'cloudflare:workers';
 import { hashSecret } from '@rcpt/shared/secret-tokens';
 import { describe, expect, it } from 'vitest';
 import { type CookieClient, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
-import { call } from '../../../test/fixtures.ts';
+import { accountD1, call } from '../../../test/fixtures.ts';
 
 function keyForm(fields: Record<string, string>, scopes: readonly string[]): FormData {
   const form = new FormData();
@@ -33,9 +32,10 @@ async function createLimitedKey(
 
 describe('a key limited to scopes and client addresses', () => {
   it('is stored with its canonical limits, listed with them, and refused outside them', async () => {
-    const { client } = await signedIn('keys-limited');
+    const { client, accountId } = await signedIn('keys-limited');
     const { secret } = await createLimitedKey(client, ['read'], '203.0.113.0/24\n2001:DB8::/32');
-    const stored = await env.DB.prepare('SELECT scopes, allowed_cidrs FROM api_keys WHERE key_hash = ?1')
+    const stored = await (await accountD1(accountId))
+      .prepare('SELECT scopes, allowed_cidrs FROM api_keys WHERE key_hash = ?1')
       .bind(await hashSecret(secret))
       .first<{ scopes: string; allowed_cidrs: string }>();
     expect(stored).toEqual({ scopes: '["read"]', allowed_cidrs: '["203.0.113.0/24","2001:db8::/32"]' });
@@ -65,9 +65,10 @@ describe('a key limited to scopes and client addresses', () => {
   });
 
   it('with every scope ticked and no address, is an unlimited key', async () => {
-    const { client } = await signedIn('keys-every');
+    const { client, accountId } = await signedIn('keys-every');
     const { secret } = await createLimitedKey(client, ['verify', 'bulk', 'read', 'outcomes'], '');
-    const stored = await env.DB.prepare('SELECT scopes, allowed_cidrs FROM api_keys WHERE key_hash = ?1')
+    const stored = await (await accountD1(accountId))
+      .prepare('SELECT scopes, allowed_cidrs FROM api_keys WHERE key_hash = ?1')
       .bind(await hashSecret(secret))
       .first();
     expect(stored).toEqual({ scopes: null, allowed_cidrs: null });
@@ -81,7 +82,7 @@ describe('a key limited to scopes and client addresses', () => {
   ])(
     'refuses scopes %j with addresses %j, saying why and keeping what was typed',
     async (scopes, cidrs, why) => {
-      const { client } = await signedIn('keys-bad-limits');
+      const { client, accountId } = await signedIn('keys-bad-limits');
       const response = await client.submit(
         '/keys',
         '/keys',
@@ -92,9 +93,10 @@ describe('a key limited to scopes and client addresses', () => {
       expect(html).toContain(why);
       expect(html).not.toMatch(/rk_test_[A-Za-z0-9_-]{43}/);
       if (cidrs) expect(html).toContain(`>${cidrs}</textarea>`);
-      const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE name = 'bad'").first<{
-        n: number;
-      }>();
+      const count = await (await accountD1(accountId))
+        .prepare("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1 AND name = 'bad'")
+        .bind(accountId)
+        .first<{ n: number }>();
       expect(count?.n).toBe(0);
     },
   );
@@ -112,7 +114,7 @@ function createShopKey(client: CookieClient, origins: string): Promise<Response>
 
 describe('publishable keys', () => {
   it('are made for a list of origins and a daily cap, and shown again with the widget snippet', async () => {
-    const { client } = await signedIn('keys-publishable');
+    const { client, accountId } = await signedIn('keys-publishable');
     const created = await createShopKey(client, 'https://Shop.Example/\nhttp://127.0.0.1:8080');
     expect(created.status).toBe(303);
     const list = await (await client.get(created.headers.get('location') ?? '')).text();
@@ -125,9 +127,8 @@ describe('publishable keys', () => {
     expect(list).toContain('>250<');
     // Shown again on every visit: it is embedded in pages, not a secret.
     expect(await (await client.get('/keys')).text()).toContain(key);
-    const stored = await env.DB.prepare(
-      'SELECT allowed_origins, daily_cap, turnstile_secret FROM api_keys WHERE publishable_key = ?1',
-    )
+    const stored = await (await accountD1(accountId))
+      .prepare('SELECT allowed_origins, daily_cap, turnstile_secret FROM api_keys WHERE publishable_key = ?1')
       .bind(key)
       .first();
     expect(stored).toEqual({
@@ -155,7 +156,8 @@ describe('publishable keys', () => {
       turnstileSecret: '0x4AAAAAAA-customer-secret',
     });
     expect(made.status).toBe(303);
-    const { results } = await env.DB.prepare('SELECT turnstile_secret FROM api_keys WHERE account_id = ?1')
+    const { results } = await (await accountD1(accountId))
+      .prepare('SELECT turnstile_secret FROM api_keys WHERE account_id = ?1')
       .bind(accountId)
       .all<{ turnstile_secret: string | null }>();
     expect(results).toHaveLength(1);
@@ -212,7 +214,8 @@ describe('publishable keys', () => {
     });
     expect(response.status).toBe(400);
     expect(await response.text()).toContain(why);
-    const count = await env.DB.prepare('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1')
+    const count = await (await accountD1(accountId))
+      .prepare('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1')
       .bind(accountId)
       .first<{ n: number }>();
     expect(count?.n).toBe(0);

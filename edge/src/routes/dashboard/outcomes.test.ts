@@ -1,8 +1,8 @@
 // The Outcomes page: a CSV of outcomes recorded with the API's checks and errors, a replay counted
 // once, and the sending services' endpoints made, listed and revoked; every form needs its CSRF token.
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { signedInAccount } from '../../../test/cookie-client.ts';
+import { accountD1 } from '../../../test/fixtures.ts';
 
 function csvForm(csv: string): FormData {
   const form = new FormData();
@@ -11,9 +11,10 @@ function csvForm(csv: string): FormData {
 }
 
 async function outcomeRows(accountId: string) {
-  const { results } = await env.DB.prepare(
-    'SELECT email, outcome, source, bounce_kind AS bounceKind FROM outcomes WHERE account_id = ?1 ORDER BY email',
-  )
+  const { results } = await (await accountD1(accountId))
+    .prepare(
+      'SELECT email, outcome, source, bounce_kind AS bounceKind FROM outcomes WHERE account_id = ?1 ORDER BY email',
+    )
     .bind(accountId)
     .all();
   return results;
@@ -77,9 +78,8 @@ describe('the Outcomes page', () => {
 
     const revoked = await client.submit('/outcomes', `/outcomes/endpoints/${id}/revoke`, {});
     expect(await revoked.text()).toContain('Endpoint revoked');
-    const row = await env.DB.prepare(
-      'SELECT revoked_at FROM outcome_endpoints WHERE id = ?1 AND account_id = ?2',
-    )
+    const row = await (await accountD1(accountId))
+      .prepare('SELECT revoked_at FROM outcome_endpoints WHERE id = ?1 AND account_id = ?2')
       .bind(id, accountId)
       .first<{ revoked_at: number | null }>();
     expect(row?.revoked_at).toEqual(expect.any(Number));

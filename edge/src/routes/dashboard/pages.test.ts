@@ -9,7 +9,7 @@ import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { CookieClient, csrfFieldOf, signedInAccount as signedIn } from '../../../test/cookie-client.ts';
 import { factsWorld } from '../../../test/domain-facts.ts';
-import { balanceOf, quotas } from '../../../test/fixtures.ts';
+import { accountD1, balanceOf, dbOfAccount, quotas } from '../../../test/fixtures.ts';
 import { configOf } from '../../config.ts';
 import { ACCOUNT_CHANGE_LIMITS } from '../../services/accounts/sign-in-limits.ts';
 import { rowsFromCsv } from '../../services/batch/input.ts';
@@ -18,7 +18,6 @@ import type { BatchMessage } from '../../services/batch/queue.ts';
 import { watchDomains } from '../../services/batch/watch.ts';
 import { settleDepsOf } from '../../services/batch-lifecycle.ts';
 import { sandboxVerify } from '../../services/verify/sandbox.ts';
-import { createDb } from '../../storage/db.ts';
 import { recordProvisional, recordResults } from '../../storage/job-results.ts';
 import { insertVerification } from '../../storage/verifications.ts';
 
@@ -54,13 +53,12 @@ async function createKey(
 
 describe('API keys', () => {
   it('shows a new key once, stores only its hash, and lists it by prefix afterwards', async () => {
-    const { client } = await signedIn('keys');
+    const { client, accountId } = await signedIn('keys');
     const { secret, html } = await createKey(client, 'signup form', 'test');
     expect(html).toContain('shown only once');
     expect(html).toContain('data-copy-target="new-key-secret"');
-    const stored = await env.DB.prepare(
-      'SELECT key_hash, prefix, name, mode FROM api_keys WHERE key_hash = ?1',
-    )
+    const stored = await (await accountD1(accountId))
+      .prepare('SELECT key_hash, prefix, name, mode FROM api_keys WHERE key_hash = ?1')
       .bind(await hashSecret(secret))
       .first<{ prefix: string; name: string; mode: string }>();
     expect(stored).toMatchObject({ prefix: secret.slice(0, 12), name: 'signup form', mode: 'test' });
@@ -82,12 +80,15 @@ describe('API keys', () => {
   });
 
   it('a key revoked in the dashboard gets 401 from the API on its very next request', async () => {
-    const { client } = await signedIn('revoke');
+    const { client, accountId } = await signedIn('revoke');
     const { secret } = await createKey(client, 'to revoke', 'test');
     expect((await callApi(secret, 'deliverable@example.com')).status).toBe(200);
 
     const keyId = (
-      await env.DB.prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
+      await (
+        await accountD1(accountId)
+      )
+        .prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
         .bind(await hashSecret(secret))
         .first<{ id: string }>()
     )?.id;
@@ -109,7 +110,10 @@ describe('API keys', () => {
     const owner = await signedIn('owner');
     const { secret } = await createKey(owner.client, 'mine', 'test');
     const keyId = (
-      await env.DB.prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
+      await (
+        await accountD1(owner.accountId)
+      )
+        .prepare('SELECT id FROM api_keys WHERE key_hash = ?1')
         .bind(await hashSecret(secret))
         .first<{ id: string }>()
     )?.id;
@@ -263,7 +267,8 @@ describe('bulk upload', () => {
         creditsAvailable: 100,
       },
     });
-    const jobs = await env.DB.prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
+    const jobs = await (await accountD1(accountId))
+      .prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
       .bind(accountId)
       .first<{ n: number }>();
     expect(jobs?.n).toBe(0);
@@ -336,7 +341,8 @@ describe('bulk upload', () => {
     expect(await response.text()).toContain(
       'The column “name” holds no email addresses: pick the column that does.',
     );
-    const jobs = await env.DB.prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
+    const jobs = await (await accountD1(accountId))
+      .prepare('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?1')
       .bind(accountId)
       .first<{ n: number }>();
     expect(jobs?.n).toBe(0);
@@ -358,7 +364,7 @@ describe('job page', () => {
     // A queue that drops the work keeps the job processing for as long as the test needs.
     const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
     const created = await createBatchJob({
-      db: createDb(env.DB),
+      db: await dbOfAccount(accountId),
       queue,
       caller: { accountId, apiKeyId: null, mode: 'live', creditBalance: await balanceOf(accountId) },
       upload: await rowsFromCsv(
@@ -409,7 +415,7 @@ describe('job page', () => {
     const jobId = await processingJob(accountId);
     const now = Date.now();
     const retryAt = now + 300_000;
-    const db = createDb(env.DB);
+    const db = await dbOfAccount(accountId);
     await recordProvisional(
       db,
       jobId,
@@ -453,7 +459,7 @@ describe('job page', () => {
     const { client, accountId } = await signedIn('job-recheck');
     const jobId = await processingJob(accountId);
     const now = Date.now();
-    await env.DB.prepare('UPDATE jobs SET recheck = 1 WHERE id = ?1').bind(jobId).run();
+    await (await accountD1(accountId)).prepare('UPDATE jobs SET recheck = 1 WHERE id = ?1').bind(jobId).run();
     const greylisted = {
       ...sandboxVerify(checkSyntax('greylisted@recheck.test'), now),
       email: 'alice@nonexistent.test',
@@ -463,7 +469,7 @@ describe('job page', () => {
       email: 'bob@nonexistent.test',
     };
     const { recheckDueAt } = await recordResults(
-      createDb(env.DB),
+      await dbOfAccount(accountId),
       jobId,
       [{ ...addressResult(0, greylisted, true), recheckable: true }, addressResult(1, accepted)],
       now,
@@ -482,7 +488,7 @@ describe('job page', () => {
     const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
     const now = Date.now();
     const { jobId } = await createBatchJob({
-      db: createDb(env.DB),
+      db: await dbOfAccount(accountId),
       queue,
       caller: { accountId, apiKeyId: null, mode: 'live', creditBalance: await balanceOf(accountId) },
       upload: await rowsFromCsv(new TextEncoder().encode(`email\nalice@${domain}\n`)),
@@ -502,7 +508,7 @@ describe('job page', () => {
       .store()
       .mailRoute(domain);
     await recordResults(
-      createDb(env.DB),
+      await dbOfAccount(accountId),
       jobId,
       [
         addressResult(0, {
@@ -520,7 +526,12 @@ describe('job page', () => {
     // The domain publishes a null MX; its kept route expired, so DNS is asked again.
     await env.DB.prepare('UPDATE domain_facts SET route_expires_at = 0 WHERE domain = ?1').bind(domain).run();
     await factsWorld({ kind: 'null_mx' }, Date.now, 3600).store().mailRoute(domain);
-    const deps = settleDepsOf({ db: createDb(env.DB), queue, config: configOf(env), inBackground: () => {} });
+    const deps = settleDepsOf({
+      db: await dbOfAccount(accountId),
+      queue,
+      config: configOf(env),
+      inBackground: () => {},
+    });
     expect((await watchDomains(deps, Date.now())).rounds).toBe(1);
     const changed = await (await client.get(`/jobs/${jobId}`)).text();
     expect(changed).toContain('<caption>Domain changes</caption>');
@@ -533,7 +544,7 @@ describe('job page', () => {
   async function completedJob(accountId: string, csv: string): Promise<string> {
     const queue = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue<BatchMessage>;
     const created = await createBatchJob({
-      db: createDb(env.DB),
+      db: await dbOfAccount(accountId),
       queue,
       caller: { accountId, apiKeyId: null, mode: 'test', creditBalance: await balanceOf(accountId) },
       upload: await rowsFromCsv(new TextEncoder().encode(csv)),
@@ -742,7 +753,7 @@ describe('history', () => {
     const day = Date.parse('2026-03-10T12:00:00Z');
     // 27 entries, one an hour back from noon on 10 March: 12 that day, 15 on 9 March.
     for (let hour = 0; hour < 27; hour++) {
-      await insertVerification(createDb(env.DB), {
+      await insertVerification(await dbOfAccount(accountId), {
         id: `req_history_${accountId}_${hour}`,
         accountId,
         apiKeyId: null,
@@ -846,9 +857,10 @@ describe('account changes', () => {
       client.post('/keys', { _csrf: token, name: `key ${index}`, mode: 'test' });
     const activeKeys = async () =>
       (
-        await env.DB.prepare(
-          'SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1 AND revoked_at IS NULL',
+        await (
+          await accountD1(accountId)
         )
+          .prepare('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?1 AND revoked_at IS NULL')
           .bind(accountId)
           .first<{ n: number }>()
       )?.n;
@@ -861,7 +873,10 @@ describe('account changes', () => {
     expect(await limited.text()).toContain('Too many attempts');
     // Every form that changes the account shares the count.
     const [keyId] = (
-      await env.DB.prepare('SELECT id FROM api_keys WHERE account_id = ?1')
+      await (
+        await accountD1(accountId)
+      )
+        .prepare('SELECT id FROM api_keys WHERE account_id = ?1')
         .bind(accountId)
         .all<{ id: string }>()
     ).results.map((row) => row.id);
@@ -873,9 +888,10 @@ describe('account changes', () => {
     ] as const) {
       expect((await client.post(action, { _csrf: token, ...fields })).status, action).toBe(429);
     }
-    const account = await env.DB.prepare(
-      'SELECT webhook_url AS url, webhook_secret AS secret, recheck_default AS recheck FROM accounts WHERE id = ?1',
-    )
+    const account = await (await accountD1(accountId))
+      .prepare(
+        'SELECT webhook_url AS url, webhook_secret AS secret, recheck_default AS recheck FROM accounts WHERE id = ?1',
+      )
       .bind(accountId)
       .first();
     expect(account).toEqual({ url: null, secret: null, recheck: 0 });
@@ -891,7 +907,10 @@ describe('account settings', () => {
     const { client, accountId } = await signedIn('recheck-default');
     const recheckDefault = async () =>
       (
-        await env.DB.prepare('SELECT recheck_default AS value FROM accounts WHERE id = ?1')
+        await (
+          await accountD1(accountId)
+        )
+          .prepare('SELECT recheck_default AS value FROM accounts WHERE id = ?1')
           .bind(accountId)
           .first<{ value: number }>()
       )?.value;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { untilValue } from '../../../../test/eventually.ts';
 import { signedInAccount as signedIn } from '../../../test/cookie-client.ts';
 import { announceEgresses, hubOf, newProberToken, startFakeProber } from '../../../test/fake-prober.ts';
-import { call, quotas } from '../../../test/fixtures.ts';
+import { accountD1, call, quotas } from '../../../test/fixtures.ts';
 
 interface TokenRow {
   token_hash: string;
@@ -148,8 +148,10 @@ describe('the shared fleet fallback', () => {
 
     const saved = await client.submit('/probers', '/probers/fallback', {});
     expect(saved.status).toBe(303);
+    const d1 = await accountD1(accountId);
     const stored = () =>
-      env.DB.prepare('SELECT shared_fleet_fallback AS on_ FROM accounts WHERE id = ?1')
+      d1
+        .prepare('SELECT shared_fleet_fallback AS on_ FROM accounts WHERE id = ?1')
         .bind(accountId)
         .first<{ on_: number }>();
     expect(await stored()).toEqual({ on_: 0 });

@@ -1,6 +1,7 @@
 // A dashboard account that lives in shard 1 (storage/shards.ts): its email, its sessions and its
 // outcome endpoints find it through the directory's lookups, its sign-up grant is decided once per
 // mailbox across the shards, and its pages, password reset and outcome hooks answer from shard 1.
+// A sign-up is placed in the shard with the fewest accounts.
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import {
@@ -288,8 +289,8 @@ describe('the directory of accounts', () => {
 });
 
 describe('placement', () => {
-  it('a new account goes to the shard with the fewest accounts, the lowest on a tie', async () => {
-    const shards = shardsOf(env);
+  /** How many accounts the directory places in each shard. */
+  async function placed(): Promise<[number, number]> {
     const counts = await env.DB.prepare(
       'SELECT shard, COUNT(*) AS n FROM account_shards GROUP BY shard',
     ).all<{
@@ -297,22 +298,59 @@ describe('placement', () => {
       n: number;
     }>();
     const of = (shard: number) => counts.results.find((row) => row.shard === shard)?.n ?? 0;
-    const fewer = of(1) < of(0) ? 1 : 0;
+    return [of(0), of(1)];
+  }
+
+  /** Places `n` accounts of no rows in `shard`, as if they had signed up there. */
+  async function place(shard: number, n: number): Promise<void> {
+    if (n <= 0) return;
+    await env.DB.batch(
+      Array.from({ length: n }, () =>
+        env.DB.prepare('INSERT INTO account_shards (account_id, shard) VALUES (?1, ?2)').bind(
+          crypto.randomUUID(),
+          shard,
+        ),
+      ),
+    );
+  }
+
+  it('a new account goes to the shard with the fewest accounts, the lowest on a tie', async () => {
+    const shards = shardsOf(env);
+    const [zero, one] = await placed();
+    const fewer = one < zero ? 1 : 0;
     expect(await shardForNewAccount(shards)).toBe(fewer);
     // Fill the emptier shard up to the other: a tie goes to shard 0; one more, and shard 1 is chosen.
-    const gap = Math.abs(of(0) - of(1));
-    const place = (shard: number, n: number) =>
-      env.DB.batch(
-        Array.from({ length: n }, () =>
-          env.DB.prepare('INSERT INTO account_shards (account_id, shard) VALUES (?1, ?2)').bind(
-            crypto.randomUUID(),
-            shard,
-          ),
-        ),
-      );
-    if (gap > 0) await place(fewer, gap);
+    await place(fewer, Math.abs(zero - one));
     expect(await shardForNewAccount(shards)).toBe(0);
     await place(0, 1);
     expect(await shardForNewAccount(shards)).toBe(1);
   });
+
+  it.each([0, 1])(
+    'a dashboard sign-up goes to shard %i when it has the fewest accounts, and is served there',
+    async (shard) => {
+      const [zero, one] = await placed();
+      // The other shard gets one account more than this one.
+      if (shard === 1) await place(0, one - zero + 1);
+      else await place(1, zero - one + 1);
+      const email = uniqueEmail(`placed-${shard}`);
+      const client = new CookieClient();
+      expect((await client.signUp(email, DEFAULT_PASSWORD)).status).toBe(303);
+      const [here, there] = shard === 1 ? [env.DB_SHARD_1, env.DB] : [env.DB, env.DB_SHARD_1];
+      expect(await count(here, 'SELECT COUNT(*) AS n FROM accounts WHERE email = ?1', email)).toBe(1);
+      expect(await count(there, 'SELECT COUNT(*) AS n FROM accounts WHERE email = ?1', email)).toBe(0);
+      expect(
+        await count(
+          env.DB,
+          `SELECT COUNT(*) AS n FROM account_lookups l JOIN account_shards s ON s.account_id = l.account_id
+         WHERE l.kind = 'email' AND l.value = ?1 AND s.shard = ?2`,
+          email,
+          shard,
+        ),
+      ).toBe(1);
+      const account = await client.get('/account');
+      expect(account.status).toBe(200);
+      expect(await account.text()).toContain(email);
+    },
+  );
 });

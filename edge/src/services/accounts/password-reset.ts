@@ -20,9 +20,10 @@ import { findAccount, findAccountByEmail } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { deleteAccountSessions, replacePasswordHash } from '../../storage/sessions.ts';
 import { accountDb, type Shards } from '../../storage/shards.ts';
+import { normaliseAccountEmail } from './account-email.ts';
 import type { AccountMailDeps } from './email-confirmation.ts';
 import { hashPassword } from './passwords.ts';
-import { normaliseAccountEmail, passwordProblem } from './sign-in.ts';
+import { passwordProblem } from './sign-in.ts';
 import { admitSignInAttempt } from './sign-in-limits.ts';
 import { linkMatches, parseLinkToken, signLink } from './signed-links.ts';
 

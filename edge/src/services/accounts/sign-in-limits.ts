@@ -11,8 +11,8 @@
 // hour, because every account is worth its free credits: farming them takes many networks;
 // reset requests too, since each sends an email.
 import type { KeyLimiter } from '../../objects/key-limiter.ts';
+import { normaliseAccountEmail } from './account-email.ts';
 import { networkPrefix, type PrefixLengths } from './client-network.ts';
-import { normaliseAccountEmail } from './sign-in.ts';
 
 export const SIGN_IN_LIMITS = { perIp: 10, perEmail: 5, windowMs: 60_000 } as const;
 export const SIGN_UP_LIMITS = { perNetwork: 10, windowMs: 3_600_000 } as const;

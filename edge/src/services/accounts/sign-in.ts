@@ -4,7 +4,8 @@ import { ApiError } from '@rcpt/shared/errors';
 import { findAccount, findAccountByEmail, insertUnconfirmedAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
 import { deleteAccountSessions, setPasswordHash } from '../../storage/sessions.ts';
-import { type Shards, shardNumberOf } from '../../storage/shards.ts';
+import { type Shards, shardForNewAccount, shardNumberOf } from '../../storage/shards.ts';
+import { normaliseAccountEmail } from './account-email.ts';
 import {
   DECOY_HASH,
   hashPassword,
@@ -17,10 +18,6 @@ import {
 export const SIGNUP_CREDITS = 100;
 
 export const INVALID_CREDENTIALS = 'That email and password do not match an account.';
-
-export function normaliseAccountEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
 
 export function passwordProblem(password: string): string | null {
   if (password.length < MIN_PASSWORD_LENGTH) return `Use at least ${MIN_PASSWORD_LENGTH} characters.`;
@@ -36,12 +33,11 @@ export function signUpProblem(input: { email: string; password: string }): strin
 }
 
 /**
- * The shard a dashboard sign-up goes to. Shard 0 (the directory's database) for now: placement by
- * `shardForNewAccount` waits until every path that reads a signed-up account in its tests reads it
- * in its shard (docs/architecture.md, "Sharding what still grows").
+ * The shard a dashboard sign-up goes to: the one with the fewest accounts (docs/architecture.md,
+ * "Sharding what still grows"), so a shard bound later fills first.
  */
-export async function signUpShard(_shards: Shards): Promise<number> {
-  return 0;
+export function signUpShard(shards: Shards): Promise<number> {
+  return shardForNewAccount(shards);
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   countOfAccount,
   createJobAs,
   db,
+  dbOfAccount,
   ledgerOf,
   listsCountOf,
   newCaller,
@@ -36,7 +37,7 @@ interface QuotaBody {
 }
 
 const jobsOf = (accountId: string) =>
-  countOf('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
+  countOfAccount('SELECT COUNT(*) AS n FROM jobs WHERE account_id = ?', accountId);
 const historyOf = (accountId: string) =>
   countOfAccount('SELECT COUNT(*) AS n FROM verifications WHERE account_id = ?', accountId);
 
@@ -61,8 +62,8 @@ function uploadMultipart(caller: TestCaller, csv: string, options: CallOptions =
   return call('/api/v1/bulk/upload', { key: caller.apiKey, body: form, ...options });
 }
 
-const newKey = (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
-  createApiKey(db(), {
+const newKey = async (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
+  createApiKey(await dbOfAccount(caller.accountId), {
     accountId: caller.accountId,
     name: 'k',
     mode: 'live',
@@ -70,7 +71,7 @@ const newKey = (caller: Pick<TestCaller, 'accountId'>, maxActiveKeys: number) =>
     now: Date.now(),
   });
 const activeKeysOf = (accountId: string) =>
-  countOf('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL', accountId);
+  countOfAccount('SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL', accountId);
 
 const rows = (n: number, prefix = 'x') =>
   Array.from({ length: n }, (_, i) => `deliverable+${prefix}${i}@sandbox.test`);
