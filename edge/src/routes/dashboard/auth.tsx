@@ -287,7 +287,7 @@ export function registerAuthPages(dashboard: Hono<DashboardEnv>): void {
     }
     const shards = c.get('shards');
     const shard = await signUpShard(shards);
-    const created = await signUp(shards.db(shard), { email, password, now: Date.now() });
+    const created = await signUp(shards, shard, { email, password, now: Date.now() });
     if (!created) {
       // The address has an account: its owner retyping the sign-up form is signed in; anyone
       // else is told to sign in or reset the password.

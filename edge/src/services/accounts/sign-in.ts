@@ -3,6 +3,7 @@
 import { ApiError } from '@rcpt/shared/errors';
 import { findAccount, findAccountByEmail, insertUnconfirmedAccount } from '../../storage/accounts.ts';
 import type { Db } from '../../storage/db.ts';
+import { releaseAbandonedEmailClaim } from '../../storage/email-claims.ts';
 import { deleteAccountSessions, setPasswordHash } from '../../storage/sessions.ts';
 import { type Shards, shardForNewAccount, shardNumberOf } from '../../storage/shards.ts';
 import { normaliseAccountEmail } from './account-email.ts';
@@ -41,13 +42,14 @@ export function signUpShard(shards: Shards): Promise<number> {
 }
 
 /**
- * Creates the account in `db`'s shard, unconfirmed and without credits (email-confirmation.ts
+ * Creates the account in shard `shard`, unconfirmed and without credits (email-confirmation.ts
  * grants them); null when the email is taken (its claim in the directory decides, whichever shard
  * holds the other account). The caller must answer both the same way (no account enumeration), so
  * a taken email costs the same password hashing too.
  */
 export async function signUp(
-  db: Db,
+  shards: Shards,
+  shard: number,
   input: { email: string; password: string; now: number },
 ): Promise<{ accountId: string; email: string } | null> {
   const email = normaliseAccountEmail(input.email);
@@ -55,8 +57,25 @@ export async function signUp(
   if (problem) throw new ApiError('VALIDATION_ERROR', { message: problem });
   const passwordHash = await hashPassword(input.password);
   const id = crypto.randomUUID();
-  if (!(await insertUnconfirmedAccount(db, { id, email, passwordHash, now: input.now }))) return null;
+  if (!(await insertSignUp(shards, shard, { id, email, passwordHash, now: input.now }))) return null;
   return { accountId: id, email };
+}
+
+/**
+ * insertUnconfirmedAccount in shard `shard`, tried once more when the email's claim was left by
+ * a sign-up that died before its account's row (storage/email-claims.ts) and this one freed it.
+ */
+async function insertSignUp(
+  shards: Shards,
+  shard: number,
+  account: { id: string; email: string; passwordHash: string; now: number },
+): Promise<boolean> {
+  const db = shards.db(shard);
+  if (await insertUnconfirmedAccount(db, account)) return true;
+  return (
+    (await releaseAbandonedEmailClaim(shards, account.email, account.now)) &&
+    insertUnconfirmedAccount(db, account)
+  );
 }
 
 /**
