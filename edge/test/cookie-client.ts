@@ -173,7 +173,7 @@ export class CookieClient {
     return this.post(action, { _csrf: token, ...fields });
   }
 
-  /** The sign-up form alone: a new and a taken email both answer 303 to /login?welcome=1. */
+  /** The sign-up form alone: 303 to /?welcome=1 for a new email, to /login?account-exists=1 for a taken one. */
   async register(email: string, password = DEFAULT_PASSWORD): Promise<Response> {
     return this.submit('/signup', '/signup', { email, password });
   }
