@@ -14,11 +14,11 @@ import {
   createProberToken,
   grantCredits,
   isApiKey,
+  RefusedError,
   revokeApiKeyRows,
   revokeCredential,
   setSharedFleetFallback,
   shardForNewAccount,
-  UnknownAccountError,
 } from './stack/operator.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist-to DIR] [--json]
@@ -263,7 +263,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof UnknownAccountError) fail(error.message);
+  if (error instanceof RefusedError) fail(error.message);
   console.error(`rcpt admin: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

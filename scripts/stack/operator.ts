@@ -7,6 +7,7 @@
 // (its keys' lookups) goes to the directory first, as the edge does (docs/architecture.md,
 // "Sharding what still grows"). Prober and operator tokens live in the directory.
 import { hashSecret, issueSecret, secretKindOf } from '@rcpt/shared/secret-tokens';
+import { normaliseAccountEmail } from '../../edge/src/services/accounts/account-email.ts';
 import { issueProberToken } from '../../edge/src/services/fleet/prober-token-secret.ts';
 import { accountSettingsUpdate, liveKeyHashesSelect } from '../../edge/src/storage/account-settings.ts';
 import {
@@ -42,8 +43,11 @@ export interface IssuedCredential {
   prefix: string;
 }
 
+/** What the operator asked for cannot be done as asked (an unknown account, a taken email); nothing was written. */
+export class RefusedError extends Error {}
+
 /** An account the directory does not place in a shard that holds it. */
-export class UnknownAccountError extends Error {
+export class UnknownAccountError extends RefusedError {
   constructor(accountId: string) {
     super(`no account ${accountId}`);
   }
@@ -104,9 +108,10 @@ export function shardForNewAccount(target: D1Target): number {
 
 function newAccount(input: { id?: string; email?: string | null; credits: number }): NewAccount {
   // An operator's account needs no email confirmation, nor a password: it signs in with keys.
+  // Its email is spelt as sign-up and sign-in spell it, so that its lookup finds it.
   return {
     id: input.id ?? crypto.randomUUID(),
-    email: input.email ?? null,
+    email: input.email ? normaliseAccountEmail(input.email) : null,
     passwordHash: null,
     initialCredits: input.credits,
     now: Date.now(),
@@ -135,6 +140,16 @@ export async function createAccount(
 ): Promise<string> {
   const account = newAccount(input);
   const shard = input.shard ?? 0;
+  // The email's lookup is written first and fails when another account holds the email
+  // (inserts.ts `accountDirectoryEntries`); asked here first, the operator is told why.
+  if (account.email !== null) {
+    const [holder] = executeSql(
+      shardTarget(target, 0),
+      `SELECT account_id FROM account_lookups WHERE kind = 'email' AND value = ${q(account.email)}`,
+    );
+    if ((holder?.length ?? 0) > 0)
+      throw new RefusedError(`${account.email} is the email of account ${String(holder?.[0]?.account_id)}`);
+  }
   await writePlaced(target, shard, accountDirectoryEntries(account, shard), accountStatements(account));
   return account.id;
 }

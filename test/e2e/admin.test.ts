@@ -170,7 +170,7 @@ describe('npm run admin', () => {
       '--shard',
       '1',
       '--email',
-      'one@example.com',
+      ' One@Example.com',
       '--credits',
       '10',
       '--json',
@@ -180,13 +180,20 @@ describe('npm run admin', () => {
     const account = `SELECT credit_balance, shared_fleet_fallback FROM accounts WHERE id = '${accountId}'`;
     expect(rowsIn(1, account)).toEqual([{ credit_balance: 10, shared_fleet_fallback: 1 }]);
     expect(rowsIn(0, account)).toEqual([]);
-    // The directory places it, and its email finds it.
+    // The directory places it, and its email finds it, spelt as sign-in spells it.
     expect(rowsIn(0, `SELECT shard FROM account_shards WHERE account_id = '${accountId}'`)).toEqual([
       { shard: 1 },
     ]);
     expect(rowsIn(0, `SELECT kind, value FROM account_lookups WHERE account_id = '${accountId}'`)).toEqual([
       { kind: 'email', value: 'one@example.com' },
     ]);
+    // The email is that account's in every shard: another account of it is refused, and not made.
+    const placed = () => rowsIn(0, 'SELECT COUNT(*) AS n FROM account_shards')[0]?.n;
+    const before = placed();
+    const taken = await admin('account', 'create', '--shard', '0', '--email', 'one@example.COM');
+    expect(taken.code).toBe(2);
+    expect(taken.stderr).toContain(`one@example.com is the email of account ${accountId}`);
+    expect(placed()).toBe(before);
 
     const granted = await admin('credits', 'grant', '--account', accountId, '--amount', '5', '--json');
     expect(JSON.parse(granted.stdout)).toEqual({ accountId, balance: 15 });
