@@ -79,7 +79,7 @@ async function measureFleet(stack: LocalStack, world: MailWorld): Promise<Figure
   const tarpitKey = keyRing(
     await createApiKeys(stack.d1, { accountId: DEV_ACCOUNT_ID, count: 5, mode: 'live' }),
   );
-  const other = createAccount(stack.d1, { credits: 10_000 });
+  const other = await createAccount(stack.d1, { credits: 10_000 });
   const otherKey = keyRing(await createApiKeys(stack.d1, { accountId: other, count: 20, mode: 'live' }));
   const domains = bulkDomainNames(50);
   const list = (round: number) =>

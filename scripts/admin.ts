@@ -2,7 +2,7 @@
 // for the deployed database. Secrets are printed once and never stored.
 import { parseArgs } from 'node:util';
 import { checkProductionSettings } from '../edge/src/production-check.ts';
-import type { D1Target } from './stack/d1.ts';
+import { type D1Target, declaredShardCount } from './stack/d1.ts';
 import { deploymentSettings } from './stack/deployment.ts';
 import { fleetLines } from './stack/fleet-view.ts';
 import {
@@ -14,20 +14,24 @@ import {
   createProberToken,
   grantCredits,
   isApiKey,
-  liveKeyHashesOf,
+  RefusedError,
   revokeApiKeyRows,
   revokeCredential,
   setSharedFleetFallback,
+  shardForNewAccount,
 } from './stack/operator.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist-to DIR] [--json]
 
-  account create [--email E] [--credits N]        create an account (default 100 credits)
+  account create [--email E] [--credits N] [--shard N]
+                                                  create an account (default 100 credits) in shard N
+                                                  (default: the one with the fewest accounts)
   credits grant --account ID|API_KEY --amount N   add credits (a ledger row says why); the account is
                                                   its id, or found from one of its API keys (rk_…)
   key create --account ID [--name N] [--test]     create an API key; prints the secret once
-  key revoke --key ID|PREFIX [--edge URL]         revoke an API key; with RCPT_OPERATOR_TOKEN the edge is told
-                                                  and it fails on its next request (else within 5 minutes)
+  key revoke --key ID|PREFIX [--edge URL]         revoke an API key, in whichever shard holds it; with
+                                                  RCPT_OPERATOR_TOKEN the edge is told and it fails on its
+                                                  next request (else within 5 minutes)
   prober-token create [--region R] [--name N] [--account ID]
                                                   create a prober token; prints it once. With --account,
                                                   a customer-run prober's: it serves that account only
@@ -44,32 +48,42 @@ const USAGE = `usage: npm run admin -- <command> [options] [--remote] [--persist
                                                   PROBER_REGIONS, sign-up, payments; with --remote, its
                                                   secrets too; exits 1 when one is missing`;
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    remote: { type: 'boolean', default: false },
-    'persist-to': { type: 'string' },
-    json: { type: 'boolean', default: false },
-    email: { type: 'string' },
-    credits: { type: 'string', default: '100' },
-    account: { type: 'string' },
-    amount: { type: 'string' },
-    name: { type: 'string' },
-    test: { type: 'boolean', default: false },
-    key: { type: 'string' },
-    token: { type: 'string' },
-    region: { type: 'string' },
-    edge: { type: 'string' },
-    config: { type: 'string' },
-    env: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
-
 function fail(message: string): never {
   console.error(`rcpt admin: ${message}\n\n${USAGE}`);
   process.exit(2);
 }
+
+/** The command line; a malformed one (an option without its value, say) is refused with the usage. */
+function parsedArguments() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        remote: { type: 'boolean', default: false },
+        'persist-to': { type: 'string' },
+        json: { type: 'boolean', default: false },
+        email: { type: 'string' },
+        credits: { type: 'string', default: '100' },
+        shard: { type: 'string' },
+        account: { type: 'string' },
+        amount: { type: 'string' },
+        name: { type: 'string' },
+        test: { type: 'boolean', default: false },
+        key: { type: 'string' },
+        token: { type: 'string' },
+        region: { type: 'string' },
+        edge: { type: 'string' },
+        config: { type: 'string' },
+        env: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    fail((error as Error).message);
+  }
+}
+
+const { values, positionals } = parsedArguments();
 
 function required(name: 'account' | 'key' | 'token', value: string | undefined): string {
   if (!value) fail(`--${name} is required`);
@@ -81,6 +95,14 @@ function positiveInteger(name: string, value: string | undefined): number {
   if (!Number.isInteger(number) || number < 0)
     fail(`--${name} must be a whole number ≥ 0, got ${JSON.stringify(value)}`);
   return number;
+}
+
+/** A shard wrangler.toml declares (docs/architecture.md, "Sharding what still grows"). */
+function declaredShard(value: string): number {
+  const shard = positiveInteger('shard', value);
+  const count = declaredShardCount();
+  if (shard >= count) fail(`--shard ${shard}: wrangler.toml declares shards 0 to ${count - 1}`);
+  return shard;
 }
 
 /** How long the edge keeps a key's record without reading D1 (objects/key-limiter.ts, KEY_RECORD_TTL_MS). */
@@ -120,8 +142,11 @@ async function main(): Promise<void> {
   switch (command) {
     case 'account create': {
       const credits = positiveInteger('credits', values.credits);
-      const id = createAccount(target, { email: values.email ?? null, credits });
-      return report({ accountId: id, credits }, [`account ${id} created with ${credits} credits`]);
+      const shard = values.shard === undefined ? shardForNewAccount(target) : declaredShard(values.shard);
+      const id = await createAccount(target, { email: values.email ?? null, credits, shard });
+      return report({ accountId: id, credits, shard }, [
+        `account ${id} created with ${credits} credits, in shard ${shard}`,
+      ]);
     }
     case 'credits grant': {
       const account = required('account', values.account);
@@ -166,9 +191,8 @@ async function main(): Promise<void> {
     case 'shared-fleet off': {
       const accountId = required('account', values.account);
       const allowed = command === 'shared-fleet on';
-      if (!setSharedFleetFallback(target, accountId, allowed)) fail(`no account ${accountId}`);
       // The edge keeps the setting in each key's record: told, it reads them again.
-      const keyHashes = liveKeyHashesOf(target, accountId);
+      const keyHashes = setSharedFleetFallback(target, accountId, allowed);
       const told = keyHashes.length === 0 ? null : await tellEdgeToForget(keyHashes);
       return report({ accountId, sharedFleetFallback: allowed, edgeTold: told === null }, [
         `account ${accountId}: the shared fleet ${allowed ? 'takes over' : 'never takes over'} when its own probers cannot probe` +
@@ -239,6 +263,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof RefusedError) fail(error.message);
   console.error(`rcpt admin: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

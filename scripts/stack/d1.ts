@@ -63,10 +63,25 @@ function databaseOf(target: D1Target): DeclaredDatabase {
  * `DB_SHARD_n` for shard n (docs/architecture.md, "Sharding what still grows").
  */
 export function shardTarget(target: D1Target, shard: number): D1Target {
-  const binding = shard === 0 ? 'DB' : `DB_SHARD_${shard}`;
-  const database = declaredDatabases().find((candidate) => candidate.binding === binding);
-  if (!database) throw new Error(`wrangler.toml binds no database for shard ${shard} (${binding})`);
+  const database = shardDatabase(shard);
+  if (!database)
+    throw new Error(`wrangler.toml binds no database for shard ${shard} (${shardBinding(shard)})`);
   return { ...target, database: database.name };
+}
+
+function shardBinding(shard: number): string {
+  return shard === 0 ? 'DB' : `DB_SHARD_${shard}`;
+}
+
+function shardDatabase(shard: number): DeclaredDatabase | undefined {
+  return declaredDatabases().find((candidate) => candidate.binding === shardBinding(shard));
+}
+
+/** How many shards wrangler.toml binds: `DB`, then `DB_SHARD_1`, `DB_SHARD_2` … while bound, as the edge counts them. */
+export function declaredShardCount(): number {
+  let count = 1;
+  while (shardDatabase(count)) count++;
+  return count;
 }
 
 function targetArgs(target: D1Target): string[] {

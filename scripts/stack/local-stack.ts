@@ -418,7 +418,7 @@ async function reuseDevelopmentAccount(
   options: StackOptions,
 ): Promise<Credentials> {
   if (!accountExists(d1, DEV_ACCOUNT_ID)) {
-    createAccount(d1, { id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
+    await createAccount(d1, { id: DEV_ACCOUNT_ID, email: null, credits: options.devCredits ?? 100 });
   }
   let apiKey: string;
   if (options.devApiKey) {

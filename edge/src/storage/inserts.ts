@@ -132,30 +132,36 @@ export function apiKeyParams(key: NewApiKey): SqlStatement['params'] {
 }
 
 /**
- * The statements that store a key as it is, in the directory's database (an operator's account is
- * in shard 0), its lookup first (the operator's scripts run them through wrangler).
+ * A key as the operator's scripts store it (they run them through wrangler): its lookup, for the
+ * directory's database, written before its row, for the account's shard (docs/architecture.md,
+ * "Sharding what still grows"); in one transaction when the shard is the directory's.
  */
-export function apiKeyInsert(key: NewApiKey): SqlStatement[] {
-  return [
-    lookupInsert('key', key.keyHash, key.accountId),
-    { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) },
-  ];
+export interface KeyStatements {
+  lookup: SqlStatement;
+  row: SqlStatement;
+}
+
+/** The statements that store a key as it is. */
+export function apiKeyInsert(key: NewApiKey): KeyStatements {
+  return {
+    lookup: lookupInsert('key', key.keyHash, key.accountId),
+    row: { sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})`, params: apiKeyParams(key) },
+  };
 }
 
 /**
  * The statements that store a key whose secret the operator chose (its hash is given), or
- * make it live again if the account already had it and revoked it; its lookup first, as
- * `apiKeyInsert`.
+ * make it live again if the account already had it and revoked it.
  */
-export function apiKeyRegistration(key: NewApiKey): SqlStatement[] {
-  return [
-    lookupInsert('key', key.keyHash, key.accountId),
-    {
+export function apiKeyRegistration(key: NewApiKey): KeyStatements {
+  return {
+    lookup: lookupInsert('key', key.keyHash, key.accountId),
+    row: {
       sql: `${API_KEY_INSERT} VALUES (${API_KEY_VALUES})
             ON CONFLICT (key_hash) DO UPDATE SET revoked_at = NULL WHERE account_id = ?2`,
       params: apiKeyParams(key),
     },
-  ];
+  };
 }
 
 export type NewProberToken = Pick<

@@ -6,9 +6,10 @@
 // Every database gets every migration, so the storage modules run unchanged on any shard: a
 // caller picks the account's database, and a module that writes to the directory as well asks
 // `directoryOf` for it.
-import { and, count, eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { createDb, createRequestDb, type Db, prepare } from './db.ts';
 import { accountShardInsert, type LookupKind, lookupInsert } from './inserts.ts';
+import { ACCOUNTS_BY_SHARD, shardWithFewestAccounts } from './placement.ts';
 import { accountLookups, accountShards } from './schema.ts';
 
 /** The databases of one deployment: the directory, and a database per shard. */
@@ -166,13 +167,8 @@ export async function findLookup(
  * grouped read), the lowest number on a tie.
  */
 export async function shardForNewAccount(shards: Shards): Promise<number> {
-  const rows = await shards.directory
-    .select({ shard: accountShards.shard, accounts: count() })
-    .from(accountShards)
-    .groupBy(accountShards.shard);
-  const counts = new Map(rows.map((row) => [row.shard, row.accounts]));
-  let chosen = 0;
-  for (let shard = 1; shard < shards.count; shard++)
-    if ((counts.get(shard) ?? 0) < (counts.get(chosen) ?? 0)) chosen = shard;
-  return chosen;
+  const { results } = await shards.directory.$client
+    .prepare(ACCOUNTS_BY_SHARD)
+    .all<{ shard: number; accounts: number }>();
+  return shardWithFewestAccounts(results, shards.count);
 }
