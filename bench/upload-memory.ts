@@ -197,6 +197,10 @@ try {
   const live = { 'content-type': 'text/csv', 'x-api-key': stack.apiKey };
   const warm = await fetch(upload, { method: 'POST', headers: live, body: 'email\nwarm@example.test\n' });
   if (warm.status !== 200) throw new Error(`warm-up answered ${warm.status}: ${await warm.text()}`);
+  // The account's daily storage budget grows with the credits it holds (docs/money.md, "Quotas
+  // and free work"): 5,000 more make room for the 10 MB sandbox list, and still leave too few for
+  // the 10,000 addresses of the 402 case below.
+  grantCredits(stack.d1, { accountId: DEV_ACCOUNT_ID, amount: 5_000 });
   // A sandbox job completes at upload, so its results can be exported without a prober.
   const testKey = (await createApiKey(stack.d1, { accountId: DEV_ACCOUNT_ID, name: 'bench', mode: 'test' }))
     .secret;
