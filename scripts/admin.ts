@@ -3,7 +3,6 @@
 import { parseArgs } from 'node:util';
 import { checkProductionSettings } from '../edge/src/production-check.ts';
 import { type D1Target, declaredShardCount } from './stack/d1.ts';
-import { deploymentSettings } from './stack/deployment.ts';
 import { fleetLines } from './stack/fleet-view.ts';
 import {
   accountExists,
@@ -230,6 +229,9 @@ async function main(): Promise<void> {
       return report(body, fleetLines(body as unknown as Parameters<typeof fleetLines>[0]));
     }
     case 'check': {
+      // Loaded here only: wrangler's configuration reader takes about two seconds to load, which
+      // every other command would pay for nothing.
+      const { deploymentSettings } = await import('./stack/deployment.ts');
       const findings = checkProductionSettings(
         deploymentSettings({
           remote: values.remote,
